@@ -1,0 +1,116 @@
+"""The graph IR every compiler level shares.
+
+One IR through all stages (as in tinygrad): a level is a `Graph` whose ops carry more detail than the
+level above. Like torch.fx nodes, an `Op` has a kind, inputs and a `meta` dict where passes and the
+simulator write their results, so a stage adds facts without changing the shape of the IR.
+
+    graph @forward
+      %input_1: 1x784xf32
+      matmul_0 = matmul(input_1, linear_relu_stack.0.weight) -> matmul_0: 1x512xf32
+      ...
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+LEVELS = ("input", "graph", "layout", "kernel")
+
+MEMORY_LAYOUTS = ("interleaved", "height_sharded", "width_sharded", "block_sharded")
+TENSOR_LAYOUTS = ("tile", "row_major")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where and how a tensor is stored: the tensor encoding at the `layout` level and below."""
+
+    memory: str = "dram"  # a memory name the target declares
+    memory_layout: str = "interleaved"
+    grid: tuple[int, int] = (1, 1)  # cores holding shards; (1, 1) for interleaved
+    dtype: str = "f32"
+    layout: str = "tile"  # tile (32x32 tiles) or row_major
+
+    @property
+    def sharded(self) -> bool:
+        return self.memory_layout != "interleaved"
+
+    def mlir(self) -> str:
+        rows, cols = self.grid
+        return (
+            f"#ts.layout<{self.memory}, {self.memory_layout}, grid {rows}x{cols}, "
+            f"{self.dtype}, {self.layout}>"
+        )
+
+
+@dataclass
+class Tensor:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    layout: Layout | None = None
+    is_constant: bool = False
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape) if self.shape else 1
+
+    def type_str(self) -> str:
+        dims = "x".join(str(d) for d in self.shape)
+        body = f"{dims}x{self.dtype}" if dims else self.dtype
+        return f"tensor<{body}>"
+
+
+@dataclass
+class Op:
+    name: str  # stable: from the MLIR loc name, else <kind>_<n>
+    kind: str  # source op name at `input` (e.g. ttir.matmul), vocabulary kind below
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    source: tuple[str, ...] = ()  # provenance: op names at the level above
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Graph:
+    name: str
+    level: str
+    tensors: dict[str, Tensor]
+    ops: list[Op]  # topological order
+    inputs: list[str]
+    outputs: list[str]
+    warnings: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)  # pass results about the whole graph
+    _by_name: dict[str, Op] | None = field(default=None, repr=False, compare=False)
+
+    def op(self, name: str) -> Op:
+        if self._by_name is None or len(self._by_name) != len(self.ops):
+            self._by_name = {op.name: op for op in self.ops}
+        return self._by_name[name]
+
+    def has_op(self, name: str) -> bool:
+        try:
+            self.op(name)
+            return True
+        except KeyError:
+            return False
+
+    def producer(self) -> dict[str, Op]:
+        return {t: op for op in self.ops for t in op.outputs}
+
+    def consumers(self) -> dict[str, list[Op]]:
+        users: dict[str, list[Op]] = {}
+        for op in self.ops:
+            for t in op.inputs:
+                users.setdefault(t, []).append(op)
+        return users
+
+    def with_level(self, level: str) -> Graph:
+        """A deep copy for the next stage, so every level stays inspectable."""
+        clone = copy.deepcopy(self)
+        clone.level = level
+        clone._by_name = None
+        return clone

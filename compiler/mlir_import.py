@@ -1,0 +1,190 @@
+"""Frontend: MLIR text -> the `input` level, parsed by the real MLIR parser.
+
+The parser is MLIR's own, through the Python bindings in the `iree-base-compiler` wheel. TTIR ops are
+not registered there, so unregistered dialects are allowed: such ops parse in generic form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from iree.compiler import ir
+
+from . import dtypes
+from .errors import ModelLoadError
+from .ir import Graph, Op, Tensor
+
+ENTRY_NAMES = ("main", "forward")
+_MAX_ATTR_CHARS = 200  # huge splat constants are summarised, not copied into every level
+
+
+@dataclass
+class ImportedModel:
+    ref: str  # what the user asked for: a path or 'zoo:...'
+    name: str
+    text: str  # the MLIR source
+    input_mlir: str  # the module as the parser printed it: the `input` level's text
+    graph: Graph  # the `input` level as a graph
+
+    @property
+    def source_hash(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def new_context() -> ir.Context:
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = True
+    return ctx
+
+
+def parse_module(text: str, source_name: str, ctx: ir.Context | None = None) -> ir.Module:
+    """Parse MLIR text; a syntax error becomes one line naming file:line:col and the cause."""
+    ctx = ctx or new_context()
+    try:
+        return ir.Module.parse(text, ctx)
+    except ir.MLIRError as err:
+        diags = err.error_diagnostics
+        if diags:
+            where = _line_col(str(diags[0].location))
+            raise ModelLoadError(f"{source_name}:{where}: {diags[0].message}") from None
+        raise ModelLoadError(f"{source_name}: cannot parse MLIR: {err}") from None
+
+
+def _line_col(location: str) -> str:
+    match = re.search(r":(\d+):(\d+)", location)
+    return f"{match.group(1)}:{match.group(2)}" if match else "?"
+
+
+def import_mlir(text: str, ref: str, name: str | None = None) -> ImportedModel:
+    ctx = new_context()
+    with ctx:
+        module = parse_module(text, ref, ctx)
+        entry = _entry_function(module, ref)
+        graph = _graph_of(entry, name or _model_name(ref, entry))
+        input_mlir = str(module)
+    return ImportedModel(ref=ref, name=graph.name, text=text, input_mlir=input_mlir, graph=graph)
+
+
+def _model_name(ref: str, entry) -> str:
+    stem = ref.rsplit("/", 1)[-1]
+    return stem.removesuffix(".mlir") or ir.StringAttr(entry.attributes["sym_name"]).value
+
+
+def _functions(block) -> list:
+    found = []
+    for op in block.operations:
+        if op.operation.name == "func.func":
+            found.append(op)
+        elif op.operation.regions and op.operation.name in ("builtin.module",):
+            for region in op.operation.regions:
+                for inner in region.blocks:
+                    found.extend(_functions(inner))
+    return found
+
+
+def _entry_function(module: ir.Module, ref: str):
+    funcs = _functions(module.body)
+    if not funcs:
+        raise ModelLoadError(f"{ref}: no func.func in the module")
+    by_name = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
+    for wanted in ENTRY_NAMES:
+        if wanted in by_name:
+            return by_name[wanted]
+    public = [f for f in funcs if "sym_visibility" not in f.attributes]
+    if len(public) == 1:
+        return public[0]
+    raise ModelLoadError(
+        f"{ref}: cannot tell the entry function among {sorted(by_name)}; name it main or forward"
+    )
+
+
+def _tensor_of(name: str, mlir_type: ir.Type) -> Tensor:
+    if isinstance(mlir_type, ir.RankedTensorType):
+        return Tensor(name, tuple(mlir_type.shape), dtypes.normalize(str(mlir_type.element_type)))
+    return Tensor(name, (), dtypes.normalize(str(mlir_type)))
+
+
+def _loc_name(location: ir.Location) -> str | None:
+    try:
+        return location.name_str or None
+    except AttributeError:
+        return None
+
+
+def _arg_name(func_op, index: int, arg) -> str:
+    attrs = func_op.arg_attrs
+    if attrs is not None and index < len(attrs):
+        arg_attrs = ir.DictAttr(attrs[index])
+        if "ttir.name" in arg_attrs:
+            return ir.StringAttr(arg_attrs["ttir.name"]).value
+    return _loc_name(arg.location) or f"arg{index}"
+
+
+def _attr_text(attr: ir.Attribute) -> str:
+    text = str(attr)
+    return text if len(text) <= _MAX_ATTR_CHARS else text[: _MAX_ATTR_CHARS - 3] + "..."
+
+
+class _Namer:
+    """Stable op names: the MLIR loc name when present, else <kind>_<n> counted per kind."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+        self.counts: dict[str, int] = {}
+
+    def name(self, loc_name: str | None, base: str) -> str:
+        if loc_name is None:
+            while True:
+                n = self.counts.get(base, 0)
+                self.counts[base] = n + 1
+                candidate = f"{base}_{n}"
+                if candidate not in self.taken:
+                    break
+        else:
+            candidate, k = loc_name, 1
+            while candidate in self.taken:  # two ops with one loc name keep distinct names
+                candidate = f"{loc_name}#{k}"
+                k += 1
+        self.taken.add(candidate)
+        return candidate
+
+
+def _graph_of(func_op, model_name: str) -> Graph:
+    tensors: dict[str, Tensor] = {}
+    value_names: dict[ir.Value, str] = {}
+    inputs: list[str] = []
+    for index, arg in enumerate(func_op.arguments):
+        tensor = _tensor_of(_arg_name(func_op, index, arg), arg.type)
+        tensors[tensor.name] = tensor
+        value_names[arg] = tensor.name
+        inputs.append(tensor.name)
+
+    namer = _Namer()
+    namer.taken.update(inputs)
+    ops: list[Op] = []
+    outputs: list[str] = []
+    for mlir_op in func_op.entry_block.operations:
+        operation = mlir_op.operation
+        if operation.name == "func.return":
+            outputs = [value_names[v] for v in operation.operands]
+            continue
+        base = operation.name.split(".", 1)[-1]
+        name = namer.name(_loc_name(operation.location), base)
+        results = list(operation.results)
+        out_names = [name] if len(results) == 1 else [f"{name}:{i}" for i in range(len(results))]
+        for value, out_name in zip(results, out_names):
+            tensors[out_name] = _tensor_of(out_name, value.type)
+            value_names[value] = out_name
+        attrs = {named.name: _attr_text(named.attr) for named in operation.attributes}
+        ops.append(
+            Op(
+                name=name,
+                kind=operation.name,
+                inputs=[value_names[v] for v in operation.operands],
+                outputs=out_names,
+                attrs=attrs,
+            )
+        )
+    return Graph(model_name, "input", tensors, ops, inputs, outputs)

@@ -1,0 +1,37 @@
+"""Resolve a model reference (a file path or a zoo name) to an imported model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import zoo
+from .errors import ModelLoadError
+from .mlir_import import ImportedModel, import_mlir
+
+EXAMPLES = Path(__file__).parent / "examples"
+
+
+def read_source(ref: str) -> str:
+    """The MLIR text behind a reference."""
+    if zoo.is_zoo(ref):
+        return zoo.generate(ref)
+    path = Path(ref).expanduser()
+    if not path.exists() and (EXAMPLES / ref).exists():
+        path = EXAMPLES / ref
+    if not path.exists():
+        raise ModelLoadError(f"{ref}: no such file")
+    if path.is_dir():
+        raise ModelLoadError(f"{ref}: is a directory, expected an .mlir file")
+    try:
+        return path.read_text()
+    except UnicodeDecodeError:
+        raise ModelLoadError(f"{ref}: not a text file (MLIR is UTF-8 text)") from None
+    except OSError as err:
+        raise ModelLoadError(f"{ref}: cannot read: {err.strerror}") from None
+
+
+def load_model(ref: str, text: str | None = None) -> ImportedModel:
+    """Import `ref`; pass `text` to import stored source without touching the file system."""
+    source = read_source(ref) if text is None else text
+    name = ref if zoo.is_zoo(ref) else None
+    return import_mlir(source, ref, name)

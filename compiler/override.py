@@ -1,0 +1,35 @@
+"""What a user asks of one op: the compiler's input for tuning.
+
+The `overrides` package reads and writes the formats users exchange (tt-mlir option strings and
+friends) and turns them into these records; the layout pass applies them and reports each outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+APPLIED, ADJUSTED, REJECTED = "applied", "adjusted", "rejected"
+
+
+@dataclass(frozen=True)
+class OpOverride:
+    """Output layout of one op, as in tt-mlir's `override-output-layout`. None = keep the default."""
+
+    op: str
+    grid: tuple[int, int] | None = None
+    memory: str | None = None
+    memory_layout: str | None = None
+    layout: str | None = None
+    dtype: str | None = None
+    spec: str = ""  # as the user wrote it, for reports
+
+
+@dataclass(frozen=True)
+class OverrideOutcome:
+    op: str
+    spec: str
+    status: str  # applied | adjusted | rejected
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"op": self.op, "spec": self.spec, "status": self.status, "reason": self.reason}

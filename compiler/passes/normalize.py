@@ -1,0 +1,52 @@
+"""input -> graph: one op vocabulary whatever the source dialect.
+
+Destination-passing `empty` operands are dropped (they carry no data). An op outside the vocabulary
+is kept as an `opaque` op with a generic cost and listed in a warning: never dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import opset
+from ..ir import Graph, Op
+
+
+@dataclass(frozen=True)
+class Normalize:
+    name = "normalize"
+
+    def run(self, graph: Graph) -> Graph:
+        out = graph.with_level("graph")
+        empties = {t for op in out.ops if op.kind in opset.DPS_EMPTY for t in op.outputs}
+        unknown: dict[str, int] = {}
+        ops: list[Op] = []
+        for op in out.ops:
+            if op.kind in opset.DPS_EMPTY:
+                continue
+            kind = opset.kind_of(op.kind)
+            attrs = dict(op.attrs)
+            if kind is None:
+                unknown[op.kind] = unknown.get(op.kind, 0) + 1
+                attrs["source_op"] = op.kind
+                kind = opset.OPAQUE
+            ops.append(
+                Op(
+                    name=op.name,
+                    kind=kind,
+                    inputs=[t for t in op.inputs if t not in empties],
+                    outputs=list(op.outputs),
+                    attrs=attrs,
+                    source=(op.name,),
+                )
+            )
+            if kind == "constant":
+                for t in op.outputs:
+                    out.tensors[t].is_constant = True
+        for t in empties:
+            out.tensors.pop(t, None)
+        out.ops = ops
+        if unknown:
+            listed = ", ".join(f"{k} x{n}" for k, n in sorted(unknown.items()))
+            out.warnings.append(f"ops kept as opaque (generic DRAM cost): {listed}")
+        return out

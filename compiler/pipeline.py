@@ -1,0 +1,69 @@
+"""The compiler: a short list of named stages, each producing one inspectable level.
+
+    input  --normalize-->       graph    one op vocabulary, whatever the source dialect
+           --assign-layouts-->  layout   every tensor placed (memory, sharding, grid, dtype)
+           --split-kernels-->   kernel   every op split into per-core reads, compute, writes
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .ir import Graph
+from .mlir_import import ImportedModel
+from .mlir_print import print_graph
+from .override import OpOverride, OverrideOutcome
+from .passes.layout import DEFAULT_POLICY, AssignLayouts
+from .passes.normalize import Normalize
+from .passes.split_kernels import SplitKernels
+from .target import Target
+
+
+@dataclass
+class Compilation:
+    model: ImportedModel
+    target: Target
+    levels: dict[str, Graph]  # graph, layout, kernel; `input` is the imported module
+
+    @property
+    def kernel(self) -> Graph:
+        return self.levels["kernel"]
+
+    @property
+    def override_outcomes(self) -> list[OverrideOutcome]:
+        return self.levels["layout"].meta.get("overrides", [])
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.levels["graph"].warnings
+
+    def graph_at(self, level: str) -> Graph:
+        return self.model.graph if level == "input" else self.levels[level]
+
+    def mlir(self, level: str) -> str:
+        if level == "input":
+            return self.model.input_mlir
+        return print_graph(self.levels[level])
+
+
+def stages(target: Target, overrides: Sequence[OpOverride], policy: str) -> list[tuple[str, object]]:
+    return [
+        ("graph", Normalize()),
+        ("layout", AssignLayouts(target, tuple(overrides), policy)),
+        ("kernel", SplitKernels(target)),
+    ]
+
+
+def compile_model(
+    model: ImportedModel,
+    target: Target,
+    overrides: Sequence[OpOverride] = (),
+    policy: str = DEFAULT_POLICY,
+) -> Compilation:
+    levels: dict[str, Graph] = {}
+    graph = model.graph
+    for level, stage in stages(target, overrides, policy):
+        graph = stage.run(graph)
+        levels[level] = graph
+    return Compilation(model, target, levels)

@@ -1,0 +1,251 @@
+"""Performance simulator: interprets the `kernel` level, one op at a time, core group by core group.
+
+Per core, a reader, the compute engine and a writer work through the op's blocks with double-buffered
+circular buffers, so their times overlap: with n blocks and phase times r, c, w the core takes
+max(r, c, w) + (r + c + w - max) / n (the pipeline fills and drains once). A read's bandwidth depends
+on its path: the core's own L1, another core's L1 over one NoC link, or a shared device memory whose
+bandwidth is split evenly among the op's active cores (capped by the core's NoC link). The op takes
+as long as its slowest core. Ops run one after another; with host dispatch, an op cannot start before
+the host has issued it, and the host issues ops one per `dispatch_ns`.
+
+Every op also gets its roofline bound (FLOPs at the grid's peak, bytes at each level's full
+bandwidth); the simulated time is never below it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import opset
+from .ir import Graph, Op
+from .kernel import CoreWork, Kernel, Transfer
+from .target import Target
+
+NS = 1e9
+
+
+@dataclass
+class OpTiming:
+    name: str
+    kind: str
+    start_ns: float
+    duration_ns: float
+    flops: int
+    bytes: dict[str, float]  # by path: dram, l1, noc, ...
+    bound: str  # compute | dram | l1 | noc | dispatch | none
+    why: str
+    memory: str  # where the op's output lives
+    grid: str  # RxC the op runs on
+    cores: int
+    roofline_ns: float
+    dispatch_wait_ns: float = 0.0
+
+    @property
+    def end_ns(self) -> float:
+        return self.start_ns + self.duration_ns
+
+
+@dataclass
+class Zone:
+    track: str  # "core r,c" for ops; "core r,c/reader|compute|writer" for phases
+    depth: int
+    name: str
+    start_ns: float
+    end_ns: float
+    op: str
+
+
+@dataclass
+class SimResult:
+    target: str
+    dispatch: str
+    total_ns: float
+    ops: list[OpTiming]
+    zones: list[Zone] = field(default_factory=list)
+
+    @property
+    def device_ns(self) -> float:
+        return sum(o.duration_ns for o in self.ops)
+
+
+@dataclass
+class _CoreTime:
+    read: float
+    compute: float
+    write: float
+    total: float
+    terms: dict[str, float]  # seconds per component, for the bound class
+
+
+class Simulator:
+    def __init__(self, target: Target, dispatch: str = "host") -> None:
+        self.target = target
+        self.dispatch = dispatch
+        self.dispatch_ns = target.dispatch_ns[dispatch]
+
+    def run(self, kernel_graph: Graph) -> SimResult:
+        ops: list[OpTiming] = []
+        zones: list[Zone] = []
+        device_free = 0.0
+        host_issued = 0.0
+        for op in kernel_graph.ops:
+            kernel: Kernel | None = op.meta.get("kernel")
+            if kernel is None:  # constants: no launch, no time
+                continue
+            host_issued += self.dispatch_ns
+            start = max(device_free, host_issued)
+            timing, core_times = self.run_op(kernel_graph, op, kernel, start)
+            timing.dispatch_wait_ns = max(0.0, host_issued - device_free)
+            ops.append(timing)
+            zones.extend(self._zones(op, kernel, core_times, start))
+            device_free = timing.end_ns
+        return SimResult(self.target.name, self.dispatch, device_free, ops, zones)
+
+    # --- one op -----------------------------------------------------------------------------
+
+    def run_op(self, graph: Graph, op: Op, kernel: Kernel, start: float) -> tuple[OpTiming, list[_CoreTime]]:
+        active = kernel.cores_used
+        core_times = [self._core_time(group, active) for group in kernel.groups]
+        slowest = max(core_times, key=lambda t: t.total)
+        latency = self._latency(kernel)
+        duration = (slowest.total + latency) * NS
+        flops = opset.flops(graph, op)
+        moved = self._bytes_by_path(kernel)
+        roofline = self._roofline_s(op, kernel, flops, moved) * NS
+        bound = max(slowest.terms, key=slowest.terms.get) if slowest.total > 0 else "none"
+        out = graph.tensors[op.outputs[0]].layout if op.outputs else None
+        timing = OpTiming(
+            name=op.name,
+            kind=op.kind,
+            start_ns=start,
+            duration_ns=duration,
+            flops=flops,
+            bytes=moved,
+            bound=bound,
+            why="",
+            memory=out.memory if out else "",
+            grid=f"{kernel.grid[0]}x{kernel.grid[1]}",
+            cores=active,
+            roofline_ns=roofline,
+        )
+        timing.why = self._why(timing, slowest, active)
+        return timing, core_times
+
+    def _bandwidth(self, path: str, active: int) -> float:
+        """Bytes/s one core gets on a path while `active` cores run the op."""
+        target = self.target
+        if path == "noc":
+            return target.noc_bytes_per_s
+        memory = target.memories[path]
+        if memory.scope == "core":
+            return memory.bytes_per_s
+        return min(memory.bytes_per_s / active, target.noc_bytes_per_s)
+
+    def _transfer_s(self, transfers: tuple[Transfer, ...], active: int) -> tuple[float, dict[str, float]]:
+        by_path: dict[str, float] = {}
+        for t in transfers:
+            by_path[t.path] = by_path.get(t.path, 0.0) + t.bytes / self._bandwidth(t.path, active)
+        return sum(by_path.values()), by_path
+
+    def _core_time(self, group: CoreWork, active: int) -> _CoreTime:
+        read, read_terms = self._transfer_s(group.reads, active)
+        write, write_terms = self._transfer_s(group.writes, active)
+        compute = group.compute.cycles / self.target.clock_hz
+        phases = (read, compute, write)
+        longest = max(phases)
+        total = longest + (sum(phases) - longest) / max(1, group.blocks)
+        terms = {"compute": compute}
+        for path, seconds in list(read_terms.items()) + list(write_terms.items()):
+            terms[path] = terms.get(path, 0.0) + seconds
+        # Reader and writer overlap, but a shared memory's bandwidth is split between them too.
+        shared = [s for p, s in terms.items() if p in self.target.memories and self.target.memories[p].scope == "device"]
+        total = max([total, *shared])
+        return _CoreTime(read, compute, write, total, terms)
+
+    def _latency(self, kernel: Kernel) -> float:
+        """One NoC traversal to start the pipeline: interface plus average hops across the grid."""
+        target = self.target
+        hops = (kernel.grid[0] + kernel.grid[1]) / 2
+        return (target.noc_interface_cycles + hops * target.noc_hop_cycles) / target.clock_hz
+
+    def _bytes_by_path(self, kernel: Kernel) -> dict[str, float]:
+        moved: dict[str, float] = {}
+        for group in kernel.groups:
+            for t in group.reads + group.writes:
+                moved[t.path] = moved.get(t.path, 0.0) + t.bytes * len(group.cores)
+        return moved
+
+    def _peak(self, engine: str, fidelity: str | None) -> float:
+        """FLOP/s (or element ops/s) of the whole grid on one engine."""
+        target = self.target
+        if engine == "matrix":
+            lofi = target.cycles_per_tile["lofi"]
+            slowdown = target.cycles_per_tile[fidelity or "lofi"] / lofi
+            return target.peak_flops / slowdown
+        return target.vector_elements_per_cycle * target.cores * target.clock_hz
+
+    def _roofline_s(self, op: Op, kernel: Kernel, flops: int, moved: dict[str, float]) -> float:
+        target = self.target
+        fidelity = kernel.groups[0].compute.fidelity if kernel.groups else None
+        engine = kernel.groups[0].compute.engine if kernel.groups else "data"
+        bounds = [flops / self._peak(engine, fidelity) if engine != "data" else 0.0]
+        for path, nbytes in moved.items():
+            if path == "noc":
+                bandwidth = target.noc_bytes_per_s * target.cores * target.noc_count
+            else:
+                memory = target.memories[path]
+                bandwidth = memory.bytes_per_s * (target.cores if memory.scope == "core" else 1)
+            bounds.append(nbytes / bandwidth)
+        return max(bounds)
+
+    def _why(self, t: OpTiming, slowest: _CoreTime, active: int) -> str:
+        if t.bound == "none":
+            return "no work"
+        seconds = t.duration_ns / NS
+        achieved = t.flops / seconds if seconds else 0.0
+        kernel_engine = "matrix" if opset.op_class(t.kind).kind_class == opset.MATMUL else "vector"
+        peak_share = achieved / self._peak(kernel_engine, None) * 100 if t.flops else 0.0
+        if t.bound == "compute":
+            head = f"compute-bound on {active} cores"
+        elif t.bound == "noc":
+            head = f"NoC-bound: {_mb(t.bytes.get('noc', 0))} over one {self.target.noc_link_bytes_per_cycle} B/cycle link per core"
+        else:
+            memory = self.target.memories[t.bound]
+            if memory.scope == "core":
+                head = f"{t.bound.upper()}-bound: {_mb(t.bytes.get(t.bound, 0))} from local {t.bound}"
+            else:
+                head = (
+                    f"{t.bound.upper()}-bound: {_mb(t.bytes.get(t.bound, 0))} at "
+                    f"{memory.bytes_per_s / 1e9:.0f} GB/s shared by {active} core{"s" if active != 1 else ""}"
+                )
+        return f"{head}; compute {peak_share:.0f}% of peak; {t.duration_ns / max(t.roofline_ns, 1e-9):.1f}x roofline"
+
+    # --- timeline zones ------------------------------------------------------------------------
+
+    def _zones(self, op: Op, kernel: Kernel, core_times: list[_CoreTime], start: float) -> list[Zone]:
+        zones = []
+        for group, ct in zip(kernel.groups, core_times):
+            blocks = max(1, group.blocks)
+            end = start + ct.total * NS
+            phases = (
+                ("reader", "read", start, start + ct.read * NS),
+                ("compute", "compute", start + ct.read / blocks * NS, start + (ct.read / blocks + ct.compute) * NS),
+                ("writer", "write", end - ct.write * NS, end),
+            )
+            for r, c in group.cores:
+                track = f"core {r},{c}"
+                zones.append(Zone(track, 0, op.name, start, end, op.name))
+                for engine, phase, p0, p1 in phases:
+                    if p1 > p0:
+                        zones.append(Zone(f"{track}/{engine}", 1, phase, p0, p1, op.name))
+        return zones
+
+
+def _mb(nbytes: float) -> str:
+    if nbytes >= 1e6:
+        return f"{nbytes / 1e6:.1f} MB"
+    return f"{nbytes / 1e3:.1f} KB"
+
+
+def simulate(kernel_graph: Graph, target: Target, dispatch: str = "host") -> SimResult:
+    return Simulator(target, dispatch).run(kernel_graph)
