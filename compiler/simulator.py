@@ -216,7 +216,7 @@ class Simulator:
             else:
                 head = (
                     f"{t.bound.upper()}-bound: {_mb(t.bytes.get(t.bound, 0))} at "
-                    f"{memory.bytes_per_s / 1e9:.0f} GB/s shared by {active} core{"s" if active != 1 else ""}"
+                    f"{memory.bytes_per_s / 1e9:.0f} GB/s shared by {active} core{'s' if active != 1 else ''}"
                 )
         return f"{head}; compute {peak_share:.0f}% of peak; {t.duration_ns / max(t.roofline_ns, 1e-9):.1f}x roofline"
 
