@@ -1,0 +1,168 @@
+"""The `tilescope` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from compiler.errors import TilescopeError
+from compiler.ir import LEVELS
+from compiler.target import DISPATCH_MODES
+from perfdb.engine import DatabaseError, default_url, open_db, session_factory
+from perfdb.queries import RunNotFound, list_runs
+
+from .runs import DEFAULT_TARGET, RunResult, compile_cached, execute
+
+EXAMPLE_MODEL = "zoo:mlp"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tilescope", description="Tune ML accelerator compilation: compile, simulate, store, compare."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser, db: bool = True, target: bool = True) -> None:
+        if target:
+            p.add_argument("--target", default=DEFAULT_TARGET, help="built-in target name or a target .toml file")
+            p.add_argument(
+                "--override", action="append", default=[], metavar="SPEC",
+                help="op output layout, tt-mlir syntax: OP=RxC:l1|dram:interleaved|block_sharded|...:tile|row_major:DTYPE",
+            )
+        if db:
+            p.add_argument("--db", default=None, help=f"SQLAlchemy URL of the perf database (default: $TILESCOPE_DB or {default_url()})")
+
+    run = sub.add_parser("run", help="compile, simulate and store a run; print per-op timings")
+    run.add_argument("model", help="an .mlir file or a zoo model (zoo:mlp, zoo:matmul:MxKxN)")
+    common(run)
+    run.add_argument("--label", default="", help="a note to tell this run apart")
+    run.add_argument("--dispatch", choices=DISPATCH_MODES, default="host", help="host launches per op, or a captured trace")
+    run.add_argument("--keep-going", action="store_true", help="store the run even if an override is rejected")
+    run.add_argument("--json", action="store_true", help="print the run as JSON")
+
+    runs = sub.add_parser("runs", help="list stored runs")
+    common(runs, target=False)
+    runs.add_argument("--json", action="store_true")
+
+    show = sub.add_parser("show", help="print a model at one compiler level as MLIR")
+    show.add_argument("model")
+    show.add_argument("--level", choices=LEVELS, default="graph")
+    common(show, db=False)
+
+    serve = sub.add_parser("serve", help="start the web app")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8050)
+    serve.add_argument("--model", default=EXAMPLE_MODEL, help="model to compile and store if it has no run yet")
+    serve.add_argument("--target", default=DEFAULT_TARGET)
+    serve.add_argument("--debug", action="store_true")
+    common(serve, target=False)
+    return parser
+
+
+def _run_json(result: RunResult, model_ref: str) -> dict:
+    sim = result.sim
+    return {
+        "run_id": result.run_id,
+        "model": model_ref,
+        "target": sim.target,
+        "dispatch": sim.dispatch,
+        "total_ns": sim.total_ns,
+        "device_ns": sim.device_ns,
+        "overrides": [o.as_dict() for o in result.compilation.override_outcomes],
+        "warnings": result.compilation.warnings,
+        "ops": [
+            {
+                "name": o.name, "type": o.kind, "start_ns": o.start_ns, "duration_ns": o.duration_ns,
+                "flops": o.flops, "bytes": o.bytes, "bound": o.bound, "memory": o.memory, "grid": o.grid,
+                "cores": o.cores, "roofline_ns": o.roofline_ns, "why": o.why,
+            }
+            for o in sim.ops
+        ],
+    }
+
+
+def _print_table(result: RunResult, model_ref: str) -> None:
+    sim = result.sim
+    print(f"run {result.run_id}  {model_ref} on {sim.target} ({sim.dispatch} dispatch)")
+    width = max([len(o.name) for o in sim.ops] + [4])
+    print(f"{'op':<{width}}  {'type':<10} {'start us':>10} {'dur us':>9} {'GFLOP':>8} {'bound':<8} {'memory':<6} grid")
+    for o in sim.ops:
+        print(
+            f"{o.name:<{width}}  {o.kind:<10} {o.start_ns / 1e3:>10.1f} {o.duration_ns / 1e3:>9.2f} "
+            f"{o.flops / 1e9:>8.3f} {o.bound:<8} {o.memory:<6} {o.grid}"
+        )
+    print(f"total {sim.total_ns / 1e3:.1f} us (device busy {sim.device_ns / 1e3:.1f} us)")
+    for outcome in result.compilation.override_outcomes:
+        print(f"override {outcome.spec}: {outcome.status}{': ' + outcome.reason if outcome.reason else ''}")
+
+
+def cmd_run(args) -> int:
+    sessions = session_factory(open_db(args.db))
+    result = execute(
+        sessions, args.model, args.target, args.override,
+        label=args.label, dispatch=args.dispatch, keep_going=args.keep_going,
+    )
+    for warning in result.compilation.warnings:
+        print(f"tilescope: warning: {warning}", file=sys.stderr)
+    for outcome in result.rejected:
+        print(f"tilescope: override {outcome.spec!r} rejected: {outcome.reason}", file=sys.stderr)
+    if result.rejected and not args.keep_going:
+        print("tilescope: error: run not stored (use --keep-going to store it anyway)", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(_run_json(result, args.model), indent=1))
+    else:
+        _print_table(result, args.model)
+    return 0
+
+
+def cmd_runs(args) -> int:
+    with session_factory(open_db(args.db))() as session:
+        runs = list_runs(session)
+        rows = [
+            {
+                "run_id": r.id, "label": r.label, "model": r.model_ref, "target": r.target,
+                "total_ns": r.total_ns, "overrides": len(r.overrides), "created_at": r.created_at.isoformat(),
+            }
+            for r in runs
+        ]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    print(f"{'id':>4}  {'model':<28} {'target':<14} {'total us':>10} {'ovr':>3}  label")
+    for r in rows:
+        print(f"{r['run_id']:>4}  {r['model'][:28]:<28} {r['target']:<14} {r['total_ns'] / 1e3:>10.1f} {r['overrides']:>3}  {r['label']}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    compilation, _ = compile_cached(args.model, args.target, tuple(args.override))
+    sys.stdout.write(compilation.mlir(args.level))
+    return 0
+
+
+def cmd_serve(args) -> int:
+    from .server import serve
+
+    serve(db_url=args.db, model_ref=args.model, target=args.target, host=args.host, port=args.port, debug=args.debug)
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "runs": cmd_runs, "show": cmd_show, "serve": cmd_serve}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (TilescopeError, DatabaseError, RunNotFound) as err:
+        print(f"tilescope: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""One run: compile a model with overrides, simulate it, store it. Shared by the CLI and the UI."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from compiler.models import load_model
+from compiler.override import REJECTED, OverrideOutcome
+from compiler.pipeline import Compilation, compile_model
+from compiler.simulator import SimResult, simulate
+from compiler.target import load_target
+from overrides import check_op_names, format_item, parse_item
+from perfdb.store import NewRun, save_run
+
+DEFAULT_TARGET = "wormhole_n150"
+
+
+@dataclass
+class RunResult:
+    run_id: int | None  # None when nothing was stored (a rejected override without keep_going)
+    compilation: Compilation
+    sim: SimResult
+    overrides: list[str]
+
+    @property
+    def rejected(self) -> list[OverrideOutcome]:
+        return [o for o in self.compilation.override_outcomes if o.status == REJECTED]
+
+
+@lru_cache(maxsize=16)
+def _model(ref: str, text: str | None):
+    return load_model(ref, text)
+
+
+@lru_cache(maxsize=64)
+def compile_cached(
+    ref: str, target: str, override_items: tuple[str, ...], text: str | None = None
+) -> tuple[Compilation, tuple[str, ...]]:
+    """Compile `ref` with overrides given as tt-mlir items; returns the items in canonical form.
+
+    Compilation is deterministic, so the UI can ask for any stored run's levels again for free.
+    """
+    model = _model(ref, text)
+    parsed = [parse_item(item) for item in override_items]
+    check_op_names(parsed, model.graph)
+    return compile_model(model, load_target(target), parsed), tuple(format_item(o) for o in parsed)
+
+
+def execute(
+    sessions: sessionmaker[Session],
+    model_ref: str,
+    target: str = DEFAULT_TARGET,
+    override_items: Sequence[str] = (),
+    *,
+    label: str = "",
+    parent_id: int | None = None,
+    dispatch: str = "host",
+    source_text: str | None = None,
+    keep_going: bool = False,
+) -> RunResult:
+    compilation, items = compile_cached(model_ref, target, tuple(override_items), source_text)
+    sim = simulate(compilation.kernel, compilation.target, dispatch)
+    result = RunResult(None, compilation, sim, list(items))
+    if result.rejected and not keep_going:
+        return result
+    model = compilation.model
+    new = NewRun(
+        model_ref=model_ref,
+        model_name=model.name,
+        source_hash=model.source_hash,
+        source_text=model.text,
+        target=compilation.target.name,
+        total_ns=sim.total_ns,
+        device_ns=sim.device_ns,
+        ops=[_op_row(o) for o in sim.ops],
+        zones=((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in sim.zones),
+        dispatch=dispatch,
+        overrides=list(items),
+        override_outcomes=[o.as_dict() for o in compilation.override_outcomes],
+        label=label,
+        parent_id=parent_id,
+    )
+    with sessions() as session:
+        result.run_id = save_run(session, new)
+    return result
+
+
+def _op_row(timing) -> dict:
+    row = asdict(timing)
+    row.pop("dispatch_wait_ns", None)
+    return row

@@ -1,0 +1,80 @@
+"""tt-mlir `override-output-layout` syntax: `op=<p>[:<p>...]`, parameters in any order, any subset.
+
+    matmul_1=2x2:l1:block_sharded
+    add_0=1x1:dram:interleaved:tile:f32
+
+Each parameter belongs to one category (grid, memory, memory layout, layout, dtype); naming a
+category twice in one item is an error, as in tt-mlir.
+"""
+
+from __future__ import annotations
+
+import re
+
+from compiler.dtypes import BYTES_PER_ELEMENT
+from compiler.errors import OverrideError
+from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
+from compiler.override import OpOverride
+
+# Memory names as users write them; tt-mlir spells host memory `system_memory`.
+MEMORY_ALIASES = {"dram": "dram", "l1": "l1", "lls": "lls", "system": "system", "system_memory": "system"}
+# tt-mlir / ttnn data type spellings
+DTYPE_ALIASES = {"bfp_bf8": "bfp8", "bfp_bf4": "bfp4", "float32": "f32", "bfloat16": "bf16", "uint8": "ui8"}
+_GRID = re.compile(r"^(\d+)x(\d+)$")
+
+
+def _category(token: str) -> tuple[str, object]:
+    grid = _GRID.match(token)
+    if grid:
+        return "grid", (int(grid.group(1)), int(grid.group(2)))
+    if token in MEMORY_ALIASES:
+        return "memory", MEMORY_ALIASES[token]
+    if token in MEMORY_LAYOUTS:
+        return "memory_layout", token
+    if token in TENSOR_LAYOUTS:
+        return "layout", token
+    dtype = DTYPE_ALIASES.get(token, token)
+    if dtype in BYTES_PER_ELEMENT:
+        return "dtype", dtype
+    raise ValueError(token)
+
+
+EXPECTED = (
+    "grid RxC, memory " + "|".join(sorted(set(MEMORY_ALIASES))) + ", memory layout "
+    + "|".join(MEMORY_LAYOUTS) + ", layout " + "|".join(TENSOR_LAYOUTS) + ", or a dtype"
+)
+
+
+def parse_item(item: str) -> OpOverride:
+    """One `op=params` item; errors name the item, the token and the reason."""
+    text = item.strip()
+    op, sep, params = text.partition("=")
+    op = op.strip()
+    if not sep or not op:
+        raise OverrideError(f"override {text!r}: expected OP=PARAMS, e.g. matmul_1=2x2:l1:block_sharded")
+    if not params.strip():
+        raise OverrideError(f"override {text!r}: no parameters after '='")
+    fields: dict[str, object] = {}
+    for token in params.split(":"):
+        token = token.strip().lower()
+        try:
+            category, value = _category(token)
+        except ValueError:
+            raise OverrideError(f"override {text!r}: unknown token {token!r} (expected {EXPECTED})") from None
+        if category in fields:
+            raise OverrideError(f"override {text!r}: {category.replace('_', ' ')} given twice ({token!r})")
+        fields[category] = value
+    if "grid" in fields and min(fields["grid"]) < 1:  # type: ignore[arg-type]
+        raise OverrideError(f"override {text!r}: grid dimensions must be at least 1")
+    return OpOverride(op=op, spec=text, **fields)  # type: ignore[arg-type]
+
+
+def format_item(ov: OpOverride) -> str:
+    """The tt-mlir spelling of an override; parse_item(format_item(x)) == x up to `spec`."""
+    parts = []
+    if ov.grid is not None:
+        parts.append(f"{ov.grid[0]}x{ov.grid[1]}")
+    for value in (ov.memory, ov.memory_layout, ov.layout, ov.dtype):
+        if value is not None:
+            parts.append(value)
+    return f"{ov.op}={':'.join(parts)}"

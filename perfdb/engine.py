@@ -1,0 +1,71 @@
+"""Open the tracing database: SQLite in the user's data directory by default, any SQLAlchemy URL else."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from platformdirs import user_data_dir
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from .schema import Base
+
+ENV_VAR = "TILESCOPE_DB"
+
+
+class DatabaseError(Exception):
+    """The database cannot be reached or used; str() is one line naming the cause."""
+
+
+def default_url() -> str:
+    if os.environ.get(ENV_VAR):
+        return os.environ[ENV_VAR]
+    return f"sqlite:///{Path(user_data_dir('tilescope')) / 'perf.db'}"
+
+
+def _describe(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+def open_db(url: str | None = None) -> Engine:
+    """Connect, create missing tables, and fail with one line if the database is unusable."""
+    url = url or default_url()
+    try:
+        if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+            Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url)
+    except (ArgumentError, ImportError) as err:
+        raise DatabaseError(f"database URL {_describe(url)!r} is not usable: {err}") from None
+    except OSError as err:
+        raise DatabaseError(f"database {_describe(url)!r}: {err.strerror}") from None
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    try:
+        Base.metadata.create_all(engine)
+    except OperationalError as err:
+        reason = str(err.orig).strip().splitlines()[0] if err.orig else str(err).splitlines()[0]
+        raise DatabaseError(f"cannot open database {_describe(url)!r}: {reason}") from None
+    except SQLAlchemyError as err:
+        raise DatabaseError(f"cannot open database {_describe(url)!r}: {str(err).splitlines()[0]}") from None
+    return engine
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")  # cascade deletes of a run's ops and zones
+    cursor.execute("PRAGMA journal_mode=WAL")  # readers (the app) never block a writer (the CLI)
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)

@@ -1,0 +1,83 @@
+"""The tracing database's tables: runs, their per-op records and their timeline zones."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import JSON, BigInteger, DateTime, Float, ForeignKey, Index, Integer, MetaData, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    model_ref: Mapped[str] = mapped_column(String(1024))  # 'zoo:mlp' or the file path given
+    model_name: Mapped[str] = mapped_column(String(256))
+    source_hash: Mapped[str] = mapped_column(String(64))
+    source_text: Mapped[str] = mapped_column(Text)  # kept so any run can be re-compiled and re-run
+    target: Mapped[str] = mapped_column(String(256))
+    dispatch: Mapped[str] = mapped_column(String(16), default="host")
+    overrides: Mapped[list] = mapped_column(JSON, default=list)  # override items as text
+    override_outcomes: Mapped[list] = mapped_column(JSON, default=list)
+    label: Mapped[str] = mapped_column(String(512), default="")
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+    status: Mapped[str] = mapped_column(String(16), default="ok")
+    total_ns: Mapped[float] = mapped_column(Float)
+    device_ns: Mapped[float] = mapped_column(Float)
+
+    ops: Mapped[list[OpRecord]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="OpRecord.start_ns"
+    )
+
+
+class OpRecord(Base):
+    __tablename__ = "op_records"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(512))  # stable op name: the key of overrides and diffs
+    kind: Mapped[str] = mapped_column(String(64))
+    start_ns: Mapped[float] = mapped_column(Float)
+    duration_ns: Mapped[float] = mapped_column(Float)
+    flops: Mapped[int] = mapped_column(BigInteger)
+    bytes: Mapped[dict] = mapped_column(JSON)  # by path: dram, l1, noc
+    bound: Mapped[str] = mapped_column(String(16))
+    why: Mapped[str] = mapped_column(Text, default="")
+    memory: Mapped[str] = mapped_column(String(32))
+    grid: Mapped[str] = mapped_column(String(16))
+    cores: Mapped[int] = mapped_column(Integer)
+    roofline_ns: Mapped[float] = mapped_column(Float)
+
+    run: Mapped[Run] = relationship(back_populates="ops")
+
+
+class Zone(Base):
+    __tablename__ = "zones"
+    __table_args__ = (Index("ix_zones_run_start", "run_id", "start_ns"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    track: Mapped[str] = mapped_column(String(64))
+    depth: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(512))
+    start_ns: Mapped[float] = mapped_column(Float)
+    end_ns: Mapped[float] = mapped_column(Float)
+    op: Mapped[str] = mapped_column(String(512))

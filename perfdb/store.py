@@ -1,0 +1,68 @@
+"""Write a run with its per-op records and zones in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import insert
+from sqlalchemy.orm import Session
+
+from .schema import OpRecord, Run, Zone
+
+_OP_FIELDS = (
+    "name", "kind", "start_ns", "duration_ns", "flops", "bytes", "bound", "why",
+    "memory", "grid", "cores", "roofline_ns",
+)
+
+
+@dataclass
+class NewRun:
+    """Everything about one run; the caller converts its simulator output into this."""
+
+    model_ref: str
+    model_name: str
+    source_hash: str
+    source_text: str
+    target: str
+    total_ns: float
+    device_ns: float
+    ops: Sequence[dict]  # keys: _OP_FIELDS
+    zones: Iterable[tuple[str, int, str, float, float, str]]  # track, depth, name, start, end, op
+    dispatch: str = "host"
+    overrides: list[str] = field(default_factory=list)
+    override_outcomes: list[dict] = field(default_factory=list)
+    label: str = ""
+    parent_id: int | None = None
+
+
+def save_run(session: Session, new: NewRun) -> int:
+    """Store `new` and return its run id; nothing is stored if any part fails."""
+    run = Run(
+        model_ref=new.model_ref,
+        model_name=new.model_name,
+        source_hash=new.source_hash,
+        source_text=new.source_text,
+        target=new.target,
+        dispatch=new.dispatch,
+        overrides=list(new.overrides),
+        override_outcomes=list(new.override_outcomes),
+        label=new.label,
+        parent_id=new.parent_id,
+        total_ns=new.total_ns,
+        device_ns=new.device_ns,
+    )
+    with session.begin():
+        session.add(run)
+        session.flush()
+        if new.ops:
+            session.execute(
+                insert(OpRecord), [{"run_id": run.id, **{k: op[k] for k in _OP_FIELDS}} for op in new.ops]
+            )
+        zone_rows = [
+            {"run_id": run.id, "track": t, "depth": d, "name": n, "start_ns": s, "end_ns": e, "op": o}
+            for t, d, n, s, e, o in new.zones
+        ]
+        if zone_rows:
+            session.execute(insert(Zone), zone_rows)
+    return run.id
