@@ -24,9 +24,8 @@ _MAX_ATTR_CHARS = 200  # huge splat constants are summarised, not copied into ev
 class ImportedModel:
     ref: str  # what the user asked for: a path or 'zoo:...'
     name: str
-    text: str  # the MLIR source
-    input_mlir: str  # the module as the parser printed it: the `input` level's text
-    graph: Graph  # the `input` level as a graph
+    text: str  # the MLIR source, unchanged: the `input` level's text
+    graph: Graph  # the `input` level as a graph; each op's meta["lines"] locates it in `text`
 
     @property
     def source_hash(self) -> str:
@@ -63,8 +62,8 @@ def import_mlir(text: str, ref: str, name: str | None = None) -> ImportedModel:
         module = parse_module(text, ref, ctx)
         entry = _entry_function(module, ref)
         graph = _graph_of(entry, name or _model_name(ref, entry))
-        input_mlir = str(module)
-    return ImportedModel(ref=ref, name=graph.name, text=text, input_mlir=input_mlir, graph=graph)
+    _locate_named_ops(graph, text)
+    return ImportedModel(ref=ref, name=graph.name, text=text, graph=graph)
 
 
 def _model_name(ref: str, entry) -> str:
@@ -104,6 +103,30 @@ def _tensor_of(name: str, mlir_type: ir.Type) -> Tensor:
     if isinstance(mlir_type, ir.RankedTensorType):
         return Tensor(name, tuple(mlir_type.shape), dtypes.normalize(str(mlir_type.element_type)))
     return Tensor(name, (), dtypes.normalize(str(mlir_type)))
+
+
+def _file_line(location: ir.Location) -> int | None:
+    try:
+        return location.start_line
+    except AttributeError:
+        return None
+
+
+def _locate_named_ops(graph: Graph, text: str) -> None:
+    """Source line of ops named by loc("...") (inline or through a #loc alias); the parser keeps no
+    file position for them, so find the line that carries their loc."""
+    alias_names = {m.group(1): m.group(2) for m in re.finditer(r'^(#[\w.$-]+)\s*=\s*loc\("((?:[^"\\]|\\.)*)"\)', text, re.M)}
+    wanted = {op.meta["loc"]: op for op in graph.ops if "loc" in op.meta and "lines" not in op.meta}
+    if not wanted:
+        return
+    for number, line in enumerate(text.splitlines(), start=1):
+        if "loc(" not in line or line.startswith("#"):
+            continue
+        for match in re.finditer(r'loc\((?:"((?:[^"\\]|\\.)*)"|(#[\w.$-]+))\)\s*$', line):
+            name = match.group(1) if match.group(1) is not None else alias_names.get(match.group(2))
+            op = wanted.pop(name, None) if name is not None else None
+            if op is not None:
+                op.meta["lines"] = (number, number)
 
 
 def _loc_name(location: ir.Location) -> str | None:
@@ -171,20 +194,25 @@ def _graph_of(func_op, model_name: str) -> Graph:
             outputs = [value_names[v] for v in operation.operands]
             continue
         base = operation.name.split(".", 1)[-1]
-        name = namer.name(_loc_name(operation.location), base)
+        loc_name = _loc_name(operation.location)
+        name = namer.name(loc_name, base)
         results = list(operation.results)
         out_names = [name] if len(results) == 1 else [f"{name}:{i}" for i in range(len(results))]
         for value, out_name in zip(results, out_names):
             tensors[out_name] = _tensor_of(out_name, value.type)
             value_names[value] = out_name
         attrs = {named.name: _attr_text(named.attr) for named in operation.attributes}
-        ops.append(
-            Op(
-                name=name,
-                kind=operation.name,
-                inputs=[value_names[v] for v in operation.operands],
-                outputs=out_names,
-                attrs=attrs,
-            )
+        op = Op(
+            name=name,
+            kind=operation.name,
+            inputs=[value_names[v] for v in operation.operands],
+            outputs=out_names,
+            attrs=attrs,
         )
+        line = _file_line(operation.location)
+        if line is not None:
+            op.meta["lines"] = (line, line)
+        elif loc_name is not None:
+            op.meta["loc"] = loc_name
+        ops.append(op)
     return Graph(model_name, "input", tensors, ops, inputs, outputs)

@@ -103,8 +103,8 @@ def _op_lines(graph: Graph, op: Op, values: dict[str, str], first: int, with_lay
     return lines
 
 
-def print_graph(graph: Graph) -> str:
-    """MLIR text of a `graph`, `layout` or `kernel` level graph."""
+def print_graph(graph: Graph) -> tuple[str, dict[str, tuple[int, int]]]:
+    """MLIR text of a `graph`, `layout` or `kernel` level graph, and each op's first and last line."""
     with_layout = graph.level in ("layout", "kernel")
     values: dict[str, str] = {}
     args = []
@@ -112,14 +112,18 @@ def print_graph(graph: Graph) -> str:
         values[name] = f"%arg{i}"
         args.append(f"%arg{i}: {_type(graph.tensors[name], with_layout)} {{ttir.name = {_string(name)}}}")
     body: list[str] = []
+    spans: dict[str, tuple[int, int]] = {}
     next_value = 0
+    first_body_line = 3  # module header and func signature come first
     for op in graph.ops:
+        start = first_body_line + len(body)
         body.extend(_op_lines(graph, op, values, next_value, with_layout))
+        spans[op.name] = (start, first_body_line + len(body) - 1)
         next_value += len(op.outputs)
     out_types = ", ".join(_type(graph.tensors[t], with_layout) for t in graph.outputs)
     returned = ", ".join(values[t] for t in graph.outputs)
     header = f"module @{_string(graph.name)} attributes {{ts.level = {_string(graph.level)}}} {{"
-    return "\n".join(
+    text = "\n".join(
         [
             header,
             f"  func.func @forward({', '.join(args)}) -> ({out_types}) {{",
@@ -130,3 +134,4 @@ def print_graph(graph: Graph) -> str:
             "",
         ]
     )
+    return text, spans

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .ir import Graph
 from .mlir_import import ImportedModel
@@ -25,6 +25,7 @@ class Compilation:
     model: ImportedModel
     target: Target
     levels: dict[str, Graph]  # graph, layout, kernel; `input` is the imported module
+    _printed: dict[str, tuple[str, dict[str, tuple[int, int]]]] = field(default_factory=dict, repr=False)
 
     @property
     def kernel(self) -> Graph:
@@ -42,9 +43,17 @@ class Compilation:
         return self.model.graph if level == "input" else self.levels[level]
 
     def mlir(self, level: str) -> str:
-        if level == "input":
-            return self.model.input_mlir
-        return print_graph(self.levels[level])
+        return self.mlir_with_lines(level)[0]
+
+    def mlir_with_lines(self, level: str) -> tuple[str, dict[str, tuple[int, int]]]:
+        """MLIR text of a level and, per op name, its first and last line (1-based)."""
+        if level not in self._printed:
+            if level == "input":
+                lines = {op.name: op.meta["lines"] for op in self.model.graph.ops if "lines" in op.meta}
+                self._printed[level] = (self.model.text, lines)
+            else:
+                self._printed[level] = print_graph(self.levels[level])
+        return self._printed[level]
 
 
 def stages(target: Target, overrides: Sequence[OpOverride], policy: str) -> list[tuple[str, object]]:

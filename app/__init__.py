@@ -1,0 +1,1 @@
+"""The tilescope web app and command line."""

@@ -1,0 +1,149 @@
+"""Dash callbacks: unpack inputs, call explorer functions, return outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dash import Dash, Input, Output, State, html, no_update
+
+from compiler.errors import TilescopeError
+
+from . import ids
+from .explorer import (
+    Explorer,
+    form_override,
+    form_values,
+    inspector_children,
+    mlir_children,
+    summary_children,
+)
+from .figures import graph_figure, timeline_figure
+
+FORM_FIELDS = (ids.OV_MEMORY, ids.OV_MEMORY_LAYOUT, ids.OV_GRID_ROWS, ids.OV_GRID_COLS, ids.OV_LAYOUT, ids.OV_DTYPE)
+
+
+def outcome_list(outcomes: list[dict]) -> html.Ul:
+    return html.Ul(
+        [
+            html.Li(
+                [html.Span(o["status"], className=f"badge {o['status']}"), f" {o['spec']}", f" - {o['reason']}" if o["reason"] else ""]
+            )
+            for o in outcomes
+        ],
+        className="outcomes",
+    )
+
+
+def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
+    """Wire the page; returns the callback functions by name so tests can call them directly."""
+
+    @app.callback(
+        Output(ids.RUN_SELECT, "options"),
+        Output(ids.RUN_SELECT, "value"),
+        Output(ids.OVERRIDE_STATUS, "children"),
+        Input(ids.MODEL_SELECT, "value"),
+        Input(ids.TARGET_SELECT, "value"),
+    )
+    def choose_model(model, target):
+        try:
+            run_id = explorer.ensure_run(model, target)
+        except TilescopeError as err:
+            return no_update, no_update, html.P(str(err), className="error")
+        return explorer.run_options(model, target), run_id, None
+
+    @app.callback(
+        Output(ids.RUN_SELECT, "options", allow_duplicate=True),
+        Output(ids.RUN_SELECT, "value", allow_duplicate=True),
+        Output(ids.OVERRIDE_STATUS, "children", allow_duplicate=True),
+        Input(ids.APPLY_OVERRIDES, "n_clicks"),
+        State(ids.RUN_SELECT, "value"),
+        State(ids.SELECTED_OP, "data"),
+        *(State(f, "value") for f in FORM_FIELDS),
+        prevent_initial_call=True,
+    )
+    def apply_override(_clicks, run_id, selected, *form):
+        if run_id is None:
+            return no_update, no_update, no_update
+        try:
+            new_id, outcomes = explorer.apply_override(run_id, form_override(selected, *form))
+        except TilescopeError as err:
+            return no_update, no_update, html.P(str(err), className="error")
+        status = outcome_list(outcomes)
+        if new_id is None:
+            return no_update, no_update, [html.P("Not re-run: an override was rejected.", className="error"), status]
+        run = explorer.run(new_id)
+        return explorer.run_options(run.model_ref, run.target), new_id, status
+
+    @app.callback(
+        Output(ids.GRAPH_VIEW, "figure"),
+        Output(ids.MLIR_VIEW, "children"),
+        Output(ids.RUN_SUMMARY, "children"),
+        Input(ids.RUN_SELECT, "value"),
+        Input(ids.LEVEL_SELECT, "value"),
+        Input(ids.SELECTED_OP, "data"),
+    )
+    def show_level(run_id, level, selected):
+        if run_id is None:
+            return no_update, no_update, no_update
+        run = explorer.run(run_id)
+        compilation = explorer.compilation(run)
+        text, spans = compilation.mlir_with_lines(level)
+        figure = graph_figure(compilation.graph_at(level), explorer.durations(run_id), selected)
+        return figure, mlir_children(text, spans, selected), summary_children(run)
+
+    @app.callback(Output(ids.SELECTED_OP, "data"), Input(ids.GRAPH_VIEW, "clickData"), prevent_initial_call=True)
+    def select_in_graph(click):
+        return clicked_op(click)
+
+    @app.callback(
+        Output(ids.SELECTED_OP, "data", allow_duplicate=True),
+        Input(ids.TIMELINE_VIEW, "clickData"),
+        prevent_initial_call=True,
+    )
+    def select_in_timeline(click):
+        return clicked_op(click)
+
+    @app.callback(
+        Output(ids.OP_INSPECTOR, "children"),
+        *(Output(f, "value") for f in FORM_FIELDS),
+        Output(ids.APPLY_OVERRIDES, "disabled"),
+        Input(ids.SELECTED_OP, "data"),
+        Input(ids.RUN_SELECT, "value"),
+        Input(ids.LEVEL_SELECT, "value"),
+    )
+    def inspect(selected, run_id, level):
+        if run_id is None:
+            return (no_update,) * 8
+        compilation = explorer.compilation(explorer.run(run_id))
+        record = explorer.op_record(run_id, selected) if selected else None
+        values = form_values(compilation, selected)
+        return (inspector_children(compilation, level, selected, record), *values, values[0] is None)
+
+    @app.callback(
+        Output(ids.TIMELINE_VIEW, "figure"),
+        Input(ids.RUN_SELECT, "value"),
+        Input(ids.SELECTED_OP, "data"),
+    )
+    def show_timeline(run_id, selected):
+        if run_id is None:
+            return no_update
+        run = explorer.run(run_id)
+        kinds = {op.name: op.kind for op in explorer.compilation(run).kernel.ops}
+        return timeline_figure(explorer.zones(run_id), kinds, selected)
+
+    app.clientside_callback(
+        "function(children) { return window.tilescope.scrollToMark(children); }",
+        Output(ids.MLIR_VIEW, "title"),
+        Input(ids.MLIR_VIEW, "children"),
+    )
+    return {
+        f.__name__: f
+        for f in (choose_model, apply_override, show_level, select_in_graph, select_in_timeline, inspect, show_timeline)
+    }
+
+
+def clicked_op(click: dict | None):
+    """The op name a plotly click carries in `customdata`, or no_update for clicks on anything else."""
+    points = (click or {}).get("points") or []
+    name = points[0].get("customdata") if points else None
+    return name if isinstance(name, str) else no_update

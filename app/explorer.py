@@ -1,0 +1,173 @@
+"""What the explorer page does, as plain functions of the database and the compiler.
+
+Callbacks (callbacks.py) only unpack Dash inputs and call these, so each step can be tested by
+calling it directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dash import html
+from sqlalchemy.orm import Session, sessionmaker
+
+from compiler import zoo
+from compiler.errors import TilescopeError
+from compiler.override import OpOverride
+from compiler.pipeline import Compilation
+from overrides import format_item, parse_item
+from perfdb import queries
+from perfdb.schema import Run
+
+from .runs import compile_cached, execute
+
+
+@dataclass
+class Explorer:
+    sessions: sessionmaker[Session]
+    default_target: str
+
+    # --- runs -----------------------------------------------------------------------------------
+
+    def model_options(self, extra: str | None = None) -> list[str]:
+        with self.sessions() as session:
+            stored = [r.model_ref for r in queries.list_runs(session)]
+        options = list(dict.fromkeys(([extra] if extra else []) + zoo.names() + stored))
+        return options
+
+    def run_options(self, model_ref: str, target: str) -> list[dict]:
+        with self.sessions() as session:
+            runs = [r for r in queries.list_runs(session, model_ref) if r.target == target]
+            return [{"label": run_label(r), "value": r.id} for r in runs]
+
+    def ensure_run(self, model_ref: str, target: str) -> int:
+        """The newest run of a model on a target, compiling and simulating one if there is none."""
+        with self.sessions() as session:
+            for run in queries.list_runs(session, model_ref):
+                if run.target == target:
+                    return run.id
+        result = execute(self.sessions, model_ref, target, label="baseline", keep_going=True)
+        assert result.run_id is not None
+        return result.run_id
+
+    def run(self, run_id: int) -> Run:
+        with self.sessions() as session:
+            return queries.get_run(session, run_id)
+
+    def compilation(self, run: Run) -> Compilation:
+        compilation, _ = compile_cached(run.model_ref, run.target, tuple(run.overrides), run.source_text)
+        return compilation
+
+    def durations(self, run_id: int) -> dict[str, float]:
+        with self.sessions() as session:
+            return {r.name: r.duration_ns for r in queries.op_records(session, run_id)}
+
+    def op_record(self, run_id: int, name: str):
+        with self.sessions() as session:
+            return next((r for r in queries.op_records(session, run_id) if r.name == name), None)
+
+    def zones(self, run_id: int):
+        with self.sessions() as session:
+            return queries.zones(session, run_id)
+
+    # --- overrides --------------------------------------------------------------------------------
+
+    def apply_override(self, run_id: int, override: OpOverride) -> tuple[int | None, list[dict]]:
+        """Re-run `run_id` with `override` replacing any earlier override of the same op.
+
+        Returns the new run id (None when nothing was stored) and every override's outcome."""
+        parent = self.run(run_id)
+        item = format_item(override)
+        kept = [s for s in parent.overrides if parse_item(s).op != override.op]
+        result = execute(
+            self.sessions, parent.model_ref, parent.target, [*kept, item],
+            label=item, parent_id=parent.id, dispatch=parent.dispatch, source_text=parent.source_text,
+        )
+        return result.run_id, [o.as_dict() for o in result.compilation.override_outcomes]
+
+
+def run_label(run: Run) -> str:
+    label = run.label or "baseline"
+    return f"#{run.id} {label} ({run.total_ns / 1e3:,.1f} us)"
+
+
+def form_override(op: str, memory, memory_layout, rows, cols, layout, dtype) -> OpOverride:
+    """The override the form describes; every field is set, so it states the layout in full."""
+    if not op:
+        raise TilescopeError("select an op first")
+    if None in (memory, memory_layout, rows, cols, layout, dtype):
+        raise TilescopeError("fill in every field of the override form")
+    grid = (int(rows), int(cols))
+    spec = format_item(OpOverride(op, grid, memory, memory_layout, layout, dtype))
+    return OpOverride(op, grid, memory, memory_layout, layout, dtype, spec=spec)
+
+
+def mlir_children(text: str, spans: dict[str, tuple[int, int]], selected: str | None) -> list:
+    """The MLIR text with the selected op's lines wrapped in a <mark> (scrolled into view by JS)."""
+    if not selected or selected not in spans:
+        return [text]
+    first, last = spans[selected]
+    lines = text.splitlines(keepends=True)
+    return [
+        "".join(lines[: first - 1]),
+        html.Mark("".join(lines[first - 1 : last]), className="op-lines"),
+        "".join(lines[last:]),
+    ]
+
+
+def inspector_children(compilation: Compilation, level: str, op_name: str | None, record) -> list:
+    if not op_name:
+        return [html.P("Click an op in the graph or the timeline.", className="hint")]
+    graph = compilation.graph_at(level)
+    if not graph.has_op(op_name):
+        return [html.P(f"{op_name} is not at the {level} level.", className="hint")]
+    op = graph.op(op_name)
+    rows: list[tuple[str, str]] = [("op", op.name), ("kind", op.kind)]
+    if op.source and op.source != (op.name,):
+        rows.append(("from", ", ".join(op.source)))
+    for label, names in (("in", op.inputs), ("out", op.outputs)):
+        for t in names:
+            tensor = graph.tensors[t]
+            placed = f"  {tensor.layout.mlir()}" if tensor.layout else ""
+            rows.append((label, f"{t}: {tensor.type_str()}{placed}"))
+    if "grid" in op.attrs:
+        rows.append(("grid", "x".join(map(str, op.attrs["grid"]))))
+    if record is not None:
+        rows += [
+            ("start", f"{record.start_ns / 1e3:,.2f} us"),
+            ("duration", f"{record.duration_ns / 1e3:,.2f} us"),
+            ("roofline", f"{record.roofline_ns / 1e3:,.2f} us"),
+            ("FLOPs", f"{record.flops:,}"),
+            ("bytes", ", ".join(f"{k} {v / 1e3:,.1f} KB" for k, v in sorted(record.bytes.items())) or "-"),
+            ("cores", str(record.cores)),
+            ("bound", record.bound),
+        ]
+    table = html.Table([html.Tr([html.Th(k), html.Td(v)]) for k, v in rows], className="kv")
+    why = [html.P(record.why, className="why")] if record is not None else []
+    return [table, *why]
+
+
+def form_values(compilation: Compilation, op_name: str | None) -> tuple:
+    """Override form defaults: the op's current output layout at the `layout` level."""
+    layout_graph = compilation.levels["layout"]
+    if not op_name or not layout_graph.has_op(op_name):
+        return (None,) * 6
+    op = layout_graph.op(op_name)
+    if not op.outputs:
+        return (None,) * 6
+    current = layout_graph.tensors[op.outputs[0]].layout
+    rows, cols = op.attrs.get("grid", (1, 1))
+    return current.memory, current.memory_layout, rows, cols, current.layout, current.dtype
+
+
+def summary_children(run: Run) -> list:
+    parts = [
+        html.Span(f"run #{run.id}", className="pill"),
+        html.Span(f"{run.model_name} on {run.target}"),
+        html.Span(f"total {run.total_ns / 1e3:,.1f} us", className="metric"),
+        html.Span(f"device busy {run.device_ns / 1e3:,.1f} us", className="metric"),
+        html.Span(f"{run.dispatch} dispatch"),
+    ]
+    if run.overrides:
+        parts.append(html.Span("overrides: " + ", ".join(run.overrides), className="overrides"))
+    return parts

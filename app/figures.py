@@ -1,0 +1,170 @@
+"""Plotly figures: pure functions from compiler graphs and perfdb rows to figures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import networkx as nx
+import plotly.graph_objects as go
+
+from compiler.ir import Graph
+
+FONT = "Inter, system-ui, -apple-system, Segoe UI, sans-serif"
+# One colour per op kind on the timeline, stable across runs (qualitative, colour-blind friendly).
+KIND_COLOURS = (
+    "#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#EECA3B", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC",
+)
+
+
+def _base_layout(fig: go.Figure, height: int) -> go.Figure:
+    fig.update_layout(
+        height=height,
+        margin=dict(l=8, r=8, t=8, b=8),
+        paper_bgcolor="rgba(0,0,0,0)",
+        plot_bgcolor="rgba(0,0,0,0)",
+        font=dict(family=FONT, size=12, color="#1f2933"),
+        hoverlabel=dict(font=dict(family=FONT, size=12)),
+        uirevision="keep",  # zoom and pan survive a refresh of the same view
+    )
+    return fig
+
+
+def layered_positions(graph: Graph) -> dict[str, tuple[float, float]]:
+    """Left-to-right layers by longest path from the inputs; ops of one layer stacked vertically."""
+    dag = op_dag(graph)
+    layer: dict[str, int] = {}
+    for name in nx.topological_sort(dag):
+        layer[name] = max((layer[p] + 1 for p in dag.predecessors(name)), default=0)
+    columns: dict[int, list[str]] = {}
+    for op in graph.ops:  # graph order keeps each column stable across runs
+        columns.setdefault(layer[op.name], []).append(op.name)
+    positions = {}
+    for x, names in columns.items():
+        for i, name in enumerate(names):
+            positions[name] = (float(x), (len(names) - 1) / 2 - i)
+    return positions
+
+
+def op_dag(graph: Graph) -> nx.DiGraph:
+    dag = nx.DiGraph()
+    producer = {t: op.name for op in graph.ops for t in op.outputs}
+    for op in graph.ops:
+        dag.add_node(op.name)
+        for t in op.inputs:
+            if t in producer:
+                dag.add_edge(producer[t], op.name, tensor=t)
+    return dag
+
+
+def _short(name: str) -> str:
+    """The last three scopes of a hierarchical name: enough to tell layers apart in a label."""
+    parts = name.split(".")
+    return ".".join(parts[-3:]) if len(parts) > 3 else name
+
+
+def graph_figure(graph: Graph, durations_ns: Mapping[str, float], selected: str | None) -> go.Figure:
+    """Ops as nodes coloured by device duration (grey when not timed), tensors as edges."""
+    positions = layered_positions(graph)
+    edge_x: list[float | None] = []
+    edge_y: list[float | None] = []
+    mid_x, mid_y, mid_text = [], [], []
+    for src, dst, data in op_dag(graph).edges(data=True):
+        (x0, y0), (x1, y1) = positions[src], positions[dst]
+        edge_x += [x0, x1, None]
+        edge_y += [y0, y1, None]
+        tensor = graph.tensors[data["tensor"]]
+        mid_x.append((x0 + x1) / 2)
+        mid_y.append((y0 + y1) / 2)
+        layout = f"<br>{tensor.layout.mlir()}" if tensor.layout else ""
+        mid_text.append(f"{tensor.name}<br>{tensor.type_str()}{layout}")
+
+    names = [op.name for op in graph.ops]
+    xs = [positions[n][0] for n in names]
+    ys = [positions[n][1] for n in names]
+    timed = [durations_ns.get(n) for n in names]
+    colours = [d / 1e3 if d is not None else None for d in timed]
+    hover = []
+    for op, d in zip(graph.ops, timed):
+        out = graph.tensors[op.outputs[0]] if op.outputs else None
+        shape = f"<br>{out.type_str()}" if out else ""
+        placed = f"<br>{out.layout.mlir()}" if out is not None and out.layout else ""
+        took = f"<br>{d / 1e3:.2f} us" if d is not None else ""
+        hover.append(f"<b>{op.name}</b><br>{op.kind}{shape}{placed}{took}")
+
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(x=edge_x, y=edge_y, mode="lines", line=dict(color="#9aa5b1", width=1.2), hoverinfo="skip", showlegend=False)
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=mid_x, y=mid_y, mode="markers", marker=dict(size=6, color="#cbd2d9"), hovertext=mid_text,
+            hoverinfo="text", showlegend=False, name="tensors",
+        )
+    )
+    any_timed = any(c is not None for c in colours)
+    fig.add_trace(
+        go.Scatter(
+            x=xs, y=ys, mode="markers+text", text=[_short(n) for n in names], textposition="bottom center",
+            textfont=dict(size=10, color="#3e4c59"), customdata=names, hovertext=hover, hoverinfo="text",
+            marker=dict(
+                size=22, symbol="square", line=dict(width=1, color="#52606d"),
+                color=[c if c is not None else 0 for c in colours] if any_timed else "#cbd2d9",
+                colorscale="YlOrRd", showscale=any_timed,
+                colorbar=dict(title=dict(text="device us", side="right"), thickness=10, len=0.8),
+            ),
+            showlegend=False, name="ops",
+        )
+    )
+    if selected in positions:
+        x, y = positions[selected]
+        fig.add_trace(
+            go.Scatter(
+                x=[x], y=[y], mode="markers", hoverinfo="skip", showlegend=False, name="selected",
+                marker=dict(size=34, symbol="square-open", line=dict(width=3, color="#2563eb")),
+            )
+        )
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, scaleanchor=None)
+    fig.update_layout(dragmode="pan", clickmode="event")
+    return _base_layout(fig, 420)
+
+
+def _core_key(track: str) -> tuple[int, int]:
+    r, c = track.removeprefix("core ").split(",")
+    return int(r), int(c)
+
+
+def timeline_figure(zones: Sequence, kinds: Mapping[str, str], selected: str | None) -> go.Figure:
+    """Tracy-style: one row per core, one bar per op zone, coloured by op kind; times in us."""
+    op_zones = [z for z in zones if z.depth == 0]
+    tracks = sorted({z.track for z in op_zones}, key=_core_key)
+    kind_order = sorted({kinds.get(z.op, "?") for z in op_zones})
+    colour = {k: KIND_COLOURS[i % len(KIND_COLOURS)] for i, k in enumerate(kind_order)}
+    fig = go.Figure()
+    for kind in kind_order:
+        mine = [z for z in op_zones if kinds.get(z.op, "?") == kind]
+        fig.add_trace(
+            go.Bar(
+                orientation="h", name=kind, y=[z.track for z in mine], base=[z.start_ns / 1e3 for z in mine],
+                x=[(z.end_ns - z.start_ns) / 1e3 for z in mine], customdata=[z.op for z in mine],
+                marker=dict(
+                    color=colour[kind],
+                    line=dict(
+                        width=[2 if z.op == selected else 0 for z in mine],
+                        color="#111827",
+                    ),
+                ),
+                hovertemplate="<b>%{customdata}</b><br>%{y}<br>start %{base:.2f} us<br>%{x:.2f} us<extra>" + kind + "</extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="overlay", bargap=0.15,
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=None),
+        xaxis=dict(title="time (us)", showgrid=True, gridcolor="#e4e7eb", zeroline=False),
+        yaxis=dict(categoryorder="array", categoryarray=list(reversed(tracks)), tickfont=dict(size=9), fixedrange=True),
+        dragmode="zoom",
+    )
+    height = max(240, min(900, 60 + 14 * len(tracks)))
+    fig = _base_layout(fig, height)
+    fig.update_layout(margin=dict(l=8, r=8, t=30, b=8))
+    return fig

@@ -1,0 +1,23 @@
+"""Component ids: stable names that callbacks, CSS and browser tests share."""
+
+MODEL_SELECT = "model-select"
+TARGET_SELECT = "target-select"
+LEVEL_SELECT = "level-select"
+RUN_SELECT = "run-select"
+GRAPH_VIEW = "graph-view"
+MLIR_VIEW = "mlir-view"
+OP_INSPECTOR = "op-inspector"
+OVERRIDE_FORM = "override-form"
+APPLY_OVERRIDES = "apply-overrides"
+TIMELINE_VIEW = "timeline-view"
+RUN_SUMMARY = "run-summary"
+OVERRIDE_STATUS = "override-status"
+SELECTED_OP = "selected-op"
+
+# override form fields
+OV_MEMORY = "override-memory"
+OV_MEMORY_LAYOUT = "override-memory-layout"
+OV_GRID_ROWS = "override-grid-rows"
+OV_GRID_COLS = "override-grid-cols"
+OV_LAYOUT = "override-layout"
+OV_DTYPE = "override-dtype"

@@ -1,0 +1,100 @@
+"""The explorer page: run bar on top, graph and MLIR on the left, inspector and overrides on the
+right, the timeline below."""
+
+from __future__ import annotations
+
+from dash import dcc, html
+
+from compiler.dtypes import BYTES_PER_ELEMENT
+from compiler.ir import LEVELS, MEMORY_LAYOUTS, TENSOR_LAYOUTS
+from compiler.target import Target, builtin_names
+
+from . import ids
+
+
+def _labelled(label: str, control, class_name: str = "field") -> html.Div:
+    return html.Div([html.Label(label, className="field-label"), control], className=class_name)
+
+
+def run_bar(model_options: list[str], model: str, target: str) -> html.Header:
+    return html.Header(
+        [
+            html.Div([html.Span("tile", className="brand-a"), html.Span("scope", className="brand-b")], className="brand"),
+            _labelled("Model", dcc.Dropdown(id=ids.MODEL_SELECT, options=model_options, value=model, clearable=False), "field model"),
+            _labelled("Target", dcc.Dropdown(id=ids.TARGET_SELECT, options=builtin_names(), value=target, clearable=False)),
+            _labelled(
+                "Level",
+                dcc.RadioItems(
+                    id=ids.LEVEL_SELECT, options=list(LEVELS), value="graph", inline=True, className="segmented",
+                ),
+                "field level",
+            ),
+            _labelled("Run", dcc.Dropdown(id=ids.RUN_SELECT, options=[], value=None, clearable=False), "field run"),
+        ],
+        className="run-bar",
+    )
+
+
+def override_form(target: Target) -> html.Div:
+    rows = list(range(1, target.grid[0] + 1))
+    cols = list(range(1, target.grid[1] + 1))
+    return html.Div(
+        [
+            html.H3("Override output layout"),
+            html.Div(
+                [
+                    _labelled("Memory", dcc.Dropdown(id=ids.OV_MEMORY, options=list(target.memories), clearable=False)),
+                    _labelled("Memory layout", dcc.Dropdown(id=ids.OV_MEMORY_LAYOUT, options=list(MEMORY_LAYOUTS), clearable=False)),
+                    _labelled("Grid rows", dcc.Dropdown(id=ids.OV_GRID_ROWS, options=rows, clearable=False)),
+                    _labelled("Grid cols", dcc.Dropdown(id=ids.OV_GRID_COLS, options=cols, clearable=False)),
+                    _labelled("Layout", dcc.Dropdown(id=ids.OV_LAYOUT, options=list(TENSOR_LAYOUTS), clearable=False)),
+                    _labelled("Dtype", dcc.Dropdown(id=ids.OV_DTYPE, options=list(BYTES_PER_ELEMENT), clearable=False)),
+                ],
+                className="form-grid",
+            ),
+            html.Button("Apply and re-run", id=ids.APPLY_OVERRIDES, n_clicks=0, className="primary", disabled=True),
+            html.Div(id=ids.OVERRIDE_STATUS, className="status"),
+        ],
+        id=ids.OVERRIDE_FORM,
+        className="panel",
+    )
+
+
+def page(model_options: list[str], model: str, target: Target) -> html.Div:
+    return html.Div(
+        [
+            dcc.Store(id=ids.SELECTED_OP, data=None),
+            run_bar(model_options, model, target.name),
+            html.Div(id=ids.RUN_SUMMARY, className="run-summary"),
+            html.Main(
+                [
+                    html.Section(
+                        [
+                            html.Div(
+                                [html.H3("Graph"), dcc.Graph(id=ids.GRAPH_VIEW, config={"displaylogo": False, "scrollZoom": True})],
+                                className="panel",
+                            ),
+                            html.Div([html.H3("MLIR"), html.Pre(id=ids.MLIR_VIEW, className="mlir")], className="panel"),
+                        ],
+                        className="col-main",
+                    ),
+                    html.Aside(
+                        [
+                            html.Div(
+                                [html.H3("Op inspector"), html.Div("Click an op in the graph or the timeline.", id=ids.OP_INSPECTOR)],
+                                className="panel",
+                            ),
+                            override_form(target),
+                        ],
+                        className="col-side",
+                    ),
+                ],
+                className="workspace",
+            ),
+            html.Div(
+                [html.H3("Timeline (one row per core)"), dcc.Graph(id=ids.TIMELINE_VIEW, config={"displaylogo": False, "scrollZoom": True})],
+                className="panel timeline",
+            ),
+        ],
+        className="page",
+    )
