@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from compiler import zoo
 from compiler.errors import TilescopeError
+from compiler.models import example_names
 from compiler.override import OpOverride
 from compiler.pipeline import Compilation
 from overrides import format_item, parse_item
@@ -32,8 +33,7 @@ class Explorer:
     def model_options(self, extra: str | None = None) -> list[str]:
         with self.sessions() as session:
             stored = [r.model_ref for r in queries.list_runs(session)]
-        options = list(dict.fromkeys(([extra] if extra else []) + zoo.names() + stored))
-        return options
+        return list(dict.fromkeys(([extra] if extra else []) + zoo.names() + example_names() + stored))
 
     def run_options(self, model_ref: str, target: str) -> list[dict]:
         with self.sessions() as session:

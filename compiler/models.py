@@ -11,6 +11,11 @@ from .mlir_import import ImportedModel, import_mlir
 EXAMPLES = Path(__file__).parent / "examples"
 
 
+def example_names() -> list[str]:
+    """MLIR files shipped with tilescope, loadable by file name."""
+    return sorted(p.name for p in EXAMPLES.glob("*.mlir"))
+
+
 def read_source(ref: str) -> str:
     """The MLIR text behind a reference."""
     if zoo.is_zoo(ref):

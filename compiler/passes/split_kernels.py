@@ -13,10 +13,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from .. import opset
-from ..ir import Graph, Layout, Op
+from ..ir import Graph, Layout, Op, Tensor
 from ..kernel import Compute, CoreWork, Kernel, Transfer
 from ..target import Target
-from ..tiles import ceil_div, num_tiles, tile_bytes, tile_grid
+from ..tiles import ceil_div, num_tiles, shard_bytes, tile_bytes, tile_grid
 
 # Math fidelity the compiler picks per dtype when none is asked for, as tt-metal's defaults do:
 # full precision for f32, HiFi2 for bf16, LoFi for block formats.
@@ -45,6 +45,18 @@ class SplitKernels:
         if memory.scope == "core":
             return memory.name if layout.sharded and layout.grid == grid else "noc"
         return memory.name
+
+    def _moves(self, tensor: Tensor, nbytes: float, grid: tuple[int, int]) -> tuple[Transfer, ...]:
+        """A core's reads (or writes) of `nbytes` of `tensor`. From a shard on the op's own grid, a
+        core reaches at most its own shard locally; the rest comes from other cores over the NoC."""
+        path = self._path(tensor.layout, grid)
+        if path == "noc" or self.target.memories.get(path) is None or self.target.memories[path].scope != "core":
+            return (Transfer(tensor.name, path, nbytes),)
+        local = min(nbytes, shard_bytes(tensor, tensor.layout, self.target.tile))
+        moves = [Transfer(tensor.name, path, local)]
+        if nbytes > local:
+            moves.append(Transfer(tensor.name, "noc", nbytes - local))
+        return tuple(moves)
 
     def _cores(self, grid: tuple[int, int]) -> list[tuple[int, int]]:
         return [(r, c) for r in range(grid[0]) for c in range(grid[1])]
@@ -81,10 +93,11 @@ class SplitKernels:
         work = []
         for (m, n), members in groups.items():
             reads = (
-                Transfer(a.name, self._path(a.layout, grid), m * kt * tile_bytes(a.layout.dtype, tile)),
-                Transfer(b.name, self._path(b.layout, grid), kt * n * tile_bytes(b.layout.dtype, tile)),
-            ) + self._extra_reads(graph, op, m * n, rows * nt, grid)
-            writes = (Transfer(out.name, self._path(out.layout, grid), m * n * tile_bytes(out.layout.dtype, tile)),)
+                self._moves(a, m * kt * tile_bytes(a.layout.dtype, tile), grid)
+                + self._moves(b, kt * n * tile_bytes(b.layout.dtype, tile), grid)
+                + self._extra_reads(graph, op, m * n, rows * nt, grid)
+            )
+            writes = self._moves(out, m * n * tile_bytes(out.layout.dtype, tile), grid)
             compute = Compute("matrix", m * n * kt, m * n * kt * cycles_per_tile, fidelity)
             work.append(CoreWork(tuple(members), reads, compute, writes, blocks=kt))
         return Kernel(grid, tuple(work))
@@ -92,12 +105,12 @@ class SplitKernels:
     def _extra_reads(self, graph: Graph, op: Op, tiles: int, total: int, grid) -> tuple[Transfer, ...]:
         """Operands past A and B (a fused bias, say), read in proportion to the core's share."""
         tile = self.target.tile
-        extra = []
+        extra: tuple[Transfer, ...] = ()
         for name in op.inputs[2:]:
             t = graph.tensors[name]
             share = num_tiles(t.shape, tile) * tiles / total
-            extra.append(Transfer(name, self._path(t.layout, grid), share * tile_bytes(t.layout.dtype, tile)))
-        return tuple(extra)
+            extra += self._moves(t, share * tile_bytes(t.layout.dtype, tile), grid)
+        return extra
 
     def _tiled(self, graph: Graph, op: Op, cls: opset.OpClass) -> Kernel:
         tile = self.target.tile
@@ -119,12 +132,11 @@ class SplitKernels:
 
             def moved(tensors) -> tuple[Transfer, ...]:
                 return tuple(
-                    Transfer(
-                        t.name,
-                        self._path(t.layout, grid),
-                        max(1, round(num_tiles(t.shape, tile) * frac)) * tile_bytes(t.layout.dtype, tile),
-                    )
+                    move
                     for t in tensors
+                    for move in self._moves(
+                        t, max(1, round(num_tiles(t.shape, tile) * frac)) * tile_bytes(t.layout.dtype, tile), grid
+                    )
                 )
 
             if cls.engine == "vector":

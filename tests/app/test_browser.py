@@ -1,0 +1,142 @@
+"""A user's journey in real headless Chromium against `tilescope serve`.
+
+Screenshots of each step go to ./screenshots (or $TILESCOPE_SCREENSHOTS) for people to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+SHOTS = Path(os.environ.get("TILESCOPE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "screenshots"))
+MODEL = "zoo:mlp?layers=1"
+
+if not (CHROMIUM and CHROMEDRIVER):
+    pytest.skip("Debian chromium and chromium-driver are not installed", allow_module_level=True)
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.options import Options  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = _free_port()
+    db = tmp_path_factory.mktemp("browser") / "ui.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--db", f"sqlite:///{db}", "--model", MODEL],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"tilescope serve did not start: {proc.stdout.read() if proc.stdout else ''}")
+            time.sleep(0.3)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    options = Options()
+    for arg in (
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1300",
+        "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
+    ):
+        options.add_argument(arg)
+    options.binary_location = CHROMIUM
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def _wait(driver, predicate, timeout=30):
+    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(lambda d: predicate(d))
+
+
+def _text(driver, element_id: str) -> str:
+    return driver.find_element(By.ID, element_id).text
+
+
+def _shot(driver, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def _pick(driver, element_id: str, value: str) -> None:
+    driver.find_element(By.ID, element_id).click()
+    option = _wait(
+        driver,
+        lambda d: next(
+            (o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]") if o.text.strip() == value), None
+        ),
+        timeout=10,
+    )
+    option.click()
+    _wait(driver, lambda d: value in d.find_element(By.ID, element_id).text, timeout=10)
+
+
+def _op_nodes(driver):
+    return driver.find_elements(By.CSS_SELECTOR, f"#graph-view .scatterlayer .trace:nth-of-type(3) .point")
+
+
+def test_load_switch_levels_click_override_rerun(server, browser):
+    d = browser
+    d.get(server)
+    _wait(d, lambda d: len(_op_nodes(d)) == 5)  # fc1.matmul, bias_add, gelu, fc2.matmul, bias_add
+    _wait(d, lambda d: "run #1" in _text(d, "run-summary"))
+    _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#timeline-view .barlayer .point"))
+    _shot(d, "01-graph-level")
+
+    d.find_element(By.XPATH, "//div[@id='level-select']//label[normalize-space()='kernel']").click()
+    _wait(d, lambda d: "ts.cores" in _text(d, "mlir-view"))
+    _shot(d, "02-kernel-level")
+
+    gelu = _op_nodes(d)[2]
+    ActionChains(d).move_to_element(gelu).click().perform()
+    _wait(d, lambda d: "mlp.layer.0.gelu" in _text(d, "op-inspector"))
+    assert "DRAM-bound" in _text(d, "op-inspector")
+    _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#mlir-view mark"))
+    assert "mlp.layer.0.gelu" in d.find_element(By.CSS_SELECTOR, "#mlir-view mark").text
+    _shot(d, "03-op-selected")
+
+    _pick(d, "override-memory", "l1")
+    _pick(d, "override-memory-layout", "block_sharded")
+    d.find_element(By.ID, "apply-overrides").click()
+    _wait(d, lambda d: "run #2" in _text(d, "run-summary"))
+    assert "applied" in _text(d, "override-status")
+    assert "mlp.layer.0.gelu=8x8:l1:block_sharded" in _text(d, "run-summary")
+    assert "#2" in _text(d, "run-select")
+    _wait(d, lambda d: "#ts.layout<l1, block_sharded" in d.find_element(By.CSS_SELECTOR, "#mlir-view mark").text)
+    _shot(d, "04-after-override")
+
+    severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    assert not severe, severe

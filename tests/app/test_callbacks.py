@@ -1,0 +1,122 @@
+"""The explorer's callbacks, called directly: click -> inspect -> override -> re-run -> views."""
+
+from __future__ import annotations
+
+import pytest
+from dash import no_update
+
+from app.server import create_app
+from perfdb import queries
+
+MODEL = "zoo:mlp?layers=1"
+TARGET = "wormhole_n150"
+GELU = "mlp.layer.0.gelu"
+CONSUMER = "mlp.layer.0.fc2.matmul"
+
+
+@pytest.fixture
+def app(tmp_path):
+    return create_app(f"sqlite:///{tmp_path}/ui.db", MODEL, TARGET)
+
+
+@pytest.fixture
+def cb(app):
+    return app.tilescope_callbacks
+
+
+def _records(app, run_id):
+    with app.explorer.sessions() as session:
+        return {r.name: r for r in queries.op_records(session, run_id)}
+
+
+def test_page_opens_on_a_stored_run_of_the_example_model(app, cb):
+    options, run_id, status = cb["choose_model"](MODEL, TARGET)
+    assert status is None
+    assert [o["value"] for o in options] == [run_id]
+    assert "baseline" in options[0]["label"]
+    figure, mlir, summary = cb["show_level"](run_id, "graph", None)
+    ops = next(t for t in figure.data if t.name == "ops")
+    assert set(ops.customdata) == {op.name for op in app.explorer.compilation(app.explorer.run(run_id)).kernel.ops}
+    assert mlir[0].startswith('module @"zoo:mlp?layers=1"')
+
+
+def test_click_selects_the_op_and_ignores_clicks_on_edges(cb):
+    assert cb["select_in_graph"]({"points": [{"customdata": GELU}]}) == GELU
+    assert cb["select_in_timeline"]({"points": [{"customdata": CONSUMER}]}) == CONSUMER
+    assert cb["select_in_graph"]({"points": [{"x": 1, "y": 2}]}) is no_update
+    assert cb["select_in_graph"](None) is no_update
+
+
+def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
+    _, run_id, _ = cb["choose_model"](MODEL, TARGET)
+    inspector, memory, memory_layout, rows, cols, layout, dtype, disabled = cb["inspect"](GELU, run_id, "graph")
+    text = str(inspector)
+    assert GELU in text and "duration" in text and "bound" in text
+    assert (memory, memory_layout, rows, cols, layout, dtype) == ("dram", "interleaved", 8, 8, "tile", "bf16")
+    assert disabled is False
+    *_, disabled_without_op = cb["inspect"](None, run_id, "graph")
+    assert disabled_without_op is True
+
+
+def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
+    _, base_id, _ = cb["choose_model"](MODEL, TARGET)
+    selected = cb["select_in_graph"]({"points": [{"customdata": GELU}]})
+    _, _, _, rows, cols, layout, dtype, _ = cb["inspect"](selected, base_id, "graph")
+
+    options, new_id, status = cb["apply_override"](1, base_id, selected, "l1", "block_sharded", rows, cols, layout, dtype)
+
+    assert new_id != base_id
+    assert [o["value"] for o in options] == [new_id, base_id]
+    assert "applied" in str(status)
+    run = app.explorer.run(new_id)
+    assert run.parent_id == base_id
+    assert run.overrides == [f"{GELU}=8x8:l1:block_sharded:tile:bf16"]
+
+    before, after = _records(app, base_id), _records(app, new_id)
+    assert after[GELU].memory == "l1" and before[GELU].memory == "dram"
+    # the gelu writes to its own L1 and its consumer reads it from there: both get faster
+    assert after[GELU].duration_ns < before[GELU].duration_ns
+    assert after[CONSUMER].duration_ns < before[CONSUMER].duration_ns
+
+    _, mlir, summary = cb["show_level"](new_id, "layout", GELU)
+    highlighted = str(mlir[1].children)
+    assert "#ts.layout<l1, block_sharded" in highlighted and GELU in highlighted
+    assert "overrides" in str(summary)
+    timeline = cb["show_timeline"](new_id, GELU)
+    assert sum(len(t.y) for t in timeline.data) == len(app.explorer.zones(new_id)) - sum(
+        1 for z in app.explorer.zones(new_id) if z.depth > 0
+    )
+
+
+def test_second_override_of_the_same_op_replaces_the_first(app, cb):
+    _, base_id, _ = cb["choose_model"](MODEL, TARGET)
+    _, first, _ = cb["apply_override"](1, base_id, GELU, "l1", "block_sharded", 8, 8, "tile", "bf16")
+    _, second, _ = cb["apply_override"](2, first, GELU, "dram", "interleaved", 4, 4, "tile", "bf16")
+    assert app.explorer.run(second).overrides == [f"{GELU}=4x4:dram:interleaved:tile:bf16"]
+
+
+def test_impossible_override_is_reported_and_stores_nothing(app, cb):
+    # fc1's output of a wide MLP (128x8192 bf16 = 2 MiB) does not fit one core's 1464 KiB of L1
+    wide = "zoo:mlp?layers=1&hidden=8192"
+    _, wide_id, _ = cb["choose_model"](wide, TARGET)
+    runs_before = len(app.explorer.run_options(wide, TARGET))
+    options, value, status = cb["apply_override"](
+        1, wide_id, "mlp.layer.0.fc1.matmul", "l1", "block_sharded", 1, 1, "tile", "bf16"
+    )
+    assert options is no_update and value is no_update
+    assert "rejected" in str(status) and "KiB" in str(status)
+    assert len(app.explorer.run_options(wide, TARGET)) == runs_before
+
+
+def test_form_without_a_selected_op_says_so(cb):
+    _, base_id, _ = cb["choose_model"](MODEL, TARGET)
+    _, _, status = cb["apply_override"](1, base_id, None, "l1", "block_sharded", 8, 8, "tile", "bf16")
+    assert "select an op" in str(status)
+
+
+def test_level_switch_keeps_the_selection_and_maps_it_through_provenance(cb):
+    _, run_id, _ = cb["choose_model"](MODEL, TARGET)
+    for level in ("input", "graph", "layout", "kernel"):
+        figure, mlir, _ = cb["show_level"](run_id, level, GELU)
+        assert any(t.name == "selected" for t in figure.data), level
+        assert GELU in str(mlir[1].children) or level == "input"
