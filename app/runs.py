@@ -8,11 +8,11 @@ from functools import lru_cache
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from compiler.models import load_model
+from compiler.models import load_model, read_source
 from compiler.override import REJECTED, OverrideOutcome
 from compiler.pipeline import Compilation, compile_model
 from compiler.simulator import SimResult, simulate
-from compiler.target import load_target
+from compiler.target import Target, load_target
 from overrides import check_op_names, format_item, parse_item
 from perfdb.store import NewRun, save_run
 
@@ -31,23 +31,29 @@ class RunResult:
         return [o for o in self.compilation.override_outcomes if o.status == REJECTED]
 
 
+def compile_cached(
+    ref: str, target: str, override_items: Sequence[str], text: str | None = None
+) -> tuple[Compilation, tuple[str, ...]]:
+    """Compile `ref` with overrides given as tt-mlir items; returns the items in canonical form.
+
+    Compilation is deterministic, so results are cached on the model text, the target and the
+    overrides: the UI gets any stored run's levels again for free, and an edited file is recompiled.
+    """
+    source = read_source(ref) if text is None else text
+    return _compile(ref, source, load_target(target), tuple(override_items))
+
+
 @lru_cache(maxsize=16)
-def _model(ref: str, text: str | None):
+def _model(ref: str, text: str):
     return load_model(ref, text)
 
 
 @lru_cache(maxsize=64)
-def compile_cached(
-    ref: str, target: str, override_items: tuple[str, ...], text: str | None = None
-) -> tuple[Compilation, tuple[str, ...]]:
-    """Compile `ref` with overrides given as tt-mlir items; returns the items in canonical form.
-
-    Compilation is deterministic, so the UI can ask for any stored run's levels again for free.
-    """
+def _compile(ref: str, text: str, target: Target, override_items: tuple[str, ...]):
     model = _model(ref, text)
     parsed = [parse_item(item) for item in override_items]
     check_op_names(parsed, model.graph)
-    return compile_model(model, load_target(target), parsed), tuple(format_item(o) for o in parsed)
+    return compile_model(model, target, parsed), tuple(format_item(o) for o in parsed)
 
 
 def execute(
@@ -62,7 +68,7 @@ def execute(
     source_text: str | None = None,
     keep_going: bool = False,
 ) -> RunResult:
-    compilation, items = compile_cached(model_ref, target, tuple(override_items), source_text)
+    compilation, items = compile_cached(model_ref, target, override_items, source_text)
     sim = simulate(compilation.kernel, compilation.target, dispatch)
     result = RunResult(None, compilation, sim, list(items))
     if result.rejected and not keep_going:

@@ -62,7 +62,8 @@ def import_mlir(text: str, ref: str, name: str | None = None) -> ImportedModel:
         module = parse_module(text, ref, ctx)
         entry = _entry_function(module, ref)
         graph = _graph_of(entry, name or _model_name(ref, entry))
-    _locate_named_ops(graph, text)
+        _locate_named_ops(graph, text)
+        _read_properties(graph, text)
     return ImportedModel(ref=ref, name=graph.name, text=text, graph=graph)
 
 
@@ -127,6 +128,57 @@ def _locate_named_ops(graph: Graph, text: str) -> None:
             op = wanted.pop(name, None) if name is not None else None
             if op is not None:
                 op.meta["lines"] = (number, number)
+
+
+_MAX_PROPERTIES_CHARS = 4096  # longer property dicts hold constant data, summarised not parsed
+
+
+def _properties_text(line: str) -> str | None:
+    """The `{...}` inside an op's `<{...}>` on its source line, braces balanced, strings skipped."""
+    start = line.find("<{")
+    if start < 0:
+        return None
+    depth, i, quoted = 0, start + 1, False
+    while i < len(line):
+        ch = line[i]
+        if quoted:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                quoted = False
+        elif ch == '"':
+            quoted = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return line[start + 1 : i + 1]
+        i += 1
+    return None
+
+
+def _read_properties(graph: Graph, text: str) -> None:
+    """Properties (`<{dimension = 1 : si32}>`) of unregistered ops are not visible through the
+    bindings' attribute API; read them from the op's source line with MLIR's attribute parser."""
+    lines = text.splitlines()
+    for op in graph.ops:
+        span = op.meta.get("lines")
+        if span is None:
+            continue
+        body = _properties_text(lines[span[0] - 1])
+        if body is None:
+            continue
+        if len(body) > _MAX_PROPERTIES_CHARS:
+            op.attrs.setdefault("properties", body[: _MAX_ATTR_CHARS - 3] + "...")
+            continue
+        try:
+            props = ir.DictAttr(ir.Attribute.parse(body))
+        except (ir.MLIRError, ValueError):
+            continue  # the op parsed, so its properties did too; a line we misread is not an error
+        for i in range(len(props)):
+            named = props[i]
+            op.attrs.setdefault(named.name, _attr_text(named.attr))
 
 
 def _loc_name(location: ir.Location) -> str | None:
@@ -201,7 +253,7 @@ def _graph_of(func_op, model_name: str) -> Graph:
         for value, out_name in zip(results, out_names):
             tensors[out_name] = _tensor_of(out_name, value.type)
             value_names[value] = out_name
-        attrs = {named.name: _attr_text(named.attr) for named in operation.attributes}
+        attrs = {key: _attr_text(operation.attributes[key]) for key in operation.attributes}
         op = Op(
             name=name,
             kind=operation.name,

@@ -28,7 +28,7 @@ class Memory:
     channels: int = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity: one object per file content (see load_target)
 class Target:
     name: str
     description: str
@@ -74,21 +74,31 @@ def builtin_names() -> list[str]:
     return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
 
 
-@lru_cache(maxsize=32)
 def load_target(name_or_path: str) -> Target:
+    """A built-in target by name or a target file by path; the same file content gives the same
+    Target object, so callers may cache on it, and an edited file is read afresh."""
     path = BUILTIN_DIR / f"{name_or_path}.toml"
     if not path.exists():
         path = Path(name_or_path).expanduser()
-        if path.suffix != ".toml" or not path.exists():
+        if path.suffix != ".toml" or not path.is_file():
             raise TargetError(
                 f"unknown target {name_or_path!r}; built in: {', '.join(builtin_names())}, "
                 "or a path to a .toml target file"
             )
     try:
-        data = tomllib.loads(path.read_text())
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise TargetError(f"{path}: cannot read: {err}") from None
+    return _parse_target(text, str(path))
+
+
+@lru_cache(maxsize=32)
+def _parse_target(text: str, where: str) -> Target:
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise TargetError(f"{path}: not valid TOML: {err}") from None
-    return _target_from(data, str(path))
+        raise TargetError(f"{where}: not valid TOML: {err}") from None
+    return _target_from(data, where)
 
 
 def _get(data: dict, key: str, kind: type, where: str) -> Any:
@@ -108,7 +118,7 @@ def _get(data: dict, key: str, kind: type, where: str) -> Any:
 
 def _dispatch_ns(data: dict, mode: str, where: str) -> float:
     """Host overhead per op launch; zero is allowed (a captured trace)."""
-    value = data.get("dispatch", {}).get(f"{mode}_ns")
+    value = _get(data, "dispatch", dict, where).get(f"{mode}_ns")
     if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
         raise TargetError(f"{where}: key 'dispatch.{mode}_ns' must be a number >= 0, got {value!r}")
     return float(value)
@@ -132,7 +142,7 @@ def _memories(data: dict, where: str) -> dict[str, Memory]:
             scope=scope,
             capacity_bytes=_get(data, f"memory.{name}.capacity_bytes", int, where),
             bytes_per_s=bandwidth,
-            channels=int(entry.get("channels", 1)),
+            channels=_get(data, f"memory.{name}.channels", int, where) if "channels" in entry else 1,
         )
     if sum(m.scope == "core" for m in memories.values()) != 1:
         raise TargetError(f"{where}: key 'memory' must declare exactly one memory with scope = \"core\"")

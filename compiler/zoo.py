@@ -10,6 +10,7 @@ References: `zoo:mlp`, `zoo:mlp?batch=64&hidden=2048&layers=3`, `zoo:matmul:2048
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from urllib.parse import parse_qsl
 
 from .errors import ModelLoadError
@@ -102,6 +103,7 @@ def is_zoo(ref: str) -> bool:
     return ref.startswith(PREFIX)
 
 
+@lru_cache(maxsize=8)
 def generate(ref: str) -> str:
     """MLIR text of a zoo reference such as 'zoo:mlp?layers=4' or 'zoo:matmul:512x512x512'."""
     body = ref[len(PREFIX) :]
@@ -111,6 +113,9 @@ def generate(ref: str) -> str:
         dims = body.split(":", 1)[1].split("x")
         if len(dims) != 3 or not all(d.isdigit() and int(d) > 0 for d in dims):
             raise ModelLoadError(f"{ref}: expected zoo:matmul:MxKxN with positive integers")
+        unknown = set(params) - {"dtype"}
+        if unknown:
+            raise ModelLoadError(f"{ref}: unknown parameter {sorted(unknown)[0]!r} (zoo:matmul takes dtype)")
         return matmul(*map(int, dims), **params)
     if body not in MODELS:
         raise ModelLoadError(f"unknown zoo model {ref!r}; known: {', '.join(names())}")

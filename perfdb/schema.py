@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import JSON, BigInteger, DateTime, Float, ForeignKey, Index, Integer, MetaData, String, Text
+from sqlalchemy import JSON, BigInteger, DateTime, Float, ForeignKey, Index, Integer, MetaData, String, Text, TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 NAMING = {
@@ -24,6 +24,19 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+class UTCDateTime(TypeDecorator):
+    """Timestamps stored in UTC and read back timezone-aware, also on SQLite (which drops the zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+        return value.astimezone(timezone.utc) if value is not None and value.tzinfo else value
+
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+        return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
+
+
 class Run(Base):
     __tablename__ = "runs"
 
@@ -38,7 +51,7 @@ class Run(Base):
     override_outcomes: Mapped[list] = mapped_column(JSON, default=list)
     label: Mapped[str] = mapped_column(String(512), default="")
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=_now)
     status: Mapped[str] = mapped_column(String(16), default="ok")
     total_ns: Mapped[float] = mapped_column(Float)
     device_ns: Mapped[float] = mapped_column(Float)

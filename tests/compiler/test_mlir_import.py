@@ -112,11 +112,6 @@ func.func @forward(%a: tensor<32x32xf32>) -> tensor<32x32xf32> {
     assert graph.inputs == ["arg0"]  # no ttir.name: positional name
 
 
-@pytest.mark.xfail(
-    reason="mlir_import._graph_of iterates operation.attributes as NamedAttribute, but the bindings "
-    "yield str keys: any op with an attribute raises AttributeError",
-    strict=True,
-)
 def test_op_attributes_are_imported():
     text = """
 func.func @forward(%a: tensor<32x64xf32>) -> tensor<32x64xf32> {
@@ -128,7 +123,6 @@ func.func @forward(%a: tensor<32x64xf32>) -> tensor<32x64xf32> {
     assert graph.op("softmax_0").attrs["dimension"] == "1 : si32"
 
 
-@pytest.mark.xfail(reason="same bug: ops with attributes (llama_attention) crash the import", strict=True)
 def test_corpus_model_with_op_attributes_imports(corpus):
     graph = load_model(str(corpus / "llama_attention.mlir")).graph
     assert any(op.attrs for op in graph.ops)
@@ -236,10 +230,16 @@ def test_bad_zoo_parameters(ref, fragment):
         load_model(ref)
 
 
-@pytest.mark.xfail(
-    reason="zoo.generate passes query params straight to matmul(**params): TypeError, not ModelLoadError",
-    strict=True,
-)
 def test_bad_zoo_matmul_parameter_is_a_model_error():
     with pytest.raises(ModelLoadError, match="colour"):
         load_model("zoo:matmul:64x64x64?colour=red")
+
+
+def test_shipped_example_loads_by_file_name():
+    from compiler.models import example_names
+
+    assert "classifier.mlir" in example_names()
+    graph = load_model("classifier.mlir").graph
+    assert [op.name for op in graph.ops] == ["matmul_0", "add_0", "relu_0", "matmul_1", "head.logits", "head.probs"]
+    assert graph.inputs[0] == "features"
+    assert _shape(graph, "head.probs") == ((32, 1000), "bf16")

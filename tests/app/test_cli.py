@@ -1,0 +1,303 @@
+"""The `tilescope` CLI, in-process (app.cli.main) and as a real subprocess (python -m app.cli)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from app.cli import main
+from compiler.mlir_import import parse_module
+from perfdb.engine import open_db, session_factory
+from perfdb.queries import list_runs, op_records
+
+OP_KEYS = {"name", "type", "start_ns", "duration_ns", "flops", "bytes", "bound", "memory", "grid"}
+RUN_KEYS = {"run_id", "label", "model", "target", "total_ns", "created_at"}
+
+
+def cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv):
+    code, out, err = cli(capsys, "run", *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def assert_one_error_line(code, err, *fragments):
+    assert code != 0
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("tilescope: error:")
+    for fragment in fragments:
+        assert re.search(fragment, lines[0]), (fragment, lines[0])
+    return lines[0]
+
+
+def stored(db_url):
+    with session_factory(open_db(db_url))() as s:
+        return [(r, {o.name: o for o in op_records(s, r.id)}) for r in list_runs(s)]
+
+
+# --- run ------------------------------------------------------------------------------------------
+
+
+def test_run_zoo_mlp_json(capsys, db_url):
+    data = run_json(capsys, "zoo:mlp", "--db", db_url)
+    assert isinstance(data["run_id"], int)
+    assert data["model"] == "zoo:mlp" and data["target"] == "wormhole_n150"
+    assert data["total_ns"] > 0
+    assert len(data["ops"]) == 10
+    for op in data["ops"]:
+        assert OP_KEYS <= set(op)
+        assert op["duration_ns"] > 0 and op["bound"] in ("compute", "dram", "l1", "noc")
+        assert op["memory"] == "dram" and op["grid"] == "8x8"
+    first = data["ops"][0]
+    assert (first["name"], first["type"]) == ("mlp.layer.0.fc1.matmul", "matmul")
+    assert first["flops"] == 2 * 128 * 1024 * 4096
+    assert data["total_ns"] == pytest.approx(data["ops"][-1]["start_ns"] + data["ops"][-1]["duration_ns"])
+    # what was printed is what was stored
+    ((run, ops),) = stored(db_url)
+    assert run.id == data["run_id"] and run.total_ns == data["total_ns"]
+    assert {name: o.duration_ns for name, o in ops.items()} == {o["name"]: o["duration_ns"] for o in data["ops"]}
+
+
+def test_run_table_output(capsys, db_url, tiny_path):
+    code, out, err = cli(capsys, "run", tiny_path, "--db", db_url, "--label", "plain")
+    assert code == 0 and err == ""
+    assert out.startswith("run 1 ")
+    for name in ("matmul_0", "add_0", "relu_0", "matmul_1"):
+        assert re.search(rf"^{name}\s+", out, re.M)
+    assert re.search(r"^total [\d.]+ us", out, re.M)
+
+
+def test_override_changes_the_stored_run(capsys, db_url, model_file):
+    path, names = model_file
+    plain = run_json(capsys, path, "--db", db_url, "--label", "plain")
+    tuned = run_json(capsys, path, "--db", db_url, "--override", "matmul_1=2x2:l1:block_sharded", "--label", "tuned")
+    assert tuned["overrides"] == [
+        {"op": "matmul_1", "spec": "matmul_1=2x2:l1:block_sharded", "status": "applied", "reason": ""}
+    ]
+    runs = {r.label: (r, ops) for r, ops in stored(db_url)}
+    assert set(runs) == {"plain", "tuned"}
+    plain_ops, tuned_ops = runs["plain"][1], runs["tuned"][1]
+    assert list(plain_ops) == list(tuned_ops) == names
+    assert tuned_ops["matmul_1"].duration_ns != plain_ops["matmul_1"].duration_ns
+    assert (tuned_ops["matmul_1"].grid, tuned_ops["matmul_1"].memory) == ("2x2", "l1")
+    assert runs["tuned"][0].overrides == ["matmul_1=2x2:l1:block_sharded"]
+    assert runs["plain"][0].overrides == []
+
+    code, out, _ = cli(capsys, "runs", "--db", db_url, "--json")
+    assert code == 0
+    listed = json.loads(out)
+    assert [r["run_id"] for r in listed] == [tuned["run_id"], plain["run_id"]]
+    for row in listed:
+        assert RUN_KEYS <= set(row)
+        assert row["model"] == path and row["target"] == "wormhole_n150"
+    assert [r["label"] for r in listed] == ["tuned", "plain"]
+    assert listed[1]["total_ns"] == plain["total_ns"]
+
+    code, out, _ = cli(capsys, "runs", "--db", db_url)
+    assert code == 0 and "tuned" in out and "plain" in out
+
+
+def test_trace_dispatch(capsys, db_url, tiny_path):
+    host = run_json(capsys, tiny_path, "--db", db_url)
+    trace = run_json(capsys, tiny_path, "--db", db_url, "--dispatch", "trace")
+    assert trace["dispatch"] == "trace" and host["dispatch"] == "host"
+    assert trace["total_ns"] < host["total_ns"]
+    assert trace["ops"][0]["start_ns"] == 0
+
+
+def test_runs_on_an_empty_db(capsys, db_url):
+    code, out, _ = cli(capsys, "runs", "--db", db_url, "--json")
+    assert code == 0 and json.loads(out) == []
+
+
+def test_db_from_env(capsys, tmp_path, monkeypatch, tiny_path):
+    url = f"sqlite:///{tmp_path}/env.db"
+    monkeypatch.setenv("TILESCOPE_DB", url)
+    data = run_json(capsys, tiny_path)
+    assert [r.id for r, _ in stored(url)] == [data["run_id"]]
+
+
+# --- show -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("level", ["input", "graph", "layout", "kernel"])
+def test_show_prints_each_level(capsys, model_file, level):
+    path, names = model_file
+    code, out, err = cli(capsys, "show", path, "--level", level)
+    assert code == 0 and err == ""
+    parse_module(out, level)
+    assert "func.func @forward" in out
+    if level == "input":
+        assert '"ttir.matmul"' in out and "ts.level" not in out
+    else:
+        assert f'ts.level = "{level}"' in out
+        for name in names:
+            assert f'loc("{name}")' in out
+    assert ("#ts.layout<" in out) == (level in ("layout", "kernel"))
+    assert ('"ts.cores"' in out) == (level == "kernel")
+
+
+def test_show_with_override(capsys, tiny_path):
+    code, out, _ = cli(capsys, "show", tiny_path, "--level", "layout", "--override", "add_0=l1:block_sharded")
+    assert code == 0
+    assert "#ts.layout<l1, block_sharded, grid 8x8, f32, tile>> loc(\"add_0\")" in out
+
+
+def test_show_default_level_is_graph(capsys):
+    code, out, _ = cli(capsys, "show", "zoo:matmul:64x64x64")
+    assert code == 0 and 'ts.level = "graph"' in out
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+def test_missing_file(capsys, db_url, tmp_path):
+    code, _, err = cli(capsys, "run", str(tmp_path / "nope.mlir"), "--db", db_url)
+    assert_one_error_line(code, err, "no such file", "nope.mlir")
+
+
+def test_unparsable_mlir(capsys, db_url, tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @forward(%a: tensor<2xf32>) -> tensor<2xf32> {\n  return %b : tensor<2xf32>\n}\n")
+    code, _, err = cli(capsys, "run", str(bad), "--db", db_url)
+    assert_one_error_line(code, err, re.escape(f"{bad}:2:10:"))
+    code, _, err = cli(capsys, "show", str(bad))
+    assert_one_error_line(code, err, r"bad\.mlir:\d+:\d+:")
+
+
+def test_unknown_op_in_override(capsys, db_url, model_file):
+    path, _ = model_file
+    code, _, err = cli(capsys, "run", path, "--db", db_url, "--override", "matmul_l=2x2")
+    assert_one_error_line(code, err, "no op named 'matmul_l'", "matmul_1")
+    assert stored(db_url) == []
+
+
+def test_unknown_target(capsys, db_url, tiny_path):
+    code, _, err = cli(capsys, "run", tiny_path, "--db", db_url, "--target", "nosuchchip")
+    assert_one_error_line(code, err, "unknown target 'nosuchchip'", "wormhole_n150")
+
+
+def test_bad_target_file(capsys, db_url, tiny_path, tmp_path):
+    target = tmp_path / "t.toml"
+    target.write_text('name = "x"\n')
+    code, _, err = cli(capsys, "show", tiny_path, "--target", str(target))
+    assert_one_error_line(code, err, "missing key")
+
+
+def test_unknown_override_token(capsys, db_url, tiny_path):
+    code, _, err = cli(capsys, "run", tiny_path, "--db", db_url, "--override", "matmul_1=2x2:turbo")
+    assert_one_error_line(code, err, "unknown token 'turbo'")
+
+
+def test_unknown_zoo_model(capsys, db_url):
+    code, _, err = cli(capsys, "run", "zoo:nothing", "--db", db_url)
+    assert_one_error_line(code, err, "unknown zoo model")
+
+
+def test_unusable_database(capsys, tmp_path, tiny_path):
+    (tmp_path / "junk.db").write_bytes(b"not sqlite at all " * 100)
+    code, _, err = cli(capsys, "run", tiny_path, "--db", f"sqlite:///{tmp_path}/junk.db")
+    assert_one_error_line(code, err, "not a database")
+
+
+def test_bad_level_is_a_usage_error(capsys, tiny_path):
+    with pytest.raises(SystemExit) as exit_:
+        main(["show", tiny_path, "--level", "bogus"])
+    assert exit_.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_rejected_override_stores_no_run(capsys, db_url, model_file):
+    path, _ = model_file
+    code, out, err = cli(capsys, "run", path, "--db", db_url, "--override", "matmul_1=2x2:lls")
+    assert code != 0
+    assert "Traceback" not in err and out == ""
+    assert "'matmul_1=2x2:lls' rejected" in err and "'lls' not on wormhole_n150" in err
+    assert err.strip().splitlines()[-1].startswith("tilescope: error:")
+    assert stored(db_url) == []
+
+    data = run_json(capsys, path, "--db", db_url, "--override", "matmul_1=2x2:lls", "--keep-going")
+    (outcome,) = data["overrides"]
+    assert outcome["status"] == "rejected" and "lls" in outcome["reason"]
+    ((run, ops),) = stored(db_url)
+    assert run.id == data["run_id"]
+    assert run.override_outcomes[0]["status"] == "rejected"
+    assert ops["matmul_1"].grid == "8x8"  # the default layout was kept
+
+
+def test_rerun_after_the_file_changes_uses_the_new_text(capsys, db_url, tmp_path, tiny_path):
+    model = tmp_path / "m.mlir"
+    text = open(tiny_path).read()
+    model.write_text(text)
+    first = run_json(capsys, str(model), "--db", db_url)
+    model.write_text(text.replace("ttir.relu", "ttir.gelu"))
+    second = run_json(capsys, str(model), "--db", db_url)
+    assert [o["type"] for o in first["ops"]][2] == "relu"
+    assert [o["type"] for o in second["ops"]][2] == "gelu"
+
+
+def test_rerun_after_the_target_file_changes_uses_the_new_numbers(capsys, db_url, tmp_path, tiny_path):
+    from compiler.target import BUILTIN_DIR
+
+    target = tmp_path / "t.toml"
+    source = (BUILTIN_DIR / "wormhole_n150.toml").read_text()
+    target.write_text(source)
+    slow = run_json(capsys, tiny_path, "--db", db_url, "--target", str(target))
+    target.write_text(source.replace("host_ns = 100_000", "host_ns = 10"))
+    fast = run_json(capsys, tiny_path, "--db", db_url, "--target", str(target))
+    assert fast["total_ns"] < slow["total_ns"]
+
+
+def test_model_with_op_attributes_runs(capsys, db_url, tmp_path):
+    model = tmp_path / "softmax.mlir"
+    model.write_text(
+        "func.func @forward(%a: tensor<32x64xf32>) -> tensor<32x64xf32> {\n"
+        '  %0 = "ttir.softmax"(%a) {dimension = 1 : si32} : (tensor<32x64xf32>) -> tensor<32x64xf32>\n'
+        "  return %0 : tensor<32x64xf32>\n}\n"
+    )
+    code, _, err = cli(capsys, "run", str(model), "--db", db_url)
+    assert code == 0, err
+
+
+# --- as a real process ----------------------------------------------------------------------------
+
+
+def tilescope(tmp_path, *argv):
+    env = {**os.environ, "TILESCOPE_DB": f"sqlite:///{tmp_path}/proc.db"}
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *argv], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+    )
+
+
+def test_process_missing_file(tmp_path):
+    proc = tilescope(tmp_path, "run", "missing.mlir")
+    assert_one_error_line(proc.returncode, proc.stderr, "missing.mlir: no such file")
+    assert proc.stdout == ""
+
+
+def test_process_unparsable_mlir(tmp_path):
+    (tmp_path / "bad.mlir").write_text('func.func @forward() {\n  %0 = "ttir.relu"(\n}\n')
+    proc = tilescope(tmp_path, "show", "bad.mlir", "--level", "kernel")
+    assert_one_error_line(proc.returncode, proc.stderr, r"^tilescope: error: bad\.mlir:\d+:\d+: ")
+
+
+def test_process_run_and_list(tmp_path, tiny_path):
+    proc = tilescope(tmp_path, "run", tiny_path, "--json", "--override", "matmul_1=2x2:l1:block_sharded")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [o["name"] for o in data["ops"]] == ["matmul_0", "add_0", "relu_0", "matmul_1"]
+    listed = tilescope(tmp_path, "runs", "--json")
+    assert listed.returncode == 0
+    assert [r["run_id"] for r in json.loads(listed.stdout)] == [data["run_id"]]

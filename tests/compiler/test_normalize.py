@@ -1,0 +1,89 @@
+"""input -> graph: one op vocabulary; DPS empties dropped; unknown ops kept as opaque, never dropped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler import opset
+from compiler.mlir_import import import_mlir, parse_module
+from compiler.models import load_model
+from compiler.passes.normalize import Normalize
+from compiler.pipeline import compile_model
+from compiler.simulator import simulate
+
+NAMED_DPS = str(Path(__file__).parents[1] / "data" / "named_dps.mlir")
+
+
+@pytest.fixture
+def graph():
+    return Normalize().run(load_model(NAMED_DPS).graph)
+
+
+def test_dps_empties_are_dropped(graph):
+    assert [op.kind for op in graph.ops] == ["add", "add", "opaque", "relu"]
+    assert not any(name.startswith("empty_") for name in graph.tensors)
+    for op in graph.ops[:2]:
+        assert len(op.inputs) == 2 and not any(i.startswith("empty_") for i in op.inputs)
+    assert graph.ops[0].inputs == ["a", "b"]
+
+
+def test_unknown_op_is_kept_as_opaque_with_a_warning(graph):
+    opaque = graph.op("frobnicate_0")
+    assert opaque.kind == opset.OPAQUE
+    assert opaque.attrs["source_op"] == "ttir.frobnicate"
+    assert opaque.inputs == [graph.ops[1].name]
+    assert graph.op("block.0.act").inputs == ["frobnicate_0"]
+    assert len(graph.warnings) == 1
+    assert "ttir.frobnicate" in graph.warnings[0] and "opaque" in graph.warnings[0]
+
+
+def test_opaque_op_survives_to_the_simulator(wormhole):
+    compilation = compile_model(load_model(NAMED_DPS), wormhole)
+    assert "ttir.frobnicate" in " ".join(compilation.warnings)
+    sim = simulate(compilation.kernel, wormhole)
+    timing = {o.name: o for o in sim.ops}["frobnicate_0"]
+    assert timing.kind == "opaque"
+    assert timing.duration_ns > 0 and timing.bytes.get("dram", 0) > 0
+    assert len(sim.ops) == 4
+    parse_module(compilation.mlir("kernel"), "kernel")
+    assert '"ts.opaque"' in compilation.mlir("graph")
+
+
+def test_normalize_does_not_touch_its_input():
+    model = load_model(NAMED_DPS)
+    Normalize().run(model.graph)
+    assert [op.kind for op in model.graph.ops][:2] == ["tensor.empty", "ttir.add"]
+    assert model.graph.level == "input"
+
+
+def test_aliases_and_constants():
+    text = """
+func.func @forward(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %c = "ttir.constant"() : () -> tensor<32x32xf32>
+  %0 = "ttir.dot_general"(%a, %b) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %1 = "ttir.mul"(%0, %c) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  %2 = "ttir.exponential"(%1) : (tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %2 : tensor<32x32xf32>
+}
+"""
+    graph = Normalize().run(import_mlir(text, "t.mlir").graph)
+    assert [op.kind for op in graph.ops] == ["constant", "matmul", "multiply", "exp"]
+    assert graph.tensors["constant_0"].is_constant
+    assert not graph.tensors["dot_general_0"].is_constant
+    assert graph.warnings == []
+
+
+def test_constants_take_no_time(wormhole):
+    text = """
+func.func @forward(%a: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %c = "ttir.constant"() : () -> tensor<32x32xf32>
+  %0 = "ttir.add"(%a, %c) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %0 : tensor<32x32xf32>
+}
+"""
+    compilation = compile_model(import_mlir(text, "t.mlir"), wormhole)
+    assert compilation.kernel.op("constant_0").meta["kernel"] is None
+    sim = simulate(compilation.kernel, wormhole)
+    assert [o.name for o in sim.ops] == ["add_0"]

@@ -1,0 +1,116 @@
+"""The compiler levels: input -> graph -> layout -> kernel, each inspectable and printable as MLIR."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from compiler.ir import LEVELS
+from compiler.mlir_import import parse_module
+from compiler.models import load_model
+from compiler.pipeline import compile_model
+
+
+@pytest.fixture(params=["mnist", "zoo:mlp", "tiny"])
+def compiled(request, wormhole, tiny_path):
+    ref = {"zoo:mlp": "zoo:mlp", "tiny": tiny_path}.get(request.param) or request.getfixturevalue("mnist_path")
+    return compile_model(load_model(ref), wormhole)
+
+
+def test_levels_in_order(compiled):
+    assert list(compiled.levels) == ["graph", "layout", "kernel"]
+    for level, graph in compiled.levels.items():
+        assert graph.level == level
+    assert LEVELS == ("input", "graph", "layout", "kernel")
+
+
+def test_every_level_keeps_the_op_names(compiled):
+    names = [op.name for op in compiled.model.graph.ops]
+    for level in LEVELS:
+        assert [op.name for op in compiled.graph_at(level).ops] == names
+
+
+def test_levels_are_independent_copies(compiled):
+    graph, layout, kernel = (compiled.levels[k] for k in ("graph", "layout", "kernel"))
+    assert all(op.kind.startswith("ttir.") for op in compiled.model.graph.ops)  # input untouched
+    assert all(t.layout is None for t in graph.tensors.values())
+    assert all(t.layout is not None for t in layout.tensors.values())
+    assert all("kernel" not in op.meta for op in layout.ops)
+    assert all(op.meta["kernel"] is not None for op in kernel.ops)
+    assert graph.ops[0] is not layout.ops[0] is not kernel.ops[0]
+
+
+def test_graph_level_uses_the_op_vocabulary(compiled):
+    kinds = {op.kind for op in compiled.levels["graph"].ops}
+    assert kinds <= {"matmul", "add", "relu", "gelu"}
+    assert "matmul" in kinds
+    assert compiled.warnings == []
+    assert all(op.source == (op.name,) for op in compiled.levels["graph"].ops)
+
+
+def test_default_layout_is_dram_interleaved_on_the_whole_grid(compiled):
+    layout = compiled.levels["layout"]
+    for op in layout.ops:
+        assert op.attrs["grid"] == (8, 8)
+        out = layout.tensors[op.outputs[0]].layout
+        assert (out.memory, out.memory_layout, out.grid) == ("dram", "interleaved", (8, 8))
+        assert out.dtype == layout.tensors[op.outputs[0]].dtype
+    for name in layout.inputs:
+        assert layout.tensors[name].layout.memory == "dram"
+
+
+def test_kernel_splits_every_op_over_its_grid(compiled):
+    for op in compiled.kernel.ops:
+        kernel = op.meta["kernel"]
+        assert kernel.grid == (8, 8)
+        assert 1 <= kernel.cores_used <= 64
+        cores = [c for g in kernel.groups for c in g.cores]
+        assert len(cores) == len(set(cores)) == kernel.cores_used
+        assert all(0 <= r < 8 and 0 <= c < 8 for r, c in cores)
+        for group in kernel.groups:
+            assert group.read_bytes > 0 and group.write_bytes > 0
+            assert group.compute.cycles > 0
+
+
+def test_mnist_matmul_kernel_facts(mnist_path, wormhole):
+    """1x784 @ 784x512 f32: 1 row tile, 16 column tiles, K = 25 tiles -> 1D split over 16 cores."""
+    kernel = compile_model(load_model(mnist_path), wormhole).kernel
+    matmul = kernel.op("matmul_0").meta["kernel"]
+    assert matmul.cores_used == 16
+    (group,) = matmul.groups
+    assert group.compute.engine == "matrix"
+    assert group.compute.fidelity == "hifi4"  # f32 default
+    assert group.compute.tiles == 25
+    assert group.compute.cycles == 25 * 64
+    assert group.blocks == 25
+    a, b = group.reads
+    assert (a.tensor, a.path, a.bytes) == ("input_1", "dram", 25 * 4096)
+    assert (b.tensor, b.path, b.bytes) == ("linear_relu_stack.0.weight", "dram", 25 * 4096)
+    (w,) = group.writes
+    assert (w.tensor, w.bytes) == ("matmul_0", 4096)
+
+
+def test_all_four_levels_reparse_with_the_mlir_parser(compiled):
+    for level in LEVELS:
+        text = compiled.mlir(level)
+        module = parse_module(text, level)
+        assert str(module)  # the parser built a module
+        if level != "input":
+            assert f'ts.level = "{level}"' in text
+
+
+def test_mlir_text_is_deterministic(compiled, wormhole):
+    again = compile_model(load_model(compiled.model.ref), wormhole)
+    for level in LEVELS:
+        assert again.mlir(level) == compiled.mlir(level)
+
+
+def test_unknown_level_is_an_error(compiled):
+    with pytest.raises(KeyError):
+        compiled.mlir("bogus")
+
+
+def test_op_count_in_text(compiled):
+    text = compiled.mlir("graph")
+    assert len(re.findall(r'= "ts\.', text)) == len(compiled.levels["graph"].ops)

@@ -1,0 +1,119 @@
+"""tt-mlir `override-output-layout` items: parse, format, and errors that name the problem."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from compiler.errors import OverrideError
+from compiler.override import OpOverride
+from overrides import format_item, parse_item
+
+
+def test_parse_fields():
+    ov = parse_item("matmul_1=2x2:l1:block_sharded")
+    assert ov == OpOverride(
+        op="matmul_1", grid=(2, 2), memory="l1", memory_layout="block_sharded", spec="matmul_1=2x2:l1:block_sharded"
+    )
+    assert ov.layout is None and ov.dtype is None
+
+
+def test_all_five_categories():
+    ov = parse_item("add_0=1x4:dram:interleaved:row_major:bf16")
+    assert (ov.op, ov.grid, ov.memory, ov.memory_layout, ov.layout, ov.dtype) == (
+        "add_0", (1, 4), "dram", "interleaved", "row_major", "bf16",
+    )
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(["2x2", "l1", "block_sharded", "bf16"])))
+def test_parameters_in_any_order(order):
+    ov = parse_item("matmul_1=" + ":".join(order))
+    assert (ov.grid, ov.memory, ov.memory_layout, ov.dtype) == ((2, 2), "l1", "block_sharded", "bf16")
+
+
+def test_aliases_and_case():
+    ov = parse_item(" m = 3X5:SYSTEM_MEMORY:bfp_bf8 ")
+    assert (ov.op, ov.grid, ov.memory, ov.dtype) == ("m", (3, 5), "system", "bfp8")
+    assert parse_item("m=bfloat16").dtype == "bf16"
+
+
+def test_any_subset():
+    assert parse_item("relu_0=l1") == OpOverride(op="relu_0", memory="l1", spec="relu_0=l1")
+    assert parse_item("relu_0=height_sharded").memory_layout == "height_sharded"
+
+
+@pytest.mark.parametrize(
+    "ov",
+    [
+        OpOverride("matmul_1", grid=(2, 2), memory="l1", memory_layout="block_sharded"),
+        OpOverride("a.b#1", grid=(8, 1)),
+        OpOverride("x", memory="system", memory_layout="width_sharded", layout="row_major", dtype="bfp4"),
+        OpOverride("mlp.layer.0.fc1.matmul", dtype="f32", layout="tile"),
+    ],
+)
+def test_format_parse_round_trip(ov):
+    text = format_item(ov)
+    again = parse_item(text)
+    assert again.spec == text
+    assert again == OpOverride(**{**ov.__dict__, "spec": text})
+    assert format_item(again) == text
+
+
+def test_format_is_canonical():
+    assert format_item(parse_item("m=block_sharded:l1:2x2")) == "m=2x2:l1:block_sharded"
+    assert format_item(parse_item("m=system_memory")) == "m=system"
+
+
+@pytest.mark.parametrize(
+    "item, category, token",
+    [
+        ("matmul_1=2x2:4x4", "grid", "4x4"),
+        ("matmul_1=l1:dram", "memory", "dram"),
+        ("matmul_1=interleaved:block_sharded", "memory layout", "block_sharded"),
+        ("matmul_1=tile:row_major", "layout", "row_major"),
+        ("matmul_1=f32:bf16", "dtype", "bf16"),
+    ],
+)
+def test_repeated_category(item, category, token):
+    with pytest.raises(OverrideError) as err:
+        parse_item(item)
+    assert str(err.value) == f"override {item!r}: {category} given twice ({token!r})"
+
+
+@pytest.mark.parametrize("token", ["bogus", "2x", "l2", "x2"])
+def test_unknown_token_is_named(token):
+    with pytest.raises(OverrideError) as err:
+        parse_item(f"matmul_1=2x2:{token}")
+    message = str(err.value)
+    assert f"unknown token {token!r}" in message
+    assert "matmul_1=2x2:" in message
+    assert "block_sharded" in message  # lists what is expected
+
+
+def test_empty_token():
+    with pytest.raises(OverrideError, match="unknown token ''"):
+        parse_item("m=2x2::l1")
+
+
+@pytest.mark.parametrize("item", ["matmul_1", "matmul_1:2x2", "=2x2", ""])
+def test_missing_op_or_equals(item):
+    with pytest.raises(OverrideError, match="expected OP=PARAMS"):
+        parse_item(item)
+
+
+def test_no_parameters():
+    with pytest.raises(OverrideError, match="no parameters after '='"):
+        parse_item("matmul_1=")
+
+
+def test_zero_grid():
+    with pytest.raises(OverrideError, match="at least 1"):
+        parse_item("matmul_1=0x2")
+
+
+def test_errors_are_one_line():
+    for item in ["m=2x2:zz", "m", "m=l1:l1", "m=0x0"]:
+        with pytest.raises(OverrideError) as err:
+            parse_item(item)
+        assert "\n" not in str(err.value)

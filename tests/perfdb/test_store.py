@@ -1,0 +1,179 @@
+"""The tracing DB on a real SQLite file: save a run, read it back, filter zones."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect, select
+
+from perfdb.engine import open_db, session_factory
+from perfdb.queries import RunNotFound, get_run, list_runs, op_records, zones
+from perfdb.schema import OpRecord, Run, Zone
+from perfdb.store import NewRun, save_run
+
+
+def _op(name, start, duration, **extra):
+    row = {
+        "name": name, "kind": "matmul", "start_ns": start, "duration_ns": duration, "flops": 2 * 10**12,
+        "bytes": {"dram": 1024.5, "l1": 64.0}, "bound": "dram", "why": "DRAM-bound: x", "memory": "l1",
+        "grid": "2x4", "cores": 8, "roofline_ns": duration / 2,
+    }
+    row.update(extra)
+    return row
+
+
+ZONES = [
+    ("core 0,0", 0, "op_a", 0.0, 10.0, "op_a"),
+    ("core 0,0/reader", 1, "read", 0.0, 4.0, "op_a"),
+    ("core 0,1", 0, "op_a", 0.0, 10.0, "op_a"),
+    ("core 0,0", 0, "op_b", 10.0, 20.0, "op_b"),
+    ("core 0,0", 0, "op_c", 30.0, 40.0, "op_c"),
+]
+
+
+def _new_run(**extra):
+    fields = dict(
+        model_ref="zoo:mlp", model_name="zoo:mlp", source_hash="ab" * 32, source_text="func.func @f() {}",
+        target="wormhole_n150", total_ns=40.0, device_ns=30.0,
+        ops=[_op("op_b", 10.0, 10.0), _op("op_a", 0.0, 10.0, kind="add"), _op("op_c", 30.0, 10.0)],
+        zones=iter(ZONES), dispatch="trace", overrides=["op_a=l1"],
+        override_outcomes=[{"op": "op_a", "spec": "op_a=l1", "status": "applied", "reason": ""}],
+        label="first try",
+    )
+    fields.update(extra)
+    return NewRun(**fields)
+
+
+@pytest.fixture
+def sessions(db_url):
+    return session_factory(open_db(db_url))
+
+
+def test_open_db_creates_the_file_and_tables(tmp_path, db_url):
+    engine = open_db(db_url)
+    assert (tmp_path / "t.db").is_file()
+    assert {"runs", "op_records", "zones"} <= set(inspect(engine).get_table_names())
+    open_db(db_url)  # opening again keeps working
+
+
+def test_open_db_creates_missing_directories(tmp_path):
+    open_db(f"sqlite:///{tmp_path}/a/b/t.db")
+    assert (tmp_path / "a" / "b" / "t.db").is_file()
+
+
+def test_save_and_get_run_round_trip(sessions):
+    before = datetime.now(timezone.utc)
+    with sessions() as s:
+        run_id = save_run(s, _new_run())
+    assert isinstance(run_id, int)
+    with sessions() as s:
+        run = get_run(s, run_id)
+        assert run.id == run_id
+        assert (run.model_ref, run.model_name, run.source_hash, run.source_text) == (
+            "zoo:mlp", "zoo:mlp", "ab" * 32, "func.func @f() {}",
+        )
+        assert (run.target, run.dispatch, run.label, run.status) == ("wormhole_n150", "trace", "first try", "ok")
+        assert (run.total_ns, run.device_ns) == (40.0, 30.0)
+        assert run.overrides == ["op_a=l1"]
+        assert run.override_outcomes == [{"op": "op_a", "spec": "op_a=l1", "status": "applied", "reason": ""}]
+        assert run.parent_id is None
+        created = run.created_at if run.created_at.tzinfo else run.created_at.replace(tzinfo=timezone.utc)
+        assert before - timedelta(seconds=5) <= created <= datetime.now(timezone.utc) + timedelta(seconds=5)
+        assert [o.name for o in run.ops] == ["op_a", "op_b", "op_c"]  # relationship ordered by start
+
+
+def test_op_records_round_trip(sessions):
+    with sessions() as s:
+        run_id = save_run(s, _new_run())
+    with sessions() as s:
+        records = op_records(s, run_id)
+    assert [r.name for r in records] == ["op_a", "op_b", "op_c"]  # by start time
+    a = records[0]
+    assert (a.kind, a.start_ns, a.duration_ns, a.flops, a.bound, a.why) == (
+        "add", 0.0, 10.0, 2 * 10**12, "dram", "DRAM-bound: x",
+    )
+    assert a.bytes == {"dram": 1024.5, "l1": 64.0}
+    assert (a.memory, a.grid, a.cores, a.roofline_ns, a.run_id) == ("l1", "2x4", 8, 5.0, run_id)
+
+
+def test_zones_round_trip_and_filters(sessions):
+    with sessions() as s:
+        run_id = save_run(s, _new_run())
+    with sessions() as s:
+        every = zones(s, run_id)
+        assert sorted((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in every) == sorted(ZONES)
+        assert all(z.run_id == run_id for z in every)
+        assert [z.start_ns for z in every] == sorted(z.start_ns for z in every)
+        # overlapping [12, 35]: op_b (10..20) and op_c (30..40), not op_a (ends at 10)
+        assert [z.name for z in zones(s, run_id, t0=12, t1=35)] == ["op_b", "op_c"]
+        # touching the edge counts as overlapping
+        assert {z.name for z in zones(s, run_id, t0=10, t1=10)} == {"op_a", "op_b"}
+        assert {z.name for z in zones(s, run_id, t0=21, t1=29)} == set()
+        assert [z.name for z in zones(s, run_id, t1=5, tracks=["core 0,0/reader"])] == ["read"]
+        assert {z.track for z in zones(s, run_id, tracks=["core 0,1", "core 0,0/reader"])} == {
+            "core 0,1", "core 0,0/reader",
+        }
+        assert zones(s, run_id, tracks=[]) == []
+        assert zones(s, run_id + 1) == []
+
+
+def test_runs_are_kept_apart(sessions):
+    with sessions() as s:
+        first = save_run(s, _new_run())
+    with sessions() as s:
+        second = save_run(s, _new_run(model_ref="m.mlir", ops=[_op("x", 0.0, 1.0)], zones=[], parent_id=first))
+    with sessions() as s:
+        assert [r.id for r in list_runs(s)] == [second, first]  # newest first
+        assert [r.id for r in list_runs(s, model_ref="m.mlir")] == [second]
+        assert list_runs(s, model_ref="other") == []
+        assert [r.name for r in op_records(s, second)] == ["x"]
+        assert zones(s, second) == []
+        assert get_run(s, second).parent_id == first
+
+
+def test_missing_run(sessions):
+    with sessions() as s:
+        with pytest.raises(RunNotFound) as err:
+            get_run(s, 999)
+    assert str(err.value) == "no run with id 999"
+    assert isinstance(err.value, LookupError)
+
+
+def test_failed_save_stores_nothing(sessions):
+    broken = _op("op_a", 0.0, 1.0)
+    del broken["bound"]
+    with sessions() as s:
+        with pytest.raises(KeyError):
+            save_run(s, _new_run(ops=[broken]))
+    with sessions() as s:
+        assert list_runs(s) == []
+        assert s.scalars(select(Zone)).all() == []
+
+
+def test_deleting_a_run_deletes_its_ops_and_zones(sessions):
+    with sessions() as s:
+        run_id = save_run(s, _new_run())
+        keep = save_run(s, _new_run())
+    with sessions() as s, s.begin():
+        s.delete(s.get(Run, run_id))
+    with sessions() as s:
+        assert op_records(s, run_id) == [] and zones(s, run_id) == []
+        assert len(op_records(s, keep)) == 3 and len(zones(s, keep)) == len(ZONES)
+        assert s.scalars(select(OpRecord.run_id).distinct()).all() == [keep]
+
+
+def test_data_survives_a_new_engine(db_url, tmp_path):
+    with session_factory(open_db(db_url))() as s:
+        run_id = save_run(s, _new_run())
+    with session_factory(open_db(db_url))() as s:
+        assert get_run(s, run_id).label == "first try"
+    assert Path(tmp_path / "t.db").stat().st_size > 0
+
+
+def test_created_at_keeps_its_timezone(sessions):
+    with sessions() as s:
+        run_id = save_run(s, _new_run())
+    with sessions() as s:
+        assert get_run(s, run_id).created_at.utcoffset() == timedelta(0)
