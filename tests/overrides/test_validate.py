@@ -9,11 +9,14 @@ from compiler.models import load_model
 from overrides import check_op_names, parse_item
 
 
-def test_known_names_pass(model_file):
+def test_known_names_pass_and_one_unknown_name_fails_the_batch(model_file):
     path, names = model_file
     graph = load_model(path).graph
-    check_op_names([parse_item(f"{name}=l1") for name in names], graph)  # no error
-    check_op_names([], graph)
+    known = [parse_item(f"{name}=l1") for name in names]
+    assert check_op_names(known, graph) is None
+    assert check_op_names([], graph) is None
+    with pytest.raises(OverrideError, match="no op named 'nope'"):
+        check_op_names([*known, parse_item("nope=l1")], graph)
 
 
 def test_typo_suggests_the_right_name(model_file):
