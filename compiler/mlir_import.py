@@ -56,14 +56,55 @@ def _line_col(location: str) -> str:
     return f"{match.group(1)}:{match.group(2)}" if match else "?"
 
 
-def import_mlir(text: str, ref: str, name: str | None = None) -> ImportedModel:
+# Ops in the custom syntax of dialects no public wheel registers, which MLIR cannot parse.
+# Wrappers are unwrapped (their body kept); declarations are dropped.
+_WRAPPERS = re.compile(r"^[ \t]*(ttcore\.(?:device|cpu)_module)[ \t]*\{", re.M)
+_DECLARATIONS = re.compile(r"^[ \t]*(sdy\.mesh)[ \t]+(@[\w.$-]+)[^\n]*$", re.M)
+_TRAILING_LOC = re.compile(r"[ \t]*loc\((?:[^()\n]|\([^()\n]*\))*\)")
+_BRACES = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|[{}]')
+
+
+def _blank(text: str, start: int, end: int) -> str:
+    """Replace text[start:end] with spaces (newlines kept) so every line:col stays where it was."""
+    return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
+
+
+def strip_unparsable(text: str) -> tuple[str, list[str]]:
+    """Remove custom-syntax wrappers and declarations of unregistered dialects, with warnings."""
+    warnings: list[str] = []
+    while match := _WRAPPERS.search(text):
+        depth, close = 0, None
+        for token in _BRACES.finditer(text, match.end() - 1):
+            if token.group() == "{":
+                depth += 1
+            elif token.group() == "}":
+                depth -= 1
+                if depth == 0:
+                    close = token.start()
+                    break
+        if close is None:
+            break  # unbalanced: let the parser report where
+        trailing_loc = _TRAILING_LOC.match(text, close + 1)
+        text = _blank(text, close, trailing_loc.end() if trailing_loc else close + 1)
+        text = _blank(text, match.start(), match.end())
+        warnings.append(f"unwrapped {match.group(1)} (its body is the model)")
+    for match in reversed(list(_DECLARATIONS.finditer(text))):
+        text = _blank(text, match.start(), match.end())
+        warnings.append(f"dropped {match.group(1)} {match.group(2)}: device meshes are not modelled")
+    return text, warnings
+
+
+def import_mlir(text: str, ref: str, name: str | None = None, function: str | None = None) -> ImportedModel:
+    """Import `text`; `function` picks the entry function when the module has several."""
     ctx = new_context()
+    parsable, warnings = strip_unparsable(text)
     with ctx:
-        module = parse_module(text, ref, ctx)
-        entry = _entry_function(module, ref)
+        module = parse_module(parsable, ref, ctx)
+        entry = _entry_function(module, ref, function, warnings)
         graph = _graph_of(entry, name or _model_name(ref, entry))
         _locate_named_ops(graph, text)
         _read_properties(graph, text)
+    graph.warnings[:0] = warnings
     return ImportedModel(ref=ref, name=graph.name, text=text, graph=graph)
 
 
@@ -84,20 +125,27 @@ def _functions(block) -> list:
     return found
 
 
-def _entry_function(module: ir.Module, ref: str):
+def _entry_function(module: ir.Module, ref: str, wanted: str | None, warnings: list[str]):
+    """The function to compile: `wanted` if given, else main, forward, or the only public one.
+    With several public functions and none of those names, the first is taken, with a warning."""
     funcs = _functions(module.body)
     if not funcs:
         raise ModelLoadError(f"{ref}: no func.func in the module")
     by_name = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
-    for wanted in ENTRY_NAMES:
-        if wanted in by_name:
-            return by_name[wanted]
-    public = [f for f in funcs if "sym_visibility" not in f.attributes]
-    if len(public) == 1:
-        return public[0]
-    raise ModelLoadError(
-        f"{ref}: cannot tell the entry function among {sorted(by_name)}; name it main or forward"
-    )
+    if wanted is not None:
+        if wanted not in by_name:
+            raise ModelLoadError(f"{ref}: no function @{wanted}; functions: {', '.join(by_name)}")
+        return by_name[wanted]
+    for name in ENTRY_NAMES:
+        if name in by_name:
+            return by_name[name]
+    public = [name for name, f in by_name.items() if "sym_visibility" not in f.attributes]
+    if len(public) > 1:
+        warnings.append(
+            f"{len(public)} public functions and no main or forward: showing @{public[0]}; "
+            f"pick another with {ref.split('#')[0]}#NAME (e.g. #{public[1]})"
+        )
+    return by_name[public[0]] if public else funcs[0]
 
 
 def _tensor_of(name: str, mlir_type: ir.Type) -> Tensor:

@@ -16,15 +16,24 @@ def example_names() -> list[str]:
     return sorted(p.name for p in EXAMPLES.glob("*.mlir"))
 
 
+def split_function(ref: str) -> tuple[str, str | None]:
+    """'model.mlir#gather_3' -> ('model.mlir', 'gather_3'): a file reference may pick its function."""
+    if not zoo.is_zoo(ref) and "#" in ref:
+        path, _, function = ref.rpartition("#")
+        if function and not Path(ref).exists():
+            return path, function
+    return ref, None
+
+
 def read_source(ref: str) -> str:
     """The MLIR text behind a reference."""
     if zoo.is_zoo(ref):
         return zoo.generate(ref)
-    path = Path(ref).expanduser()
+    path = Path(split_function(ref)[0]).expanduser()
     if not path.exists() and (EXAMPLES / ref).exists():
         path = EXAMPLES / ref
     if not path.exists():
-        raise ModelLoadError(f"{ref}: no such file")
+        raise ModelLoadError(f"{path}: no such file")
     if path.is_dir():
         raise ModelLoadError(f"{ref}: is a directory, expected an .mlir file")
     try:
@@ -39,4 +48,4 @@ def load_model(ref: str, text: str | None = None) -> ImportedModel:
     """Import `ref`; pass `text` to import stored source without touching the file system."""
     source = read_source(ref) if text is None else text
     name = ref if zoo.is_zoo(ref) else None
-    return import_mlir(source, ref, name)
+    return import_mlir(source, ref, name, split_function(ref)[1])
