@@ -1,18 +1,23 @@
 """Per-core work: what the `kernel` level attaches to each op and what the simulator executes.
 
 Cores doing identical work form one `CoreWork` group, so an even split over 64 cores is one group
-and a split that does not divide evenly shows up as two or more groups (load imbalance).
+and a split that does not divide evenly shows up as two or more groups (load imbalance); so do the
+cores that fetch a multicast operand from DRAM and the cores that receive it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Paths a transfer takes besides a memory name: another core's L1 over one NoC link, or a
+# multicast that one sender core pushes to a row or column of receivers.
+NOC, MCAST = "noc", "mcast"
+
 
 @dataclass(frozen=True)
 class Transfer:
     tensor: str
-    path: str  # a memory name (dram, l1 = the core's own memory) or noc (another core's L1)
+    path: str  # a memory name (dram, lls, l1 = the core's own memory), noc or mcast
     bytes: float
 
 
@@ -25,12 +30,23 @@ class Compute:
 
 
 @dataclass(frozen=True)
+class CircularBuffer:
+    """A FIFO in the core's L1 between two engines; `pages` tiles, double-buffered when 2 blocks fit."""
+
+    name: str  # in0, in1, ..., out
+    tensor: str
+    pages: int
+    bytes: float
+
+
+@dataclass(frozen=True)
 class CoreWork:
     cores: tuple[tuple[int, int], ...]
     reads: tuple[Transfer, ...]
     compute: Compute
     writes: tuple[Transfer, ...]
     blocks: int  # pipeline steps: reader, compute and writer overlap block by block
+    cbs: tuple[CircularBuffer, ...] = ()
 
     @property
     def read_bytes(self) -> float:
@@ -40,12 +56,22 @@ class CoreWork:
     def write_bytes(self) -> float:
         return sum(t.bytes for t in self.writes)
 
+    @property
+    def cb_bytes(self) -> float:
+        return sum(cb.bytes for cb in self.cbs)
+
 
 @dataclass(frozen=True)
 class Kernel:
     grid: tuple[int, int]
     groups: tuple[CoreWork, ...]
+    program: str = ""  # how the work was split: matmul_2d_mcast, matmul_1d_mcast, eltwise, ...
+    block: tuple[int, ...] = ()  # matmul: per-core block rows, cols and inner K block, in tiles
 
     @property
     def cores_used(self) -> int:
         return sum(len(g.cores) for g in self.groups)
+
+    @property
+    def cb_bytes_per_core(self) -> float:
+        return max((g.cb_bytes for g in self.groups), default=0.0)

@@ -1,7 +1,8 @@
 """The graph-level op vocabulary: which source ops map to which kind, and what each kind costs.
 
-One vocabulary whatever the source dialect: `ttir.matmul` and `stablehlo.dot_general` both become
-`matmul`. A kind's class decides which engine runs it and how its FLOPs are counted.
+One vocabulary whatever the source dialect: `ttir.matmul`, `ttir.dot_general`,
+`stablehlo.dot_general`, `linalg.matmul` and `tosa.matmul` all become `matmul`. A kind's class
+decides which engine runs it and how its FLOPs are counted.
 """
 
 from __future__ import annotations
@@ -9,91 +10,136 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from . import attrs
 from .ir import Graph, Op
 
-MATMUL, ELTWISE_UNARY, ELTWISE_BINARY, REDUCE, NORM, DATA_MOVEMENT, CONSTANT, OPAQUE = (
+MATMUL, CONV, ELTWISE_UNARY, ELTWISE_BINARY, ELTWISE_TERNARY, REDUCE, NORM, POOL, DATA_MOVEMENT, CONSTANT, OPAQUE = (
     "matmul",
+    "conv",
     "eltwise_unary",
     "eltwise_binary",
+    "eltwise_ternary",
     "reduce",
     "normalization",
+    "pool",
     "data_movement",
     "constant",
     "opaque",
 )
+MATRIX_CLASSES = (MATMUL, CONV)
+ELTWISE_CLASSES = (ELTWISE_UNARY, ELTWISE_BINARY, ELTWISE_TERNARY)
 
 
 @dataclass(frozen=True)
 class OpClass:
     kind_class: str
     engine: str  # matrix | vector | data | none
-    flops_per_element: float = 0.0  # per output element, except matmul
+    flops_per_element: float = 0.0  # per output element (per input element for reductions)
 
 
-# kind -> class. Vector FLOPs per element are operation counts (exp and friends count as one
-# SFPU pass each), enough to rank ops; matmul FLOPs are exact (2*M*N*K).
+def _kinds(kind_class: str, engine: str, flops: float, *names: str) -> dict[str, OpClass]:
+    return {name: OpClass(kind_class, engine, flops) for name in names}
+
+
+# kind -> class. Vector FLOPs per element are operation counts (a transcendental counts as one
+# SFPU pass), enough to rank ops; matmul and convolution FLOPs are exact (2 per multiply-add).
 KINDS: dict[str, OpClass] = {
-    "matmul": OpClass(MATMUL, "matrix"),
-    "add": OpClass(ELTWISE_BINARY, "vector", 1),
-    "subtract": OpClass(ELTWISE_BINARY, "vector", 1),
-    "multiply": OpClass(ELTWISE_BINARY, "vector", 1),
-    "divide": OpClass(ELTWISE_BINARY, "vector", 1),
-    "maximum": OpClass(ELTWISE_BINARY, "vector", 1),
-    "minimum": OpClass(ELTWISE_BINARY, "vector", 1),
-    "pow": OpClass(ELTWISE_BINARY, "vector", 1),
-    "relu": OpClass(ELTWISE_UNARY, "vector", 1),
-    "gelu": OpClass(ELTWISE_UNARY, "vector", 1),
-    "silu": OpClass(ELTWISE_UNARY, "vector", 1),
-    "sigmoid": OpClass(ELTWISE_UNARY, "vector", 1),
-    "tanh": OpClass(ELTWISE_UNARY, "vector", 1),
-    "exp": OpClass(ELTWISE_UNARY, "vector", 1),
-    "log": OpClass(ELTWISE_UNARY, "vector", 1),
-    "sqrt": OpClass(ELTWISE_UNARY, "vector", 1),
-    "rsqrt": OpClass(ELTWISE_UNARY, "vector", 1),
-    "neg": OpClass(ELTWISE_UNARY, "vector", 1),
-    "abs": OpClass(ELTWISE_UNARY, "vector", 1),
-    "typecast": OpClass(ELTWISE_UNARY, "vector", 0),
-    "softmax": OpClass(NORM, "vector", 5),  # max, subtract, exp, sum, divide
-    "layernorm": OpClass(NORM, "vector", 8),
-    "rmsnorm": OpClass(NORM, "vector", 5),
-    "sum": OpClass(REDUCE, "vector", 1),
-    "mean": OpClass(REDUCE, "vector", 1),
-    "max": OpClass(REDUCE, "vector", 1),
-    "reshape": OpClass(DATA_MOVEMENT, "data"),
-    "permute": OpClass(DATA_MOVEMENT, "data"),
-    "transpose": OpClass(DATA_MOVEMENT, "data"),
-    "slice": OpClass(DATA_MOVEMENT, "data"),
-    "concat": OpClass(DATA_MOVEMENT, "data"),
-    "broadcast": OpClass(DATA_MOVEMENT, "data"),
-    "embedding": OpClass(DATA_MOVEMENT, "data"),
-    "constant": OpClass(CONSTANT, "none"),
+    **_kinds(MATMUL, "matrix", 0, "matmul"),
+    **_kinds(CONV, "matrix", 0, "conv2d"),
+    **_kinds(
+        ELTWISE_BINARY, "vector", 1,
+        "add", "subtract", "multiply", "divide", "maximum", "minimum", "pow", "remainder", "atan2",
+        "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+        "bitwise_and", "bitwise_or", "bitwise_xor",
+    ),
+    **_kinds(
+        ELTWISE_UNARY, "vector", 1,
+        "relu", "relu6", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "reciprocal",
+        "neg", "abs", "sin", "cos", "erf", "floor", "ceil", "sign", "logical_not", "leaky_relu",
+        "clamp", "hardsigmoid", "mish", "log1p", "expm1",
+    ),
+    **_kinds(ELTWISE_UNARY, "vector", 0, "typecast"),
+    **_kinds(ELTWISE_TERNARY, "vector", 1, "where"),
+    **_kinds(NORM, "vector", 5, "softmax", "rmsnorm"),  # max/square, subtract, exp, sum, divide
+    **_kinds(NORM, "vector", 8, "layernorm"),
+    **_kinds(NORM, "vector", 2, "batchnorm"),  # folded scale and shift
+    **_kinds(REDUCE, "vector", 1, "sum", "mean", "max", "min", "prod", "argmax", "reduce_or", "reduce_and"),
+    **_kinds(POOL, "vector", 1, "max_pool2d", "avg_pool2d"),
+    **_kinds(
+        DATA_MOVEMENT, "data", 0,
+        "reshape", "permute", "transpose", "slice", "concat", "broadcast", "pad", "embedding", "gather",
+        "repeat", "fill_cache", "update_cache", "arange", "to_layout", "scatter", "reverse", "fill",
+    ),
+    **_kinds(CONSTANT, "none", 0, "constant"),
 }
 
-# Source op names that are the same kind under another spelling.
+# Source op names that are the same kind under another spelling (dialect prefix removed).
 ALIASES: dict[str, str] = {
     "dot_general": "matmul",
     "dot": "matmul",
     "linear": "matmul",
     "batch_matmul": "matmul",
+    "matmul_transpose_b": "matmul",
+    "convolution": "conv2d",
+    "conv_2d_nhwc_hwcf": "conv2d",
+    "conv_2d_nchw_fchw": "conv2d",
+    "conv": "conv2d",
     "sub": "subtract",
+    "subf": "subtract",
+    "addf": "add",
+    "addi": "add",
     "mul": "multiply",
+    "mulf": "multiply",
     "div": "divide",
-    "max_pool2d": "max",
+    "divf": "divide",
+    "maximumf": "maximum",
+    "minimumf": "minimum",
     "exponential": "exp",
     "negate": "neg",
+    "select": "where",
+    "compare": "eq",
+    "not": "logical_not",
+    "and": "logical_and",
+    "or": "logical_or",
+    "xor": "logical_xor",
+    "logistic": "sigmoid",
     "reduce_sum": "sum",
     "reduce_mean": "mean",
     "reduce_max": "max",
+    "reduce_min": "min",
+    "reduce": "sum",
+    "pooling_nhwc_max": "max_pool2d",
+    "max_pool2d": "max_pool2d",
+    "avg_pool2d": "avg_pool2d",
     "broadcast_in_dim": "broadcast",
+    "expand": "broadcast",
     "convert": "typecast",
+    "cast": "typecast",
+    "bitcast": "typecast",
     "layer_norm": "layernorm",
     "rms_norm": "rmsnorm",
-    "logistic": "sigmoid",
+    "batch_norm_inference": "batchnorm",
     "concatenate": "concat",
+    "slice_static": "slice",
+    "extract_slice": "slice",
+    "dynamic_slice": "slice",
+    "insert_slice": "concat",
+    "squeeze": "reshape",
+    "unsqueeze": "reshape",
+    "collapse_shape": "reshape",
+    "expand_shape": "reshape",
+    "iota": "arange",
+    "splat": "fill",
+    "full": "fill",
+    "zeros": "fill",
+    "ones": "fill",
+    "const": "constant",
+    "empty_tensor": "constant",
+    "dynamic_update_slice": "update_cache",
 }
 
-# Ops that only exist to give destination-passing style outputs; they carry no work.
-DPS_EMPTY = {"tensor.empty", "ttir.empty"}
+# Ops that only give destination-passing style outputs (or allocations); they carry no work.
+DPS_EMPTY = {"tensor.empty", "ttir.empty", "bufferization.alloc_tensor"}
 
 
 def kind_of(source_name: str) -> str | None:
@@ -107,16 +153,40 @@ def op_class(kind: str) -> OpClass:
     return KINDS.get(kind, OpClass(OPAQUE, "data"))
 
 
+def gemm_dims(graph: Graph, op: Op) -> tuple[int, int, int]:
+    """(rows, K, cols) of the GEMM a matmul or convolution performs; batch dims fold into rows.
+
+    Convolutions run as implicit GEMMs: rows = N*Ho*Wo output pixels, cols = output channels and
+    K = input channels per group times the kernel window (weights are O x I/groups x Kh x Kw)."""
+    out = graph.tensors[op.outputs[0]]
+    out_elems = out.numel
+    if op.kind == "conv2d":
+        weight = graph.tensors[op.inputs[1]]
+        c_out = weight.shape[0] if weight.shape else 1
+        k = weight.numel // max(1, c_out)
+        return max(1, out_elems // max(1, c_out)), k, c_out
+    a = graph.tensors[op.inputs[0]]
+    contract = attrs.ints(op.attrs.get("contract_dims_lhs"))
+    if contract:
+        k = math.prod(a.shape[d] for d in contract)
+    elif op.attrs.get("transpose_a", "").startswith("true") and len(a.shape) >= 2:
+        k = a.shape[-2]
+    else:
+        k = a.shape[-1] if a.shape else 1
+    cols = out.shape[-1] if out.shape else 1
+    return max(1, out_elems // max(1, cols)), k, cols
+
+
 def flops(graph: Graph, op: Op) -> int:
-    """Useful FLOPs of one graph-level op (no padding)."""
+    """Useful FLOPs of one graph-level op (no padding); fused ops add their per-element work."""
     cls = op_class(op.kind)
     if not op.outputs:
         return 0
     out = graph.tensors[op.outputs[0]]
-    if cls.kind_class == MATMUL:
-        a = graph.tensors[op.inputs[0]]
-        k = a.shape[-1] if a.shape else 1
-        return 2 * out.numel * k
-    if cls.kind_class == REDUCE:
-        return int(sum(graph.tensors[t].numel for t in op.inputs[:1]) * cls.flops_per_element)
-    return int(math.ceil(out.numel * cls.flops_per_element))
+    fused = sum(op_class(kind).flops_per_element for kind in op.attrs.get("fused_kinds", ()))
+    if cls.kind_class in MATRIX_CLASSES and len(op.inputs) >= 2:
+        rows, k, cols = gemm_dims(graph, op)
+        return 2 * rows * k * cols + int(out.numel * fused)
+    if cls.kind_class in (REDUCE, POOL):
+        return int(graph.tensors[op.inputs[0]].numel * cls.flops_per_element) if op.inputs else 0
+    return int(math.ceil(out.numel * (cls.flops_per_element + fused)))

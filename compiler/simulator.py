@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from . import opset
 from .ir import Graph, Op
-from .kernel import CoreWork, Kernel, Transfer
+from .kernel import MCAST, NOC, CoreWork, Kernel, Transfer
 from .target import Target
 
 NS = 1e9
@@ -82,6 +82,7 @@ class Simulator:
         self.target = target
         self.dispatch = dispatch
         self.dispatch_ns = target.dispatch_ns[dispatch]
+        self._sharing: dict[str, int] = {}
 
     def run(self, kernel_graph: Graph) -> SimResult:
         ops: list[OpTiming] = []
@@ -105,7 +106,9 @@ class Simulator:
 
     def run_op(self, graph: Graph, op: Op, kernel: Kernel, start: float) -> tuple[OpTiming, list[_CoreTime]]:
         active = kernel.cores_used
-        core_times = [self._core_time(group, active) for group in kernel.groups]
+        users = self._shared_users(kernel)
+        shared_s = self._shared_seconds(kernel)
+        core_times = [self._core_time(group, shared_s) for group in kernel.groups]
         slowest = max(core_times, key=lambda t: t.total)
         latency = self._latency(kernel)
         duration = (slowest.total + latency) * NS
@@ -128,38 +131,73 @@ class Simulator:
             cores=active,
             roofline_ns=roofline,
         )
+        self._sharing = users
         timing.why = self._why(timing, slowest, active)
         return timing, core_times
 
-    def _bandwidth(self, path: str, active: int) -> float:
-        """Bytes/s one core gets on a path while `active` cores run the op."""
-        target = self.target
-        if path == "noc":
-            return target.noc_bytes_per_s
-        memory = target.memories[path]
-        if memory.scope == "core":
-            return memory.bytes_per_s
-        return min(memory.bytes_per_s / active, target.noc_bytes_per_s)
+    def _shared_users(self, kernel: Kernel) -> dict[str, int]:
+        """How many of the op's cores use each shared (device-scope) memory."""
+        users: dict[str, int] = {}
+        for group in kernel.groups:
+            for path in {t.path for t in group.reads + group.writes}:
+                memory = self.target.memories.get(path)
+                if memory is not None and memory.scope == "device":
+                    users[path] = users.get(path, 0) + len(group.cores)
+        return users
 
-    def _transfer_s(self, transfers: tuple[Transfer, ...], active: int) -> tuple[float, dict[str, float]]:
-        by_path: dict[str, float] = {}
-        for t in transfers:
-            by_path[t.path] = by_path.get(t.path, 0.0) + t.bytes / self._bandwidth(t.path, active)
-        return sum(by_path.values()), by_path
+    def _shared_seconds(self, kernel: Kernel) -> dict[str, float]:
+        """Time each shared memory is busy during the op. Its bandwidth goes to the cores in
+        proportion to what they move, so all finish together: total bytes at the memory's
+        bandwidth, unless one core's bytes through its NoC link take longer."""
+        total: dict[str, float] = {}
+        most: dict[str, float] = {}
+        for group in kernel.groups:
+            mine: dict[str, float] = {}
+            for t in group.reads + group.writes:
+                memory = self.target.memories.get(t.path)
+                if memory is not None and memory.scope == "device":
+                    mine[t.path] = mine.get(t.path, 0.0) + t.bytes
+            for path, nbytes in mine.items():
+                total[path] = total.get(path, 0.0) + nbytes * len(group.cores)
+                most[path] = max(most.get(path, 0.0), nbytes)
+        return {
+            path: max(nbytes / self.target.memories[path].bytes_per_s, most[path] / self.target.noc_bytes_per_s)
+            for path, nbytes in total.items()
+        }
 
-    def _core_time(self, group: CoreWork, active: int) -> _CoreTime:
-        read, read_terms = self._transfer_s(group.reads, active)
-        write, write_terms = self._transfer_s(group.writes, active)
+    def _bandwidth(self, path: str) -> float:
+        """Bytes/s one core gets on a private path: one NoC link for L1-to-L1 and multicast
+        traffic, its own L1's rate locally."""
+        if path in (NOC, MCAST):
+            return self.target.noc_bytes_per_s
+        return self.target.memories[path].bytes_per_s
+
+    def _core_time(self, group: CoreWork, shared_s: dict[str, float]) -> _CoreTime:
+        on_shared: dict[str, float] = {}
+        for t in group.reads + group.writes:
+            if t.path in shared_s:
+                on_shared[t.path] = on_shared.get(t.path, 0.0) + t.bytes
+        terms: dict[str, float] = {}
+
+        def seconds(transfers: tuple[Transfer, ...]) -> float:
+            spent = 0.0
+            for t in transfers:
+                if t.path in shared_s:
+                    s = shared_s[t.path] * t.bytes / on_shared[t.path]
+                else:
+                    s = t.bytes / self._bandwidth(t.path)
+                terms[t.path] = terms.get(t.path, 0.0) + s
+                spent += s
+            return spent
+
+        read, write = seconds(group.reads), seconds(group.writes)
         compute = group.compute.cycles / self.target.clock_hz
+        terms["compute"] = compute
         phases = (read, compute, write)
         longest = max(phases)
         total = longest + (sum(phases) - longest) / max(1, group.blocks)
-        terms = {"compute": compute}
-        for path, seconds in list(read_terms.items()) + list(write_terms.items()):
-            terms[path] = terms.get(path, 0.0) + seconds
-        # Reader and writer overlap, but a shared memory's bandwidth is split between them too.
-        shared = [s for p, s in terms.items() if p in self.target.memories and self.target.memories[p].scope == "device"]
-        total = max([total, *shared])
+        # Reader and writer overlap, but a shared memory serves both, one after the other.
+        total = max([total, *(shared_s[p] for p in on_shared)])
         return _CoreTime(read, compute, write, total, terms)
 
     def _latency(self, kernel: Kernel) -> float:
@@ -190,7 +228,7 @@ class Simulator:
         engine = kernel.groups[0].compute.engine if kernel.groups else "data"
         bounds = [flops / self._peak(engine, fidelity) if engine != "data" else 0.0]
         for path, nbytes in moved.items():
-            if path == "noc":
+            if path in (NOC, MCAST):
                 bandwidth = target.noc_bytes_per_s * target.cores * target.noc_count
             else:
                 memory = target.memories[path]
@@ -203,20 +241,25 @@ class Simulator:
             return "no work"
         seconds = t.duration_ns / NS
         achieved = t.flops / seconds if seconds else 0.0
-        kernel_engine = "matrix" if opset.op_class(t.kind).kind_class == opset.MATMUL else "vector"
+        kernel_engine = "matrix" if opset.op_class(t.kind).kind_class in opset.MATRIX_CLASSES else "vector"
         peak_share = achieved / self._peak(kernel_engine, None) * 100 if t.flops else 0.0
         if t.bound == "compute":
-            head = f"compute-bound on {active} cores"
-        elif t.bound == "noc":
-            head = f"NoC-bound: {_mb(t.bytes.get('noc', 0))} over one {self.target.noc_link_bytes_per_cycle} B/cycle link per core"
+            head = f"compute-bound on {active} core{'s' if active != 1 else ''}"
+        elif t.bound in (NOC, MCAST):
+            what = "multicast" if t.bound == MCAST else "L1-to-L1"
+            head = (
+                f"NoC-bound: {_mb(t.bytes.get(t.bound, 0))} {what} over one "
+                f"{self.target.noc_link_bytes_per_cycle} B/cycle link per core"
+            )
         else:
             memory = self.target.memories[t.bound]
             if memory.scope == "core":
                 head = f"{t.bound.upper()}-bound: {_mb(t.bytes.get(t.bound, 0))} from local {t.bound}"
             else:
+                sharing = self._sharing.get(t.bound, active)
                 head = (
                     f"{t.bound.upper()}-bound: {_mb(t.bytes.get(t.bound, 0))} at "
-                    f"{memory.bytes_per_s / 1e9:.0f} GB/s shared by {active} core{'s' if active != 1 else ''}"
+                    f"{memory.bytes_per_s / 1e9:.0f} GB/s shared by {sharing} core{'s' if sharing != 1 else ''}"
                 )
         return f"{head}; compute {peak_share:.0f}% of peak; {t.duration_ns / max(t.roofline_ns, 1e-9):.1f}x roofline"
 

@@ -1,9 +1,12 @@
 """layout -> kernel: split each op's work over its grid into reads, compute and writes per core.
 
-Matmuls split their output tiles in 2D blocks over the grid (each core reads a row block of A and
-a column block of B), or in 1D along the longer side when the output is too thin for the grid, as
-tt-metal's 2D and 1D matmul programs do. Every other op splits its tiles evenly in row-major core
-order. Where a tensor lives decides the path of each read and write.
+Matmuls and convolutions (as implicit GEMMs) split their output tiles in 2D blocks over the grid,
+or in 1D along the longer side when the output is too thin for the grid, as tt-metal's 2D and 1D
+multicast matmul programs do: in 2D the first core of each grid row fetches the row's block of A
+and multicasts it along the row, and the first core of each column does the same for B down the
+column; in 1D one core fetches the operand every core needs and multicasts it to all. Every other
+op splits its tiles evenly over the grid in row-major core order. Where a tensor lives decides the
+path of each read and write. Each core gets circular buffers sized for double buffering.
 """
 
 from __future__ import annotations
@@ -14,13 +17,24 @@ from dataclasses import dataclass
 
 from .. import opset
 from ..ir import Graph, Layout, Op, Tensor
-from ..kernel import Compute, CoreWork, Kernel, Transfer
+from ..kernel import MCAST, NOC, CircularBuffer, Compute, CoreWork, Kernel, Transfer
 from ..target import Target
-from ..tiles import ceil_div, num_tiles, shard_bytes, tile_bytes, tile_grid
+from ..tiles import ceil_div, num_tiles, shard_bytes, tile_bytes
 
 # Math fidelity the compiler picks per dtype when none is asked for, as tt-metal's defaults do:
 # full precision for f32, HiFi2 for bf16, LoFi for block formats.
 DEFAULT_FIDELITY = {"f32": "hifi4", "bf16": "hifi2", "f16": "hifi2", "bfp8": "lofi", "bfp4": "lofi"}
+MAX_INNER_BLOCK = 8  # K tiles per matmul step (tt-metal's in0_block_w is a small divisor of Kt)
+MAX_ELTWISE_BLOCK = 8  # tiles per step of a streaming (eltwise, data movement) kernel
+
+
+def fidelity_of(op: Op, dtype: str) -> str:
+    return op.attrs.get("math_fidelity") or DEFAULT_FIDELITY.get(dtype, "hifi4")
+
+
+def inner_block(kt: int) -> int:
+    """The largest divisor of Kt up to MAX_INNER_BLOCK, so K splits into whole steps."""
+    return max(d for d in range(1, min(kt, MAX_INNER_BLOCK) + 1) if kt % d == 0)
 
 
 @dataclass(frozen=True)
@@ -34,88 +48,131 @@ class SplitKernels:
             cls = opset.op_class(op.kind)
             if cls.engine == "none":
                 op.meta["kernel"] = None
-            elif cls.kind_class == opset.MATMUL and len(op.inputs) >= 2:
-                op.meta["kernel"] = self._matmul(out, op)
+            elif cls.kind_class in opset.MATRIX_CLASSES and len(op.inputs) >= 2:
+                op.meta["kernel"] = self._gemm(out, op)
             else:
                 op.meta["kernel"] = self._tiled(out, op, cls)
         return out
 
+    # --- paths ------------------------------------------------------------------------------
+
     def _path(self, layout: Layout, grid: tuple[int, int]) -> str:
         memory = self.target.memories[layout.memory]
         if memory.scope == "core":
-            return memory.name if layout.sharded and layout.grid == grid else "noc"
+            return memory.name if layout.sharded and layout.grid == grid else NOC
         return memory.name
 
-    def _moves(self, tensor: Tensor, nbytes: float, grid: tuple[int, int]) -> tuple[Transfer, ...]:
-        """A core's reads (or writes) of `nbytes` of `tensor`. From a shard on the op's own grid, a
-        core reaches at most its own shard locally; the rest comes from other cores over the NoC."""
+    def _is_local(self, tensor: Tensor, grid: tuple[int, int]) -> bool:
         path = self._path(tensor.layout, grid)
-        if path == "noc" or self.target.memories.get(path) is None or self.target.memories[path].scope != "core":
-            return (Transfer(tensor.name, path, nbytes),)
+        return path in self.target.memories and self.target.memories[path].scope == "core"
+
+    def _moves(self, tensor: Tensor, nbytes: float, grid: tuple[int, int], rest: str = NOC) -> tuple[Transfer, ...]:
+        """A core's reads (or writes) of `nbytes` of `tensor`. From a shard on the op's own grid, a
+        core reaches at most its own shard locally; the rest comes from other cores via `rest`."""
+        if not self._is_local(tensor, grid):
+            return (Transfer(tensor.name, self._path(tensor.layout, grid), nbytes),)
         local = min(nbytes, shard_bytes(tensor, tensor.layout, self.target.tile))
-        moves = [Transfer(tensor.name, path, local)]
+        moves = [Transfer(tensor.name, tensor.layout.memory, local)]
         if nbytes > local:
-            moves.append(Transfer(tensor.name, "noc", nbytes - local))
+            moves.append(Transfer(tensor.name, rest, nbytes - local))
         return tuple(moves)
 
-    def _cores(self, grid: tuple[int, int]) -> list[tuple[int, int]]:
-        return [(r, c) for r in range(grid[0]) for c in range(grid[1])]
+    def _operand(self, tensor: Tensor, nbytes: float, grid, sender: bool) -> tuple[Transfer, ...]:
+        """A multicast operand: the sender fetches it from where it lives, receivers get it by
+        multicast; from shards on the grid, every core has its piece and receives the rest."""
+        if sender or self._is_local(tensor, grid):
+            return self._moves(tensor, nbytes, grid, rest=MCAST)
+        return (Transfer(tensor.name, MCAST, nbytes),)
 
-    def _matmul(self, graph: Graph, op: Op) -> Kernel:
+    # --- matmul and convolution -------------------------------------------------------------
+
+    def _gemm(self, graph: Graph, op: Op) -> Kernel:
         tile = self.target.tile
         grid = op.attrs["grid"]
         a, b = (graph.tensors[t] for t in op.inputs[:2])
         out = graph.tensors[op.outputs[0]]
-        batch, mt, nt = tile_grid(out.shape, tile)
-        kt = tile_grid(a.shape, tile)[2]
-        rows = batch * mt
-        fidelity = DEFAULT_FIDELITY.get(a.layout.dtype, "hifi4")
-        cores = self._cores(grid)
-        share: dict[tuple[int, int], tuple[int, int]] = {}
-        if rows >= grid[0] and nt >= grid[1]:  # 2D: row blocks down the grid, column blocks across
-            bm, bn = ceil_div(rows, grid[0]), ceil_div(nt, grid[1])
+        rows, k, cols = opset.gemm_dims(graph, op)
+        mt, kt, nt = ceil_div(rows, tile[0]), ceil_div(k, tile[1]), ceil_div(cols, tile[1])
+        # A convolution reads input pixels, not the im2col matrix: K / window channels per row.
+        window = math.prod(b.shape[2:]) if op.kind == "conv2d" and len(b.shape) == 4 else 1
+        a_kt = ceil_div(ceil_div(k, window), tile[1])
+        kb = inner_block(kt)
+        fidelity = fidelity_of(op, a.layout.dtype)
+        cores = [(r, c) for r in range(grid[0]) for c in range(grid[1])]
+
+        # (rows, cols) of output tiles per core, and whether it fetches A and B for others
+        share: dict[tuple[int, int], tuple[int, int, bool, bool]] = {}
+        if mt >= grid[0] and nt >= grid[1]:
+            program = "matmul_2d_mcast"
+            bm, bn = ceil_div(mt, grid[0]), ceil_div(nt, grid[1])
             for r, c in cores:
-                share[(r, c)] = (_clamp(rows - r * bm, bm), _clamp(nt - c * bn, bn))
-        elif nt >= rows:  # 1D along N: every core takes all rows and a slice of columns
-            bn = ceil_div(nt, len(cores))
+                share[(r, c)] = (_clamp(mt - r * bm, bm), _clamp(nt - c * bn, bn), c == 0, r == 0)
+        elif nt >= mt:  # thin output: every core needs all of A, multicast from the first core
+            program = "matmul_1d_mcast_in0"
+            bm, bn = mt, ceil_div(nt, len(cores))
             for i, core in enumerate(cores):
-                share[core] = (rows, _clamp(nt - i * bn, bn))
-        else:  # 1D along M
-            bm = ceil_div(rows, len(cores))
+                share[core] = (mt, _clamp(nt - i * bn, bn), i == 0, True)
+        else:  # tall output: every core needs all of B
+            program = "matmul_1d_mcast_in1"
+            bm, bn = ceil_div(mt, len(cores)), nt
             for i, core in enumerate(cores):
-                share[core] = (_clamp(rows - i * bm, bm), nt)
+                share[core] = (_clamp(mt - i * bm, bm), nt, True, i == 0)
 
-        groups: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-        for core, (m, n) in share.items():
-            if m and n:
-                groups[(m, n)].append(core)
         cycles_per_tile = self.target.cycles_per_tile[fidelity]
-        work = []
-        for (m, n), members in groups.items():
+        fused_cycles = self._vector_cycles(1, sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ())))
+        groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+        work: dict[tuple, tuple] = {}
+        for core, (m, n, sends_a, sends_b) in share.items():
+            if not (m and n):
+                continue
             reads = (
-                self._moves(a, m * kt * tile_bytes(a.layout.dtype, tile), grid)
-                + self._moves(b, kt * n * tile_bytes(b.layout.dtype, tile), grid)
-                + self._extra_reads(graph, op, m * n, rows * nt, grid)
+                self._operand(a, m * a_kt * tile_bytes(a.layout.dtype, tile), grid, sends_a)
+                + self._operand(b, kt * n * tile_bytes(b.layout.dtype, tile), grid, sends_b)
+                + self._extra_reads(graph, op, n, nt, grid)
             )
+            key = (m, n, tuple((t.tensor, t.path, t.bytes) for t in reads))
+            groups[key].append(core)
+            work[key] = (m, n, reads)
+        result = []
+        for key, members in groups.items():
+            m, n, reads = work[key]
             writes = self._moves(out, m * n * tile_bytes(out.layout.dtype, tile), grid)
-            compute = Compute("matrix", m * n * kt, m * n * kt * cycles_per_tile, fidelity)
-            work.append(CoreWork(tuple(members), reads, compute, writes, blocks=kt))
-        return Kernel(grid, tuple(work))
+            compute = Compute("matrix", m * n * kt, m * n * (kt * cycles_per_tile + fused_cycles), fidelity)
+            cbs = (
+                CircularBuffer("in0", a.name, 2 * m * kb, 2 * m * kb * tile_bytes(a.layout.dtype, tile)),
+                CircularBuffer("in1", b.name, 2 * kb * n, 2 * kb * n * tile_bytes(b.layout.dtype, tile)),
+                *(
+                    CircularBuffer(f"in{i + 2}", t, n, n * tile_bytes(graph.tensors[t].layout.dtype, tile))
+                    for i, t in enumerate(op.inputs[2:])
+                ),
+                CircularBuffer("out", out.name, m * n, m * n * tile_bytes(out.layout.dtype, tile)),
+            )
+            result.append(CoreWork(tuple(members), reads, compute, writes, blocks=kt // kb, cbs=cbs))
+        return Kernel(grid, tuple(result), program, (bm, bn, kb))
 
-    def _extra_reads(self, graph: Graph, op: Op, tiles: int, total: int, grid) -> tuple[Transfer, ...]:
-        """Operands past A and B (a fused bias, say), read in proportion to the core's share."""
+    def _extra_reads(self, graph: Graph, op: Op, n: int, nt: int, grid) -> tuple[Transfer, ...]:
+        """Operands past A and B (a fused bias, say): the core's columns of them."""
         tile = self.target.tile
         extra: tuple[Transfer, ...] = ()
         for name in op.inputs[2:]:
             t = graph.tensors[name]
-            share = num_tiles(t.shape, tile) * tiles / total
-            extra += self._moves(t, share * tile_bytes(t.layout.dtype, tile), grid)
+            share = num_tiles(t.shape, tile) * n / max(1, nt)
+            extra += self._moves(t, max(1.0, share) * tile_bytes(t.layout.dtype, tile), grid)
         return extra
+
+    # --- everything else: stream tiles --------------------------------------------------------
+
+    def _vector_cycles(self, tiles: int, passes: float) -> float:
+        """Vector-engine cycles for `passes` operations over each element of `tiles` tiles."""
+        if passes <= 0:
+            return 0.0
+        elems = self.target.tile[0] * self.target.tile[1]
+        return tiles * math.ceil(elems * passes / self.target.vector_elements_per_cycle)
 
     def _tiled(self, graph: Graph, op: Op, cls: opset.OpClass) -> Kernel:
         tile = self.target.tile
         grid = op.attrs["grid"]
-        cores = self._cores(grid)
+        cores = [(r, c) for r in range(grid[0]) for c in range(grid[1])]
         ins = [graph.tensors[t] for t in op.inputs]
         outs = [graph.tensors[t] for t in op.outputs]
         total = max([num_tiles(t.shape, tile) for t in ins + outs] + [1])
@@ -125,28 +182,25 @@ class SplitKernels:
             n = _clamp(total - i * per_core, per_core)
             if n:
                 counts[n].append(core)
-        tile_elems = tile[0] * tile[1]
+        passes = cls.flops_per_element + sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ()))
+        engine = "vector" if cls.engine == "vector" else "data"
         work = []
         for n, members in counts.items():
             frac = n / total
+            block = min(n, MAX_ELTWISE_BLOCK)
 
-            def moved(tensors) -> tuple[Transfer, ...]:
-                return tuple(
-                    move
-                    for t in tensors
-                    for move in self._moves(
-                        t, max(1, round(num_tiles(t.shape, tile) * frac)) * tile_bytes(t.layout.dtype, tile), grid
-                    )
-                )
+            def tiles_of(t: Tensor) -> int:
+                return max(1, round(num_tiles(t.shape, tile) * frac))
 
-            if cls.engine == "vector":
-                passes = max(1.0, cls.flops_per_element)
-                cycles = n * math.ceil(tile_elems * passes / self.target.vector_elements_per_cycle)
-                compute = Compute("vector", n, cycles)
-            else:  # data movement and opaque ops only move bytes
-                compute = Compute("data", n, 0)
-            work.append(CoreWork(tuple(members), moved(ins), compute, moved(outs), blocks=n))
-        return Kernel(grid, tuple(work))
+            reads = tuple(m for t in ins for m in self._moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, tile), grid))
+            writes = tuple(m for t in outs for m in self._moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, tile), grid))
+            cycles = self._vector_cycles(n, max(1.0, passes)) if engine == "vector" else 0.0
+            cbs = tuple(
+                CircularBuffer(f"in{i}" if i < len(ins) else "out", t.name, 2 * block, 2 * block * tile_bytes(t.layout.dtype, tile))
+                for i, t in enumerate(ins + outs)
+            )
+            work.append(CoreWork(tuple(members), reads, Compute(engine, n, cycles), writes, blocks=ceil_div(n, block), cbs=cbs))
+        return Kernel(grid, tuple(work), "eltwise" if engine == "vector" else "data_movement")
 
 
 def _clamp(remaining: int, block: int) -> int:

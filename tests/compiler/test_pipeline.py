@@ -74,21 +74,29 @@ def test_kernel_splits_every_op_over_its_grid(compiled):
 
 
 def test_mnist_matmul_kernel_facts(mnist_path, wormhole):
-    """1x784 @ 784x512 f32: 1 row tile, 16 column tiles, K = 25 tiles -> 1D split over 16 cores."""
+    """1x784 @ 784x512 f32: 1 row tile, 16 column tiles, K = 25 tiles -> 1D split over 16 cores;
+    the first core fetches A (the whole 1x784 row) from DRAM and multicasts it to the other 15."""
     kernel = compile_model(load_model(mnist_path), wormhole).kernel
     matmul = kernel.op("matmul_0").meta["kernel"]
+    assert matmul.program == "matmul_1d_mcast_in0"
     assert matmul.cores_used == 16
-    (group,) = matmul.groups
-    assert group.compute.engine == "matrix"
-    assert group.compute.fidelity == "hifi4"  # f32 default
-    assert group.compute.tiles == 25
-    assert group.compute.cycles == 25 * 64
-    assert group.blocks == 25
-    a, b = group.reads
+    sender, receivers = sorted(matmul.groups, key=lambda g: len(g.cores))
+    assert sender.cores == ((0, 0),) and len(receivers.cores) == 15
+    for group in (sender, receivers):
+        assert group.compute.engine == "matrix"
+        assert group.compute.fidelity == "hifi4"  # f32 default
+        assert group.compute.tiles == 25
+        assert group.compute.cycles == 25 * 64
+        assert group.blocks == 5  # K = 25 tiles in steps of 5
+        (w,) = group.writes
+        assert (w.tensor, w.bytes) == ("matmul_0", 4096)
+    a, b = sender.reads
     assert (a.tensor, a.path, a.bytes) == ("input_1", "dram", 25 * 4096)
     assert (b.tensor, b.path, b.bytes) == ("linear_relu_stack.0.weight", "dram", 25 * 4096)
-    (w,) = group.writes
-    assert (w.tensor, w.bytes) == ("matmul_0", 4096)
+    a, b = receivers.reads
+    assert (a.tensor, a.path, a.bytes) == ("input_1", "mcast", 25 * 4096)
+    assert (b.path, b.bytes) == ("dram", 25 * 4096)
+    assert {cb.name for cb in sender.cbs} == {"in0", "in1", "out"}
 
 
 def test_all_four_levels_reparse_with_the_mlir_parser(compiled):
