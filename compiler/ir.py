@@ -109,8 +109,25 @@ class Graph:
         return users
 
     def with_level(self, level: str) -> Graph:
-        """A deep copy for the next stage, so every level stays inspectable."""
-        clone = copy.deepcopy(self)
-        clone.level = level
-        clone._by_name = None
-        return clone
+        """A copy for the next stage, so every level stays inspectable. Ops, tensors and their
+        lists and dicts are new; values inside (layouts, kernels) are immutable and shared."""
+        return Graph(
+            name=self.name,
+            level=level,
+            tensors={k: copy.copy(t) for k, t in self.tensors.items()},
+            ops=[
+                Op(op.name, op.kind, list(op.inputs), list(op.outputs), dict(op.attrs), op.source, dict(op.meta))
+                for op in self.ops
+            ],
+            inputs=list(self.inputs),
+            outputs=list(self.outputs),
+            warnings=list(self.warnings),
+            meta=dict(self.meta),
+        )
+
+    def replace_uses(self, old: str, new: str) -> None:
+        """Make every reader of tensor `old` (ops and the graph's outputs) read `new` instead."""
+        for op in self.ops:
+            if old in op.inputs:
+                op.inputs = [new if t == old else t for t in op.inputs]
+        self.outputs = [new if t == old else t for t in self.outputs]

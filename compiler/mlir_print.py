@@ -7,6 +7,7 @@ Ops print in generic form in the `ts` dialect, named by `loc("<stable name>")`, 
     %0 = "ts.matmul"(%arg0, %arg1) ({
       "ts.cores"() ({
         "ts.read"() {bytes = 2048 : i64, path = "dram", tensor = "input"} : () -> ()
+        "ts.cb"() {bytes = 8192 : i64, name = "in0", pages = 4, tensor = "input"} : () -> ()
         "ts.compute"() {cycles = 512 : i64, engine = "matrix", fidelity = "hifi2", tiles = 16 : i64} : () -> ()
         "ts.write"() {bytes = 2048 : i64, path = "dram", tensor = "matmul"} : () -> ()
       }) {blocks = 16 : i64, cores = array<i64: 0, 0, 0, 1>} : () -> ()
@@ -33,8 +34,10 @@ def _type(tensor: Tensor, with_layout: bool) -> str:
 
 
 def _attr_value(value) -> str:
-    if isinstance(value, tuple) and all(isinstance(v, int) for v in value):
+    if isinstance(value, tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         return f"array<i64: {', '.join(map(str, value))}>"
+    if isinstance(value, tuple):
+        return f"[{', '.join(_attr_value(v) for v in value)}]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -62,6 +65,9 @@ def _core_group(group: CoreWork, indent: str) -> list[str]:
     for t in group.reads:
         attrs = {"tensor": t.tensor, "path": t.path, "bytes": round(t.bytes)}
         lines.append(f'{inner}"ts.read"(){_attr_dict(attrs)} : () -> ()')
+    for cb in group.cbs:
+        attrs = {"name": cb.name, "tensor": cb.tensor, "pages": cb.pages, "bytes": round(cb.bytes)}
+        lines.append(f'{inner}"ts.cb"(){_attr_dict(attrs)} : () -> ()')
     c = group.compute
     attrs = {"engine": c.engine, "tiles": c.tiles, "cycles": round(c.cycles)}
     if c.fidelity:
@@ -81,7 +87,12 @@ def _op_lines(graph: Graph, op: Op, values: dict[str, str], first: int, with_lay
     in_types = ", ".join(_type(graph.tensors[t], with_layout) for t in op.inputs)
     out_types = [_type(graph.tensors[t], with_layout) for t in op.outputs]
     out_sig = out_types[0] if len(out_types) == 1 else f"({', '.join(out_types)})"
-    attrs = {k: v for k, v in op.attrs.items() if isinstance(v, (str, int, float, tuple))}
+    attrs = {k: v for k, v in op.attrs.items() if isinstance(v, (str, int, float, tuple)) and k != "fused_kinds"}
+    kernel: Kernel | None = op.meta.get("kernel")
+    if kernel:
+        attrs["program"] = kernel.program
+        if kernel.block:
+            attrs["block"] = kernel.block
     if op.source:
         attrs_text = _attr_dict(attrs)
         sources = ", ".join(_string(s) for s in op.source)
@@ -91,7 +102,6 @@ def _op_lines(graph: Graph, op: Op, values: dict[str, str], first: int, with_lay
     lhs = f"{', '.join(results)} = " if results else ""
     head = f'    {lhs}"ts.{op.kind}"({operands})'
     tail = f"{attrs_text} : ({in_types}) -> {out_sig} loc({_string(op.name)})"
-    kernel: Kernel | None = op.meta.get("kernel")
     for t, r in zip(op.outputs, results):
         values[t] = r
     if not kernel:

@@ -1,6 +1,8 @@
 """The compiler: a short list of named stages, each producing one inspectable level.
 
     input  --normalize-->       graph    one op vocabulary, whatever the source dialect
+           --canonicalize-->             no-op reshapes/converts dropped, constants folded
+           --fuse-eltwise-->             bias adds and activations fused into their producers
            --assign-layouts-->  layout   every tensor placed (memory, sharding, grid, dtype)
            --split-kernels-->   kernel   every op split into per-core reads, compute, writes
 """
@@ -15,6 +17,8 @@ from .mlir_import import ImportedModel
 from .mlir_print import print_graph
 from .override import OpOverride, OverrideOutcome
 from .passes.layout import DEFAULT_POLICY, AssignLayouts
+from .passes.canonicalize import Canonicalize
+from .passes.fuse_eltwise import FuseEltwise
 from .passes.normalize import Normalize
 from .passes.split_kernels import SplitKernels
 from .target import Target
@@ -56,11 +60,12 @@ class Compilation:
         return self._printed[level]
 
 
-def stages(target: Target, overrides: Sequence[OpOverride], policy: str) -> list[tuple[str, object]]:
+def stages(target: Target, overrides: Sequence[OpOverride], policy: str) -> list[tuple[str, list]]:
+    """Each level and the passes that produce it, in order."""
     return [
-        ("graph", Normalize()),
-        ("layout", AssignLayouts(target, tuple(overrides), policy)),
-        ("kernel", SplitKernels(target)),
+        ("graph", [Normalize(), Canonicalize(), FuseEltwise(target)]),
+        ("layout", [AssignLayouts(target, tuple(overrides), policy)]),
+        ("kernel", [SplitKernels(target)]),
     ]
 
 
@@ -72,7 +77,9 @@ def compile_model(
 ) -> Compilation:
     levels: dict[str, Graph] = {}
     graph = model.graph
-    for level, stage in stages(target, overrides, policy):
-        graph = stage.run(graph)
+    for level, passes in stages(target, overrides, policy):
+        graph = graph.with_level(level)
+        for compiler_pass in passes:
+            graph = compiler_pass.run(graph)
         levels[level] = graph
     return Compilation(model, target, levels)

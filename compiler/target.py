@@ -45,6 +45,7 @@ class Target:
     noc_hop_cycles: int
     noc_interface_cycles: int
     dispatch_ns: dict[str, float]
+    fusion: dict[str, bool]  # which element-wise ops the target's kernels can fuse: activation, bias
     source: dict[str, Any]  # the whole file, kept so a stored run records what it ran on
 
     @property
@@ -124,6 +125,20 @@ def _dispatch_ns(data: dict, mode: str, where: str) -> float:
     return float(value)
 
 
+def _fusion(data: dict, where: str) -> dict[str, bool]:
+    """Optional [fusion] table: activation, bias (both false when absent)."""
+    table = data.get("fusion", {})
+    if not isinstance(table, dict):
+        raise TargetError(f"{where}: key 'fusion' must be a table")
+    flags = {}
+    for key in ("activation", "bias"):
+        value = table.get(key, False)
+        if not isinstance(value, bool):
+            raise TargetError(f"{where}: key 'fusion.{key}' must be true or false, got {value!r}")
+        flags[key] = value
+    return flags
+
+
 def _memories(data: dict, where: str) -> dict[str, Memory]:
     table = _get(data, "memory", dict, where)
     clock = _get(data, "clock_hz", float, where)
@@ -171,5 +186,6 @@ def _target_from(data: dict, where: str) -> Target:
         noc_hop_cycles=_get(data, "noc.hop_cycles", int, where),
         noc_interface_cycles=_get(data, "noc.interface_cycles", int, where),
         dispatch_ns={mode: _dispatch_ns(data, mode, where) for mode in DISPATCH_MODES},
+        fusion=_fusion(data, where),
         source=data,
     )

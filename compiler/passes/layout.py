@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from .. import opset
 from ..dtypes import BYTES_PER_ELEMENT
 from ..ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout
-from ..override import APPLIED, REJECTED, OpOverride, OverrideOutcome
+from ..override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome
 from ..target import Target
 from ..tiles import shard_bytes
 
@@ -28,7 +28,7 @@ class AssignLayouts:
     policy: str = DEFAULT_POLICY
 
     def run(self, graph: Graph) -> Graph:
-        out = graph.with_level("layout")
+        out = graph
         dram = Layout(memory="dram", memory_layout="interleaved", grid=(1, 1))
         for tensor in out.tensors.values():
             tensor.layout = replace(dram, dtype=tensor.dtype)
@@ -45,9 +45,15 @@ class AssignLayouts:
         def rejected(reason: str) -> OverrideOutcome:
             return OverrideOutcome(ov.op, ov.spec, REJECTED, reason)
 
-        if not graph.has_op(ov.op):
-            return rejected(f"no op named {ov.op!r} in the graph")
-        op = graph.op(ov.op)
+        note = ""
+        if graph.has_op(ov.op):
+            op = graph.op(ov.op)
+        else:
+            host = next((o for o in graph.ops if ov.op in o.source), None)
+            if host is None:
+                return rejected(f"no op named {ov.op!r} in the graph")
+            op = host
+            note = f"{ov.op} was fused into {host.name}; applied to {host.name}"
         if not op.outputs:
             return rejected(f"op {ov.op!r} has no output to lay out")
         target = self.target
@@ -91,4 +97,4 @@ class AssignLayouts:
         for t in op.outputs:
             graph.tensors[t].layout = layout
         op.attrs["grid"] = grid
-        return OverrideOutcome(ov.op, ov.spec, APPLIED)
+        return OverrideOutcome(ov.op, ov.spec, ADJUSTED, note) if note else OverrideOutcome(ov.op, ov.spec, APPLIED)

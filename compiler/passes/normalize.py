@@ -17,7 +17,7 @@ class Normalize:
     name = "normalize"
 
     def run(self, graph: Graph) -> Graph:
-        out = graph.with_level("graph")
+        out = graph
         empties = {t for op in out.ops if op.kind in opset.DPS_EMPTY for t in op.outputs}
         unknown: dict[str, int] = {}
         ops: list[Op] = []

@@ -43,7 +43,7 @@ class SplitKernels:
     target: Target
 
     def run(self, graph: Graph) -> Graph:
-        out = graph.with_level("kernel")
+        out = graph
         for op in out.ops:
             cls = opset.op_class(op.kind)
             if cls.engine == "none":

@@ -10,7 +10,7 @@ from perfdb import queries
 
 MODEL = "zoo:mlp?layers=1"
 TARGET = "wormhole_n150"
-GELU = "mlp.layer.0.gelu"
+FC1 = "mlp.layer.0.fc1.matmul"  # bias add and gelu fused in
 CONSUMER = "mlp.layer.0.fc2.matmul"
 
 
@@ -41,7 +41,7 @@ def test_page_opens_on_a_stored_run_of_the_example_model(app, cb):
 
 
 def test_click_selects_the_op_and_ignores_clicks_on_edges(cb):
-    assert cb["select_in_graph"]({"points": [{"customdata": GELU}]}) == GELU
+    assert cb["select_in_graph"]({"points": [{"customdata": FC1}]}) == FC1
     assert cb["select_in_timeline"]({"points": [{"customdata": CONSUMER}]}) == CONSUMER
     assert cb["select_in_graph"]({"points": [{"x": 1, "y": 2}]}) is no_update
     assert cb["select_in_graph"](None) is no_update
@@ -49,9 +49,9 @@ def test_click_selects_the_op_and_ignores_clicks_on_edges(cb):
 
 def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
     _, run_id, _ = cb["choose_model"](MODEL, TARGET)
-    inspector, memory, memory_layout, rows, cols, layout, dtype, disabled = cb["inspect"](GELU, run_id, "graph")
+    inspector, memory, memory_layout, rows, cols, layout, dtype, disabled = cb["inspect"](FC1, run_id, "graph")
     text = str(inspector)
-    assert GELU in text and "duration" in text and "bound" in text
+    assert FC1 in text and "duration" in text and "bound" in text
     assert (memory, memory_layout, rows, cols, layout, dtype) == ("dram", "interleaved", 8, 8, "tile", "bf16")
     assert disabled is False
     *_, disabled_without_op = cb["inspect"](None, run_id, "graph")
@@ -60,7 +60,7 @@ def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
 
 def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     _, base_id, _ = cb["choose_model"](MODEL, TARGET)
-    selected = cb["select_in_graph"]({"points": [{"customdata": GELU}]})
+    selected = cb["select_in_graph"]({"points": [{"customdata": FC1}]})
     _, _, _, rows, cols, layout, dtype, _ = cb["inspect"](selected, base_id, "graph")
 
     options, new_id, status = cb["apply_override"](1, base_id, selected, "l1", "block_sharded", rows, cols, layout, dtype)
@@ -70,19 +70,19 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     assert "applied" in str(status)
     run = app.explorer.run(new_id)
     assert run.parent_id == base_id
-    assert run.overrides == [f"{GELU}=8x8:l1:block_sharded:tile:bf16"]
+    assert run.overrides == [f"{FC1}=8x8:l1:block_sharded:tile:bf16"]
 
     before, after = _records(app, base_id), _records(app, new_id)
-    assert after[GELU].memory == "l1" and before[GELU].memory == "dram"
-    # the gelu writes to its own L1 and its consumer reads it from there: both get faster
-    assert after[GELU].duration_ns < before[GELU].duration_ns
+    assert after[FC1].memory == "l1" and before[FC1].memory == "dram"
+    # fc1 writes to its own L1 and its consumer reads it from there: both get faster
+    assert after[FC1].duration_ns < before[FC1].duration_ns
     assert after[CONSUMER].duration_ns < before[CONSUMER].duration_ns
 
-    _, mlir, summary = cb["show_level"](new_id, "layout", GELU)
+    _, mlir, summary = cb["show_level"](new_id, "layout", FC1)
     highlighted = str(mlir[1].children)
-    assert "#ts.layout<l1, block_sharded" in highlighted and GELU in highlighted
+    assert "#ts.layout<l1, block_sharded" in highlighted and FC1 in highlighted
     assert "overrides" in str(summary)
-    timeline = cb["show_timeline"](new_id, GELU)
+    timeline = cb["show_timeline"](new_id, FC1)
     assert sum(len(t.y) for t in timeline.data) == len(app.explorer.zones(new_id)) - sum(
         1 for z in app.explorer.zones(new_id) if z.depth > 0
     )
@@ -90,9 +90,9 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
 
 def test_second_override_of_the_same_op_replaces_the_first(app, cb):
     _, base_id, _ = cb["choose_model"](MODEL, TARGET)
-    _, first, _ = cb["apply_override"](1, base_id, GELU, "l1", "block_sharded", 8, 8, "tile", "bf16")
-    _, second, _ = cb["apply_override"](2, first, GELU, "dram", "interleaved", 4, 4, "tile", "bf16")
-    assert app.explorer.run(second).overrides == [f"{GELU}=4x4:dram:interleaved:tile:bf16"]
+    _, first, _ = cb["apply_override"](1, base_id, FC1, "l1", "block_sharded", 8, 8, "tile", "bf16")
+    _, second, _ = cb["apply_override"](2, first, FC1, "dram", "interleaved", 4, 4, "tile", "bf16")
+    assert app.explorer.run(second).overrides == [f"{FC1}=4x4:dram:interleaved:tile:bf16"]
 
 
 def test_impossible_override_is_reported_and_stores_nothing(app, cb):
@@ -117,6 +117,6 @@ def test_form_without_a_selected_op_says_so(cb):
 def test_level_switch_keeps_the_selection_and_maps_it_through_provenance(cb):
     _, run_id, _ = cb["choose_model"](MODEL, TARGET)
     for level in ("input", "graph", "layout", "kernel"):
-        figure, mlir, _ = cb["show_level"](run_id, level, GELU)
+        figure, mlir, _ = cb["show_level"](run_id, level, FC1)
         assert any(t.name == "selected" for t in figure.data), level
-        assert GELU in str(mlir[1].children) or level == "input"
+        assert FC1 in str(mlir[1].children) or level == "input"

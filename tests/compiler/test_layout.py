@@ -32,15 +32,23 @@ def test_applied_override_sets_layout_and_grid(tiny_path, wormhole):
     assert layout.op("matmul_1").attrs["grid"] == (2, 2)
     assert c.kernel.op("matmul_1").meta["kernel"].grid == (2, 2)
     # other ops keep the defaults; the graph level is untouched
-    assert layout.tensors["add_0"].layout.memory == "dram"
+    assert layout.tensors["relu_0"].layout.memory == "dram"  # matmul_0's output (relu_0 fused)
     assert c.levels["graph"].tensors["matmul_1"].layout is None
 
 
 def test_dtype_and_layout_override(tiny_path, wormhole):
-    c = _compile(tiny_path, wormhole, "add_0=bf16:row_major")
+    c = _compile(tiny_path, wormhole, "matmul_0=bf16:row_major")
     assert _outcome(c).status == APPLIED
-    out = c.levels["layout"].tensors["add_0"].layout
+    out = c.levels["layout"].tensors["relu_0"].layout
     assert (out.dtype, out.layout, out.memory) == ("bf16", "row_major", "dram")
+
+
+def test_override_of_a_fused_op_is_adjusted_to_its_host(tiny_path, wormhole):
+    c = _compile(tiny_path, wormhole, "add_0=l1:block_sharded")
+    outcome = _outcome(c)
+    assert (outcome.op, outcome.status) == ("add_0", "adjusted")
+    assert outcome.reason == "add_0 was fused into matmul_0; applied to matmul_0"
+    assert c.levels["layout"].tensors["relu_0"].layout.memory == "l1"
 
 
 def test_memory_not_on_target_is_rejected(tiny_path, wormhole):

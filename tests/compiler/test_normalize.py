@@ -51,11 +51,18 @@ def test_opaque_op_survives_to_the_simulator(wormhole):
     assert '"ts.opaque"' in compilation.mlir("graph")
 
 
-def test_normalize_does_not_touch_its_input():
+def test_compiling_does_not_touch_the_input_level(wormhole):
     model = load_model(NAMED_DPS)
-    Normalize().run(model.graph)
+    compile_model(model, wormhole)
     assert [op.kind for op in model.graph.ops][:2] == ["tensor.empty", "ttir.add"]
     assert model.graph.level == "input"
+
+
+def test_normalize_runs_on_the_level_copy_it_is_given():
+    model = load_model(NAMED_DPS)
+    graph = Normalize().run(model.graph.with_level("graph"))
+    assert [op.kind for op in graph.ops][0] == "add"
+    assert [op.kind for op in model.graph.ops][0] == "tensor.empty"
 
 
 def test_aliases_and_constants():

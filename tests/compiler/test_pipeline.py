@@ -25,10 +25,26 @@ def test_levels_in_order(compiled):
     assert LEVELS == ("input", "graph", "layout", "kernel")
 
 
-def test_every_level_keeps_the_op_names(compiled):
-    names = [op.name for op in compiled.model.graph.ops]
-    for level in LEVELS:
-        assert [op.name for op in compiled.graph_at(level).ops] == names
+def test_every_input_op_is_kept_or_accounted_for_by_provenance(compiled):
+    graph_ops = compiled.levels["graph"].ops
+    sources = [name for op in graph_ops for name in op.source]
+    assert sorted(sources) == sorted(op.name for op in compiled.model.graph.ops)  # each exactly once
+    assert all(op.source[0] == op.name for op in graph_ops)  # fused ops keep the producer's name
+    names = [op.name for op in graph_ops]
+    for level in ("layout", "kernel"):
+        assert [op.name for op in compiled.levels[level].ops] == names
+
+
+def test_mnist_bias_adds_and_relus_fuse_into_their_matmuls(mnist_path, wormhole):
+    graph = compile_model(load_model(mnist_path), wormhole).levels["graph"]
+    assert [(op.name, op.attrs.get("fused")) for op in graph.ops] == [
+        ("matmul_0", ("add_0", "relu_0")),
+        ("matmul_1", ("add_1", "relu_1")),
+        ("matmul_2", ("add_2",)),
+    ]
+    first = graph.op("matmul_0")
+    assert first.inputs == ["input_1", "linear_relu_stack.0.weight", "linear_relu_stack.0.bias"]
+    assert first.outputs == ["relu_0"] and graph.outputs == ["add_2"]
 
 
 def test_levels_are_independent_copies(compiled):
@@ -46,7 +62,6 @@ def test_graph_level_uses_the_op_vocabulary(compiled):
     assert kinds <= {"matmul", "add", "relu", "gelu"}
     assert "matmul" in kinds
     assert compiled.warnings == []
-    assert all(op.source == (op.name,) for op in compiled.levels["graph"].ops)
 
 
 def test_default_layout_is_dram_interleaved_on_the_whole_grid(compiled):
@@ -86,17 +101,19 @@ def test_mnist_matmul_kernel_facts(mnist_path, wormhole):
         assert group.compute.engine == "matrix"
         assert group.compute.fidelity == "hifi4"  # f32 default
         assert group.compute.tiles == 25
-        assert group.compute.cycles == 25 * 64
+        # 25 HiFi4 tile matmuls, then the fused bias add and relu: 2 vector passes of 8 cycles
+        assert group.compute.cycles == 25 * 64 + 2 * 8
         assert group.blocks == 5  # K = 25 tiles in steps of 5
         (w,) = group.writes
-        assert (w.tensor, w.bytes) == ("matmul_0", 4096)
-    a, b = sender.reads
+        assert (w.tensor, w.bytes) == ("relu_0", 4096)  # the fused relu's output
+    a, b, bias = sender.reads
     assert (a.tensor, a.path, a.bytes) == ("input_1", "dram", 25 * 4096)
     assert (b.tensor, b.path, b.bytes) == ("linear_relu_stack.0.weight", "dram", 25 * 4096)
-    a, b = receivers.reads
+    assert (bias.tensor, bias.path, bias.bytes) == ("linear_relu_stack.0.bias", "dram", 4096)
+    a, b, _ = receivers.reads
     assert (a.tensor, a.path, a.bytes) == ("input_1", "mcast", 25 * 4096)
     assert (b.path, b.bytes) == ("dram", 25 * 4096)
-    assert {cb.name for cb in sender.cbs} == {"in0", "in1", "out"}
+    assert [cb.name for cb in sender.cbs] == ["in0", "in1", "in2", "out"]
 
 
 def test_all_four_levels_reparse_with_the_mlir_parser(compiled):
