@@ -32,6 +32,7 @@ class Layout:
     grid: tuple[int, int] = (1, 1)  # cores holding shards; (1, 1) for interleaved
     dtype: str = "f32"
     layout: str = "tile"  # tile (32x32 tiles) or row_major
+    address: int | None = None  # L1 byte offset on every core holding a shard (memory planner)
 
     @property
     def sharded(self) -> bool:
@@ -39,9 +40,10 @@ class Layout:
 
     def mlir(self) -> str:
         rows, cols = self.grid
+        at = f", addr {self.address:#x}" if self.address is not None else ""
         return (
             f"#ts.layout<{self.memory}, {self.memory_layout}, grid {rows}x{cols}, "
-            f"{self.dtype}, {self.layout}>"
+            f"{self.dtype}, {self.layout}{at}>"
         )
 
 

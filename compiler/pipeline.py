@@ -4,7 +4,10 @@
            --canonicalize-->             no-op reshapes/converts dropped, constants folded
            --fuse-eltwise-->             bias adds and activations fused into their producers
            --assign-layouts-->  layout   every tensor placed (memory, sharding, grid, dtype)
+           --insert-to-layout-->         conversions where a consumer needs another layout
+           --plan-memory-->              L1 addresses by liveness, peak per core, overflows
            --split-kernels-->   kernel   every op split into per-core reads, compute, writes
+           --check-l1-->                 circular buffers fit next to the live tensors
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from .override import OpOverride, OverrideOutcome
 from .passes.layout import DEFAULT_POLICY, AssignLayouts
 from .passes.canonicalize import Canonicalize
 from .passes.fuse_eltwise import FuseEltwise
+from .passes.insert_to_layout import InsertToLayout
 from .passes.normalize import Normalize
+from .passes.plan_memory import CheckL1, PlanMemory
 from .passes.split_kernels import SplitKernels
 from .target import Target
 
@@ -41,7 +46,7 @@ class Compilation:
 
     @property
     def warnings(self) -> list[str]:
-        return self.levels["graph"].warnings
+        return self.levels["kernel"].warnings
 
     def graph_at(self, level: str) -> Graph:
         return self.model.graph if level == "input" else self.levels[level]
@@ -64,8 +69,8 @@ def stages(target: Target, overrides: Sequence[OpOverride], policy: str) -> list
     """Each level and the passes that produce it, in order."""
     return [
         ("graph", [Normalize(), Canonicalize(), FuseEltwise(target)]),
-        ("layout", [AssignLayouts(target, tuple(overrides), policy)]),
-        ("kernel", [SplitKernels(target)]),
+        ("layout", [AssignLayouts(target, tuple(overrides), policy), InsertToLayout(target), PlanMemory(target)]),
+        ("kernel", [SplitKernels(target), CheckL1(target)]),
     ]
 
 

@@ -219,7 +219,7 @@ class MlirBuilder:
         return self.op("dot_general", [a, b], shape, da, loc, props)
 
     def embedding(self, ids: str, table: str, loc: str) -> str:
-        rows, width = self.shape(table)
+        width = self.shape(table)[1]
         return self.op("embedding", [ids, table], self.shape(ids) + (width,), self.dtype(table), loc)
 
     def slice(self, x: str, begins: Sequence[int], ends: Sequence[int], loc: str) -> str:
@@ -363,8 +363,7 @@ def _dense(
     """torch.nn.Linear on a [rows, in] input: the [out, in] weight transposed, a dot_general, the
     result reshaped to `unflatten`, and the bias reshaped, broadcast and added. `roundtrip` adds the
     1xOxI reshape round trip torch-xla exports put around the weight."""
-    rows, width = b.shape(x)
-    dtype = b.dtype(x)
+    width, dtype = b.shape(x)[1], b.dtype(x)
     w = b.arg(f"{scope}.weight", (out, width), dtype)
     if roundtrip:
         w = b.reshape(w, (1, out, width), f"{scope}.weight.reshape.0")
@@ -410,7 +409,8 @@ def bert_base(batch: int = 8, seq: int = 384, layers: int = 12, dtype: str = "bf
     # embeddings: word + token type + position, then LayerNorm
     e = "embeddings"
     words = _gather(b, input_ids, b.arg(f"{e}.word_embeddings.weight", (vocab, hidden), dtype), f"{e}.word_embeddings")
-    types = _gather(b, token_type_ids, b.arg(f"{e}.token_type_embeddings.weight", (2, hidden), dtype), f"{e}.token_type_embeddings")
+    type_table = b.arg(f"{e}.token_type_embeddings.weight", (2, hidden), dtype)
+    types = _gather(b, token_type_ids, type_table, f"{e}.token_type_embeddings")
     h = b.eltwise("add", [words, types], f"{e}.add_token_type")
     pos_table = b.arg(f"{e}.position_embeddings.weight", (positions, hidden), dtype)
     pos = b.slice(position_ids, (0, 0), (1, seq), f"{e}.position_embeddings.slice_ids")
@@ -636,9 +636,8 @@ def _llama_layer(
     h = b.eltwise("add", [h, y], f"{scope}.attn_residual_add")
 
     m = f"{scope}.mlp"
-    x = b.rms_norm(
-        h, b.arg(f"{scope}.post_attention_layernorm.weight", (hidden,), dtype), f"{scope}.post_attention_layernorm.rms_norm"
-    )
+    n = f"{scope}.post_attention_layernorm"
+    x = b.rms_norm(h, b.arg(f"{n}.weight", (hidden,), dtype), f"{n}.rms_norm")
     x = b.reshape(x, (rows, hidden), f"{m}.flatten")
     gate = _dense(b, x, ffn, f"{m}.gate_proj", (batch, seq, ffn), bias=False)
     gate = b.op("silu", [gate], b.shape(gate), dtype, f"{m}.act_fn.silu")
@@ -689,7 +688,8 @@ def resnet50(batch: int = 8, size: int = 224, layers: int = 50, dtype: str = "bf
             x = _bottleneck(b, x, width, 2 if s and not i else 1, f"resnet.stage.{s}.block.{i}")
     n, h, w, c = b.shape(x)
     x = b.reduce("sum", x, (1, 2), "resnet.pool.sum")
-    x = b.eltwise("multiply", [x, b.constant(1 / (h * w), (n, c), dtype, "resnet.pool.scale_factor")], "resnet.pool.mean")
+    scale = b.constant(1 / (h * w), (n, c), dtype, "resnet.pool.scale_factor")
+    x = b.eltwise("multiply", [x, scale], "resnet.pool.mean")
     logits = _dense_1d_bias(b, x, 1000, "resnet.fc")
     return b.text([logits])
 
@@ -751,7 +751,6 @@ def _choice(*allowed: str) -> Callable[[str, str, str], str]:
 
 
 _DTYPE = _choice(*DTYPES)
-_INT_PARAMS = {"batch", "width", "hidden", "layers"}  # mlp's; kept for callers of the old table
 MODELS: dict[str, Callable[..., str]] = {
     "mlp": mlp,
     "bert-base": bert_base,

@@ -1,8 +1,14 @@
 """graph -> layout: give every tensor a layout and every op a grid, then apply user overrides.
 
-The default policy keeps every tensor interleaved in DRAM and runs every op on the whole compute
-grid, as tt-mlir does without its optimizer. An override sets one op's output layout (and so the
-grid it runs on); each override comes back applied or rejected with the reason.
+Policies:
+- `dram-interleaved` (default) keeps every tensor interleaved in DRAM and runs every op on the
+  whole compute grid, as tt-mlir does without its optimizer;
+- `greedy-l1` walks the ops in order and keeps each op's output in L1, sharded over the op's grid,
+  while everything live at the same time still fits under the L1 usage cap (as tt-mlir's greedy
+  optimizer does); what does not fit stays in DRAM.
+
+An override sets one op's output layout (and so the grid it runs on); each override comes back
+applied, adjusted (e.g. it named an op fused into another) or rejected, with the reason.
 """
 
 from __future__ import annotations
@@ -11,13 +17,45 @@ from dataclasses import dataclass, replace
 
 from .. import opset
 from ..dtypes import BYTES_PER_ELEMENT
-from ..ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout
+from ..ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Tensor
 from ..override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome
 from ..target import Target
-from ..tiles import shard_bytes
+from ..tiles import shard_bytes, tile_grid
 
 DEFAULT_POLICY = "dram-interleaved"
-POLICIES = (DEFAULT_POLICY,)
+GREEDY_L1 = "greedy-l1"
+POLICIES = (DEFAULT_POLICY, GREEDY_L1)
+# Share of each core's L1 that tensors may take; the rest is left for circular buffers.
+# tt-mlir calls this tensor-l1-usage-cap.
+DEFAULT_L1_USAGE_CAP = 0.8
+
+
+def last_uses(graph: Graph) -> dict[str, int]:
+    """Index of the last op reading each tensor; graph outputs live to the end."""
+    last = {t: i for i, op in enumerate(graph.ops) for t in op.inputs}
+    for i, op in enumerate(graph.ops):
+        for t in op.outputs:
+            last.setdefault(t, i)
+    for t in graph.outputs:
+        last[t] = len(graph.ops)
+    return last
+
+
+def l1_layout_for(tensor: Tensor, grid: tuple[int, int], memory: str, tile: tuple[int, int]) -> Layout:
+    """How a tensor shards over `grid` in L1: in blocks when it is at least as many tiles tall and
+    wide as the grid, by rows when tall, by columns when wide, else interleaved across the cores."""
+    batch, rt, ct = tile_grid(tensor.shape, tile)
+    rows, cols = grid
+    height = batch * rt
+    if height >= rows and ct >= cols and rows * cols > 1:
+        memory_layout = "block_sharded"
+    elif height >= rows * cols:
+        memory_layout = "height_sharded"
+    elif ct >= rows * cols:
+        memory_layout = "width_sharded"
+    else:
+        memory_layout = "interleaved"
+    return Layout(memory=memory, memory_layout=memory_layout, grid=grid, dtype=tensor.layout.dtype, layout="tile")
 
 
 @dataclass(frozen=True)
@@ -26,20 +64,43 @@ class AssignLayouts:
     target: Target
     overrides: tuple[OpOverride, ...] = ()
     policy: str = DEFAULT_POLICY
+    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
 
     def run(self, graph: Graph) -> Graph:
-        out = graph
         dram = Layout(memory="dram", memory_layout="interleaved", grid=(1, 1))
-        for tensor in out.tensors.values():
+        for tensor in graph.tensors.values():
             tensor.layout = replace(dram, dtype=tensor.dtype)
-        for op in out.ops:
+        for op in graph.ops:
             engine = opset.op_class(op.kind).engine
             grid = (1, 1) if engine == "none" else self.target.grid
             op.attrs["grid"] = grid
             for t in op.outputs:
-                out.tensors[t].layout = replace(out.tensors[t].layout, grid=grid)
-        out.meta["overrides"] = [self._apply(out, override) for override in self.overrides]
-        return out
+                graph.tensors[t].layout = replace(graph.tensors[t].layout, grid=grid)
+        if self.policy == GREEDY_L1:
+            self._greedy_l1(graph)
+        graph.meta["policy"] = self.policy
+        graph.meta["overrides"] = [self._apply(graph, override) for override in self.overrides]
+        return graph
+
+    def _greedy_l1(self, graph: Graph) -> None:
+        """Keep outputs in L1 while the tensors live at once fit under the cap on the fullest core."""
+        core_memory = self.target.core_memory
+        budget = self.l1_usage_cap * core_memory.capacity_bytes
+        last = last_uses(graph)
+        in_use = [0.0] * (len(graph.ops) + 1)  # bytes held on the fullest core while op i runs
+        for i, op in enumerate(graph.ops):
+            if len(op.outputs) != 1 or opset.op_class(op.kind).engine == "none":
+                continue
+            tensor = graph.tensors[op.outputs[0]]
+            if tensor.name in graph.outputs or tensor.is_constant:
+                continue
+            layout = l1_layout_for(tensor, op.attrs["grid"], core_memory.name, self.target.tile)
+            need = shard_bytes(tensor, layout, self.target.tile)
+            end = last[tensor.name]
+            if max(in_use[i : end + 1]) + need <= budget:
+                tensor.layout = layout
+                for j in range(i, end + 1):
+                    in_use[j] += need
 
     def _apply(self, graph: Graph, ov: OpOverride) -> OverrideOutcome:
         def rejected(reason: str) -> OverrideOutcome:

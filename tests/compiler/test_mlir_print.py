@@ -126,6 +126,6 @@ def test_override_changes_the_layout_text_of_that_op(tiny_path, wormhole):
         return line
 
     assert line_of(plain, "matmul_0").endswith('-> tensor<32x128xf32, #ts.layout<dram, interleaved, grid 8x8, f32, tile>> loc("matmul_0")')
-    assert line_of(tuned, "matmul_0").endswith('-> tensor<32x128xf32, #ts.layout<l1, block_sharded, grid 8x8, f32, tile>> loc("matmul_0")')
+    assert line_of(tuned, "matmul_0").endswith('-> tensor<32x128xf32, #ts.layout<l1, block_sharded, grid 8x8, f32, tile, addr 0x0>> loc("matmul_0")')
     # the consumer sees the new operand type too
     assert "#ts.layout<l1, block_sharded" in line_of(tuned, "matmul_1")

@@ -1,0 +1,158 @@
+"""layout: a liveness-based L1 planner. Every tensor placed in a per-core memory gets an address,
+the same on every core holding a piece of it (as tt-metal allocates sharded buffers in lockstep),
+from the op that produces it until the last op that reads it. First fit from the bottom of L1.
+
+Results, for the views and the simulator:
+- each L1 tensor's `layout.address`;
+- `graph.meta["l1_peak"]`: the fullest core, its peak bytes and the op at which it peaks;
+- `graph.meta["l1_per_core"]`: peak bytes per core as "r,c" -> bytes;
+- `op.meta["l1_live"]`: tensor bytes on the fullest core while the op runs (the kernel level adds
+  the op's circular buffers to it);
+- an overflow (no free range large enough) is a diagnostic naming the op, the tensor and the bytes
+  needed vs available; the tensor keeps its layout, without an address.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..ir import Graph, Tensor
+from ..target import Target
+from ..tiles import shard_bytes
+from .layout import last_uses
+
+ALIGNMENT = 32  # bytes; L1 buffers start on NoC-word boundaries
+
+
+class _FirstFit:
+    """Address ranges of one memory: allocate the lowest free range that fits."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.used: list[tuple[int, int, str]] = []  # (start, end, tensor), sorted by start
+
+    def allocate(self, size: int, tensor: str) -> int | None:
+        size = -(-size // ALIGNMENT) * ALIGNMENT
+        cursor = 0
+        for index, (start, end, _) in enumerate(self.used):
+            if start - cursor >= size:
+                self.used.insert(index, (cursor, cursor + size, tensor))
+                return cursor
+            cursor = end
+        if self.capacity - cursor >= size:
+            self.used.append((cursor, cursor + size, tensor))
+            return cursor
+        return None
+
+    def free(self, tensor: str) -> None:
+        self.used = [u for u in self.used if u[2] != tensor]
+
+    def largest_free(self) -> int:
+        cursor, best = 0, 0
+        for start, end, _ in self.used:
+            best = max(best, start - cursor)
+            cursor = end
+        return max(best, self.capacity - cursor)
+
+
+@dataclass(frozen=True)
+class PlanMemory:
+    name = "plan-memory"
+    target: Target
+
+    def _cores_of(self, tensor: Tensor) -> tuple[slice, slice]:
+        """The cores holding pieces of an L1 tensor: its grid's rectangle from core (0, 0);
+        interleaved pages spread over the whole compute grid."""
+        rows, cols = tensor.layout.grid if tensor.layout.sharded else self.target.grid
+        return slice(0, rows), slice(0, cols)
+
+    def _bytes(self, tensor: Tensor) -> float:
+        layout = tensor.layout
+        if not layout.sharded:  # interleaved: pages round-robin over every core of the grid
+            layout = replace(layout, grid=self.target.grid)
+        return shard_bytes(tensor, layout, self.target.tile)
+
+    def run(self, graph: Graph) -> Graph:
+        memory = self.target.core_memory
+        allocator = _FirstFit(memory.capacity_bytes)
+        usage = np.zeros(self.target.grid, dtype=np.float64)
+        peak = np.zeros(self.target.grid, dtype=np.float64)
+        last = last_uses(graph)
+        frees: dict[int, list[str]] = {}
+        diagnostics: list[str] = list(graph.meta.get("diagnostics", []))
+        top = (0.0, (0, 0), "")
+
+        def place(tensor: Tensor, op_name: str) -> None:
+            need = self._bytes(tensor)
+            address = allocator.allocate(int(need), tensor.name)
+            if address is None:
+                diagnostics.append(
+                    f"L1 overflow at {op_name}: {tensor.name} needs {need / 1024:.1f} KiB per core, "
+                    f"largest free range {allocator.largest_free() / 1024:.1f} KiB of "
+                    f"{memory.capacity_bytes / 1024:.0f} KiB"
+                )
+            else:
+                tensor.layout = replace(tensor.layout, address=address)
+            rows, cols = self._cores_of(tensor)
+            usage[rows, cols] += need
+            frees.setdefault(last[tensor.name], []).append(tensor.name)
+
+        def release(index: int) -> None:
+            for name in frees.pop(index, []):
+                tensor = graph.tensors[name]
+                allocator.free(name)
+                rows, cols = self._cores_of(tensor)
+                usage[rows, cols] -= self._bytes(tensor)
+
+        for name in graph.inputs:
+            tensor = graph.tensors[name]
+            if self._in_core_memory(tensor):
+                place(tensor, "the inputs")
+        for i, op in enumerate(graph.ops):
+            for t in op.outputs:
+                if self._in_core_memory(graph.tensors[t]):
+                    place(graph.tensors[t], op.name)
+            np.maximum(peak, usage, out=peak)
+            fullest = float(usage.max())
+            op.meta["l1_live"] = fullest
+            if fullest > top[0]:
+                core = np.unravel_index(int(usage.argmax()), usage.shape)
+                top = (fullest, (int(core[0]), int(core[1])), op.name)
+            release(i)
+        graph.meta["l1_peak"] = {"bytes": top[0], "core": top[1], "op": top[2], "capacity": memory.capacity_bytes}
+        graph.meta["l1_per_core"] = {
+            f"{r},{c}": float(peak[r, c]) for r in range(peak.shape[0]) for c in range(peak.shape[1])
+        }
+        graph.meta["diagnostics"] = diagnostics
+        graph.warnings.extend(d for d in diagnostics if d not in graph.warnings)
+        return graph
+
+    def _in_core_memory(self, tensor: Tensor) -> bool:
+        memory = self.target.memories.get(tensor.layout.memory) if tensor.layout else None
+        return memory is not None and memory.scope == "core"
+
+
+@dataclass(frozen=True)
+class CheckL1:
+    """kernel: each op's circular buffers must fit next to the tensors live while it runs."""
+
+    name = "check-l1"
+    target: Target
+
+    def run(self, graph: Graph) -> Graph:
+        capacity = self.target.core_memory.capacity_bytes
+        for op in graph.ops:
+            kernel = op.meta.get("kernel")
+            cbs = kernel.cb_bytes_per_core if kernel else 0.0
+            live = op.meta.get("l1_live", 0.0)
+            op.meta["l1_bytes"] = live + cbs
+            if live + cbs > capacity:
+                message = (
+                    f"L1 overflow at {op.name}: circular buffers {cbs / 1024:.1f} KiB + live tensors "
+                    f"{live / 1024:.1f} KiB per core > {capacity / 1024:.0f} KiB"
+                )
+                graph.meta.setdefault("diagnostics", []).append(message)
+                graph.warnings.append(message)
+        return graph
