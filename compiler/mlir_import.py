@@ -7,7 +7,11 @@ not registered there, so unregistered dialects are allowed: such ops parse in ge
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import re
+import sys
+import types
+from collections import deque
 from dataclasses import dataclass
 
 from iree.compiler import ir
@@ -30,6 +34,31 @@ class ImportedModel:
     @property
     def source_hash(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+_DIALECT_PACKAGE = "iree.compiler.dialects"
+_OP_NAMESPACES = re.compile(r'"([A-Za-z_][\w$]*)\.[\w.$]+"\s*\(|\b([a-z_][\w]*)\.[a-z_][\w.]*\s')
+_stubbed: set[str] = set()
+
+
+def _stub_unknown_dialect_modules(text: str) -> None:
+    """The bindings look for a Python module per dialect each time they wrap an op; for dialects
+    they ship none for (ttir, stablehlo, ...) that is a failed import per op. One empty module per
+    such namespace makes the lookup succeed once and for all; ops stay generic OpViews."""
+    for match in _OP_NAMESPACES.finditer(text[:200_000]):
+        namespace = match.group(1) or match.group(2)
+        if namespace in _stubbed:
+            continue
+        _stubbed.add(namespace)
+        module_name = f"{_DIALECT_PACKAGE}.{namespace}"
+        if module_name in sys.modules:
+            continue
+        try:
+            found = importlib.util.find_spec(module_name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            sys.modules[module_name] = types.ModuleType(module_name)
 
 
 def new_context() -> ir.Context:
@@ -98,6 +127,7 @@ def import_mlir(text: str, ref: str, name: str | None = None, function: str | No
     """Import `text`; `function` picks the entry function when the module has several."""
     ctx = new_context()
     parsable, warnings = strip_unparsable(text)
+    _stub_unknown_dialect_modules(parsable)
     with ctx:
         module = parse_module(parsable, ref, ctx)
         entry = _entry_function(module, ref, function, warnings)
@@ -161,23 +191,41 @@ def _file_line(location: ir.Location) -> int | None:
         return None
 
 
+_OP_LINE = re.compile(r'^\s*(?:%[^=]*=\s*)?"?[A-Za-z_][\w$]*\.[\w.$]+"?\s*[(<{ %@]')
+
+
 def _locate_named_ops(graph: Graph, text: str) -> None:
     """Source line of ops named by loc("...") (inline or through a #loc alias); the parser keeps no
-    file position for them, so find the line that carries their loc."""
-    alias_names = {m.group(1): m.group(2) for m in re.finditer(r'^(#[\w.$-]+)\s*=\s*loc\("((?:[^"\\]|\\.)*)"\)', text, re.M)}
-    wanted = {op.meta["loc"]: op for op in graph.ops if "loc" in op.meta and "lines" not in op.meta}
+    file position for them, so find the op lines that carry their loc. Ops sharing a loc name take
+    its op lines in program order."""
+    alias_names = {
+        m.group(1): m.group(2) if m.group(2) is not None else UNKNOWN_LOC
+        for m in re.finditer(r'^(#[\w.$-]+)\s*=\s*loc\((?:"((?:[^"\\]|\\.)*)"(?:\(.*\))?|unknown)\)', text, re.M)
+    }
+    wanted: dict[str, deque[Op]] = {}
+    for op in graph.ops:
+        if "loc" in op.meta and "lines" not in op.meta:
+            wanted.setdefault(op.meta["loc"], deque()).append(op)
     if not wanted:
         return
     for number, line in enumerate(text.splitlines(), start=1):
-        if "loc(" not in line or line.startswith("#"):
+        if "loc(" not in line or not _OP_LINE.match(line) or line.lstrip().startswith(("func.func", "module")):
             continue
-        for match in re.finditer(r'loc\((?:"((?:[^"\\]|\\.)*)"|(#[\w.$-]+))\)\s*$', line):
+        match = _TRAILING_OP_LOC.search(line)
+        if match is None:
+            continue
+        if match.group(3) is not None:
+            name = UNKNOWN_LOC
+        else:
             name = match.group(1) if match.group(1) is not None else alias_names.get(match.group(2))
-            op = wanted.pop(name, None) if name is not None else None
-            if op is not None:
-                op.meta["lines"] = (number, number)
+        queue = wanted.get(name) if name is not None else None
+        # unknown locations say nothing about the op: take the next one whose kind is on the line
+        if queue and (name != UNKNOWN_LOC or queue[0].kind in line):
+            queue.popleft().meta["lines"] = (number, number)
 
 
+UNKNOWN_LOC = "<unknown>"
+_TRAILING_OP_LOC = re.compile(r'loc\((?:"((?:[^"\\]|\\.)*)"|(#[\w.$-]+)|(unknown))\)\s*$')
 _MAX_PROPERTIES_CHARS = 4096  # longer property dicts hold constant data, summarised not parsed
 
 
@@ -314,5 +362,7 @@ def _graph_of(func_op, model_name: str) -> Graph:
             op.meta["lines"] = (line, line)
         elif loc_name is not None:
             op.meta["loc"] = loc_name
+        elif str(operation.location) == "loc(unknown)":
+            op.meta["loc"] = UNKNOWN_LOC
         ops.append(op)
     return Graph(model_name, "input", tensors, ops, inputs, outputs)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from .. import opset
 from ..ir import Graph, Layout, Op, Tensor
 from ..target import Target
+from ..tiles import shard_bytes
 
 _STREAMING = (*opset.ELTWISE_CLASSES, opset.NORM, opset.REDUCE, opset.POOL)
 
@@ -43,9 +44,11 @@ class InsertToLayout:
             if have.grid != grid or (out is not None and out.sharded and not same):
                 if out is not None and out.sharded:
                     need = replace(need, memory_layout=out.memory_layout, grid=grid)
+                    if shard_bytes(tensor, need, self.target.tile) > self.target.core_memory.capacity_bytes / 2:
+                        need = replace(need, memory="dram", memory_layout="interleaved", grid=(1, 1))
                 else:
                     need = replace(need, memory="dram", memory_layout="interleaved", grid=(1, 1))
-        return need
+        return replace(need, address=None) if need != have else have
 
     def run(self, graph: Graph) -> Graph:
         ops: list[Op] = []

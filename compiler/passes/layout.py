@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from .. import opset
 from ..dtypes import BYTES_PER_ELEMENT
 from ..ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Tensor
+from ..l1_allocator import FirstFit, last_uses
 from ..override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome
 from ..target import Target
 from ..tiles import shard_bytes, tile_grid
@@ -28,17 +29,6 @@ POLICIES = (DEFAULT_POLICY, GREEDY_L1)
 # Share of each core's L1 that tensors may take; the rest is left for circular buffers.
 # tt-mlir calls this tensor-l1-usage-cap.
 DEFAULT_L1_USAGE_CAP = 0.8
-
-
-def last_uses(graph: Graph) -> dict[str, int]:
-    """Index of the last op reading each tensor; graph outputs live to the end."""
-    last = {t: i for i, op in enumerate(graph.ops) for t in op.inputs}
-    for i, op in enumerate(graph.ops):
-        for t in op.outputs:
-            last.setdefault(t, i)
-    for t in graph.outputs:
-        last[t] = len(graph.ops)
-    return last
 
 
 def l1_layout_for(tensor: Tensor, grid: tuple[int, int], memory: str, tile: tuple[int, int]) -> Layout:
@@ -83,24 +73,23 @@ class AssignLayouts:
         return graph
 
     def _greedy_l1(self, graph: Graph) -> None:
-        """Keep outputs in L1 while the tensors live at once fit under the cap on the fullest core."""
+        """Keep each output in L1 if the planner's allocator, run over the ops in order with the
+        capped capacity, finds room for it from its producer to its last reader."""
         core_memory = self.target.core_memory
-        budget = self.l1_usage_cap * core_memory.capacity_bytes
+        allocator = FirstFit(int(self.l1_usage_cap * core_memory.capacity_bytes))
         last = last_uses(graph)
-        in_use = [0.0] * (len(graph.ops) + 1)  # bytes held on the fullest core while op i runs
+        frees: dict[int, list[str]] = {}
         for i, op in enumerate(graph.ops):
-            if len(op.outputs) != 1 or opset.op_class(op.kind).engine == "none":
-                continue
-            tensor = graph.tensors[op.outputs[0]]
-            if tensor.name in graph.outputs or tensor.is_constant:
-                continue
-            layout = l1_layout_for(tensor, op.attrs["grid"], core_memory.name, self.target.tile)
-            need = shard_bytes(tensor, layout, self.target.tile)
-            end = last[tensor.name]
-            if max(in_use[i : end + 1]) + need <= budget:
-                tensor.layout = layout
-                for j in range(i, end + 1):
-                    in_use[j] += need
+            if len(op.outputs) == 1 and opset.op_class(op.kind).engine != "none":
+                tensor = graph.tensors[op.outputs[0]]
+                if tensor.name not in graph.outputs and not tensor.is_constant:
+                    layout = l1_layout_for(tensor, op.attrs["grid"], core_memory.name, self.target.tile)
+                    need = shard_bytes(tensor, layout, self.target.tile)
+                    if allocator.allocate(int(need), tensor.name) is not None:
+                        tensor.layout = layout
+                        frees.setdefault(last[tensor.name], []).append(tensor.name)
+            for name in frees.pop(i, []):
+                allocator.free(name)
 
     def _apply(self, graph: Graph, ov: OpOverride) -> OverrideOutcome:
         def rejected(reason: str) -> OverrideOutcome:

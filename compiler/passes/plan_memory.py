@@ -19,43 +19,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..ir import Graph, Tensor
+from ..l1_allocator import FirstFit, last_uses
 from ..target import Target
 from ..tiles import shard_bytes
-from .layout import last_uses
-
-ALIGNMENT = 32  # bytes; L1 buffers start on NoC-word boundaries
-
-
-class _FirstFit:
-    """Address ranges of one memory: allocate the lowest free range that fits."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.used: list[tuple[int, int, str]] = []  # (start, end, tensor), sorted by start
-
-    def allocate(self, size: int, tensor: str) -> int | None:
-        size = -(-size // ALIGNMENT) * ALIGNMENT
-        cursor = 0
-        for index, (start, end, _) in enumerate(self.used):
-            if start - cursor >= size:
-                self.used.insert(index, (cursor, cursor + size, tensor))
-                return cursor
-            cursor = end
-        if self.capacity - cursor >= size:
-            self.used.append((cursor, cursor + size, tensor))
-            return cursor
-        return None
-
-    def free(self, tensor: str) -> None:
-        self.used = [u for u in self.used if u[2] != tensor]
-
-    def largest_free(self) -> int:
-        cursor, best = 0, 0
-        for start, end, _ in self.used:
-            best = max(best, start - cursor)
-            cursor = end
-        return max(best, self.capacity - cursor)
-
 
 @dataclass(frozen=True)
 class PlanMemory:
@@ -76,7 +42,7 @@ class PlanMemory:
 
     def run(self, graph: Graph) -> Graph:
         memory = self.target.core_memory
-        allocator = _FirstFit(memory.capacity_bytes)
+        allocator = FirstFit(memory.capacity_bytes)
         usage = np.zeros(self.target.grid, dtype=np.float64)
         peak = np.zeros(self.target.grid, dtype=np.float64)
         last = last_uses(graph)

@@ -25,6 +25,7 @@ from ..tiles import ceil_div, num_tiles, shard_bytes, tile_bytes
 # full precision for f32, HiFi2 for bf16, LoFi for block formats.
 DEFAULT_FIDELITY = {"f32": "hifi4", "bf16": "hifi2", "f16": "hifi2", "bfp8": "lofi", "bfp4": "lofi"}
 MAX_INNER_BLOCK = 8  # K tiles per matmul step (tt-metal's in0_block_w is a small divisor of Kt)
+MAX_OUTPUT_BLOCK = 8  # output tiles per side a core computes per pass; larger shares loop over passes
 MAX_ELTWISE_BLOCK = 8  # tiles per step of a streaming (eltwise, data movement) kernel
 
 
@@ -138,16 +139,20 @@ class SplitKernels:
             m, n, reads = work[key]
             writes = self._moves(out, m * n * tile_bytes(out.layout.dtype, tile), grid)
             compute = Compute("matrix", m * n * kt, m * n * (kt * cycles_per_tile + fused_cycles), fidelity)
+            # a core's share is computed in passes of at most MAX_OUTPUT_BLOCK x MAX_OUTPUT_BLOCK tiles,
+            # each looping over K in steps of kb; buffers hold one step, twice (double buffering)
+            pm, pn = min(m, MAX_OUTPUT_BLOCK), min(n, MAX_OUTPUT_BLOCK)
+            passes = ceil_div(m, pm) * ceil_div(n, pn)
             cbs = (
-                CircularBuffer("in0", a.name, 2 * m * kb, 2 * m * kb * tile_bytes(a.layout.dtype, tile)),
-                CircularBuffer("in1", b.name, 2 * kb * n, 2 * kb * n * tile_bytes(b.layout.dtype, tile)),
+                CircularBuffer("in0", a.name, 2 * pm * kb, 2 * pm * kb * tile_bytes(a.layout.dtype, tile)),
+                CircularBuffer("in1", b.name, 2 * kb * pn, 2 * kb * pn * tile_bytes(b.layout.dtype, tile)),
                 *(
-                    CircularBuffer(f"in{i + 2}", t, n, n * tile_bytes(graph.tensors[t].layout.dtype, tile))
+                    CircularBuffer(f"in{i + 2}", t, pn, pn * tile_bytes(graph.tensors[t].layout.dtype, tile))
                     for i, t in enumerate(op.inputs[2:])
                 ),
-                CircularBuffer("out", out.name, m * n, m * n * tile_bytes(out.layout.dtype, tile)),
+                CircularBuffer("out", out.name, pm * pn, pm * pn * tile_bytes(out.layout.dtype, tile)),
             )
-            result.append(CoreWork(tuple(members), reads, compute, writes, blocks=kt // kb, cbs=cbs))
+            result.append(CoreWork(tuple(members), reads, compute, writes, blocks=passes * (kt // kb), cbs=cbs))
         return Kernel(grid, tuple(result), program, (bm, bn, kb))
 
     def _extra_reads(self, graph: Graph, op: Op, n: int, nt: int, grid) -> tuple[Transfer, ...]:
