@@ -43,10 +43,11 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         Output(ids.OVERRIDE_STATUS, "children"),
         Input(ids.MODEL_SELECT, "value"),
         Input(ids.TARGET_SELECT, "value"),
+        Input(ids.POLICY_SELECT, "value"),
     )
-    def choose_model(model, target):
+    def choose_model(model, target, policy):
         try:
-            run_id = explorer.ensure_run(model, target)
+            run_id = explorer.ensure_run(model, target, policy)
         except TilescopeError as err:
             return no_update, no_update, html.P(str(err), className="error")
         return explorer.run_options(model, target), run_id, None

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from compiler.errors import TilescopeError
 from compiler.ir import LEVELS
+from compiler.passes.layout import DEFAULT_POLICY, POLICIES
 from compiler.target import DISPATCH_MODES
 from perfdb.engine import DatabaseError, default_url, open_db, session_factory
 from perfdb.queries import RunNotFound, list_runs
@@ -16,6 +17,11 @@ from perfdb.queries import RunNotFound, list_runs
 from .runs import DEFAULT_TARGET, RunResult, compile_cached, execute
 
 EXAMPLE_MODEL = "zoo:mlp"
+MODEL_HELP = (
+    "an .mlir file (file.mlir#func picks a function), a shipped example (classifier.mlir) or a zoo model: "
+    "zoo:mlp, zoo:bert-base, zoo:llama-3.2-1b[?mode=decode], zoo:resnet50, zoo:matmul:MxKxN "
+    "(parameters by query string, e.g. zoo:bert-base?layers=2&seq=128)"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,8 +41,9 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--db", default=None, help=f"SQLAlchemy URL of the perf database (default: $TILESCOPE_DB or {default_url()})")
 
     run = sub.add_parser("run", help="compile, simulate and store a run; print per-op timings")
-    run.add_argument("model", help="an .mlir file or a zoo model (zoo:mlp, zoo:matmul:MxKxN)")
+    run.add_argument("model", help=MODEL_HELP)
     common(run)
+    run.add_argument("--policy", choices=POLICIES, default=DEFAULT_POLICY, help="layout policy before overrides")
     run.add_argument("--label", default="", help="a note to tell this run apart")
     run.add_argument("--dispatch", choices=DISPATCH_MODES, default="host", help="host launches per op, or a captured trace")
     run.add_argument("--keep-going", action="store_true", help="store the run even if an override is rejected")
@@ -47,8 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument("--json", action="store_true")
 
     show = sub.add_parser("show", help="print a model at one compiler level as MLIR")
-    show.add_argument("model")
+    show.add_argument("model", help=MODEL_HELP)
     show.add_argument("--level", choices=LEVELS, default="graph")
+    show.add_argument("--policy", choices=POLICIES, default=DEFAULT_POLICY, help="layout policy before overrides")
     common(show, db=False)
 
     serve = sub.add_parser("serve", help="start the web app")
@@ -68,6 +76,7 @@ def _run_json(result: RunResult, model_ref: str) -> dict:
         "model": model_ref,
         "target": sim.target,
         "dispatch": sim.dispatch,
+        "policy": result.compilation.policy,
         "total_ns": sim.total_ns,
         "device_ns": sim.device_ns,
         "overrides": [o.as_dict() for o in result.compilation.override_outcomes],
@@ -85,7 +94,7 @@ def _run_json(result: RunResult, model_ref: str) -> dict:
 
 def _print_table(result: RunResult, model_ref: str) -> None:
     sim = result.sim
-    print(f"run {result.run_id}  {model_ref} on {sim.target} ({sim.dispatch} dispatch)")
+    print(f"run {result.run_id}  {model_ref} on {sim.target} ({sim.dispatch} dispatch, {result.compilation.policy} policy)")
     width = max([len(o.name) for o in sim.ops] + [4])
     print(f"{'op':<{width}}  {'type':<10} {'start us':>10} {'dur us':>9} {'GFLOP':>8} {'bound':<8} {'memory':<6} grid")
     for o in sim.ops:
@@ -102,7 +111,7 @@ def cmd_run(args) -> int:
     sessions = session_factory(open_db(args.db))
     result = execute(
         sessions, args.model, args.target, args.override,
-        label=args.label, dispatch=args.dispatch, keep_going=args.keep_going,
+        label=args.label, dispatch=args.dispatch, policy=args.policy, keep_going=args.keep_going,
     )
     for warning in result.compilation.warnings:
         print(f"tilescope: warning: {warning}", file=sys.stderr)
@@ -138,7 +147,9 @@ def cmd_runs(args) -> int:
 
 
 def cmd_show(args) -> int:
-    compilation, _ = compile_cached(args.model, args.target, tuple(args.override))
+    compilation, _ = compile_cached(args.model, args.target, tuple(args.override), policy=args.policy)
+    for warning in compilation.warnings:
+        print(f"tilescope: warning: {warning}", file=sys.stderr)
     sys.stdout.write(compilation.mlir(args.level))
     return 0
 

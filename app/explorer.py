@@ -15,6 +15,7 @@ from compiler import zoo
 from compiler.errors import TilescopeError
 from compiler.models import example_names
 from compiler.override import OpOverride
+from compiler.passes.layout import DEFAULT_POLICY
 from compiler.pipeline import Compilation
 from overrides import format_item, parse_item
 from perfdb import queries
@@ -40,13 +41,14 @@ class Explorer:
             runs = [r for r in queries.list_runs(session, model_ref) if r.target == target]
             return [{"label": run_label(r), "value": r.id} for r in runs]
 
-    def ensure_run(self, model_ref: str, target: str) -> int:
-        """The newest run of a model on a target, compiling and simulating one if there is none."""
+    def ensure_run(self, model_ref: str, target: str, policy: str = DEFAULT_POLICY) -> int:
+        """The newest run of a model on a target under a policy, compiling and simulating one if
+        there is none."""
         with self.sessions() as session:
             for run in queries.list_runs(session, model_ref):
-                if run.target == target:
+                if run.target == target and run.policy == policy:
                     return run.id
-        result = execute(self.sessions, model_ref, target, label="baseline", keep_going=True)
+        result = execute(self.sessions, model_ref, target, label="baseline", policy=policy, keep_going=True)
         assert result.run_id is not None
         return result.run_id
 
@@ -55,7 +57,7 @@ class Explorer:
             return queries.get_run(session, run_id)
 
     def compilation(self, run: Run) -> Compilation:
-        compilation, _ = compile_cached(run.model_ref, run.target, tuple(run.overrides), run.source_text)
+        compilation, _ = compile_cached(run.model_ref, run.target, tuple(run.overrides), run.source_text, run.policy)
         return compilation
 
     def durations(self, run_id: int) -> dict[str, float]:
@@ -81,14 +83,15 @@ class Explorer:
         kept = [s for s in parent.overrides if parse_item(s).op != override.op]
         result = execute(
             self.sessions, parent.model_ref, parent.target, [*kept, item],
-            label=item, parent_id=parent.id, dispatch=parent.dispatch, source_text=parent.source_text,
+            label=item, parent_id=parent.id, dispatch=parent.dispatch, policy=parent.policy,
+            source_text=parent.source_text,
         )
         return result.run_id, [o.as_dict() for o in result.compilation.override_outcomes]
 
 
 def run_label(run: Run) -> str:
     label = run.label or "baseline"
-    return f"#{run.id} {label} ({run.total_ns / 1e3:,.1f} us)"
+    return f"#{run.id} {label} [{run.policy}] ({run.total_ns / 1e3:,.1f} us)"
 
 
 def form_override(op: str, memory, memory_layout, rows, cols, layout, dtype) -> OpOverride:
@@ -166,7 +169,7 @@ def summary_children(run: Run) -> list:
         html.Span(f"{run.model_name} on {run.target}"),
         html.Span(f"total {run.total_ns / 1e3:,.1f} us", className="metric"),
         html.Span(f"device busy {run.device_ns / 1e3:,.1f} us", className="metric"),
-        html.Span(f"{run.dispatch} dispatch"),
+        html.Span(f"{run.policy} policy, {run.dispatch} dispatch"),
     ]
     if run.overrides:
         parts.append(html.Span("overrides: " + ", ".join(run.overrides), className="overrides"))

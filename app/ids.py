@@ -2,6 +2,7 @@
 
 MODEL_SELECT = "model-select"
 TARGET_SELECT = "target-select"
+POLICY_SELECT = "policy-select"
 LEVEL_SELECT = "level-select"
 RUN_SELECT = "run-select"
 GRAPH_VIEW = "graph-view"

@@ -7,6 +7,7 @@ from dash import dcc, html
 
 from compiler.dtypes import BYTES_PER_ELEMENT
 from compiler.ir import LEVELS, MEMORY_LAYOUTS, TENSOR_LAYOUTS
+from compiler.passes.layout import DEFAULT_POLICY, POLICIES
 from compiler.target import Target, builtin_names
 
 from . import ids
@@ -22,6 +23,10 @@ def run_bar(model_options: list[str], model: str, target: str) -> html.Header:
             html.Div([html.Span("tile", className="brand-a"), html.Span("scope", className="brand-b")], className="brand"),
             _labelled("Model", dcc.Dropdown(id=ids.MODEL_SELECT, options=model_options, value=model, clearable=False), "field model"),
             _labelled("Target", dcc.Dropdown(id=ids.TARGET_SELECT, options=builtin_names(), value=target, clearable=False)),
+            _labelled(
+                "Policy",
+                dcc.Dropdown(id=ids.POLICY_SELECT, options=list(POLICIES), value=DEFAULT_POLICY, clearable=False),
+            ),
             _labelled(
                 "Level",
                 dcc.RadioItems(

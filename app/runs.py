@@ -9,7 +9,9 @@ from functools import lru_cache
 from sqlalchemy.orm import Session, sessionmaker
 
 from compiler.models import load_model, read_source
+from compiler.errors import TilescopeError
 from compiler.override import REJECTED, OverrideOutcome
+from compiler.passes.layout import DEFAULT_POLICY, POLICIES
 from compiler.pipeline import Compilation, compile_model
 from compiler.simulator import SimResult, simulate
 from compiler.target import Target, load_target
@@ -32,7 +34,7 @@ class RunResult:
 
 
 def compile_cached(
-    ref: str, target: str, override_items: Sequence[str], text: str | None = None
+    ref: str, target: str, override_items: Sequence[str], text: str | None = None, policy: str = DEFAULT_POLICY
 ) -> tuple[Compilation, tuple[str, ...]]:
     """Compile `ref` with overrides given as tt-mlir items; returns the items in canonical form.
 
@@ -40,7 +42,9 @@ def compile_cached(
     overrides: the UI gets any stored run's levels again for free, and an edited file is recompiled.
     """
     source = read_source(ref) if text is None else text
-    return _compile(ref, source, load_target(target), tuple(override_items))
+    if policy not in POLICIES:
+        raise TilescopeError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+    return _compile(ref, source, load_target(target), tuple(override_items), policy)
 
 
 @lru_cache(maxsize=16)
@@ -49,11 +53,11 @@ def _model(ref: str, text: str):
 
 
 @lru_cache(maxsize=64)
-def _compile(ref: str, text: str, target: Target, override_items: tuple[str, ...]):
+def _compile(ref: str, text: str, target: Target, override_items: tuple[str, ...], policy: str):
     model = _model(ref, text)
     parsed = [parse_item(item) for item in override_items]
     check_op_names(parsed, model.graph)
-    return compile_model(model, target, parsed), tuple(format_item(o) for o in parsed)
+    return compile_model(model, target, parsed, policy), tuple(format_item(o) for o in parsed)
 
 
 def execute(
@@ -65,10 +69,11 @@ def execute(
     label: str = "",
     parent_id: int | None = None,
     dispatch: str = "host",
+    policy: str = DEFAULT_POLICY,
     source_text: str | None = None,
     keep_going: bool = False,
 ) -> RunResult:
-    compilation, items = compile_cached(model_ref, target, override_items, source_text)
+    compilation, items = compile_cached(model_ref, target, override_items, source_text, policy)
     sim = simulate(compilation.kernel, compilation.target, dispatch)
     result = RunResult(None, compilation, sim, list(items))
     if result.rejected and not keep_going:
@@ -85,6 +90,7 @@ def execute(
         ops=[_op_row(o) for o in sim.ops],
         zones=((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in sim.zones),
         dispatch=dispatch,
+        policy=policy,
         overrides=list(items),
         override_outcomes=[o.as_dict() for o in compilation.override_outcomes],
         label=label,

@@ -41,6 +41,10 @@ class Compilation:
         return self.levels["kernel"]
 
     @property
+    def policy(self) -> str:
+        return self.levels["layout"].meta.get("policy", DEFAULT_POLICY)
+
+    @property
     def override_outcomes(self) -> list[OverrideOutcome]:
         return self.levels["layout"].meta.get("overrides", [])
 

@@ -47,6 +47,7 @@ class Run(Base):
     source_text: Mapped[str] = mapped_column(Text)  # kept so any run can be re-compiled and re-run
     target: Mapped[str] = mapped_column(String(256))
     dispatch: Mapped[str] = mapped_column(String(16), default="host")
+    policy: Mapped[str] = mapped_column(String(32), default="dram-interleaved")
     overrides: Mapped[list] = mapped_column(JSON, default=list)  # override items as text
     override_outcomes: Mapped[list] = mapped_column(JSON, default=list)
     label: Mapped[str] = mapped_column(String(512), default="")

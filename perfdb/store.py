@@ -30,6 +30,7 @@ class NewRun:
     ops: Sequence[dict]  # keys: _OP_FIELDS
     zones: Iterable[tuple[str, int, str, float, float, str]]  # track, depth, name, start, end, op
     dispatch: str = "host"
+    policy: str = "dram-interleaved"
     overrides: list[str] = field(default_factory=list)
     override_outcomes: list[dict] = field(default_factory=list)
     label: str = ""
@@ -45,6 +46,7 @@ def save_run(session: Session, new: NewRun) -> int:
         source_text=new.source_text,
         target=new.target,
         dispatch=new.dispatch,
+        policy=new.policy,
         overrides=list(new.overrides),
         override_outcomes=list(new.override_outcomes),
         label=new.label,

@@ -36,13 +36,15 @@ class FuseEltwise:
             for t in op.inputs:
                 readers[t] = readers.get(t, 0) + 1
         producer = {t: op for op in graph.ops for t in op.outputs}
+        position = {op.name: i for i, op in enumerate(graph.ops)}
         kept: list[Op] = []
         for op in graph.ops:
             host = self._host(graph, op, producer, readers, fusion)
-            if host is None:
+            extra = [t for t in op.inputs if host is not None and t != host.outputs[0]]
+            # the host runs where it stands, so operands it takes over must exist by then
+            if host is None or any(t in producer and position[producer[t].name] > position[host.name] for t in extra):
                 kept.append(op)
                 continue
-            extra = [t for t in op.inputs if t != host.outputs[0]]
             host.inputs = host.inputs + extra
             host.attrs["fused"] = (*host.attrs.get("fused", ()), op.name)
             host.attrs["fused_kinds"] = (*host.attrs.get("fused_kinds", ()), op.kind)

@@ -30,7 +30,7 @@ def _records(app, run_id):
 
 
 def test_page_opens_on_a_stored_run_of_the_example_model(app, cb):
-    options, run_id, status = cb["choose_model"](MODEL, TARGET)
+    options, run_id, status = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     assert status is None
     assert [o["value"] for o in options] == [run_id]
     assert "baseline" in options[0]["label"]
@@ -48,7 +48,7 @@ def test_click_selects_the_op_and_ignores_clicks_on_edges(cb):
 
 
 def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
-    _, run_id, _ = cb["choose_model"](MODEL, TARGET)
+    _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     inspector, memory, memory_layout, rows, cols, layout, dtype, disabled = cb["inspect"](FC1, run_id, "graph")
     text = str(inspector)
     assert FC1 in text and "duration" in text and "bound" in text
@@ -59,7 +59,7 @@ def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
 
 
 def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
-    _, base_id, _ = cb["choose_model"](MODEL, TARGET)
+    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     selected = cb["select_in_graph"]({"points": [{"customdata": FC1}]})
     _, _, _, rows, cols, layout, dtype, _ = cb["inspect"](selected, base_id, "graph")
 
@@ -89,7 +89,7 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
 
 
 def test_second_override_of_the_same_op_replaces_the_first(app, cb):
-    _, base_id, _ = cb["choose_model"](MODEL, TARGET)
+    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     _, first, _ = cb["apply_override"](1, base_id, FC1, "l1", "block_sharded", 8, 8, "tile", "bf16")
     _, second, _ = cb["apply_override"](2, first, FC1, "dram", "interleaved", 4, 4, "tile", "bf16")
     assert app.explorer.run(second).overrides == [f"{FC1}=4x4:dram:interleaved:tile:bf16"]
@@ -98,7 +98,7 @@ def test_second_override_of_the_same_op_replaces_the_first(app, cb):
 def test_impossible_override_is_reported_and_stores_nothing(app, cb):
     # fc1's output of a wide MLP (128x8192 bf16 = 2 MiB) does not fit one core's 1464 KiB of L1
     wide = "zoo:mlp?layers=1&hidden=8192"
-    _, wide_id, _ = cb["choose_model"](wide, TARGET)
+    _, wide_id, _ = cb["choose_model"](wide, TARGET, "dram-interleaved")
     runs_before = len(app.explorer.run_options(wide, TARGET))
     options, value, status = cb["apply_override"](
         1, wide_id, "mlp.layer.0.fc1.matmul", "l1", "block_sharded", 1, 1, "tile", "bf16"
@@ -109,13 +109,13 @@ def test_impossible_override_is_reported_and_stores_nothing(app, cb):
 
 
 def test_form_without_a_selected_op_says_so(cb):
-    _, base_id, _ = cb["choose_model"](MODEL, TARGET)
+    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     _, _, status = cb["apply_override"](1, base_id, None, "l1", "block_sharded", 8, 8, "tile", "bf16")
     assert "select an op" in str(status)
 
 
 def test_level_switch_keeps_the_selection_and_maps_it_through_provenance(cb):
-    _, run_id, _ = cb["choose_model"](MODEL, TARGET)
+    _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     for level in ("input", "graph", "layout", "kernel"):
         figure, mlir, _ = cb["show_level"](run_id, level, FC1)
         assert any(t.name == "selected" for t in figure.data), level

@@ -301,3 +301,30 @@ def test_process_run_and_list(tmp_path, tiny_path):
     listed = tilescope(tmp_path, "runs", "--json")
     assert listed.returncode == 0
     assert [r["run_id"] for r in json.loads(listed.stdout)] == [data["run_id"]]
+
+
+# --- every corpus file and zoo model at every level (the compiler issue's acceptance) ------------
+
+
+def test_show_every_level_of_every_corpus_file_and_zoo_model(capsys, corpus):
+    refs = [str(p) for p in sorted(corpus.glob("*.mlir"))] + [
+        "zoo:mlp", "zoo:bert-base?layers=1", "zoo:llama-3.2-1b?layers=1", "zoo:llama-3.2-1b?mode=decode&layers=1",
+        "zoo:resnet50?batch=1", "zoo:matmul:256x512x128",
+    ]
+    for ref in refs:
+        for level in ("input", "graph", "layout", "kernel"):
+            code, out, err = cli(capsys, "show", ref, "--level", level)
+            assert code == 0, (ref, level, err)
+            assert "func.func" in out and "Traceback" not in err
+            if level != "input":
+                assert f'ts.level = "{level}"' in out
+
+
+def test_run_with_the_greedy_policy_is_stored_with_it(capsys, db_url, tiny_path):
+    base = run_json(capsys, tiny_path, "--db", db_url)
+    greedy = run_json(capsys, tiny_path, "--db", db_url, "--policy", "greedy-l1")
+    assert (base["policy"], greedy["policy"]) == ("dram-interleaved", "greedy-l1")
+    assert {o["name"]: o["memory"] for o in greedy["ops"]} == {"matmul_0": "l1", "matmul_1": "dram"}
+    assert greedy["ops"][1]["duration_ns"] < base["ops"][1]["duration_ns"]  # reads its input from L1
+    ((_, _), (run, _)) = sorted(stored(db_url), key=lambda r: r[0].id)
+    assert run.policy == "greedy-l1"
