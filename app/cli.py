@@ -59,6 +59,11 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--policy", choices=POLICIES, default=DEFAULT_POLICY, help="layout policy before overrides")
     common(show, db=False)
 
+    bench = sub.add_parser("bench", help="time import, each compiler level, simulation and storage at 1k-100k ops")
+    bench.add_argument("--quick", action="store_true", help="the 1k and 10k sizes only")
+    bench.add_argument("--json", action="store_true")
+    bench.add_argument("--target", default=DEFAULT_TARGET)
+
     serve = sub.add_parser("serve", help="start the web app")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8050)
@@ -161,7 +166,13 @@ def cmd_serve(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "runs": cmd_runs, "show": cmd_show, "serve": cmd_serve}
+def cmd_bench(args) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(quick=args.quick, as_json=args.json, target=args.target)
+
+
+COMMANDS = {"run": cmd_run, "runs": cmd_runs, "show": cmd_show, "serve": cmd_serve, "bench": cmd_bench}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
