@@ -31,7 +31,8 @@ class Layout:
     memory_layout: str = "interleaved"
     grid: tuple[int, int] = (1, 1)  # cores holding shards; (1, 1) for interleaved
     dtype: str = "f32"
-    layout: str = "tile"  # tile (32x32 tiles) or row_major
+    layout: str = "tile"  # tile or row_major
+    tile: tuple[int, int] = (32, 32)  # tile shape when layout is tile
     address: int | None = None  # L1 byte offset on every core holding a shard (memory planner)
 
     @property
@@ -41,10 +42,8 @@ class Layout:
     def mlir(self) -> str:
         rows, cols = self.grid
         at = f", addr {self.address:#x}" if self.address is not None else ""
-        return (
-            f"#ts.layout<{self.memory}, {self.memory_layout}, grid {rows}x{cols}, "
-            f"{self.dtype}, {self.layout}{at}>"
-        )
+        form = f"tile {self.tile[0]}x{self.tile[1]}" if self.layout == "tile" else self.layout
+        return f"#ts.layout<{self.memory}, {self.memory_layout}, grid {rows}x{cols}, {self.dtype}, {form}{at}>"
 
 
 @dataclass

@@ -45,7 +45,7 @@ def l1_layout_for(tensor: Tensor, grid: tuple[int, int], memory: str, tile: tupl
         memory_layout = "width_sharded"
     else:
         memory_layout = "interleaved"
-    return Layout(memory=memory, memory_layout=memory_layout, grid=grid, dtype=tensor.layout.dtype, layout="tile")
+    return Layout(memory=memory, memory_layout=memory_layout, grid=grid, dtype=tensor.layout.dtype, layout="tile", tile=tile)
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class AssignLayouts:
     l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
 
     def run(self, graph: Graph) -> Graph:
-        dram = Layout(memory="dram", memory_layout="interleaved", grid=(1, 1))
+        dram = Layout(memory="dram", memory_layout="interleaved", grid=(1, 1), tile=self.target.tile)
         for tensor in graph.tensors.values():
             tensor.layout = replace(dram, dtype=tensor.dtype)
         for op in graph.ops:
@@ -135,6 +135,7 @@ class AssignLayouts:
             grid=grid,
             dtype=ov.dtype or current.dtype,
             layout=ov.layout or current.layout,
+            tile=current.tile,
         )
         core_memory = target.memories[memory]
         if core_memory.scope == "core":

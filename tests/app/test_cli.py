@@ -152,7 +152,7 @@ def test_show_prints_each_level(capsys, model_file, level):
 def test_show_with_override(capsys, tiny_path):
     code, out, _ = cli(capsys, "show", tiny_path, "--level", "layout", "--override", "matmul_0=l1:block_sharded")
     assert code == 0
-    assert "#ts.layout<l1, block_sharded, grid 8x8, f32, tile, addr 0x0>> loc(\"matmul_0\")" in out
+    assert "#ts.layout<l1, block_sharded, grid 8x8, f32, tile 32x32, addr 0x0>> loc(\"matmul_0\")" in out
 
 
 def test_show_default_level_is_graph(capsys):

@@ -63,7 +63,7 @@ def test_layout_encoding_spells_the_layout(compiled):
     text = compiled.mlir("layout")
     first = compiled.levels["layout"].ops[0]
     dtype = compiled.levels["layout"].tensors[first.outputs[0]].dtype
-    assert f"#ts.layout<dram, interleaved, grid 8x8, {dtype}, tile>" in text
+    assert f"#ts.layout<dram, interleaved, grid 8x8, {dtype}, tile 32x32>" in text
 
 
 def test_kernel_level_has_cores_reads_compute_writes(compiled):
@@ -125,7 +125,7 @@ def test_override_changes_the_layout_text_of_that_op(tiny_path, wormhole):
         (line,) = [ln for ln in text.splitlines() if ln.rstrip().endswith(f'loc("{name}")')]
         return line
 
-    assert line_of(plain, "matmul_0").endswith('-> tensor<32x128xf32, #ts.layout<dram, interleaved, grid 8x8, f32, tile>> loc("matmul_0")')
-    assert line_of(tuned, "matmul_0").endswith('-> tensor<32x128xf32, #ts.layout<l1, block_sharded, grid 8x8, f32, tile, addr 0x0>> loc("matmul_0")')
+    assert line_of(plain, "matmul_0").endswith('-> tensor<32x128xf32, #ts.layout<dram, interleaved, grid 8x8, f32, tile 32x32>> loc("matmul_0")')
+    assert line_of(tuned, "matmul_0").endswith('-> tensor<32x128xf32, #ts.layout<l1, block_sharded, grid 8x8, f32, tile 32x32, addr 0x0>> loc("matmul_0")')
     # the consumer sees the new operand type too
     assert "#ts.layout<l1, block_sharded" in line_of(tuned, "matmul_1")
