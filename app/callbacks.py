@@ -130,7 +130,7 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
             return no_update
         run = explorer.run(run_id)
         kinds = {op.name: op.kind for op in explorer.compilation(run).kernel.ops}
-        return timeline_figure(explorer.zones(run_id), kinds, selected)
+        return timeline_figure(explorer.zones(run_id, depth=0), kinds, selected)
 
     app.clientside_callback(
         "function(children) { return window.tilescope.scrollToMark(children); }",

@@ -68,9 +68,9 @@ class Explorer:
         with self.sessions() as session:
             return next((r for r in queries.op_records(session, run_id) if r.name == name), None)
 
-    def zones(self, run_id: int):
+    def zones(self, run_id: int, depth: int | None = None):
         with self.sessions() as session:
-            return queries.zones(session, run_id)
+            return queries.zones(session, run_id, depth=depth)
 
     # --- overrides --------------------------------------------------------------------------------
 

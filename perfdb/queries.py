@@ -40,9 +40,13 @@ def zones(
     t0: float | None = None,
     t1: float | None = None,
     tracks: Sequence[str] | None = None,
+    depth: int | None = None,
 ) -> list[Zone]:
-    """Zones overlapping [t0, t1] on the given tracks (all when None), by start time."""
+    """Zones overlapping [t0, t1] on the given tracks (all when None) at one nesting depth (all when
+    None), by start time."""
     query = select(Zone).where(Zone.run_id == run_id)
+    if depth is not None:
+        query = query.where(Zone.depth == depth)
     if t1 is not None:
         query = query.where(Zone.start_ns <= t1)
     if t0 is not None:

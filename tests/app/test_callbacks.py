@@ -83,9 +83,8 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     assert "#ts.layout<l1, block_sharded" in highlighted and FC1 in highlighted
     assert "overrides" in str(summary)
     timeline = cb["show_timeline"](new_id, FC1)
-    assert sum(len(t.y) for t in timeline.data) == len(app.explorer.zones(new_id)) - sum(
-        1 for z in app.explorer.zones(new_id) if z.depth > 0
-    )
+    op_zones = [z for z in app.explorer.zones(new_id) if z.depth == 0]
+    assert sum(len(t.y) for t in timeline.data) == len(op_zones) == len(app.explorer.zones(new_id, depth=0))
 
 
 def test_second_override_of_the_same_op_replaces_the_first(app, cb):
