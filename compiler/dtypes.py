@@ -16,6 +16,11 @@ BYTES_PER_ELEMENT: dict[str, float] = {
     "bfp8": 1.0625,
     "bfp4": 0.5625,
     "f8": 1.0,
+    # OCP Microscaling (MX) v1.0: blocks of 32 elements share one 8-bit scale, so 1/32 B per
+    # element on top of the element bits; d-Matrix's MXINT16 uses the same 32-element blocks
+    "mxint8": 1.03125,
+    "mxint4": 0.53125,
+    "mxint16": 2.03125,
     "i64": 8.0,
     "i32": 4.0,
     "ui32": 4.0,

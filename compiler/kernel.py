@@ -27,6 +27,7 @@ class Compute:
     tiles: int
     cycles: float
     fidelity: str | None = None
+    dtype: str | None = None  # what the matrix engine computes in
 
 
 @dataclass(frozen=True)

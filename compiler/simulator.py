@@ -141,7 +141,7 @@ class Simulator:
         for group in kernel.groups:
             for path in {t.path for t in group.reads + group.writes}:
                 memory = self.target.memories.get(path)
-                if memory is not None and memory.scope == "device":
+                if memory is not None and memory.shared:
                     users[path] = users.get(path, 0) + len(group.cores)
         return users
 
@@ -155,7 +155,7 @@ class Simulator:
             mine: dict[str, float] = {}
             for t in group.reads + group.writes:
                 memory = self.target.memories.get(t.path)
-                if memory is not None and memory.scope == "device":
+                if memory is not None and memory.shared:
                     mine[t.path] = mine.get(t.path, 0.0) + t.bytes
             for path, nbytes in mine.items():
                 total[path] = total.get(path, 0.0) + nbytes * len(group.cores)
@@ -213,26 +213,23 @@ class Simulator:
                 moved[t.path] = moved.get(t.path, 0.0) + t.bytes * len(group.cores)
         return moved
 
-    def _peak(self, engine: str, fidelity: str | None) -> float:
+    def _peak(self, engine: str, fidelity: str | None, dtype: str | None = None) -> float:
         """FLOP/s (or element ops/s) of the whole grid on one engine."""
-        target = self.target
         if engine == "matrix":
-            lofi = target.cycles_per_tile["lofi"]
-            slowdown = target.cycles_per_tile[fidelity or "lofi"] / lofi
-            return target.peak_flops / slowdown
-        return target.vector_elements_per_cycle * target.cores * target.clock_hz
+            return self.target.peak_flops(dtype or self.target.matrix.fallback_dtype, fidelity)
+        return self.target.vector_ops_per_s
 
     def _roofline_s(self, op: Op, kernel: Kernel, flops: int, moved: dict[str, float]) -> float:
         target = self.target
-        fidelity = kernel.groups[0].compute.fidelity if kernel.groups else None
-        engine = kernel.groups[0].compute.engine if kernel.groups else "data"
-        bounds = [flops / self._peak(engine, fidelity) if engine != "data" else 0.0]
+        compute = kernel.groups[0].compute if kernel.groups else None
+        engine = compute.engine if compute else "data"
+        bounds = [flops / self._peak(engine, compute.fidelity, compute.dtype) if compute and engine != "data" else 0.0]
         for path, nbytes in moved.items():
             if path in (NOC, MCAST):
                 bandwidth = target.noc_bytes_per_s * target.cores * target.noc_count
             else:
                 memory = target.memories[path]
-                bandwidth = memory.bytes_per_s * (target.cores if memory.scope == "core" else 1)
+                bandwidth = memory.bytes_per_s * (1 if memory.shared else target.cores)
             bounds.append(nbytes / bandwidth)
         return max(bounds)
 
@@ -253,7 +250,7 @@ class Simulator:
             )
         else:
             memory = self.target.memories[t.bound]
-            if memory.scope == "core":
+            if not memory.shared:
                 head = f"{t.bound.upper()}-bound: {_mb(t.bytes.get(t.bound, 0))} from local {t.bound}"
             else:
                 sharing = self._sharing.get(t.bound, active)

@@ -1,31 +1,50 @@
 """Targets are data files (TOML); this module reads and checks them.
 
 A built-in target is named (`wormhole_n150`); any other target is a path to a file of the same
-schema. A bad file is an error naming the file and the key.
+schema (documented in the README, "Target files"). A bad file is an error naming the file and key.
 """
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .dtypes import BYTES_PER_ELEMENT
 from .errors import TargetError
 
 BUILTIN_DIR = Path(__file__).parent / "targets"
 FIDELITIES = ("lofi", "hifi2", "hifi3", "hifi4")
 DISPATCH_MODES = ("host", "trace")
+# core: a core's own memory (L1, local store); chip: shared on-chip scratch (LLS);
+# device: off-chip device memory (DRAM); host: system memory across the host link.
+SCOPES = ("core", "chip", "device", "host")
 
 
 @dataclass(frozen=True)
 class Memory:
     name: str
-    scope: str  # core (per-core L1 / local store) | device (shared: LLS, DRAM)
+    scope: str
     capacity_bytes: int
-    bytes_per_s: float  # per core for scope=core, aggregate for scope=device
+    bytes_per_s: float  # per core for scope=core, shared by all cores otherwise
+    latency_ns: float = 0.0
     channels: int = 1
+
+    @property
+    def shared(self) -> bool:
+        return self.scope != "core"
+
+
+@dataclass(frozen=True)
+class MatrixEngine:
+    flops_per_cycle: dict[str, int]  # per core, per input dtype, at the fastest fidelity
+    fidelity_passes: dict[str, int]  # passes over the mantissas per math fidelity (1 for all: none)
+    default_fidelity: dict[str, str]  # fidelity the compiler picks per dtype
+    min_rows: int  # rows of a tile the engine processes at once (fewer still cost a full pass)
+    fallback_dtype: str  # the engine computes inputs of a dtype it lacks in this one
 
 
 @dataclass(frozen=True, eq=False)  # identity: one object per file content (see load_target)
@@ -35,17 +54,17 @@ class Target:
     clock_hz: float
     grid: tuple[int, int]
     tile: tuple[int, int]
-    matrix_flops_per_cycle: int
-    cycles_per_tile: dict[str, int]
-    matrix_min_rows: int
+    matrix: MatrixEngine
     vector_elements_per_cycle: int
     memories: dict[str, Memory]
     noc_count: int
     noc_link_bytes_per_cycle: int
     noc_hop_cycles: int
     noc_interface_cycles: int
+    noc_multicast: bool
     dispatch_ns: dict[str, float]
     fusion: dict[str, bool]  # which element-wise ops the target's kernels can fuse: activation, bias
+    assumed: tuple[str, ...]  # keys whose values no public document gives (see the file's comments)
     source: dict[str, Any]  # the whole file, kept so a stored run records what it ran on
 
     @property
@@ -58,17 +77,36 @@ class Target:
 
     @property
     def dram(self) -> Memory:
-        return self.memories["dram"]
+        return next(m for m in self.memories.values() if m.scope == "device")
 
     @property
     def noc_bytes_per_s(self) -> float:
         """One NoC link's bandwidth: the most one core's reader (or writer) moves per second."""
         return self.noc_link_bytes_per_cycle * self.clock_hz
 
+    def compute_dtype(self, dtype: str) -> str:
+        """The dtype the matrix engine computes `dtype` inputs in."""
+        return dtype if dtype in self.matrix.flops_per_cycle else self.matrix.fallback_dtype
+
+    def default_fidelity(self, dtype: str) -> str:
+        return self.matrix.default_fidelity.get(self.compute_dtype(dtype), "hifi4")
+
+    def tile_cycles(self, dtype: str, fidelity: str) -> float:
+        """Cycles of one tile x tile x tile matrix multiply on one core."""
+        rows, cols = self.tile
+        flops = 2 * rows * cols * cols
+        per_cycle = self.matrix.flops_per_cycle[self.compute_dtype(dtype)]
+        return math.ceil(flops / per_cycle) * self.matrix.fidelity_passes[fidelity]
+
+    def peak_flops(self, dtype: str = "bf16", fidelity: str | None = None) -> float:
+        """Matrix peak of the whole grid, at `fidelity` (the fastest when None)."""
+        per_cycle = self.matrix.flops_per_cycle[self.compute_dtype(dtype)]
+        passes = self.matrix.fidelity_passes[fidelity] if fidelity else min(self.matrix.fidelity_passes.values())
+        return per_cycle * self.cores * self.clock_hz / passes
+
     @property
-    def peak_flops(self) -> float:
-        """Matrix peak of the whole grid at LoFi."""
-        return self.matrix_flops_per_cycle * self.cores * self.clock_hz
+    def vector_ops_per_s(self) -> float:
+        return self.vector_elements_per_cycle * self.cores * self.clock_hz
 
 
 def builtin_names() -> list[str]:
@@ -99,18 +137,40 @@ def _parse_target(text: str, where: str) -> Target:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise TargetError(f"{where}: not valid TOML: {err}") from None
-    return _target_from(data, where)
+    return _target_from(data, where, _assumed_keys(text))
 
 
-def _get(data: dict, key: str, kind: type, where: str) -> Any:
+def _assumed_keys(text: str) -> tuple[str, ...]:
+    """Keys whose comment starts with 'ASSUMED': values no public document gives."""
+    assumed, table, flagged = [], "", False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            table, flagged = stripped.strip("[]"), False
+        elif stripped.startswith("#"):
+            flagged = flagged or stripped.lstrip("# ").startswith("ASSUMED")
+        elif "=" in stripped:
+            if flagged or "# ASSUMED" in stripped:
+                key = stripped.split("=", 1)[0].strip()
+                assumed.append(f"{table}.{key}" if table else key)
+            flagged = False
+    return tuple(assumed)
+
+
+_MISSING = object()
+
+
+def _get(data: dict, key: str, kind: type, where: str, default: Any = _MISSING) -> Any:
     node: Any = data
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
+            if default is not _MISSING:
+                return default
             raise TargetError(f"{where}: missing key {key!r}")
         node = node[part]
     if kind is float and isinstance(node, int) and not isinstance(node, bool):
         node = float(node)
-    if not isinstance(node, kind) or isinstance(node, bool):
+    if not isinstance(node, kind) or isinstance(node, bool) != (kind is bool):
         raise TargetError(f"{where}: key {key!r} must be {kind.__name__}, got {node!r}")
     if kind in (int, float) and node <= 0:
         raise TargetError(f"{where}: key {key!r} must be positive, got {node!r}")
@@ -127,16 +187,8 @@ def _dispatch_ns(data: dict, mode: str, where: str) -> float:
 
 def _fusion(data: dict, where: str) -> dict[str, bool]:
     """Optional [fusion] table: activation, bias (both false when absent)."""
-    table = data.get("fusion", {})
-    if not isinstance(table, dict):
-        raise TargetError(f"{where}: key 'fusion' must be a table")
-    flags = {}
-    for key in ("activation", "bias"):
-        value = table.get(key, False)
-        if not isinstance(value, bool):
-            raise TargetError(f"{where}: key 'fusion.{key}' must be true or false, got {value!r}")
-        flags[key] = value
-    return flags
+    _get(data, "fusion", dict, where, default={})
+    return {key: _get(data, f"fusion.{key}", bool, where, default=False) for key in ("activation", "bias")}
 
 
 def _memories(data: dict, where: str) -> dict[str, Memory]:
@@ -144,48 +196,72 @@ def _memories(data: dict, where: str) -> dict[str, Memory]:
     clock = _get(data, "clock_hz", float, where)
     memories = {}
     for name in table:
-        scope = _get(data, f"memory.{name}.scope", str, where)
-        if scope not in ("core", "device"):
-            raise TargetError(f"{where}: key 'memory.{name}.scope' must be core or device, got {scope!r}")
-        entry = table[name]
+        key = f"memory.{name}"
+        scope = _get(data, f"{key}.scope", str, where)
+        if scope not in SCOPES:
+            raise TargetError(f"{where}: key '{key}.scope' must be one of {', '.join(SCOPES)}, got {scope!r}")
+        entry = _get(data, key, dict, where)
         if "bytes_per_cycle" in entry:
-            bandwidth = _get(data, f"memory.{name}.bytes_per_cycle", float, where) * clock
+            bandwidth = _get(data, f"{key}.bytes_per_cycle", float, where) * clock
         else:
-            bandwidth = _get(data, f"memory.{name}.bytes_per_s", float, where)
+            bandwidth = _get(data, f"{key}.bytes_per_s", float, where)
+        latency = entry.get("latency_ns", 0)
+        if not isinstance(latency, (int, float)) or isinstance(latency, bool) or latency < 0:
+            raise TargetError(f"{where}: key '{key}.latency_ns' must be a number >= 0, got {latency!r}")
         memories[name] = Memory(
             name=name,
             scope=scope,
-            capacity_bytes=_get(data, f"memory.{name}.capacity_bytes", int, where),
+            capacity_bytes=_get(data, f"{key}.capacity_bytes", int, where),
             bytes_per_s=bandwidth,
-            channels=_get(data, f"memory.{name}.channels", int, where) if "channels" in entry else 1,
+            latency_ns=float(latency),
+            channels=_get(data, f"{key}.channels", int, where, default=1),
         )
     if sum(m.scope == "core" for m in memories.values()) != 1:
         raise TargetError(f"{where}: key 'memory' must declare exactly one memory with scope = \"core\"")
-    if "dram" not in memories:
-        raise TargetError(f"{where}: missing key 'memory.dram'")
+    if sum(m.scope == "device" for m in memories.values()) != 1:
+        raise TargetError(f"{where}: key 'memory' must declare exactly one memory with scope = \"device\"")
     return memories
 
 
-def _target_from(data: dict, where: str) -> Target:
-    cycles = _get(data, "matrix.cycles_per_tile", dict, where)
-    for fidelity in FIDELITIES:
-        _get(data, f"matrix.cycles_per_tile.{fidelity}", int, where)
+def _dtype_table(data: dict, key: str, where: str, kind: type) -> dict:
+    table = _get(data, key, dict, where)
+    for dtype in table:
+        if dtype not in BYTES_PER_ELEMENT:
+            raise TargetError(f"{where}: key '{key}.{dtype}' is not a dtype ({', '.join(BYTES_PER_ELEMENT)})")
+        _get(data, f"{key}.{dtype}", kind, where)
+    return dict(table)
+
+
+def _matrix(data: dict, where: str) -> MatrixEngine:
+    rates = _dtype_table(data, "matrix.flops_per_cycle", where, int)
+    passes = {f: _get(data, f"matrix.fidelity_passes.{f}", int, where) for f in FIDELITIES}
+    defaults = _get(data, "matrix.default_fidelity", dict, where, default={})
+    for dtype, fidelity in defaults.items():
+        if fidelity not in FIDELITIES:
+            raise TargetError(f"{where}: key 'matrix.default_fidelity.{dtype}' must be one of {', '.join(FIDELITIES)}")
+    fallback = _get(data, "matrix.fallback_dtype", str, where)
+    if fallback not in rates:
+        raise TargetError(f"{where}: key 'matrix.fallback_dtype' must name a dtype of matrix.flops_per_cycle")
+    return MatrixEngine(rates, passes, dict(defaults), _get(data, "matrix.min_rows", int, where), fallback)
+
+
+def _target_from(data: dict, where: str, assumed: tuple[str, ...] = ()) -> Target:
     return Target(
         name=_get(data, "name", str, where),
         description=str(data.get("description", "")),
         clock_hz=_get(data, "clock_hz", float, where),
         grid=(_get(data, "grid.rows", int, where), _get(data, "grid.cols", int, where)),
         tile=(_get(data, "tile.rows", int, where), _get(data, "tile.cols", int, where)),
-        matrix_flops_per_cycle=_get(data, "matrix.flops_per_cycle", int, where),
-        cycles_per_tile={f: int(cycles[f]) for f in FIDELITIES},
-        matrix_min_rows=_get(data, "matrix.min_rows", int, where),
+        matrix=_matrix(data, where),
         vector_elements_per_cycle=_get(data, "vector.elements_per_cycle", int, where),
         memories=_memories(data, where),
         noc_count=_get(data, "noc.count", int, where),
         noc_link_bytes_per_cycle=_get(data, "noc.link_bytes_per_cycle", int, where),
         noc_hop_cycles=_get(data, "noc.hop_cycles", int, where),
         noc_interface_cycles=_get(data, "noc.interface_cycles", int, where),
+        noc_multicast=_get(data, "noc.multicast", bool, where, default=False),
         dispatch_ns={mode: _dispatch_ns(data, mode, where) for mode in DISPATCH_MODES},
         fusion=_fusion(data, where),
+        assumed=assumed,
         source=data,
     )

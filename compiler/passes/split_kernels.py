@@ -21,21 +21,34 @@ from ..kernel import MCAST, NOC, CircularBuffer, Compute, CoreWork, Kernel, Tran
 from ..target import Target
 from ..tiles import ceil_div, num_tiles, shard_bytes, tile_bytes
 
-# Math fidelity the compiler picks per dtype when none is asked for, as tt-metal's defaults do:
-# full precision for f32, HiFi2 for bf16, LoFi for block formats.
-DEFAULT_FIDELITY = {"f32": "hifi4", "bf16": "hifi2", "f16": "hifi2", "bfp8": "lofi", "bfp4": "lofi"}
 MAX_INNER_BLOCK = 8  # K tiles per matmul step (tt-metal's in0_block_w is a small divisor of Kt)
 MAX_OUTPUT_BLOCK = 8  # output tiles per side a core computes per pass; larger shares loop over passes
 MAX_ELTWISE_BLOCK = 8  # tiles per step of a streaming (eltwise, data movement) kernel
 
 
-def fidelity_of(op: Op, dtype: str) -> str:
-    return op.attrs.get("math_fidelity") or DEFAULT_FIDELITY.get(dtype, "hifi4")
+def fidelity_of(op: Op, dtype: str, target: Target) -> str:
+    """The op's math fidelity: asked for by an override, else the target's default for the dtype."""
+    return op.attrs.get("math_fidelity") or target.default_fidelity(dtype)
 
 
-def inner_block(kt: int) -> int:
-    """The largest divisor of Kt up to MAX_INNER_BLOCK, so K splits into whole steps."""
-    return max(d for d in range(1, min(kt, MAX_INNER_BLOCK) + 1) if kt % d == 0)
+def inner_block(kt: int, limit: int = MAX_INNER_BLOCK) -> int:
+    """The largest divisor of Kt up to `limit`, so K splits into whole steps."""
+    return max(d for d in range(1, min(kt, limit) + 1) if kt % d == 0)
+
+
+def fit_blocks(m: int, n: int, kt: int, step_bytes, budget: float) -> tuple[int, int, int]:
+    """Pass rows, pass columns and K step (in tiles) whose buffers, step_bytes(pm, pn, kb), fit
+    in `budget`: start from 8x8 output tiles and 8 K tiles, shrink K first (only more steps),
+    then the larger output side."""
+    pm, pn, kb = min(m, MAX_OUTPUT_BLOCK), min(n, MAX_OUTPUT_BLOCK), inner_block(kt)
+    while step_bytes(pm, pn, kb) > budget and (kb > 1 or pm > 1 or pn > 1):
+        if kb > 1:
+            kb = inner_block(kt, kb - 1)
+        elif pm >= pn:
+            pm = ceil_div(pm, 2)
+        else:
+            pn = ceil_div(pn, 2)
+    return pm, pn, kb
 
 
 @dataclass(frozen=True)
@@ -97,8 +110,8 @@ class SplitKernels:
         # A convolution reads input pixels, not the im2col matrix: K / window channels per row.
         window = math.prod(b.shape[2:]) if op.kind == "conv2d" and len(b.shape) == 4 else 1
         a_kt = ceil_div(ceil_div(k, window), tile[1])
-        kb = inner_block(kt)
-        fidelity = fidelity_of(op, a.layout.dtype)
+        fidelity = fidelity_of(op, a.layout.dtype, self.target)
+        compute_dtype = self.target.compute_dtype(a.layout.dtype)
         cores = [(r, c) for r in range(grid[0]) for c in range(grid[1])]
 
         # (rows, cols) of output tiles per core, and whether it fetches A and B for others
@@ -119,7 +132,7 @@ class SplitKernels:
             for i, core in enumerate(cores):
                 share[core] = (_clamp(mt - i * bm, bm), nt, True, i == 0)
 
-        cycles_per_tile = self.target.cycles_per_tile[fidelity]
+        cycles_per_tile = self.target.tile_cycles(compute_dtype, fidelity)
         fused_cycles = self._vector_cycles(1, sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ())))
         groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
         work: dict[tuple, tuple] = {}
@@ -134,26 +147,37 @@ class SplitKernels:
             key = (m, n, tuple((t.tensor, t.path, t.bytes) for t in reads))
             groups[key].append(core)
             work[key] = (m, n, reads)
+        a_tile, b_tile, out_tile = (tile_bytes(t.layout.dtype, tile) for t in (a, b, out))
+        extra_tiles = [tile_bytes(graph.tensors[t].layout.dtype, tile) for t in op.inputs[2:]]
+
+        def step_bytes(pm: int, pn: int, kb: int) -> float:
+            # one K step of A and B, twice (double buffering), the pass's extra operands and output
+            return 2 * pm * kb * a_tile + 2 * kb * pn * b_tile + pn * sum(extra_tiles) + pm * pn * out_tile
+
+        budget = self.target.core_memory.capacity_bytes - op.meta.get("l1_live", 0.0)
         result = []
+        widest = max(groups, key=lambda key: len(groups[key]), default=None)
+        blocking = (bm, bn, 1)
         for key, members in groups.items():
             m, n, reads = work[key]
-            writes = self._moves(out, m * n * tile_bytes(out.layout.dtype, tile), grid)
-            compute = Compute("matrix", m * n * kt, m * n * (kt * cycles_per_tile + fused_cycles), fidelity)
-            # a core's share is computed in passes of at most MAX_OUTPUT_BLOCK x MAX_OUTPUT_BLOCK tiles,
-            # each looping over K in steps of kb; buffers hold one step, twice (double buffering)
-            pm, pn = min(m, MAX_OUTPUT_BLOCK), min(n, MAX_OUTPUT_BLOCK)
+            writes = self._moves(out, m * n * out_tile, grid)
+            compute = Compute(
+                "matrix", m * n * kt, m * n * (kt * cycles_per_tile + fused_cycles), fidelity, compute_dtype
+            )
+            # a core computes its share in passes of pm x pn output tiles, each looping over K in
+            # steps of kb tiles, with buffers sized to fit next to the tensors live in L1
+            pm, pn, kb = fit_blocks(m, n, kt, step_bytes, budget)
             passes = ceil_div(m, pm) * ceil_div(n, pn)
             cbs = (
-                CircularBuffer("in0", a.name, 2 * pm * kb, 2 * pm * kb * tile_bytes(a.layout.dtype, tile)),
-                CircularBuffer("in1", b.name, 2 * kb * pn, 2 * kb * pn * tile_bytes(b.layout.dtype, tile)),
-                *(
-                    CircularBuffer(f"in{i + 2}", t, pn, pn * tile_bytes(graph.tensors[t].layout.dtype, tile))
-                    for i, t in enumerate(op.inputs[2:])
-                ),
-                CircularBuffer("out", out.name, pm * pn, pm * pn * tile_bytes(out.layout.dtype, tile)),
+                CircularBuffer("in0", a.name, 2 * pm * kb, 2 * pm * kb * a_tile),
+                CircularBuffer("in1", b.name, 2 * kb * pn, 2 * kb * pn * b_tile),
+                *(CircularBuffer(f"in{i + 2}", t, pn, pn * size) for i, (t, size) in enumerate(zip(op.inputs[2:], extra_tiles))),
+                CircularBuffer("out", out.name, pm * pn, pm * pn * out_tile),
             )
+            if key == widest:  # the op's blocking as most of its cores run it
+                blocking = (bm, bn, kb)
             result.append(CoreWork(tuple(members), reads, compute, writes, blocks=passes * (kt // kb), cbs=cbs))
-        return Kernel(grid, tuple(result), program, (bm, bn, kb))
+        return Kernel(grid, tuple(result), program, blocking)
 
     def _extra_reads(self, graph: Graph, op: Op, n: int, nt: int, grid) -> tuple[Transfer, ...]:
         """Operands past A and B (a fused bias, say): the core's columns of them."""

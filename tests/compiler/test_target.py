@@ -34,9 +34,13 @@ def test_wormhole_n150_numbers(wormhole):
     assert t.core_memory.bytes_per_s == 256e9  # 256 B/cycle at 1 GHz
     assert t.dram.bytes_per_s == 258e9
     assert t.dram.scope == "device" and t.dram.channels == 6
-    assert t.cycles_per_tile == {"lofi": 16, "hifi2": 32, "hifi3": 48, "hifi4": 64}
-    assert t.matrix_flops_per_cycle == 4096
-    assert t.peak_flops == 4096 * 64 * 1e9
+    assert [t.tile_cycles("bf16", f) for f in ("lofi", "hifi2", "hifi3", "hifi4")] == [16, 32, 48, 64]
+    assert t.matrix.flops_per_cycle["bf16"] == 4096
+    assert t.peak_flops("bf16") == 4096 * 64 * 1e9
+    assert t.peak_flops("bf16", "hifi4") == 4096 * 64 * 1e9 / 4
+    assert t.default_fidelity("f32") == "hifi4" and t.default_fidelity("bfp8") == "lofi"
+    assert t.compute_dtype("i32") == "bf16"  # integers are unpacked to bf16
+    assert t.noc_multicast is True and t.assumed == ()
     assert t.noc_bytes_per_s == 32e9
     assert t.dispatch_ns == {"host": 100_000.0, "trace": 0.0}
     assert set(t.memories) == {"l1", "dram"}
@@ -66,12 +70,11 @@ def test_path_that_is_not_a_toml_file(tmp_path):
 @pytest.mark.parametrize(
     "old, new, key",
     [
-        ("flops_per_cycle = 4096\n", "", "matrix.flops_per_cycle"),
-        ("lofi = 16, ", "", "matrix.cycles_per_tile.lofi"),
+        ("flops_per_cycle = { bf16 = 4096, f16 = 4096, bfp8 = 4096, bfp4 = 4096, f32 = 4096 }\n", "", "matrix.flops_per_cycle"),
+        ("lofi = 1, ", "", "matrix.fidelity_passes.lofi"),
         ("elements_per_cycle = 128\n", "", "vector.elements_per_cycle"),
         ("clock_hz = 1.0e9\n", "", "clock_hz"),
         ("hop_cycles = 9\n", "", "noc.hop_cycles"),
-        ("[memory.dram]", "[memory.hbm]", "memory.dram"),
     ],
 )
 def test_missing_key_is_named(tmp_path, old, new, key):
@@ -86,19 +89,28 @@ def test_missing_key_is_named(tmp_path, old, new, key):
 @pytest.mark.parametrize(
     "old, new, key, fragment",
     [
-        ("flops_per_cycle = 4096", 'flops_per_cycle = "lots"', "matrix.flops_per_cycle", "must be int"),
+        ("bf16 = 4096", 'bf16 = "lots"', "matrix.flops_per_cycle.bf16", "must be int"),
+        ("bf16 = 4096", "bogus16 = 4096", "matrix.flops_per_cycle.bogus16", "is not a dtype"),
+        ('fallback_dtype = "bf16"', 'fallback_dtype = "i8"', "matrix.fallback_dtype", "must name a dtype"),
+        ("multicast = true", "multicast = 1", "noc.multicast", "must be bool"),
         ("rows = 8\n", "rows = 8.5\n", "grid.rows", "must be int"),
         ("rows = 8\n", "rows = true\n", "grid.rows", "must be int"),
         ("rows = 8\n", "rows = 0\n", "grid.rows", "must be positive"),
         ('name = "wormhole_n150"', "name = 3", "name", "must be str"),
         ("bytes_per_s = 258.0e9", 'bytes_per_s = "fast"', "memory.dram.bytes_per_s", "must be float"),
-        ('scope = "core"', 'scope = "chip"', "memory.l1.scope", "core or device"),
+        ('scope = "core"', 'scope = "l3"', "memory.l1.scope", "must be one of core, chip, device, host"),
         ("host_ns = 100_000", "host_ns = -1", "dispatch.host_ns", ">= 0"),
     ],
 )
 def test_wrong_typed_value_names_the_key(tmp_path, old, new, key, fragment):
     path = _write(tmp_path, _edit(old, new))
     with pytest.raises(TargetError, match=re.escape(f"'{key}'") + ".*" + re.escape(fragment)):
+        load_target(path)
+
+
+def test_a_target_without_device_memory_is_rejected(tmp_path):
+    path = _write(tmp_path, _edit('[memory.dram]\nscope = "device"', '[memory.dram]\nscope = "host"'))
+    with pytest.raises(TargetError, match='exactly one memory with scope = "device"'):
         load_target(path)
 
 
@@ -130,3 +142,47 @@ def test_dispatch_not_a_table_is_a_target_error(tmp_path):
     path = _write(tmp_path, text)
     with pytest.raises(TargetError, match="dispatch"):
         load_target(path)
+
+
+BUILTIN = {  # name: (grid, clock, core memory KiB, DRAM GB/s, bf16 peak TFLOPS at the fastest fidelity, memories)
+    "wormhole_n150": ((8, 8), 1.0e9, 1464, 258, 262.144, {"l1", "dram"}),
+    "blackhole_p150": ((13, 10), 1.35e9, 1536, 512, 718.848, {"l1", "dram"}),
+    "mtia_v1": ((8, 8), 0.8e9, 128, 176, 51.2, {"l1", "lls", "dram"}),
+    "corsair": ((4, 8), 1.0e9, 65536, 400, 600.0, {"l1", "dram"}),
+}
+
+
+def test_builtin_targets_are_the_four():
+    assert builtin_names() == sorted(BUILTIN)
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_builtin_target_numbers(name):
+    grid, clock, l1_kib, dram_gbs, peak_tflops, memories = BUILTIN[name]
+    t = load_target(name)
+    assert t.grid == grid and t.clock_hz == clock
+    assert t.core_memory.capacity_bytes == l1_kib * 1024
+    assert t.dram.bytes_per_s == dram_gbs * 1e9
+    assert t.peak_flops("bf16") / 1e12 == pytest.approx(peak_tflops, rel=1e-3)
+    assert set(t.memories) == memories
+
+
+def test_published_peaks_follow_from_the_per_core_rates():
+    # MTIA v1: 102.4 INT8 TOPS; Corsair: 2.4 PFLOPS MXINT8, 9.6 PFLOPS MXINT4
+    assert load_target("mtia_v1").peak_flops("i8") == pytest.approx(102.4e12)
+    corsair = load_target("corsair")
+    assert corsair.peak_flops("mxint8") == pytest.approx(2.4e15)
+    assert corsair.peak_flops("mxint4") == pytest.approx(9.6e15)
+    assert corsair.compute_dtype("bf16") == "mxint16"  # block floating point only
+
+
+def test_mtia_has_a_shared_on_chip_scratch():
+    lls = load_target("mtia_v1").memories["lls"]
+    assert (lls.scope, lls.capacity_bytes, lls.bytes_per_s, lls.shared) == ("chip", 128 * 2**20, 800e9, True)
+
+
+def test_assumed_values_are_flagged():
+    assert "vector.elements_per_cycle" in load_target("mtia_v1").assumed
+    assert "clock_hz" in load_target("corsair").assumed
+    assert "memory.l1.capacity_bytes" not in load_target("blackhole_p150").assumed
+    assert "memory.l1.bytes_per_cycle" in load_target("blackhole_p150").assumed
