@@ -21,6 +21,7 @@ class OpOverride:
     memory_layout: str | None = None
     layout: str | None = None
     dtype: str | None = None
+    fidelity: str | None = None  # math fidelity of the op's matrix work (lofi, hifi2, hifi3, hifi4)
     spec: str = ""  # as the user wrote it, for reports
 
 

@@ -15,6 +15,7 @@ from compiler.dtypes import BYTES_PER_ELEMENT
 from compiler.errors import OverrideError
 from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
 from compiler.override import OpOverride
+from compiler.target import FIDELITIES
 
 # Memory names as users write them; tt-mlir spells host memory `system_memory`.
 MEMORY_ALIASES = {"dram": "dram", "l1": "l1", "lls": "lls", "system": "system", "system_memory": "system"}
@@ -23,7 +24,16 @@ DTYPE_ALIASES = {"bfp_bf8": "bfp8", "bfp_bf4": "bfp4", "float32": "f32", "bfloat
 _GRID = re.compile(r"^(\d+)x(\d+)$")
 
 
+# Our extensions, written `key#value` among the tt-mlir parameters.
+EXTENSIONS = {"fidelity": FIDELITIES}
+
+
 def _category(token: str) -> tuple[str, object]:
+    if "#" in token:
+        key, _, value = token.partition("#")
+        if key in EXTENSIONS and value in EXTENSIONS[key]:
+            return key, value
+        raise ValueError(token)
     grid = _GRID.match(token)
     if grid:
         return "grid", (int(grid.group(1)), int(grid.group(2)))
@@ -41,7 +51,8 @@ def _category(token: str) -> tuple[str, object]:
 
 EXPECTED = (
     "grid RxC, memory " + "|".join(sorted(set(MEMORY_ALIASES))) + ", memory layout "
-    + "|".join(MEMORY_LAYOUTS) + ", layout " + "|".join(TENSOR_LAYOUTS) + ", or a dtype"
+    + "|".join(MEMORY_LAYOUTS) + ", layout " + "|".join(TENSOR_LAYOUTS) + ", a dtype, or fidelity#"
+    + "|".join(FIDELITIES)
 )
 
 
@@ -77,4 +88,6 @@ def format_item(ov: OpOverride) -> str:
     for value in (ov.memory, ov.memory_layout, ov.layout, ov.dtype):
         if value is not None:
             parts.append(value)
+    if ov.fidelity is not None:
+        parts.append(f"fidelity#{ov.fidelity}")
     return f"{ov.op}={':'.join(parts)}"

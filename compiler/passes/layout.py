@@ -122,6 +122,8 @@ class AssignLayouts:
         if ov.dtype is not None and ov.dtype not in BYTES_PER_ELEMENT:
             return rejected(f"dtype {ov.dtype!r} unknown")
 
+        if ov.fidelity is not None and opset.op_class(op.kind).engine != "matrix":
+            return rejected(f"fidelity applies to matrix ops; {op.name} is {op.kind}")
         tensor = graph.tensors[op.outputs[0]]
         current = tensor.layout
         memory = ov.memory or current.memory
@@ -148,4 +150,6 @@ class AssignLayouts:
         for t in op.outputs:
             graph.tensors[t].layout = layout
         op.attrs["grid"] = grid
+        if ov.fidelity is not None:
+            op.attrs["math_fidelity"] = ov.fidelity
         return OverrideOutcome(ov.op, ov.spec, ADJUSTED, note) if note else OverrideOutcome(ov.op, ov.spec, APPLIED)

@@ -1,0 +1,71 @@
+"""Physics the simulator must obey on every built-in target."""
+
+from __future__ import annotations
+
+import pytest
+
+from compiler.mlir_import import import_mlir
+from compiler.models import load_model
+from compiler.pipeline import compile_model
+from compiler.simulator import simulate
+from compiler.target import builtin_names, load_target
+from overrides import parse_item
+
+TARGETS = builtin_names()
+# Large enough to be compute-bound on the whole grid of every target: 2*N^3 FLOPs over ~6*N^2
+# bytes is N/6 FLOP/B, above every ridge point (Corsair's is 0.6 PFLOPS / 400 GB/s = 1500).
+BIG = "zoo:matmul:16384x16384x16384"
+
+
+def _op(ref_or_text: str, target_name: str, *items: str):
+    target = load_target(target_name)
+    model = import_mlir(ref_or_text, "t.mlir") if ref_or_text.lstrip().startswith("func") else load_model(ref_or_text)
+    compilation = compile_model(model, target, [parse_item(i) for i in items])
+    assert all(o.status != "rejected" for o in compilation.override_outcomes), compilation.override_outcomes
+    return simulate(compilation.kernel, target, "trace")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_full_grid_is_nearly_cores_times_faster_than_one_core(target):
+    cores = load_target(target).cores
+    full = _op(BIG, target).ops[0]
+    one = _op(BIG, target, "matmul=1x1").ops[0]
+    assert full.bound == "compute" and one.bound == "compute"
+    speedup = one.duration_ns / full.duration_ns
+    assert 0.7 * cores <= speedup <= 1.01 * cores, speedup
+
+
+MEMORY_BOUND = """
+func.func @forward(%x: tensor<1024x1024xbf16> {ttir.name = "x"}) -> tensor<1024x1024xbf16> {
+  %0 = "ttir.exp"(%x) : (tensor<1024x1024xbf16>) -> tensor<1024x1024xbf16> loc("first")
+  %1 = "ttir.exp"(%0) : (tensor<1024x1024xbf16>) -> tensor<1024x1024xbf16> loc("second")
+  return %1 : tensor<1024x1024xbf16>
+}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_memory_bound_op_gets_faster_when_its_tensors_move_from_dram_to_l1(target):
+    base = {o.name: o for o in _op(MEMORY_BOUND, target).ops}
+    tuned = {o.name: o for o in _op(MEMORY_BOUND, target, "first=l1:block_sharded").ops}
+    assert base["second"].bound == "dram"
+    assert tuned["first"].duration_ns < base["first"].duration_ns  # writes to its own L1
+    assert tuned["second"].duration_ns < base["second"].duration_ns  # reads from it
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_hifi4_is_four_times_slower_than_lofi_where_the_engine_has_fidelity(target):
+    lofi = _op(BIG, target, "matmul=fidelity#lofi").ops[0]
+    hifi4 = _op(BIG, target, "matmul=fidelity#hifi4").ops[0]
+    passes = load_target(target).matrix.fidelity_passes
+    expected = passes["hifi4"] / passes["lofi"]
+    assert hifi4.duration_ns / lofi.duration_ns == pytest.approx(expected, rel=0.1)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ref", ["zoo:bert-base?layers=1&seq=128", "zoo:resnet50?batch=1", "zoo:llama-3.2-1b?mode=decode&layers=1"])
+def test_no_op_beats_its_roofline(target, ref):
+    sim = _op(ref, target)
+    assert sim.ops
+    for o in sim.ops:
+        assert o.duration_ns >= o.roofline_ns * (1 - 1e-9), (o.name, o.duration_ns, o.roofline_ns)
