@@ -103,8 +103,9 @@ def run_case(
         new = NewRun(
             model_ref=model, model_name=model, source_hash=imported.source_hash, source_text=text,
             target=target.name, total_ns=sim.total_ns, device_ns=sim.device_ns,
-            ops=[{k: v for k, v in asdict(o).items() if k != "dispatch_wait_ns"} for o in sim.ops],
+            ops=[asdict(o) for o in sim.ops],
             zones=((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in sim.zones),
+            counters=((c.track, c.name, c.t_ns, c.value) for c in sim.counters),
         )
         with sessions() as session:
             return save_run(session, new)

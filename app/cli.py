@@ -91,6 +91,9 @@ def _run_json(result: RunResult, model_ref: str) -> dict:
                 "name": o.name, "type": o.kind, "start_ns": o.start_ns, "duration_ns": o.duration_ns,
                 "flops": o.flops, "bytes": o.bytes, "bound": o.bound, "memory": o.memory, "grid": o.grid,
                 "cores": o.cores, "roofline_ns": o.roofline_ns, "why": o.why,
+                "achieved_flops": o.achieved_flops, "pct_peak": o.pct_peak,
+                "bandwidth": {path: o.bandwidth(path) for path in o.bytes},
+                "dispatch_wait_ns": o.dispatch_wait_ns,
             }
             for o in sim.ops
         ],

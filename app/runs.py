@@ -89,6 +89,7 @@ def execute(
         device_ns=sim.device_ns,
         ops=[_op_row(o) for o in sim.ops],
         zones=((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in sim.zones),
+        counters=((c.track, c.name, c.t_ns, c.value) for c in sim.counters),
         dispatch=dispatch,
         policy=policy,
         overrides=list(items),
@@ -102,6 +103,4 @@ def execute(
 
 
 def _op_row(timing) -> dict:
-    row = asdict(timing)
-    row.pop("dispatch_wait_ns", None)
-    return row
+    return asdict(timing)

@@ -1,15 +1,18 @@
-"""Performance simulator: interprets the `kernel` level, one op at a time, core group by core group.
+"""Performance simulator: interprets the `kernel` level op by op, core group by core group.
 
-Per core, a reader, the compute engine and a writer work through the op's blocks with double-buffered
-circular buffers, so their times overlap: with n blocks and phase times r, c, w the core takes
-max(r, c, w) + (r + c + w - max) / n (the pipeline fills and drains once). A read's bandwidth depends
-on its path: the core's own L1, another core's L1 over one NoC link, or a shared device memory whose
-bandwidth is split evenly among the op's active cores (capped by the core's NoC link). The op takes
-as long as its slowest core. Ops run one after another; with host dispatch, an op cannot start before
-the host has issued it, and the host issues ops one per `dispatch_ns`.
+    for each op, in program order:
+        wait for the device (the previous op) and for the host to have issued it (dispatch)
+        shared memories: busy for (bytes they serve) / bandwidth; each core gets a share in
+            proportion to what it moves, so all finish together unless one core's NoC link is slower
+        each core group: reader, compute engine and writer stream `blocks` steps through
+            double-buffered circular buffers:
+                time = (r + c + w) / n + (n - 1) * max(r, c, w) / n      (pipeline fill, then steady state)
+            a multicast receiver cannot finish reading before its sender has fetched the data
+        the op ends when its slowest core does; then timeline zones, counters and the `why` line
 
-Every op also gets its roofline bound (FLOPs at the grid's peak, bytes at each level's full
-bandwidth); the simulated time is never below it.
+With uniform steps and two-slot buffers, stepping the pipeline block by block lands on the same
+times as this closed form, so the closed form is what runs. Each op also gets its roofline bound
+(FLOPs at the grid's peak, bytes at each level's full bandwidth); simulated time is never below it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from .kernel import MCAST, NOC, CoreWork, Kernel, Transfer
 from .target import Target
 
 NS = 1e9
+# ttnn-visualizer's rule: an op close to two peaks at once (>= 65% of each) is bound by both
+BALANCED_SHARE = 0.65
 
 
 @dataclass
@@ -31,18 +36,27 @@ class OpTiming:
     start_ns: float
     duration_ns: float
     flops: int
-    bytes: dict[str, float]  # by path: dram, l1, noc, ...
-    bound: str  # compute | dram | l1 | noc | dispatch | none
+    bytes: dict[str, float]  # by path: dram, lls, l1, noc, mcast
+    bound: str  # compute | dram | lls | l1 | noc | dispatch | balanced | none
     why: str
     memory: str  # where the op's output lives
     grid: str  # RxC the op runs on
     cores: int
     roofline_ns: float
-    dispatch_wait_ns: float = 0.0
+    pct_peak: float = 0.0  # achieved FLOP/s over the engine's peak at the op's fidelity, in %
+    dispatch_wait_ns: float = 0.0  # the device sat idle this long waiting for the host to issue it
 
     @property
     def end_ns(self) -> float:
         return self.start_ns + self.duration_ns
+
+    @property
+    def achieved_flops(self) -> float:
+        return self.flops / (self.duration_ns / NS) if self.duration_ns else 0.0
+
+    def bandwidth(self, path: str) -> float:
+        """Bytes/s the op moved on a path."""
+        return self.bytes.get(path, 0.0) / (self.duration_ns / NS) if self.duration_ns else 0.0
 
 
 @dataclass
@@ -56,12 +70,21 @@ class Zone:
 
 
 @dataclass
+class Counter:
+    track: str  # "core r,c" for L1 bytes in use; a memory name for its bandwidth in use
+    name: str  # l1_bytes | dram_bytes_per_s | ...
+    t_ns: float
+    value: float
+
+
+@dataclass
 class SimResult:
     target: str
     dispatch: str
     total_ns: float
     ops: list[OpTiming]
     zones: list[Zone] = field(default_factory=list)
+    counters: list[Counter] = field(default_factory=list)
 
     @property
     def device_ns(self) -> float:
@@ -74,7 +97,7 @@ class _CoreTime:
     compute: float
     write: float
     total: float
-    terms: dict[str, float]  # seconds per component, for the bound class
+    terms: dict[str, float]  # seconds per component (compute, each path), for the bound class
 
 
 class Simulator:
@@ -82,11 +105,9 @@ class Simulator:
         self.target = target
         self.dispatch = dispatch
         self.dispatch_ns = target.dispatch_ns[dispatch]
-        self._sharing: dict[str, int] = {}
 
     def run(self, kernel_graph: Graph) -> SimResult:
-        ops: list[OpTiming] = []
-        zones: list[Zone] = []
+        result = SimResult(self.target.name, self.dispatch, 0.0, [])
         device_free = 0.0
         host_issued = 0.0
         for op in kernel_graph.ops:
@@ -97,25 +118,28 @@ class Simulator:
             start = max(device_free, host_issued)
             timing, core_times = self.run_op(kernel_graph, op, kernel, start)
             timing.dispatch_wait_ns = max(0.0, host_issued - device_free)
-            ops.append(timing)
-            zones.extend(self._zones(op, kernel, core_times, start))
+            if timing.dispatch_wait_ns > timing.duration_ns and timing.bound != "none":
+                timing.why = f"dispatch-bound: waited {timing.dispatch_wait_ns / 1e3:.1f} us for the host; {timing.why}"
+                timing.bound = "dispatch"
+            result.ops.append(timing)
+            result.zones.extend(self._zones(op, kernel, core_times, start))
+            result.counters.extend(self._counters(op, kernel, timing))
             device_free = timing.end_ns
-        return SimResult(self.target.name, self.dispatch, device_free, ops, zones)
+        result.total_ns = device_free
+        return result
 
     # --- one op -----------------------------------------------------------------------------
 
     def run_op(self, graph: Graph, op: Op, kernel: Kernel, start: float) -> tuple[OpTiming, list[_CoreTime]]:
-        active = kernel.cores_used
         users = self._shared_users(kernel)
         shared_s = self._shared_seconds(kernel)
-        core_times = [self._core_time(group, shared_s) for group in kernel.groups]
+        core_times = self._group_times(kernel, shared_s)
         slowest = max(core_times, key=lambda t: t.total)
-        latency = self._latency(kernel)
-        duration = (slowest.total + latency) * NS
+        duration = (slowest.total + self._latency(kernel)) * NS
         flops = opset.flops(graph, op)
         moved = self._bytes_by_path(kernel)
-        roofline = self._roofline_s(op, kernel, flops, moved) * NS
-        bound = max(slowest.terms, key=slowest.terms.get) if slowest.total > 0 else "none"
+        compute = kernel.groups[0].compute if kernel.groups else None
+        peak = self._peak(compute) if compute else 0.0
         out = graph.tensors[op.outputs[0]].layout if op.outputs else None
         timing = OpTiming(
             name=op.name,
@@ -124,19 +148,32 @@ class Simulator:
             duration_ns=duration,
             flops=flops,
             bytes=moved,
-            bound=bound,
+            bound=self._bound(slowest),
             why="",
             memory=out.memory if out else "",
             grid=f"{kernel.grid[0]}x{kernel.grid[1]}",
-            cores=active,
-            roofline_ns=roofline,
+            cores=kernel.cores_used,
+            roofline_ns=self._roofline_s(flops, moved, peak) * NS,
         )
-        self._sharing = users
-        timing.why = self._why(timing, slowest, active)
+        timing.pct_peak = timing.achieved_flops / peak * 100 if peak and flops else 0.0
+        timing.why = self._why(timing, slowest, users)
         return timing, core_times
 
+    def _group_times(self, kernel: Kernel, shared_s: dict[str, float]) -> list[_CoreTime]:
+        """Every group's time; multicast receivers after their senders, whose reads they wait for."""
+        times = [self._core_time(group, shared_s) for group in kernel.groups]
+        senders = [t for g, t in zip(kernel.groups, times) if not any(x.path == MCAST for x in g.reads)]
+        sender_read = max((t.read for t in senders), default=0.0)
+        for group, t in zip(kernel.groups, times):
+            if any(x.path == MCAST for x in group.reads) and sender_read:
+                # the last block arrives once the sender has fetched it; then compute and write it
+                steps = max(1, group.blocks)
+                tail = (t.compute + t.write) / steps
+                t.total = max(t.total, sender_read + tail)
+        return times
+
     def _shared_users(self, kernel: Kernel) -> dict[str, int]:
-        """How many of the op's cores use each shared (device-scope) memory."""
+        """How many of the op's cores use each shared memory."""
         users: dict[str, int] = {}
         for group in kernel.groups:
             for path in {t.path for t in group.reads + group.writes}:
@@ -162,6 +199,7 @@ class Simulator:
                 most[path] = max(most.get(path, 0.0), nbytes)
         return {
             path: max(nbytes / self.target.memories[path].bytes_per_s, most[path] / self.target.noc_bytes_per_s)
+            + self.target.memories[path].latency_ns / NS
             for path, nbytes in total.items()
         }
 
@@ -213,17 +251,17 @@ class Simulator:
                 moved[t.path] = moved.get(t.path, 0.0) + t.bytes * len(group.cores)
         return moved
 
-    def _peak(self, engine: str, fidelity: str | None, dtype: str | None = None) -> float:
-        """FLOP/s (or element ops/s) of the whole grid on one engine."""
-        if engine == "matrix":
-            return self.target.peak_flops(dtype or self.target.matrix.fallback_dtype, fidelity)
-        return self.target.vector_ops_per_s
+    def _peak(self, compute) -> float:
+        """FLOP/s (or element ops/s) of the whole grid on the op's engine; 0 for data movement."""
+        if compute.engine == "matrix":
+            return self.target.peak_flops(compute.dtype or self.target.matrix.fallback_dtype, compute.fidelity)
+        if compute.engine == "vector":
+            return self.target.vector_ops_per_s
+        return 0.0
 
-    def _roofline_s(self, op: Op, kernel: Kernel, flops: int, moved: dict[str, float]) -> float:
+    def _roofline_s(self, flops: int, moved: dict[str, float], peak: float) -> float:
         target = self.target
-        compute = kernel.groups[0].compute if kernel.groups else None
-        engine = compute.engine if compute else "data"
-        bounds = [flops / self._peak(engine, compute.fidelity, compute.dtype) if compute and engine != "data" else 0.0]
+        bounds = [flops / peak if peak else 0.0]
         for path, nbytes in moved.items():
             if path in (NOC, MCAST):
                 bandwidth = target.noc_bytes_per_s * target.cores * target.noc_count
@@ -233,34 +271,45 @@ class Simulator:
             bounds.append(nbytes / bandwidth)
         return max(bounds)
 
-    def _why(self, t: OpTiming, slowest: _CoreTime, active: int) -> str:
+    def _bound(self, slowest: _CoreTime) -> str:
+        """The class of what limits the slowest core: compute, a memory, the NoC, or two at once."""
+        if slowest.total <= 0:
+            return "none"
+        terms: dict[str, float] = {}
+        for path, seconds in slowest.terms.items():
+            key = "noc" if path in (NOC, MCAST) else path
+            terms[key] = terms.get(key, 0.0) + seconds
+        memory = max((s for k, s in terms.items() if k != "compute"), default=0.0)
+        if terms["compute"] >= BALANCED_SHARE * slowest.total and memory >= BALANCED_SHARE * slowest.total:
+            return "balanced"
+        return max(terms, key=terms.get)
+
+    def _why(self, t: OpTiming, slowest: _CoreTime, users: dict[str, int]) -> str:
         if t.bound == "none":
             return "no work"
-        seconds = t.duration_ns / NS
-        achieved = t.flops / seconds if seconds else 0.0
-        kernel_engine = "matrix" if opset.op_class(t.kind).kind_class in opset.MATRIX_CLASSES else "vector"
-        peak_share = achieved / self._peak(kernel_engine, None) * 100 if t.flops else 0.0
+        cores = f"{t.cores} core{'s' if t.cores != 1 else ''}"
         if t.bound == "compute":
-            head = f"compute-bound on {active} core{'s' if active != 1 else ''}"
-        elif t.bound in (NOC, MCAST):
-            what = "multicast" if t.bound == MCAST else "L1-to-L1"
-            head = (
-                f"NoC-bound: {_mb(t.bytes.get(t.bound, 0))} {what} over one "
-                f"{self.target.noc_link_bytes_per_cycle} B/cycle link per core"
-            )
+            head = f"compute-bound on {cores}"
+        elif t.bound == "balanced":
+            head = f"balanced: compute and memory each above {BALANCED_SHARE:.0%} of the time on {cores}"
+        elif t.bound == "noc":
+            noc = t.bytes.get(NOC, 0.0) + t.bytes.get(MCAST, 0.0)
+            head = f"NoC-bound: {_mb(noc)} over one {self.target.noc_link_bytes_per_cycle} B/cycle link per core"
         else:
             memory = self.target.memories[t.bound]
             if not memory.shared:
                 head = f"{t.bound.upper()}-bound: {_mb(t.bytes.get(t.bound, 0))} from local {t.bound}"
             else:
-                sharing = self._sharing.get(t.bound, active)
+                sharing = users.get(t.bound, t.cores)
                 head = (
                     f"{t.bound.upper()}-bound: {_mb(t.bytes.get(t.bound, 0))} at "
                     f"{memory.bytes_per_s / 1e9:.0f} GB/s shared by {sharing} core{'s' if sharing != 1 else ''}"
                 )
-        return f"{head}; compute {peak_share:.0f}% of peak; {t.duration_ns / max(t.roofline_ns, 1e-9):.1f}x roofline"
+                if memory.channels > 1:
+                    head += f" over {memory.channels} channels"
+        return f"{head}; compute {t.pct_peak:.0f}% of peak; {t.duration_ns / max(t.roofline_ns, 1e-9):.1f}x roofline"
 
-    # --- timeline zones ------------------------------------------------------------------------
+    # --- timeline zones and counters -----------------------------------------------------------
 
     def _zones(self, op: Op, kernel: Kernel, core_times: list[_CoreTime], start: float) -> list[Zone]:
         zones = []
@@ -279,6 +328,22 @@ class Simulator:
                     if p1 > p0:
                         zones.append(Zone(f"{track}/{engine}", 1, phase, p0, p1, op.name))
         return zones
+
+    def _counters(self, op: Op, kernel: Kernel, timing: OpTiming) -> list[Counter]:
+        """L1 bytes in use on each core while the op runs (tensors live in L1 plus the op's
+        circular buffers), and each shared memory's bandwidth in use."""
+        live = op.meta.get("l1_live_per_core")
+        counters = []
+        for group in kernel.groups:
+            for r, c in group.cores:
+                tensors = float(live[r, c]) if live is not None and r < live.shape[0] and c < live.shape[1] else 0.0
+                counters.append(Counter(f"core {r},{c}", "l1_bytes", timing.start_ns, tensors + group.cb_bytes))
+        for path, nbytes in timing.bytes.items():
+            memory = self.target.memories.get(path)
+            if memory is not None and memory.shared:
+                counters.append(Counter(path, f"{path}_bytes_per_s", timing.start_ns, timing.bandwidth(path)))
+                counters.append(Counter(path, f"{path}_bytes_per_s", timing.end_ns, 0.0))
+        return counters
 
 
 def _mb(nbytes: float) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from .schema import OpRecord, Run, Zone
+from .schema import Counter, OpRecord, Run, Zone
 
 
 class RunNotFound(LookupError):
@@ -54,3 +54,13 @@ def zones(
     if tracks is not None:
         query = query.where(Zone.track.in_(list(tracks)))
     return list(session.scalars(query.order_by(Zone.start_ns)))
+
+
+def counters(session: Session, run_id: int, name: str | None = None, tracks: Sequence[str] | None = None) -> list[Counter]:
+    """A run's counter samples (optionally one counter, some tracks), by track and time."""
+    query = select(Counter).where(Counter.run_id == run_id)
+    if name is not None:
+        query = query.where(Counter.name == name)
+    if tracks is not None:
+        query = query.where(Counter.track.in_(list(tracks)))
+    return list(session.scalars(query.order_by(Counter.track, Counter.t_ns)))

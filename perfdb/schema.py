@@ -79,6 +79,8 @@ class OpRecord(Base):
     grid: Mapped[str] = mapped_column(String(16))
     cores: Mapped[int] = mapped_column(Integer)
     roofline_ns: Mapped[float] = mapped_column(Float)
+    pct_peak: Mapped[float] = mapped_column(Float, default=0.0)
+    dispatch_wait_ns: Mapped[float] = mapped_column(Float, default=0.0)
 
     run: Mapped[Run] = relationship(back_populates="ops")
 
@@ -95,3 +97,17 @@ class Zone(Base):
     start_ns: Mapped[float] = mapped_column(Float)
     end_ns: Mapped[float] = mapped_column(Float)
     op: Mapped[str] = mapped_column(String(512))
+
+
+class Counter(Base):
+    """A value over time on a track: L1 bytes in use per core, a memory's bandwidth in use."""
+
+    __tablename__ = "counters"
+    __table_args__ = (Index("ix_counters_run_track_t", "run_id", "track", "t_ns"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    track: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(64))
+    t_ns: Mapped[float] = mapped_column(Float)
+    value: Mapped[float] = mapped_column(Float)

@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from .schema import OpRecord, Run, Zone
+from .schema import Counter, OpRecord, Run, Zone
 
 _OP_FIELDS = (
     "name", "kind", "start_ns", "duration_ns", "flops", "bytes", "bound", "why",
-    "memory", "grid", "cores", "roofline_ns",
+    "memory", "grid", "cores", "roofline_ns", "pct_peak", "dispatch_wait_ns",
 )
+_DEFAULTS = {"why": "", "pct_peak": 0.0, "dispatch_wait_ns": 0.0}  # optional fields; the rest are required
 
 
 @dataclass
@@ -29,6 +30,7 @@ class NewRun:
     device_ns: float
     ops: Sequence[dict]  # keys: _OP_FIELDS
     zones: Iterable[tuple[str, int, str, float, float, str]]  # track, depth, name, start, end, op
+    counters: Iterable[tuple[str, str, float, float]] = ()  # track, name, t, value
     dispatch: str = "host"
     policy: str = "dram-interleaved"
     overrides: list[str] = field(default_factory=list)
@@ -59,7 +61,8 @@ def save_run(session: Session, new: NewRun) -> int:
         session.flush()
         if new.ops:
             session.execute(
-                insert(OpRecord), [{"run_id": run.id, **{k: op[k] for k in _OP_FIELDS}} for op in new.ops]
+                insert(OpRecord),
+                [{"run_id": run.id, **{k: op[k] if k not in _DEFAULTS else op.get(k, _DEFAULTS[k]) for k in _OP_FIELDS}} for op in new.ops],
             )
         zone_rows = [
             {"run_id": run.id, "track": t, "depth": d, "name": n, "start_ns": s, "end_ns": e, "op": o}
@@ -67,4 +70,9 @@ def save_run(session: Session, new: NewRun) -> int:
         ]
         if zone_rows:
             session.execute(insert(Zone), zone_rows)
+        counter_rows = [
+            {"run_id": run.id, "track": t, "name": n, "t_ns": at, "value": v} for t, n, at, v in new.counters
+        ]
+        if counter_rows:
+            session.execute(insert(Counter), counter_rows)
     return run.id

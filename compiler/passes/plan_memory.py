@@ -7,7 +7,7 @@ Results, for the views and the simulator:
 - `graph.meta["l1_peak"]`: the fullest core, its peak bytes and the op at which it peaks;
 - `graph.meta["l1_per_core"]`: peak bytes per core as "r,c" -> bytes;
 - `op.meta["l1_live"]`: tensor bytes on the fullest core while the op runs (the kernel level adds
-  the op's circular buffers to it);
+  the op's circular buffers to it), and `op.meta["l1_live_per_core"]` the same for every core;
 - an overflow (no free range large enough) is a diagnostic naming the op, the tensor and the bytes
   needed vs available; the tensor keeps its layout, without an address.
 """
@@ -83,6 +83,7 @@ class PlanMemory:
             np.maximum(peak, usage, out=peak)
             fullest = float(usage.max())
             op.meta["l1_live"] = fullest
+            op.meta["l1_live_per_core"] = usage.copy() if fullest else None  # None: nothing in L1
             if fullest > top[0]:
                 core = np.unravel_index(int(usage.argmax()), usage.shape)
                 top = (fullest, (int(core[0]), int(core[1])), op.name)

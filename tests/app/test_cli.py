@@ -58,7 +58,8 @@ def test_run_zoo_mlp_json(capsys, db_url):
     assert len(data["ops"]) == 4  # per layer: fc1 (bias add and gelu fused in) and fc2 (bias add fused)
     for op in data["ops"]:
         assert OP_KEYS <= set(op)
-        assert op["duration_ns"] > 0 and op["bound"] in ("compute", "dram", "l1", "noc", "mcast")
+        assert op["duration_ns"] > 0 and op["bound"] in ("compute", "dram", "l1", "noc", "balanced", "dispatch")
+        assert {"achieved_flops", "pct_peak", "bandwidth", "dispatch_wait_ns"} <= set(op)
         assert op["memory"] == "dram" and op["grid"] == "8x8"
     first = data["ops"][0]
     assert (first["name"], first["type"]) == ("mlp.layer.0.fc1.matmul", "matmul")

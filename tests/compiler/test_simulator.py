@@ -78,11 +78,47 @@ def test_zones_per_core_and_phase(ref, build):
 
 
 def test_why_mentions_the_bound(ref, build):
-    _, sim = build(ref)
+    _, sim = build(ref, dispatch="trace")
     for o in sim.ops:
-        assert o.bound in ("compute", "dram", "l1", "noc")
-        assert f"{o.bound}-bound" in o.why.lower()
-        assert "roofline" in o.why
+        assert o.bound in ("compute", "dram", "l1", "noc", "balanced")
+        assert (f"{o.bound}-bound" if o.bound != "balanced" else "balanced:") in o.why.lower()
+        assert "roofline" in o.why and "% of peak" in o.why
+
+
+def test_short_ops_under_host_dispatch_are_dispatch_bound(ref, build):
+    _, host = build(ref, dispatch="host")
+    _, trace = build(ref, dispatch="trace")
+    for h, t in zip(host.ops, trace.ops):
+        if h.duration_ns < h.dispatch_wait_ns:  # the device idled longer than the op ran
+            assert h.bound == "dispatch" and h.why.startswith("dispatch-bound: waited ")
+        assert t.bound != "dispatch" and t.dispatch_wait_ns == 0
+        assert h.duration_ns == pytest.approx(t.duration_ns)  # device time does not depend on the host
+    assert host.total_ns > trace.total_ns
+
+
+def test_achieved_rates_and_share_of_peak(build, wormhole):
+    _, sim = build("zoo:matmul:2048x2048x2048", dispatch="trace")
+    (op,) = sim.ops
+    assert op.achieved_flops == pytest.approx(op.flops / (op.duration_ns / 1e9))
+    # bf16 runs at HiFi2 by default: the peak is half the LoFi one
+    assert op.pct_peak == pytest.approx(op.achieved_flops / (wormhole.peak_flops("bf16", "hifi2")) * 100)
+    assert 50 < op.pct_peak <= 100
+    assert op.bandwidth("dram") == pytest.approx(op.bytes["dram"] / (op.duration_ns / 1e9))
+
+
+def test_counters_follow_l1_use_and_dram_traffic(tiny_path, build):
+    compilation, sim = build(tiny_path, "matmul_0=l1:block_sharded", dispatch="trace")
+    l1 = [c for c in sim.counters if c.name == "l1_bytes"]
+    first, second = sim.ops
+    kernel = compilation.kernel
+    # while matmul_1 runs, core 0,0 holds its shard of matmul_0's output plus matmul_1's buffers
+    at_second = {c.track: c.value for c in l1 if c.t_ns == second.start_ns}
+    shard = compilation.levels["layout"].op("matmul_1").meta["l1_live_per_core"][0, 0]
+    group = next(g for g in kernel.op("matmul_1").meta["kernel"].groups if (0, 0) in g.cores)
+    assert shard > 0 and at_second["core 0,0"] == shard + group.cb_bytes
+    dram = [(c.t_ns, c.value) for c in sim.counters if c.name == "dram_bytes_per_s"]
+    assert dram[0] == (first.start_ns, pytest.approx(first.bandwidth("dram")))
+    assert dram[1] == (first.end_ns, 0.0)
 
 
 def test_bytes_and_flops(mnist_path, build):
