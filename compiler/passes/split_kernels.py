@@ -93,7 +93,10 @@ class SplitKernels:
 
     def _operand(self, tensor: Tensor, nbytes: float, grid, sender: bool) -> tuple[Transfer, ...]:
         """A multicast operand: the sender fetches it from where it lives, receivers get it by
-        multicast; from shards on the grid, every core has its piece and receives the rest."""
+        multicast; from shards on the grid, every core has its piece and receives the rest. Without
+        multicast on the target, every core fetches its own copy."""
+        if not self.target.noc_multicast:
+            return self._moves(tensor, nbytes, grid)
         if sender or self._is_local(tensor, grid):
             return self._moves(tensor, nbytes, grid, rest=MCAST)
         return (Transfer(tensor.name, MCAST, nbytes),)
@@ -117,17 +120,17 @@ class SplitKernels:
         # (rows, cols) of output tiles per core, and whether it fetches A and B for others
         share: dict[tuple[int, int], tuple[int, int, bool, bool]] = {}
         if mt >= grid[0] and nt >= grid[1]:
-            program = "matmul_2d_mcast"
+            program = "matmul_2d_mcast" if self.target.noc_multicast else "matmul_2d"
             bm, bn = ceil_div(mt, grid[0]), ceil_div(nt, grid[1])
             for r, c in cores:
                 share[(r, c)] = (_clamp(mt - r * bm, bm), _clamp(nt - c * bn, bn), c == 0, r == 0)
         elif nt >= mt:  # thin output: every core needs all of A, multicast from the first core
-            program = "matmul_1d_mcast_in0"
+            program = "matmul_1d_mcast_in0" if self.target.noc_multicast else "matmul_1d"
             bm, bn = mt, ceil_div(nt, len(cores))
             for i, core in enumerate(cores):
                 share[core] = (mt, _clamp(nt - i * bn, bn), i == 0, True)
         else:  # tall output: every core needs all of B
-            program = "matmul_1d_mcast_in1"
+            program = "matmul_1d_mcast_in1" if self.target.noc_multicast else "matmul_1d"
             bm, bn = ceil_div(mt, len(cores)), nt
             for i, core in enumerate(cores):
                 share[core] = (_clamp(mt - i * bm, bm), nt, True, i == 0)
