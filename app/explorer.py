@@ -144,7 +144,10 @@ def inspector_children(compilation: Compilation, level: str, op_name: str | None
             ("bytes", ", ".join(f"{k} {v / 1e3:,.1f} KB" for k, v in sorted(record.bytes.items())) or "-"),
             ("cores", str(record.cores)),
             ("bound", record.bound),
+            ("achieved", f"{record.flops / max(record.duration_ns, 1e-9):,.1f} GFLOP/s, {record.pct_peak:.0f}% of peak"),
         ]
+        if record.dispatch_wait_ns:
+            rows.append(("host wait", f"{record.dispatch_wait_ns / 1e3:,.2f} us before it"))
     table = html.Table([html.Tr([html.Th(k), html.Td(v)]) for k, v in rows], className="kv")
     why = [html.P(record.why, className="why")] if record is not None else []
     return [table, *why]

@@ -91,12 +91,17 @@ class Target:
     def default_fidelity(self, dtype: str) -> str:
         return self.matrix.default_fidelity.get(self.compute_dtype(dtype), "hifi4")
 
-    def tile_cycles(self, dtype: str, fidelity: str) -> float:
-        """Cycles of one tile x tile x tile matrix multiply on one core."""
-        rows, cols = self.tile
-        flops = 2 * rows * cols * cols
+    def tile_cycles(self, dtype: str, fidelity: str, rows: int | None = None) -> float:
+        """Cycles of one tile x tile x tile matrix multiply on one core. A tile of fewer `rows`
+        (a short tile) costs its share of a full one, but never less than the engine's minimum
+        rows per pass."""
+        tile_rows, cols = self.tile
+        flops = 2 * tile_rows * cols * cols
         per_cycle = self.matrix.flops_per_cycle[self.compute_dtype(dtype)]
-        return math.ceil(flops / per_cycle) * self.matrix.fidelity_passes[fidelity]
+        full = math.ceil(flops / per_cycle) * self.matrix.fidelity_passes[fidelity]
+        if rows is None or rows >= tile_rows:
+            return full
+        return full * max(rows, self.matrix.min_rows) / tile_rows
 
     def peak_flops(self, dtype: str = "bf16", fidelity: str | None = None) -> float:
         """Matrix peak of the whole grid, at `fidelity` (the fastest when None)."""

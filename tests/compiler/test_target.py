@@ -186,3 +186,11 @@ def test_assumed_values_are_flagged():
     assert "clock_hz" in load_target("corsair").assumed
     assert "memory.l1.capacity_bytes" not in load_target("blackhole_p150").assumed
     assert "memory.l1.bytes_per_cycle" in load_target("blackhole_p150").assumed
+
+
+def test_short_tiles_cost_their_rows_but_at_least_the_minimum_pass(wormhole):
+    full = wormhole.tile_cycles("bf16", "lofi")
+    assert wormhole.tile_cycles("bf16", "lofi", rows=16) == full / 2
+    assert wormhole.tile_cycles("bf16", "lofi", rows=8) == full / 4
+    assert wormhole.tile_cycles("bf16", "lofi", rows=1) == full / 4  # still a full 8-row pass
+    assert wormhole.tile_cycles("bf16", "lofi", rows=64) == full
