@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import networkx as nx
+import plotly.colors
 import plotly.graph_objects as go
 
 from compiler.ir import Graph
 
 FONT = "Inter, system-ui, -apple-system, Segoe UI, sans-serif"
-# One colour per op kind on the timeline, stable across runs (qualitative, colour-blind friendly).
-KIND_COLOURS = (
-    "#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#EECA3B", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC",
-)
+# One colour per op kind on the timeline (24 distinct before any repeats).
+KIND_COLOURS = tuple(plotly.colors.qualitative.Dark24)
+MAX_LABELLED_NODES = 60
 
 
 def _base_layout(fig: go.Figure, height: int) -> go.Figure:
@@ -30,11 +30,18 @@ def _base_layout(fig: go.Figure, height: int) -> go.Figure:
 
 
 def layered_positions(graph: Graph) -> dict[str, tuple[float, float]]:
-    """Left-to-right layers by longest path from the inputs; ops of one layer stacked vertically."""
+    """Left-to-right layers, each op as late as its readers allow (so side chains such as weight
+    reshapes sit next to the op that reads them, not all in the first column); ops of one layer
+    are stacked vertically."""
     dag = op_dag(graph)
+    order = list(nx.topological_sort(dag))
+    depth: dict[str, int] = {}
+    for name in order:
+        depth[name] = max((depth[p] + 1 for p in dag.predecessors(name)), default=0)
+    last = max(depth.values(), default=0)
     layer: dict[str, int] = {}
-    for name in nx.topological_sort(dag):
-        layer[name] = max((layer[p] + 1 for p in dag.predecessors(name)), default=0)
+    for name in reversed(order):
+        layer[name] = min((layer[s] - 1 for s in dag.successors(name)), default=last)
     columns: dict[int, list[str]] = {}
     for op in graph.ops:  # graph order keeps each column stable across runs
         columns.setdefault(layer[op.name], []).append(op.name)
@@ -102,9 +109,11 @@ def graph_figure(graph: Graph, durations_ns: Mapping[str, float], selected: str 
         )
     )
     any_timed = any(c is not None for c in colours)
+    labelled = len(names) <= MAX_LABELLED_NODES  # beyond that, labels only overlap: hover instead
     fig.add_trace(
         go.Scatter(
-            x=xs, y=ys, mode="markers+text", text=[_short(n) for n in names], textposition="bottom center",
+            x=xs, y=ys, mode="markers+text" if labelled else "markers",
+            text=[_short(n) for n in names] if labelled else None, textposition="bottom center",
             textfont=dict(size=10, color="#3e4c59"), customdata=names, hovertext=hover, hoverinfo="text",
             marker=dict(
                 size=22, symbol="square", line=dict(width=1, color="#52606d"),
