@@ -6,17 +6,21 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from compiler.errors import TilescopeError
 from compiler.ir import LEVELS
-from compiler.passes.layout import DEFAULT_POLICY, POLICIES
+from compiler.passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
 from compiler.target import DISPATCH_MODES
+from overrides import format_item, parse_item
+from overrides.formats import OverrideSet, dump, load_file
 from perfdb.engine import DatabaseError, default_url, open_db, session_factory
-from perfdb.queries import RunNotFound, list_runs
+from perfdb.queries import RunNotFound, get_run, list_runs
 
 from .runs import DEFAULT_TARGET, RunResult, compile_cached, execute
 
 EXAMPLE_MODEL = "zoo:mlp"
+EXPORT_FORMATS = ("overrides", "tt-mlir", "tt-explorer")
 MODEL_HELP = (
     "an .mlir file (file.mlir#func picks a function), a shipped example (classifier.mlir) or a zoo model: "
     "zoo:mlp, zoo:bert-base, zoo:llama-3.2-1b[?mode=decode], zoo:resnet50, zoo:matmul:MxKxN "
@@ -37,15 +41,20 @@ def _parser() -> argparse.ArgumentParser:
                 "--override", action="append", default=[], metavar="SPEC",
                 help="op output layout, tt-mlir syntax: OP=RxC:l1|dram:interleaved|block_sharded|...:tile|row_major:DTYPE",
             )
+            p.add_argument(
+                "--overrides", metavar="FILE",
+                help="overrides file: tilescope JSON, TT-Explorer JSON, or tt-mlir options (override-output-layout=...)",
+            )
+            p.add_argument("--policy", choices=POLICIES, default=None, help=f"layout policy before overrides (default {DEFAULT_POLICY})")
+            p.add_argument("--l1-usage-cap", type=float, default=None, help="share of L1 tensors may use (default 0.8)")
         if db:
             p.add_argument("--db", default=None, help=f"SQLAlchemy URL of the perf database (default: $TILESCOPE_DB or {default_url()})")
 
     run = sub.add_parser("run", help="compile, simulate and store a run; print per-op timings")
     run.add_argument("model", help=MODEL_HELP)
     common(run)
-    run.add_argument("--policy", choices=POLICIES, default=DEFAULT_POLICY, help="layout policy before overrides")
     run.add_argument("--label", default="", help="a note to tell this run apart")
-    run.add_argument("--dispatch", choices=DISPATCH_MODES, default="host", help="host launches per op, or a captured trace")
+    run.add_argument("--dispatch", choices=DISPATCH_MODES, default=None, help="host launches per op (default), or a captured trace")
     run.add_argument("--keep-going", action="store_true", help="store the run even if an override is rejected")
     run.add_argument("--json", action="store_true", help="print the run as JSON")
 
@@ -56,8 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print a model at one compiler level as MLIR")
     show.add_argument("model", help=MODEL_HELP)
     show.add_argument("--level", choices=LEVELS, default="graph")
-    show.add_argument("--policy", choices=POLICIES, default=DEFAULT_POLICY, help="layout policy before overrides")
     common(show, db=False)
+
+    export = sub.add_parser("export", help="write what a stored run was compiled with")
+    export.add_argument("run", type=int, help="run id (see tilescope runs)")
+    export.add_argument("--format", choices=EXPORT_FORMATS, default="overrides")
+    export.add_argument("-o", "--output", help="file to write (default: standard output)")
+    common(export, target=False)
 
     bench = sub.add_parser("bench", help="time import, each compiler level, simulation and storage at 1k-100k ops")
     bench.add_argument("--quick", action="store_true", help="the 1k and 10k sizes only")
@@ -115,11 +129,25 @@ def _print_table(result: RunResult, model_ref: str) -> None:
         print(f"override {outcome.spec}: {outcome.status}{': ' + outcome.reason if outcome.reason else ''}")
 
 
+def _settings(args) -> tuple[list[str], str, str, float]:
+    """Override items and globals: command-line flags win over an overrides file, which wins over
+    the defaults."""
+    loaded = load_file(args.overrides) if args.overrides else OverrideSet()
+    items = [format_item(o) for o in loaded.items] + list(args.override)
+    policy = args.policy or loaded.policy or DEFAULT_POLICY
+    dispatch = getattr(args, "dispatch", None) or loaded.dispatch or "host"
+    cap = args.l1_usage_cap if args.l1_usage_cap is not None else loaded.l1_usage_cap
+    if cap is not None and not 0 < cap <= 1:
+        raise TilescopeError(f"--l1-usage-cap must be in (0, 1], got {cap:g}")
+    return items, policy, dispatch, cap if cap is not None else DEFAULT_L1_USAGE_CAP
+
+
 def cmd_run(args) -> int:
+    items, policy, dispatch, cap = _settings(args)
     sessions = session_factory(open_db(args.db))
     result = execute(
-        sessions, args.model, args.target, args.override,
-        label=args.label, dispatch=args.dispatch, policy=args.policy, keep_going=args.keep_going,
+        sessions, args.model, args.target, items,
+        label=args.label, dispatch=dispatch, policy=policy, l1_usage_cap=cap, keep_going=args.keep_going,
     )
     for warning in result.compilation.warnings:
         print(f"tilescope: warning: {warning}", file=sys.stderr)
@@ -155,7 +183,8 @@ def cmd_runs(args) -> int:
 
 
 def cmd_show(args) -> int:
-    compilation, _ = compile_cached(args.model, args.target, tuple(args.override), policy=args.policy)
+    items, policy, _, cap = _settings(args)
+    compilation, _ = compile_cached(args.model, args.target, tuple(items), policy=policy, l1_usage_cap=cap)
     for warning in compilation.warnings:
         print(f"tilescope: warning: {warning}", file=sys.stderr)
     sys.stdout.write(compilation.mlir(args.level))
@@ -175,7 +204,23 @@ def cmd_bench(args) -> int:
     return bench_main(quick=args.quick, as_json=args.json, target=args.target)
 
 
-COMMANDS = {"run": cmd_run, "runs": cmd_runs, "show": cmd_show, "serve": cmd_serve, "bench": cmd_bench}
+def cmd_export(args) -> int:
+    with session_factory(open_db(args.db))() as session:
+        run = get_run(session, args.run)
+    overrides = OverrideSet(
+        [parse_item(item) for item in run.overrides], run.policy, run.dispatch, run.l1_usage_cap
+    )
+    text = dump(overrides, {"overrides": "tilescope"}.get(args.format, args.format))
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+COMMANDS = {
+    "run": cmd_run, "runs": cmd_runs, "show": cmd_show, "serve": cmd_serve, "bench": cmd_bench, "export": cmd_export,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

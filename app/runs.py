@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from compiler.models import load_model, read_source
 from compiler.errors import TilescopeError
 from compiler.override import REJECTED, OverrideOutcome
-from compiler.passes.layout import DEFAULT_POLICY, POLICIES
+from compiler.passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
 from compiler.pipeline import Compilation, compile_model
 from compiler.simulator import SimResult, simulate
 from compiler.target import Target, load_target
@@ -34,7 +34,12 @@ class RunResult:
 
 
 def compile_cached(
-    ref: str, target: str, override_items: Sequence[str], text: str | None = None, policy: str = DEFAULT_POLICY
+    ref: str,
+    target: str,
+    override_items: Sequence[str],
+    text: str | None = None,
+    policy: str = DEFAULT_POLICY,
+    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
 ) -> tuple[Compilation, tuple[str, ...]]:
     """Compile `ref` with overrides given as tt-mlir items; returns the items in canonical form.
 
@@ -44,7 +49,7 @@ def compile_cached(
     source = read_source(ref) if text is None else text
     if policy not in POLICIES:
         raise TilescopeError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
-    return _compile(ref, source, load_target(target), tuple(override_items), policy)
+    return _compile(ref, source, load_target(target), tuple(override_items), policy, l1_usage_cap)
 
 
 @lru_cache(maxsize=16)
@@ -53,11 +58,11 @@ def _model(ref: str, text: str):
 
 
 @lru_cache(maxsize=64)
-def _compile(ref: str, text: str, target: Target, override_items: tuple[str, ...], policy: str):
+def _compile(ref: str, text: str, target: Target, override_items: tuple[str, ...], policy: str, l1_usage_cap: float):
     model = _model(ref, text)
     parsed = [parse_item(item) for item in override_items]
     check_op_names(parsed, model.graph)
-    return compile_model(model, target, parsed, policy), tuple(format_item(o) for o in parsed)
+    return compile_model(model, target, parsed, policy, l1_usage_cap), tuple(format_item(o) for o in parsed)
 
 
 def execute(
@@ -70,10 +75,11 @@ def execute(
     parent_id: int | None = None,
     dispatch: str = "host",
     policy: str = DEFAULT_POLICY,
+    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
     source_text: str | None = None,
     keep_going: bool = False,
 ) -> RunResult:
-    compilation, items = compile_cached(model_ref, target, override_items, source_text, policy)
+    compilation, items = compile_cached(model_ref, target, override_items, source_text, policy, l1_usage_cap)
     sim = simulate(compilation.kernel, compilation.target, dispatch)
     result = RunResult(None, compilation, sim, list(items))
     if result.rejected and not keep_going:
@@ -92,6 +98,7 @@ def execute(
         counters=((c.track, c.name, c.t_ns, c.value) for c in sim.counters),
         dispatch=dispatch,
         policy=policy,
+        l1_usage_cap=l1_usage_cap,
         overrides=list(items),
         override_outcomes=[o.as_dict() for o in compilation.override_outcomes],
         label=label,

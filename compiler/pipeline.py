@@ -19,7 +19,7 @@ from .ir import Graph
 from .mlir_import import ImportedModel
 from .mlir_print import print_graph
 from .override import OpOverride, OverrideOutcome
-from .passes.layout import DEFAULT_POLICY, AssignLayouts
+from .passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, AssignLayouts
 from .passes.canonicalize import Canonicalize
 from .passes.fuse_eltwise import FuseEltwise
 from .passes.insert_to_layout import InsertToLayout
@@ -69,11 +69,16 @@ class Compilation:
         return self._printed[level]
 
 
-def stages(target: Target, overrides: Sequence[OpOverride], policy: str) -> list[tuple[str, list]]:
+def stages(
+    target: Target, overrides: Sequence[OpOverride], policy: str, l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
+) -> list[tuple[str, list]]:
     """Each level and the passes that produce it, in order."""
     return [
         ("graph", [Normalize(), Canonicalize(), FuseEltwise(target)]),
-        ("layout", [AssignLayouts(target, tuple(overrides), policy), InsertToLayout(target), PlanMemory(target)]),
+        (
+            "layout",
+            [AssignLayouts(target, tuple(overrides), policy, l1_usage_cap), InsertToLayout(target), PlanMemory(target)],
+        ),
         ("kernel", [SplitKernels(target), CheckL1(target)]),
     ]
 
@@ -83,10 +88,11 @@ def compile_model(
     target: Target,
     overrides: Sequence[OpOverride] = (),
     policy: str = DEFAULT_POLICY,
+    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
 ) -> Compilation:
     levels: dict[str, Graph] = {}
     graph = model.graph
-    for level, passes in stages(target, overrides, policy):
+    for level, passes in stages(target, overrides, policy, l1_usage_cap):
         graph = graph.with_level(level)
         for compiler_pass in passes:
             graph = compiler_pass.run(graph)

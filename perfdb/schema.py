@@ -48,6 +48,7 @@ class Run(Base):
     target: Mapped[str] = mapped_column(String(256))
     dispatch: Mapped[str] = mapped_column(String(16), default="host")
     policy: Mapped[str] = mapped_column(String(32), default="dram-interleaved")
+    l1_usage_cap: Mapped[float] = mapped_column(Float, default=0.8)
     overrides: Mapped[list] = mapped_column(JSON, default=list)  # override items as text
     override_outcomes: Mapped[list] = mapped_column(JSON, default=list)
     label: Mapped[str] = mapped_column(String(512), default="")

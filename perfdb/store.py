@@ -33,6 +33,7 @@ class NewRun:
     counters: Iterable[tuple[str, str, float, float]] = ()  # track, name, t, value
     dispatch: str = "host"
     policy: str = "dram-interleaved"
+    l1_usage_cap: float = 0.8
     overrides: list[str] = field(default_factory=list)
     override_outcomes: list[dict] = field(default_factory=list)
     label: str = ""
@@ -49,6 +50,7 @@ def save_run(session: Session, new: NewRun) -> int:
         target=new.target,
         dispatch=new.dispatch,
         policy=new.policy,
+        l1_usage_cap=new.l1_usage_cap,
         overrides=list(new.overrides),
         override_outcomes=list(new.override_outcomes),
         label=new.label,

@@ -329,3 +329,71 @@ def test_run_with_the_greedy_policy_is_stored_with_it(capsys, db_url, tiny_path)
     assert greedy["ops"][1]["duration_ns"] < base["ops"][1]["duration_ns"]  # reads its input from L1
     ((_, _), (run, _)) = sorted(stored(db_url), key=lambda r: r[0].id)
     assert run.policy == "greedy-l1"
+
+
+# --- override files in every format (the overrides issue's acceptance) ---------------------------
+
+
+def _twenty_overrides(corpus):
+    """20 overrides of different kinds on ResNet-50's first ops of the graph level."""
+    from compiler.models import load_model
+    from compiler.override import OpOverride
+    from compiler.pipeline import compile_model
+    from compiler.target import load_target
+    from overrides.formats import OverrideSet
+
+    graph = compile_model(load_model(str(corpus / "resnet50_xla.mlir")), load_target("wormhole_n150")).levels["graph"]
+    names = [op.name for op in graph.ops if op.kind in ("conv2d", "matmul")][:20]
+    kinds = [
+        dict(grid=(4, 4)), dict(memory="l1", memory_layout="block_sharded"), dict(dtype="bfp8"),
+        dict(fidelity="lofi"), dict(grid=(8, 4), memory="dram", memory_layout="interleaved"),
+    ]
+    return OverrideSet([OpOverride(name, **kinds[i % len(kinds)]) for i, name in enumerate(names)], l1_usage_cap=0.7)
+
+
+def test_twenty_overrides_give_the_same_run_through_every_format(capsys, corpus, tmp_path, db_url):
+    from overrides.formats import dump
+
+    overrides = _twenty_overrides(corpus)
+    assert len(overrides.items) == 20
+    runs = {}
+    for fmt in ("tilescope", "tt-explorer", "tt-mlir"):
+        path = tmp_path / f"o.{fmt}"
+        path.write_text(dump(overrides, fmt))
+        data = run_json(capsys, str(corpus / "resnet50_xla.mlir"), "--db", db_url, "--overrides", str(path), "--keep-going")
+        assert len(data["overrides"]) == 20
+        runs[fmt] = {o["name"]: (o["duration_ns"], o["memory"], o["grid"]) for o in data["ops"]}
+    assert runs["tilescope"] == runs["tt-explorer"] == runs["tt-mlir"]
+    plain = run_json(capsys, str(corpus / "resnet50_xla.mlir"), "--db", db_url)
+    assert {o["name"]: o["duration_ns"] for o in plain["ops"]} != {k: v[0] for k, v in runs["tt-mlir"].items()}
+
+
+def test_export_writes_what_a_run_was_compiled_with(capsys, tmp_path, tiny_path, db_url):
+    data = run_json(
+        capsys, tiny_path, "--db", db_url, "--override", "matmul_0=2x2:l1:block_sharded", "--override",
+        "matmul_1=fidelity#lofi", "--policy", "greedy-l1", "--l1-usage-cap", "0.5",
+    )
+    code, text, _ = cli(capsys, "export", str(data["run_id"]), "--db", db_url, "--format", "tt-mlir")
+    assert code == 0
+    assert text.strip() == (
+        "override-output-layout=matmul_0=2x2:l1:block_sharded,matmul_1=fidelity#lofi tensor-l1-usage-cap=0.5"
+    )
+    out = tmp_path / "run.json"
+    code, _, _ = cli(capsys, "export", str(data["run_id"]), "--db", db_url, "-o", str(out))
+    exported = json.loads(out.read_text())
+    assert exported["policy"] == "greedy-l1" and exported["l1_usage_cap"] == 0.5 and len(exported["overrides"]) == 2
+    # the exported file reproduces the run
+    again = run_json(capsys, tiny_path, "--db", db_url, "--overrides", str(out))
+    assert [o["duration_ns"] for o in again["ops"]] == [o["duration_ns"] for o in data["ops"]]
+
+
+def test_bad_overrides_file_is_one_line(capsys, tmp_path, tiny_path, db_url):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"version": 1, "overrides": [{"op": "matmul_0", "grid": "big"}]}')
+    code, out, err = cli(capsys, "run", tiny_path, "--db", db_url, "--overrides", str(bad))
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [f"tilescope: error: overrides file: overrides/0/grid: 'big' is not of type 'array'"]
+    code, _, err = cli(capsys, "run", tiny_path, "--db", db_url, "--overrides", str(tmp_path / "none.json"))
+    assert code == 2 and "none.json: no such file" in err
+    code, _, err = cli(capsys, "export", "999", "--db", db_url)
+    assert code == 2 and "no run with id 999" in err

@@ -1,0 +1,131 @@
+"""The three override formats round-trip, and a model tuned through each gives the same run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compiler.errors import OverrideError
+from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
+from compiler.override import OpOverride
+from compiler.target import FIDELITIES
+from overrides.formats import (
+    OverrideSet, dump, format_explorer, format_json, format_ttmlir, parse_explorer, parse_json, parse_text,
+    parse_ttmlir,
+)
+
+EXAMPLE = OverrideSet(
+    [
+        OpOverride("matmul_0", grid=(4, 4), memory="l1", memory_layout="block_sharded", layout="tile", dtype="bf16"),
+        OpOverride("relu_0", memory="dram", memory_layout="interleaved"),
+        OpOverride("matmul_1", grid=(2, 8), dtype="bfp8", fidelity="lofi"),
+    ],
+    l1_usage_cap=0.75,
+)
+
+
+def test_ttmlir_option_string():
+    text = format_ttmlir(EXAMPLE)
+    assert text == (
+        "override-output-layout=matmul_0=4x4:l1:block_sharded:tile:bf16,relu_0=dram:interleaved,"
+        "matmul_1=2x8:bfp8:fidelity#lofi tensor-l1-usage-cap=0.75"
+    )
+    assert parse_ttmlir(text).canonical() == EXAMPLE.canonical()
+
+
+def test_ttmlir_accepts_tt_mlirs_own_example_as_is():
+    parsed = parse_ttmlir("override-output-layout=op1=1x1:dram:interleaved:tile:f32,op2=4x4:l1:block_sharded:row_major:f16")
+    assert [(o.op, o.grid, o.memory, o.memory_layout, o.layout, o.dtype) for o in parsed.items] == [
+        ("op1", (1, 1), "dram", "interleaved", "tile", "f32"),
+        ("op2", (4, 4), "l1", "block_sharded", "row_major", "f16"),
+    ]
+
+
+def test_explorer_json_shape_and_round_trip():
+    data = format_explorer(EXAMPLE)
+    entry = data['loc("matmul_0")']
+    assert entry["named_location"] == "matmul_0" and entry["full_location"] == 'loc("matmul_0")'
+    assert {a["key"]: a["value"] for a in entry["attributes"]} == {
+        "grid_shape": "4x4", "buffer_type": "l1", "tensor_memory_layout": "block_sharded",
+        "memory_layout": "tile", "data_type": "bf16",
+    }
+    assert parse_explorer(json.loads(json.dumps(data))).items == [
+        o.__class__(**{**o.__dict__, "spec": p.spec}) for o, p in zip(EXAMPLE.items, parse_explorer(data).items)
+    ]
+
+
+def test_explorer_export_from_tt_explorer_itself():
+    # the shape TT-Explorer's own tests send, with a location of a real export
+    data = {
+        'loc("relu_3"("MNISTLinear":4294967295:6))': {
+            "named_location": "relu_3",
+            "attributes": [
+                {"key": "data_type", "value": "f32"}, {"key": "memory_layout", "value": "tile"},
+                {"key": "buffer_type", "value": "dram"}, {"key": "tensor_memory_layout", "value": "interleaved"},
+                {"key": "grid_shape", "value": "[2, 4]"},
+            ],
+        }
+    }
+    (ov,) = parse_explorer(data).items
+    assert (ov.op, ov.grid, ov.memory, ov.memory_layout, ov.layout, ov.dtype) == (
+        "relu_3", (2, 4), "dram", "interleaved", "tile", "f32",
+    )
+
+
+def test_tilescope_json_round_trip_and_schema():
+    data = format_json(OverrideSet(EXAMPLE.items, "greedy-l1", "trace", 0.75))
+    assert data["version"] == 1 and data["policy"] == "greedy-l1" and data["overrides"][0]["grid"] == [4, 4]
+    assert parse_json(json.loads(json.dumps(data))).canonical() == OverrideSet(EXAMPLE.items, "greedy-l1", "trace", 0.75).canonical()
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("optimizer-level=2", "unknown option 'optimizer-level'"),
+        ("override-output-layout=a=l1 override-output-layout=b=l1", "given twice"),
+        ("tensor-l1-usage-cap=1.5", "must be in (0, 1]"),
+        ("override-output-layout=a=l1:l2", "unknown token 'l2'"),
+        ('{"version": 1, "overrides": [{"op": "a", "grid": [0, 2]}]}', "overrides/0/grid/0"),
+        ('{"version": 1, "overrides": [{"op": "a", "colour": "red"}]}', "'colour' was unexpected"),
+        ('{"version": 2, "overrides": []}', "version"),
+        ('{"version": 1,\n "overrides": [}', ":2:"),
+        ('{"x": {"named_location": "x", "attributes": [{"key": "shard_spec", "value": "1"}]}}', "unknown attribute key 'shard_spec'"),
+        ("override-output-layout=a=l1,a=dram", "override for 'a' given twice"),
+    ],
+)
+def test_bad_files_name_the_place_and_the_reason(text, fragment):
+    with pytest.raises(OverrideError, match=None) as err:
+        parse_text(text, "f.json")
+    assert fragment in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_format_is_told_by_content():
+    for fmt in ("tilescope", "tt-explorer", "tt-mlir"):
+        assert parse_text(dump(EXAMPLE, fmt)).canonical().items == EXAMPLE.canonical().items
+
+
+overrides_strategy = st.builds(
+    OpOverride,
+    op=st.from_regex(r"[a-z][a-z0-9_.]{0,12}", fullmatch=True),
+    grid=st.none() | st.tuples(st.integers(1, 16), st.integers(1, 16)),
+    memory=st.none() | st.sampled_from(["dram", "l1", "lls", "system"]),
+    memory_layout=st.none() | st.sampled_from(MEMORY_LAYOUTS),
+    layout=st.none() | st.sampled_from(TENSOR_LAYOUTS),
+    dtype=st.none() | st.sampled_from(["f32", "bf16", "bfp8", "bfp4", "i8"]),
+    fidelity=st.none() | st.sampled_from(FIDELITIES),
+).filter(lambda o: any(v is not None for v in (o.grid, o.memory, o.memory_layout, o.layout, o.dtype, o.fidelity)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(overrides_strategy, max_size=6, unique_by=lambda o: o.op), st.none() | st.floats(0.05, 1.0))
+def test_every_format_round_trips_any_override_set(items, cap):
+    original = OverrideSet(items, l1_usage_cap=None if cap is None else round(cap, 3))
+    for fmt in ("tilescope", "tt-explorer", "tt-mlir"):
+        again = parse_text(dump(original, fmt))
+        assert again.canonical().items == original.canonical().items, fmt
+        if fmt != "tt-explorer":  # TT-Explorer's format carries no globals
+            assert again.l1_usage_cap == original.l1_usage_cap
