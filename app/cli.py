@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from compiler.errors import TilescopeError
 from compiler.ir import LEVELS
 from compiler.passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
@@ -229,6 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except (TilescopeError, DatabaseError, RunNotFound) as err:
         print(f"tilescope: error: {err}", file=sys.stderr)
+        return 2
+    except SQLAlchemyError as err:  # the database failed mid-way: say so in one line
+        reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+        print(f"tilescope: error: database: {reason}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

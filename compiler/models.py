@@ -20,7 +20,7 @@ def split_function(ref: str) -> tuple[str, str | None]:
     """'model.mlir#gather_3' -> ('model.mlir', 'gather_3'): a file reference may pick its function."""
     if not zoo.is_zoo(ref) and "#" in ref:
         path, _, function = ref.rpartition("#")
-        if function and not Path(ref).exists():
+        if function and not Path(ref).exists() and not (EXAMPLES / ref).exists():
             return path, function
     return ref, None
 
@@ -29,9 +29,10 @@ def read_source(ref: str) -> str:
     """The MLIR text behind a reference."""
     if zoo.is_zoo(ref):
         return zoo.generate(ref)
-    path = Path(split_function(ref)[0]).expanduser()
-    if not path.exists() and (EXAMPLES / ref).exists():
-        path = EXAMPLES / ref
+    file_ref = split_function(ref)[0]
+    path = Path(file_ref).expanduser()
+    if not path.exists() and (EXAMPLES / file_ref).exists():
+        path = EXAMPLES / file_ref
     if not path.exists():
         raise ModelLoadError(f"{path}: no such file")
     if path.is_dir():
@@ -47,5 +48,6 @@ def read_source(ref: str) -> str:
 def load_model(ref: str, text: str | None = None) -> ImportedModel:
     """Import `ref`; pass `text` to import stored source without touching the file system."""
     source = read_source(ref) if text is None else text
-    name = ref if zoo.is_zoo(ref) else None
-    return import_mlir(source, ref, name, split_function(ref)[1])
+    file_ref, function = split_function(ref)
+    name = ref if zoo.is_zoo(ref) else Path(file_ref).name.removesuffix(".mlir") + (f"#{function}" if function else "")
+    return import_mlir(source, ref, name, function)

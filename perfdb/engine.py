@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from platformdirs import user_data_dir
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -37,11 +37,17 @@ def _describe(url: str) -> str:
 
 
 def open_db(url: str | None = None) -> Engine:
-    """Connect, create missing tables, and fail with one line if the database is unusable."""
+    """Connect, create missing tables and columns, and fail with one line if the database is
+    unusable. Only the default database's directory is created; a given path must exist."""
+    default = url is None
     url = url or default_url()
     try:
         if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-            Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(url.removeprefix("sqlite:///")).expanduser().parent
+            if default:
+                folder.mkdir(parents=True, exist_ok=True)
+            elif not folder.is_dir():
+                raise DatabaseError(f"database {_describe(url)!r}: directory {folder} does not exist")
         engine = create_engine(url)
     except (ArgumentError, ImportError) as err:
         raise DatabaseError(f"database URL {_describe(url)!r} is not usable: {err}") from None
@@ -51,12 +57,29 @@ def open_db(url: str | None = None) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
     try:
         Base.metadata.create_all(engine)
+        _add_missing_columns(engine)
     except OperationalError as err:
         reason = str(err.orig).strip().splitlines()[0] if err.orig else str(err).splitlines()[0]
         raise DatabaseError(f"cannot open database {_describe(url)!r}: {reason}") from None
     except SQLAlchemyError as err:
         raise DatabaseError(f"cannot open database {_describe(url)!r}: {str(err).splitlines()[0]}") from None
     return engine
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """A database written by an earlier tilescope lacks columns added since: add them, with their
+    defaults, so its runs stay readable and new runs can be stored next to them."""
+    inspector = inspect(engine)
+    with engine.begin() as connection:
+        for table in Base.metadata.sorted_tables:
+            present = {c["name"] for c in inspector.get_columns(table.name)}
+            for column in table.columns:
+                if column.name in present:
+                    continue
+                kind = column.type.compile(dialect=engine.dialect)
+                default = column.default.arg if column.default is not None and not callable(column.default.arg) else None
+                literal = "" if default is None else f" DEFAULT {default!r}" if isinstance(default, str) else f" DEFAULT {default}"
+                connection.execute(text(f'ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}{literal}'))
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:

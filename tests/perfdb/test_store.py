@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import inspect, select
 
-from perfdb.engine import open_db, session_factory
+from perfdb.engine import DatabaseError, open_db, session_factory
 from perfdb.queries import RunNotFound, get_run, list_runs, op_records, zones
 from perfdb.schema import OpRecord, Run, Zone
 from perfdb.store import NewRun, save_run
@@ -58,9 +58,35 @@ def test_open_db_creates_the_file_and_tables(tmp_path, db_url):
     open_db(db_url)  # opening again keeps working
 
 
-def test_open_db_creates_missing_directories(tmp_path):
-    open_db(f"sqlite:///{tmp_path}/a/b/t.db")
+def test_the_default_database_gets_its_directory_but_a_given_path_must_exist(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILESCOPE_DB", f"sqlite:///{tmp_path}/a/b/t.db")
+    open_db()
     assert (tmp_path / "a" / "b" / "t.db").is_file()
+    with pytest.raises(DatabaseError, match=f"directory {tmp_path}/c does not exist"):
+        open_db(f"sqlite:///{tmp_path}/c/t.db")
+    assert not (tmp_path / "c").exists()
+
+
+def test_a_database_of_an_older_schema_gains_the_new_columns_and_keeps_its_runs(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY, model_ref VARCHAR, model_name VARCHAR, source_hash VARCHAR,"
+            " source_text TEXT, target VARCHAR, dispatch VARCHAR, overrides JSON, override_outcomes JSON,"
+            " label VARCHAR, parent_id INTEGER, created_at DATETIME, status VARCHAR, total_ns FLOAT, device_ns FLOAT)"
+        )
+        db.execute("INSERT INTO runs VALUES (1, 'zoo:mlp', 'zoo:mlp', 'h', 't', 'wormhole_n150', 'host', '[]', '[]',"
+                   " 'kept', NULL, '2026-11-01 00:00:00', 'ok', 5.0, 5.0)")
+    sessions = session_factory(open_db(f"sqlite:///{path}"))
+    with sessions() as s:
+        (old,) = list_runs(s)
+        assert (old.label, old.policy, old.total_ns) == ("kept", "dram-interleaved", 5.0)
+    with sessions() as s:
+        save_run(s, _new_run())
+    with sessions() as s:
+        assert [r.label for r in list_runs(s)][-1] == "kept" and len(list_runs(s)) == 2
 
 
 def test_save_and_get_run_round_trip(sessions):
