@@ -131,11 +131,26 @@ def _print_table(result: RunResult, model_ref: str) -> None:
         print(f"override {outcome.spec}: {outcome.status}{': ' + outcome.reason if outcome.reason else ''}")
 
 
+MAX_WARNINGS = 5
+
+
+def _warn(warnings: list[str]) -> None:
+    """Print the first few warnings and how many more there are; the kernel level lists them all."""
+    for warning in warnings[:MAX_WARNINGS]:
+        print(f"tilescope: warning: {warning}", file=sys.stderr)
+    if len(warnings) > MAX_WARNINGS:
+        print(
+            f"tilescope: warning: ... and {len(warnings) - MAX_WARNINGS} more (tilescope show MODEL --level kernel)",
+            file=sys.stderr,
+        )
+
+
 def _settings(args) -> tuple[list[str], str, str, float]:
     """Override items and globals: command-line flags win over an overrides file, which wins over
     the defaults."""
     loaded = load_file(args.overrides) if args.overrides else OverrideSet()
     items = [format_item(o) for o in loaded.items] + list(args.override)
+    OverrideSet([parse_item(item) for item in items])  # one override per op, across file and flags
     policy = args.policy or loaded.policy or DEFAULT_POLICY
     dispatch = getattr(args, "dispatch", None) or loaded.dispatch or "host"
     cap = args.l1_usage_cap if args.l1_usage_cap is not None else loaded.l1_usage_cap
@@ -151,8 +166,7 @@ def cmd_run(args) -> int:
         sessions, args.model, args.target, items,
         label=args.label, dispatch=dispatch, policy=policy, l1_usage_cap=cap, keep_going=args.keep_going,
     )
-    for warning in result.compilation.warnings:
-        print(f"tilescope: warning: {warning}", file=sys.stderr)
+    _warn(result.compilation.warnings)
     for outcome in result.rejected:
         print(f"tilescope: override {outcome.spec!r} rejected: {outcome.reason}", file=sys.stderr)
     if result.rejected and not args.keep_going:
@@ -187,8 +201,7 @@ def cmd_runs(args) -> int:
 def cmd_show(args) -> int:
     items, policy, _, cap = _settings(args)
     compilation, _ = compile_cached(args.model, args.target, tuple(items), policy=policy, l1_usage_cap=cap)
-    for warning in compilation.warnings:
-        print(f"tilescope: warning: {warning}", file=sys.stderr)
+    _warn(compilation.warnings)
     sys.stdout.write(compilation.mlir(args.level))
     return 0
 

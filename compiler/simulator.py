@@ -228,7 +228,11 @@ class Simulator:
                 spent += s
             return spent
 
-        read, write = seconds(group.reads), seconds(group.writes)
+        # multicast data is pushed into the core's buffers by the sender, alongside what the
+        # core's own reader fetches: the two overlap
+        fetched = seconds(tuple(t for t in group.reads if t.path != MCAST))
+        pushed = seconds(tuple(t for t in group.reads if t.path == MCAST))
+        read, write = max(fetched, pushed), seconds(group.writes)
         compute = group.compute.cycles / self.target.clock_hz
         terms["compute"] = compute
         phases = (read, compute, write)

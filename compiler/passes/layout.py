@@ -128,6 +128,8 @@ class AssignLayouts:
         current = tensor.layout
         memory = ov.memory or current.memory
         memory_layout = ov.memory_layout or current.memory_layout
+        if ov.memory_layout is None and target.memories[memory].shared:
+            memory_layout = "interleaved"  # moving a sharded tensor (greedy-l1) to DRAM unshards it
         if memory_layout != "interleaved" and target.memories[memory].scope != "core":
             return rejected(f"{memory_layout} needs a per-core memory, not {memory}")
         grid = ov.grid or op.attrs["grid"]

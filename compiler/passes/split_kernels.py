@@ -24,6 +24,7 @@ from ..tiles import ceil_div, num_tiles, shard_bytes, tile_bytes
 MAX_INNER_BLOCK = 8  # K tiles per matmul step (tt-metal's in0_block_w is a small divisor of Kt)
 MAX_OUTPUT_BLOCK = 8  # output tiles per side a core computes per pass; larger shares loop over passes
 MAX_ELTWISE_BLOCK = 8  # tiles per step of a streaming (eltwise, data movement) kernel
+LOOKUPS = ("embedding", "gather")
 
 
 def fidelity_of(op: Op, dtype: str, target: Target) -> str:
@@ -207,7 +208,11 @@ class SplitKernels:
         cores = [(r, c) for r in range(grid[0]) for c in range(grid[1])]
         ins = [graph.tensors[t] for t in op.inputs]
         outs = [graph.tensors[t] for t in op.outputs]
-        total = max([num_tiles(t.shape, tile) for t in ins + outs] + [1])
+        # A lookup (embedding, gather) reads only the rows it gathers from its table: as many
+        # bytes as it writes, not the whole table.
+        looked_up = max(ins, key=lambda t: t.numel).name if op.kind in LOOKUPS and ins and outs else None
+        sized = [t for t in ins + outs if t.name != looked_up]
+        total = max([num_tiles(t.shape, tile) for t in sized] + [1])
         per_core = ceil_div(total, len(cores))
         counts: dict[int, list[tuple[int, int]]] = defaultdict(list)
         for i, core in enumerate(cores):
@@ -216,12 +221,19 @@ class SplitKernels:
                 counts[n].append(core)
         passes = cls.flops_per_element + sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ()))
         engine = "vector" if cls.engine == "vector" else "data"
+        page_bytes = sum(tile_bytes(t.layout.dtype, tile) for t in ins + outs)
+        budget = self.target.core_memory.capacity_bytes - op.meta.get("l1_live", 0.0)
         work = []
         for n, members in counts.items():
             frac = n / total
+            # tiles per step: up to MAX_ELTWISE_BLOCK, fewer when two steps of every buffer do not fit
             block = min(n, MAX_ELTWISE_BLOCK)
+            while block > 1 and 2 * block * page_bytes > budget:
+                block //= 2
 
             def tiles_of(t: Tensor) -> int:
+                if t.name == looked_up:  # the rows gathered: as many tiles as the output's share
+                    return max(1, round(num_tiles(outs[0].shape, tile) * frac))
                 return max(1, round(num_tiles(t.shape, tile) * frac))
 
             reads = tuple(m for t in ins for m in self._moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, tile), grid))

@@ -397,3 +397,16 @@ def test_bad_overrides_file_is_one_line(capsys, tmp_path, tiny_path, db_url):
     assert code == 2 and "none.json: no such file" in err
     code, _, err = cli(capsys, "export", "999", "--db", db_url)
     assert code == 2 and "no run with id 999" in err
+
+
+def test_two_overrides_of_one_op_are_refused(capsys, tiny_path, db_url):
+    code, _, err = cli(capsys, "run", tiny_path, "--db", db_url, "--override", "matmul_0=l1", "--override", "matmul_0=dram")
+    assert code == 2 and "override for 'matmul_0' given twice" in err
+
+
+def test_warnings_are_summarised(capsys, db_url):
+    from app.cli import MAX_WARNINGS, _warn
+
+    _warn([f"w{i}" for i in range(MAX_WARNINGS + 3)])
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == MAX_WARNINGS + 1 and err[-1].startswith("tilescope: warning: ... and 3 more")

@@ -136,3 +136,35 @@ def test_a_bias_produced_after_the_matmul_is_not_fused_into_it(wormhole):
     assert [op.name for op in c.levels["graph"].ops] == ["mm", "b2d", "bias"]
     for level in ("graph", "layout", "kernel"):
         import_mlir(c.mlir(level), level)  # every value is defined before use
+
+
+EMBED = """
+func.func @forward(%ids: tensor<1x32xui32> {ttir.name = "ids"}, %table: tensor<128256x2048xbf16> {ttir.name = "table"}) -> tensor<1x32x2048xbf16> {
+  %0 = "ttir.embedding"(%ids, %table) : (tensor<1x32xui32>, tensor<128256x2048xbf16>) -> tensor<1x32x2048xbf16> loc("embed")
+  return %0 : tensor<1x32x2048xbf16>
+}
+"""
+
+
+def test_a_lookup_reads_the_rows_it_gathers_not_its_whole_table(wormhole):
+    kernel = compile_model(import_mlir(EMBED, "e.mlir"), wormhole).kernel.op("embed").meta["kernel"]
+    table = sum(t.bytes * len(g.cores) for g in kernel.groups for t in g.reads if t.tensor == "table")
+    written = sum(t.bytes * len(g.cores) for g in kernel.groups for t in g.writes)
+    assert table == written == 64 * 2048  # 1x32x2048 bf16: 64 tiles of 2 KiB, not 500 MB of table
+
+
+def test_moving_a_greedy_sharded_output_to_dram_unshards_it(wormhole):
+    c = compile_model(import_mlir(PERMUTE, "p.mlir"), wormhole, [parse_item("e=dram")], policy="greedy-l1")
+    assert c.override_outcomes[0].status == "applied"
+    layout = c.levels["layout"].tensors["e"].layout
+    assert (layout.memory, layout.memory_layout) == ("dram", "interleaved")
+
+
+def test_streaming_buffers_shrink_to_fit_a_small_local_memory():
+    from compiler.target import load_target
+
+    mtia = load_target("mtia_v1")  # 128 KiB per PE
+    c = compile_model(import_mlir(PERMUTE.replace("256x256", "4096x4096"), "p.mlir"), mtia, policy="greedy-l1")
+    assert c.levels["kernel"].meta.get("diagnostics", []) == []
+    for op in c.kernel.ops:
+        assert op.meta["l1_bytes"] <= mtia.core_memory.capacity_bytes
