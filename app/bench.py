@@ -16,16 +16,18 @@ import resource
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from compiler import zoo
 from compiler.mlir_import import import_mlir
-from compiler.pipeline import stages
+from compiler.pipeline import Compilation, stages
 from compiler.simulator import simulate
 from compiler.target import load_target
 from perfdb.engine import open_db, session_factory
-from perfdb.store import NewRun, save_run
+from perfdb.store import save_run
+
+from .runs import new_run
 
 CORPUS_RESNET = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "ttmlir" / "resnet50_xla.mlir"
 SIZES = {  # name -> zoo reference
@@ -84,6 +86,7 @@ def run_case(
     imported = _timed(case, "import", lambda: import_mlir(text, model, model))
     case.ops = len(imported.graph.ops)
     graph = imported.graph
+    levels = {}
     for level, passes in stages(target, (), "dram-interleaved"):
 
         def lower(graph=graph, level=level, passes=passes):
@@ -92,21 +95,17 @@ def run_case(
                 lowered = compiler_pass.run(lowered)
             return lowered
 
-        graph = _timed(case, level, lower)
+        graph = levels[level] = _timed(case, level, lower)
     if compile_only:
         return case
     sim = _timed(case, "simulate", lambda: simulate(graph, target, "host"))
     case.zones = len(sim.zones)
     sessions = session_factory(open_db(f"sqlite:///{db_dir / (name + '.db')}"))
 
+    compilation = Compilation(imported, target, levels)
+
     def store():
-        new = NewRun(
-            model_ref=model, model_name=model, source_hash=imported.source_hash, source_text=text,
-            target=target.name, total_ns=sim.total_ns, device_ns=sim.device_ns,
-            ops=[asdict(o) for o in sim.ops],
-            zones=((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in sim.zones),
-            counters=((c.track, c.name, c.t_ns, c.value) for c in sim.counters),
-        )
+        new = new_run(compilation, sim, model, target_name, "")
         with sessions() as session:
             return save_run(session, new)
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dash import Dash, Input, Output, State, html, no_update
 
 from compiler.errors import TilescopeError
+from compiler.target import load_target
 
 from . import ids
 from .explorer import (
@@ -15,7 +16,9 @@ from .explorer import (
     form_values,
     inspector_children,
     mlir_children,
+    override_choices,
     summary_children,
+    target_of,
 )
 from .figures import graph_figure, timeline_figure
 
@@ -73,7 +76,7 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         if new_id is None:
             return no_update, no_update, [html.P("Not re-run: an override was rejected.", className="error"), status]
         run = explorer.run(new_id)
-        return explorer.run_options(run.model_ref, run.target), new_id, status
+        return explorer.run_options(run.model_ref, target_of(run)), new_id, status
 
     @app.callback(
         Output(ids.GRAPH_VIEW, "figure"),
@@ -123,7 +126,7 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     @app.callback(
         Output(ids.TIMELINE_VIEW, "figure"),
         Input(ids.RUN_SELECT, "value"),
-        Input(ids.SELECTED_OP, "data"),
+        State(ids.SELECTED_OP, "data"),
     )
     def show_timeline(run_id, selected):
         if run_id is None:
@@ -132,6 +135,28 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         kinds = {op.name: op.kind for op in explorer.compilation(run).kernel.ops}
         return timeline_figure(explorer.zones(run_id, depth=0), kinds, selected)
 
+    @app.callback(
+        Output(ids.OV_MEMORY, "options"),
+        Output(ids.OV_GRID_ROWS, "options"),
+        Output(ids.OV_GRID_COLS, "options"),
+        Output(ids.OV_DTYPE, "options"),
+        Input(ids.TARGET_SELECT, "value"),
+    )
+    def form_choices(target):
+        try:
+            return override_choices(load_target(target))
+        except TilescopeError:
+            return no_update, no_update, no_update, no_update
+
+    # outlining the selected op's zones is done in the browser: the timeline is not rebuilt
+    app.clientside_callback(
+        "function(selected, figure) { return window.tilescope.highlightZones(selected, figure); }",
+        Output(ids.TIMELINE_VIEW, "figure", allow_duplicate=True),
+        Input(ids.SELECTED_OP, "data"),
+        State(ids.TIMELINE_VIEW, "figure"),
+        prevent_initial_call=True,
+    )
+
     app.clientside_callback(
         "function(children) { return window.tilescope.scrollToMark(children); }",
         Output(ids.MLIR_VIEW, "title"),
@@ -139,7 +164,10 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     )
     return {
         f.__name__: f
-        for f in (choose_model, apply_override, show_level, select_in_graph, select_in_timeline, inspect, show_timeline)
+        for f in (
+            choose_model, apply_override, show_level, select_in_graph, select_in_timeline, inspect, show_timeline,
+            form_choices,
+        )
     }
 
 

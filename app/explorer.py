@@ -17,6 +17,7 @@ from compiler.models import example_names
 from compiler.override import OpOverride
 from compiler.passes.layout import DEFAULT_POLICY
 from compiler.pipeline import Compilation
+from compiler.target import Target
 from overrides import format_item, parse_item
 from perfdb import queries
 from perfdb.schema import Run
@@ -38,7 +39,7 @@ class Explorer:
 
     def run_options(self, model_ref: str, target: str) -> list[dict]:
         with self.sessions() as session:
-            runs = [r for r in queries.list_runs(session, model_ref) if r.target == target]
+            runs = [r for r in queries.list_runs(session, model_ref) if target_of(r) == target]
             return [{"label": run_label(r), "value": r.id} for r in runs]
 
     def ensure_run(self, model_ref: str, target: str, policy: str = DEFAULT_POLICY) -> int:
@@ -46,7 +47,7 @@ class Explorer:
         there is none."""
         with self.sessions() as session:
             for run in queries.list_runs(session, model_ref):
-                if run.target == target and run.policy == policy:
+                if target_of(run) == target and run.policy == policy:
                     return run.id
         result = execute(self.sessions, model_ref, target, label="baseline", policy=policy, keep_going=True)
         assert result.run_id is not None
@@ -57,7 +58,10 @@ class Explorer:
             return queries.get_run(session, run_id)
 
     def compilation(self, run: Run) -> Compilation:
-        compilation, _ = compile_cached(run.model_ref, run.target, tuple(run.overrides), run.source_text, run.policy)
+        compilation, _ = compile_cached(
+            run.model_ref, target_of(run), tuple(run.overrides), run.source_text, run.policy, run.l1_usage_cap,
+            run.target_text or None,
+        )
         return compilation
 
     def durations(self, run_id: int) -> dict[str, float]:
@@ -82,11 +86,16 @@ class Explorer:
         item = format_item(override)
         kept = [s for s in parent.overrides if parse_item(s).op != override.op]
         result = execute(
-            self.sessions, parent.model_ref, parent.target, [*kept, item],
+            self.sessions, parent.model_ref, target_of(parent), [*kept, item],
             label=item, parent_id=parent.id, dispatch=parent.dispatch, policy=parent.policy,
-            source_text=parent.source_text,
+            l1_usage_cap=parent.l1_usage_cap, source_text=parent.source_text, target_source=parent.target_text or None,
         )
         return result.run_id, [o.as_dict() for o in result.compilation.override_outcomes]
+
+
+def target_of(run: Run) -> str:
+    """How a run's target was asked for (a built-in name or a file path); older runs kept the name."""
+    return run.target_ref or run.target
 
 
 def run_label(run: Run) -> str:
@@ -151,6 +160,13 @@ def inspector_children(compilation: Compilation, level: str, op_name: str | None
     table = html.Table([html.Tr([html.Th(k), html.Td(v)]) for k, v in rows], className="kv")
     why = [html.P(record.why, className="why")] if record is not None else []
     return [table, *why]
+
+
+def override_choices(target: Target) -> tuple[list, list, list, list]:
+    """What the override form offers on a target: its memories, grid sizes up to its grid, and
+    the dtypes its matrix engine computes plus the float formats it converts."""
+    dtypes = sorted(set(target.matrix.flops_per_cycle) | {"f32", "bf16", "f16"})
+    return list(target.memories), list(range(1, target.grid[0] + 1)), list(range(1, target.grid[1] + 1)), dtypes
 
 
 def form_values(compilation: Compilation, op_name: str | None) -> tuple:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dash import dcc, html
 
-from compiler.dtypes import BYTES_PER_ELEMENT
 from compiler.ir import LEVELS, MEMORY_LAYOUTS, TENSOR_LAYOUTS
 from compiler.passes.layout import DEFAULT_POLICY, POLICIES
 from compiler.target import Target, builtin_names
 
 from . import ids
+from .explorer import override_choices
 
 
 def _labelled(label: str, control, class_name: str = "field") -> html.Div:
@@ -22,7 +22,13 @@ def run_bar(model_options: list[str], model: str, target: str) -> html.Header:
         [
             html.Div([html.Span("tile", className="brand-a"), html.Span("scope", className="brand-b")], className="brand"),
             _labelled("Model", dcc.Dropdown(id=ids.MODEL_SELECT, options=model_options, value=model, clearable=False), "field model"),
-            _labelled("Target", dcc.Dropdown(id=ids.TARGET_SELECT, options=builtin_names(), value=target, clearable=False)),
+            _labelled(
+                "Target",
+                dcc.Dropdown(
+                    id=ids.TARGET_SELECT, options=list(dict.fromkeys([*builtin_names(), target])), value=target,
+                    clearable=False,
+                ),
+            ),
             _labelled(
                 "Policy",
                 dcc.Dropdown(id=ids.POLICY_SELECT, options=list(POLICIES), value=DEFAULT_POLICY, clearable=False),
@@ -41,19 +47,18 @@ def run_bar(model_options: list[str], model: str, target: str) -> html.Header:
 
 
 def override_form(target: Target) -> html.Div:
-    rows = list(range(1, target.grid[0] + 1))
-    cols = list(range(1, target.grid[1] + 1))
+    memories, rows, cols, dtypes = override_choices(target)
     return html.Div(
         [
             html.H3("Override output layout"),
             html.Div(
                 [
-                    _labelled("Memory", dcc.Dropdown(id=ids.OV_MEMORY, options=list(target.memories), clearable=False)),
+                    _labelled("Memory", dcc.Dropdown(id=ids.OV_MEMORY, options=memories, clearable=False)),
                     _labelled("Memory layout", dcc.Dropdown(id=ids.OV_MEMORY_LAYOUT, options=list(MEMORY_LAYOUTS), clearable=False)),
                     _labelled("Grid rows", dcc.Dropdown(id=ids.OV_GRID_ROWS, options=rows, clearable=False)),
                     _labelled("Grid cols", dcc.Dropdown(id=ids.OV_GRID_COLS, options=cols, clearable=False)),
                     _labelled("Layout", dcc.Dropdown(id=ids.OV_LAYOUT, options=list(TENSOR_LAYOUTS), clearable=False)),
-                    _labelled("Dtype", dcc.Dropdown(id=ids.OV_DTYPE, options=list(BYTES_PER_ELEMENT), clearable=False)),
+                    _labelled("Dtype", dcc.Dropdown(id=ids.OV_DTYPE, options=dtypes, clearable=False)),
                 ],
                 className="form-grid",
             ),

@@ -14,7 +14,7 @@ from compiler.override import REJECTED, OverrideOutcome
 from compiler.passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
 from compiler.pipeline import Compilation, compile_model
 from compiler.simulator import SimResult, simulate
-from compiler.target import Target, load_target
+from compiler.target import Target, load_target, target_text
 from overrides import check_op_names, format_item, parse_item
 from perfdb.store import NewRun, save_run
 
@@ -40,6 +40,7 @@ def compile_cached(
     text: str | None = None,
     policy: str = DEFAULT_POLICY,
     l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
+    target_source: str | None = None,
 ) -> tuple[Compilation, tuple[str, ...]]:
     """Compile `ref` with overrides given as tt-mlir items; returns the items in canonical form.
 
@@ -49,7 +50,7 @@ def compile_cached(
     source = read_source(ref) if text is None else text
     if policy not in POLICIES:
         raise TilescopeError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
-    return _compile(ref, source, load_target(target), tuple(override_items), policy, l1_usage_cap)
+    return _compile(ref, source, load_target(target, target_source), tuple(override_items), policy, l1_usage_cap)
 
 
 @lru_cache(maxsize=16)
@@ -77,37 +78,46 @@ def execute(
     policy: str = DEFAULT_POLICY,
     l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
     source_text: str | None = None,
+    target_source: str | None = None,
     keep_going: bool = False,
 ) -> RunResult:
-    compilation, items = compile_cached(model_ref, target, override_items, source_text, policy, l1_usage_cap)
+    """Compile, simulate and store. `source_text` and `target_source` re-run a stored run from the
+    model text and target description it kept, whatever has happened to the files since."""
+    if target_source is None:
+        target_source = target_text(target)[0]
+    compilation, items = compile_cached(
+        model_ref, target, override_items, source_text, policy, l1_usage_cap, target_source
+    )
     sim = simulate(compilation.kernel, compilation.target, dispatch)
     result = RunResult(None, compilation, sim, list(items))
     if result.rejected and not keep_going:
         return result
-    model = compilation.model
-    new = NewRun(
-        model_ref=model_ref,
-        model_name=model.name,
-        source_hash=model.source_hash,
-        source_text=model.text,
-        target=compilation.target.name,
-        total_ns=sim.total_ns,
-        device_ns=sim.device_ns,
-        ops=[_op_row(o) for o in sim.ops],
-        zones=((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in sim.zones),
-        counters=((c.track, c.name, c.t_ns, c.value) for c in sim.counters),
-        dispatch=dispatch,
-        policy=policy,
-        l1_usage_cap=l1_usage_cap,
-        overrides=list(items),
-        override_outcomes=[o.as_dict() for o in compilation.override_outcomes],
-        label=label,
-        parent_id=parent_id,
+    new = new_run(
+        compilation, sim, model_ref, target, target_source,
+        policy=policy, l1_usage_cap=l1_usage_cap, overrides=list(items), label=label, parent_id=parent_id,
     )
     with sessions() as session:
         result.run_id = save_run(session, new)
     return result
 
 
-def _op_row(timing) -> dict:
-    return asdict(timing)
+def new_run(compilation: Compilation, sim: SimResult, model_ref: str, target_ref: str, target_source: str, **run) -> NewRun:
+    """What perfdb stores of a compiled, simulated run."""
+    model = compilation.model
+    return NewRun(
+        model_ref=model_ref,
+        model_name=model.name,
+        source_hash=model.source_hash,
+        source_text=model.text,
+        target=compilation.target.name,
+        target_ref=target_ref,
+        target_text=target_source,
+        total_ns=sim.total_ns,
+        device_ns=sim.device_ns,
+        ops=[asdict(o) for o in sim.ops],
+        zones=((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in sim.zones),
+        counters=((c.track, c.name, c.t_ns, c.value) for c in sim.counters),
+        dispatch=sim.dispatch,
+        override_outcomes=[o.as_dict() for o in compilation.override_outcomes],
+        **run,
+    )

@@ -65,7 +65,7 @@ class Target:
     dispatch_ns: dict[str, float]
     fusion: dict[str, bool]  # which element-wise ops the target's kernels can fuse: activation, bias
     assumed: tuple[str, ...]  # keys whose values no public document gives (see the file's comments)
-    source: dict[str, Any]  # the whole file, kept so a stored run records what it ran on
+    source: dict[str, Any]  # the whole file as data
 
     @property
     def cores(self) -> int:
@@ -118,9 +118,8 @@ def builtin_names() -> list[str]:
     return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
 
 
-def load_target(name_or_path: str) -> Target:
-    """A built-in target by name or a target file by path; the same file content gives the same
-    Target object, so callers may cache on it, and an edited file is read afresh."""
+def target_text(name_or_path: str) -> tuple[str, str]:
+    """(TOML text, where it came from) of a built-in target name or a target file path."""
     path = BUILTIN_DIR / f"{name_or_path}.toml"
     if not path.exists():
         path = Path(name_or_path).expanduser()
@@ -130,10 +129,18 @@ def load_target(name_or_path: str) -> Target:
                 "or a path to a .toml target file"
             )
     try:
-        text = path.read_text()
+        return path.read_text(), str(path)
     except (OSError, UnicodeDecodeError) as err:
         raise TargetError(f"{path}: cannot read: {err}") from None
-    return _parse_target(text, str(path))
+
+
+def load_target(name_or_path: str, text: str | None = None) -> Target:
+    """A built-in target by name or a target file by path (or, with `text`, the description a
+    stored run kept). The same content gives the same Target object, so callers may cache on it,
+    and an edited file is read afresh."""
+    if text is not None:
+        return _parse_target(text, name_or_path)
+    return _parse_target(*target_text(name_or_path))
 
 
 @lru_cache(maxsize=32)

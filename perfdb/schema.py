@@ -45,7 +45,9 @@ class Run(Base):
     model_name: Mapped[str] = mapped_column(String(256))
     source_hash: Mapped[str] = mapped_column(String(64))
     source_text: Mapped[str] = mapped_column(Text)  # kept so any run can be re-compiled and re-run
-    target: Mapped[str] = mapped_column(String(256))
+    target: Mapped[str] = mapped_column(String(256))  # name
+    target_ref: Mapped[str | None] = mapped_column(String(1024))  # built-in name or file path asked for
+    target_text: Mapped[str | None] = mapped_column(Text)  # the description it ran on, to re-run it
     dispatch: Mapped[str] = mapped_column(String(16), default="host")
     policy: Mapped[str] = mapped_column(String(32), default="dram-interleaved")
     l1_usage_cap: Mapped[float] = mapped_column(Float, default=0.8)

@@ -25,7 +25,7 @@ class NewRun:
     model_name: str
     source_hash: str
     source_text: str
-    target: str
+    target: str  # the target's name
     total_ns: float
     device_ns: float
     ops: Sequence[dict]  # keys: _OP_FIELDS
@@ -33,6 +33,8 @@ class NewRun:
     counters: Iterable[tuple[str, str, float, float]] = ()  # track, name, t, value
     dispatch: str = "host"
     policy: str = "dram-interleaved"
+    target_ref: str = ""  # how the target was asked for: a built-in name or a file path
+    target_text: str = ""  # the target description it ran on
     l1_usage_cap: float = 0.8
     overrides: list[str] = field(default_factory=list)
     override_outcomes: list[dict] = field(default_factory=list)
@@ -50,6 +52,8 @@ def save_run(session: Session, new: NewRun) -> int:
         target=new.target,
         dispatch=new.dispatch,
         policy=new.policy,
+        target_ref=new.target_ref or new.target,
+        target_text=new.target_text,
         l1_usage_cap=new.l1_usage_cap,
         overrides=list(new.overrides),
         override_outcomes=list(new.override_outcomes),

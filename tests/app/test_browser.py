@@ -126,6 +126,9 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     assert "-bound" in _text(d, "op-inspector")  # the why line
     _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#mlir-view mark"))
     assert "mlp.layer.0.fc1.matmul" in d.find_element(By.CSS_SELECTOR, "#mlir-view mark").text
+    # the op's zones are outlined on the timeline (in the browser, without a new figure)
+    _wait(d, lambda d: any("stroke-width: 2" in (p.get_attribute("style") or "")
+                           for p in d.find_elements(By.CSS_SELECTOR, "#timeline-view .barlayer path")))
     _shot(d, "03-op-selected")
 
     _pick(d, "override-memory", "l1")

@@ -119,3 +119,30 @@ def test_level_switch_keeps_the_selection_and_maps_it_through_provenance(cb):
         figure, mlir, _ = cb["show_level"](run_id, level, FC1)
         assert any(t.name == "selected" for t in figure.data), level
         assert FC1 in str(mlir[1].children) or level == "input"
+
+
+def test_a_run_on_a_target_file_reopens_and_reruns_from_what_it_stored(tmp_path):
+    from compiler.target import BUILTIN_DIR
+
+    target_file = tmp_path / "mine.toml"
+    target_file.write_text((BUILTIN_DIR / "wormhole_n150.toml").read_text().replace('name = "wormhole_n150"', 'name = "mine"'))
+    app = create_app(f"sqlite:///{tmp_path}/ui.db", MODEL, str(target_file))
+    cb = app.tilescope_callbacks
+    options, run_id, _ = cb["choose_model"](MODEL, str(target_file), "dram-interleaved")
+    again_options, again_id, _ = cb["choose_model"](MODEL, str(target_file), "dram-interleaved")
+    assert again_id == run_id and len(again_options) == len(options) == 1  # found, not stored anew
+    run = app.explorer.run(run_id)
+    assert (run.target, run.target_ref) == ("mine", str(target_file)) and 'name = "mine"' in run.target_text
+    target_file.unlink()  # the run keeps its own copy of the target
+    figure, _, _ = cb["show_level"](run_id, "kernel", None)
+    assert figure.data
+    _, new_id, status = cb["apply_override"](1, run_id, FC1, "l1", "block_sharded", 8, 8, "tile", "bf16")
+    assert "applied" in str(status) and app.explorer.run(new_id).target == "mine"
+
+
+def test_the_override_form_offers_what_the_selected_target_has(cb):
+    memories, rows, cols, dtypes = cb["form_choices"]("mtia_v1")
+    assert memories == ["l1", "lls", "dram"] and rows == list(range(1, 9)) and "i8" in dtypes
+    memories, rows, cols, _ = cb["form_choices"]("blackhole_p150")
+    assert "lls" not in memories and rows[-1] == 13 and cols[-1] == 10
+    assert cb["form_choices"]("no-such-target")[0] is no_update
