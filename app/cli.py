@@ -76,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     common(export, target=False)
 
     bench = sub.add_parser("bench", help="time import, each compiler level, simulation and storage at 1k-100k ops")
-    bench.add_argument("--quick", action="store_true", help="the 1k and 10k sizes only")
+    bench.add_argument("--quick", action="store_true", help="the 1k and 10k sizes (and the corpus ResNet-50) only")
     bench.add_argument("--json", action="store_true")
     bench.add_argument("--target", default=DEFAULT_TARGET)
 

@@ -29,7 +29,7 @@ class Layout:
 
     memory: str = "dram"  # a memory name the target declares
     memory_layout: str = "interleaved"
-    grid: tuple[int, int] = (1, 1)  # cores holding shards; (1, 1) for interleaved
+    grid: tuple[int, int] = (1, 1)  # cores holding shards; for interleaved, the producing op's grid
     dtype: str = "f32"
     layout: str = "tile"  # tile or row_major
     tile: tuple[int, int] = (32, 32)  # tile shape when layout is tile
@@ -86,10 +86,13 @@ class Graph:
     warnings: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)  # pass results about the whole graph
     _by_name: dict[str, Op] | None = field(default=None, repr=False, compare=False)
+    _index_key: tuple[int, int] | None = field(default=None, repr=False, compare=False)
 
     def op(self, name: str) -> Op:
-        if self._by_name is None or len(self._by_name) != len(self.ops):
+        key = (id(self.ops), len(self.ops))  # passes replace or grow the op list: rebuild then
+        if self._by_name is None or self._index_key != key:
             self._by_name = {op.name: op for op in self.ops}
+            self._index_key = key
         return self._by_name[name]
 
     def has_op(self, name: str) -> bool:
