@@ -29,6 +29,8 @@ POLICIES = (DEFAULT_POLICY, GREEDY_L1)
 # Share of each core's L1 that tensors may take; the rest is left for circular buffers.
 # tt-mlir calls this tensor-l1-usage-cap.
 DEFAULT_L1_USAGE_CAP = 0.8
+# Block floating-point formats are specific to an engine: another vendor's cannot be converted to.
+BLOCK_FORMATS = ("bfp8", "bfp4", "mxint8", "mxint4", "mxint16")
 
 
 def l1_layout_for(tensor: Tensor, grid: tuple[int, int], memory: str, tile: tuple[int, int]) -> Layout:
@@ -124,6 +126,9 @@ class AssignLayouts:
 
         if ov.fidelity is not None and opset.op_class(op.kind).engine != "matrix":
             return rejected(f"fidelity applies to matrix ops; {op.name} is {op.kind}")
+        if ov.dtype in BLOCK_FORMATS and ov.dtype not in target.matrix.flops_per_cycle:
+            computes = ", ".join(sorted(target.matrix.flops_per_cycle))
+            return rejected(f"{target.name} cannot compute in {ov.dtype} (its matrix engine takes {computes})")
         tensor = graph.tensors[op.outputs[0]]
         current = tensor.layout
         memory = ov.memory or current.memory

@@ -8,8 +8,10 @@ Results, for the views and the simulator:
 - `graph.meta["l1_per_core"]`: peak bytes per core as "r,c" -> bytes;
 - `op.meta["l1_live"]`: tensor bytes on the fullest core while the op runs (the kernel level adds
   the op's circular buffers to it), and `op.meta["l1_live_per_core"]` the same for every core;
-- an overflow (no free range large enough) is a diagnostic naming the op, the tensor and the bytes
-  needed vs available; the tensor keeps its layout, without an address.
+- a tensor that does not fit (no free range large enough, keeping room for the smallest circular
+  buffers of every op) goes back to DRAM: the override that placed it becomes a rejection naming
+  the op, the tensor and the bytes needed vs free; otherwise it is a diagnostic. No layout
+  overflows L1.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import numpy as np
 from ..ir import Graph, Tensor
 from ..l1_allocator import FirstFit, last_uses
 from ..target import Target
-from ..tiles import shard_bytes
+from ..override import REJECTED, OverrideOutcome
+from ..tiles import shard_bytes, tile_bytes
 
 @dataclass(frozen=True)
 class PlanMemory:
@@ -40,9 +43,23 @@ class PlanMemory:
             layout = replace(layout, grid=self.target.grid)
         return shard_bytes(tensor, layout, self.target.tile)
 
+    def _reserve(self, graph: Graph) -> float:
+        """L1 kept free for circular buffers: the most any op needs at the least (two tiles for each
+        of its inputs and outputs), so a placed tensor never leaves an op without buffers."""
+        tile = self.target.tile
+        return max(
+            (
+                sum(2 * tile_bytes(graph.tensors[t].layout.dtype, tile) for t in op.inputs + op.outputs)
+                for op in graph.ops
+            ),
+            default=0.0,
+        )
+
     def run(self, graph: Graph) -> Graph:
         memory = self.target.core_memory
-        allocator = FirstFit(memory.capacity_bytes)
+        allocator = FirstFit(int(memory.capacity_bytes - self._reserve(graph)))
+        producer = {t: op for op in graph.ops for t in op.outputs}
+        outcomes = graph.meta.get("overrides", [])
         usage = np.zeros(self.target.grid, dtype=np.float64)
         peak = np.zeros(self.target.grid, dtype=np.float64)
         last = last_uses(graph)
@@ -54,13 +71,22 @@ class PlanMemory:
             need = self._bytes(tensor)
             address = allocator.allocate(int(need), tensor.name)
             if address is None:
-                diagnostics.append(
+                reason = (
                     f"L1 overflow at {op_name}: {tensor.name} needs {need / 1024:.1f} KiB per core, "
                     f"largest free range {allocator.largest_free() / 1024:.1f} KiB of "
-                    f"{memory.capacity_bytes / 1024:.0f} KiB"
+                    f"{allocator.capacity / 1024:.0f} KiB left beside circular buffers"
                 )
-            else:
-                tensor.layout = replace(tensor.layout, address=address)
+                if not self._reject_override(outcomes, producer.get(tensor.name), reason):
+                    diagnostics.append(
+                        f"{tensor.name} kept in {self.target.dram.name} at {op_name}: needs {need / 1024:.1f} KiB "
+                        f"of L1 per core, largest free range {allocator.largest_free() / 1024:.1f} KiB"
+                    )
+                # it stays in DRAM: no layout overflows L1
+                tensor.layout = replace(
+                    tensor.layout, memory=self.target.dram.name, memory_layout="interleaved", address=None
+                )
+                return
+            tensor.layout = replace(tensor.layout, address=address)
             rows, cols = self._cores_of(tensor)
             usage[rows, cols] += need
             frees.setdefault(last[tensor.name], []).append(tensor.name)
@@ -95,6 +121,17 @@ class PlanMemory:
         graph.meta["diagnostics"] = diagnostics
         graph.warnings.extend(d for d in diagnostics if d not in graph.warnings)
         return graph
+
+    @staticmethod
+    def _reject_override(outcomes: list, op, reason: str) -> bool:
+        """Turn the override that put an op's output in L1 into a rejection; False if none did."""
+        if op is None:
+            return False
+        for index, outcome in enumerate(outcomes):
+            if outcome.status != REJECTED and (outcome.op == op.name or outcome.op in op.source):
+                outcomes[index] = OverrideOutcome(outcome.op, outcome.spec, REJECTED, reason)
+                return True
+        return False
 
     def _in_core_memory(self, tensor: Tensor) -> bool:
         memory = self.target.memories.get(tensor.layout.memory) if tensor.layout else None

@@ -108,15 +108,21 @@ func.func @forward(%x: tensor<1024x512xbf16> {ttir.name = "x"}) -> tensor<1024x5
 
 
 def test_overflow_names_op_tensor_and_bytes(wormhole):
-    # each 1 MiB output fits one core's 1464 KiB alone, so both overrides are applied; alive
-    # together they do not fit, and the planner says where and by how much
+    # each 1 MiB output fits one core's 1464 KiB alone; alive together they do not fit, so the
+    # second override is rejected, saying where and by how much
     items = [parse_item("e1=1x1:l1:block_sharded"), parse_item("e2=1x1:l1:block_sharded")]
     c = compile_model(import_mlir(OVERFLOW, "o.mlir"), wormhole, items)
-    assert [o.status for o in c.override_outcomes] == ["applied", "applied"]
-    diagnostics = c.levels["layout"].meta["diagnostics"]
-    assert diagnostics[0] == "L1 overflow at e2: e2 needs 1024.0 KiB per core, largest free range 440.0 KiB of 1464 KiB"
-    assert c.levels["layout"].tensors["e2"].layout.address is None
-    assert diagnostics[0] in c.warnings
+    first, second = c.override_outcomes
+    assert first.status == "applied"
+    assert second.status == "rejected"
+    assert second.reason == (
+        "L1 overflow at e2: e2 needs 1024.0 KiB per core, largest free range 428.0 KiB of 1452 KiB left beside "
+        "circular buffers"
+    )
+    # nothing overflows: e2 went back to DRAM
+    layout = c.levels["layout"]
+    assert layout.tensors["e2"].layout.memory == "dram" and layout.tensors["e1"].layout.memory == "l1"
+    assert layout.meta["diagnostics"] == [] and c.levels["kernel"].meta.get("diagnostics", []) == []
 
 
 LATE_BIAS = """
