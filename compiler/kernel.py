@@ -48,6 +48,7 @@ class CoreWork:
     writes: tuple[Transfer, ...]
     blocks: int  # pipeline steps: reader, compute and writer overlap block by block
     cbs: tuple[CircularBuffer, ...] = ()
+    double_buffered: bool = True  # False: each buffer holds one step, so engines take turns
 
     @property
     def read_bytes(self) -> float:
@@ -68,6 +69,7 @@ class Kernel:
     groups: tuple[CoreWork, ...]
     program: str = ""  # how the work was split: matmul_2d_mcast, matmul_1d_mcast, eltwise, ...
     block: tuple[int, ...] = ()  # matmul: per-core block rows, cols and inner K block, in tiles
+    subblock: tuple[int, int] | None = None  # matmul output sub-block, as asked for
 
     @property
     def cores_used(self) -> int:

@@ -77,7 +77,10 @@ def _core_group(group: CoreWork, indent: str) -> list[str]:
         attrs = {"tensor": t.tensor, "path": t.path, "bytes": round(t.bytes)}
         lines.append(f'{inner}"ts.write"(){_attr_dict(attrs)} : () -> ()')
     cores = tuple(x for core in group.cores for x in core)
-    lines.append(f"{indent}}}){_attr_dict({'cores': cores, 'blocks': group.blocks})} : () -> ()")
+    attrs = {"cores": cores, "blocks": group.blocks}
+    if not group.double_buffered:
+        attrs["double_buffer"] = False
+    lines.append(f"{indent}}}){_attr_dict(attrs)} : () -> ()")
     return lines
 
 
@@ -93,6 +96,8 @@ def _op_lines(graph: Graph, op: Op, values: dict[str, str], first: int, with_lay
         attrs["program"] = kernel.program
         if kernel.block:
             attrs["block"] = kernel.block
+        if kernel.subblock:
+            attrs["subblock"] = kernel.subblock
     if op.source:
         attrs_text = _attr_dict(attrs)
         sources = ", ".join(_string(s) for s in op.source)

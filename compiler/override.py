@@ -22,6 +22,9 @@ class OpOverride:
     layout: str | None = None
     dtype: str | None = None
     fidelity: str | None = None  # math fidelity of the op's matrix work (lofi, hifi2, hifi3, hifi4)
+    block: tuple[int, int, int] | None = None  # matmul pass: output tiles M x N, inner K step, per core
+    subblock: tuple[int, int] | None = None  # matmul output sub-block h x w (tiles in destination registers)
+    double_buffer: bool | None = None  # circular buffers hold two steps (overlap) or one
     spec: str = ""  # as the user wrote it, for reports
 
 

@@ -237,7 +237,10 @@ class Simulator:
         terms["compute"] = compute
         phases = (read, compute, write)
         longest = max(phases)
-        total = longest + (sum(phases) - longest) / max(1, group.blocks)
+        if group.double_buffered:  # engines overlap: fill, then the slowest phase sets the pace
+            total = longest + (sum(phases) - longest) / max(1, group.blocks)
+        else:  # one slot per buffer: each step is read, then computed, then written
+            total = sum(phases)
         # Reader and writer overlap, but a shared memory serves both, one after the other.
         total = max([total, *(shared_s[p] for p in on_shared)])
         return _CoreTime(read, compute, write, total, terms)

@@ -156,8 +156,11 @@ def format_explorer(overrides: OverrideSet) -> dict:
         ):
             if value is not None:
                 attributes.append({"key": key, "value": value})
-        if ov.fidelity is not None:
-            attributes.append({"key": "fidelity#", "value": ov.fidelity})
+        # our extensions travel as "key#" attributes, with the token's value
+        for token in format_item(ov).partition("=")[2].split(":"):
+            if "#" in token:
+                key, _, value = token.partition("#")
+                attributes.append({"key": f"{key}#", "value": value})
         location = f"loc({json.dumps(ov.op)})"
         data[location] = {"named_location": ov.op, "full_location": location, "attributes": attributes}
     return data
@@ -182,8 +185,9 @@ def parse_json(data: dict) -> OverrideSet:
     items = []
     for entry in data.get("overrides", []):
         params = {k: entry[k] for k in _FIELDS if k in entry}
-        if "grid" in params:
-            params["grid"] = tuple(params["grid"])
+        for key in ("grid", "block", "subblock"):
+            if key in params:
+                params[key] = tuple(params[key])
         ov = OpOverride(op=entry["op"], **params)
         items.append(replace(ov, spec=format_item(ov)))
     cap = data.get("l1_usage_cap")
@@ -197,7 +201,7 @@ def format_json(overrides: OverrideSet) -> dict:
         for name in _FIELDS:
             value = getattr(ov, name)
             if value is not None:
-                entry[name] = list(value) if name == "grid" else value
+                entry[name] = list(value) if isinstance(value, tuple) else value
         entries.append(entry)
     data: dict = {"version": VERSION, "overrides": entries}
     for key in ("policy", "dispatch", "l1_usage_cap"):

@@ -24,16 +24,45 @@ DTYPE_ALIASES = {"bfp_bf8": "bfp8", "bfp_bf4": "bfp4", "float32": "f32", "bfloat
 _GRID = re.compile(r"^(\d+)x(\d+)$")
 
 
+def _dims(count: int):
+    pattern = re.compile(r"^" + r"x".join([r"(\d+)"] * count) + r"$")
+
+    def parse(value: str):
+        match = pattern.match(value)
+        if not match or min(int(g) for g in match.groups()) < 1:
+            raise ValueError(value)
+        return tuple(int(g) for g in match.groups())
+
+    return parse
+
+
+def _choice(choices):
+    def parse(value: str):
+        if value not in choices:
+            raise ValueError(value)
+        return value
+
+    return parse
+
+
 # Our extensions, written `key#value` among the tt-mlir parameters.
-EXTENSIONS = {"fidelity": FIDELITIES}
+EXTENSIONS = {
+    "fidelity": _choice(FIDELITIES),
+    "block": _dims(3),  # MxNxK tiles
+    "subblock": _dims(2),  # hxw tiles
+    "double_buffer": lambda value: {"true": True, "false": False}[value],
+}
 
 
 def _category(token: str) -> tuple[str, object]:
     if "#" in token:
         key, _, value = token.partition("#")
-        if key in EXTENSIONS and value in EXTENSIONS[key]:
-            return key, value
-        raise ValueError(token)
+        if key not in EXTENSIONS:
+            raise ValueError(token)
+        try:
+            return key, EXTENSIONS[key](value)
+        except (ValueError, KeyError):
+            raise ValueError(token) from None
     grid = _GRID.match(token)
     if grid:
         return "grid", (int(grid.group(1)), int(grid.group(2)))
@@ -51,8 +80,8 @@ def _category(token: str) -> tuple[str, object]:
 
 EXPECTED = (
     "grid RxC, memory " + "|".join(sorted(set(MEMORY_ALIASES))) + ", memory layout "
-    + "|".join(MEMORY_LAYOUTS) + ", layout " + "|".join(TENSOR_LAYOUTS) + ", a dtype, or fidelity#"
-    + "|".join(FIDELITIES)
+    + "|".join(MEMORY_LAYOUTS) + ", layout " + "|".join(TENSOR_LAYOUTS) + ", a dtype, fidelity#"
+    + "|".join(FIDELITIES) + ", block#MxNxK, subblock#HxW or double_buffer#true|false"
 )
 
 
@@ -90,4 +119,10 @@ def format_item(ov: OpOverride) -> str:
             parts.append(value)
     if ov.fidelity is not None:
         parts.append(f"fidelity#{ov.fidelity}")
+    if ov.block is not None:
+        parts.append(f"block#{'x'.join(map(str, ov.block))}")
+    if ov.subblock is not None:
+        parts.append(f"subblock#{'x'.join(map(str, ov.subblock))}")
+    if ov.double_buffer is not None:
+        parts.append(f"double_buffer#{str(ov.double_buffer).lower()}")
     return f"{ov.op}={':'.join(parts)}"

@@ -21,7 +21,8 @@ from ..ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Tensor
 from ..l1_allocator import FirstFit, last_uses
 from ..override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome
 from ..target import Target
-from ..tiles import shard_bytes, tile_grid
+from ..tiles import ceil_div, shard_bytes, tile_bytes, tile_grid
+from .split_kernels import matmul_split
 
 DEFAULT_POLICY = "dram-interleaved"
 GREEDY_L1 = "greedy-l1"
@@ -29,8 +30,15 @@ POLICIES = (DEFAULT_POLICY, GREEDY_L1)
 # Share of each core's L1 that tensors may take; the rest is left for circular buffers.
 # tt-mlir calls this tensor-l1-usage-cap.
 DEFAULT_L1_USAGE_CAP = 0.8
+# Output tiles a matmul sub-block may hold: tt-metal's destination registers take 8 tiles of 16-bit
+# data (matmul program configs require out_subblock_h * out_subblock_w <= 8)
+MAX_SUBBLOCK_TILES = 8
 # Block floating-point formats are specific to an engine: another vendor's cannot be converted to.
 BLOCK_FORMATS = ("bfp8", "bfp4", "mxint8", "mxint4", "mxint16")
+
+
+def _divisors(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
 
 
 def l1_layout_for(tensor: Tensor, grid: tuple[int, int], memory: str, tile: tuple[int, int]) -> Layout:
@@ -93,6 +101,43 @@ class AssignLayouts:
             for name in frees.pop(i, []):
                 allocator.free(name)
 
+    def _check_tiling(self, graph: Graph, op, ov: OpOverride) -> str:
+        """Why a block or sub-block cannot tile this op's work, or '' when it can."""
+        if ov.block is None and ov.subblock is None:
+            return ""
+        if opset.op_class(op.kind).kind_class not in opset.MATRIX_CLASSES or len(op.inputs) < 2:
+            return f"block and subblock apply to matmuls and convolutions; {op.name} is {op.kind}"
+        tile = self.target.tile
+        rows, k, cols = opset.gemm_dims(graph, op)
+        mt, kt, nt = ceil_div(rows, tile[0]), ceil_div(k, tile[1]), ceil_div(cols, tile[1])
+        grid = ov.grid or op.attrs["grid"]
+        _, _, bm, bn = matmul_split(mt, nt, grid, self.target.noc_multicast)
+        pm, pn = bm, bn
+        if ov.block is not None:
+            pm, pn, kb = ov.block
+            if kt % kb:
+                return f"block K {kb} does not divide K = {kt} tiles; would: {_divisors(kt)}"
+            if bm % pm or bn % pn:
+                return (
+                    f"block {pm}x{pn} does not divide the {bm}x{bn} output tiles per core; "
+                    f"would: rows {_divisors(bm)}, columns {_divisors(bn)}"
+                )
+            a, b = (graph.tensors[t] for t in op.inputs[:2])
+            out = graph.tensors[op.outputs[0]]
+            copies = 1 if ov.double_buffer is False else 2
+            need = copies * (pm * kb * tile_bytes(a.layout.dtype, tile) + kb * pn * tile_bytes(b.layout.dtype, tile))
+            need += pm * pn * tile_bytes((ov.dtype or out.layout.dtype), tile)
+            capacity = self.target.core_memory.capacity_bytes
+            if need > capacity:
+                return f"block {pm}x{pn}x{kb} needs {need / 1024:.0f} KiB of circular buffers per core, {capacity / 1024:.0f} KiB available"
+        if ov.subblock is not None:
+            h, w = ov.subblock
+            if h * w > MAX_SUBBLOCK_TILES:
+                return f"subblock {h}x{w} holds {h * w} tiles; the destination registers hold {MAX_SUBBLOCK_TILES}"
+            if pm % h or pn % w:
+                return f"subblock {h}x{w} does not divide the {pm}x{pn} block; would: h {_divisors(pm)}, w {_divisors(pn)}"
+        return ""
+
     def _apply(self, graph: Graph, ov: OpOverride) -> OverrideOutcome:
         def rejected(reason: str) -> OverrideOutcome:
             return OverrideOutcome(ov.op, ov.spec, REJECTED, reason)
@@ -126,6 +171,9 @@ class AssignLayouts:
 
         if ov.fidelity is not None and opset.op_class(op.kind).engine != "matrix":
             return rejected(f"fidelity applies to matrix ops; {op.name} is {op.kind}")
+        tiling = self._check_tiling(graph, op, ov)
+        if tiling:
+            return rejected(tiling)
         if ov.dtype in BLOCK_FORMATS and ov.dtype not in target.matrix.flops_per_cycle:
             computes = ", ".join(sorted(target.matrix.flops_per_cycle))
             return rejected(f"{target.name} cannot compute in {ov.dtype} (its matrix engine takes {computes})")
@@ -159,4 +207,7 @@ class AssignLayouts:
         op.attrs["grid"] = grid
         if ov.fidelity is not None:
             op.attrs["math_fidelity"] = ov.fidelity
+        for key in ("block", "subblock", "double_buffer"):
+            if getattr(ov, key) is not None:
+                op.attrs[key] = getattr(ov, key)
         return OverrideOutcome(ov.op, ov.spec, ADJUSTED, note) if note else OverrideOutcome(ov.op, ov.spec, APPLIED)

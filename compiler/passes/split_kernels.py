@@ -22,7 +22,6 @@ from ..target import Target
 from ..tiles import ceil_div, num_tiles, shard_bytes, tile_bytes
 
 MAX_INNER_BLOCK = 8  # K tiles per matmul step (tt-metal's in0_block_w is a small divisor of Kt)
-MAX_OUTPUT_BLOCK = 8  # output tiles per side a core computes per pass; larger shares loop over passes
 MAX_ELTWISE_BLOCK = 8  # tiles per step of a streaming (eltwise, data movement) kernel
 LOOKUPS = ("embedding", "gather")
 
@@ -37,11 +36,23 @@ def inner_block(kt: int, limit: int = MAX_INNER_BLOCK) -> int:
     return max(d for d in range(1, min(kt, limit) + 1) if kt % d == 0)
 
 
+def matmul_split(mt: int, nt: int, grid: tuple[int, int], multicast: bool) -> tuple[str, str, int, int]:
+    """(program, axis, output tile rows per core, columns per core): 2D blocks when the output
+    covers the grid both ways (axis "2d"), else 1D along the longer side ("n" or "m")."""
+    cores = grid[0] * grid[1]
+    if mt >= grid[0] and nt >= grid[1]:
+        return ("matmul_2d_mcast" if multicast else "matmul_2d"), "2d", ceil_div(mt, grid[0]), ceil_div(nt, grid[1])
+    if nt >= mt:  # thin output: every core needs all of A
+        return ("matmul_1d_mcast_in0" if multicast else "matmul_1d"), "n", mt, ceil_div(nt, cores)
+    return ("matmul_1d_mcast_in1" if multicast else "matmul_1d"), "m", ceil_div(mt, cores), nt  # tall: all of B
+
+
 def fit_blocks(m: int, n: int, kt: int, step_bytes, budget: float) -> tuple[int, int, int]:
     """Pass rows, pass columns and K step (in tiles) whose buffers, step_bytes(pm, pn, kb), fit
-    in `budget`: start from 8x8 output tiles and 8 K tiles, shrink K first (only more steps),
-    then the larger output side."""
-    pm, pn, kb = min(m, MAX_OUTPUT_BLOCK), min(n, MAX_OUTPUT_BLOCK), inner_block(kt)
+    in `budget`: start from the core's whole share and up to 8 K tiles (one pass, each operand
+    read once), shrink K first (only more steps), then the larger output side (more passes, which
+    read operands again)."""
+    pm, pn, kb = m, n, inner_block(kt)
     while step_bytes(pm, pn, kb) > budget and (kb > 1 or pm > 1 or pn > 1):
         if kb > 1:
             kb = inner_block(kt, kb - 1)
@@ -120,68 +131,74 @@ class SplitKernels:
 
         # (rows, cols) of output tiles per core, and whether it fetches A and B for others
         share: dict[tuple[int, int], tuple[int, int, bool, bool]] = {}
-        if mt >= grid[0] and nt >= grid[1]:
-            program = "matmul_2d_mcast" if self.target.noc_multicast else "matmul_2d"
-            bm, bn = ceil_div(mt, grid[0]), ceil_div(nt, grid[1])
+        program, axis, bm, bn = matmul_split(mt, nt, grid, self.target.noc_multicast)
+        if axis == "2d":  # blocks down and across the grid
             for r, c in cores:
                 share[(r, c)] = (_clamp(mt - r * bm, bm), _clamp(nt - c * bn, bn), c == 0, r == 0)
-        elif nt >= mt:  # thin output: every core needs all of A, multicast from the first core
-            program = "matmul_1d_mcast_in0" if self.target.noc_multicast else "matmul_1d"
-            bm, bn = mt, ceil_div(nt, len(cores))
+        elif axis == "n":  # the first core fetches A for all
             for i, core in enumerate(cores):
                 share[core] = (mt, _clamp(nt - i * bn, bn), i == 0, True)
-        else:  # tall output: every core needs all of B
-            program = "matmul_1d_mcast_in1" if self.target.noc_multicast else "matmul_1d"
-            bm, bn = ceil_div(mt, len(cores)), nt
+        else:  # the first core fetches B for all
             for i, core in enumerate(cores):
                 share[core] = (_clamp(mt - i * bm, bm), nt, True, i == 0)
 
         cycles_per_tile = self.target.tile_cycles(compute_dtype, fidelity)
         fused_cycles = self._vector_cycles(1, sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ())))
+        a_tile, b_tile, out_tile = (tile_bytes(t.layout.dtype, tile) for t in (a, b, out))
+        extra_tiles = [tile_bytes(graph.tensors[t].layout.dtype, tile) for t in op.inputs[2:]]
+        copies = 2 if op.attrs.get("double_buffer", True) else 1
+
+        def step_bytes(pm: int, pn: int, kb: int) -> float:
+            # one K step of A and B (twice when double-buffered), the pass's extra operands and output
+            return copies * (pm * kb * a_tile + kb * pn * b_tile) + pn * sum(extra_tiles) + pm * pn * out_tile
+
+        budget = self.target.core_memory.capacity_bytes - op.meta.get("l1_live", 0.0)
+
+        def blocks_of(m: int, n: int) -> tuple[int, int, int]:
+            """A core computes its share in passes of pm x pn output tiles, each looping over K in
+            steps of kb tiles, with buffers sized to fit next to the tensors live in L1."""
+            if "block" in op.attrs:  # asked for (and checked) by an override
+                return min(op.attrs["block"][0], m), min(op.attrs["block"][1], n), op.attrs["block"][2]
+            return fit_blocks(m, n, kt, step_bytes, budget)
+
         groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
         work: dict[tuple, tuple] = {}
         for core, (m, n, sends_a, sends_b) in share.items():
             if not (m and n):
                 continue
+            pm, pn, kb = blocks_of(m, n)
+            # each pass reads its rows of A and its columns of B again: A once per column pass,
+            # B once per row pass
             reads = (
-                self._operand(a, m * a_kt * tile_bytes(a.layout.dtype, tile), grid, sends_a)
-                + self._operand(b, kt * n * tile_bytes(b.layout.dtype, tile), grid, sends_b)
+                self._operand(a, m * a_kt * ceil_div(n, pn) * a_tile, grid, sends_a)
+                + self._operand(b, kt * n * ceil_div(m, pm) * b_tile, grid, sends_b)
                 + self._extra_reads(graph, op, n, nt, grid)
             )
             key = (m, n, tuple((t.tensor, t.path, t.bytes) for t in reads))
             groups[key].append(core)
-            work[key] = (m, n, reads)
-        a_tile, b_tile, out_tile = (tile_bytes(t.layout.dtype, tile) for t in (a, b, out))
-        extra_tiles = [tile_bytes(graph.tensors[t].layout.dtype, tile) for t in op.inputs[2:]]
-
-        def step_bytes(pm: int, pn: int, kb: int) -> float:
-            # one K step of A and B, twice (double buffering), the pass's extra operands and output
-            return 2 * pm * kb * a_tile + 2 * kb * pn * b_tile + pn * sum(extra_tiles) + pm * pn * out_tile
-
-        budget = self.target.core_memory.capacity_bytes - op.meta.get("l1_live", 0.0)
+            work[key] = (m, n, (pm, pn, kb), reads)
         result = []
         widest = max(groups, key=lambda key: len(groups[key]), default=None)
         blocking = (bm, bn, 1)
         for key, members in groups.items():
-            m, n, reads = work[key]
+            m, n, (pm, pn, kb), reads = work[key]
             writes = self._moves(out, m * n * out_tile, grid)
             compute = Compute(
                 "matrix", m * n * kt, m * n * (kt * cycles_per_tile + fused_cycles), fidelity, compute_dtype
             )
-            # a core computes its share in passes of pm x pn output tiles, each looping over K in
-            # steps of kb tiles, with buffers sized to fit next to the tensors live in L1
-            pm, pn, kb = fit_blocks(m, n, kt, step_bytes, budget)
             passes = ceil_div(m, pm) * ceil_div(n, pn)
             cbs = (
-                CircularBuffer("in0", a.name, 2 * pm * kb, 2 * pm * kb * a_tile),
-                CircularBuffer("in1", b.name, 2 * kb * pn, 2 * kb * pn * b_tile),
+                CircularBuffer("in0", a.name, copies * pm * kb, copies * pm * kb * a_tile),
+                CircularBuffer("in1", b.name, copies * kb * pn, copies * kb * pn * b_tile),
                 *(CircularBuffer(f"in{i + 2}", t, pn, pn * size) for i, (t, size) in enumerate(zip(op.inputs[2:], extra_tiles))),
                 CircularBuffer("out", out.name, pm * pn, pm * pn * out_tile),
             )
             if key == widest:  # the op's blocking as most of its cores run it
                 blocking = (bm, bn, kb)
-            result.append(CoreWork(tuple(members), reads, compute, writes, blocks=passes * (kt // kb), cbs=cbs))
-        return Kernel(grid, tuple(result), program, blocking)
+            result.append(
+                CoreWork(tuple(members), reads, compute, writes, passes * (kt // kb), cbs, copies == 2)
+            )
+        return Kernel(grid, tuple(result), program, blocking, op.attrs.get("subblock"))
 
     def _extra_reads(self, graph: Graph, op: Op, n: int, nt: int, grid) -> tuple[Transfer, ...]:
         """Operands past A and B (a fused bias, say): the core's columns of them."""
@@ -223,12 +240,13 @@ class SplitKernels:
         engine = "vector" if cls.engine == "vector" else "data"
         page_bytes = sum(tile_bytes(t.layout.dtype, tile) for t in ins + outs)
         budget = self.target.core_memory.capacity_bytes - op.meta.get("l1_live", 0.0)
+        copies = 2 if op.attrs.get("double_buffer", True) else 1
         work = []
         for n, members in counts.items():
             frac = n / total
             # tiles per step: up to MAX_ELTWISE_BLOCK, fewer when two steps of every buffer do not fit
             block = min(n, MAX_ELTWISE_BLOCK)
-            while block > 1 and 2 * block * page_bytes > budget:
+            while block > 1 and copies * block * page_bytes > budget:
                 block //= 2
 
             def tiles_of(t: Tensor) -> int:
@@ -240,10 +258,14 @@ class SplitKernels:
             writes = tuple(m for t in outs for m in self._moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, tile), grid))
             cycles = self._vector_cycles(n, max(1.0, passes)) if engine == "vector" else 0.0
             cbs = tuple(
-                CircularBuffer(f"in{i}" if i < len(ins) else "out", t.name, 2 * block, 2 * block * tile_bytes(t.layout.dtype, tile))
+                CircularBuffer(
+                    f"in{i}" if i < len(ins) else "out", t.name, copies * block, copies * block * tile_bytes(t.layout.dtype, tile)
+                )
                 for i, t in enumerate(ins + outs)
             )
-            work.append(CoreWork(tuple(members), reads, Compute(engine, n, cycles), writes, blocks=ceil_div(n, block), cbs=cbs))
+            work.append(
+                CoreWork(tuple(members), reads, Compute(engine, n, cycles), writes, ceil_div(n, block), cbs, copies == 2)
+            )
         return Kernel(grid, tuple(work), "eltwise" if engine == "vector" else "data_movement")
 
 
