@@ -22,7 +22,9 @@ from .explorer import (
 )
 from .figures import graph_figure, timeline_figure
 
-FORM_FIELDS = (ids.OV_MEMORY, ids.OV_MEMORY_LAYOUT, ids.OV_GRID_ROWS, ids.OV_GRID_COLS, ids.OV_LAYOUT, ids.OV_DTYPE)
+FORM_FIELDS = (
+    ids.OV_MEMORY, ids.OV_MEMORY_LAYOUT, ids.OV_GRID_ROWS, ids.OV_GRID_COLS, ids.OV_LAYOUT, ids.OV_DTYPE, ids.OV_FIDELITY,
+)
 
 
 def outcome_list(outcomes: list[dict]) -> html.Ul:
@@ -117,7 +119,7 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     )
     def inspect(selected, run_id, level):
         if run_id is None:
-            return (no_update,) * 8
+            return (no_update,) * (len(FORM_FIELDS) + 2)
         compilation = explorer.compilation(explorer.run(run_id))
         record = explorer.op_record(run_id, selected) if selected else None
         values = form_values(compilation, selected)

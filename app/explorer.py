@@ -103,15 +103,20 @@ def run_label(run: Run) -> str:
     return f"#{run.id} {label} [{run.policy}] ({run.total_ns / 1e3:,.1f} us)"
 
 
-def form_override(op: str, memory, memory_layout, rows, cols, layout, dtype) -> OpOverride:
-    """The override the form describes; every field is set, so it states the layout in full."""
+DEFAULT_FIDELITY_CHOICE = "default"
+
+
+def form_override(op: str, memory, memory_layout, rows, cols, layout, dtype, fidelity=None) -> OpOverride:
+    """The override the form describes; every layout field is set, so it states the layout in full;
+    the math fidelity only when one is chosen."""
     if not op:
         raise TilescopeError("select an op first")
     if None in (memory, memory_layout, rows, cols, layout, dtype):
         raise TilescopeError("fill in every field of the override form")
     grid = (int(rows), int(cols))
-    spec = format_item(OpOverride(op, grid, memory, memory_layout, layout, dtype))
-    return OpOverride(op, grid, memory, memory_layout, layout, dtype, spec=spec)
+    chosen = None if fidelity in (None, DEFAULT_FIDELITY_CHOICE) else fidelity
+    ov = OpOverride(op, grid, memory, memory_layout, layout, dtype, chosen)
+    return OpOverride(op, grid, memory, memory_layout, layout, dtype, chosen, spec=format_item(ov))
 
 
 def mlir_children(text: str, spans: dict[str, tuple[int, int]], selected: str | None) -> list:
@@ -173,13 +178,14 @@ def form_values(compilation: Compilation, op_name: str | None) -> tuple:
     """Override form defaults: the op's current output layout at the `layout` level."""
     layout_graph = compilation.levels["layout"]
     if not op_name or not layout_graph.has_op(op_name):
-        return (None,) * 6
+        return (None,) * 7
     op = layout_graph.op(op_name)
     if not op.outputs:
-        return (None,) * 6
+        return (None,) * 7
     current = layout_graph.tensors[op.outputs[0]].layout
     rows, cols = op.attrs.get("grid", (1, 1))
-    return current.memory, current.memory_layout, rows, cols, current.layout, current.dtype
+    fidelity = op.attrs.get("math_fidelity", DEFAULT_FIDELITY_CHOICE)
+    return current.memory, current.memory_layout, rows, cols, current.layout, current.dtype, fidelity
 
 
 def summary_children(run: Run) -> list:

@@ -7,10 +7,10 @@ from dash import dcc, html
 
 from compiler.ir import LEVELS, MEMORY_LAYOUTS, TENSOR_LAYOUTS
 from compiler.passes.layout import DEFAULT_POLICY, POLICIES
-from compiler.target import Target, builtin_names
+from compiler.target import FIDELITIES, Target, builtin_names
 
 from . import ids
-from .explorer import override_choices
+from .explorer import DEFAULT_FIDELITY_CHOICE, override_choices
 
 
 def _labelled(label: str, control, class_name: str = "field") -> html.Div:
@@ -59,6 +59,10 @@ def override_form(target: Target) -> html.Div:
                     _labelled("Grid cols", dcc.Dropdown(id=ids.OV_GRID_COLS, options=cols, clearable=False)),
                     _labelled("Layout", dcc.Dropdown(id=ids.OV_LAYOUT, options=list(TENSOR_LAYOUTS), clearable=False)),
                     _labelled("Dtype", dcc.Dropdown(id=ids.OV_DTYPE, options=dtypes, clearable=False)),
+                    _labelled(
+                        "Math fidelity",
+                        dcc.Dropdown(id=ids.OV_FIDELITY, options=[DEFAULT_FIDELITY_CHOICE, *FIDELITIES], clearable=False),
+                    ),
                 ],
                 className="form-grid",
             ),

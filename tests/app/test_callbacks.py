@@ -49,10 +49,12 @@ def test_click_selects_the_op_and_ignores_clicks_on_edges(cb):
 
 def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
     _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    inspector, memory, memory_layout, rows, cols, layout, dtype, disabled = cb["inspect"](FC1, run_id, "graph")
+    inspector, memory, memory_layout, rows, cols, layout, dtype, fidelity, disabled = cb["inspect"](FC1, run_id, "graph")
     text = str(inspector)
     assert FC1 in text and "duration" in text and "bound" in text
-    assert (memory, memory_layout, rows, cols, layout, dtype) == ("dram", "interleaved", 8, 8, "tile", "bf16")
+    assert (memory, memory_layout, rows, cols, layout, dtype, fidelity) == (
+        "dram", "interleaved", 8, 8, "tile", "bf16", "default",
+    )
     assert disabled is False
     *_, disabled_without_op = cb["inspect"](None, run_id, "graph")
     assert disabled_without_op is True
@@ -61,9 +63,11 @@ def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
 def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     selected = cb["select_in_graph"]({"points": [{"customdata": FC1}]})
-    _, _, _, rows, cols, layout, dtype, _ = cb["inspect"](selected, base_id, "graph")
+    _, _, _, rows, cols, layout, dtype, fidelity, _ = cb["inspect"](selected, base_id, "graph")
 
-    options, new_id, status = cb["apply_override"](1, base_id, selected, "l1", "block_sharded", rows, cols, layout, dtype)
+    options, new_id, status = cb["apply_override"](
+        1, base_id, selected, "l1", "block_sharded", rows, cols, layout, dtype, fidelity
+    )
 
     assert new_id != base_id
     assert [o["value"] for o in options] == [new_id, base_id]
@@ -146,3 +150,11 @@ def test_the_override_form_offers_what_the_selected_target_has(cb):
     memories, rows, cols, _ = cb["form_choices"]("blackhole_p150")
     assert "lls" not in memories and rows[-1] == 13 and cols[-1] == 10
     assert cb["form_choices"]("no-such-target")[0] is no_update
+
+
+def test_the_form_can_ask_for_a_math_fidelity(app, cb):
+    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, new_id, status = cb["apply_override"](1, base_id, FC1, "dram", "interleaved", 8, 8, "tile", "bf16", "lofi")
+    assert app.explorer.run(new_id).overrides == [f"{FC1}=8x8:dram:interleaved:tile:bf16:fidelity#lofi"]
+    *_, fidelity, _ = cb["inspect"](FC1, new_id, "graph")
+    assert fidelity == "lofi"
