@@ -75,6 +75,16 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("-o", "--output", help="file to write (default: standard output)")
     common(export, target=False)
 
+    diff = sub.add_parser("diff", help="compare run B with run A, op by op")
+    diff.add_argument("a", type=int, help="run id of the baseline (see tilescope runs)")
+    diff.add_argument("b", type=int, help="run id to compare with it")
+    diff.add_argument("--json", action="store_true", help="print the diff as JSON")
+    common(diff, target=False)
+
+    database = sub.add_parser("db", help="manage the perf database")
+    database_sub = database.add_subparsers(dest="db_command", required=True)
+    common(database_sub.add_parser("upgrade", help="upgrade its schema to the newest revision"), target=False)
+
     bench = sub.add_parser("bench", help="time import, each compiler level, simulation and storage at 1k-100k ops")
     bench.add_argument("--quick", action="store_true", help="the 1k and 10k sizes (and the corpus ResNet-50) only")
     bench.add_argument("--json", action="store_true")
@@ -233,8 +243,21 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_diff(args) -> int:
+    from .diff import main as diff_main
+
+    return diff_main(args.a, args.b, args.db, args.json)
+
+
+def cmd_db(args) -> int:
+    from .db import upgrade_main
+
+    return upgrade_main(args.db)
+
+
 COMMANDS = {
     "run": cmd_run, "runs": cmd_runs, "show": cmd_show, "serve": cmd_serve, "bench": cmd_bench, "export": cmd_export,
+    "diff": cmd_diff, "db": cmd_db,
 }
 
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from platformdirs import user_data_dir
-from sqlalchemy import Engine, create_engine, event, inspect, text
+from alembic.util import CommandError
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from .schema import Base
+from .migrate import upgrade
 
 ENV_VAR = "TILESCOPE_DB"
 
@@ -37,8 +39,8 @@ def _describe(url: str) -> str:
 
 
 def open_db(url: str | None = None) -> Engine:
-    """Connect, create missing tables and columns, and fail with one line if the database is
-    unusable. Only the default database's directory is created; a given path must exist."""
+    """Connect, upgrade the schema to the newest revision (perfdb.migrate), and fail with one line
+    if the database is unusable. Only the default database's directory is created; a given path must exist."""
     default = url is None
     url = url or default_url()
     try:
@@ -56,38 +58,40 @@ def open_db(url: str | None = None) -> Engine:
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     try:
-        Base.metadata.create_all(engine)
-        _add_missing_columns(engine)
+        upgrade(engine)
     except OperationalError as err:
         reason = str(err.orig).strip().splitlines()[0] if err.orig else str(err).splitlines()[0]
         raise DatabaseError(f"cannot open database {_describe(url)!r}: {reason}") from None
-    except SQLAlchemyError as err:
+    except (SQLAlchemyError, CommandError) as err:
         raise DatabaseError(f"cannot open database {_describe(url)!r}: {str(err).splitlines()[0]}") from None
     return engine
 
 
-def _add_missing_columns(engine: Engine) -> None:
-    """A database written by an earlier tilescope lacks columns added since: add them, with their
-    defaults, so its runs stay readable and new runs can be stored next to them."""
-    inspector = inspect(engine)
-    with engine.begin() as connection:
-        for table in Base.metadata.sorted_tables:
-            present = {c["name"] for c in inspector.get_columns(table.name)}
-            for column in table.columns:
-                if column.name in present:
-                    continue
-                kind = column.type.compile(dialect=engine.dialect)
-                default = column.default.arg if column.default is not None and not callable(column.default.arg) else None
-                literal = "" if default is None else f" DEFAULT {default!r}" if isinstance(default, str) else f" DEFAULT {default}"
-                connection.execute(text(f'ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}{literal}'))
+BUSY_TIMEOUT_S = 60  # how long a SQLite writer waits for another's write: storing a 10k-op run takes ~30 s
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}")
     cursor.execute("PRAGMA foreign_keys=ON")  # cascade deletes of a run's ops and zones
-    cursor.execute("PRAGMA journal_mode=WAL")  # readers (the app) never block a writer (the CLI)
-    cursor.execute("PRAGMA busy_timeout=10000")
+    _use_wal(dbapi_connection, cursor)  # readers (the app) never block a writer (the CLI)
     cursor.close()
+
+
+def _use_wal(dbapi_connection, cursor) -> None:
+    """Switch the database to WAL unless it is already. The switch needs the database to itself and
+    SQLite does not wait for that as it waits for locks (busy_timeout): two processes opening a new
+    database at once would fail with "database is locked". So retry, for as long as busy_timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except dbapi_connection.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:

@@ -64,3 +64,53 @@ def counters(session: Session, run_id: int, name: str | None = None, tracks: Seq
     if tracks is not None:
         query = query.where(Counter.track.in_(list(tracks)))
     return list(session.scalars(query.order_by(Counter.track, Counter.t_ns)))
+
+
+TOP = 5  # names in top_regressions and top_improvements
+
+
+def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
+    """Run `b` against run `a`, op by op, matched by stable op name.
+
+    Returns {a, b, total_delta_ns, ops, unmatched, top_regressions, top_improvements}: `ops` are the
+    ops of both runs, [{name, a_ns, b_ns, delta_ns, ratio (b/a, None when a took no time),
+    changes ("memory dram->l1", "grid 8x8->2x2")}], by |delta_ns| descending; `unmatched` the names
+    only in a or only in b, in execution order. Durations are summed per name (should a name occur
+    twice); the ratio is taken of the sums, never summed or averaged itself."""
+    runs = {run_id: get_run(session, run_id) for run_id in (a_id, b_id)}
+    a, b = _ops_by_name(session, a_id), _ops_by_name(session, b_id)
+    ops = []
+    for name in a.keys() & b.keys():
+        (a_ns, a_memory, a_grid), (b_ns, b_memory, b_grid) = a[name], b[name]
+        pairs = (("memory", a_memory, b_memory), ("grid", a_grid, b_grid))
+        changes = [f"{what} {x}->{y}" for what, x, y in pairs if x != y]
+        ops.append({
+            "name": name, "a_ns": a_ns, "b_ns": b_ns, "delta_ns": b_ns - a_ns,
+            "ratio": b_ns / a_ns if a_ns else None, "changes": changes,
+        })
+    ops.sort(key=lambda op: (-abs(op["delta_ns"]), op["name"]))
+    slower = sorted((op for op in ops if op["delta_ns"] > 0), key=lambda op: (-op["delta_ns"], op["name"]))
+    faster = sorted((op for op in ops if op["delta_ns"] < 0), key=lambda op: (op["delta_ns"], op["name"]))
+    return {
+        "a": a_id,
+        "b": b_id,
+        "total_delta_ns": runs[b_id].total_ns - runs[a_id].total_ns,
+        "ops": ops,
+        "unmatched": {"a": [n for n in a if n not in b], "b": [n for n in b if n not in a]},
+        "top_regressions": [op["name"] for op in slower[:TOP]],
+        "top_improvements": [op["name"] for op in faster[:TOP]],
+    }
+
+
+def _ops_by_name(session: Session, run_id: int) -> dict[str, tuple[float, str, str]]:
+    """name -> (duration summed over its records, memory, grid of its first record), in execution order."""
+    rows = session.execute(
+        select(OpRecord.name, OpRecord.duration_ns, OpRecord.memory, OpRecord.grid)
+        .where(OpRecord.run_id == run_id)
+        .order_by(OpRecord.start_ns, OpRecord.id)
+    )
+    ops: dict[str, tuple[float, str, str]] = {}
+    for name, duration, memory, grid in rows:
+        total, memory, grid = ops.get(name, (0.0, memory, grid))
+        ops[name] = (total + duration, memory, grid)
+    return ops

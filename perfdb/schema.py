@@ -25,7 +25,8 @@ def _now() -> datetime:
 
 
 class UTCDateTime(TypeDecorator):
-    """Timestamps stored in UTC and read back timezone-aware, also on SQLite (which drops the zone)."""
+    """Timestamps stored in UTC and read back in UTC: SQLite drops the zone, PostgreSQL returns the
+    server's time zone."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
@@ -34,7 +35,9 @@ class UTCDateTime(TypeDecorator):
         return value.astimezone(timezone.utc) if value is not None and value.tzinfo else value
 
     def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
-        return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
+        if value is None:
+            return None
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 class Run(Base):

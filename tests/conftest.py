@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine
+from sqlalchemy.engine import make_url
 
 from compiler.models import load_model
 from compiler.pipeline import compile_model
@@ -50,9 +54,46 @@ def wormhole():
     return load_target("wormhole_n150")
 
 
+PG_ENV = "TILESCOPE_TEST_PG"  # a PostgreSQL URL: database tests run on it too (each in a schema of its own)
+
+
 @pytest.fixture
-def db_url(tmp_path) -> str:
+def sqlite_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path}/t.db"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def new_db(request, tmp_path, sqlite_url):
+    """new_db() -> the URL of another empty database of this test's kind: SQLite files in tmp_path
+    (the first is `sqlite_url`), or fresh schemas in $TILESCOPE_TEST_PG, dropped after the test."""
+    if request.param == "sqlite":
+        files = iter([sqlite_url] + [f"sqlite:///{tmp_path}/t{i}.db" for i in range(1, 100)])
+        yield lambda: next(files)
+        return
+    base = os.environ.get(PG_ENV) or pytest.skip(f"{PG_ENV} is not set")
+    # a connection a failed test left in a transaction makes DROP SCHEMA fail, not hang
+    admin = create_engine(base, isolation_level="AUTOCOMMIT", connect_args={"options": "-clock_timeout=30s"})
+    schemas = []
+
+    def make() -> str:
+        schemas.append(f"t_{uuid.uuid4().hex[:16]}")
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f"CREATE SCHEMA {schemas[-1]}")
+        # a server time zone other than UTC, so timestamps must carry their zone to round-trip
+        options = f"-csearch_path={schemas[-1]} -ctimezone=Asia/Kolkata"
+        return make_url(base).update_query_dict({"options": options}).render_as_string(hide_password=False)
+
+    yield make
+    with admin.connect() as connection:
+        for schema in schemas:
+            connection.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+    admin.dispose()
+
+
+@pytest.fixture
+def db_url(new_db) -> str:
+    """An empty database: a SQLite file, and a PostgreSQL schema when $TILESCOPE_TEST_PG is set."""
+    return new_db()
 
 
 @pytest.fixture(scope="session")

@@ -73,8 +73,8 @@ def test_directory_that_cannot_be_created(tmp_path):
     assert "afile" in _one_line(err)
 
 
-def test_sqlite_pragmas_are_set(db_url):
-    engine = open_db(db_url)
+def test_sqlite_pragmas_are_set(sqlite_url):
+    engine = open_db(sqlite_url)
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"

@@ -1,0 +1,109 @@
+"""Bring a perf database to the newest schema with Alembic: empty, current, or made before Alembic.
+
+The migration scripts ship inside the package (perfdb/migrations); Alembic is configured here, so
+no alembic.ini is needed. A new revision (edit schema.py first), from the repository root,
+compared with a scratch database at the previous head:
+
+    python -c "from alembic import command; from perfdb.migrate import config, upgrade; \\
+               upgrade('sqlite:///scratch.db'); \\
+               command.revision(config('sqlite:///scratch.db'), 'what changed', autogenerate=True, rev_id='0002')"
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.operations import Operations
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy import Connection, Engine, create_engine
+
+SCRIPTS = Path(__file__).resolve().parent / "migrations"
+INITIAL = "0001"  # the schema create_all made before Alembic; older databases are adopted as it
+
+
+def config(url: str | None = None, connection: Connection | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(SCRIPTS).replace("%", "%%"))  # configparser syntax
+    if url is not None:
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+@lru_cache(maxsize=1)
+def _scripts() -> ScriptDirectory:
+    return ScriptDirectory.from_config(config())
+
+
+def head() -> str:
+    return _scripts().get_current_head()
+
+
+def current(connection: Connection) -> str | None:
+    """The database's revision; None when it has no alembic_version table (empty, or pre-Alembic)."""
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def upgrade(db: str | Engine) -> tuple[str | None, str]:
+    """Upgrade `db` (a URL or an engine) to the newest revision; returns (revision before, after).
+
+    Safe to call from several processes at once: the check and the migration run under a lock
+    (SQLite's write lock, a PostgreSQL advisory lock), and whoever comes second finds it done."""
+    engine = create_engine(db) if isinstance(db, str) else db
+    try:
+        with engine.connect() as connection:  # the usual case, no lock: already current
+            before = current(connection)
+        if before == head():
+            return before, before
+        with engine.begin() as connection:
+            _lock(connection)
+            before = current(connection)
+            if before is not None and before not in {s.revision for s in _scripts().walk_revisions()}:
+                raise CommandError(
+                    f"its schema revision {before!r} is unknown to this tilescope (newest known {head()!r}); "
+                    "was it written by a newer tilescope?"
+                )
+            cfg = config(connection=connection)
+            if before is None and sa.inspect(connection).has_table("runs"):
+                _adopt(connection)
+                command.stamp(cfg, INITIAL)
+            command.upgrade(cfg, "head")
+        return before, head()
+    finally:
+        if isinstance(db, str):
+            engine.dispose()
+
+
+def _lock(connection: Connection) -> None:
+    """Serialize migrations: two processes opening a new database must not both create its tables."""
+    if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock now, not at the first write
+    elif connection.dialect.name == "postgresql":  # per schema: tests migrate many at once
+        connection.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext('tilescope migrate ' || current_schema()))"))
+
+
+def _adopt(connection: Connection) -> None:
+    """A database created by create_all before Alembic, perhaps by an older tilescope: give it the
+    initial revision's missing tables, columns (old rows get the column's default) and indexes,
+    keeping every row, so it can be stamped as that revision."""
+    initial = _scripts().get_revision(INITIAL).module.schema()
+    initial.create_all(connection)  # only the tables it lacks
+    inspector = sa.inspect(connection)
+    ops = Operations(MigrationContext.configure(connection))
+    for table in initial.sorted_tables:
+        present = {c["name"] for c in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name not in present:
+                default = column.default.arg if column.default is not None else None
+                server_default = default if default is None or isinstance(default, str) else sa.text(repr(default))
+                ops.add_column(table.name, sa.Column(column.name, column.type, server_default=server_default))
+        indexes = {i["name"] for i in inspector.get_indexes(table.name)}
+        for index in table.indexes:
+            if index.name not in indexes:
+                index.create(connection)

@@ -1,0 +1,151 @@
+"""Alembic migrations: an empty database, a current one, and one made before Alembic, on SQLite and
+(with $TILESCOPE_TEST_PG) PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, inspect, text
+
+from perfdb.engine import DatabaseError, open_db, session_factory
+from perfdb.migrate import config, current, head, upgrade
+from perfdb.queries import counters, get_run, list_runs, op_records, zones
+from perfdb.schema import Base
+from perfdb.store import save_run
+
+from .test_store import ZONES, _new_run
+
+COUNTERS = [("core 0,0", "l1_bytes", 0.0, 1024.0), ("dram", "dram_bw", 5.0, 2.5e11)]
+
+
+def shape(url: str) -> dict:
+    """Every table's columns, primary key, foreign keys and indexes, as the database reports them."""
+    engine = create_engine(url)
+    inspector = inspect(engine)
+    tables = {}
+    for table in sorted(set(inspector.get_table_names()) - {"alembic_version"}):
+        tables[table] = {
+            "columns": [(c["name"], str(c["type"]), c["nullable"], c["default"]) for c in inspector.get_columns(table)],
+            "pk": inspector.get_pk_constraint(table),
+            "fks": sorted(
+                (fk["name"], tuple(fk["constrained_columns"]), fk["referred_table"], fk["options"].get("ondelete"))
+                for fk in inspector.get_foreign_keys(table)
+            ),
+            "indexes": sorted(
+                (i["name"], tuple(i["column_names"]), bool(i["unique"])) for i in inspector.get_indexes(table)
+            ),
+        }
+    engine.dispose()
+    return tables
+
+
+def revision(url: str) -> str | None:
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        found = current(connection)
+    engine.dispose()
+    return found
+
+
+def pre_alembic(url: str):
+    """A database as tilescope made it before Alembic (create_all, no alembic_version), with one run."""
+    engine = create_engine(url)
+    Base.metadata.create_all(engine)
+    with session_factory(engine)() as s:
+        run_id = save_run(s, _new_run(counters=COUNTERS))
+    return engine, run_id
+
+
+def test_upgrade_from_empty_creates_the_tables_of_schema_py(new_db):
+    migrated, created = new_db(), new_db()
+    assert upgrade(migrated) == (None, head())
+    engine = create_engine(created)
+    Base.metadata.create_all(engine)
+    engine.dispose()
+    assert set(shape(migrated)) == set(Base.metadata.tables) == {"runs", "op_records", "zones", "counters"}
+    assert shape(migrated) == shape(created)  # same columns, types, keys, index names
+    assert revision(migrated) == head()
+
+
+def test_the_migrated_schema_matches_the_models(db_url):
+    """Alembic's own comparison: nothing for autogenerate to add, drop or alter."""
+    upgrade(db_url)
+    engine = create_engine(db_url)
+    with engine.connect() as connection:
+        assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
+    engine.dispose()
+
+
+def test_upgrading_twice_is_a_no_op(db_url):
+    upgrade(db_url)
+    before = shape(db_url)
+    with session_factory(open_db(db_url))() as s:
+        run_id = save_run(s, _new_run())
+    assert upgrade(db_url) == (head(), head())
+    open_db(db_url)
+    assert shape(db_url) == before
+    with session_factory(open_db(db_url))() as s:
+        assert [r.id for r in list_runs(s)] == [run_id] and len(op_records(s, run_id)) == 3
+
+
+def test_a_pre_alembic_database_keeps_its_rows(db_url):
+    old, run_id = pre_alembic(db_url)
+    assert "alembic_version" not in inspect(old).get_table_names()
+    sessions = session_factory(open_db(db_url))
+    with sessions() as s:
+        assert get_run(s, run_id).label == "first try"
+        assert [o.name for o in op_records(s, run_id)] == ["op_a", "op_b", "op_c"]
+        assert len(zones(s, run_id)) == len(ZONES)
+        assert [(c.track, c.value) for c in counters(s, run_id)] == [("core 0,0", 1024.0), ("dram", 2.5e11)]
+    with sessions() as s:
+        new_id = save_run(s, _new_run(label="after"))
+    with sessions() as s:
+        assert [r.label for r in list_runs(s)] == ["after", "first try"] and new_id > run_id
+    assert revision(db_url) == head()
+
+
+def test_a_pre_alembic_database_missing_columns_and_tables_gains_them(db_url):
+    old, run_id = pre_alembic(db_url)
+    with old.begin() as connection:
+        connection.execute(text("DROP TABLE counters"))
+        connection.execute(text("DROP INDEX ix_zones_run_start"))
+        for column in ("policy", "l1_usage_cap", "target_ref"):
+            connection.execute(text(f"ALTER TABLE runs DROP COLUMN {column}"))
+    old.dispose()
+    fresh = shape(db_url)
+    assert "counters" not in fresh and "policy" not in [c[0] for c in fresh["runs"]["columns"]]
+    with session_factory(open_db(db_url))() as s:
+        run = get_run(s, run_id)
+        assert (run.label, run.policy, run.l1_usage_cap, run.target_ref) == ("first try", "dram-interleaved", 0.8, None)
+        assert len(op_records(s, run_id)) == 3 and counters(s, run_id) == []
+    adopted = shape(db_url)
+    assert set(adopted) == {"runs", "op_records", "zones", "counters"}
+    assert ("ix_zones_run_start", ("run_id", "start_ns"), False) in adopted["zones"]["indexes"]
+    assert {c[0] for c in adopted["runs"]["columns"][-3:]} == {"policy", "l1_usage_cap", "target_ref"}  # added last
+
+
+def test_downgrade_to_base_drops_every_table(db_url):
+    upgrade(db_url)
+    engine = create_engine(db_url)
+    with engine.begin() as connection:
+        command.downgrade(config(connection=connection), "base")
+    assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
+    with engine.connect() as connection:
+        assert current(connection) is None
+    engine.dispose()
+    upgrade(db_url)  # and back
+    assert revision(db_url) == head()
+
+
+def test_a_database_of_an_unknown_revision_is_one_line(db_url):
+    upgrade(db_url)
+    engine = create_engine(db_url)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    engine.dispose()
+    with pytest.raises(DatabaseError) as err:
+        open_db(db_url)
+    message = str(err.value)
+    assert "\n" not in message and "'9999'" in message and "newer tilescope" in message
