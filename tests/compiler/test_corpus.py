@@ -9,7 +9,7 @@ import pytest
 
 from compiler import opset
 from compiler.ir import LEVELS
-from compiler.mlir_import import parse_module, strip_unparsable
+from compiler.mlir_import import import_mlir, parse_module, strip_unparsable
 from compiler.models import load_model
 from compiler.pipeline import compile_model
 from compiler.simulator import simulate
@@ -104,7 +104,11 @@ def test_every_level_of_every_corpus_file_reparses(compiled, level):
         # the input level is the file as written: it reparses the way it was first read, with
         # custom-syntax wrappers of unregistered dialects blanked out
         text = strip_unparsable(c.mlir(level))[0] if level == "input" else c.mlir(level)
-        parse_module(text, f"{name}:{level}")
+        assert "func.func" in str(parse_module(text, f"{name}:{level}"))
+        # and reading it back gives the level's ops, by name
+        again = import_mlir(c.mlir(level), f"{name}:{level}", function=c.model.graph.name.partition("#")[2] or None)
+        expected = c.graph_at(level).ops
+        assert [op.name for op in again.graph.ops] == [op.name for op in expected], (name, level)
 
 
 @pytest.mark.parametrize("ref", ZOO)

@@ -1,0 +1,34 @@
+"""Small models: a transformer-style MLP stack and a single matmul."""
+
+from __future__ import annotations
+
+from .builder import MlirBuilder
+
+
+def _linear(b: MlirBuilder, x: str, m: int, k: int, n: int, dtype: str, scope: str) -> str:
+    weight = b.arg(f"{scope}.weight", (k, n), dtype)
+    bias = b.arg(f"{scope}.bias", (1, n), dtype)
+    y = b.op("matmul", [x, weight], (m, n), dtype, f"{scope}.matmul")
+    return b.op("add", [y, bias], (m, n), dtype, f"{scope}.bias_add")
+
+
+def mlp(batch: int = 128, width: int = 1024, hidden: int = 4096, layers: int = 2, dtype: str = "bf16") -> str:
+    """A transformer-style MLP stack: per layer fc1 (width->hidden), gelu, fc2 (hidden->width)."""
+    b = MlirBuilder()
+    x = b.arg("input", (batch, width), dtype)
+    for i in range(layers):
+        scope = f"mlp.layer.{i}"
+        h = _linear(b, x, batch, width, hidden, dtype, f"{scope}.fc1")
+        h = b.op("gelu", [h], (batch, hidden), dtype, f"{scope}.gelu")
+        x = _linear(b, h, batch, hidden, width, dtype, f"{scope}.fc2")
+    return b.text([x])
+
+
+def matmul(m: int, k: int, n: int, dtype: str = "bf16") -> str:
+    b = MlirBuilder()
+    a = b.arg("a", (m, k), dtype)
+    w = b.arg("b", (k, n), dtype)
+    return b.text([b.op("matmul", [a, w], (m, n), dtype, "matmul")])
+
+
+# --- transformer pieces, spelled as torch-xla / tt-forge exports spell them ---------------------------
