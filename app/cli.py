@@ -17,12 +17,13 @@ from compiler.target import DISPATCH_MODES
 from overrides import format_item, parse_item
 from overrides.formats import OverrideSet, dump, load_file
 from perfdb.engine import DatabaseError, default_url, open_db, session_factory
+from perfdb.exports import chrome_trace
 from perfdb.queries import RunNotFound, get_run, list_runs
 
 from .runs import DEFAULT_TARGET, RunResult, compile_cached, execute
 
 EXAMPLE_MODEL = "zoo:mlp"
-EXPORT_FORMATS = ("overrides", "tt-mlir", "tt-explorer")
+EXPORT_FORMATS = ("overrides", "tt-mlir", "tt-explorer", "chrome")
 MODEL_HELP = (
     "an .mlir file (file.mlir#func picks a function), a shipped example (classifier.mlir) or a zoo model: "
     "zoo:mlp, zoo:bert-base, zoo:llama-3.2-1b[?mode=decode], zoo:resnet50, zoo:matmul:MxKxN "
@@ -69,7 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--level", choices=LEVELS, default="graph")
     common(show, db=False)
 
-    export = sub.add_parser("export", help="write what a stored run was compiled with")
+    export = sub.add_parser(
+        "export", help="write a stored run: its overrides (overrides, tt-mlir, tt-explorer) or its trace (chrome)"
+    )
     export.add_argument("run", type=int, help="run id (see tilescope runs)")
     export.add_argument("--format", choices=EXPORT_FORMATS, default="overrides")
     export.add_argument("-o", "--output", help="file to write (default: standard output)")
@@ -232,10 +235,14 @@ def cmd_bench(args) -> int:
 def cmd_export(args) -> int:
     with session_factory(open_db(args.db))() as session:
         run = get_run(session, args.run)
-    overrides = OverrideSet(
-        [parse_item(item) for item in run.overrides], run.policy, run.dispatch, run.l1_usage_cap
-    )
-    text = dump(overrides, {"overrides": "tilescope"}.get(args.format, args.format))
+        trace = chrome_trace(session, args.run) if args.format == "chrome" else None
+    if trace is not None:
+        text = json.dumps(trace)
+    else:
+        overrides = OverrideSet(
+            [parse_item(item) for item in run.overrides], run.policy, run.dispatch, run.l1_usage_cap
+        )
+        text = dump(overrides, {"overrides": "tilescope"}.get(args.format, args.format))
     if args.output:
         Path(args.output).write_text(text)
     else:

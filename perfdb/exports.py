@@ -1,0 +1,59 @@
+"""Stored runs in the formats other tools read.
+
+Chrome Trace Event JSON, as Perfetto and Tracy's `tracy-import-chrome` load it: `{"traceEvents":
+[...]}` with complete events (`ph: "X"`, `ts`/`dur` in microseconds), integer `pid` per device and
+`tid` per core and engine, `M` events naming the process and every thread, and `C` counter events
+(one plot per counter: L1 bytes in use per core, shared-memory bandwidth).
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy.orm import Session
+
+from . import queries
+
+DEVICE_PID = 0
+ENGINES = ("", "/reader", "/compute", "/writer")  # a core's row, then its engines' rows
+_CORE = re.compile(r"^core (\d+),(\d+)(/.*)?$")
+
+
+def _track_order(track: str) -> tuple:
+    match = _CORE.match(track)
+    if not match:
+        return (1, track)
+    engine = match.group(3) or ""
+    return (0, int(match.group(1)), int(match.group(2)), ENGINES.index(engine) if engine in ENGINES else 9, track)
+
+
+def chrome_trace(session: Session, run_id: int) -> dict:
+    """A run's zones and counters as a Chrome trace; times in microseconds."""
+    run = queries.get_run(session, run_id)
+    zones = queries.zones(session, run_id)
+    counters = queries.counters(session, run_id)
+    tracks = sorted({z.track for z in zones}, key=_track_order)
+    tid = {track: index + 1 for index, track in enumerate(tracks)}  # tid 0 is left to counters
+    events: list[dict] = [
+        {"ph": "M", "name": "process_name", "pid": DEVICE_PID, "tid": 0,
+         "args": {"name": f"{run.target} (run {run.id}: {run.model_name})"}},
+    ]
+    for track in tracks:
+        events.append({"ph": "M", "name": "thread_name", "pid": DEVICE_PID, "tid": tid[track], "args": {"name": track}})
+        events.append(
+            {"ph": "M", "name": "thread_sort_index", "pid": DEVICE_PID, "tid": tid[track], "args": {"sort_index": tid[track]}}
+        )
+    for z in zones:
+        events.append(
+            {
+                "ph": "X", "name": z.name, "cat": "op" if z.depth == 0 else "phase", "pid": DEVICE_PID,
+                "tid": tid[z.track], "ts": z.start_ns / 1e3, "dur": (z.end_ns - z.start_ns) / 1e3, "args": {"op": z.op},
+            }
+        )
+    for c in counters:
+        # one plot per counter track; Tracy shows args keys ending in _bytes as memory
+        label = f"L1 {c.track}" if c.name == "l1_bytes" else f"{c.track} bandwidth"
+        events.append(
+            {"ph": "C", "name": label, "pid": DEVICE_PID, "tid": 0, "ts": c.t_ns / 1e3, "args": {c.name: c.value}}
+        )
+    return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"run": run.id, "model": run.model_ref}}
