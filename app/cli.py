@@ -84,6 +84,12 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("--json", action="store_true", help="print the diff as JSON")
     common(diff, target=False)
 
+    stats = sub.add_parser("stats", help="where a run's device time goes, per op name or op kind")
+    stats.add_argument("run", type=int, help="run id (see tilescope runs)")
+    stats.add_argument("--by", choices=("name", "kind"), default="kind")
+    stats.add_argument("--json", action="store_true")
+    common(stats, target=False)
+
     database = sub.add_parser("db", help="manage the perf database")
     database_sub = database.add_subparsers(dest="db_command", required=True)
     common(database_sub.add_parser("upgrade", help="upgrade its schema to the newest revision"), target=False)
@@ -256,6 +262,12 @@ def cmd_diff(args) -> int:
     return diff_main(args.a, args.b, args.db, args.json)
 
 
+def cmd_stats(args) -> int:
+    from .stats import main as stats_main
+
+    return stats_main(args.run, args.by, args.db, args.json)
+
+
 def cmd_db(args) -> int:
     from .db import upgrade_main
 
@@ -264,7 +276,7 @@ def cmd_db(args) -> int:
 
 COMMANDS = {
     "run": cmd_run, "runs": cmd_runs, "show": cmd_show, "serve": cmd_serve, "bench": cmd_bench, "export": cmd_export,
-    "diff": cmd_diff, "db": cmd_db,
+    "diff": cmd_diff, "db": cmd_db, "stats": cmd_stats,
 }
 
 

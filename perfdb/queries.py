@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -114,3 +115,29 @@ def _ops_by_name(session: Session, run_id: int) -> dict[str, tuple[float, str, s
         total, memory, grid = ops.get(name, (0.0, memory, grid))
         ops[name] = (total + duration, memory, grid)
     return ops
+
+
+STAT_KEYS = ("name", "kind")
+
+
+def op_statistics(session: Session, run_id: int, by: str = "name") -> list[dict]:
+    """Per op name (or per op kind, by="kind"): count, total, self, mean, min, max, median and p90
+    of device durations in ns, and the share of the run's device time in %; by total descending.
+    Ops do not nest inside each other, so an op's self time is its total."""
+    if by not in STAT_KEYS:
+        raise ValueError(f"statistics by {by!r}; one of {', '.join(STAT_KEYS)}")
+    get_run(session, run_id)
+    groups: dict[str, list[float]] = {}
+    for record in op_records(session, run_id):
+        groups.setdefault(getattr(record, by), []).append(record.duration_ns)
+    device = sum(sum(d) for d in groups.values()) or 1.0
+    rows = []
+    for key, durations in groups.items():
+        values = np.asarray(durations)
+        total = float(values.sum())
+        rows.append({
+            by: key, "count": len(durations), "total_ns": total, "self_ns": total, "mean_ns": float(values.mean()),
+            "min_ns": float(values.min()), "max_ns": float(values.max()), "median_ns": float(np.median(values)),
+            "p90_ns": float(np.percentile(values, 90)), "pct_of_run": total / device * 100,
+        })
+    return sorted(rows, key=lambda row: (-row["total_ns"], row[by]))

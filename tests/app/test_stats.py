@@ -1,0 +1,46 @@
+"""Per-op statistics of a stored run, through the query and the command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.cli import main
+from perfdb.engine import open_db, session_factory
+from perfdb.queries import op_statistics
+
+
+def _run(capsys, db_url, ref="zoo:bert-base?layers=1&seq=128&batch=1"):
+    assert main(["run", ref, "--db", db_url, "--json", "--dispatch", "trace"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_statistics_per_kind_add_up_to_the_run(capsys, db_url):
+    run = _run(capsys, db_url)
+    with session_factory(open_db(db_url))() as session:
+        rows = op_statistics(session, run["run_id"], "kind")
+    durations = {}
+    for op in run["ops"]:
+        durations.setdefault(op["type"], []).append(op["duration_ns"])
+    assert {row["kind"]: row["count"] for row in rows} == {k: len(v) for k, v in durations.items()}
+    assert sum(row["total_ns"] for row in rows) == pytest.approx(sum(op["duration_ns"] for op in run["ops"]))
+    assert sum(row["pct_of_run"] for row in rows) == pytest.approx(100)
+    assert [row["total_ns"] for row in rows] == sorted((row["total_ns"] for row in rows), reverse=True)
+    matmul = next(row for row in rows if row["kind"] == "matmul")
+    values = sorted(durations["matmul"])
+    assert matmul["min_ns"] == values[0] and matmul["max_ns"] == values[-1]
+    assert matmul["min_ns"] <= matmul["median_ns"] <= matmul["p90_ns"] <= matmul["max_ns"]
+    assert matmul["mean_ns"] == pytest.approx(sum(values) / len(values)) and matmul["self_ns"] == matmul["total_ns"]
+
+
+def test_stats_command_per_name(capsys, db_url):
+    run = _run(capsys, db_url, "zoo:mlp?layers=1")
+    assert main(["stats", str(run["run_id"]), "--by", "name", "--db", db_url, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {row["name"] for row in rows} == {op["name"] for op in run["ops"]}
+    assert all(row["count"] == 1 and row["p90_ns"] == row["total_ns"] for row in rows)
+    assert main(["stats", str(run["run_id"]), "--db", db_url]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:3] == ["kind", "count", "total"] and table[1].startswith("matmul")
+    assert main(["stats", "999", "--db", db_url]) == 2
