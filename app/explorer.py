@@ -28,7 +28,6 @@ from .runs import compile_cached, execute
 @dataclass
 class Explorer:
     sessions: sessionmaker[Session]
-    default_target: str
 
     # --- runs -----------------------------------------------------------------------------------
 
@@ -70,7 +69,7 @@ class Explorer:
 
     def op_record(self, run_id: int, name: str):
         with self.sessions() as session:
-            return next((r for r in queries.op_records(session, run_id) if r.name == name), None)
+            return queries.op_record(session, run_id, name)
 
     def zones(self, run_id: int, depth: int | None = None):
         with self.sessions() as session:

@@ -19,7 +19,7 @@ ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 def create_app(db_url: str | None = None, model_ref: str = "zoo:mlp", target: str = DEFAULT_TARGET) -> Dash:
     """The explorer on `db_url`, opened on `model_ref`; the model is compiled and stored if it has no run."""
-    explorer = Explorer(session_factory(open_db(db_url)), target)
+    explorer = Explorer(session_factory(open_db(db_url)))
     explorer.ensure_run(model_ref, target)  # the first page load shows a stored run at once
     app = Dash(__name__, assets_folder=str(ASSETS), title="tilescope", update_title=None)
     app.layout = page(explorer.model_options(model_ref), model_ref, load_target(target))

@@ -17,11 +17,3 @@ def ints(text: str | None) -> tuple[int, ...]:
         body = body[body.find(":") + 1 : body.rfind(">")] if ":" in body else ""
     body = re.sub(r":\s*[a-z]+\d*", "", body)  # drop ': i32' type suffixes
     return tuple(int(v) for v in _INT.findall(body))
-
-
-def integer(text: str | None, default: int | None = None) -> int | None:
-    """'3 : i32' -> 3."""
-    if not text:
-        return default
-    match = _INT.match(text.strip())
-    return int(match.group()) if match else default

@@ -102,16 +102,6 @@ class Graph:
         except KeyError:
             return False
 
-    def producer(self) -> dict[str, Op]:
-        return {t: op for op in self.ops for t in op.outputs}
-
-    def consumers(self) -> dict[str, list[Op]]:
-        users: dict[str, list[Op]] = {}
-        for op in self.ops:
-            for t in op.inputs:
-                users.setdefault(t, []).append(op)
-        return users
-
     def with_level(self, level: str) -> Graph:
         """A copy for the next stage, so every level stays inspectable. Ops, tensors and their
         lists and dicts are new; values inside (layouts, kernels) are immutable and shared."""

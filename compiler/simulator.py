@@ -131,8 +131,7 @@ class Simulator:
     # --- one op -----------------------------------------------------------------------------
 
     def run_op(self, graph: Graph, op: Op, kernel: Kernel, start: float) -> tuple[OpTiming, list[_CoreTime]]:
-        users = self._shared_users(kernel)
-        shared_s = self._shared_seconds(kernel)
+        users, shared_s = self._shared(kernel)
         core_times = self._group_times(kernel, shared_s)
         slowest = max(core_times, key=lambda t: t.total)
         duration = (slowest.total + self._latency(kernel)) * NS
@@ -172,20 +171,11 @@ class Simulator:
                 t.total = max(t.total, sender_read + tail)
         return times
 
-    def _shared_users(self, kernel: Kernel) -> dict[str, int]:
-        """How many of the op's cores use each shared memory."""
+    def _shared(self, kernel: Kernel) -> tuple[dict[str, int], dict[str, float]]:
+        """Per shared memory: how many of the op's cores use it, and how long it is busy. Its
+        bandwidth goes to the cores in proportion to what they move, so all finish together: total
+        bytes at the memory's bandwidth, unless one core's bytes through its NoC link take longer."""
         users: dict[str, int] = {}
-        for group in kernel.groups:
-            for path in {t.path for t in group.reads + group.writes}:
-                memory = self.target.memories.get(path)
-                if memory is not None and memory.shared:
-                    users[path] = users.get(path, 0) + len(group.cores)
-        return users
-
-    def _shared_seconds(self, kernel: Kernel) -> dict[str, float]:
-        """Time each shared memory is busy during the op. Its bandwidth goes to the cores in
-        proportion to what they move, so all finish together: total bytes at the memory's
-        bandwidth, unless one core's bytes through its NoC link take longer."""
         total: dict[str, float] = {}
         most: dict[str, float] = {}
         for group in kernel.groups:
@@ -195,13 +185,15 @@ class Simulator:
                 if memory is not None and memory.shared:
                     mine[t.path] = mine.get(t.path, 0.0) + t.bytes
             for path, nbytes in mine.items():
+                users[path] = users.get(path, 0) + len(group.cores)
                 total[path] = total.get(path, 0.0) + nbytes * len(group.cores)
                 most[path] = max(most.get(path, 0.0), nbytes)
-        return {
+        busy = {
             path: max(nbytes / self.target.memories[path].bytes_per_s, most[path] / self.target.noc_bytes_per_s)
             + self.target.memories[path].latency_ns / NS
             for path, nbytes in total.items()
         }
+        return users, busy
 
     def _bandwidth(self, path: str) -> float:
         """Bytes/s one core gets on a private path: one NoC link for L1-to-L1 and multicast

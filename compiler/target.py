@@ -65,7 +65,6 @@ class Target:
     dispatch_ns: dict[str, float]
     fusion: dict[str, bool]  # which element-wise ops the target's kernels can fuse: activation, bias
     assumed: tuple[str, ...]  # keys whose values no public document gives (see the file's comments)
-    source: dict[str, Any]  # the whole file as data
 
     @property
     def cores(self) -> int:
@@ -275,5 +274,4 @@ def _target_from(data: dict, where: str, assumed: tuple[str, ...] = ()) -> Targe
         dispatch_ns={mode: _dispatch_ns(data, mode, where) for mode in DISPATCH_MODES},
         fusion=_fusion(data, where),
         assumed=assumed,
-        source=data,
     )

@@ -36,13 +36,6 @@ def tile_bytes(dtype: str, tile: tuple[int, int]) -> float:
     return tile[0] * tile[1] * bytes_per_element(dtype)
 
 
-def tensor_bytes(tensor: Tensor, layout: Layout, tile: tuple[int, int]) -> float:
-    """Bytes stored: padded to tiles in tile layout, exact in row-major."""
-    if layout.layout == "tile":
-        return num_tiles(tensor.shape, tile) * tile_bytes(layout.dtype, tile)
-    return tensor.numel * bytes_per_element(layout.dtype)
-
-
 def shard_bytes(tensor: Tensor, layout: Layout, tile: tuple[int, int]) -> float:
     """Bytes one core holds: the largest shard for sharded layouts, an even share when interleaved."""
     rows_g, cols_g = layout.grid

@@ -212,9 +212,6 @@ def format_json(overrides: OverrideSet) -> dict:
 
 # --- files ---------------------------------------------------------------------------------------
 
-FORMATS = ("tilescope", "tt-explorer", "tt-mlir")
-
-
 def parse_text(text: str, source: str = "overrides") -> OverrideSet:
     """Any of the three formats, told apart by content."""
     stripped = text.strip()

@@ -35,6 +35,10 @@ def op_records(session: Session, run_id: int) -> list[OpRecord]:
     return list(session.scalars(select(OpRecord).where(OpRecord.run_id == run_id).order_by(OpRecord.start_ns)))
 
 
+def op_record(session: Session, run_id: int, name: str) -> OpRecord | None:
+    return session.scalars(select(OpRecord).where(OpRecord.run_id == run_id, OpRecord.name == name)).first()
+
+
 def zones(
     session: Session,
     run_id: int,
