@@ -12,9 +12,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from compiler.errors import TilescopeError
 from compiler.ir import LEVELS
+from compiler.models import load_model
 from compiler.passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
-from compiler.target import DISPATCH_MODES
-from overrides import format_item, parse_item
+from compiler.target import DISPATCH_MODES, load_target
+from overrides import format_item, parse_item, validate
 from overrides.formats import OverrideSet, dump, load_file
 from perfdb.engine import DatabaseError, default_url, open_db, session_factory
 from perfdb.exports import chrome_trace
@@ -69,6 +70,13 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("model", help=MODEL_HELP)
     show.add_argument("--level", choices=LEVELS, default="graph")
     common(show, db=False)
+
+    check = sub.add_parser(
+        "check", help="list every problem of a set of overrides on a model at once, without storing a run"
+    )
+    check.add_argument("model", help=MODEL_HELP)
+    common(check, db=False)
+    check.add_argument("--json", action="store_true", help="print {ok, problems, overrides} as JSON")
 
     export = sub.add_parser(
         "export", help="write a stored run: its overrides (overrides, tt-mlir, tt-explorer) or its trace (chrome)"
@@ -225,6 +233,41 @@ def cmd_show(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    """Read the file leniently, then compile once: every problem is listed, not just the first."""
+    problems: list[str] = []
+    loaded = load_file(args.overrides, problems) if args.overrides else OverrideSet()
+    items = list(loaded.items)
+    for item in args.override:
+        try:
+            items.append(parse_item(item))
+        except TilescopeError as err:
+            problems.append(str(err))
+    seen: set = set()
+    unique = []
+    for ov in items:
+        if ov.key in seen:
+            problems.append(f"override for {ov.target!r} given twice; give each op one override")
+        else:
+            seen.add(ov.key)
+            unique.append(ov)
+    policy = args.policy or loaded.policy or DEFAULT_POLICY
+    cap = args.l1_usage_cap if args.l1_usage_cap is not None else loaded.l1_usage_cap
+    report = validate(
+        unique, load_model(args.model), load_target(args.target), policy,
+        cap if cap is not None else DEFAULT_L1_USAGE_CAP, problems,
+    )
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+        return 0 if report.ok else 1
+    for problem in report.problems:
+        print(problem)
+    applied = sum(o.status != "rejected" for o in report.outcomes)
+    summary = f"{len(report.problems)} problem(s); {applied} override(s) apply"
+    print(summary if report.problems else f"no problems; {applied} override(s) apply")
+    return 0 if report.ok else 1
+
+
 def cmd_serve(args) -> int:
     from .server import serve
 
@@ -276,7 +319,7 @@ def cmd_db(args) -> int:
 
 COMMANDS = {
     "run": cmd_run, "runs": cmd_runs, "show": cmd_show, "serve": cmd_serve, "bench": cmd_bench, "export": cmd_export,
-    "diff": cmd_diff, "db": cmd_db, "stats": cmd_stats,
+    "diff": cmd_diff, "db": cmd_db, "stats": cmd_stats, "check": cmd_check,
 }
 
 

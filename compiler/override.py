@@ -13,7 +13,10 @@ APPLIED, ADJUSTED, REJECTED = "applied", "adjusted", "rejected"
 
 @dataclass(frozen=True)
 class OpOverride:
-    """Output layout of one op, as in tt-mlir's `override-output-layout`. None = keep the default."""
+    """Output layout of one op, as in tt-mlir's `override-output-layout`. None = keep the default.
+
+    With `operand` set it is the layout the op reads that input in (a `to_layout` converts it);
+    with `result` set it lays out that output only (else every output)."""
 
     op: str
     grid: tuple[int, int] | None = None
@@ -25,7 +28,24 @@ class OpOverride:
     block: tuple[int, int, int] | None = None  # matmul pass: output tiles M x N, inner K step, per core
     subblock: tuple[int, int] | None = None  # matmul output sub-block h x w (tiles in destination registers)
     double_buffer: bool | None = None  # circular buffers hold two steps (overlap) or one
+    tile: tuple[int, int] | None = None  # tile rows x cols, e.g. 1x32 for a one-row activation
+    operand: int | None = None
+    result: int | None = None
     spec: str = ""  # as the user wrote it, for reports
+
+    @property
+    def key(self) -> tuple[str, int | None, int | None]:
+        """What the override lays out; a set holds one override per key."""
+        return self.op, self.operand, self.result
+
+    @property
+    def target(self) -> str:
+        """`op`, `op operand 1` or `op result 0`, for messages."""
+        if self.operand is not None:
+            return f"{self.op} operand {self.operand}"
+        if self.result is not None:
+            return f"{self.op} result {self.result}"
+        return self.op
 
 
 @dataclass(frozen=True)
@@ -34,6 +54,7 @@ class OverrideOutcome:
     spec: str
     status: str  # applied | adjusted | rejected
     reason: str = ""
+    operand: int | None = None  # the override laid out this input of the op
 
     def as_dict(self) -> dict[str, str]:
         return {"op": self.op, "spec": self.spec, "status": self.status, "reason": self.reason}

@@ -233,8 +233,13 @@ class Simulator:
             total = longest + (sum(phases) - longest) / max(1, group.blocks)
         else:  # one slot per buffer: each step is read, then computed, then written
             total = sum(phases)
-        # Reader and writer overlap, but a shared memory serves both, one after the other.
-        total = max([total, *(shared_s[p] for p in on_shared)])
+        # Reader and writer overlap, but a memory serves both, one after the other: a shared one
+        # at its share of the bandwidth, the core's own at its banks' rate.
+        local: dict[str, float] = {}
+        for t in group.reads + group.writes:
+            if t.path in self.target.memories and t.path not in shared_s:
+                local[t.path] = local.get(t.path, 0.0) + t.bytes / self._bandwidth(t.path)
+        total = max([total, *(shared_s[p] for p in on_shared), *local.values()])
         return _CoreTime(read, compute, write, total, terms)
 
     def _latency(self, kernel: Kernel) -> float:
@@ -263,7 +268,8 @@ class Simulator:
         bounds = [flops / peak if peak else 0.0]
         for path, nbytes in moved.items():
             if path in (NOC, MCAST):
-                bandwidth = target.noc_bytes_per_s * target.cores * target.noc_count
+                # every core's links carry data in and out at once: reads and writes overlap
+                bandwidth = target.noc_bytes_per_s * target.cores * target.noc_count * 2
             else:
                 memory = target.memories[path]
                 bandwidth = memory.bytes_per_s * (1 if memory.shared else target.cores)

@@ -36,8 +36,9 @@ def tile_bytes(dtype: str, tile: tuple[int, int]) -> float:
     return tile[0] * tile[1] * bytes_per_element(dtype)
 
 
-def shard_bytes(tensor: Tensor, layout: Layout, tile: tuple[int, int]) -> float:
+def shard_bytes(tensor: Tensor, layout: Layout) -> float:
     """Bytes one core holds: the largest shard for sharded layouts, an even share when interleaved."""
+    tile = layout.tile
     rows_g, cols_g = layout.grid
     batch, rt, ct = tile_grid(tensor.shape, tile)
     per_tile = tile_bytes(layout.dtype, tile)

@@ -31,6 +31,31 @@ OUTPUT_LAYOUT = "override-output-layout"
 L1_USAGE_CAP = "tensor-l1-usage-cap"
 
 
+def _attempt(errors: list[str] | None, parse, *args):
+    """parse(*args); with an error list, a bad piece is recorded there (None returned) so that
+    every problem of a file is reported at once."""
+    if errors is None:
+        return parse(*args)
+    try:
+        return parse(*args)
+    except OverrideError as err:
+        errors.append(str(err))
+        return None
+
+
+def _unique(items: list[OpOverride], errors: list[str] | None) -> list[OpOverride]:
+    """Items with one override per op (or operand); repeats are errors."""
+    if errors is None:
+        return items
+    kept: dict[tuple, OpOverride] = {}
+    for ov in items:
+        if ov.key in kept:
+            errors.append(f"override for {ov.target!r} given twice; give each op one override")
+        else:
+            kept[ov.key] = ov
+    return list(kept.values())
+
+
 @dataclass
 class OverrideSet:
     """Per-op overrides plus the globals a run is compiled with (None: the default)."""
@@ -41,11 +66,11 @@ class OverrideSet:
     l1_usage_cap: float | None = None
 
     def __post_init__(self) -> None:
-        seen: set[str] = set()
+        seen: set[tuple] = set()
         for ov in self.items:
-            if ov.op in seen:
-                raise OverrideError(f"override for {ov.op!r} given twice; give each op one override")
-            seen.add(ov.op)
+            if ov.key in seen:
+                raise OverrideError(f"override for {ov.target!r} given twice; give each op one override")
+            seen.add(ov.key)
 
     def canonical(self) -> OverrideSet:
         """Without the as-written text of each item, for comparisons across formats."""
@@ -55,26 +80,35 @@ class OverrideSet:
 # --- tt-mlir option string -------------------------------------------------------------------
 
 
-def parse_ttmlir(text: str) -> OverrideSet:
+def parse_ttmlir(text: str, errors: list[str] | None = None) -> OverrideSet:
     """`override-output-layout=...` and `tensor-l1-usage-cap=...` options, separated by spaces
     (or newlines); items of one option separated by commas."""
     items: list[OpOverride] = []
     cap = None
     seen: set[str] = set()
-    for option in text.split():
+
+    def option_of(option: str) -> tuple[str, str]:
         key, sep, value = option.partition("=")
         if not sep:
             raise OverrideError(f"option {option!r}: expected NAME=VALUE")
         if key in seen:
             raise OverrideError(f"option {key!r} given twice")
-        seen.add(key)
-        if key == OUTPUT_LAYOUT:
-            items.extend(parse_item(item) for item in value.split(",") if item.strip())
-        elif key == L1_USAGE_CAP:
-            cap = _cap(value, option)
-        else:
+        if key not in (OUTPUT_LAYOUT, L1_USAGE_CAP):
             raise OverrideError(f"unknown option {key!r} (expected {OUTPUT_LAYOUT}=... or {L1_USAGE_CAP}=...)")
-    return OverrideSet(items, l1_usage_cap=cap)
+        seen.add(key)
+        return key, value
+
+    for option in text.split():
+        parsed = _attempt(errors, option_of, option)
+        if parsed is None:
+            continue
+        key, value = parsed
+        if key == OUTPUT_LAYOUT:
+            found = (_attempt(errors, parse_item, item) for item in value.split(",") if item.strip())
+            items.extend(ov for ov in found if ov is not None)
+        else:
+            cap = _attempt(errors, _cap, value, option)
+    return OverrideSet(_unique(items, errors), l1_usage_cap=cap)
 
 
 def format_ttmlir(overrides: OverrideSet) -> str:
@@ -120,28 +154,29 @@ def _explorer_value(key: str, value: str) -> str:
     return value.lower()
 
 
-def parse_explorer(data: dict) -> OverrideSet:
+def parse_explorer(data: dict, errors: list[str] | None = None) -> OverrideSet:
     if not isinstance(data, dict):
         raise OverrideError("TT-Explorer overrides: expected a JSON object keyed by op location")
-    items: list[OpOverride] = []
-    for op_id, entry in data.items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("attributes", []), list):
-            raise OverrideError(f"TT-Explorer override {op_id!r}: expected {{named_location, attributes: [...]}}")
-        name = entry.get("named_location") or (_LOC_NAME.search(op_id) or [None, None])[1]
-        if not name:
-            raise OverrideError(f"TT-Explorer override {op_id!r}: no named_location")
-        params = []
-        for attribute in entry.get("attributes", []):
-            key = attribute.get("key") if isinstance(attribute, dict) else None
-            if key in _EXPLORER_KEYS:
-                params.append(_explorer_value(key, attribute.get("value", "")))
-            elif key is not None and "#" not in key:
-                raise OverrideError(f"TT-Explorer override {name!r}: unknown attribute key {key!r}")
-            elif key is not None:  # our extensions travel as "fidelity#" keys
-                params.append(f"{key}{attribute.get('value', '')}")
-        if params:
-            items.append(parse_item(f"{name}={':'.join(params)}"))
-    return OverrideSet(items)
+    found = (_attempt(errors, _explorer_entry, op_id, entry) for op_id, entry in data.items())
+    return OverrideSet(_unique([ov for ov in found if ov is not None], errors))
+
+
+def _explorer_entry(op_id: str, entry) -> OpOverride | None:
+    if not isinstance(entry, dict) or not isinstance(entry.get("attributes", []), list):
+        raise OverrideError(f"TT-Explorer override {op_id!r}: expected {{named_location, attributes: [...]}}")
+    name = entry.get("named_location") or (_LOC_NAME.search(op_id) or [None, None])[1]
+    if not name:
+        raise OverrideError(f"TT-Explorer override {op_id!r}: no named_location")
+    params = []
+    for attribute in entry.get("attributes", []):
+        key = attribute.get("key") if isinstance(attribute, dict) else None
+        if key in _EXPLORER_KEYS:
+            params.append(_explorer_value(key, attribute.get("value", "")))
+        elif key is not None and "#" not in key:
+            raise OverrideError(f"TT-Explorer override {name!r}: unknown attribute key {key!r}")
+        elif key is not None:  # our extensions travel as "fidelity#" keys
+            params.append(f"{key}{attribute.get('value', '')}")
+    return parse_item(f"{name}={':'.join(params)}") if params else None
 
 
 def format_explorer(overrides: OverrideSet) -> dict:
@@ -162,7 +197,9 @@ def format_explorer(overrides: OverrideSet) -> dict:
                 key, _, value = token.partition("#")
                 attributes.append({"key": f"{key}#", "value": value})
         location = f"loc({json.dumps(ov.op)})"
-        data[location] = {"named_location": ov.op, "full_location": location, "attributes": attributes}
+        # one entry per op in TT-Explorer; an operand's or result's override needs a key of its own
+        key = location + "".join(f"#{port}{n}" for port, n in (("operand", ov.operand), ("result", ov.result)) if n is not None)
+        data[key] = {"named_location": ov.op, "full_location": location, "attributes": attributes}
     return data
 
 
@@ -176,22 +213,32 @@ def schema() -> dict:
     return json.loads(SCHEMA_PATH.read_text())
 
 
-def parse_json(data: dict) -> OverrideSet:
-    try:
-        jsonschema.validate(data, schema())
-    except jsonschema.ValidationError as err:
-        where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise OverrideError(f"overrides file: {where}: {err.message}") from None
+def parse_json(data: dict, errors: list[str] | None = None) -> OverrideSet:
+    problems = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(data), key=lambda e: list(e.absolute_path))
+    messages = [
+        f"overrides file: {'/'.join(str(p) for p in err.absolute_path) or '(top level)'}: {err.message}" for err in problems
+    ]
+    if messages and errors is None:
+        raise OverrideError(messages[0])
+    if messages:
+        errors.extend(messages)
+    bad = {err.absolute_path[1] for err in problems if len(err.absolute_path) > 1 and err.absolute_path[0] == "overrides"}
+    entries = data.get("overrides", []) if isinstance(data, dict) and isinstance(data.get("overrides"), list) else []
     items = []
-    for entry in data.get("overrides", []):
+    for index, entry in enumerate(entries):
+        if index in bad:
+            continue
         params = {k: entry[k] for k in _FIELDS if k in entry}
-        for key in ("grid", "block", "subblock"):
+        for key in ("grid", "block", "subblock", "tile"):
             if key in params:
                 params[key] = tuple(params[key])
-        ov = OpOverride(op=entry["op"], **params)
-        items.append(replace(ov, spec=format_item(ov)))
-    cap = data.get("l1_usage_cap")
-    return OverrideSet(items, data.get("policy"), data.get("dispatch"), cap)
+        # through the item parser, so every format obeys the same rules
+        ov = _attempt(errors, parse_item, format_item(OpOverride(op=entry["op"], **params)))
+        if ov is not None:
+            items.append(ov)
+    if messages:  # globals from an invalid file are not trusted
+        return OverrideSet(_unique(items, errors))
+    return OverrideSet(_unique(items, errors), data.get("policy"), data.get("dispatch"), data.get("l1_usage_cap"))
 
 
 def format_json(overrides: OverrideSet) -> dict:
@@ -212,28 +259,29 @@ def format_json(overrides: OverrideSet) -> dict:
 
 # --- files ---------------------------------------------------------------------------------------
 
-def parse_text(text: str, source: str = "overrides") -> OverrideSet:
-    """Any of the three formats, told apart by content."""
+def parse_text(text: str, source: str = "overrides", errors: list[str] | None = None) -> OverrideSet:
+    """Any of the three formats, told apart by content. With an `errors` list, every problem is
+    recorded there and the good items are returned; without, the first problem raises."""
     stripped = text.strip()
     if not stripped.startswith("{"):
-        return parse_ttmlir(stripped)
+        return parse_ttmlir(stripped, errors)
     try:
         data = json.loads(stripped)
     except json.JSONDecodeError as err:
         raise OverrideError(f"{source}:{err.lineno}:{err.colno}: not valid JSON: {err.msg}") from None
     if isinstance(data, dict) and "version" in data:
-        return parse_json(data)
-    return parse_explorer(data)
+        return parse_json(data, errors)
+    return parse_explorer(data, errors)
 
 
-def load_file(path: str) -> OverrideSet:
+def load_file(path: str, errors: list[str] | None = None) -> OverrideSet:
     try:
         text = Path(path).expanduser().read_text()
     except FileNotFoundError:
         raise OverrideError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as err:
         raise OverrideError(f"{path}: cannot read: {err}") from None
-    return parse_text(text, path)
+    return parse_text(text, path, errors)
 
 
 def dump(overrides: OverrideSet, fmt: str) -> str:

@@ -4,7 +4,11 @@
     add_0=1x1:dram:interleaved:tile:f32
 
 Each parameter belongs to one category (grid, memory, memory layout, layout, dtype); naming a
-category twice in one item is an error, as in tt-mlir.
+category twice in one item is an error, as in tt-mlir. Our extensions are `key#value` tokens in the
+same list: `fidelity#hifi2`, `block#4x2x2`, `subblock#2x2`, `double_buffer#false`, `tile#1x32`, and
+`operand#N` / `result#N` to lay out one input (as the op reads it) or one output of the op:
+
+    matmul_1=operand#1:l1:width_sharded:8x1
 """
 
 from __future__ import annotations
@@ -36,6 +40,12 @@ def _dims(count: int):
     return parse
 
 
+def _index(value: str) -> int:
+    if not value.isdigit():
+        raise ValueError(value)
+    return int(value)
+
+
 def _choice(choices):
     def parse(value: str):
         if value not in choices:
@@ -51,7 +61,12 @@ EXTENSIONS = {
     "block": _dims(3),  # MxNxK tiles
     "subblock": _dims(2),  # hxw tiles
     "double_buffer": lambda value: {"true": True, "false": False}[value],
+    "tile": _dims(2),  # RxC elements
+    "operand": _index,  # the override lays out the op's input N as the op reads it
+    "result": _index,  # the override lays out the op's output N only
 }
+# Extensions that describe the op's kernel, not a tensor: they cannot name an operand.
+OP_ONLY = ("fidelity", "block", "subblock", "double_buffer")
 
 
 def _category(token: str) -> tuple[str, object]:
@@ -81,7 +96,7 @@ def _category(token: str) -> tuple[str, object]:
 EXPECTED = (
     "grid RxC, memory " + "|".join(sorted(set(MEMORY_ALIASES))) + ", memory layout "
     + "|".join(MEMORY_LAYOUTS) + ", layout " + "|".join(TENSOR_LAYOUTS) + ", a dtype, fidelity#"
-    + "|".join(FIDELITIES) + ", block#MxNxK, subblock#HxW or double_buffer#true|false"
+    + "|".join(FIDELITIES) + ", block#MxNxK, subblock#HxW, double_buffer#true|false, tile#RxC, operand#N or result#N"
 )
 
 
@@ -106,6 +121,14 @@ def parse_item(item: str) -> OpOverride:
         fields[category] = value
     if "grid" in fields and min(fields["grid"]) < 1:  # type: ignore[arg-type]
         raise OverrideError(f"override {text!r}: grid dimensions must be at least 1")
+    if "operand" in fields and "result" in fields:
+        raise OverrideError(f"override {text!r}: give operand# or result#, not both")
+    if "operand" in fields:
+        per_op = [key for key in OP_ONLY if key in fields]
+        if per_op:
+            raise OverrideError(f"override {text!r}: {per_op[0]}# applies to the op, not to one operand")
+    if set(fields) <= {"operand", "result"}:
+        raise OverrideError(f"override {text!r}: no layout parameters besides {'/'.join(fields)}#")
     return OpOverride(op=op, spec=text, **fields)  # type: ignore[arg-type]
 
 
@@ -117,12 +140,12 @@ def format_item(ov: OpOverride) -> str:
     for value in (ov.memory, ov.memory_layout, ov.layout, ov.dtype):
         if value is not None:
             parts.append(value)
-    if ov.fidelity is not None:
-        parts.append(f"fidelity#{ov.fidelity}")
-    if ov.block is not None:
-        parts.append(f"block#{'x'.join(map(str, ov.block))}")
-    if ov.subblock is not None:
-        parts.append(f"subblock#{'x'.join(map(str, ov.subblock))}")
-    if ov.double_buffer is not None:
-        parts.append(f"double_buffer#{str(ov.double_buffer).lower()}")
+    for key in EXTENSIONS:  # in the order they are declared
+        value = getattr(ov, key)
+        if isinstance(value, tuple):
+            parts.append(f"{key}#{'x'.join(map(str, value))}")
+        elif isinstance(value, bool):
+            parts.append(f"{key}#{str(value).lower()}")
+        elif value is not None:
+            parts.append(f"{key}#{value}")
     return f"{ov.op}={':'.join(parts)}"

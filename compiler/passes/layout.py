@@ -7,8 +7,9 @@ Policies:
   while everything live at the same time still fits under the L1 usage cap (as tt-mlir's greedy
   optimizer does); what does not fit stays in DRAM.
 
-An override sets one op's output layout (and so the grid it runs on); each override comes back
-applied, adjusted (e.g. it named an op fused into another) or rejected, with the reason.
+An override sets one op's output layout (and so the grid it runs on), or with `operand#N` the layout
+the op reads input N in; each override comes back applied, adjusted (e.g. it named an op fused into
+another) or rejected, with the reason. Sharded layouts must divide the tensor evenly.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..l1_allocator import FirstFit, last_uses
 from ..override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome
 from ..target import Target
 from ..tiles import ceil_div, shard_bytes, tile_bytes, tile_grid
+from .insert_to_layout import InsertToLayout
 from .split_kernels import matmul_split
 
 DEFAULT_POLICY = "dram-interleaved"
@@ -41,20 +43,28 @@ def _divisors(n: int) -> str:
     return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
 
 
-def l1_layout_for(tensor: Tensor, grid: tuple[int, int], memory: str, tile: tuple[int, int]) -> Layout:
-    """How a tensor shards over `grid` in L1: in blocks when it is at least as many tiles tall and
-    wide as the grid, by rows when tall, by columns when wide, else interleaved across the cores."""
+def even_shards(tensor: Tensor, memory_layout: str, grid: tuple[int, int], tile: tuple[int, int]) -> bool:
+    """Whether `memory_layout` over `grid` cuts `tensor` into equal whole-tile shards."""
     batch, rt, ct = tile_grid(tensor.shape, tile)
-    rows, cols = grid
-    height = batch * rt
-    if height >= rows and ct >= cols and rows * cols > 1:
-        memory_layout = "block_sharded"
-    elif height >= rows * cols:
-        memory_layout = "height_sharded"
-    elif ct >= rows * cols:
-        memory_layout = "width_sharded"
-    else:
-        memory_layout = "interleaved"
+    height, (rows, cols) = batch * rt, grid
+    if memory_layout == "height_sharded":
+        return height % (rows * cols) == 0
+    if memory_layout == "width_sharded":
+        return ct % (rows * cols) == 0
+    if memory_layout == "block_sharded":
+        return height % rows == 0 and ct % cols == 0
+    return True
+
+
+def l1_layout_for(tensor: Tensor, grid: tuple[int, int], memory: str, tile: tuple[int, int]) -> Layout:
+    """How a tensor shards over `grid` in L1: in blocks, else by rows, else by columns, whichever
+    cuts it into equal shards first; else interleaved across the cores."""
+    memory_layout = "interleaved"
+    if grid[0] * grid[1] > 1:
+        for candidate in ("block_sharded", "height_sharded", "width_sharded"):
+            if even_shards(tensor, candidate, grid, tile):
+                memory_layout = candidate
+                break
     return Layout(memory=memory, memory_layout=memory_layout, grid=grid, dtype=tensor.layout.dtype, layout="tile", tile=tile)
 
 
@@ -79,7 +89,11 @@ class AssignLayouts:
         if self.policy == GREEDY_L1:
             self._greedy_l1(graph)
         graph.meta["policy"] = self.policy
-        graph.meta["overrides"] = [self._apply(graph, override) for override in self.overrides]
+        # operand overrides after the output ones: whether an op can read an operand depends on
+        # the grid and layout its own output ended up with
+        order = sorted(range(len(self.overrides)), key=lambda i: self.overrides[i].operand is not None)
+        outcomes: dict[int, OverrideOutcome] = {i: self._apply(graph, self.overrides[i]) for i in order}
+        graph.meta["overrides"] = [outcomes[i] for i in range(len(self.overrides))]
         return graph
 
     def _greedy_l1(self, graph: Graph) -> None:
@@ -94,7 +108,7 @@ class AssignLayouts:
                 tensor = graph.tensors[op.outputs[0]]
                 if tensor.name not in graph.outputs and not tensor.is_constant:
                     layout = l1_layout_for(tensor, op.attrs["grid"], core_memory.name, self.target.tile)
-                    need = shard_bytes(tensor, layout, self.target.tile)
+                    need = shard_bytes(tensor, layout)
                     if allocator.allocate(int(need), tensor.name) is not None:
                         tensor.layout = layout
                         frees.setdefault(last[tensor.name], []).append(tensor.name)
@@ -138,9 +152,72 @@ class AssignLayouts:
                 return f"subblock {h}x{w} does not divide the {pm}x{pn} block; would: h {_divisors(pm)}, w {_divisors(pn)}"
         return ""
 
+    def _check_tile(self, ov: OpOverride) -> str:
+        """Why the tile shape cannot be used, or ''. Short tiles keep the engine's row pitch: fewer
+        rows (a power of two) of full width, as Tenstorrent's tiny tiles do."""
+        if ov.tile is None:
+            return ""
+        rows, cols = ov.tile
+        full_rows, full_cols = self.target.tile
+        if ov.layout == "row_major":
+            return f"tile {rows}x{cols} needs the tile layout, not row_major"
+        allowed = [r for r in (2**i for i in range(full_rows.bit_length())) if full_rows % r == 0 and r <= full_rows]
+        if cols != full_cols or rows not in allowed:
+            shapes = ", ".join(f"{r}x{full_cols}" for r in allowed)
+            return f"tile {rows}x{cols} not supported on {self.target.name}; tiles: {shapes}"
+        return ""
+
+    def _uneven(self, tensor: Tensor, layout: Layout) -> str:
+        """Why `layout`'s shards do not divide `tensor` evenly (naming grids that would), or ''."""
+        if even_shards(tensor, layout.memory_layout, layout.grid, layout.tile):
+            return ""
+        grids = [(r, c) for r in range(1, self.target.grid[0] + 1) for c in range(1, self.target.grid[1] + 1)]
+        good = [g for g in grids if even_shards(tensor, layout.memory_layout, g, layout.tile)]
+        would = ", ".join(f"{r}x{c}" for r, c in sorted(good, key=lambda g: (-g[0] * g[1], g))[:6])
+        batch, rt, ct = tile_grid(tensor.shape, layout.tile)
+        rows, cols = layout.grid
+        return (
+            f"{layout.memory_layout} over {rows}x{cols} cores does not divide {tensor.name} "
+            f"({batch * rt}x{ct} tiles of {layout.tile[0]}x{layout.tile[1]}) evenly; "
+            f"grids that would: {would or 'none on ' + self.target.name}"
+        )
+
+    def _layout_for(self, ov: OpOverride, tensor: Tensor, grid: tuple[int, int]) -> Layout:
+        """The layout `ov` asks for, starting from the tensor's current one."""
+        current = tensor.layout
+        memory = ov.memory or current.memory
+        memory_layout = ov.memory_layout or current.memory_layout
+        if ov.memory_layout is None and self.target.memories[memory].shared:
+            memory_layout = "interleaved"  # moving a sharded tensor (greedy-l1) to DRAM unshards it
+        return Layout(
+            memory=memory,
+            memory_layout=memory_layout,
+            grid=grid,
+            dtype=ov.dtype or current.dtype,
+            layout=ov.layout or current.layout,
+            tile=ov.tile or current.tile,
+        )
+
+    def _placement_problem(self, tensor: Tensor, layout: Layout) -> str:
+        """Why `tensor` cannot be stored as `layout`, or ''."""
+        memory = self.target.memories[layout.memory]
+        if layout.sharded and memory.scope != "core":
+            return f"{layout.memory_layout} needs a per-core memory, not {layout.memory}"
+        uneven = self._uneven(tensor, layout)
+        if uneven:
+            return uneven
+        if memory.scope == "core":
+            need = shard_bytes(tensor, layout)
+            if need > memory.capacity_bytes:
+                return (
+                    f"{tensor.name} needs {need / 1024:.0f} KiB per core in {layout.memory}, "
+                    f"{memory.capacity_bytes / 1024:.0f} KiB available"
+                )
+        return ""
+
     def _apply(self, graph: Graph, ov: OpOverride) -> OverrideOutcome:
         def rejected(reason: str) -> OverrideOutcome:
-            return OverrideOutcome(ov.op, ov.spec, REJECTED, reason)
+            return OverrideOutcome(ov.op, ov.spec, REJECTED, reason, ov.operand)
 
         note = ""
         if graph.has_op(ov.op):
@@ -151,8 +228,6 @@ class AssignLayouts:
                 return rejected(f"no op named {ov.op!r} in the graph")
             op = host
             note = f"{ov.op} was fused into {host.name}; applied to {host.name}"
-        if not op.outputs:
-            return rejected(f"op {ov.op!r} has no output to lay out")
         target = self.target
         if ov.memory is not None and ov.memory not in target.memories:
             return rejected(f"memory {ov.memory!r} not on {target.name} (has {', '.join(target.memories)})")
@@ -168,41 +243,33 @@ class AssignLayouts:
             return rejected(f"layout {ov.layout!r} unknown")
         if ov.dtype is not None and ov.dtype not in BYTES_PER_ELEMENT:
             return rejected(f"dtype {ov.dtype!r} unknown")
+        if ov.dtype in BLOCK_FORMATS and ov.dtype not in target.matrix.flops_per_cycle:
+            computes = ", ".join(sorted(target.matrix.flops_per_cycle))
+            return rejected(f"{target.name} cannot compute in {ov.dtype} (its matrix engine takes {computes})")
+        tile = self._check_tile(ov)
+        if tile:
+            return rejected(tile)
+        if ov.operand is not None:
+            reason = self._apply_operand(graph, op, ov)
+            return rejected(reason) if reason else self._done(ov, note)
 
         if ov.fidelity is not None and opset.op_class(op.kind).engine != "matrix":
             return rejected(f"fidelity applies to matrix ops; {op.name} is {op.kind}")
         tiling = self._check_tiling(graph, op, ov)
         if tiling:
             return rejected(tiling)
-        if ov.dtype in BLOCK_FORMATS and ov.dtype not in target.matrix.flops_per_cycle:
-            computes = ", ".join(sorted(target.matrix.flops_per_cycle))
-            return rejected(f"{target.name} cannot compute in {ov.dtype} (its matrix engine takes {computes})")
-        tensor = graph.tensors[op.outputs[0]]
-        current = tensor.layout
-        memory = ov.memory or current.memory
-        memory_layout = ov.memory_layout or current.memory_layout
-        if ov.memory_layout is None and target.memories[memory].shared:
-            memory_layout = "interleaved"  # moving a sharded tensor (greedy-l1) to DRAM unshards it
-        if memory_layout != "interleaved" and target.memories[memory].scope != "core":
-            return rejected(f"{memory_layout} needs a per-core memory, not {memory}")
+        if ov.result is not None and ov.result >= len(op.outputs):
+            return rejected(f"{op.name} has {len(op.outputs)} result(s); result#{ov.result} is not one")
+        outputs = [op.outputs[ov.result]] if ov.result is not None else list(op.outputs)
+        if not outputs:
+            return rejected(f"op {ov.op!r} has no output to lay out")
         grid = ov.grid or op.attrs["grid"]
-        layout = Layout(
-            memory=memory,
-            memory_layout=memory_layout,
-            grid=grid,
-            dtype=ov.dtype or current.dtype,
-            layout=ov.layout or current.layout,
-            tile=current.tile,
-        )
-        core_memory = target.memories[memory]
-        if core_memory.scope == "core":
-            need = shard_bytes(tensor, layout, target.tile)
-            if need > core_memory.capacity_bytes:
-                return rejected(
-                    f"{tensor.name} needs {need / 1024:.0f} KiB per core in {memory}, "
-                    f"{core_memory.capacity_bytes / 1024:.0f} KiB available"
-                )
-        for t in op.outputs:
+        layouts = {t: self._layout_for(ov, graph.tensors[t], grid) for t in outputs}
+        for t, layout in layouts.items():
+            problem = self._placement_problem(graph.tensors[t], layout)
+            if problem:
+                return rejected(problem)
+        for t, layout in layouts.items():
             graph.tensors[t].layout = layout
         op.attrs["grid"] = grid
         if ov.fidelity is not None:
@@ -210,4 +277,31 @@ class AssignLayouts:
         for key in ("block", "subblock", "double_buffer"):
             if getattr(ov, key) is not None:
                 op.attrs[key] = getattr(ov, key)
-        return OverrideOutcome(ov.op, ov.spec, ADJUSTED, note) if note else OverrideOutcome(ov.op, ov.spec, APPLIED)
+        return self._done(ov, note)
+
+    @staticmethod
+    def _done(ov: OpOverride, note: str) -> OverrideOutcome:
+        return OverrideOutcome(ov.op, ov.spec, ADJUSTED if note else APPLIED, note, ov.operand)
+
+    def _apply_operand(self, graph: Graph, op, ov: OpOverride) -> str:
+        """Lay out input `ov.operand` as the op should read it; a to_layout inserted before the
+        op converts it (insert-to-layout). Returns why not, or ''."""
+        index = ov.operand
+        if index >= len(op.inputs):
+            return f"{op.name} has {len(op.inputs)} operand(s); operand#{index} is not one"
+        tensor = graph.tensors[op.inputs[index]]
+        layout = self._layout_for(ov, tensor, ov.grid or op.attrs["grid"])
+        if layout.grid != op.attrs["grid"] and layout.sharded and not ov.grid:
+            layout = replace(layout, grid=op.attrs["grid"])
+        problem = self._placement_problem(tensor, layout)
+        if problem:
+            return problem
+        readable = InsertToLayout(self.target).required(graph, op, replace(tensor, layout=layout))
+        if readable != layout:
+            return (
+                f"{op.name} ({op.kind}) cannot read operand {index} as {layout.memory} {layout.memory_layout} "
+                f"{layout.grid[0]}x{layout.grid[1]}; it reads {readable.memory} {readable.memory_layout} "
+                f"{readable.grid[0]}x{readable.grid[1]}"
+            )
+        op.meta.setdefault("operand_layouts", {})[index] = layout
+        return ""

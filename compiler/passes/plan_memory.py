@@ -41,15 +41,14 @@ class PlanMemory:
         layout = tensor.layout
         if not layout.sharded:  # interleaved: pages round-robin over every core of the grid
             layout = replace(layout, grid=self.target.grid)
-        return shard_bytes(tensor, layout, self.target.tile)
+        return shard_bytes(tensor, layout)
 
     def _reserve(self, graph: Graph) -> float:
         """L1 kept free for circular buffers: the most any op needs at the least (two tiles for each
         of its inputs and outputs), so a placed tensor never leaves an op without buffers."""
-        tile = self.target.tile
         return max(
             (
-                sum(2 * tile_bytes(graph.tensors[t].layout.dtype, tile) for t in op.inputs + op.outputs)
+                sum(2 * tile_bytes(graph.tensors[t].layout.dtype, graph.tensors[t].layout.tile) for t in op.inputs + op.outputs)
                 for op in graph.ops
             ),
             default=0.0,
@@ -127,9 +126,16 @@ class PlanMemory:
         """Turn the override that put an op's output in L1 into a rejection; False if none did."""
         if op is None:
             return False
+        consumer, operand = op.meta.get("operand_of", (None, None))
         for index, outcome in enumerate(outcomes):
-            if outcome.status != REJECTED and (outcome.op == op.name or outcome.op in op.source):
-                outcomes[index] = OverrideOutcome(outcome.op, outcome.spec, REJECTED, reason)
+            if outcome.status == REJECTED:
+                continue
+            if operand is not None:
+                ours = outcome.operand == operand and outcome.op == consumer
+            else:
+                ours = outcome.operand is None and (outcome.op == op.name or outcome.op in op.source)
+            if ours:
+                outcomes[index] = OverrideOutcome(outcome.op, outcome.spec, REJECTED, reason, outcome.operand)
                 return True
         return False
 

@@ -97,7 +97,7 @@ class SplitKernels:
         core reaches at most its own shard locally; the rest comes from other cores via `rest`."""
         if not self._is_local(tensor, grid):
             return (Transfer(tensor.name, self._path(tensor.layout, grid), nbytes),)
-        local = min(nbytes, shard_bytes(tensor, tensor.layout, self.target.tile))
+        local = min(nbytes, shard_bytes(tensor, tensor.layout))
         moves = [Transfer(tensor.name, tensor.layout.memory, local)]
         if nbytes > local:
             moves.append(Transfer(tensor.name, rest, nbytes - local))
@@ -116,10 +116,10 @@ class SplitKernels:
     # --- matmul and convolution -------------------------------------------------------------
 
     def _gemm(self, graph: Graph, op: Op) -> Kernel:
-        tile = self.target.tile
         grid = op.attrs["grid"]
         a, b = (graph.tensors[t] for t in op.inputs[:2])
         out = graph.tensors[op.outputs[0]]
+        tile = out.layout.tile  # short (tiny) tiles of A and the output cut M's padding
         rows, k, cols = opset.gemm_dims(graph, op)
         mt, kt, nt = ceil_div(rows, tile[0]), ceil_div(k, tile[1]), ceil_div(cols, tile[1])
         # A convolution reads input pixels, not the im2col matrix: K / window channels per row.
@@ -142,10 +142,10 @@ class SplitKernels:
             for i, core in enumerate(cores):
                 share[core] = (_clamp(mt - i * bm, bm), nt, True, i == 0)
 
-        cycles_per_tile = self.target.tile_cycles(compute_dtype, fidelity)
-        fused_cycles = self._vector_cycles(1, sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ())))
-        a_tile, b_tile, out_tile = (tile_bytes(t.layout.dtype, tile) for t in (a, b, out))
-        extra_tiles = [tile_bytes(graph.tensors[t].layout.dtype, tile) for t in op.inputs[2:]]
+        cycles_per_tile = self.target.tile_cycles(compute_dtype, fidelity, rows=tile[0])
+        fused_cycles = self._vector_cycles(1, sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ())), tile)
+        a_tile, b_tile, out_tile = (tile_bytes(t.layout.dtype, t.layout.tile) for t in (a, b, out))
+        extra_tiles = [tile_bytes(graph.tensors[t].layout.dtype, graph.tensors[t].layout.tile) for t in op.inputs[2:]]
         copies = 2 if op.attrs.get("double_buffer", True) else 1
 
         def step_bytes(pm: int, pn: int, kb: int) -> float:
@@ -202,25 +202,24 @@ class SplitKernels:
 
     def _extra_reads(self, graph: Graph, op: Op, n: int, nt: int, grid) -> tuple[Transfer, ...]:
         """Operands past A and B (a fused bias, say): the core's columns of them."""
-        tile = self.target.tile
         extra: tuple[Transfer, ...] = ()
         for name in op.inputs[2:]:
             t = graph.tensors[name]
-            share = num_tiles(t.shape, tile) * n / max(1, nt)
-            extra += self._moves(t, max(1.0, share) * tile_bytes(t.layout.dtype, tile), grid)
+            share = num_tiles(t.shape, t.layout.tile) * n / max(1, nt)
+            extra += self._moves(t, max(1.0, share) * tile_bytes(t.layout.dtype, t.layout.tile), grid)
         return extra
 
     # --- everything else: stream tiles --------------------------------------------------------
 
-    def _vector_cycles(self, tiles: int, passes: float) -> float:
+    def _vector_cycles(self, tiles: int, passes: float, tile: tuple[int, int] | None = None) -> float:
         """Vector-engine cycles for `passes` operations over each element of `tiles` tiles."""
         if passes <= 0:
             return 0.0
-        elems = self.target.tile[0] * self.target.tile[1]
+        rows, cols = tile or self.target.tile
+        elems = rows * cols
         return tiles * math.ceil(elems * passes / self.target.vector_elements_per_cycle)
 
     def _tiled(self, graph: Graph, op: Op, cls: opset.OpClass) -> Kernel:
-        tile = self.target.tile
         grid = op.attrs["grid"]
         cores = [(r, c) for r in range(grid[0]) for c in range(grid[1])]
         ins = [graph.tensors[t] for t in op.inputs]
@@ -229,7 +228,7 @@ class SplitKernels:
         # bytes as it writes, not the whole table.
         looked_up = max(ins, key=lambda t: t.numel).name if op.kind in LOOKUPS and ins and outs else None
         sized = [t for t in ins + outs if t.name != looked_up]
-        total = max([num_tiles(t.shape, tile) for t in sized] + [1])
+        total = max([num_tiles(t.shape, t.layout.tile) for t in sized] + [1])
         per_core = ceil_div(total, len(cores))
         counts: dict[int, list[tuple[int, int]]] = defaultdict(list)
         for i, core in enumerate(cores):
@@ -238,7 +237,8 @@ class SplitKernels:
                 counts[n].append(core)
         passes = cls.flops_per_element + sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ()))
         engine = "vector" if cls.engine == "vector" else "data"
-        page_bytes = sum(tile_bytes(t.layout.dtype, tile) for t in ins + outs)
+        page_bytes = sum(tile_bytes(t.layout.dtype, t.layout.tile) for t in ins + outs)
+        tile = outs[0].layout.tile if outs else self.target.tile
         budget = self.target.core_memory.capacity_bytes - op.meta.get("l1_live", 0.0)
         copies = 2 if op.attrs.get("double_buffer", True) else 1
         work = []
@@ -251,15 +251,15 @@ class SplitKernels:
 
             def tiles_of(t: Tensor) -> int:
                 if t.name == looked_up:  # the rows gathered: as many tiles as the output's share
-                    return max(1, round(num_tiles(outs[0].shape, tile) * frac))
-                return max(1, round(num_tiles(t.shape, tile) * frac))
+                    return max(1, round(num_tiles(outs[0].shape, outs[0].layout.tile) * frac))
+                return max(1, round(num_tiles(t.shape, t.layout.tile) * frac))
 
-            reads = tuple(m for t in ins for m in self._moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, tile), grid))
-            writes = tuple(m for t in outs for m in self._moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, tile), grid))
-            cycles = self._vector_cycles(n, max(1.0, passes)) if engine == "vector" else 0.0
+            reads = tuple(m for t in ins for m in self._moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, t.layout.tile), grid))
+            writes = tuple(m for t in outs for m in self._moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, t.layout.tile), grid))
+            cycles = self._vector_cycles(n, max(1.0, passes), tile) if engine == "vector" else 0.0
             cbs = tuple(
                 CircularBuffer(
-                    f"in{i}" if i < len(ins) else "out", t.name, copies * block, copies * block * tile_bytes(t.layout.dtype, tile)
+                    f"in{i}" if i < len(ins) else "out", t.name, copies * block, copies * block * tile_bytes(t.layout.dtype, t.layout.tile)
                 )
                 for i, t in enumerate(ins + outs)
             )

@@ -132,13 +132,13 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     _shot(d, "03-op-selected")
 
     _pick(d, "override-memory", "l1")
-    _pick(d, "override-memory-layout", "block_sharded")
+    _pick(d, "override-memory-layout", "width_sharded")
     d.find_element(By.ID, "apply-overrides").click()
     _wait(d, lambda d: "run #2" in _text(d, "run-summary"))
     assert "applied" in _text(d, "override-status")
-    assert "mlp.layer.0.fc1.matmul=8x8:l1:block_sharded" in _text(d, "run-summary")
+    assert "mlp.layer.0.fc1.matmul=8x8:l1:width_sharded" in _text(d, "run-summary")
     assert "#2" in _text(d, "run-select")
-    _wait(d, lambda d: "#ts.layout<l1, block_sharded" in d.find_element(By.CSS_SELECTOR, "#mlir-view mark").text)
+    _wait(d, lambda d: "#ts.layout<l1, width_sharded" in d.find_element(By.CSS_SELECTOR, "#mlir-view mark").text)
     _shot(d, "04-after-override")
 
     severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]

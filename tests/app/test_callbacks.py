@@ -66,7 +66,7 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     _, _, _, rows, cols, layout, dtype, fidelity, _ = cb["inspect"](selected, base_id, "graph")
 
     options, new_id, status = cb["apply_override"](
-        1, base_id, selected, "l1", "block_sharded", rows, cols, layout, dtype, fidelity
+        1, base_id, selected, "l1", "width_sharded", rows, cols, layout, dtype, fidelity  # 128 tile columns over 64 cores
     )
 
     assert new_id != base_id
@@ -74,7 +74,7 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     assert "applied" in str(status)
     run = app.explorer.run(new_id)
     assert run.parent_id == base_id
-    assert run.overrides == [f"{FC1}=8x8:l1:block_sharded:tile:bf16"]
+    assert run.overrides == [f"{FC1}=8x8:l1:width_sharded:tile:bf16"]
 
     before, after = _records(app, base_id), _records(app, new_id)
     assert after[FC1].memory == "l1" and before[FC1].memory == "dram"
@@ -84,7 +84,7 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
 
     _, mlir, summary = cb["show_level"](new_id, "layout", FC1)
     highlighted = str(mlir[1].children)
-    assert "#ts.layout<l1, block_sharded" in highlighted and FC1 in highlighted
+    assert "#ts.layout<l1, width_sharded" in highlighted and FC1 in highlighted
     assert "overrides" in str(summary)
     timeline = cb["show_timeline"](new_id, FC1)
     op_zones = [z for z in app.explorer.zones(new_id) if z.depth == 0]
@@ -93,7 +93,7 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
 
 def test_second_override_of_the_same_op_replaces_the_first(app, cb):
     _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, first, _ = cb["apply_override"](1, base_id, FC1, "l1", "block_sharded", 8, 8, "tile", "bf16")
+    _, first, _ = cb["apply_override"](1, base_id, FC1, "l1", "block_sharded", 4, 8, "tile", "bf16")
     _, second, _ = cb["apply_override"](2, first, FC1, "dram", "interleaved", 4, 4, "tile", "bf16")
     assert app.explorer.run(second).overrides == [f"{FC1}=4x4:dram:interleaved:tile:bf16"]
 
@@ -113,7 +113,7 @@ def test_impossible_override_is_reported_and_stores_nothing(app, cb):
 
 def test_form_without_a_selected_op_says_so(cb):
     _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, _, status = cb["apply_override"](1, base_id, None, "l1", "block_sharded", 8, 8, "tile", "bf16")
+    _, _, status = cb["apply_override"](1, base_id, None, "l1", "block_sharded", 4, 8, "tile", "bf16")
     assert "select an op" in str(status)
 
 
@@ -140,7 +140,7 @@ def test_a_run_on_a_target_file_reopens_and_reruns_from_what_it_stored(tmp_path)
     target_file.unlink()  # the run keeps its own copy of the target
     figure, _, _ = cb["show_level"](run_id, "kernel", None)
     assert figure.data
-    _, new_id, status = cb["apply_override"](1, run_id, FC1, "l1", "block_sharded", 8, 8, "tile", "bf16")
+    _, new_id, status = cb["apply_override"](1, run_id, FC1, "l1", "block_sharded", 4, 8, "tile", "bf16")
     assert "applied" in str(status) and app.explorer.run(new_id).target == "mine"
 
 

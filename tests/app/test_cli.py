@@ -83,17 +83,17 @@ def test_run_table_output(capsys, db_url, tiny_path):
 def test_override_changes_the_stored_run(capsys, db_url, model_file):
     path, names = model_file
     plain = run_json(capsys, path, "--db", db_url, "--label", "plain")
-    tuned = run_json(capsys, path, "--db", db_url, "--override", "matmul_1=2x2:l1:block_sharded", "--label", "tuned")
+    tuned = run_json(capsys, path, "--db", db_url, "--override", "matmul_1=1x2:l1:block_sharded", "--label", "tuned")
     assert tuned["overrides"] == [
-        {"op": "matmul_1", "spec": "matmul_1=2x2:l1:block_sharded", "status": "applied", "reason": ""}
+        {"op": "matmul_1", "spec": "matmul_1=1x2:l1:block_sharded", "status": "applied", "reason": ""}
     ]
     runs = {r.label: (r, ops) for r, ops in stored(db_url)}
     assert set(runs) == {"plain", "tuned"}
     plain_ops, tuned_ops = runs["plain"][1], runs["tuned"][1]
     assert list(plain_ops) == list(tuned_ops) == names
     assert tuned_ops["matmul_1"].duration_ns != plain_ops["matmul_1"].duration_ns
-    assert (tuned_ops["matmul_1"].grid, tuned_ops["matmul_1"].memory) == ("2x2", "l1")
-    assert runs["tuned"][0].overrides == ["matmul_1=2x2:l1:block_sharded"]
+    assert (tuned_ops["matmul_1"].grid, tuned_ops["matmul_1"].memory) == ("1x2", "l1")
+    assert runs["tuned"][0].overrides == ["matmul_1=1x2:l1:block_sharded"]
     assert runs["plain"][0].overrides == []
 
     code, out, _ = cli(capsys, "runs", "--db", db_url, "--json")
@@ -151,9 +151,9 @@ def test_show_prints_each_level(capsys, model_file, level):
 
 
 def test_show_with_override(capsys, tiny_path):
-    code, out, _ = cli(capsys, "show", tiny_path, "--level", "layout", "--override", "matmul_0=l1:block_sharded")
+    code, out, _ = cli(capsys, "show", tiny_path, "--level", "layout", "--override", "matmul_0=1x4:l1:block_sharded")
     assert code == 0
-    assert "#ts.layout<l1, block_sharded, grid 8x8, f32, tile 32x32, addr 0x0>> loc(\"matmul_0\")" in out
+    assert "#ts.layout<l1, block_sharded, grid 1x4, f32, tile 32x32, addr 0x0>> loc(\"matmul_0\")" in out
 
 
 def test_show_default_level_is_graph(capsys):
@@ -295,7 +295,7 @@ def test_process_unparsable_mlir(tmp_path):
 
 
 def test_process_run_and_list(tmp_path, tiny_path):
-    proc = tilescope(tmp_path, "run", tiny_path, "--json", "--override", "matmul_1=2x2:l1:block_sharded")
+    proc = tilescope(tmp_path, "run", tiny_path, "--json", "--override", "matmul_1=1x2:l1:block_sharded")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert [o["name"] for o in data["ops"]] == ["matmul_0", "matmul_1"]
@@ -345,7 +345,7 @@ def _twenty_overrides(corpus):
     graph = compile_model(load_model(str(corpus / "resnet50_xla.mlir")), load_target("wormhole_n150")).levels["graph"]
     names = [op.name for op in graph.ops if op.kind in ("conv2d", "matmul")][:20]
     kinds = [
-        dict(grid=(4, 4)), dict(memory="l1", memory_layout="block_sharded"), dict(dtype="bfp8"),
+        dict(grid=(4, 4)), dict(memory="l1", memory_layout="height_sharded"), dict(dtype="bfp8"),
         dict(fidelity="lofi"), dict(grid=(8, 4), memory="dram", memory_layout="interleaved"),
     ]
     return OverrideSet([OpOverride(name, **kinds[i % len(kinds)]) for i, name in enumerate(names)], l1_usage_cap=0.7)
@@ -362,6 +362,7 @@ def test_twenty_overrides_give_the_same_run_through_every_format(capsys, corpus,
         path.write_text(dump(overrides, fmt))
         data = run_json(capsys, str(corpus / "resnet50_xla.mlir"), "--db", db_url, "--overrides", str(path), "--keep-going")
         assert len(data["overrides"]) == 20
+        assert all(o["status"] == "applied" for o in data["overrides"]), data["overrides"]
         runs[fmt] = {o["name"]: (o["duration_ns"], o["memory"], o["grid"]) for o in data["ops"]}
     assert runs["tilescope"] == runs["tt-explorer"] == runs["tt-mlir"]
     plain = run_json(capsys, str(corpus / "resnet50_xla.mlir"), "--db", db_url)
@@ -370,13 +371,13 @@ def test_twenty_overrides_give_the_same_run_through_every_format(capsys, corpus,
 
 def test_export_writes_what_a_run_was_compiled_with(capsys, tmp_path, tiny_path, db_url):
     data = run_json(
-        capsys, tiny_path, "--db", db_url, "--override", "matmul_0=2x2:l1:block_sharded", "--override",
+        capsys, tiny_path, "--db", db_url, "--override", "matmul_0=1x2:l1:block_sharded", "--override",
         "matmul_1=fidelity#lofi", "--policy", "greedy-l1", "--l1-usage-cap", "0.5",
     )
     code, text, _ = cli(capsys, "export", str(data["run_id"]), "--db", db_url, "--format", "tt-mlir")
     assert code == 0
     assert text.strip() == (
-        "override-output-layout=matmul_0=2x2:l1:block_sharded,matmul_1=fidelity#lofi tensor-l1-usage-cap=0.5"
+        "override-output-layout=matmul_0=1x2:l1:block_sharded,matmul_1=fidelity#lofi tensor-l1-usage-cap=0.5"
     )
     out = tmp_path / "run.json"
     code, _, _ = cli(capsys, "export", str(data["run_id"]), "--db", db_url, "-o", str(out))
@@ -410,3 +411,17 @@ def test_warnings_are_summarised(capsys, db_url):
     _warn([f"w{i}" for i in range(MAX_WARNINGS + 3)])
     err = capsys.readouterr().err.splitlines()
     assert len(err) == MAX_WARNINGS + 1 and err[-1].startswith("tilescope: warning: ... and 3 more")
+
+
+def test_check_lists_every_problem_and_exits_1(capsys, tmp_path):
+    bad = tmp_path / "o.txt"
+    bad.write_text("override-output-layout=mlp.layer.0.fc2.matmul=9x9,nope=l1,mlp.layer.1.gelu=zz\n")
+    code, out, err = cli(capsys, "check", "zoo:mlp", "--overrides", str(bad), "--override", "mlp.layer.1.fc1.matmul=4x8:l1")
+    assert code == 1 and not err
+    lines = out.splitlines()
+    assert lines[-1] == "3 problem(s); 1 override(s) apply"
+    assert any("unknown token 'zz'" in line for line in lines)
+    assert any("no op named 'nope'" in line for line in lines)
+    assert any("grid 9x9 outside wormhole_n150's 8x8 grid" in line for line in lines)
+    code, out, _ = cli(capsys, "check", "zoo:mlp", "--override", "mlp.layer.1.fc1.matmul=4x8:l1", "--json")
+    assert code == 0 and json.loads(out)["ok"] is True

@@ -20,10 +20,10 @@ OP_KEYS = {"name", "a_ns", "b_ns", "delta_ns", "ratio", "changes"}
 
 @pytest.fixture
 def runs(db_url, tiny_path):
-    """(plain, tuned): the tiny MLP, then with matmul_1 sharded in L1 on 2x2 cores."""
+    """(plain, tuned): the tiny MLP, then with matmul_1 sharded in L1 on 1x2 cores."""
     sessions = session_factory(open_db(db_url))
     plain = execute(sessions, tiny_path).run_id
-    tuned = execute(sessions, tiny_path, override_items=["matmul_1=2x2:l1:block_sharded"]).run_id
+    tuned = execute(sessions, tiny_path, override_items=["matmul_1=1x2:l1:block_sharded"]).run_id
     return plain, tuned
 
 
@@ -39,7 +39,7 @@ def test_json_of_a_tuned_run_against_the_plain_one(capsys, db_url, runs):
     assert all(set(op) == OP_KEYS for op in d["ops"])
     ops = {op["name"]: op for op in d["ops"]}
     assert set(ops) == {"matmul_0", "matmul_1"} and d["unmatched"] == {"a": [], "b": []}
-    assert ops["matmul_1"]["changes"] == ["memory dram->l1", "grid 8x8->2x2"]
+    assert ops["matmul_1"]["changes"] == ["memory dram->l1", "grid 8x8->1x2"]
     assert ops["matmul_1"]["delta_ns"] == pytest.approx(ops["matmul_1"]["b_ns"] - ops["matmul_1"]["a_ns"])
     assert ops["matmul_1"]["delta_ns"] != 0 and ops["matmul_0"]["changes"] == []
     assert abs(d["ops"][0]["delta_ns"]) >= abs(d["ops"][-1]["delta_ns"])
@@ -61,7 +61,7 @@ def test_table(capsys, db_url, runs):
     lines = out.splitlines()
     assert lines[0] == f"run {tuned} against run {plain}"
     assert re.match(r"op\s+a us\s+b us\s+delta us\s+ratio\s+changes$", lines[1])
-    assert re.search(r"^matmul_1\s+[\d.]+\s+[\d.]+\s+[-+][\d.]+\s+[\d.]+x\s+memory dram->l1, grid 8x8->2x2$", out, re.M)
+    assert re.search(r"^matmul_1\s+[\d.]+\s+[\d.]+\s+[-+][\d.]+\s+[\d.]+x\s+memory dram->l1, grid 8x8->1x2$", out, re.M)
     assert re.search(r"^matmul_0\s+", out, re.M)
     assert re.match(r"total delta [-+][\d.]+ us$", lines[-1])
 

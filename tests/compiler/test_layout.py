@@ -22,15 +22,15 @@ def _compile(ref, target, *items):
 
 
 def test_applied_override_sets_layout_and_grid(tiny_path, wormhole):
-    c = _compile(tiny_path, wormhole, "matmul_1=2x2:l1:block_sharded")
+    c = _compile(tiny_path, wormhole, "matmul_1=1x2:l1:block_sharded")
     outcome = _outcome(c)
     assert (outcome.op, outcome.status, outcome.reason) == ("matmul_1", APPLIED, "")
-    assert outcome.spec == "matmul_1=2x2:l1:block_sharded"
+    assert outcome.spec == "matmul_1=1x2:l1:block_sharded"
     layout = c.levels["layout"]
     out = layout.tensors["matmul_1"].layout
-    assert (out.memory, out.memory_layout, out.grid, out.dtype, out.layout) == ("l1", "block_sharded", (2, 2), "f32", "tile")
-    assert layout.op("matmul_1").attrs["grid"] == (2, 2)
-    assert c.kernel.op("matmul_1").meta["kernel"].grid == (2, 2)
+    assert (out.memory, out.memory_layout, out.grid, out.dtype, out.layout) == ("l1", "block_sharded", (1, 2), "f32", "tile")
+    assert layout.op("matmul_1").attrs["grid"] == (1, 2)
+    assert c.kernel.op("matmul_1").meta["kernel"].grid == (1, 2)
     # other ops keep the defaults; the graph level is untouched
     assert layout.tensors["relu_0"].layout.memory == "dram"  # matmul_0's output (relu_0 fused)
     assert c.levels["graph"].tensors["matmul_1"].layout is None
@@ -44,7 +44,7 @@ def test_dtype_and_layout_override(tiny_path, wormhole):
 
 
 def test_override_of_a_fused_op_is_adjusted_to_its_host(tiny_path, wormhole):
-    c = _compile(tiny_path, wormhole, "add_0=l1:block_sharded")
+    c = _compile(tiny_path, wormhole, "add_0=1x4:l1:block_sharded")
     outcome = _outcome(c)
     assert (outcome.op, outcome.status) == ("add_0", "adjusted")
     assert outcome.reason == "add_0 was fused into matmul_0; applied to matmul_0"
@@ -99,3 +99,114 @@ def test_outcome_as_dict(tiny_path, wormhole):
     d = _outcome(_compile(tiny_path, wormhole, "matmul_1=2x2:lls")).as_dict()
     assert set(d) == {"op", "spec", "status", "reason"}
     assert d["status"] == "rejected" and d["op"] == "matmul_1"
+
+
+# --- even shards ---------------------------------------------------------------------------------
+
+
+def test_uneven_shards_are_rejected_with_the_grids_that_would_divide(tiny_path, wormhole):
+    outcome = _outcome(_compile(tiny_path, wormhole, "matmul_1=2x2:l1:block_sharded"))  # 1x2 tiles
+    assert outcome.status == REJECTED
+    assert outcome.reason == (
+        "block_sharded over 2x2 cores does not divide matmul_1 (1x2 tiles of 32x32) evenly; grids that would: 1x2, 1x1"
+    )
+    height = _outcome(_compile("zoo:matmul:96x64x64", wormhole, "matmul=8x8:l1:height_sharded"))  # 3 tile rows
+    assert height.status == REJECTED and height.reason.endswith("grids that would: 1x3, 3x1, 1x1")
+
+
+def test_greedy_l1_only_makes_even_shards(wormhole):
+    from compiler.passes.layout import even_shards
+
+    c = compile_model(load_model("zoo:bert-base?layers=1&seq=100&batch=1"), wormhole, policy="greedy-l1")
+    sharded = [t for t in c.levels["layout"].tensors.values() if t.layout.sharded]
+    assert sharded
+    for t in sharded:
+        assert even_shards(t, t.layout.memory_layout, t.layout.grid, t.layout.tile), (t.name, t.shape, t.layout)
+
+
+# --- tile shape ----------------------------------------------------------------------------------
+
+
+def test_a_short_tile_on_a_one_row_matmul_reads_less_and_computes_less(wormhole, build):
+    base_c, base = build("zoo:matmul:1x4096x2048", dispatch="trace")
+    tuned_c, tuned = build("zoo:matmul:1x4096x2048", "matmul=tile#1x32", dispatch="trace")
+    assert _outcome(tuned_c).status == APPLIED
+    layout = tuned_c.levels["layout"]
+    assert layout.tensors["matmul"].layout.tile == (1, 32)
+    # A is retiled to the output's short tiles before the matmul; B stays in full tiles
+    assert layout.op("matmul.in0.to_layout").kind == "to_layout"
+    assert layout.tensors["matmul.in0.to_layout"].layout.tile == (1, 32)
+    assert "b" in layout.op("matmul").inputs
+    before, after = base.ops[0], {o.name: o for o in tuned.ops}["matmul"]
+    assert after.bytes["dram"] < before.bytes["dram"]  # A and the output unpadded: 1 row, not 32
+    kernel_before = base_c.kernel.op("matmul").meta["kernel"]
+    kernel_after = tuned_c.kernel.op("matmul").meta["kernel"]
+    cycles = lambda k: max(g.compute.cycles for g in k.groups)  # noqa: E731
+    # 8 rows is the engine's least pass: a 1-row tile costs 8/32 of a full one
+    assert cycles(kernel_after) == pytest.approx(cycles(kernel_before) * 8 / 32)
+    assert after.duration_ns < before.duration_ns
+    assert "tile 1x32" in tuned_c.mlir("layout")
+
+
+@pytest.mark.parametrize("spec, reason", [
+    ("matmul=tile#3x32", "tile 3x32 not supported on wormhole_n150; tiles: 1x32, 2x32, 4x32, 8x32, 16x32, 32x32"),
+    ("matmul=tile#32x16", "tile 32x16 not supported"),
+    ("matmul=tile#1x32:row_major", "tile 1x32 needs the tile layout, not row_major"),
+])
+def test_unsupported_tiles_are_rejected(wormhole, spec, reason):
+    outcome = _outcome(_compile("zoo:matmul:1x256x256", wormhole, spec))
+    assert outcome.status == REJECTED and reason in outcome.reason
+
+
+# --- operands and results ------------------------------------------------------------------------
+
+
+def test_an_operand_override_converts_that_input_before_the_op(wormhole, build):
+    spec = "matmul=operand#1:l1:width_sharded"  # B: 64 tile columns over the op's 8x8 cores
+    base_c, base = build("zoo:matmul:32x1024x2048", dispatch="trace")
+    tuned_c, tuned = build("zoo:matmul:32x1024x2048", spec, dispatch="trace")
+    outcome = _outcome(tuned_c)
+    assert (outcome.status, outcome.operand, outcome.spec) == (APPLIED, 1, spec)
+    layout = tuned_c.levels["layout"]
+    convert = layout.op("matmul.in1.to_layout")
+    assert convert.inputs == ["b"] and layout.op("matmul").inputs == ["a", "matmul.in1.to_layout"]
+    converted = layout.tensors["matmul.in1.to_layout"].layout
+    assert (converted.memory, converted.memory_layout, converted.grid) == ("l1", "width_sharded", (8, 8))
+    assert layout.tensors["b"].layout.memory == "dram"  # the operand itself is where its producer put it
+    assert layout.tensors["matmul"].layout == base_c.levels["layout"].tensors["matmul"].layout  # output untouched
+    # the matmul now reads B from L1 (its own piece) and the NoC, not from DRAM
+    before, after = base.ops[0], {o.name: o for o in tuned.ops}["matmul"]
+    assert after.bytes["dram"] < before.bytes["dram"]
+    assert after.bytes.get("l1", 0) > 0
+
+
+@pytest.mark.parametrize("spec, reason", [
+    ("matmul=operand#2:l1", "matmul has 2 operand(s); operand#2 is not one"),
+    ("matmul=result#1:l1", "matmul has 1 result(s); result#1 is not one"),
+    ("matmul=operand#0:8x8:l1:height_sharded", "does not divide a (1x32 tiles of 32x32) evenly"),
+    ("matmul=operand#1:lls", "memory 'lls' not on wormhole_n150"),
+])
+def test_bad_operand_and_result_overrides_are_rejected(wormhole, spec, reason):
+    outcome = _outcome(_compile("zoo:matmul:32x1024x1024", wormhole, spec))
+    assert outcome.status == REJECTED and reason in outcome.reason, outcome.reason
+
+
+def test_an_op_that_cannot_read_the_operand_layout_rejects_it(wormhole):
+    permute = """
+func.func @forward(%x: tensor<256x256xbf16> {ttir.name = "x"}) -> tensor<256x256xbf16> {
+  %0 = "ttir.permute"(%x) <{permutation = array<i64: 1, 0>}> : (tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("p")
+  return %0 : tensor<256x256xbf16>
+}
+"""
+    from compiler.mlir_import import import_mlir
+
+    c = compile_model(import_mlir(permute, "p.mlir"), wormhole, [parse_item("p=operand#0:8x8:l1:block_sharded")])
+    outcome = _outcome(c)
+    assert outcome.status == REJECTED
+    assert "p (permute) cannot read operand 0 as l1 block_sharded 8x8; it reads dram interleaved 1x1" in outcome.reason
+
+
+def test_result_override_lays_out_that_output(wormhole, tiny_path):
+    c = _compile(tiny_path, wormhole, "matmul_1=result#0:1x2:l1:block_sharded")
+    assert _outcome(c).status == APPLIED
+    assert c.levels["layout"].tensors["matmul_1"].layout.memory == "l1"

@@ -119,13 +119,13 @@ def test_printed_graph_level_reimports_with_the_same_names(compiled):
 def test_override_changes_the_layout_text_of_that_op(tiny_path, wormhole):
     model = load_model(tiny_path)
     plain = compile_model(model, wormhole).mlir("layout")
-    tuned = compile_model(model, wormhole, [parse_item("matmul_0=l1:block_sharded")]).mlir("layout")
+    tuned = compile_model(model, wormhole, [parse_item("matmul_0=1x4:l1:block_sharded")]).mlir("layout")
 
     def line_of(text, name):
         (line,) = [ln for ln in text.splitlines() if ln.rstrip().endswith(f'loc("{name}")')]
         return line
 
     assert line_of(plain, "matmul_0").endswith('-> tensor<32x128xf32, #ts.layout<dram, interleaved, grid 8x8, f32, tile 32x32>> loc("matmul_0")')
-    assert line_of(tuned, "matmul_0").endswith('-> tensor<32x128xf32, #ts.layout<l1, block_sharded, grid 8x8, f32, tile 32x32, addr 0x0>> loc("matmul_0")')
+    assert line_of(tuned, "matmul_0").endswith('-> tensor<32x128xf32, #ts.layout<l1, block_sharded, grid 1x4, f32, tile 32x32, addr 0x0>> loc("matmul_0")')
     # the consumer sees the new operand type too
     assert "#ts.layout<l1, block_sharded" in line_of(tuned, "matmul_1")

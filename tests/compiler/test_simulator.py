@@ -107,7 +107,7 @@ def test_achieved_rates_and_share_of_peak(build, wormhole):
 
 
 def test_counters_follow_l1_use_and_dram_traffic(tiny_path, build):
-    compilation, sim = build(tiny_path, "matmul_0=l1:block_sharded", dispatch="trace")
+    compilation, sim = build(tiny_path, "matmul_0=1x4:l1:block_sharded", dispatch="trace")
     l1 = [c for c in sim.counters if c.name == "l1_bytes"]
     first, second = sim.ops
     kernel = compilation.kernel
@@ -153,9 +153,10 @@ def test_one_core_is_over_20x_slower_than_the_full_grid(build):
 
 
 def test_l1_sharded_output_speeds_up_the_op_and_its_consumer(tiny_path, build):
-    compilation, base = build(tiny_path)
-    tuned_c, tuned = build(tiny_path, "matmul_0=l1:block_sharded")
-    assert tuned_c.override_outcomes[0].status == "applied"
+    # both ops on the 1x4 cores matmul_0's four output tiles shard over; only the memory changes
+    compilation, base = build(tiny_path, "matmul_0=1x4", "matmul_1=1x4")
+    tuned_c, tuned = build(tiny_path, "matmul_0=1x4:l1:block_sharded", "matmul_1=1x4")
+    assert [o.status for o in tuned_c.override_outcomes] == ["applied", "applied"]
     before, after = _by_name(base), _by_name(tuned)
     # the op writes to its own L1 instead of DRAM ...
     assert after["matmul_0"].memory == "l1" and before["matmul_0"].memory == "dram"
@@ -168,8 +169,9 @@ def test_l1_sharded_output_speeds_up_the_op_and_its_consumer(tiny_path, build):
 
 
 def test_l1_sharded_input_speeds_up_a_matmul_consumer(mnist_path, build):
-    _, base = build(mnist_path)
-    _, tuned = build(mnist_path, "matmul_0=l1:block_sharded")
+    # matmul_0 and its consumer on the 1x8 cores its 1x16 output tiles shard over
+    _, base = build(mnist_path, "matmul_0=1x8", "matmul_1=1x8")
+    _, tuned = build(mnist_path, "matmul_0=1x8:l1:block_sharded", "matmul_1=1x8")
     before, after = _by_name(base), _by_name(tuned)
     assert after["matmul_0"].duration_ns < before["matmul_0"].duration_ns
     assert after["matmul_1"].duration_ns < before["matmul_1"].duration_ns
@@ -179,9 +181,9 @@ def test_l1_sharded_input_speeds_up_a_matmul_consumer(mnist_path, build):
 def test_applied_override_changes_the_op_duration(model_file, build):
     path, _ = model_file
     _, base = build(path)
-    _, tuned = build(path, "matmul_1=2x2:l1:block_sharded")
+    _, tuned = build(path, "matmul_1=1x2:l1:block_sharded")
     before, after = _by_name(base), _by_name(tuned)
-    assert after["matmul_1"].grid == "2x2" and after["matmul_1"].memory == "l1"
+    assert after["matmul_1"].grid == "1x2" and after["matmul_1"].memory == "l1"
     assert after["matmul_1"].duration_ns != before["matmul_1"].duration_ns
 
 

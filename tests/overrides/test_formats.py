@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from compiler.errors import OverrideError
@@ -108,20 +108,35 @@ def test_format_is_told_by_content():
         assert parse_text(dump(EXAMPLE, fmt)).canonical().items == EXAMPLE.canonical().items
 
 
-overrides_strategy = st.builds(
-    OpOverride,
-    op=st.from_regex(r"[a-z][a-z0-9_.]{0,12}", fullmatch=True),
-    grid=st.none() | st.tuples(st.integers(1, 16), st.integers(1, 16)),
-    memory=st.none() | st.sampled_from(["dram", "l1", "lls", "system"]),
-    memory_layout=st.none() | st.sampled_from(MEMORY_LAYOUTS),
-    layout=st.none() | st.sampled_from(TENSOR_LAYOUTS),
-    dtype=st.none() | st.sampled_from(["f32", "bf16", "bfp8", "bfp4", "i8"]),
-    fidelity=st.none() | st.sampled_from(FIDELITIES),
-).filter(lambda o: any(v is not None for v in (o.grid, o.memory, o.memory_layout, o.layout, o.dtype, o.fidelity)))
+@st.composite
+def overrides_strategy(draw):
+    """Any valid override: an op's (or one result's) layout and kernel, or one operand's layout."""
+    dims = st.integers(1, 16)
+    port = draw(st.sampled_from(["op", "operand", "result"]))
+    fields = dict(
+        grid=draw(st.none() | st.tuples(dims, dims)),
+        memory=draw(st.none() | st.sampled_from(["dram", "l1", "lls", "system"])),
+        memory_layout=draw(st.none() | st.sampled_from(MEMORY_LAYOUTS)),
+        layout=draw(st.none() | st.sampled_from(TENSOR_LAYOUTS)),
+        dtype=draw(st.none() | st.sampled_from(["f32", "bf16", "bfp8", "bfp4", "i8"])),
+        tile=draw(st.none() | st.tuples(st.sampled_from([1, 8, 32]), st.just(32))),
+    )
+    if port != "operand":
+        fields.update(
+            fidelity=draw(st.none() | st.sampled_from(FIDELITIES)),
+            block=draw(st.none() | st.tuples(dims, dims, dims)),
+            subblock=draw(st.none() | st.tuples(dims, dims)),
+            double_buffer=draw(st.none() | st.booleans()),
+        )
+    if port != "op":
+        fields[port] = draw(st.integers(0, 3))
+    op = draw(st.from_regex(r"[a-z][a-z0-9_.]{0,12}", fullmatch=True))
+    assume(any(v is not None for k, v in fields.items() if k not in ("operand", "result")))
+    return OpOverride(op, **fields)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(overrides_strategy, max_size=6, unique_by=lambda o: o.op), st.none() | st.floats(0.05, 1.0))
+@given(st.lists(overrides_strategy(), max_size=6, unique_by=lambda o: o.key), st.none() | st.floats(0.05, 1.0))
 def test_every_format_round_trips_any_override_set(items, cap):
     original = OverrideSet(items, l1_usage_cap=None if cap is None else round(cap, 3))
     for fmt in ("tilescope", "tt-explorer", "tt-mlir"):
@@ -129,3 +144,25 @@ def test_every_format_round_trips_any_override_set(items, cap):
         assert again.canonical().items == original.canonical().items, fmt
         if fmt != "tt-explorer":  # TT-Explorer's format carries no globals
             assert again.l1_usage_cap == original.l1_usage_cap
+
+
+def test_one_op_with_output_operand_and_result_overrides_round_trips_every_format():
+    items = [
+        OpOverride("matmul_0", grid=(2, 4), memory="l1", memory_layout="block_sharded", tile=(8, 32)),
+        OpOverride("matmul_0", memory="l1", memory_layout="width_sharded", grid=(8, 1), operand=1),
+        OpOverride("matmul_0", dtype="bf16", operand=0),
+        OpOverride("split_0", memory="dram", result=1),
+    ]
+    original = OverrideSet(items)
+    for fmt in ("tilescope", "tt-explorer", "tt-mlir"):
+        again = parse_text(dump(original, fmt))
+        assert again.canonical().items == original.canonical().items, fmt
+    assert dump(original, "tt-mlir") == (
+        "override-output-layout=matmul_0=2x4:l1:block_sharded:tile#8x32,matmul_0=8x1:l1:width_sharded:operand#1,"
+        "matmul_0=bf16:operand#0,split_0=dram:result#1\n"
+    )
+
+
+def test_the_same_operand_twice_is_an_error():
+    with pytest.raises(OverrideError, match="override for 'matmul_0 operand 1' given twice"):
+        OverrideSet([OpOverride("matmul_0", memory="l1", operand=1), OpOverride("matmul_0", dtype="bf16", operand=1)])

@@ -32,16 +32,29 @@ def override_sets(draw):
             memory_layout=draw(st.none() | st.sampled_from(MEMORY_LAYOUTS)),
             layout=draw(st.none() | st.sampled_from(TENSOR_LAYOUTS)),
             dtype=draw(st.none() | st.sampled_from(["f32", "bf16", "bfp8", "bfp4", "mxint8"])),
-            fidelity=draw(st.none() | st.sampled_from(FIDELITIES)),
+            tile=draw(st.none() | st.sampled_from([(1, 32), (8, 32), (16, 16), (3, 32)])),
             spec=name,
         )
         for name in chosen
     ]
+    # and a few operand layouts: weights or activations in L1, resharded, or another dtype
+    for name in draw(st.lists(st.sampled_from(names), unique=True, max_size=3)):
+        items.append(
+            OpOverride(
+                name,
+                operand=draw(st.integers(0, 2)),
+                grid=draw(st.none() | st.tuples(st.integers(1, 8), st.integers(1, 8))),
+                memory=draw(st.sampled_from(["dram", "l1", "lls"])),
+                memory_layout=draw(st.none() | st.sampled_from(MEMORY_LAYOUTS)),
+                dtype=draw(st.none() | st.sampled_from(["bf16", "bfp8"])),
+                spec=f"{name} operand",
+            )
+        )
     policy = draw(st.sampled_from(["dram-interleaved", "greedy-l1"]))
     return model_name, target_name, items, policy
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(override_sets())
 def test_every_override_is_applied_or_explained_and_nothing_overflows(case):
     model_name, target_name, items, policy = case

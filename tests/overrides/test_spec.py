@@ -117,3 +117,29 @@ def test_errors_are_one_line():
         with pytest.raises(OverrideError) as err:
             parse_item(item)
         assert "\n" not in str(err.value)
+
+
+def test_tile_operand_and_result_tokens():
+    assert parse_item("matmul_0=tile#1x32:bf16") == OpOverride("matmul_0", dtype="bf16", tile=(1, 32), spec="matmul_0=tile#1x32:bf16")
+    weights = parse_item("matmul_0=operand#1:l1:width_sharded:8x1")
+    assert (weights.operand, weights.result, weights.memory, weights.grid) == (1, None, "l1", (8, 1))
+    assert weights.target == "matmul_0 operand 1" and weights.key == ("matmul_0", 1, None)
+    assert parse_item("split_0=result#1:dram").key == ("split_0", None, 1)
+
+
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("m=operand#1:fidelity#lofi", "fidelity# applies to the op, not to one operand"),
+        ("m=operand#0:block#2x2x1", "block# applies to the op, not to one operand"),
+        ("m=operand#0:result#0:l1", "give operand# or result#, not both"),
+        ("m=operand#1", "no layout parameters besides operand#"),
+        ("m=operand#x:l1", "unknown token 'operand#x'"),
+        ("m=tile#32:l1", "unknown token 'tile#32'"),
+        ("m=operand#1:operand#2:l1", "operand given twice"),
+    ],
+)
+def test_bad_port_and_tile_tokens(item, message):
+    with pytest.raises(OverrideError) as err:
+        parse_item(item)
+    assert message in str(err.value) and item in str(err.value)

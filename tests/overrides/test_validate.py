@@ -50,3 +50,61 @@ def test_hierarchical_names(wormhole):
     check_op_names([parse_item("mlp.layer.1.gelu=l1")], graph)
     with pytest.raises(OverrideError, match=r"mlp\.layer\.1\.gelu"):
         check_op_names([parse_item("mlp.layer.1.gelux=l1")], graph)
+
+
+# --- batch validation ------------------------------------------------------------------------------
+
+BAD_FILE = (
+    "override-output-layout=mlp.layer.0.fc1.matmul=8x8:l1:block_sharded,mlp.layer.0.fc2.matmul=9x9,nope=l1,"
+    "mlp.layer.1.gelu=zz,mlp.layer.0.fc2.matmul=bf16,mlp.layer.0.fc1.matmul=operand#1:fidelity#lofi,"
+    "mlp.layer.1.fc1.matmul=4x8:l1:block_sharded\n"
+    "tensor-l1-usage-cap=2\n"
+)
+
+
+def test_validate_lists_every_problem_of_a_file_at_once(wormhole):
+    from overrides import validate
+    from overrides.formats import parse_text
+
+    errors: list[str] = []
+    loaded = parse_text(BAD_FILE, "o.txt", errors)
+    report = validate(loaded.items, load_model("zoo:mlp"), wormhole, problems=errors)
+    assert not report.ok
+    assert report.problems == [
+        "override 'mlp.layer.1.gelu=zz': unknown token 'zz' (expected " + report.problems[0].split("(expected ")[1],
+        "override 'mlp.layer.0.fc1.matmul=operand#1:fidelity#lofi': fidelity# applies to the op, not to one operand",
+        "tensor-l1-usage-cap=2: L1 usage cap must be in (0, 1], got 2",
+        "override for 'mlp.layer.0.fc2.matmul' given twice; give each op one override",
+        "override 'nope=l1': no op named 'nope' in zoo:mlp",
+        "override 'mlp.layer.0.fc1.matmul=8x8:l1:block_sharded' rejected: block_sharded over 8x8 cores does not "
+        "divide mlp.layer.0.gelu (4x128 tiles of 32x32) evenly; grids that would: 4x8, 2x8, 4x4, 1x8, 2x4, 4x2",
+        "override 'mlp.layer.0.fc2.matmul=9x9' rejected: grid 9x9 outside wormhole_n150's 8x8 grid",
+    ]
+    # the good one still compiles and is reported
+    assert [(o.op, o.status) for o in report.outcomes if o.status == "applied"] == [("mlp.layer.1.fc1.matmul", "applied")]
+
+
+def test_a_clean_batch_validates(wormhole):
+    from overrides import validate
+
+    report = validate([parse_item("mlp.layer.1.fc1.matmul=4x8:l1:block_sharded")], load_model("zoo:mlp"), wormhole)
+    assert report.ok and report.as_dict()["overrides"][0]["status"] == "applied"
+
+
+def test_json_file_problems_are_all_reported():
+    import json
+
+    from overrides.formats import parse_text
+
+    data = {"version": 1, "l1_usage_cap": 3, "overrides": [
+        {"op": "a", "grid": [0, 2]}, {"op": "b", "memory": "l1"}, {"op": "c", "fidelity": "max"},
+        {"op": "d", "operand": 1, "block": [1, 1, 1]},
+    ]}
+    errors: list[str] = []
+    loaded = parse_text(json.dumps(data), "o.json", errors)
+    assert [o.op for o in loaded.items] == ["b"]
+    assert loaded.l1_usage_cap is None  # globals of an invalid file are not used
+    assert len(errors) == 4, errors
+    assert any("overrides/0/grid/0" in e for e in errors) and any("overrides/2/fidelity" in e for e in errors)
+    assert any("l1_usage_cap" in e for e in errors)
+    assert any("block# applies to the op, not to one operand" in e for e in errors)

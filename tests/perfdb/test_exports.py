@@ -10,7 +10,7 @@ from perfdb.exports import chrome_trace
 
 
 def test_chrome_trace_of_a_stored_run(capsys, db_url, tiny_path):
-    assert main(["run", tiny_path, "--db", db_url, "--json", "--override", "matmul_0=l1:block_sharded"]) == 0
+    assert main(["run", tiny_path, "--db", db_url, "--json", "--override", "matmul_0=1x4:l1:block_sharded"]) == 0
     run = json.loads(capsys.readouterr().out)
     with session_factory(open_db(db_url))() as session:
         trace = chrome_trace(session, run["run_id"])
