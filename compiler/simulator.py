@@ -45,6 +45,10 @@ class OpTiming:
     roofline_ns: float
     pct_peak: float = 0.0  # achieved FLOP/s over the engine's peak at the op's fidelity, in %
     dispatch_wait_ns: float = 0.0  # the device sat idle this long waiting for the host to issue it
+    fidelity: str = ""  # math fidelity of matrix ops
+    tensors: list[dict] = field(default_factory=list)  # inputs then outputs: role, name, shape, dtype, layout
+    compute_ns: float = 0.0  # the FLOPs at the engine's peak: the compute side of the roofline
+    bandwidth_ns: float = 0.0  # the slowest path's bytes at its peak bandwidth: the memory side
 
     @property
     def end_ns(self) -> float:
@@ -57,6 +61,21 @@ class OpTiming:
     def bandwidth(self, path: str) -> float:
         """Bytes/s the op moved on a path."""
         return self.bytes.get(path, 0.0) / (self.duration_ns / NS) if self.duration_ns else 0.0
+
+
+def _tensors(graph: Graph, op: Op) -> list[dict]:
+    """The op's operands and results as the ops perf report lists them."""
+    described = []
+    for role, names in (("in", op.inputs), ("out", op.outputs)):
+        for i, name in enumerate(names):
+            tensor = graph.tensors[name]
+            layout = tensor.layout
+            described.append({
+                "role": f"{role}{i}", "name": name, "shape": list(tensor.shape), "dtype": layout.dtype if layout else tensor.dtype,
+                "memory": layout.memory if layout else "", "memory_layout": layout.memory_layout if layout else "",
+                "layout": layout.layout if layout else "",
+            })
+    return described
 
 
 @dataclass
@@ -152,8 +171,13 @@ class Simulator:
             memory=out.memory if out else "",
             grid=f"{kernel.grid[0]}x{kernel.grid[1]}",
             cores=kernel.cores_used,
-            roofline_ns=self._roofline_s(flops, moved, peak) * NS,
+            roofline_ns=0.0,
+            fidelity=(compute.fidelity or "") if compute else "",
+            tensors=_tensors(graph, op),
         )
+        compute_s, bandwidth_s = self._roofline_s(flops, moved, peak)
+        timing.compute_ns, timing.bandwidth_ns = compute_s * NS, bandwidth_s * NS
+        timing.roofline_ns = max(timing.compute_ns, timing.bandwidth_ns)
         timing.pct_peak = timing.achieved_flops / peak * 100 if peak and flops else 0.0
         timing.why = self._why(timing, slowest, users)
         return timing, core_times
@@ -263,9 +287,10 @@ class Simulator:
             return self.target.vector_ops_per_s
         return 0.0
 
-    def _roofline_s(self, flops: int, moved: dict[str, float], peak: float) -> float:
+    def _roofline_s(self, flops: int, moved: dict[str, float], peak: float) -> tuple[float, float]:
+        """(compute, memory) lower bounds: the FLOPs at peak, the busiest path at its bandwidth."""
         target = self.target
-        bounds = [flops / peak if peak else 0.0]
+        bounds = [0.0]
         for path, nbytes in moved.items():
             if path in (NOC, MCAST):
                 # every core's links carry data in and out at once: reads and writes overlap
@@ -274,7 +299,7 @@ class Simulator:
                 memory = target.memories[path]
                 bandwidth = memory.bytes_per_s * (1 if memory.shared else target.cores)
             bounds.append(nbytes / bandwidth)
-        return max(bounds)
+        return (flops / peak if peak else 0.0), max(bounds)
 
     def _bound(self, slowest: _CoreTime) -> str:
         """The class of what limits the slowest core: compute, a memory, the NoC, or two at once."""

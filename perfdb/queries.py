@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sqlalchemy import select
+from dataclasses import dataclass
+
+from sqlalchemy import and_, literal, select, union_all
 from sqlalchemy.orm import Session
 
-from .schema import Counter, OpRecord, Run, Zone
+from . import lod
+from .schema import Counter, OpRecord, Run, Zone, ZoneMarker
 
 
 class RunNotFound(LookupError):
@@ -59,6 +62,68 @@ def zones(
     if tracks is not None:
         query = query.where(Zone.track.in_(list(tracks)))
     return list(session.scalars(query.order_by(Zone.start_ns)))
+
+
+@dataclass(frozen=True)
+class WindowItem:
+    """One thing to draw: a zone (count 1), or a marker of `count` zones merged."""
+
+    track: str
+    depth: int
+    name: str  # the zone's name, or "N zones"
+    start_ns: float
+    end_ns: float
+    op: str  # the zone's op; "" for a marker
+    count: int = 1
+    busy_ns: float = 0.0  # a marker's summed zone time (its zones need not fill it)
+
+
+def timeline_window(
+    session: Session,
+    run_id: int,
+    t0: float,
+    t1: float,
+    resolution_ns: float,
+    tracks: Sequence[str] | None = None,
+) -> list[WindowItem]:
+    """What to draw of [t0, t1] at `resolution_ns` per pixel, on `tracks` (default all of the run's):
+    zones at least about one pixel long one by one, shorter ones merged into one marker per track,
+    depth and bucket (perfdb.lod). At most about 2 * (t1 - t0) / resolution_ns items per track and
+    depth, however many zones the run holds. By track, then start."""
+    if tracks is None:
+        tracks = get_run(session, run_id).tracks
+    tracks = list(tracks)
+    if not tracks or t1 < t0:
+        return []
+    level = lod.level_for(resolution_ns) if resolution_ns > lod.BASE_NS else -1
+    z = Zone.__table__.c
+    parts = []
+    # zones of each level >= the window's: one index range per level (their length is bounded
+    # by the next level's width, so their start is too)
+    for lod_level in range(max(level, -1), lod.LEVELS):
+        where = [z.run_id == run_id, z.lod == lod_level, z.track.in_(tracks), z.start_ns <= t1, z.end_ns >= t0]
+        if lod_level + 1 < lod.LEVELS:
+            where.append(z.start_ns >= t0 - lod.width(lod_level + 1))
+        parts.append(
+            select(z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op, literal(1).label("count"), literal(0.0).label("busy"))
+            .where(and_(*where))
+        )
+    rows = list(session.execute(union_all(*parts)))
+    if level >= 1:
+        m = ZoneMarker.__table__.c
+        rows += session.execute(
+            select(m.track, m.depth, literal("").label("name"), m.start_ns, m.end_ns, literal("").label("op"), m.count, m.busy_ns)
+            .where(
+                m.run_id == run_id, m.level == level, m.track.in_(tracks), m.start_ns <= t1,
+                m.start_ns >= t0 - 2 * lod.width(level), m.end_ns >= t0,
+            )
+        ).all()
+    order = {track: i for i, track in enumerate(tracks)}
+    items = [
+        WindowItem(t, d, name if op else f"{count} zone{'s' if count != 1 else ''}", s, e, op, count, busy)
+        for t, d, name, s, e, op, count, busy in rows
+    ]
+    return sorted(items, key=lambda item: (order[item.track], item.depth, item.start_ns))
 
 
 def counters(session: Session, run_id: int, name: str | None = None, tracks: Sequence[str] | None = None) -> list[Counter]:

@@ -1,10 +1,13 @@
-"""The tracing database's tables: runs, their per-op records and their timeline zones."""
+"""The tracing database's tables: runs, their per-op records, timeline zones (with their level-of-
+detail markers) and counters, and where measured runs were imported from."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import JSON, BigInteger, DateTime, Float, ForeignKey, Index, Integer, MetaData, String, Text, TypeDecorator
+from sqlalchemy import (
+    JSON, BigInteger, DateTime, Float, ForeignKey, Index, Integer, MetaData, SmallInteger, String, Text, TypeDecorator,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 NAMING = {
@@ -62,6 +65,8 @@ class Run(Base):
     status: Mapped[str] = mapped_column(String(16), default="ok")
     total_ns: Mapped[float] = mapped_column(Float)
     device_ns: Mapped[float] = mapped_column(Float)
+    kind: Mapped[str] = mapped_column(String(16), default="simulated", server_default="simulated")  # or measured
+    tracks: Mapped[list] = mapped_column(JSON, default=list, server_default="[]")  # timeline tracks, in order
 
     ops: Mapped[list[OpRecord]] = relationship(
         back_populates="run", cascade="all, delete-orphan", order_by="OpRecord.start_ns"
@@ -73,7 +78,7 @@ class OpRecord(Base):
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
-    name: Mapped[str] = mapped_column(String(512))  # stable op name: the key of overrides and diffs
+    name: Mapped[str] = mapped_column(Text)  # stable op name: the key of overrides and diffs
     kind: Mapped[str] = mapped_column(String(64))
     start_ns: Mapped[float] = mapped_column(Float)
     duration_ns: Mapped[float] = mapped_column(Float)
@@ -87,22 +92,30 @@ class OpRecord(Base):
     roofline_ns: Mapped[float] = mapped_column(Float)
     pct_peak: Mapped[float] = mapped_column(Float, default=0.0)
     dispatch_wait_ns: Mapped[float] = mapped_column(Float, default=0.0)
+    level: Mapped[str] = mapped_column(String(16), default="kernel", server_default="kernel")
+    fidelity: Mapped[str] = mapped_column(String(16), default="", server_default="")  # math fidelity, matrix ops
+    # inputs then outputs: [{role: in0|out0, name, shape, dtype, memory, memory_layout, layout}]
+    tensors: Mapped[list] = mapped_column(JSON, default=list, server_default="[]")
+    compute_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")  # FLOPs at peak
+    bandwidth_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")  # bytes at peak bandwidth
 
     run: Mapped[Run] = relationship(back_populates="ops")
 
 
 class Zone(Base):
     __tablename__ = "zones"
-    __table_args__ = (Index("ix_zones_run_start", "run_id", "start_ns"),)
+    # the window query walks one level at a time, the tracks asked for, then time (perfdb.lod)
+    __table_args__ = (Index("ix_zones_run_lod_track_start", "run_id", "lod", "track", "start_ns"),)
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     track: Mapped[str] = mapped_column(String(64))
     depth: Mapped[int] = mapped_column(Integer)
-    name: Mapped[str] = mapped_column(String(512))
+    name: Mapped[str] = mapped_column(Text)
     start_ns: Mapped[float] = mapped_column(Float)
     end_ns: Mapped[float] = mapped_column(Float)
-    op: Mapped[str] = mapped_column(String(512))
+    op: Mapped[str] = mapped_column(Text)
+    lod: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")  # perfdb.lod.lod_of
 
 
 class Counter(Base):
@@ -117,3 +130,34 @@ class Counter(Base):
     name: Mapped[str] = mapped_column(String(64))
     t_ns: Mapped[float] = mapped_column(Float)
     value: Mapped[float] = mapped_column(Float)
+
+
+class ZoneMarker(Base):
+    """Zones too short to draw at one level of detail, merged per track, depth and bucket."""
+
+    __tablename__ = "zone_markers"
+    __table_args__ = (Index("ix_zone_markers_run_level_track_start", "run_id", "level", "track", "start_ns"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    level: Mapped[int] = mapped_column(SmallInteger)
+    track: Mapped[str] = mapped_column(String(64))
+    depth: Mapped[int] = mapped_column(Integer)
+    start_ns: Mapped[float] = mapped_column(Float)
+    end_ns: Mapped[float] = mapped_column(Float)
+    count: Mapped[int] = mapped_column(Integer)
+    busy_ns: Mapped[float] = mapped_column(Float)
+
+
+class MeasuredImport(Base):
+    """Where a measured run came from: the ops perf CSV, its rows, and the rows that were bad."""
+
+    __tablename__ = "measured_imports"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    source: Mapped[str] = mapped_column(String(1024))
+    imported_at: Mapped[datetime] = mapped_column(UTCDateTime, default=_now)
+    rows: Mapped[int] = mapped_column(Integer)
+    matched: Mapped[int] = mapped_column(Integer)
+    problems: Mapped[list] = mapped_column(JSON, default=list)  # one line per bad row

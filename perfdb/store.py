@@ -5,16 +5,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import insert
+import numpy as np
+from sqlalchemy import Connection, insert
 from sqlalchemy.orm import Session
 
-from .schema import Counter, OpRecord, Run, Zone
+from . import lod
+from .schema import Counter, OpRecord, Run
 
 _OP_FIELDS = (
     "name", "kind", "start_ns", "duration_ns", "flops", "bytes", "bound", "why",
     "memory", "grid", "cores", "roofline_ns", "pct_peak", "dispatch_wait_ns",
+    "level", "fidelity", "tensors", "compute_ns", "bandwidth_ns",
 )
-_DEFAULTS = {"why": "", "pct_peak": 0.0, "dispatch_wait_ns": 0.0}  # optional fields; the rest are required
+# optional fields; the rest are required
+_DEFAULTS = {
+    "why": "", "pct_peak": 0.0, "dispatch_wait_ns": 0.0, "level": "kernel", "fidelity": "", "tensors": [],
+    "compute_ns": 0.0, "bandwidth_ns": 0.0,
+}
+_ZONE_COLUMNS = ("run_id", "track", "depth", "name", "start_ns", "end_ns", "op", "lod")
+_MARKER_COLUMNS = ("run_id", "level", "track", "depth", "start_ns", "end_ns", "count", "busy_ns")
 
 
 @dataclass
@@ -40,10 +49,13 @@ class NewRun:
     override_outcomes: list[dict] = field(default_factory=list)
     label: str = ""
     parent_id: int | None = None
+    kind: str = "simulated"  # or measured (an imported ops perf report)
 
 
 def save_run(session: Session, new: NewRun) -> int:
     """Store `new` and return its run id; nothing is stored if any part fails."""
+    zones = list(new.zones)
+    tracks = list(dict.fromkeys(z[0] for z in zones))
     run = Run(
         model_ref=new.model_ref,
         model_name=new.model_name,
@@ -61,6 +73,8 @@ def save_run(session: Session, new: NewRun) -> int:
         parent_id=new.parent_id,
         total_ns=new.total_ns,
         device_ns=new.device_ns,
+        kind=new.kind,
+        tracks=tracks,
     )
     with session.begin():
         session.add(run)
@@ -70,15 +84,41 @@ def save_run(session: Session, new: NewRun) -> int:
                 insert(OpRecord),
                 [{"run_id": run.id, **{k: op[k] if k not in _DEFAULTS else op.get(k, _DEFAULTS[k]) for k in _OP_FIELDS}} for op in new.ops],
             )
-        zone_rows = [
-            {"run_id": run.id, "track": t, "depth": d, "name": n, "start_ns": s, "end_ns": e, "op": o}
-            for t, d, n, s, e, o in new.zones
-        ]
-        if zone_rows:
-            session.execute(insert(Zone), zone_rows)
+        if zones:
+            _store_zones(session.connection(), run.id, zones, tracks)
         counter_rows = [
             {"run_id": run.id, "track": t, "name": n, "t_ns": at, "value": v} for t, n, at, v in new.counters
         ]
         if counter_rows:
             session.execute(insert(Counter), counter_rows)
     return run.id
+
+
+def _store_zones(connection: Connection, run_id: int, zones: list[tuple], tracks: list[str]) -> None:
+    """Zones with their level of detail, and the markers of every level (perfdb.lod)."""
+    index = {track: i for i, track in enumerate(tracks)}
+    track = np.fromiter((index[z[0]] for z in zones), np.int64, len(zones))
+    depth = np.fromiter((z[1] for z in zones), np.int64, len(zones))
+    start = np.fromiter((z[3] for z in zones), np.float64, len(zones))
+    end = np.fromiter((z[4] for z in zones), np.float64, len(zones))
+    levels = lod.lod_of(end - start).tolist()
+    rows = [(run_id, t, d, n, s, e, o, level) for (t, d, n, s, e, o), level in zip(zones, levels)]
+    bulk_insert(connection, "zones", _ZONE_COLUMNS, rows)
+    found = lod.markers(track, depth, start, end, np.asarray(levels))
+    bulk_insert(connection, "zone_markers", _MARKER_COLUMNS, [(run_id, *row) for row in found.rows(tracks)])
+
+
+def bulk_insert(connection: Connection, table: str, columns: Sequence[str], rows: list[tuple]) -> None:
+    """Many rows at the driver's fastest: SQLite's executemany of one prepared statement,
+    PostgreSQL's COPY. (The ORM's per-row bookkeeping costs more than the database here.)"""
+    if not rows:
+        return
+    names = ", ".join(columns)
+    if connection.dialect.name == "postgresql":
+        cursor = connection.connection.driver_connection.cursor()
+        with cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    marks = ", ".join("?" if connection.dialect.paramstyle == "qmark" else "%s" for _ in columns)
+    connection.exec_driver_sql(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)

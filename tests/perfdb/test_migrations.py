@@ -49,12 +49,40 @@ def revision(url: str) -> str | None:
     return found
 
 
+def initial_schema():
+    """The tables as revision 0001 declares them."""
+    from perfdb.migrate import _scripts
+
+    return _scripts().get_revision("0001").module.schema()
+
+
 def pre_alembic(url: str):
-    """A database as tilescope made it before Alembic (create_all, no alembic_version), with one run."""
+    """A database as tilescope made it before Alembic (create_all of that day's tables, no
+    alembic_version), with one run."""
+    from datetime import datetime, timezone
+
     engine = create_engine(url)
-    Base.metadata.create_all(engine)
-    with session_factory(engine)() as s:
-        run_id = save_run(s, _new_run(counters=COUNTERS))
+    tables = initial_schema()
+    tables.create_all(engine)
+    new = _new_run(counters=COUNTERS)
+    with engine.begin() as connection:
+        run_id = connection.execute(tables.tables["runs"].insert().values(
+            model_ref=new.model_ref, model_name=new.model_name, source_hash=new.source_hash,
+            source_text=new.source_text, target=new.target, target_ref=new.target, target_text="",
+            dispatch=new.dispatch, policy=new.policy, l1_usage_cap=new.l1_usage_cap, overrides=new.overrides,
+            override_outcomes=new.override_outcomes, label=new.label, created_at=datetime.now(timezone.utc),
+            status="ok", total_ns=new.total_ns, device_ns=new.device_ns,
+        )).inserted_primary_key[0]
+        connection.execute(tables.tables["op_records"].insert(), [
+            {"run_id": run_id, **{k: v for k, v in op.items()}, "pct_peak": 0.0, "dispatch_wait_ns": 0.0} for op in new.ops
+        ])
+        connection.execute(tables.tables["zones"].insert(), [
+            {"run_id": run_id, "track": t, "depth": d, "name": n, "start_ns": s, "end_ns": e, "op": o}
+            for t, d, n, s, e, o in ZONES
+        ])
+        connection.execute(tables.tables["counters"].insert(), [
+            {"run_id": run_id, "track": t, "name": n, "t_ns": at, "value": v} for t, n, at, v in COUNTERS
+        ])
     return engine, run_id
 
 
@@ -64,7 +92,9 @@ def test_upgrade_from_empty_creates_the_tables_of_schema_py(new_db):
     engine = create_engine(created)
     Base.metadata.create_all(engine)
     engine.dispose()
-    assert set(shape(migrated)) == set(Base.metadata.tables) == {"runs", "op_records", "zones", "counters"}
+    assert set(shape(migrated)) == set(Base.metadata.tables) == {
+        "runs", "op_records", "zones", "counters", "zone_markers", "measured_imports",
+    }
     assert shape(migrated) == shape(created)  # same columns, types, keys, index names
     assert revision(migrated) == head()
 
@@ -121,9 +151,9 @@ def test_a_pre_alembic_database_missing_columns_and_tables_gains_them(db_url):
         assert (run.label, run.policy, run.l1_usage_cap, run.target_ref) == ("first try", "dram-interleaved", 0.8, None)
         assert len(op_records(s, run_id)) == 3 and counters(s, run_id) == []
     adopted = shape(db_url)
-    assert set(adopted) == {"runs", "op_records", "zones", "counters"}
-    assert ("ix_zones_run_start", ("run_id", "start_ns"), False) in adopted["zones"]["indexes"]
-    assert {c[0] for c in adopted["runs"]["columns"][-3:]} == {"policy", "l1_usage_cap", "target_ref"}  # added last
+    assert set(adopted) == {"runs", "op_records", "zones", "counters", "zone_markers", "measured_imports"}
+    assert ("ix_zones_run_lod_track_start", ("run_id", "lod", "track", "start_ns"), False) in adopted["zones"]["indexes"]
+    assert {"policy", "l1_usage_cap", "target_ref"} <= {c[0] for c in adopted["runs"]["columns"]}
 
 
 def test_downgrade_to_base_drops_every_table(db_url):
