@@ -19,12 +19,13 @@ from overrides import format_item, parse_item, validate
 from overrides.formats import OverrideSet, dump, load_file
 from perfdb.engine import DatabaseError, default_url, open_db, session_factory
 from perfdb.exports import chrome_trace
-from perfdb.queries import RunNotFound, get_run, list_runs
+from perfdb.ops_csv import CsvImportError, import_csv, write_csv
+from perfdb.queries import RunNotFound, get_run, list_runs, op_records
 
 from .runs import DEFAULT_TARGET, RunResult, compile_cached, execute
 
 EXAMPLE_MODEL = "zoo:mlp"
-EXPORT_FORMATS = ("overrides", "tt-mlir", "tt-explorer", "chrome")
+EXPORT_FORMATS = ("overrides", "tt-mlir", "tt-explorer", "chrome", "csv")
 MODEL_HELP = (
     "an .mlir file (file.mlir#func picks a function), a shipped example (classifier.mlir) or a zoo model: "
     "zoo:mlp, zoo:bert-base, zoo:llama-3.2-1b[?mode=decode], zoo:resnet50, zoo:matmul:MxKxN "
@@ -79,12 +80,22 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print {ok, problems, overrides} as JSON")
 
     export = sub.add_parser(
-        "export", help="write a stored run: its overrides (overrides, tt-mlir, tt-explorer) or its trace (chrome)"
+        "export",
+        help="write a stored run: its overrides (overrides, tt-mlir, tt-explorer), its trace (chrome) or its "
+        "ops in tt-metal's ops perf report columns (csv)",
     )
     export.add_argument("run", type=int, help="run id (see tilescope runs)")
     export.add_argument("--format", choices=EXPORT_FORMATS, default="overrides")
     export.add_argument("-o", "--output", help="file to write (default: standard output)")
     common(export, target=False)
+
+    measured = sub.add_parser(
+        "import", help="store a measured ops perf CSV (tt-metal's columns) as a measured run beside a simulated one"
+    )
+    measured.add_argument("run", type=int, help="the simulated run of the same model (see tilescope runs)")
+    measured.add_argument("csv", help="ops perf report: LOC (or OP NAME) and DEVICE KERNEL DURATION [ns] per row")
+    measured.add_argument("--label", default="", help="a note for the measured run (default: measured: FILE)")
+    common(measured, target=False)
 
     diff = sub.add_parser("diff", help="compare run B with run A, op by op")
     diff.add_argument("a", type=int, help="run id of the baseline (see tilescope runs)")
@@ -281,12 +292,26 @@ def cmd_bench(args) -> int:
     return bench_main(quick=args.quick, as_json=args.json, target=args.target)
 
 
+def _peaks(run) -> dict[str, float]:
+    """Peak bytes/s by path of the target a run ran on, for utilization columns."""
+    try:
+        target = load_target(run.target_ref or run.target, run.target_text or None)
+    except TilescopeError:
+        return {}
+    peaks = {name: memory.bytes_per_s for name, memory in target.memories.items() if memory.shared}
+    peaks["noc"] = target.noc_bytes_per_s * target.cores * target.noc_count
+    return peaks
+
+
 def cmd_export(args) -> int:
     with session_factory(open_db(args.db))() as session:
         run = get_run(session, args.run)
         trace = chrome_trace(session, args.run) if args.format == "chrome" else None
+        table = write_csv(session, args.run, _peaks(run)) if args.format == "csv" else None
     if trace is not None:
         text = json.dumps(trace)
+    elif table is not None:
+        text = table
     else:
         overrides = OverrideSet(
             [parse_item(item) for item in run.overrides], run.policy, run.dispatch, run.l1_usage_cap
@@ -296,6 +321,27 @@ def cmd_export(args) -> int:
         Path(args.output).write_text(text)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def cmd_import(args) -> int:
+    path = Path(args.csv)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise TilescopeError(f"{args.csv}: no such file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise TilescopeError(f"{args.csv}: cannot read: {err}") from None
+    with session_factory(open_db(args.db))() as session:
+        try:
+            run_id, problems = import_csv(session, text, args.run, path.name, args.label)
+        except CsvImportError as err:
+            raise TilescopeError(str(err)) from None
+        matched = len(op_records(session, run_id))
+    for problem in problems:
+        print(f"tilescope: warning: {problem}", file=sys.stderr)
+    print(f"run {run_id}: measured, {matched} op(s) from {path.name}; {len(problems)} bad row(s) skipped")
+    print(f"compare: tilescope diff {args.run} {run_id}")
     return 0
 
 
@@ -319,7 +365,7 @@ def cmd_db(args) -> int:
 
 COMMANDS = {
     "run": cmd_run, "runs": cmd_runs, "show": cmd_show, "serve": cmd_serve, "bench": cmd_bench, "export": cmd_export,
-    "diff": cmd_diff, "db": cmd_db, "stats": cmd_stats, "check": cmd_check,
+    "diff": cmd_diff, "db": cmd_db, "stats": cmd_stats, "check": cmd_check, "import": cmd_import,
 }
 
 

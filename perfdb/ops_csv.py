@@ -1,0 +1,175 @@
+"""Ops perf CSV, in the columns of tt-metal's ops perf report, both ways.
+
+`write_csv` writes a stored run one op per row, so scripts written for tt-metal's report (and
+tt-perf-report) read tilescope's output. `import_csv` reads a measured report of the same model and
+stores it as a measured run beside a simulated one, ops matched by `LOC` (the MLIR location, i.e.
+the stable op name) or `OP NAME`: the UI and `diff` then compare simulated with measured per op.
+Bad rows are reported, never fatal; a file with no usable row is an error.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections.abc import Mapping
+
+from sqlalchemy.orm import Session
+
+from . import queries
+from .schema import MeasuredImport
+from .store import NewRun, save_run
+
+
+class CsvImportError(ValueError):
+    """The file cannot be imported at all (no usable row, no duration column)."""
+
+
+DURATION = "DEVICE KERNEL DURATION [ns]"
+MAX_OPERANDS = 3  # INPUT_0.. columns written
+# tt-metal's spellings
+DATATYPES = {
+    "f32": "FLOAT32", "bf16": "BFLOAT16", "f16": "FLOAT16", "bfp8": "BFLOAT8_B", "bfp4": "BFLOAT4_B",
+    "i32": "INT32", "ui32": "UINT32", "ui16": "UINT16", "ui8": "UINT8", "i8": "INT8",
+}
+FIDELITIES = {"lofi": "LoFi", "hifi2": "HiFi2", "hifi3": "HiFi3", "hifi4": "HiFi4"}
+
+
+def _columns() -> list[str]:
+    columns = [
+        "OP CODE", "OP TYPE", "GLOBAL CALL COUNT", "DEVICE ID", "MATH FIDELITY", "CORE COUNT",
+        "HOST START TS", "HOST END TS", "DEVICE FW DURATION [ns]", DURATION, "OP TO OP LATENCY [ns]",
+    ]
+    for role in ("INPUT", "OUTPUT"):
+        for i in range(MAX_OPERANDS if role == "INPUT" else 1):
+            columns += [f"{role}_{i}_{d}" for d in ("W", "Z", "Y", "X", "LAYOUT", "DATATYPE", "MEMORY")]
+    columns += ["PM IDEAL [ns]", "PM COMPUTE [ns]", "PM BANDWIDTH [ns]", "DRAM BW UTIL (%)", "NOC UTIL (%)", "LOC"]
+    return columns
+
+
+COLUMNS = _columns()
+
+
+def _shape4(shape: list[int]) -> list[int]:
+    """tt-metal's W, Z, Y, X: the shape padded to four dimensions, leading ones folded into W."""
+    dims = list(shape)[-4:] if len(shape) <= 4 else [math.prod(shape[:-3]), *shape[-3:]]
+    return [1] * (4 - len(dims)) + dims
+
+
+def _memory(tensor: dict) -> str:
+    return f"DEV_0_{tensor['memory'].upper()}_{tensor['memory_layout'].upper()}" if tensor.get("memory") else ""
+
+
+def write_csv(session: Session, run_id: int, peak_bytes_per_s: Mapping[str, float] | None = None) -> str:
+    """The run's ops as CSV text. With the target's peak bandwidths by path (e.g. {"dram": 2.6e11,
+    "noc": ...}), DRAM and NoC utilization are filled in."""
+    peaks = dict(peak_bytes_per_s or {})
+    out = io.StringIO()
+    writer = csv.DictWriter(out, COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    previous_end = None
+    for count, op in enumerate(queries.op_records(session, run_id)):
+        seconds = op.duration_ns / 1e9
+
+        def util(*paths: str) -> str:
+            moved = sum(op.bytes.get(p, 0.0) for p in paths)
+            peak = peaks.get(paths[0])
+            return f"{moved / seconds / peak * 100:.2f}" if peak and seconds else ""
+
+        row = {
+            "OP CODE": op.kind, "OP TYPE": "tt_dnn_device", "GLOBAL CALL COUNT": count, "DEVICE ID": 0,
+            "MATH FIDELITY": FIDELITIES.get(op.fidelity, op.fidelity), "CORE COUNT": op.cores,
+            "HOST START TS": round(op.start_ns), "HOST END TS": round(op.start_ns + op.duration_ns),
+            "DEVICE FW DURATION [ns]": round(op.duration_ns), DURATION: round(op.duration_ns),
+            "OP TO OP LATENCY [ns]": 0 if previous_end is None else round(max(0.0, op.start_ns - previous_end)),
+            "PM IDEAL [ns]": round(op.roofline_ns), "PM COMPUTE [ns]": round(op.compute_ns),
+            "PM BANDWIDTH [ns]": round(op.bandwidth_ns), "DRAM BW UTIL (%)": util("dram"),
+            "NOC UTIL (%)": util("noc", "mcast"), "LOC": op.name,
+        }
+        previous_end = op.start_ns + op.duration_ns
+        inputs = [t for t in op.tensors if t["role"].startswith("in")][:MAX_OPERANDS]
+        outputs = [t for t in op.tensors if t["role"].startswith("out")][:1]
+        for role, tensors in (("INPUT", inputs), ("OUTPUT", outputs)):
+            for i, tensor in enumerate(tensors):
+                for d, value in zip("WZYX", _shape4(tensor["shape"])):
+                    row[f"{role}_{i}_{d}"] = value
+                row[f"{role}_{i}_LAYOUT"] = tensor["layout"].upper()
+                row[f"{role}_{i}_DATATYPE"] = DATATYPES.get(tensor["dtype"], tensor["dtype"].upper())
+                row[f"{role}_{i}_MEMORY"] = _memory(tensor)
+        writer.writerow(row)
+    return out.getvalue()
+
+
+_LOC = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"')
+
+
+def _op_name(row: dict) -> str:
+    """The op a row measured: its LOC (bare, or loc("name") as MLIR prints it), else OP NAME."""
+    loc = (row.get("LOC") or "").strip()
+    match = _LOC.match(loc)
+    return match.group(1) if match else loc or (row.get("OP NAME") or "").strip()
+
+
+def import_csv(session: Session, text: str, base_run_id: int, source: str = "ops.csv", label: str = "") -> tuple[int, list[str]]:
+    """Store a measured ops perf report as a run of `base_run_id`'s model; returns (run id, problems).
+
+    Rows follow the measured order; each op starts where the one before ended plus its OP TO OP
+    LATENCY. An op measured twice keeps both records (diff sums them). Rows without a duration, or
+    naming an op the base run lacks, are listed in the problems and skipped."""
+    base = queries.get_run(session, base_run_id)
+    simulated = {op.name: op for op in queries.op_records(session, base_run_id)}
+    session.commit()  # end the reading transaction; save_run writes in its own
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    header = [h.strip() for h in reader.fieldnames or []]
+    if DURATION not in header:
+        raise CsvImportError(f"{source}: no {DURATION!r} column (an ops perf report has it)")
+    if "LOC" not in header and "OP NAME" not in header:
+        raise CsvImportError(f"{source}: no LOC or OP NAME column to match ops by")
+    problems: list[str] = []
+    ops, zones = [], []
+    clock = 0.0
+    rows = 0
+    for line, raw in enumerate(reader, start=2):
+        rows += 1
+        row = {(k or "").strip(): (v or "").strip() for k, v in raw.items() if k is not None}
+        name = _op_name(row)
+        if not name:
+            problems.append(f"{source}:{line}: no LOC or OP NAME")
+            continue
+        if name not in simulated:
+            problems.append(f"{source}:{line}: op {name!r} is not in run {base_run_id}")
+            continue
+        try:
+            duration = float(row[DURATION])
+            gap = float(row.get("OP TO OP LATENCY [ns]") or 0.0)
+            if not (math.isfinite(duration) and duration >= 0 and math.isfinite(gap) and gap >= 0):
+                raise ValueError
+        except (KeyError, ValueError):
+            problems.append(f"{source}:{line}: {name}: {DURATION} {row.get(DURATION)!r} is not a duration in ns")
+            continue
+        sim = simulated[name]
+        start = clock + gap
+        cores = row.get("CORE COUNT", "")
+        fidelity = {v.lower(): k for k, v in FIDELITIES.items()}.get(row.get("MATH FIDELITY", "").lower(), sim.fidelity)
+        ops.append({
+            "name": name, "kind": sim.kind, "start_ns": start, "duration_ns": duration, "flops": sim.flops,
+            "bytes": {}, "bound": "measured", "why": f"measured ({source}:{line})", "memory": sim.memory,
+            "grid": sim.grid, "cores": int(cores) if cores.isdigit() else sim.cores, "roofline_ns": sim.roofline_ns,
+            "pct_peak": 0.0, "fidelity": fidelity, "tensors": sim.tensors, "compute_ns": sim.compute_ns,
+            "bandwidth_ns": sim.bandwidth_ns, "level": "measured",
+        })
+        zones.append(("device", 0, name, start, start + duration, name))
+        clock = start + duration
+    if not ops:
+        raise CsvImportError(f"{source}: no row matched an op of run {base_run_id}" + (f" ({problems[0]})" if problems else ""))
+    run_id = save_run(session, NewRun(
+        model_ref=base.model_ref, model_name=base.model_name, source_hash=base.source_hash,
+        source_text=base.source_text, target=base.target, target_ref=base.target_ref or base.target,
+        target_text=base.target_text or "", total_ns=clock, device_ns=sum(o["duration_ns"] for o in ops),
+        ops=ops, zones=zones, dispatch=base.dispatch, policy=base.policy, l1_usage_cap=base.l1_usage_cap,
+        overrides=list(base.overrides), label=label or f"measured: {source}", parent_id=base.id, kind="measured",
+    ))
+    with session.begin():
+        session.add(MeasuredImport(run_id=run_id, source=source, rows=rows, matched=len(ops), problems=problems))
+    return run_id, problems

@@ -1,0 +1,129 @@
+"""Ops perf CSV in tt-metal's columns: written from a stored run, read back as a measured run, with
+bad rows reported and skipped; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from app.cli import main
+from app.runs import execute
+from perfdb.engine import open_db, session_factory
+from perfdb.ops_csv import COLUMNS, DURATION, CsvImportError, import_csv, write_csv
+from perfdb.queries import diff_runs, get_run, op_records
+from perfdb.schema import MeasuredImport
+
+ANCHOR_COLUMNS = [  # what users' scripts read (tt-metal ops perf report)
+    "OP CODE", "OP TYPE", "GLOBAL CALL COUNT", "DEVICE ID", "MATH FIDELITY", "CORE COUNT",
+    "DEVICE KERNEL DURATION [ns]", "DEVICE FW DURATION [ns]", "OP TO OP LATENCY [ns]", "INPUT_0_MEMORY",
+    "OUTPUT_0_MEMORY", "INPUT_0_W", "INPUT_0_Z", "INPUT_0_Y", "INPUT_0_X", "INPUT_0_DATATYPE", "INPUT_0_LAYOUT",
+    "PM IDEAL [ns]", "PM COMPUTE [ns]", "PM BANDWIDTH [ns]", "DRAM BW UTIL (%)", "NOC UTIL (%)", "LOC",
+]
+
+
+@pytest.fixture
+def sessions(db_url):
+    return session_factory(open_db(db_url))
+
+
+@pytest.fixture
+def base(sessions, tiny_path):
+    return execute(sessions, tiny_path, override_items=["matmul_1=1x2:l1:block_sharded"], dispatch="trace").run_id
+
+
+def _rows(text: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_csv_has_the_ops_perf_report_columns_and_the_run_values(sessions, base):
+    with sessions() as s:
+        text = write_csv(s, base, {"dram": 258e9})
+        ops = op_records(s, base)
+    rows = _rows(text)
+    assert set(ANCHOR_COLUMNS) <= set(COLUMNS) == set(rows[0])
+    assert [r["LOC"] for r in rows] == [o.name for o in ops] == ["matmul_0", "matmul_1"]
+    first, second = rows
+    assert (first["OP CODE"], first["GLOBAL CALL COUNT"], first["DEVICE ID"]) == ("matmul", "0", "0")
+    assert int(first[DURATION]) == round(ops[0].duration_ns) and int(first["CORE COUNT"]) == ops[0].cores
+    assert first["MATH FIDELITY"] == "HiFi4"  # f32 runs at full fidelity
+    # x: 32x64 f32 in DRAM, as W, Z, Y, X
+    assert [first[f"INPUT_0_{d}"] for d in "WZYX"] == ["1", "1", "32", "64"]
+    assert (first["INPUT_0_DATATYPE"], first["INPUT_0_LAYOUT"], first["INPUT_0_MEMORY"]) == ("FLOAT32", "TILE", "DEV_0_DRAM_INTERLEAVED")
+    assert second["OUTPUT_0_MEMORY"] == "DEV_0_L1_BLOCK_SHARDED"
+    assert int(first["PM IDEAL [ns]"]) == round(max(ops[0].compute_ns, ops[0].bandwidth_ns)) > 0
+    dram = ops[0].bytes["dram"] / (ops[0].duration_ns / 1e9) / 258e9 * 100
+    assert float(first["DRAM BW UTIL (%)"]) == pytest.approx(dram, abs=0.01)
+    assert first["NOC UTIL (%)"] == ""  # no NoC peak given
+
+
+def test_a_report_round_trips_as_a_measured_run(sessions, base):
+    with sessions() as s:
+        text = write_csv(s, base)
+        measured, problems = import_csv(s, text, base, "ops.csv")
+    assert problems == []
+    with sessions() as s:
+        run = get_run(s, measured)
+        assert (run.kind, run.parent_id, run.label, run.model_ref) == ("measured", base, "measured: ops.csv", get_run(s, base).model_ref)
+        diff = diff_runs(s, base, measured)
+        record = s.query(MeasuredImport).filter_by(run_id=measured).one()
+        assert (record.source, record.rows, record.matched, record.problems) == ("ops.csv", 2, 2, [])
+    assert diff["unmatched"] == {"a": [], "b": []}
+    assert all(abs(op["delta_ns"]) <= 0.5 for op in diff["ops"])  # durations travel as whole ns
+
+
+def test_bad_rows_are_reported_and_skipped(sessions, base):
+    text = (
+        f"LOC,{DURATION},OP TO OP LATENCY [ns],MATH FIDELITY\n"
+        'loc("matmul_0"),1500,0,LoFi\n'
+        "nope_7,100,0,\n"
+        "matmul_1,fast,0,\n"
+        "matmul_1,-4,0,\n"
+        ",100,0,\n"
+        "matmul_1,2500,250,\n"
+    )
+    with sessions() as s:
+        measured, problems = import_csv(s, text, base, "lab.csv")
+    assert problems == [
+        f"lab.csv:3: op 'nope_7' is not in run {base}",
+        f"lab.csv:4: matmul_1: {DURATION} 'fast' is not a duration in ns",
+        f"lab.csv:5: matmul_1: {DURATION} '-4' is not a duration in ns",
+        "lab.csv:6: no LOC or OP NAME",
+    ]
+    with sessions() as s:
+        ops = op_records(s, measured)
+        assert [(o.name, o.start_ns, o.duration_ns, o.fidelity) for o in ops] == [
+            ("matmul_0", 0.0, 1500.0, "lofi"), ("matmul_1", 1750.0, 2500.0, ops[1].fidelity),
+        ]
+        assert get_run(s, measured).total_ns == 4250.0
+
+
+@pytest.mark.parametrize("text, message", [
+    ("LOC,CORE COUNT\nmatmul_0,4\n", "no 'DEVICE KERNEL DURATION [ns]' column"),
+    (f"OP CODE,{DURATION}\nmatmul,4\n", "no LOC or OP NAME column"),
+    (f"LOC,{DURATION}\nnope,4\n", "no row matched an op of run"),
+])
+def test_unusable_files_are_one_error_and_store_nothing(sessions, base, text, message):
+    with sessions() as s:
+        before = len(s.query(MeasuredImport).all())
+        with pytest.raises(CsvImportError) as err:
+            import_csv(s, text, base, "x.csv")
+        assert message in str(err.value)
+    with sessions() as s:
+        assert len(s.query(MeasuredImport).all()) == before
+
+
+def test_cli_export_and_import(capsys, tmp_path, db_url, base):
+    out = tmp_path / "ops.csv"
+    assert main(["export", str(base), "--format", "csv", "--db", db_url, "-o", str(out)]) == 0
+    assert _rows(out.read_text())[0]["LOC"] == "matmul_0"
+    capsys.readouterr()
+    assert main(["import", str(base), str(out), "--db", db_url, "--label", "bench"]) == 0
+    printed = capsys.readouterr().out
+    assert "measured, 2 op(s) from ops.csv; 0 bad row(s) skipped" in printed and f"tilescope diff {base} " in printed
+    bad = tmp_path / "bad.csv"
+    bad.write_text("hello\n")
+    assert main(["import", str(base), str(bad), "--db", db_url]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"tilescope: error: bad.csv: no {DURATION!r} column (an ops perf report has it)"]
