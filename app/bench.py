@@ -25,7 +25,8 @@ from compiler.pipeline import Compilation, stages
 from compiler.simulator import simulate
 from compiler.target import load_target
 from perfdb.engine import open_db, session_factory
-from perfdb.store import save_run
+from perfdb.queries import diff_runs, timeline_window
+from perfdb.store import NewRun, save_run
 
 from .runs import new_run
 
@@ -113,6 +114,78 @@ def run_case(
     return case
 
 
+# perfdb: a synthetic trace of PERF_OPS ops, each with a zone on every core and its three engines
+PERF_OPS = 10_000
+PERF_CORES = 25  # 10k ops x (1 + 25 cores x 4 tracks) = 1,010,000 zones
+ZOOMS = (1.0, 0.1, 0.01, 0.001, 0.0001)  # window as a share of the run
+PIXELS = 1500
+
+
+def _synthetic(ops: int, cores: int, seed: int, scale: float = 1.0) -> NewRun:
+    """A run shaped like a simulated one: ops of 0.5-200 us back to back, each a zone on the device
+    track and per core (depth 0), and reader/compute/writer zones under it (depth 1)."""
+    import numpy as np  # noqa: PLC0415
+
+    rng = np.random.default_rng(seed)
+    durations = (10 ** rng.uniform(2.7, 5.3, ops)) * scale
+    starts = np.concatenate([[0.0], np.cumsum(durations)[:-1]])
+    names = [f"layer.{i // 12}.op_{i % 12}" for i in range(ops)]
+    zones = []
+    for i, (name, start, length) in enumerate(zip(names, starts.tolist(), durations.tolist())):
+        zones.append(("device", 0, name, start, start + length, name))
+        for c in range(cores):
+            r, col = divmod(c, 8)
+            core = f"core {r},{col}"
+            zones.append((core, 0, name, start, start + length, name))
+            zones.append((f"{core}/reader", 1, "read", start, start + length * 0.4, name))
+            zones.append((f"{core}/compute", 1, "compute", start + length * 0.1, start + length * 0.9, name))
+            zones.append((f"{core}/writer", 1, "write", start + length * 0.6, start + length, name))
+    ops_rows = [
+        {"name": n, "kind": "matmul", "start_ns": s, "duration_ns": d, "flops": 1, "bytes": {"dram": 1.0},
+         "bound": "dram", "why": "", "memory": "dram", "grid": "8x8", "cores": 64, "roofline_ns": d / 2}
+        for n, s, d in zip(names, starts.tolist(), durations.tolist())
+    ]
+    total = float(starts[-1] + durations[-1])
+    return NewRun("bench", "bench", "0" * 64, "", "wormhole_n150", total, total, ops_rows, zones)
+
+
+def perfdb_bench(db_dir: Path) -> dict:
+    """Store a 1M-zone run on SQLite; window queries at every zoom; diff of two 10k-op runs."""
+    sessions = session_factory(open_db(f"sqlite:///{db_dir / 'perfdb.db'}"))
+    big = _synthetic(PERF_OPS, PERF_CORES, seed=1)
+    zones = len(big.zones)
+    start = time.perf_counter()
+    with sessions() as session:
+        run_id = save_run(session, big)
+    store_s = time.perf_counter() - start
+    other = _synthetic(PERF_OPS, 0, seed=2, scale=1.1)
+    with sessions() as session:
+        other_id = save_run(session, other)
+    windows = []
+    few = ["device", *(f"core 0,{c}" for c in range(4)), *(f"core 0,0/{e}" for e in ("reader", "compute"))]
+    for tracks_name, tracks in (("7 tracks", few), ("all 101 tracks", None)):
+        for zoom in ZOOMS:
+            t0 = big.total_ns * (1 - zoom) / 2
+            t1 = t0 + big.total_ns * zoom
+            times = []
+            for _ in range(3):  # the first also pays for reading the pages from disk
+                start = time.perf_counter()
+                with sessions() as session:
+                    items = timeline_window(session, run_id, t0, t1, (t1 - t0) / PIXELS, tracks)
+                times.append((time.perf_counter() - start) * 1e3)
+            windows.append({
+                "tracks": tracks_name, "zoom": zoom, "items": len(items), "first_ms": times[0], "ms": sorted(times)[1],
+            })
+    start = time.perf_counter()
+    with sessions() as session:
+        diff = diff_runs(session, other_id, run_id)
+    diff_ms = (time.perf_counter() - start) * 1e3
+    return {
+        "zones": zones, "store_s": store_s, "windows": windows, "diff_ops": len(diff["ops"]), "diff_ms": diff_ms,
+        "db_mb": (db_dir / "perfdb.db").stat().st_size / 2**20,
+    }
+
+
 def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
     cases = []
     with tempfile.TemporaryDirectory(prefix="tilescope-bench-") as tmp:
@@ -123,7 +196,9 @@ def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
             cases.append(
                 run_case(name, ref, lambda ref=ref: zoo.generate(ref), target, Path(tmp), name in COMPILE_ONLY)
             )
+        perfdb = perfdb_bench(Path(tmp))
     return {
+        "perfdb": perfdb,
         "machine": {
             "python": platform.python_version(),
             "cpu": platform.processor() or platform.machine(),
@@ -156,6 +231,16 @@ def format_table(report: dict) -> str:
             + "".join(f"{steps[n]['s']:>10.3f}" if n in steps else f"{'-':>10}" for n in step_names)
             + f"{c['total_s']:>9.2f}{c['compile_us_per_op']:>14.0f}{rss:>8.0f}"
         )
+    perf = report.get("perfdb")
+    if perf:
+        lines.append("")
+        lines.append(
+            f"perfdb (SQLite): store {perf['zones']:,} zones {perf['store_s']:.2f} s ({perf['db_mb']:.0f} MB); "
+            f"diff of two {perf['diff_ops']:,}-op runs {perf['diff_ms']:.0f} ms"
+        )
+        lines.append(f"timeline window at {PIXELS} px, median of 3 (first) ms:")
+        for w in perf["windows"]:
+            lines.append(f"  {w['tracks']:<15} zoom x{1 / w['zoom']:<7g} {w['ms']:>6.0f} ({w['first_ms']:.0f}) ms {w['items']:>7} items")
     machine = report["machine"]
     lines.append(f"seconds per step ('-': not measured at that size); {machine['cores']} cores, {machine['system']}, Python {machine['python']}")
     return "\n".join(lines)

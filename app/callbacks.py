@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dash import Dash, Input, Output, State, html, no_update
+from dash import Dash, Input, Output, State, ctx, html, no_update
+from dash.exceptions import MissingCallbackContextException
 
 from compiler.errors import TilescopeError
 from compiler.target import load_target
@@ -37,6 +38,24 @@ def outcome_list(outcomes: list[dict]) -> html.Ul:
         ],
         className="outcomes",
     )
+
+
+def _triggered() -> str | None:
+    """The id of the input that fired the callback (None when called directly, as tests do)."""
+    try:
+        return ctx.triggered_id
+    except MissingCallbackContextException:
+        return None
+
+
+def _x_window(relayout: dict | None) -> tuple[float, float] | None:
+    """The time range (us) a zoom or pan on the timeline set, if it set one."""
+    relayout = relayout or {}
+    if "xaxis.range[0]" in relayout and "xaxis.range[1]" in relayout:
+        return float(relayout["xaxis.range[0]"]), float(relayout["xaxis.range[1]"])
+    if isinstance(relayout.get("xaxis.range"), list) and len(relayout["xaxis.range"]) == 2:
+        return float(relayout["xaxis.range"][0]), float(relayout["xaxis.range"][1])
+    return None
 
 
 def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
@@ -128,14 +147,22 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     @app.callback(
         Output(ids.TIMELINE_VIEW, "figure"),
         Input(ids.RUN_SELECT, "value"),
+        Input(ids.TIMELINE_VIEW, "relayoutData"),
         State(ids.SELECTED_OP, "data"),
     )
-    def show_timeline(run_id, selected):
+    def show_timeline(run_id, relayout, selected):
+        """The whole run, or on zoom and pan the window shown, at one level of detail: the query
+        returns a few thousand items whatever the run's size."""
         if run_id is None:
             return no_update
+        zoomed = _triggered() == ids.TIMELINE_VIEW
+        window = _x_window(relayout) if zoomed or _triggered() is None else None
+        if zoomed and window is None and not (relayout or {}).get("xaxis.autorange"):
+            return no_update  # not a change of the time axis
         run = explorer.run(run_id)
         kinds = {op.name: op.kind for op in explorer.compilation(run).kernel.ops}
-        return timeline_figure(explorer.zones(run_id, depth=0), kinds, selected)
+        items = explorer.timeline(run_id, window and (window[0] * 1e3, window[1] * 1e3))
+        return timeline_figure(items, kinds, selected, window)
 
     @app.callback(
         Output(ids.OV_MEMORY, "options"),

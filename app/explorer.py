@@ -75,6 +75,17 @@ class Explorer:
         with self.sessions() as session:
             return queries.zones(session, run_id, depth=depth)
 
+    def timeline(self, run_id: int, window: tuple[float, float] | None = None, pixels: int = 1600):
+        """The op rows of the timeline over `window` (ns; default the whole run), at the level of
+        detail of `pixels` across: short zones come merged into "N zones" markers."""
+        with self.sessions() as session:
+            run = queries.get_run(session, run_id)
+            tracks = [t for t in run.tracks if "/" not in t]  # one row per core: the op zones
+            if not tracks:  # stored before runs listed their tracks
+                return queries.zones(session, run_id, depth=0)
+            t0, t1 = window or (0.0, max(run.total_ns, 1.0))
+            return queries.timeline_window(session, run_id, t0, t1, (t1 - t0) / pixels, tracks)
+
     # --- overrides --------------------------------------------------------------------------------
 
     def apply_override(self, run_id: int, override: OpOverride) -> tuple[int | None, list[dict]]:

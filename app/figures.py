@@ -143,33 +143,51 @@ def _core_key(track: str) -> tuple[int, int]:
     return int(r), int(c)
 
 
-def timeline_figure(zones: Sequence, kinds: Mapping[str, str], selected: str | None) -> go.Figure:
-    """Tracy-style: one row per core, one bar per op zone, coloured by op kind; times in us."""
+MERGED = "merged"  # legend entry of "N zones" markers
+MERGED_COLOUR = "#9ca3af"
+
+
+def timeline_figure(
+    zones: Sequence, kinds: Mapping[str, str], selected: str | None, window: tuple[float, float] | None = None
+) -> go.Figure:
+    """Tracy-style: one row per core, one bar per op zone, coloured by op kind; times in us. Zones
+    merged by the level-of-detail query (count > 1) are grey "N zones" bars. `window` keeps the
+    axis where the user zoomed."""
     op_zones = [z for z in zones if z.depth == 0]
     tracks = sorted({z.track for z in op_zones}, key=_core_key)
-    kind_order = sorted({kinds.get(z.op, "?") for z in op_zones})
+
+    def kind_of(z) -> str:
+        return kinds.get(z.op, "?") if z.op else MERGED
+
+    kind_order = sorted({kind_of(z) for z in op_zones} - {MERGED}) + ([MERGED] if any(not z.op for z in op_zones) else [])
     colour = {k: KIND_COLOURS[i % len(KIND_COLOURS)] for i, k in enumerate(kind_order)}
+    colour[MERGED] = MERGED_COLOUR
     fig = go.Figure()
     for kind in kind_order:
-        mine = [z for z in op_zones if kinds.get(z.op, "?") == kind]
+        mine = [z for z in op_zones if kind_of(z) == kind]
         fig.add_trace(
             go.Bar(
                 orientation="h", name=kind, y=[z.track for z in mine], base=[z.start_ns / 1e3 for z in mine],
-                x=[(z.end_ns - z.start_ns) / 1e3 for z in mine], customdata=[z.op for z in mine],
+                x=[(z.end_ns - z.start_ns) / 1e3 for z in mine],
+                customdata=[z.op or None for z in mine],
+                hovertext=[z.op or z.name for z in mine],
                 marker=dict(
                     color=colour[kind],
                     line=dict(
-                        width=[2 if z.op == selected else 0 for z in mine],
+                        width=[2 if z.op and z.op == selected else 0 for z in mine],
                         color="#111827",
                     ),
                 ),
-                hovertemplate="<b>%{customdata}</b><br>%{y}<br>start %{base:.2f} us<br>%{x:.2f} us<extra>" + kind + "</extra>",
+                hovertemplate="<b>%{hovertext}</b><br>%{y}<br>start %{base:.2f} us<br>%{x:.2f} us<extra>" + kind + "</extra>",
             )
         )
     fig.update_layout(
         barmode="overlay", bargap=0.15,
         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=None),
-        xaxis=dict(title="time (us)", showgrid=True, gridcolor="#e4e7eb", zeroline=False),
+        xaxis=dict(
+            title="time (us)", showgrid=True, gridcolor="#e4e7eb", zeroline=False,
+            **({"range": list(window), "autorange": False} if window else {}),
+        ),
         yaxis=dict(categoryorder="array", categoryarray=list(reversed(tracks)), tickfont=dict(size=9), fixedrange=True),
         dragmode="zoom",
     )

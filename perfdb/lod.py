@@ -2,17 +2,17 @@
 are merged into one "N zones" marker per track, so a window query returns at most a few thousand
 items per track whatever the size of the trace.
 
-Level `l` has buckets `BASE_NS * 4**l` wide. A zone's `lod` is the highest level whose bucket it
-is at least as long as (-1 when shorter than BASE_NS). At level `l` a window query returns the zones
-with lod >= l one by one, and the markers of level `l`: per track, depth and bucket, the zones with
-lod < l that start in it, merged. Markers are computed once, when a run is stored, each level from
-the one below (a bucket holds four of the level below), so storing them costs about as much as
-sorting the zones once.
+Level `l` has buckets `BASE_NS * 4**l` wide. At level `l`, the zones shorter than a bucket are
+grouped by track, depth and the bucket they start in; a group of two or more is a marker. A zone's
+`lod` is the first level at which it is inside a marker (LEVELS if never): a window query at
+level `l` returns the zones with lod > l one by one (long ones, and short ones alone in their
+bucket) and the markers of level `l`. Markers are computed once, when a run is stored, each level
+from the one below (a bucket holds four of the level below), and only groups that merge something
+are stored, so they add far fewer rows than the zones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,14 +26,14 @@ def width(level: int) -> float:
     return BASE_NS * FACTOR**level
 
 
-def lod_of(durations: np.ndarray) -> np.ndarray:
-    """Each zone's level: the highest l with duration >= width(l), or -1."""
+def short_level(durations: np.ndarray) -> np.ndarray:
+    """The first level whose bucket is longer than each zone (0 when shorter than BASE_NS)."""
     with np.errstate(divide="ignore"):
-        levels = np.floor(np.log(np.maximum(durations, 1e-9) / BASE_NS) / np.log(FACTOR))
-    levels = np.where(durations >= BASE_NS, levels, -1)
-    # floating point at exact powers: a zone exactly width(l) long belongs to level l
-    levels = np.where((levels + 1 < LEVELS) & (durations >= BASE_NS * FACTOR ** (levels + 1)), levels + 1, levels)
-    return np.clip(levels, -1, LEVELS - 1).astype(np.int16)
+        levels = np.floor(np.log(np.maximum(durations, 1e-9) / BASE_NS) / np.log(FACTOR)) + 1
+    levels = np.where(durations >= BASE_NS, levels, 0)
+    # floating point at exact powers: a zone exactly width(l) long is not shorter than level l's bucket
+    levels = np.where((levels < LEVELS) & (durations >= BASE_NS * FACTOR**levels), levels + 1, levels)
+    return np.clip(levels, 0, LEVELS).astype(np.int64)
 
 
 def level_for(resolution_ns: float) -> int:
@@ -47,7 +47,7 @@ def level_for(resolution_ns: float) -> int:
 
 @dataclass(frozen=True)
 class Markers:
-    """Markers of every level, as parallel arrays."""
+    """Markers of every level, as parallel arrays, and each zone's `lod`."""
 
     level: np.ndarray
     track: np.ndarray  # index into the run's track names
@@ -56,28 +56,27 @@ class Markers:
     end: np.ndarray
     count: np.ndarray
     busy: np.ndarray  # summed durations of the merged zones
-
-    def rows(self, tracks: Sequence[str]):
-        for i in range(len(self.level)):
-            yield (
-                int(self.level[i]), tracks[self.track[i]], int(self.depth[i]), float(self.start[i]),
-                float(self.end[i]), int(self.count[i]), float(self.busy[i]),
-            )
+    zone_lod: np.ndarray  # per zone: the first level at which it is inside a marker, LEVELS if never
 
 
-def markers(track: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.ndarray, lod: np.ndarray) -> Markers:
-    """Markers for levels 1.. of zones given as arrays (track as an integer index)."""
-    out: list[tuple[np.ndarray, ...]] = []
-    # carried from level to level: markers so far (zones with lod below the level), not yet bucketed
-    cur = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty(0), np.empty(0, np.int64), np.empty(0))
+def markers(track: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.ndarray) -> Markers:
+    """Markers of levels 1.. of zones given as arrays (track as an integer index)."""
+    n = len(start)
+    short_from = short_level(end - start)
+    zone_lod = np.full(n, LEVELS, np.int64)
+    group = np.full(n, -1, np.int64)  # each short zone's group at the current level
+    # the current level's groups: track, depth, start, end, count, busy
+    cur = [np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty(0), np.empty(0, np.int64), np.empty(0)]
+    out: list[list[np.ndarray]] = []
     for level in range(1, LEVELS):
-        newly = lod == level - 1 if level > 1 else lod <= 0  # zones now too short to draw alone
-        t, d, s, e = track[newly].astype(np.int64), depth[newly].astype(np.int64), start[newly], end[newly]
-        parts = (
-            np.concatenate([cur[0], t]), np.concatenate([cur[1], d]), np.concatenate([cur[2], s]),
-            np.concatenate([cur[3], e]), np.concatenate([cur[4], np.ones(len(t), np.int64)]),
-            np.concatenate([cur[5], e - s]),
-        )
+        newly = np.flatnonzero(short_from == level) if level > 1 else np.flatnonzero(short_from <= 1)
+        group[newly] = len(cur[0]) + np.arange(len(newly))
+        parts = [
+            np.concatenate([cur[0], track[newly]]), np.concatenate([cur[1], depth[newly]]),
+            np.concatenate([cur[2], start[newly]]), np.concatenate([cur[3], end[newly]]),
+            np.concatenate([cur[4], np.ones(len(newly), np.int64)]),
+            np.concatenate([cur[5], end[newly] - start[newly]]),
+        ]
         if not len(parts[0]):
             continue
         bucket = np.floor(parts[2] / width(level)).astype(np.int64)
@@ -86,14 +85,17 @@ def markers(track: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.nda
         first = np.ones(len(order), bool)
         first[1:] = (tt[1:] != tt[:-1]) | (dd[1:] != dd[:-1]) | (bb[1:] != bb[:-1])
         at = np.flatnonzero(first)
-        cur = (
-            tt[at], dd[at],
-            np.minimum.reduceat(parts[2][order], at), np.maximum.reduceat(parts[3][order], at),
+        renumber = np.empty(len(order), np.int64)
+        renumber[order] = np.cumsum(first) - 1
+        cur = [
+            tt[at], dd[at], np.minimum.reduceat(parts[2][order], at), np.maximum.reduceat(parts[3][order], at),
             np.add.reduceat(parts[4][order], at), np.add.reduceat(parts[5][order], at),
-        )
-        out.append((np.full(len(at), level, np.int16), *cur))
-    if not out:
-        empty = np.empty(0)
-        return Markers(empty.astype(np.int16), empty.astype(np.int64), empty.astype(np.int64), empty, empty, empty.astype(np.int64), empty)
-    columns = [np.concatenate(c) for c in zip(*out)]
-    return Markers(*columns)
+        ]
+        short = np.flatnonzero(group >= 0)
+        group[short] = renumber[group[short]]
+        merged = short[(zone_lod[short] == LEVELS) & (cur[4][group[short]] >= 2)]
+        zone_lod[merged] = level
+        keep = cur[4] >= 2
+        out.append([np.full(int(keep.sum()), level, np.int64), *(column[keep] for column in cur)])
+    columns = [np.concatenate(c) for c in zip(*out)] if out else [np.empty(0, np.int64)] * 7
+    return Markers(*columns, zone_lod=zone_lod)

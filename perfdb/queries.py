@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
-from dataclasses import dataclass
 
 from sqlalchemy import and_, literal, select, union_all
 from sqlalchemy.orm import Session
@@ -64,9 +64,9 @@ def zones(
     return list(session.scalars(query.order_by(Zone.start_ns)))
 
 
-@dataclass(frozen=True)
-class WindowItem:
-    """One thing to draw: a zone (count 1), or a marker of `count` zones merged."""
+class WindowItem(NamedTuple):
+    """One thing to draw: a zone (count 1), or a marker of `count` zones merged. (A tuple: a window
+    may hold thousands.)"""
 
     track: str
     depth: int
@@ -95,15 +95,15 @@ def timeline_window(
     tracks = list(tracks)
     if not tracks or t1 < t0:
         return []
-    level = lod.level_for(resolution_ns) if resolution_ns > lod.BASE_NS else -1
+    level = lod.level_for(resolution_ns) if resolution_ns > lod.BASE_NS else 0
     z = Zone.__table__.c
     parts = []
-    # zones of each level >= the window's: one index range per level (their length is bounded
-    # by the next level's width, so their start is too)
-    for lod_level in range(max(level, -1), lod.LEVELS):
-        where = [z.run_id == run_id, z.lod == lod_level, z.track.in_(tracks), z.start_ns <= t1, z.end_ns >= t0]
-        if lod_level + 1 < lod.LEVELS:
-            where.append(z.start_ns >= t0 - lod.width(lod_level + 1))
+    # the zones not merged at this level, one index range per lod: a zone merged at level m is
+    # shorter than m's bucket, which bounds how early it can start
+    for merged_at in range(level + 1, lod.LEVELS + 1):
+        where = [z.run_id == run_id, z.lod == merged_at, z.track.in_(tracks), z.start_ns <= t1, z.end_ns >= t0]
+        if merged_at < lod.LEVELS:
+            where.append(z.start_ns >= t0 - lod.width(merged_at))
         parts.append(
             select(z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op, literal(1).label("count"), literal(0.0).label("busy"))
             .where(and_(*where))

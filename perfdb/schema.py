@@ -115,7 +115,8 @@ class Zone(Base):
     start_ns: Mapped[float] = mapped_column(Float)
     end_ns: Mapped[float] = mapped_column(Float)
     op: Mapped[str] = mapped_column(Text)
-    lod: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")  # perfdb.lod.lod_of
+    # the first level of detail at which the zone is drawn inside a marker (perfdb.lod)
+    lod: Mapped[int] = mapped_column(SmallInteger, default=16, server_default="16")
 
 
 class Counter(Base):

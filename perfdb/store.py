@@ -95,17 +95,22 @@ def save_run(session: Session, new: NewRun) -> int:
 
 
 def _store_zones(connection: Connection, run_id: int, zones: list[tuple], tracks: list[str]) -> None:
-    """Zones with their level of detail, and the markers of every level (perfdb.lod)."""
+    """Zones with their level of detail, and the markers of every level (perfdb.lod). Rows go in
+    in index order (level, track, start), so the index grows at its end instead of all over."""
     index = {track: i for i, track in enumerate(tracks)}
     track = np.fromiter((index[z[0]] for z in zones), np.int64, len(zones))
     depth = np.fromiter((z[1] for z in zones), np.int64, len(zones))
     start = np.fromiter((z[3] for z in zones), np.float64, len(zones))
     end = np.fromiter((z[4] for z in zones), np.float64, len(zones))
-    levels = lod.lod_of(end - start).tolist()
-    rows = [(run_id, t, d, n, s, e, o, level) for (t, d, n, s, e, o), level in zip(zones, levels)]
-    bulk_insert(connection, "zones", _ZONE_COLUMNS, rows)
-    found = lod.markers(track, depth, start, end, np.asarray(levels))
-    bulk_insert(connection, "zone_markers", _MARKER_COLUMNS, [(run_id, *row) for row in found.rows(tracks)])
+    found = lod.markers(track, depth, start, end)
+    order = np.lexsort((start, track, found.zone_lod)).tolist()
+    level_list = found.zone_lod.tolist()
+    bulk_insert(connection, "zones", _ZONE_COLUMNS, [(run_id, *zones[i], level_list[i]) for i in order])
+    names = np.asarray(tracks, dtype=object)[found.track].tolist() if len(found.track) else []
+    bulk_insert(connection, "zone_markers", _MARKER_COLUMNS, list(zip(
+        [run_id] * len(names), found.level.tolist(), names, found.depth.tolist(), found.start.tolist(),
+        found.end.tolist(), found.count.tolist(), found.busy.tolist(),
+    )))
 
 
 def bulk_insert(connection: Connection, table: str, columns: Sequence[str], rows: list[tuple]) -> None:

@@ -86,7 +86,7 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     highlighted = str(mlir[1].children)
     assert "#ts.layout<l1, width_sharded" in highlighted and FC1 in highlighted
     assert "overrides" in str(summary)
-    timeline = cb["show_timeline"](new_id, FC1)
+    timeline = cb["show_timeline"](new_id, None, FC1)
     op_zones = [z for z in app.explorer.zones(new_id) if z.depth == 0]
     assert sum(len(t.y) for t in timeline.data) == len(op_zones) == len(app.explorer.zones(new_id, depth=0))
 
@@ -158,3 +158,24 @@ def test_the_form_can_ask_for_a_math_fidelity(app, cb):
     assert app.explorer.run(new_id).overrides == [f"{FC1}=8x8:dram:interleaved:tile:bf16:fidelity#lofi"]
     *_, fidelity, _ = cb["inspect"](FC1, new_id, "graph")
     assert fidelity == "lofi"
+
+
+def test_the_timeline_shows_the_zoomed_window_with_short_zones_merged(app, cb):
+    _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    run = app.explorer.run(run_id)
+    everything = cb["show_timeline"](run_id, None, None)
+    assert "merged" not in [t.name for t in everything.data]  # ops are microseconds long: all drawn
+    # zoom into the first op: only the zones in that window, and the axis stays there
+    first = min(app.explorer.zones(run_id, depth=0), key=lambda z: z.start_ns)
+    window = [first.start_ns / 1e3, (first.start_ns + first.end_ns) / 2e3]
+    zoomed = cb["show_timeline"](run_id, {"xaxis.range[0]": window[0], "xaxis.range[1]": window[1]}, None)
+    assert list(zoomed.layout.xaxis.range) == window
+    assert 0 < sum(len(t.y) for t in zoomed.data) < sum(len(t.y) for t in everything.data)
+    # a view a few pixels wide merges whole ops into grey "N zones" bars, one per core
+    coarse = app.explorer.timeline(run_id, (0.0, run.total_ns), pixels=2)
+    merged = [z for z in coarse if z.count > 1]
+    assert merged and all(z.name == f"{z.count} zones" and z.op == "" for z in merged)
+    from app.figures import timeline_figure
+
+    figure = timeline_figure(coarse, {}, None)
+    assert "merged" in [t.name for t in figure.data]

@@ -39,10 +39,23 @@ def stored(tmp_path_factory):
     return sessions, run_id, trace
 
 
-def test_lod_of_is_the_highest_level_a_zone_fills():
+def test_a_zone_is_short_from_the_first_level_whose_bucket_is_longer():
     durations = np.array([1.0, 99.9, 100.0, 399.0, 400.0, 1e4, 1e12])
-    assert lod.lod_of(durations).tolist() == [-1, -1, 0, 0, 1, 3, lod.LEVELS - 1]
+    assert lod.short_level(durations).tolist() == [0, 0, 1, 1, 2, 4, lod.LEVELS]
     assert lod.level_for(1000.0) == 2 and lod.width(2) == 1600.0
+
+
+def test_only_groups_of_two_or_more_become_markers():
+    # one track: two 10 ns zones close together, one 10 ns zone far away, one 1 ms zone
+    start = np.array([0.0, 20.0, 1e6, 2e6])
+    end = np.array([10.0, 30.0, 1e6 + 10, 3e6])
+    found = lod.markers(np.zeros(4, np.int64), np.zeros(4, np.int64), start, end)
+    assert found.zone_lod.tolist()[:2] == [1, 1]  # merged from the first level
+    assert set(found.count.tolist()) >= {2} and all(c >= 2 for c in found.count.tolist())
+    # the lone zone is merged only once a bucket reaches back to the pair, 1 ms away: level 7's
+    # buckets are 100 ns * 4**7 = 1.6 ms
+    assert found.zone_lod[2] == 7
+    assert found.zone_lod[3] > found.zone_lod[2]
 
 
 @pytest.mark.parametrize("span_frac, pixels", [(1.0, 1500), (0.1, 1500), (0.01, 800), (1e-4, 1000)])
@@ -63,7 +76,7 @@ def test_every_zone_in_the_window_is_drawn_alone_or_merged_and_the_count_is_boun
             continue
         # merged: too short to draw at this zoom, and inside a marker of its track
         assert stop - start < lod.width(level), (name, stop - start, resolution)
-        assert any(m.track == track and m.start_ns <= start and stop <= m.end_ns for m in markers), name
+        assert any(m.track == track and m.depth == depth and m.start_ns <= start and stop <= m.end_ns for m in markers), name
     # zones long enough to see are always drawn alone
     assert all((z[0], z[3]) in alone for z in inside if z[4] - z[3] >= lod.width(level))
     for track in TRACKS:
@@ -71,7 +84,7 @@ def test_every_zone_in_the_window_is_drawn_alone_or_merged_and_the_count_is_boun
         assert len(on_track) <= 2 * pixels + 4
         assert [i.start_ns for i in on_track] == sorted(i.start_ns for i in on_track)
     # markers say how many zones they hold and how busy they were
-    assert all(m.count >= 1 and m.name == f"{m.count} zone{'s' if m.count != 1 else ''}" for m in markers)
+    assert all(m.count >= 2 and m.name == f"{m.count} zones" for m in markers)
     assert all(0 < m.busy_ns <= m.end_ns - m.start_ns + 1e-6 for m in markers)
 
 

@@ -4,9 +4,9 @@ Revision ID: 0002
 Revises: 0001
 Create Date: 2026-11-22
 
-- zones get `lod` (how long they are, in powers of four: see perfdb.lod) and an index that the
-  timeline window query walks per level, track and time; `zone_markers` hold, per level, the zones
-  too short to draw merged into one marker per track and bucket;
+- zones get `lod` (the level of detail from which they are drawn merged: see perfdb.lod) and an
+  index that the timeline window query walks per level, track and time; `zone_markers` hold, per
+  level, the zones too short to draw merged into one marker per track and bucket;
 - runs get `kind` (simulated or measured) and `tracks` (their timeline tracks, for the window query);
   `measured_imports` record where a measured run came from and which rows were bad;
 - op_records get the op's level, math fidelity, tensors (shapes, dtypes, layouts) and its ideal
@@ -40,13 +40,10 @@ def upgrade() -> None:
     with op.batch_alter_table("zones") as zones:
         zones.alter_column("name", type_=sa.Text(), existing_type=sa.String(512), existing_nullable=False)
         zones.alter_column("op", type_=sa.Text(), existing_type=sa.String(512), existing_nullable=False)
-        zones.add_column(sa.Column("lod", sa.SmallInteger(), nullable=False, server_default="0"))
+        # zones stored before: never merged, drawn one by one at every zoom (they have no markers)
+        zones.add_column(sa.Column("lod", sa.SmallInteger(), nullable=False, server_default="16"))
         zones.drop_index("ix_zones_run_start")
         zones.create_index("ix_zones_run_lod_track_start", ["run_id", "lod", "track", "start_ns"])
-    # zones of runs stored before this revision: their level from their length, as perfdb.lod
-    # computes it at this revision (a zone at least 100 ns * 4**l long is drawn alone at level l)
-    cases = " ".join(f"WHEN end_ns - start_ns >= {100.0 * 4**level!r} THEN {level}" for level in range(15, -1, -1))
-    op.execute(sa.text(f"UPDATE zones SET lod = CASE {cases} ELSE -1 END"))
     op.create_table(
         "zone_markers",
         sa.Column("id", ROW_ID, primary_key=True),
