@@ -10,6 +10,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from .lod import LEVELS as LOD_LEVELS
+
 NAMING = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -116,7 +118,7 @@ class Zone(Base):
     end_ns: Mapped[float] = mapped_column(Float)
     op: Mapped[str] = mapped_column(Text)
     # the first level of detail at which the zone is drawn inside a marker (perfdb.lod)
-    lod: Mapped[int] = mapped_column(SmallInteger, default=16, server_default="16")
+    lod: Mapped[int] = mapped_column(SmallInteger, default=LOD_LEVELS, server_default=str(LOD_LEVELS))
 
 
 class Counter(Base):
