@@ -16,7 +16,7 @@ from compiler.models import load_model
 from compiler.passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
 from compiler.target import DISPATCH_MODES, load_target
 from overrides import format_item, parse_item, validate
-from overrides.formats import OverrideSet, dump, load_file
+from overrides.formats import OverrideSet, dump, load_file, unique_items
 from perfdb.engine import DatabaseError, default_url, open_db, session_factory
 from perfdb.exports import chrome_trace
 from perfdb.ops_csv import CsvImportError, import_csv, write_csv
@@ -254,14 +254,7 @@ def cmd_check(args) -> int:
             items.append(parse_item(item))
         except TilescopeError as err:
             problems.append(str(err))
-    seen: set = set()
-    unique = []
-    for ov in items:
-        if ov.key in seen:
-            problems.append(f"override for {ov.target!r} given twice; give each op one override")
-        else:
-            seen.add(ov.key)
-            unique.append(ov)
+    unique = unique_items(items, problems)  # across file and flags
     policy = args.policy or loaded.policy or DEFAULT_POLICY
     cap = args.l1_usage_cap if args.l1_usage_cap is not None else loaded.l1_usage_cap
     report = validate(

@@ -43,7 +43,7 @@ def _attempt(errors: list[str] | None, parse, *args):
         return None
 
 
-def _unique(items: list[OpOverride], errors: list[str] | None) -> list[OpOverride]:
+def unique_items(items: list[OpOverride], errors: list[str] | None) -> list[OpOverride]:
     """Items with one override per op (or operand); repeats are errors."""
     if errors is None:
         return items
@@ -108,7 +108,7 @@ def parse_ttmlir(text: str, errors: list[str] | None = None) -> OverrideSet:
             items.extend(ov for ov in found if ov is not None)
         else:
             cap = _attempt(errors, _cap, value, option)
-    return OverrideSet(_unique(items, errors), l1_usage_cap=cap)
+    return OverrideSet(unique_items(items, errors), l1_usage_cap=cap)
 
 
 def format_ttmlir(overrides: OverrideSet) -> str:
@@ -158,7 +158,7 @@ def parse_explorer(data: dict, errors: list[str] | None = None) -> OverrideSet:
     if not isinstance(data, dict):
         raise OverrideError("TT-Explorer overrides: expected a JSON object keyed by op location")
     found = (_attempt(errors, _explorer_entry, op_id, entry) for op_id, entry in data.items())
-    return OverrideSet(_unique([ov for ov in found if ov is not None], errors))
+    return OverrideSet(unique_items([ov for ov in found if ov is not None], errors))
 
 
 def _explorer_entry(op_id: str, entry) -> OpOverride | None:
@@ -237,8 +237,8 @@ def parse_json(data: dict, errors: list[str] | None = None) -> OverrideSet:
         if ov is not None:
             items.append(ov)
     if messages:  # globals from an invalid file are not trusted
-        return OverrideSet(_unique(items, errors))
-    return OverrideSet(_unique(items, errors), data.get("policy"), data.get("dispatch"), data.get("l1_usage_cap"))
+        return OverrideSet(unique_items(items, errors))
+    return OverrideSet(unique_items(items, errors), data.get("policy"), data.get("dispatch"), data.get("l1_usage_cap"))
 
 
 def format_json(overrides: OverrideSet) -> dict:

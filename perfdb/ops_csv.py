@@ -34,6 +34,7 @@ DATATYPES = {
     "i32": "INT32", "ui32": "UINT32", "ui16": "UINT16", "ui8": "UINT8", "i8": "INT8",
 }
 FIDELITIES = {"lofi": "LoFi", "hifi2": "HiFi2", "hifi3": "HiFi3", "hifi4": "HiFi4"}
+_FIDELITY_OF = {spelled.lower(): ours for ours, spelled in FIDELITIES.items()}
 
 
 def _columns() -> list[str]:
@@ -151,7 +152,7 @@ def import_csv(session: Session, text: str, base_run_id: int, source: str = "ops
         sim = simulated[name]
         start = clock + gap
         cores = row.get("CORE COUNT", "")
-        fidelity = {v.lower(): k for k, v in FIDELITIES.items()}.get(row.get("MATH FIDELITY", "").lower(), sim.fidelity)
+        fidelity = _FIDELITY_OF.get(row.get("MATH FIDELITY", "").lower(), sim.fidelity)
         ops.append({
             "name": name, "kind": sim.kind, "start_ns": start, "duration_ns": duration, "flops": sim.flops,
             "bytes": {}, "bound": "measured", "why": f"measured ({source}:{line})", "memory": sim.memory,

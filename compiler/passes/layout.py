@@ -161,7 +161,7 @@ class AssignLayouts:
         full_rows, full_cols = self.target.tile
         if ov.layout == "row_major":
             return f"tile {rows}x{cols} needs the tile layout, not row_major"
-        allowed = [r for r in (2**i for i in range(full_rows.bit_length())) if full_rows % r == 0 and r <= full_rows]
+        allowed = [2**i for i in range(full_rows.bit_length()) if full_rows % 2**i == 0]
         if cols != full_cols or rows not in allowed:
             shapes = ", ".join(f"{r}x{full_cols}" for r in allowed)
             return f"tile {rows}x{cols} not supported on {self.target.name}; tiles: {shapes}"
