@@ -19,9 +19,9 @@ from .explorer import (
     mlir_children,
     override_choices,
     summary_children,
-    target_of,
 )
 from .figures import graph_figure, timeline_figure
+from .runs import target_of
 
 FORM_FIELDS = (
     ids.OV_MEMORY, ids.OV_MEMORY_LAYOUT, ids.OV_GRID_ROWS, ids.OV_GRID_COLS, ids.OV_LAYOUT, ids.OV_DTYPE, ids.OV_FIDELITY,

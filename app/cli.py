@@ -22,7 +22,7 @@ from perfdb.exports import chrome_trace
 from perfdb.ops_csv import CsvImportError, import_csv, write_csv
 from perfdb.queries import RunNotFound, get_run, list_runs, op_records
 
-from .runs import DEFAULT_TARGET, RunResult, compile_cached, execute
+from .runs import DEFAULT_TARGET, RunResult, compile_cached, execute, target_of
 
 EXAMPLE_MODEL = "zoo:mlp"
 EXPORT_FORMATS = ("overrides", "tt-mlir", "tt-explorer", "chrome", "csv")
@@ -222,7 +222,7 @@ def cmd_runs(args) -> int:
         runs = list_runs(session)
         rows = [
             {
-                "run_id": r.id, "label": r.label, "model": r.model_ref, "target": r.target,
+                "run_id": r.id, "label": r.label, "model": r.model_ref, "target": r.target.name,
                 "total_ns": r.total_ns, "overrides": len(r.overrides), "created_at": r.created_at.isoformat(),
             }
             for r in runs
@@ -288,7 +288,7 @@ def cmd_bench(args) -> int:
 def _peaks(run) -> dict[str, float]:
     """Peak bytes/s by path of the target a run ran on, for utilization columns."""
     try:
-        target = load_target(run.target_ref or run.target, run.target_text or None)
+        target = load_target(target_of(run), run.target.description or None)
     except TilescopeError:
         return {}
     peaks = {name: memory.bytes_per_s for name, memory in target.memories.items() if memory.shared}

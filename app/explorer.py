@@ -22,7 +22,7 @@ from overrides import format_item, parse_item
 from perfdb import queries
 from perfdb.schema import Run
 
-from .runs import compile_cached, execute
+from .runs import compile_cached, execute, target_of
 
 
 @dataclass
@@ -58,8 +58,8 @@ class Explorer:
 
     def compilation(self, run: Run) -> Compilation:
         compilation, _ = compile_cached(
-            run.model_ref, target_of(run), tuple(run.overrides), run.source_text, run.policy, run.l1_usage_cap,
-            run.target_text or None,
+            run.model_ref, target_of(run), tuple(run.overrides), run.model.source_text, run.policy, run.l1_usage_cap,
+            run.target.description or None,
         )
         return compilation
 
@@ -81,8 +81,6 @@ class Explorer:
         with self.sessions() as session:
             run = queries.get_run(session, run_id)
             tracks = [t for t in run.tracks if "/" not in t]  # one row per core: the op zones
-            if not tracks:  # stored before runs listed their tracks
-                return queries.zones(session, run_id, depth=0)
             t0, t1 = window or (0.0, max(run.total_ns, 1.0))
             return queries.timeline_window(session, run_id, t0, t1, (t1 - t0) / pixels, tracks)
 
@@ -98,14 +96,9 @@ class Explorer:
         result = execute(
             self.sessions, parent.model_ref, target_of(parent), [*kept, item],
             label=item, parent_id=parent.id, dispatch=parent.dispatch, policy=parent.policy,
-            l1_usage_cap=parent.l1_usage_cap, source_text=parent.source_text, target_source=parent.target_text or None,
+            l1_usage_cap=parent.l1_usage_cap, source_text=parent.model.source_text, target_source=parent.target.description or None,
         )
         return result.run_id, [o.as_dict() for o in result.compilation.override_outcomes]
-
-
-def target_of(run: Run) -> str:
-    """How a run's target was asked for (a built-in name or a file path); older runs kept the name."""
-    return run.target_ref or run.target
 
 
 def run_label(run: Run) -> str:
@@ -201,7 +194,7 @@ def form_values(compilation: Compilation, op_name: str | None) -> tuple:
 def summary_children(run: Run) -> list:
     parts = [
         html.Span(f"run #{run.id}", className="pill"),
-        html.Span(f"{run.model_name} on {run.target}"),
+        html.Span(f"{run.model.name} on {run.target.name}"),
         html.Span(f"total {run.total_ns / 1e3:,.1f} us", className="metric"),
         html.Span(f"device busy {run.device_ns / 1e3:,.1f} us", className="metric"),
         html.Span(f"{run.policy} policy, {run.dispatch} dispatch"),

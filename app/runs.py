@@ -16,6 +16,7 @@ from compiler.pipeline import Compilation, compile_model
 from compiler.simulator import SimResult, simulate
 from compiler.target import Target, load_target, target_text
 from overrides import check_op_names, format_item, parse_item
+from perfdb.schema import Run
 from perfdb.store import NewRun, save_run
 
 DEFAULT_TARGET = "wormhole_n150"
@@ -121,3 +122,8 @@ def new_run(compilation: Compilation, sim: SimResult, model_ref: str, target_ref
         override_outcomes=[o.as_dict() for o in compilation.override_outcomes],
         **run,
     )
+
+
+def target_of(run: Run) -> str:
+    """How a run's target was asked for (a built-in name or a file path); older runs kept the name."""
+    return run.target_ref or run.target.name

@@ -36,7 +36,7 @@ def chrome_trace(session: Session, run_id: int) -> dict:
     tid = {track: index + 1 for index, track in enumerate(tracks)}  # tid 0 is left to counters
     events: list[dict] = [
         {"ph": "M", "name": "process_name", "pid": DEVICE_PID, "tid": 0,
-         "args": {"name": f"{run.target} (run {run.id}: {run.model_name})"}},
+         "args": {"name": f"{run.target.name} (run {run.id}: {run.model.name})"}},
     ]
     for track in tracks:
         events.append({"ph": "M", "name": "thread_name", "pid": DEVICE_PID, "tid": tid[track], "args": {"name": track}})

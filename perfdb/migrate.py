@@ -11,6 +11,8 @@ compared with a scratch database at the previous head:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -61,7 +63,7 @@ def upgrade(db: str | Engine) -> tuple[str | None, str]:
             before = current(connection)
         if before == head():
             return before, before
-        with engine.begin() as connection:
+        with engine.connect() as connection, _foreign_keys_off(connection), connection.begin():
             _lock(connection)
             before = current(connection)
             if before is not None and before not in {s.revision for s in _scripts().walk_revisions()}:
@@ -74,10 +76,35 @@ def upgrade(db: str | Engine) -> tuple[str | None, str]:
                 _adopt(connection)
                 command.stamp(cfg, INITIAL)
             command.upgrade(cfg, "head")
+            _check_foreign_keys(connection)
         return before, head()
     finally:
         if isinstance(db, str):
             engine.dispose()
+
+
+@contextmanager
+def _foreign_keys_off(connection: Connection) -> Iterator[None]:
+    """SQLite alters a table by copying it to a new one and dropping the old (Alembic's batch mode);
+    with foreign keys on, dropping `runs` would cascade-delete every run's ops and zones. The pragma
+    only takes effect outside a transaction, so it is set before the migration's and restored after."""
+    sqlite = connection.dialect.name == "sqlite"
+    if sqlite:
+        connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+        connection.commit()
+    try:
+        yield
+    finally:
+        if sqlite:
+            connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+            connection.commit()
+
+
+def _check_foreign_keys(connection: Connection) -> None:
+    if connection.dialect.name == "sqlite":
+        broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+        if broken:
+            raise CommandError(f"the migration left {len(broken)} rows pointing at missing rows (first: {tuple(broken[0])})")
 
 
 def _lock(connection: Connection) -> None:

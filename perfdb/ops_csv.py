@@ -165,9 +165,9 @@ def import_csv(session: Session, text: str, base_run_id: int, source: str = "ops
     if not ops:
         raise CsvImportError(f"{source}: no row matched an op of run {base_run_id}" + (f" ({problems[0]})" if problems else ""))
     run_id = save_run(session, NewRun(
-        model_ref=base.model_ref, model_name=base.model_name, source_hash=base.source_hash,
-        source_text=base.source_text, target=base.target, target_ref=base.target_ref or base.target,
-        target_text=base.target_text or "", total_ns=clock, device_ns=sum(o["duration_ns"] for o in ops),
+        model_ref=base.model_ref, model_name=base.model.name, source_hash=base.model.source_hash,
+        source_text=base.model.source_text, target=base.target.name, target_ref=base.target_ref or base.target.name,
+        target_text=base.target.description, total_ns=clock, device_ns=sum(o["duration_ns"] for o in ops),
         ops=ops, zones=zones, dispatch=base.dispatch, policy=base.policy, l1_usage_cap=base.l1_usage_cap,
         overrides=list(base.overrides), label=label or f"measured: {source}", parent_id=base.id, kind="measured",
     ))

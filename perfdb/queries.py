@@ -8,10 +8,10 @@ from typing import NamedTuple
 import numpy as np
 
 from sqlalchemy import and_, literal, select, union_all
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 
 from . import lod
-from .schema import Counter, OpRecord, Run, Zone, ZoneMarker
+from .schema import Counter, Model, OpRecord, Run, Zone, ZoneMarker
 
 
 class RunNotFound(LookupError):
@@ -28,7 +28,8 @@ def list_runs(session: Session, model_ref: str | None = None) -> list[Run]:
 
 
 def get_run(session: Session, run_id: int) -> Run:
-    run = session.get(Run, run_id)
+    """The run with its model's source text, enough to re-compile it once the session is closed."""
+    run = session.get(Run, run_id, options=[selectinload(Run.model).undefer(Model.source_text)])
     if run is None:
         raise RunNotFound(run_id)
     return run

@@ -1,5 +1,6 @@
-"""The tracing database's tables: runs, their per-op records, timeline zones (with their level-of-
-detail markers) and counters, and where measured runs were imported from."""
+"""The tracing database's tables: models and targets, runs of one on the other, their per-op records,
+timeline zones (with their level-of-detail markers) and counters, and where measured runs were
+imported from."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy import (
     JSON, BigInteger, DateTime, Float, ForeignKey, Index, Integer, MetaData, SmallInteger, String, Text, TypeDecorator,
+    UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -45,17 +47,41 @@ class UTCDateTime(TypeDecorator):
         return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
+class Model(Base):
+    """A model's source, stored once however many runs it has: the text is kept so any run can be
+    re-compiled and re-run whatever has happened to the file since."""
+
+    __tablename__ = "models"
+    __table_args__ = (UniqueConstraint("name", "source_hash"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(256))
+    source_hash: Mapped[str] = mapped_column(String(64))  # sha256 of the text
+    # read with the run it belongs to (queries.get_run), not with every run listed
+    source_text: Mapped[str] = mapped_column(Text, deferred=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=_now)
+
+
+class Target(Base):
+    """A target description (TOML) as a run used it: edits to a target file make a new row, so an
+    old run still re-runs on the machine it was simulated on."""
+
+    __tablename__ = "targets"
+    __table_args__ = (UniqueConstraint("name", "description_hash"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(256))
+    description_hash: Mapped[str] = mapped_column(String(64))  # sha256 of the description
+    description: Mapped[str] = mapped_column(Text)  # empty for runs stored before descriptions were kept
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=_now)
+
+
 class Run(Base):
     __tablename__ = "runs"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    model_ref: Mapped[str] = mapped_column(String(1024))  # 'zoo:mlp' or the file path given
-    model_name: Mapped[str] = mapped_column(String(256))
-    source_hash: Mapped[str] = mapped_column(String(64))
-    source_text: Mapped[str] = mapped_column(Text)  # kept so any run can be re-compiled and re-run
-    target: Mapped[str] = mapped_column(String(256))  # name
+    model_ref: Mapped[str] = mapped_column(String(1024))  # how it was asked for: 'zoo:mlp' or a file path
     target_ref: Mapped[str | None] = mapped_column(String(1024))  # built-in name or file path asked for
-    target_text: Mapped[str | None] = mapped_column(Text)  # the description it ran on, to re-run it
     dispatch: Mapped[str] = mapped_column(String(16), default="host")
     policy: Mapped[str] = mapped_column(String(32), default="dram-interleaved")
     l1_usage_cap: Mapped[float] = mapped_column(Float, default=0.8)
@@ -69,7 +95,11 @@ class Run(Base):
     device_ns: Mapped[float] = mapped_column(Float)
     kind: Mapped[str] = mapped_column(String(16), default="simulated", server_default="simulated")  # or measured
     tracks: Mapped[list] = mapped_column(JSON, default=list, server_default="[]")  # timeline tracks, in order
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id"), index=True)
+    target_id: Mapped[int] = mapped_column(ForeignKey("targets.id"), index=True)
 
+    model: Mapped[Model] = relationship(lazy="selectin")
+    target: Mapped[Target] = relationship(lazy="selectin")
     ops: Mapped[list[OpRecord]] = relationship(
         back_populates="run", cascade="all, delete-orphan", order_by="OpRecord.start_ns"
     )

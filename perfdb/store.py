@@ -1,16 +1,19 @@
-"""Write a run with its per-op records and zones in one transaction."""
+"""Write a run with its per-op records and zones in one transaction; its model and target are
+stored once and shared by every run of them."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from . import lod
-from .schema import Counter, OpRecord, Run
+from .schema import Counter, Model, OpRecord, Run, Target, Zone
 
 _OP_FIELDS = (
     "name", "kind", "start_ns", "duration_ns", "flops", "bytes", "bound", "why",
@@ -56,27 +59,27 @@ def save_run(session: Session, new: NewRun) -> int:
     """Store `new` and return its run id; nothing is stored if any part fails."""
     zones = list(new.zones)
     tracks = list(dict.fromkeys(z[0] for z in zones))
-    run = Run(
-        model_ref=new.model_ref,
-        model_name=new.model_name,
-        source_hash=new.source_hash,
-        source_text=new.source_text,
-        target=new.target,
-        dispatch=new.dispatch,
-        policy=new.policy,
-        target_ref=new.target_ref or new.target,
-        target_text=new.target_text,
-        l1_usage_cap=new.l1_usage_cap,
-        overrides=list(new.overrides),
-        override_outcomes=list(new.override_outcomes),
-        label=new.label,
-        parent_id=new.parent_id,
-        total_ns=new.total_ns,
-        device_ns=new.device_ns,
-        kind=new.kind,
-        tracks=tracks,
-    )
     with session.begin():
+        run = Run(
+            model_id=_row_id(session, Model, name=new.model_name, source_hash=new.source_hash, source_text=new.source_text),
+            model_ref=new.model_ref,
+            target_id=_row_id(
+                session, Target, name=new.target, description_hash=hashlib.sha256(new.target_text.encode()).hexdigest(),
+                description=new.target_text,
+            ),
+            target_ref=new.target_ref or new.target,
+            dispatch=new.dispatch,
+            policy=new.policy,
+            l1_usage_cap=new.l1_usage_cap,
+            overrides=list(new.overrides),
+            override_outcomes=list(new.override_outcomes),
+            label=new.label,
+            parent_id=new.parent_id,
+            total_ns=new.total_ns,
+            device_ns=new.device_ns,
+            kind=new.kind,
+            tracks=tracks,
+        )
         session.add(run)
         session.flush()
         if new.ops:
@@ -94,6 +97,21 @@ def save_run(session: Session, new: NewRun) -> int:
     return run.id
 
 
+def _row_id(session: Session, table: type[Model] | type[Target], **row) -> int:
+    """The id of the model or target with these values, inserted if new. Two writers storing runs
+    of a new model at once both get the one row: the second insert does nothing (its unique key,
+    name and hash, is taken) and the select then finds the first's row."""
+    dialect = session.get_bind().dialect.name
+    if dialect in ("sqlite", "postgresql"):
+        make = sqlite.insert if dialect == "sqlite" else postgresql.insert
+        session.execute(make(table).values(**row).on_conflict_do_nothing())
+    key = {k: row[k] for k in ("name", "source_hash" if table is Model else "description_hash")}
+    found = session.scalar(select(table.id).filter_by(**key))
+    if found is None:  # other databases: no upsert statement in common
+        found = session.execute(insert(table).values(**row)).inserted_primary_key[0]
+    return found
+
+
 def _store_zones(connection: Connection, run_id: int, zones: list[tuple], tracks: list[str]) -> None:
     """Zones with their level of detail, and the markers of every level (perfdb.lod). Rows go in
     in index order (level, track, start), so the index grows at its end instead of all over."""
@@ -106,11 +124,39 @@ def _store_zones(connection: Connection, run_id: int, zones: list[tuple], tracks
     order = np.lexsort((start, track, found.zone_lod)).tolist()
     level_list = found.zone_lod.tolist()
     bulk_insert(connection, "zones", _ZONE_COLUMNS, [(run_id, *zones[i], level_list[i]) for i in order])
+    _store_markers(connection, run_id, found, tracks)
+
+
+def _store_markers(connection: Connection, run_id: int, found: lod.Markers, tracks: list[str]) -> None:
     names = np.asarray(tracks, dtype=object)[found.track].tolist() if len(found.track) else []
     bulk_insert(connection, "zone_markers", _MARKER_COLUMNS, list(zip(
         [run_id] * len(names), found.level.tolist(), names, found.depth.tolist(), found.start.tolist(),
         found.end.tolist(), found.count.tolist(), found.busy.tolist(),
     )))
+
+
+def add_levels_of_detail(connection: Connection, run_id: int) -> None:
+    """Give a run stored before levels of detail (revision 0002) what save_run now stores: its
+    track list, each zone's level and the markers, so its timeline is drawn merged too."""
+    z = Zone.__table__.c
+    rows = connection.execute(
+        select(z.id, z.track, z.depth, z.start_ns, z.end_ns).where(z.run_id == run_id).order_by(z.id)
+    ).all()
+    if not rows:
+        return
+    tracks = list(dict.fromkeys(row.track for row in rows))
+    index = {track: i for i, track in enumerate(tracks)}
+    ids, track, depth, start, end = (np.asarray(column) for column in zip(*rows))
+    found = lod.markers(np.array([index[t] for t in track], np.int64), depth.astype(np.int64),
+                        start.astype(np.float64), end.astype(np.float64))
+    merged = np.flatnonzero(found.zone_lod < lod.LEVELS)
+    if len(merged):
+        connection.execute(
+            update(Zone.__table__).where(z.id == bindparam("zone_id")).values(lod=bindparam("level")),
+            [{"zone_id": int(ids[i]), "level": int(found.zone_lod[i])} for i in merged],
+        )
+    _store_markers(connection, run_id, found, tracks)
+    connection.execute(update(Run.__table__).where(Run.__table__.c.id == run_id).values(tracks=tracks))
 
 
 def bulk_insert(connection: Connection, table: str, columns: Sequence[str], rows: list[tuple]) -> None:

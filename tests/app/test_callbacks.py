@@ -136,12 +136,12 @@ def test_a_run_on_a_target_file_reopens_and_reruns_from_what_it_stored(tmp_path)
     again_options, again_id, _ = cb["choose_model"](MODEL, str(target_file), "dram-interleaved")
     assert again_id == run_id and len(again_options) == len(options) == 1  # found, not stored anew
     run = app.explorer.run(run_id)
-    assert (run.target, run.target_ref) == ("mine", str(target_file)) and 'name = "mine"' in run.target_text
+    assert (run.target.name, run.target_ref) == ("mine", str(target_file)) and 'name = "mine"' in run.target.description
     target_file.unlink()  # the run keeps its own copy of the target
     figure, _, _ = cb["show_level"](run_id, "kernel", None)
     assert figure.data
     _, new_id, status = cb["apply_override"](1, run_id, FC1, "l1", "block_sharded", 4, 8, "tile", "bf16")
-    assert "applied" in str(status) and app.explorer.run(new_id).target == "mine"
+    assert "applied" in str(status) and app.explorer.run(new_id).target.name == "mine"
 
 
 def test_the_override_form_offers_what_the_selected_target_has(cb):

@@ -1,5 +1,6 @@
 """Two processes storing runs in one database at once (a fresh one: they also race to create its
-schema) lose nothing: every run each reports is there with all its op records, zones and counters."""
+schema, and to store the model both run) lose nothing: every run each reports is there with all its
+op records, zones and counters."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from perfdb.engine import open_db, session_factory
-from perfdb.schema import Counter, OpRecord, Run, Zone
+from perfdb.schema import Counter, Model, OpRecord, Run, Target, Zone
 
 RUNS, OPS, ZONES_PER_OP, COUNTERS = 8, 40, 50, 30
 
@@ -69,3 +70,6 @@ def test_two_writers_at_once_lose_nothing(db_url):
         assert per_run(OpRecord) == {run_id: OPS for run_id in every}
         assert per_run(Zone) == {run_id: OPS * ZONES_PER_OP for run_id in every}
         assert per_run(Counter) == {run_id: COUNTERS for run_id in every}
+        # both stored the same new model and target first thing: one row each, shared by all runs
+        assert s.scalar(select(func.count()).select_from(Model)) == s.scalar(select(func.count()).select_from(Target)) == 1
+        assert set(s.scalars(select(Run.model_id))) == set(s.scalars(select(Model.id)))

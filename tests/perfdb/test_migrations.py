@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, inspect, text
 
 from perfdb.engine import DatabaseError, open_db, session_factory
 from perfdb.migrate import config, current, head, upgrade
-from perfdb.queries import counters, get_run, list_runs, op_records, zones
+from perfdb.queries import counters, get_run, list_runs, op_records, timeline_window, zones
 from perfdb.schema import Base
 from perfdb.store import save_run
 
@@ -93,7 +93,7 @@ def test_upgrade_from_empty_creates_the_tables_of_schema_py(new_db):
     Base.metadata.create_all(engine)
     engine.dispose()
     assert set(shape(migrated)) == set(Base.metadata.tables) == {
-        "runs", "op_records", "zones", "counters", "zone_markers", "measured_imports",
+        "models", "targets", "runs", "op_records", "zones", "counters", "zone_markers", "measured_imports",
     }
     assert shape(migrated) == shape(created)  # same columns, types, keys, index names
     assert revision(migrated) == head()
@@ -129,6 +129,11 @@ def test_a_pre_alembic_database_keeps_its_rows(db_url):
         assert [o.name for o in op_records(s, run_id)] == ["op_a", "op_b", "op_c"]
         assert len(zones(s, run_id)) == len(ZONES)
         assert [(c.track, c.value) for c in counters(s, run_id)] == [("core 0,0", 1024.0), ("dram", 2.5e11)]
+        # revision 0004 gave it levels of detail: zoomed out, core 0,0's three ops are one marker
+        assert get_run(s, run_id).tracks == ["core 0,0", "core 0,0/reader", "core 0,1"]
+        window = timeline_window(s, run_id, 0.0, 40.0, 1000.0, ["core 0,0"])
+        assert [(i.name, i.count, i.busy_ns) for i in window] == [("3 zones", 3, 30.0)]
+        assert [i.name for i in timeline_window(s, run_id, 0.0, 40.0, 0.1, ["core 0,0"])] == ["op_a", "op_b", "op_c"]
     with sessions() as s:
         new_id = save_run(s, _new_run(label="after"))
     with sessions() as s:
@@ -151,7 +156,9 @@ def test_a_pre_alembic_database_missing_columns_and_tables_gains_them(db_url):
         assert (run.label, run.policy, run.l1_usage_cap, run.target_ref) == ("first try", "dram-interleaved", 0.8, None)
         assert len(op_records(s, run_id)) == 3 and counters(s, run_id) == []
     adopted = shape(db_url)
-    assert set(adopted) == {"runs", "op_records", "zones", "counters", "zone_markers", "measured_imports"}
+    assert set(adopted) == {
+        "models", "targets", "runs", "op_records", "zones", "counters", "zone_markers", "measured_imports",
+    }
     assert ("ix_zones_run_lod_track_start", ("run_id", "lod", "track", "start_ns"), False) in adopted["zones"]["indexes"]
     assert {"policy", "l1_usage_cap", "target_ref"} <= {c[0] for c in adopted["runs"]["columns"]}
 
@@ -179,3 +186,33 @@ def test_a_database_of_an_unknown_revision_is_one_line(db_url):
         open_db(db_url)
     message = str(err.value)
     assert "\n" not in message and "'9999'" in message and "newer tilescope" in message
+
+
+def test_runs_inline_models_and_targets_move_to_their_tables_and_back(db_url):
+    """Revision 0003: two runs of one model on two target descriptions become one model row and two
+    target rows; downgrading puts the text back inline in each run."""
+    old, first = pre_alembic(db_url)
+    runs = initial_schema().tables["runs"]
+    with old.begin() as connection:
+        row = dict(connection.execute(runs.select().where(runs.c.id == first)).mappings().one())
+        row.pop("id")
+        second = connection.execute(
+            runs.insert().values(**{**row, "label": "edited target", "target_text": 'name = "x"\n'})
+        ).inserted_primary_key[0]
+    old.dispose()
+    with session_factory(open_db(db_url))() as s:
+        a, b = get_run(s, first), get_run(s, second)
+        assert a.model_id == b.model_id and a.model.source_text == row["source_text"]
+        assert (a.target.name, a.target.description, b.target.description) == (row["target"], "", 'name = "x"\n')
+        assert len(op_records(s, first)) == 3 and len(zones(s, first)) == len(ZONES)  # nothing cascaded away
+    engine = create_engine(db_url)
+    with engine.begin() as connection:
+        command.downgrade(config(connection=connection), "0002")
+    with engine.connect() as connection:
+        back = connection.execute(text("SELECT id, model_name, source_text, target, target_text FROM runs ORDER BY id")).all()
+        assert [tuple(r) for r in back] == [
+            (first, row["model_name"], row["source_text"], row["target"], ""),
+            (second, row["model_name"], row["source_text"], row["target"], 'name = "x"\n'),
+        ]
+        assert connection.execute(text("SELECT COUNT(*) FROM op_records")).scalar_one() == 3
+    engine.dispose()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 import pytest
-from sqlalchemy import inspect, select
+from sqlalchemy import func, inspect, select
 
 from perfdb.engine import DatabaseError, open_db, session_factory
 from perfdb.queries import RunNotFound, get_run, list_runs, op_records, zones
@@ -99,10 +99,10 @@ def test_save_and_get_run_round_trip(sessions):
     with sessions() as s:
         run = get_run(s, run_id)
         assert run.id == run_id
-        assert (run.model_ref, run.model_name, run.source_hash, run.source_text) == (
+        assert (run.model_ref, run.model.name, run.model.source_hash, run.model.source_text) == (
             "zoo:mlp", "zoo:mlp", "ab" * 32, "func.func @f() {}",
         )
-        assert (run.target, run.dispatch, run.label, run.status) == ("wormhole_n150", "trace", "first try", "ok")
+        assert (run.target.name, run.dispatch, run.label, run.status) == ("wormhole_n150", "trace", "first try", "ok")
         assert (run.total_ns, run.device_ns) == (40.0, 30.0)
         assert run.overrides == ["op_a=l1"]
         assert run.override_outcomes == [{"op": "op_a", "spec": "op_a=l1", "status": "applied", "reason": ""}]
@@ -204,3 +204,21 @@ def test_created_at_keeps_its_timezone(sessions):
         run_id = save_run(s, _new_run())
     with sessions() as s:
         assert get_run(s, run_id).created_at.utcoffset() == timedelta(0)
+
+
+def test_runs_of_one_model_and_target_share_their_rows(sessions):
+    from perfdb.schema import Model, Target
+
+    with sessions() as s:
+        first = save_run(s, _new_run(target_text='name = "wormhole_n150"\n'))
+        again = save_run(s, _new_run(target_text='name = "wormhole_n150"\n', label="again"))
+        edited = save_run(s, _new_run(target_text='name = "wormhole_n150"\ncores = 64\n', label="edited target"))
+        other = save_run(s, _new_run(model_name="zoo:cnn", source_hash="cd" * 32, source_text="func.func @g() {}"))
+    with sessions() as s:
+        runs = {i: get_run(s, i) for i in (first, again, edited, other)}
+        assert runs[first].model_id == runs[again].model_id == runs[edited].model_id != runs[other].model_id
+        assert runs[first].target_id == runs[again].target_id != runs[edited].target_id
+        assert runs[edited].target.description.endswith("cores = 64\n")
+        assert runs[other].model.source_text == "func.func @g() {}"
+        assert s.scalar(select(func.count()).select_from(Model)) == 2
+        assert s.scalar(select(func.count()).select_from(Target)) == 3  # two descriptions, and the empty one
