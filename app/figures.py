@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import networkx as nx
@@ -193,5 +194,96 @@ def timeline_figure(
     )
     height = max(240, min(900, 60 + 14 * len(tracks)))
     fig = _base_layout(fig, height)
+    fig.update_layout(margin=dict(l=8, r=8, t=30, b=8))
+    return fig
+
+
+BOUND_COLOURS = {
+    "compute": "#2563eb", "dram": "#dc2626", "l1": "#16a34a", "noc": "#9333ea", "vector": "#0891b2",
+    "dispatch": "#6b7280", "measured": "#f59e0b",
+}
+
+
+def roofline_figure(points: Sequence[dict], roofs: Mapping[str, float], peak_flops: float, selected: str | None) -> go.Figure:
+    """The run's ops on the target's roofline, log-log: attainable FLOP/s is the lower of peak
+    compute and (bytes/s of a memory x FLOPs per byte). `points` carry name, kind, bound,
+    intensity (FLOPs per byte of the memory named in `memory`), achieved (FLOP/s) and memory."""
+    fig = go.Figure()
+    xs = [p["intensity"] for p in points] or [1.0]
+    lo, hi = min(min(xs) / 4, 0.1), max(max(xs) * 4, 1e4)
+    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    dash_of = {0: "solid", 1: "dash", 2: "dot"}
+    for i, (memory, bandwidth) in enumerate(roofs.items()):
+        fig.add_trace(go.Scatter(
+            x=grid, y=[min(peak_flops, bandwidth * x) / 1e12 for x in grid], mode="lines", name=f"{memory} roof",
+            line=dict(color="#374151", width=1.5, dash=dash_of.get(i, "dashdot")), hoverinfo="skip",
+        ))
+    for bound in sorted({p["bound"] for p in points}):
+        mine = [p for p in points if p["bound"] == bound]
+        fig.add_trace(go.Scatter(
+            x=[p["intensity"] for p in mine], y=[p["achieved"] / 1e12 for p in mine], mode="markers",
+            name=f"{bound}-bound", customdata=[p["name"] for p in mine],
+            marker=dict(
+                color=BOUND_COLOURS.get(bound, "#6b7280"), size=[14 if p["name"] == selected else 8 for p in mine],
+                symbol=["circle" if p["memory"] == "dram" else "diamond" for p in mine],
+                line=dict(width=[2 if p["name"] == selected else 0 for p in mine], color="#111827"),
+            ),
+            hovertext=[
+                f"<b>{p['name']}</b><br>{p['kind']}<br>{p['intensity']:.1f} FLOP/{p['memory']} byte"
+                f"<br>{p['achieved'] / 1e12:.2f} TFLOP/s ({p['achieved'] / peak_flops * 100:.0f}% of peak)"
+                for p in mine
+            ],
+            hoverinfo="text",
+        ))
+    fig.update_xaxes(type="log", title="arithmetic intensity (FLOPs per byte)", gridcolor="#e4e7eb")
+    fig.update_yaxes(type="log", title="TFLOP/s", gridcolor="#e4e7eb")
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=None), clickmode="event")
+    fig = _base_layout(fig, 380)
+    fig.update_layout(margin=dict(l=8, r=8, t=30, b=8))
+    return fig
+
+
+def memory_figure(envelope: Sequence[tuple[float, float]], capacity: float, peak: Mapping | None) -> go.Figure:
+    """L1 in use on the fullest core over the run (KiB, a step per op), with the capacity and the
+    planner's peak marked."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=[t / 1e3 for t, _ in envelope], y=[v / 1024 for _, v in envelope], mode="lines", line_shape="hv",
+        fill="tozeroy", name="L1 in use, fullest core", line=dict(color="#2563eb", width=1.5),
+        hovertemplate="%{x:.2f} us<br>%{y:,.1f} KiB<extra></extra>",
+    ))
+    fig.add_hline(y=capacity / 1024, line=dict(color="#b91c1c", dash="dash", width=1),
+                  annotation_text=f"L1 capacity {capacity / 1024:,.0f} KiB", annotation_position="top left")
+    if envelope:
+        t, v = max(envelope, key=lambda p: p[1])
+        fig.add_trace(go.Scatter(
+            x=[t / 1e3], y=[v / 1024], mode="markers+text", name="peak", marker=dict(color="#b91c1c", size=9),
+            text=[f"peak {v / 1024:,.1f} KiB" + (f" at {peak['op']}" if peak and peak.get("op") else "")],
+            textposition="top right", hoverinfo="skip",
+        ))
+    fig.update_xaxes(title="time (us)", gridcolor="#e4e7eb")
+    fig.update_yaxes(title="KiB per core", gridcolor="#e4e7eb", rangemode="tozero")
+    fig.update_layout(showlegend=False)
+    return _base_layout(fig, 300)
+
+
+def duration_histogram(a: Sequence[float], b: Sequence[float], labels: tuple[str, str]) -> go.Figure:
+    """Two runs' op durations overlaid on shared log bins, as Tracy's compare view draws them."""
+    fig = go.Figure()
+    values = [d for d in (*a, *b) if d > 0]
+    if values:
+        lo, hi = math.log10(min(values) / 1e3), math.log10(max(values) / 1e3)
+        size = max((hi - lo) / 40, 1e-3)
+        for durations, label, colour in ((a, labels[0], "#2563eb"), (b, labels[1], "#f59e0b")):
+            fig.add_trace(go.Histogram(
+                x=[math.log10(d / 1e3) for d in durations if d > 0], name=label, opacity=0.6,
+                marker_color=colour, xbins=dict(start=lo - size, end=hi + size, size=size),
+                hovertemplate="%{y} ops<extra>" + label + "</extra>",
+            ))
+    ticks = [-3, -2, -1, 0, 1, 2, 3, 4, 5]
+    fig.update_xaxes(title="op duration", tickvals=ticks, ticktext=[f"{10.0 ** t:g} us" for t in ticks], gridcolor="#e4e7eb")
+    fig.update_yaxes(title="ops", gridcolor="#e4e7eb")
+    fig.update_layout(barmode="overlay", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
+    fig = _base_layout(fig, 260)
     fig.update_layout(margin=dict(l=8, r=8, t=30, b=8))
     return fig

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sqlalchemy import and_, literal, select, union_all
+from sqlalchemy import and_, func, literal, select, union_all
 from sqlalchemy.orm import Session, selectinload
 
 from . import lod
@@ -135,6 +135,16 @@ def counters(session: Session, run_id: int, name: str | None = None, tracks: Seq
     if tracks is not None:
         query = query.where(Counter.track.in_(list(tracks)))
     return list(session.scalars(query.order_by(Counter.track, Counter.t_ns)))
+
+
+def counter_envelope(session: Session, run_id: int, name: str) -> list[tuple[float, float]]:
+    """(t, the largest value of counter `name` over all its tracks at t), by time: the fullest
+    core's L1 over a run without reading every core's samples into Python."""
+    c = Counter.__table__.c
+    rows = session.execute(
+        select(c.t_ns, func.max(c.value)).where(c.run_id == run_id, c.name == name).group_by(c.t_ns).order_by(c.t_ns)
+    )
+    return [(t, value) for t, value in rows]
 
 
 TOP = 5  # names in top_regressions and top_improvements

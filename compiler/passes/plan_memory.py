@@ -4,7 +4,8 @@ from the op that produces it until the last op that reads it. First fit from the
 
 Results, for the views and the simulator:
 - each L1 tensor's `layout.address`;
-- `graph.meta["l1_peak"]`: the fullest core, its peak bytes and the op at which it peaks;
+- `graph.meta["l1_peak"]`: the fullest core, its peak bytes, the op at which it peaks and the
+  tensors that make the peak there (name, bytes on that core, address);
 - `graph.meta["l1_per_core"]`: peak bytes per core as "r,c" -> bytes;
 - `op.meta["l1_live"]`: tensor bytes on the fullest core while the op runs (the kernel level adds
   the op's circular buffers to it), and `op.meta["l1_live_per_core"]` the same for every core;
@@ -64,7 +65,8 @@ class PlanMemory:
         last = last_uses(graph)
         frees: dict[int, list[str]] = {}
         diagnostics: list[str] = list(graph.meta.get("diagnostics", []))
-        top = (0.0, (0, 0), "")
+        top: tuple = (0.0, (0, 0), "", [])
+        live: dict[str, Tensor] = {}  # placed and not yet freed
 
         def place(tensor: Tensor, op_name: str) -> None:
             need = self._bytes(tensor)
@@ -86,6 +88,7 @@ class PlanMemory:
                 )
                 return
             tensor.layout = replace(tensor.layout, address=address)
+            live[tensor.name] = tensor
             rows, cols = self._cores_of(tensor)
             usage[rows, cols] += need
             frees.setdefault(last[tensor.name], []).append(tensor.name)
@@ -94,6 +97,7 @@ class PlanMemory:
             for name in frees.pop(index, []):
                 tensor = graph.tensors[name]
                 allocator.free(name)
+                del live[name]
                 rows, cols = self._cores_of(tensor)
                 usage[rows, cols] -= self._bytes(tensor)
 
@@ -110,10 +114,16 @@ class PlanMemory:
             op.meta["l1_live"] = fullest
             op.meta["l1_live_per_core"] = usage.copy() if fullest else None  # None: nothing in L1
             if fullest > top[0]:
-                core = np.unravel_index(int(usage.argmax()), usage.shape)
-                top = (fullest, (int(core[0]), int(core[1])), op.name)
+                r, c = (int(i) for i in np.unravel_index(int(usage.argmax()), usage.shape))
+                on_core = [
+                    (t.name, self._bytes(t), t.layout.address) for t in live.values()
+                    if self._cores_of(t)[0].stop > r and self._cores_of(t)[1].stop > c
+                ]
+                top = (fullest, (r, c), op.name, sorted(on_core, key=lambda t: t[2]))
             release(i)
-        graph.meta["l1_peak"] = {"bytes": top[0], "core": top[1], "op": top[2], "capacity": memory.capacity_bytes}
+        graph.meta["l1_peak"] = {
+            "bytes": top[0], "core": top[1], "op": top[2], "capacity": memory.capacity_bytes, "tensors": top[3],
+        }
         graph.meta["l1_per_core"] = {
             f"{r},{c}": float(peak[r, c]) for r in range(peak.shape[0]) for c in range(peak.shape[1])
         }
@@ -166,3 +176,23 @@ class CheckL1:
                 graph.meta.setdefault("diagnostics", []).append(message)
                 graph.warnings.append(message)
         return graph
+
+
+def l1_live_at(graph: Graph, target: Target, op_name: str, core: tuple[int, int]) -> list[tuple[str, float, int | None]]:
+    """The tensors in a core's own memory on `core` while `op_name` runs, as the planner placed
+    them: (name, bytes on that core, address), by address. For the memory view's "what makes the
+    peak"; a planned graph (the layout or kernel level) is expected."""
+    planner = PlanMemory(target)
+    index = next(i for i, op in enumerate(graph.ops) if op.name == op_name)
+    born = {t: i for i, op in enumerate(graph.ops) for t in op.outputs}
+    last = last_uses(graph)
+    found = []
+    for tensor in graph.tensors.values():
+        if not planner._in_core_memory(tensor) or tensor.layout.address is None:
+            continue
+        if not born.get(tensor.name, -1) <= index <= last.get(tensor.name, -1):
+            continue
+        rows, cols = planner._cores_of(tensor)
+        if core[0] < rows.stop and core[1] < cols.stop:
+            found.append((tensor.name, planner._bytes(tensor), tensor.layout.address))
+    return sorted(found, key=lambda t: t[2])

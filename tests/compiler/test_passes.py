@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from compiler.mlir_import import import_mlir
+from compiler.passes.plan_memory import l1_live_at
 from compiler.pipeline import compile_model
 from overrides import parse_item
 
@@ -93,6 +94,9 @@ def test_planner_gives_live_tensors_disjoint_addresses_and_reports_the_peak(worm
     # 256x256 bf16 = 8x8 tiles of 2 KiB, block-sharded over 8x8 cores: one tile per core. e's
     # output dies when it is copied out for the permute, before the permute's output is born
     assert peak["bytes"] == 2048 and peak["capacity"] == 1499136 and peak["op"] == "e"
+    assert peak["tensors"] == [("e", 2048, 0)] and peak["core"] == (0, 0)  # what makes the peak
+    assert l1_live_at(layout, wormhole, "e", (0, 0)) == peak["tensors"]
+    assert "e" not in [name for name, _, _ in l1_live_at(layout, wormhole, "p", (0, 0))]  # dead by then
     assert layout.meta["l1_per_core"]["0,0"] == peak["bytes"]
     assert all(c.kernel.op(op.name).meta["l1_bytes"] >= op.meta["l1_live"] for op in layout.ops)
 

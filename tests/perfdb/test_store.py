@@ -222,3 +222,18 @@ def test_runs_of_one_model_and_target_share_their_rows(sessions):
         assert runs[other].model.source_text == "func.func @g() {}"
         assert s.scalar(select(func.count()).select_from(Model)) == 2
         assert s.scalar(select(func.count()).select_from(Target)) == 3  # two descriptions, and the empty one
+
+
+def test_counter_envelope_is_the_fullest_track_at_each_time(sessions):
+    from perfdb.queries import counter_envelope
+
+    samples = [
+        ("core 0,0", "l1_bytes", 0.0, 100.0), ("core 0,1", "l1_bytes", 0.0, 300.0),
+        ("core 0,0", "l1_bytes", 10.0, 500.0), ("core 0,1", "l1_bytes", 10.0, 200.0),
+        ("dram", "dram_bytes_per_s", 10.0, 9e9),  # another counter: not in the envelope
+    ]
+    with sessions() as s:
+        run_id = save_run(s, _new_run(counters=samples))
+    with sessions() as s:
+        assert counter_envelope(s, run_id, "l1_bytes") == [(0.0, 300.0), (10.0, 500.0)]
+        assert counter_envelope(s, run_id, "nothing") == []
