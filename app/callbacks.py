@@ -20,7 +20,8 @@ from .explorer import (
     override_choices,
     summary_children,
 )
-from .figures import graph_figure, timeline_figure
+from .figures import graph_figure, memory_figure, roofline_figure, timeline_figure
+from .panels import diff_children, memory_children, runs_data, stats_columns, stats_data
 from .runs import target_of
 
 FORM_FIELDS = (
@@ -161,8 +162,8 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
             return no_update  # not a change of the time axis
         run = explorer.run(run_id)
         kinds = {op.name: op.kind for op in explorer.compilation(run).kernel.ops}
-        items = explorer.timeline(run_id, window and (window[0] * 1e3, window[1] * 1e3))
-        return timeline_figure(items, kinds, selected, window)
+        view = explorer.timeline(run_id, window and (window[0] * 1e3, window[1] * 1e3))
+        return timeline_figure(view.items, kinds, selected, window, view.hidden_cores, view.core_zones)
 
     @app.callback(
         Output(ids.OV_MEMORY, "options"),
@@ -176,6 +177,75 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
             return override_choices(load_target(target))
         except TilescopeError:
             return no_update, no_update, no_update, no_update
+
+    @app.callback(
+        Output(ids.STATS_TABLE, "data"),
+        Output(ids.STATS_TABLE, "columns"),
+        Input(ids.RUN_SELECT, "value"),
+        Input(ids.STATS_BY, "value"),
+    )
+    def show_statistics(run_id, by):
+        if run_id is None:
+            return no_update, no_update
+        return stats_data(explorer.statistics(run_id, by), by), stats_columns(by)
+
+    @app.callback(
+        Output(ids.SELECTED_OP, "data", allow_duplicate=True),
+        Input(ids.STATS_TABLE, "active_cell"),
+        State(ids.STATS_BY, "value"),
+        prevent_initial_call=True,
+    )
+    def select_in_statistics(cell, by):
+        """A row of the per-op table is an op: select it (rows of the per-type table are not)."""
+        if not cell or by != "name" or cell.get("row_id") is None:
+            return no_update
+        return cell["row_id"]
+
+    @app.callback(Output(ids.MEMORY_VIEW, "figure"), Output(ids.MEMORY_PEAK, "children"), Input(ids.RUN_SELECT, "value"))
+    def show_memory(run_id):
+        if run_id is None:
+            return no_update, no_update
+        view = explorer.memory(run_id)
+        return memory_figure(view["envelope"], view["capacity"], view["peak"]), memory_children(view)
+
+    @app.callback(Output(ids.ROOFLINE_VIEW, "figure"), Input(ids.RUN_SELECT, "value"), Input(ids.SELECTED_OP, "data"))
+    def show_roofline(run_id, selected):
+        if run_id is None:
+            return no_update
+        points, roofs, peak = explorer.roofline(run_id)
+        return roofline_figure(points, roofs, peak, selected)
+
+    @app.callback(
+        Output(ids.SELECTED_OP, "data", allow_duplicate=True),
+        Input(ids.ROOFLINE_VIEW, "clickData"),
+        prevent_initial_call=True,
+    )
+    def select_in_roofline(click):
+        return clicked_op(click)
+
+    @app.callback(
+        Output(ids.RUNS_TABLE, "data"),
+        Output(ids.RUNS_TABLE, "selected_rows"),
+        Input(ids.RUN_SELECT, "options"),
+        State(ids.MODEL_SELECT, "value"),
+    )
+    def list_runs(_options, model):
+        return runs_data(explorer.runs_of(model)), []
+
+    @app.callback(
+        Output(ids.DIFF_VIEW, "children"),
+        Input(ids.RUNS_TABLE, "selected_row_ids"),
+        Input(ids.RUN_SELECT, "value"),
+    )
+    def show_diff(ticked, run_id):
+        """Two ticked runs: the older against the newer. One: it against the shown run. None: the
+        shown run against the run it was derived from."""
+        if run_id is None:
+            return no_update
+        pair = diff_pair(ticked or [], explorer.run(run_id))
+        if pair is None:
+            return html.P("This run has no parent run; tick two runs to compare them.", className="hint")
+        return diff_children(explorer.diff(*pair))
 
     # outlining the selected op's zones is done in the browser: the timeline is not rebuilt
     app.clientside_callback(
@@ -195,7 +265,8 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         f.__name__: f
         for f in (
             choose_model, apply_override, show_level, select_in_graph, select_in_timeline, inspect, show_timeline,
-            form_choices,
+            form_choices, show_statistics, select_in_statistics, show_memory, show_roofline, select_in_roofline,
+            list_runs, show_diff,
         )
     }
 
@@ -205,3 +276,13 @@ def clicked_op(click: dict | None):
     points = (click or {}).get("points") or []
     name = points[0].get("customdata") if points else None
     return name if isinstance(name, str) else no_update
+
+
+def diff_pair(ticked: list[int], shown) -> tuple[int, int] | None:
+    """Which two runs the diff view compares (A, B); None when there is nothing to compare."""
+    ticked = sorted(int(i) for i in ticked)
+    if len(ticked) >= 2:
+        return ticked[0], ticked[-1]
+    if len(ticked) == 1 and ticked[0] != shown.id:
+        return ticked[0], shown.id
+    return (shown.parent_id, shown.id) if shown.parent_id is not None else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from dash import html
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -16,6 +17,7 @@ from compiler.errors import TilescopeError
 from compiler.models import example_names
 from compiler.override import OpOverride
 from compiler.passes.layout import DEFAULT_POLICY
+from compiler.passes.plan_memory import l1_live_at
 from compiler.pipeline import Compilation
 from compiler.target import Target
 from overrides import format_item, parse_item
@@ -23,6 +25,17 @@ from perfdb import queries
 from perfdb.schema import Run
 
 from .runs import compile_cached, execute, target_of
+
+
+DEVICE_ROW = "device"  # the timeline's top row: each op once, from its start to its end
+CORE_ZONE_BUDGET = 12_000  # core zones one timeline figure draws at once (WebGL keeps this smooth)
+
+
+@dataclass(frozen=True)
+class TimelineView:
+    items: list  # the device row's ops, then the core rows' zones and markers
+    hidden_cores: int  # core rows left out of this window (too many zones), 0 when drawn
+    core_zones: int  # zones the core rows hold in the window
 
 
 @dataclass
@@ -75,14 +88,88 @@ class Explorer:
         with self.sessions() as session:
             return queries.zones(session, run_id, depth=depth)
 
-    def timeline(self, run_id: int, window: tuple[float, float] | None = None, pixels: int = 1600):
-        """The op rows of the timeline over `window` (ns; default the whole run), at the level of
-        detail of `pixels` across: short zones come merged into "N zones" markers."""
+    def timeline(self, run_id: int, window: tuple[float, float] | None = None, pixels: int = 1600) -> TimelineView:
+        """The timeline over `window` (ns; default the whole run): a device row of the ops, then
+        one row per core at the level of detail of `pixels` across (short zones come merged into
+        "N zones" markers). When the window holds more core zones than a figure draws quickly
+        (each op has one per core it runs on), the core rows wait until the user zooms in."""
         with self.sessions() as session:
             run = queries.get_run(session, run_id)
-            tracks = [t for t in run.tracks if "/" not in t]  # one row per core: the op zones
             t0, t1 = window or (0.0, max(run.total_ns, 1.0))
-            return queries.timeline_window(session, run_id, t0, t1, (t1 - t0) / pixels, tracks)
+            records = queries.op_records_between(session, run_id, t0, t1)
+            device = [queries.WindowItem(DEVICE_ROW, 0, r.name, r.start_ns, r.start_ns + r.duration_ns, r.name) for r in records]
+            tracks = [t for t in run.tracks if t.startswith("core ") and "/" not in t]  # the op zones per core
+            core_zones = sum(r.cores for r in records)
+            if core_zones > CORE_ZONE_BUDGET:
+                return TimelineView(device, len(tracks), core_zones)
+            return TimelineView(device + queries.timeline_window(session, run_id, t0, t1, (t1 - t0) / pixels, tracks), 0, core_zones)
+
+    # --- analysis views -----------------------------------------------------------------------------
+
+    def statistics(self, run_id: int, by: str = "name") -> list[dict]:
+        with self.sessions() as session:
+            return queries.op_statistics(session, run_id, by)
+
+    def roofline(self, run_id: int) -> tuple[list[dict], dict[str, float], float]:
+        """The run's compute ops as roofline points, the roofs (bytes/s of DRAM and of all cores'
+        own memories) and the matrix peak (FLOP/s) of the target it ran on. An op is placed by
+        its DRAM bytes, or by its own-memory bytes if it read no DRAM."""
+        run = self.run(run_id)
+        target = self.compilation(run).target
+        dram, local = target.dram, target.core_memory
+        points = []
+        with self.sessions() as session:
+            for record in queries.op_records(session, run_id):
+                moved = record.bytes.get(dram.name, 0.0)
+                memory = dram.name
+                if not moved:
+                    moved, memory = record.bytes.get(local.name, 0.0), local.name
+                if record.flops <= 0 or moved <= 0 or record.duration_ns <= 0:
+                    continue  # data movement only: no point on a roofline
+                points.append({
+                    "name": record.name, "kind": record.kind, "bound": record.bound, "memory": memory,
+                    "intensity": record.flops / moved, "achieved": record.flops / (record.duration_ns * 1e-9),
+                })
+        roofs = {dram.name: dram.bytes_per_s, local.name: local.bytes_per_s * target.cores}
+        return points, roofs, target.peak_flops("bf16")
+
+    def memory(self, run_id: int) -> dict:
+        """L1 over the run (the fullest core at each op), its capacity, and what fills the
+        fullest core at the fullest op: the tensors placed there and the op's circular buffers."""
+        run = self.run(run_id)
+        compilation = self.compilation(run)
+        target, kernel = compilation.target, compilation.kernel
+        with self.sessions() as session:
+            envelope = queries.counter_envelope(session, run_id, "l1_bytes")
+        view = {"envelope": envelope, "capacity": target.core_memory.capacity_bytes, "peak": None}
+        placed = [op for op in kernel.ops if op.meta.get("l1_bytes")]
+        if not placed:
+            return view
+        op = max(placed, key=lambda o: o.meta["l1_bytes"])
+        per_core = op.meta.get("l1_live_per_core")
+        core = tuple(int(i) for i in np.unravel_index(int(per_core.argmax()), per_core.shape)) if per_core is not None else (0, 0)
+        work = op.meta.get("kernel")
+        group = next((g for g in work.groups if core in g.cores), work.groups[0]) if work and work.groups else None
+        view["peak"] = {
+            "op": op.name, "core": core, "bytes": op.meta["l1_bytes"],
+            "tensors": l1_live_at(kernel, target, op.name, core),
+            "cbs": [(f"{cb.name} ({cb.tensor})", cb.bytes, cb.pages) for cb in group.cbs] if group else [],
+        }
+        return view
+
+    def runs_of(self, model_ref: str) -> list[Run]:
+        with self.sessions() as session:
+            return queries.list_runs(session, model_ref)
+
+    def diff(self, a: int, b: int) -> dict:
+        """diff_runs of b against a, with both runs' overrides and op durations for the compare view."""
+        with self.sessions() as session:
+            found = queries.diff_runs(session, a, b)
+            runs = {i: queries.get_run(session, i) for i in (a, b)}
+            durations = {i: [r.duration_ns for r in queries.op_records(session, i)] for i in (a, b)}
+        found["runs"] = runs
+        found["durations"] = durations
+        return found
 
     # --- overrides --------------------------------------------------------------------------------
 

@@ -17,6 +17,14 @@ KIND_COLOURS = tuple(plotly.colors.qualitative.Dark24)
 MAX_LABELLED_NODES = 60
 
 
+def graph_config(name: str) -> dict:
+    """A figure's toolbar: wheel zoom, and the camera button saves an SVG named after the view."""
+    return {
+        "displaylogo": False, "scrollZoom": True,
+        "toImageButtonOptions": {"format": "svg", "filename": f"tilescope-{name}"},
+    }
+
+
 def _base_layout(fig: go.Figure, height: int) -> go.Figure:
     fig.update_layout(
         height=height,
@@ -139,7 +147,10 @@ def graph_figure(graph: Graph, durations_ns: Mapping[str, float], selected: str 
     return _base_layout(fig, 420)
 
 
-def _core_key(track: str) -> tuple[int, int]:
+def _row_key(track: str) -> tuple[int, int]:
+    """The device row first, then cores in row-major order."""
+    if not track.startswith("core "):
+        return -1, -1
     r, c = track.removeprefix("core ").split(",")
     return int(r), int(c)
 
@@ -148,14 +159,35 @@ MERGED = "merged"  # legend entry of "N zones" markers
 MERGED_COLOUR = "#9ca3af"
 
 
+SELECTED = "selected"  # the trace outlining the selected op's zones, drawn under the others
+
+
+def _segments(zones: Sequence, row: Mapping[str, int]) -> tuple[list, list, list]:
+    """Zones as line segments for WebGL: start, middle and end vertices (hover and click find the
+    nearest vertex), then a gap."""
+    x: list = []
+    y: list = []
+    ops: list = []
+    for z in zones:
+        s, e, r = z.start_ns / 1e3, z.end_ns / 1e3, row[z.track]
+        x += [s, (s + e) / 2, e, None]
+        y += [r, r, r, None]
+        label = z.op or z.name
+        ops += [label, label, label, None]
+    return x, y, ops
+
+
 def timeline_figure(
-    zones: Sequence, kinds: Mapping[str, str], selected: str | None, window: tuple[float, float] | None = None
+    zones: Sequence, kinds: Mapping[str, str], selected: str | None, window: tuple[float, float] | None = None,
+    hidden_cores: int = 0, core_zones: int = 0,
 ) -> go.Figure:
-    """Tracy-style: one row per core, one bar per op zone, coloured by op kind; times in us. Zones
-    merged by the level-of-detail query (count > 1) are grey "N zones" bars. `window` keeps the
-    axis where the user zoomed."""
+    """Tracy-style: one row per core, one bar per op zone, coloured by op kind; times in us. Bars
+    are WebGL line segments, so tens of thousands draw at once. Zones merged by the level-of-detail
+    query (count > 1) are grey "N zones" bars. The selected op's zones are outlined (the browser
+    redraws the outline on selection). `window` keeps the axis where the user zoomed."""
     op_zones = [z for z in zones if z.depth == 0]
-    tracks = sorted({z.track for z in op_zones}, key=_core_key)
+    tracks = sorted({z.track for z in op_zones}, key=_row_key)
+    row = {track: i for i, track in enumerate(tracks)}
 
     def kind_of(z) -> str:
         return kinds.get(z.op, "?") if z.op else MERGED
@@ -163,44 +195,53 @@ def timeline_figure(
     kind_order = sorted({kind_of(z) for z in op_zones} - {MERGED}) + ([MERGED] if any(not z.op for z in op_zones) else [])
     colour = {k: KIND_COLOURS[i % len(KIND_COLOURS)] for i, k in enumerate(kind_order)}
     colour[MERGED] = MERGED_COLOUR
+    height = max(240, min(900, 70 + 14 * len(tracks)))
+    width = max(2.0, min(12.0, 0.7 * (height - 70) / max(len(tracks), 1)))  # a bar fills ~70% of its row
     fig = go.Figure()
+    x, y, ops = _segments([z for z in op_zones if selected and z.op == selected], row)
+    fig.add_trace(go.Scattergl(
+        x=x, y=y, customdata=ops, mode="lines", name=SELECTED, line=dict(color="#111827", width=width + 4),
+        hoverinfo="skip", showlegend=False,
+    ))
     for kind in kind_order:
-        mine = [z for z in op_zones if kind_of(z) == kind]
-        fig.add_trace(
-            go.Bar(
-                orientation="h", name=kind, y=[z.track for z in mine], base=[z.start_ns / 1e3 for z in mine],
-                x=[(z.end_ns - z.start_ns) / 1e3 for z in mine],
-                customdata=[z.op or None for z in mine],
-                hovertext=[z.op or z.name for z in mine],
-                marker=dict(
-                    color=colour[kind],
-                    line=dict(
-                        width=[2 if z.op and z.op == selected else 0 for z in mine],
-                        color="#111827",
-                    ),
-                ),
-                hovertemplate="<b>%{hovertext}</b><br>%{y}<br>start %{base:.2f} us<br>%{x:.2f} us<extra>" + kind + "</extra>",
-            )
-        )
+        x, y, ops = _segments([z for z in op_zones if kind_of(z) == kind], row)
+        fig.add_trace(go.Scattergl(
+            x=x, y=y, customdata=ops, mode="lines", name=kind, connectgaps=False,
+            line=dict(color=colour[kind], width=width),
+            hovertemplate="<b>%{customdata}</b><br>%{x:.2f} us<extra>" + kind + "</extra>",
+        ))
     fig.update_layout(
-        barmode="overlay", bargap=0.15,
         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=None),
+        hovermode="closest", hoverdistance=40,
         xaxis=dict(
             title="time (us)", showgrid=True, gridcolor="#e4e7eb", zeroline=False,
             **({"range": list(window), "autorange": False} if window else {}),
         ),
-        yaxis=dict(categoryorder="array", categoryarray=list(reversed(tracks)), tickfont=dict(size=9), fixedrange=True),
+        yaxis=dict(
+            tickvals=list(range(len(tracks))), ticktext=tracks, tickfont=dict(size=9), fixedrange=True,
+            range=[len(tracks) - 0.5, -0.5], showgrid=False, zeroline=False,
+        ),
         dragmode="zoom",
     )
-    height = max(240, min(900, 60 + 14 * len(tracks)))
+    if hidden_cores:
+        fig.add_annotation(
+            text=f"{hidden_cores} core rows hidden: {core_zones:,} zones in this window; zoom in to see them",
+            xref="paper", yref="paper", x=0, y=0.98, yanchor="top", xanchor="left", showarrow=False,
+            font=dict(size=11, color="#616e7c"), bgcolor="rgba(255,255,255,0.85)",
+        )
     fig = _base_layout(fig, height)
     fig.update_layout(margin=dict(l=8, r=8, t=30, b=8))
     return fig
 
 
+def zones_drawn(figure: go.Figure) -> int:
+    """How many zones (or merged markers) a timeline figure draws, outline excluded."""
+    return sum(sum(1 for v in trace.x if v is None) for trace in figure.data if trace.name != SELECTED)
+
+
 BOUND_COLOURS = {
     "compute": "#2563eb", "dram": "#dc2626", "l1": "#16a34a", "noc": "#9333ea", "vector": "#0891b2",
-    "dispatch": "#6b7280", "measured": "#f59e0b",
+    "dispatch": "#6b7280", "balanced": "#f59e0b", "measured": "#111827",
 }
 
 
@@ -280,8 +321,10 @@ def duration_histogram(a: Sequence[float], b: Sequence[float], labels: tuple[str
                 marker_color=colour, xbins=dict(start=lo - size, end=hi + size, size=size),
                 hovertemplate="%{y} ops<extra>" + label + "</extra>",
             ))
-    ticks = [-3, -2, -1, 0, 1, 2, 3, 4, 5]
-    fig.update_xaxes(title="op duration", tickvals=ticks, ticktext=[f"{10.0 ** t:g} us" for t in ticks], gridcolor="#e4e7eb")
+    ticks = [k + math.log10(m) for k in range(-3, 6) for m in (1, 2, 5)]
+    fig.update_xaxes(
+        title="op duration", tickvals=ticks, ticktext=[f"{10.0 ** t:.3g} us" for t in ticks], gridcolor="#e4e7eb",
+    )
     fig.update_yaxes(title="ops", gridcolor="#e4e7eb")
     fig.update_layout(barmode="overlay", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
     fig = _base_layout(fig, 260)

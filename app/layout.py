@@ -1,5 +1,5 @@
 """The explorer page: run bar on top, graph and MLIR on the left, inspector and overrides on the
-right, the timeline below."""
+right, and below them the timeline, statistics, memory, roofline, and runs with their diff."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from compiler.target import FIDELITIES, Target, builtin_names
 
 from . import ids
 from .explorer import DEFAULT_FIDELITY_CHOICE, override_choices
+from .figures import graph_config
+from .panels import runs_table, stats_table
 
 
 def _labelled(label: str, control, class_name: str = "field") -> html.Div:
@@ -74,6 +76,43 @@ def override_form(target: Target) -> html.Div:
     )
 
 
+def _tab(label: str, value: str, children: list) -> dcc.Tab:
+    return dcc.Tab(label=label, value=value, children=html.Div(children, className="tab-body"),
+                   className="tab", selected_className="tab selected")
+
+
+def analysis_tabs() -> html.Div:
+    """Tracy's timeline and statistics, the memory and roofline views, and the runs with their diff."""
+    return html.Div(
+        dcc.Tabs(
+            id=ids.ANALYSIS_TABS, value="timeline", className="tabs",
+            children=[
+                _tab("Timeline", "timeline", [
+                    html.P("One row per core; wheel to zoom, drag to select a range; click a zone to select its op.", className="hint"),
+                    dcc.Graph(id=ids.TIMELINE_VIEW, config=graph_config("timeline")),
+                ]),
+                _tab("Statistics", "statistics", [
+                    dcc.RadioItems(id=ids.STATS_BY, options={"name": "per op", "kind": "per op type"}, value="name",
+                                   inline=True, className="segmented light"),
+                    stats_table(),
+                ]),
+                _tab("Memory", "memory", [
+                    dcc.Graph(id=ids.MEMORY_VIEW, config=graph_config("memory")),
+                    html.Div(id=ids.MEMORY_PEAK),
+                ]),
+                _tab("Roofline", "roofline", [dcc.Graph(id=ids.ROOFLINE_VIEW, config=graph_config("roofline"))]),
+                _tab("Runs & diff", "runs", [
+                    html.P("Tick two runs to compare them; otherwise the shown run is compared with the run it came from.",
+                           className="hint"),
+                    runs_table(),
+                    html.Div(id=ids.DIFF_VIEW, className="diff-view"),
+                ]),
+            ],
+        ),
+        className="panel analysis",
+    )
+
+
 def page(model_options: list[str], model: str, target: Target) -> html.Div:
     return html.Div(
         [
@@ -85,7 +124,7 @@ def page(model_options: list[str], model: str, target: Target) -> html.Div:
                     html.Section(
                         [
                             html.Div(
-                                [html.H3("Graph"), dcc.Graph(id=ids.GRAPH_VIEW, config={"displaylogo": False, "scrollZoom": True})],
+                                [html.H3("Graph"), dcc.Graph(id=ids.GRAPH_VIEW, config=graph_config("graph"))],
                                 className="panel",
                             ),
                             html.Div([html.H3("MLIR"), html.Pre(id=ids.MLIR_VIEW, className="mlir")], className="panel"),
@@ -105,10 +144,7 @@ def page(model_options: list[str], model: str, target: Target) -> html.Div:
                 ],
                 className="workspace",
             ),
-            html.Div(
-                [html.H3("Timeline (one row per core)"), dcc.Graph(id=ids.TIMELINE_VIEW, config={"displaylogo": False, "scrollZoom": True})],
-                className="panel timeline",
-            ),
+            analysis_tabs(),
         ],
         className="page",
     )

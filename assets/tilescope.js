@@ -12,21 +12,28 @@ window.tilescope = {
     return window.dash_clientside.no_update;
   },
 
-  // Outline the selected op's zones on the timeline without asking the server for a new figure.
+  // Outline the selected op's zones on the timeline without asking the server for a new figure:
+  // the "selected" trace (drawn under the others) gets a copy of that op's segments, which are
+  // runs of four entries (start, middle, end, gap) in every other trace.
   highlightZones: function (selected, figure) {
     if (!figure || !figure.data) {
       return window.dash_clientside.no_update;
     }
-    var data = figure.data.map(function (trace) {
-      if (trace.type !== 'bar' || !trace.customdata) {
-        return trace;
+    var x = [], y = [], ops = [];
+    figure.data.forEach(function (trace) {
+      if (trace.name === 'selected' || !trace.customdata || !selected) {
+        return;
       }
-      var marker = Object.assign({}, trace.marker || {});
-      marker.line = Object.assign({}, marker.line || {}, {
-        color: '#111827',
-        width: trace.customdata.map(function (op) { return op === selected ? 2 : 0; }),
-      });
-      return Object.assign({}, trace, {marker: marker});
+      for (var i = 0; i + 3 < trace.x.length; i += 4) {
+        if (trace.customdata[i] === selected) {
+          x.push(trace.x[i], trace.x[i + 1], trace.x[i + 2], null);
+          y.push(trace.y[i], trace.y[i + 1], trace.y[i + 2], null);
+          ops.push(selected, selected, selected, null);
+        }
+      }
+    });
+    var data = figure.data.map(function (trace) {
+      return trace.name === 'selected' ? Object.assign({}, trace, {x: x, y: y, customdata: ops}) : trace;
     });
     return Object.assign({}, figure, {data: data});
   },

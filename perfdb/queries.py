@@ -39,6 +39,15 @@ def op_records(session: Session, run_id: int) -> list[OpRecord]:
     return list(session.scalars(select(OpRecord).where(OpRecord.run_id == run_id).order_by(OpRecord.start_ns)))
 
 
+def op_records_between(session: Session, run_id: int, t0: float, t1: float) -> list[OpRecord]:
+    """The ops running at some time in [t0, t1], by start."""
+    return list(session.scalars(
+        select(OpRecord)
+        .where(OpRecord.run_id == run_id, OpRecord.start_ns <= t1, OpRecord.start_ns + OpRecord.duration_ns >= t0)
+        .order_by(OpRecord.start_ns)
+    ))
+
+
 def op_record(session: Session, run_id: int, name: str) -> OpRecord | None:
     return session.scalars(select(OpRecord).where(OpRecord.run_id == run_id, OpRecord.name == name)).first()
 

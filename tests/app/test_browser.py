@@ -104,6 +104,21 @@ def _pick(driver, element_id: str, value: str) -> None:
     _wait(driver, lambda d: value in d.find_element(By.ID, element_id).text, timeout=10)
 
 
+def _timeline_zones(driver) -> int:
+    """Zones the timeline figure holds (each is start, middle, end and a gap), outline excluded."""
+    return driver.execute_script(
+        "var g = document.querySelector('#timeline-view .js-plotly-plot');"
+        "if (!g || !g.data) { return 0; }"
+        "return g.data.filter(function (t) { return t.name !== 'selected'; })"
+        "  .reduce(function (n, t) { return n + Math.floor(t.x.length / 4); }, 0);"
+    )
+
+
+def _tab(driver, label: str) -> None:
+    driver.find_element(By.XPATH, f"//div[@id='analysis-tabs']//div[normalize-space()='{label}']").click()
+    driver.execute_script("document.getElementById('analysis-tabs').scrollIntoView()")
+
+
 def _op_nodes(driver):
     return driver.find_elements(By.CSS_SELECTOR, f"#graph-view .scatterlayer .trace:nth-of-type(3) .point")
 
@@ -113,7 +128,7 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     d.get(server)
     _wait(d, lambda d: len(_op_nodes(d)) == 2)  # fc1 and fc2, bias adds and gelu fused in
     _wait(d, lambda d: "run #1" in _text(d, "run-summary"))
-    _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#timeline-view .barlayer .point"))
+    _wait(d, lambda d: _timeline_zones(d) > 0)
     _shot(d, "01-graph-level")
 
     d.find_element(By.XPATH, "//div[@id='level-select']//label[normalize-space()='kernel']").click()
@@ -127,8 +142,11 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#mlir-view mark"))
     assert "mlp.layer.0.fc1.matmul" in d.find_element(By.CSS_SELECTOR, "#mlir-view mark").text
     # the op's zones are outlined on the timeline (in the browser, without a new figure)
-    _wait(d, lambda d: any("stroke-width: 2" in (p.get_attribute("style") or "")
-                           for p in d.find_elements(By.CSS_SELECTOR, "#timeline-view .barlayer path")))
+    _wait(d, lambda d: d.execute_script(
+        "var g = document.querySelector('#timeline-view .js-plotly-plot');"
+        "var t = g && g.data.find(function (t) { return t.name === 'selected'; });"
+        "return t ? t.customdata.filter(function (op) { return op === arguments[0]; }).length : 0;", "mlp.layer.0.fc1.matmul"
+    ) > 0)
     _shot(d, "03-op-selected")
 
     _pick(d, "override-memory", "l1")
@@ -140,6 +158,22 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     assert "#2" in _text(d, "run-select")
     _wait(d, lambda d: "#ts.layout<l1, width_sharded" in d.find_element(By.CSS_SELECTOR, "#mlir-view mark").text)
     _shot(d, "04-after-override")
+
+    # the analysis tabs: the diff of the re-run against its parent, statistics, memory, roofline
+    _tab(d, "Runs & diff")
+    _wait(d, lambda d: "#1 baseline" in _text(d, "diff-view") and "#2" in _text(d, "diff-view"))
+    assert "memory dram->l1" in _text(d, "diff-view")
+    assert len(d.find_elements(By.CSS_SELECTOR, "#runs-table tbody tr")) >= 3  # header and two runs
+    _shot(d, "05-runs-and-diff")
+    _tab(d, "Statistics")
+    _wait(d, lambda d: "mlp.layer.0.fc2.matmul" in _text(d, "stats-table"))
+    _shot(d, "06-statistics")
+    _tab(d, "Memory")
+    _wait(d, lambda d: "Peak" in _text(d, "memory-peak"))
+    _shot(d, "07-memory")
+    _tab(d, "Roofline")
+    _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#roofline-view .scatterlayer .point"))
+    _shot(d, "08-roofline")
 
     severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
     assert not severe, severe

@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 from dash import no_update
 
+from app import explorer as explorer_module
+from app.callbacks import diff_pair
+from app.figures import zones_drawn
 from app.server import create_app
 from perfdb import queries
 
@@ -88,7 +91,10 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     assert "overrides" in str(summary)
     timeline = cb["show_timeline"](new_id, None, FC1)
     op_zones = [z for z in app.explorer.zones(new_id) if z.depth == 0]
-    assert sum(len(t.y) for t in timeline.data) == len(op_zones) == len(app.explorer.zones(new_id, depth=0))
+    # a device row with each op once, then every core's op zones
+    assert zones_drawn(timeline) == len(app.explorer.durations(new_id)) + len(op_zones)
+    outline = next(t for t in timeline.data if t.name == "selected")
+    assert {op for op in outline.customdata if op} == {FC1}
 
 
 def test_second_override_of_the_same_op_replaces_the_first(app, cb):
@@ -170,12 +176,82 @@ def test_the_timeline_shows_the_zoomed_window_with_short_zones_merged(app, cb):
     window = [first.start_ns / 1e3, (first.start_ns + first.end_ns) / 2e3]
     zoomed = cb["show_timeline"](run_id, {"xaxis.range[0]": window[0], "xaxis.range[1]": window[1]}, None)
     assert list(zoomed.layout.xaxis.range) == window
-    assert 0 < sum(len(t.y) for t in zoomed.data) < sum(len(t.y) for t in everything.data)
+    assert 0 < zones_drawn(zoomed) < zones_drawn(everything)
     # a view a few pixels wide merges whole ops into grey "N zones" bars, one per core
-    coarse = app.explorer.timeline(run_id, (0.0, run.total_ns), pixels=2)
+    coarse = app.explorer.timeline(run_id, (0.0, run.total_ns), pixels=2).items
     merged = [z for z in coarse if z.count > 1]
     assert merged and all(z.name == f"{z.count} zones" and z.op == "" for z in merged)
     from app.figures import timeline_figure
 
     figure = timeline_figure(coarse, {}, None)
     assert "merged" in [t.name for t in figure.data]
+
+
+def test_core_rows_wait_for_a_zoom_when_a_window_holds_too_many_zones(app, cb, monkeypatch):
+    _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    ops = len(app.explorer.durations(run_id))
+    monkeypatch.setattr(explorer_module, "CORE_ZONE_BUDGET", 10)
+    view = app.explorer.timeline(run_id)
+    assert view.hidden_cores == 64 and view.core_zones > 10
+    assert [i.track for i in view.items] == ["device"] * ops
+    figure = cb["show_timeline"](run_id, None, None)
+    assert zones_drawn(figure) == ops and "64 core rows hidden" in figure.layout.annotations[0].text
+
+
+def test_statistics_per_op_and_type_and_a_row_click_selects_the_op(app, cb):
+    _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    rows, columns = cb["show_statistics"](run_id, "name")
+    durations = app.explorer.durations(run_id)
+    assert {r["name"] for r in rows} == set(durations) and columns[0]["id"] == "name"
+    fc1 = next(r for r in rows if r["name"] == FC1)
+    assert fc1["count"] == 1 and fc1["total_ns"] == pytest.approx(durations[FC1] / 1e3, abs=1e-3)  # shown in us
+    assert sum(r["pct_of_run"] for r in rows) == pytest.approx(100, abs=0.1)
+    kinds, columns = cb["show_statistics"](run_id, "kind")
+    assert columns[0]["id"] == "kind" and sum(r["count"] for r in kinds) == len(rows)
+    assert cb["select_in_statistics"]({"row": 0, "column": 0, "row_id": FC1}, "name") == FC1
+    assert cb["select_in_statistics"]({"row": 0, "column": 0, "row_id": None}, "kind") is no_update
+
+
+def test_memory_view_shows_l1_over_time_and_what_makes_the_peak(app, cb):
+    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, run_id, _ = cb["apply_override"](1, base_id, FC1, "l1", "width_sharded", 8, 8, "tile", "bf16")
+    figure, peak = cb["show_memory"](run_id)
+    view = app.explorer.memory(run_id)
+    used = [v for _, v in view["envelope"]]
+    assert used and max(used) > 0 and view["capacity"] == 1499136
+    assert list(figure.data[0].y) == [v / 1024 for v in used]
+    # fc1's output sits in L1 while its consumer reads it; the peak names the tensors and buffers there
+    names = [name for name, _, _ in view["peak"]["tensors"]]
+    assert names and all(size > 0 for _, size, _ in view["peak"]["tensors"])
+    assert view["peak"]["cbs"] and view["peak"]["bytes"] == pytest.approx(
+        sum(size for _, size, _ in view["peak"]["tensors"]) + sum(size for _, size, _ in view["peak"]["cbs"])
+    )
+    assert f"while {view['peak']['op']} runs" in str(peak)
+
+
+def test_roofline_places_compute_ops_under_the_roofs_and_selects_on_click(app, cb):
+    _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    points, roofs, peak = app.explorer.roofline(run_id)
+    assert {p["name"] for p in points} == {FC1, CONSUMER}
+    for p in points:  # nothing beats the roofline of its memory
+        assert p["achieved"] <= min(peak, roofs[p["memory"]] * p["intensity"]) * 1.0001
+    figure = cb["show_roofline"](run_id, FC1)
+    assert {t.name for t in figure.data} >= {"dram roof", "l1 roof"}
+    assert cb["select_in_roofline"]({"points": [{"customdata": CONSUMER}]}) == CONSUMER
+
+
+def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):
+    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, run_id, _ = cb["apply_override"](1, base_id, FC1, "l1", "width_sharded", 8, 8, "tile", "bf16")
+    rows, ticked = cb["list_runs"](None, MODEL)
+    assert [r["id"] for r in rows] == [run_id, base_id] and ticked == []
+    assert rows[0]["overrides"] == 1 and rows[0]["parent"] == str(base_id)
+    shown = app.explorer.run(run_id)
+    assert diff_pair([], shown) == (base_id, run_id)
+    assert diff_pair([run_id, base_id], shown) == (base_id, run_id)
+    assert diff_pair([base_id], shown) == (base_id, run_id)
+    assert diff_pair([], app.explorer.run(base_id)) is None
+    view = str(cb["show_diff"]([], run_id))
+    assert f"#{base_id} baseline" in view and f"#{run_id}" in view and FC1 in view
+    assert "memory dram->l1" in view  # the layout change of the op
+    assert "no parent run" in str(cb["show_diff"]([], base_id))
