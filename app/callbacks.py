@@ -78,6 +78,26 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         return explorer.run_options(model, target), run_id, None
 
     @app.callback(
+        Output(ids.MODEL_SELECT, "options"),
+        Output(ids.MODEL_SELECT, "value"),
+        Output(ids.PAGE_MESSAGE, "children"),
+        Input(ids.MODEL_UPLOAD, "contents"),
+        State(ids.MODEL_UPLOAD, "filename"),
+        State(ids.TARGET_SELECT, "value"),
+        State(ids.POLICY_SELECT, "value"),
+        prevent_initial_call=True,
+    )
+    def upload_model(contents, filename, target, policy):
+        """Compile and simulate an uploaded file, then show it; a bad file is one line on the page."""
+        if not contents:
+            return no_update, no_update, no_update
+        try:
+            ref = explorer.upload(filename or "upload", contents, target, policy)
+        except TilescopeError as err:
+            return no_update, no_update, html.P(str(err), className="error")
+        return explorer.model_options(ref), ref, html.P(f"Loaded {filename}.", className="ok")
+
+    @app.callback(
         Output(ids.RUN_SELECT, "options", allow_duplicate=True),
         Output(ids.RUN_SELECT, "value", allow_duplicate=True),
         Output(ids.OVERRIDE_STATUS, "children", allow_duplicate=True),
@@ -264,7 +284,7 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     return {
         f.__name__: f
         for f in (
-            choose_model, apply_override, show_level, select_in_graph, select_in_timeline, inspect, show_timeline,
+            choose_model, upload_model, apply_override, show_level, select_in_graph, select_in_timeline, inspect, show_timeline,
             form_choices, show_statistics, select_in_statistics, show_memory, show_roofline, select_in_roofline,
             list_runs, show_diff,
         )

@@ -6,7 +6,11 @@ calling it directly.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from dash import html
@@ -27,6 +31,7 @@ from perfdb.schema import Run
 from .runs import compile_cached, execute, target_of
 
 
+MAX_UPLOAD_BYTES = 64 * 2**20  # a browser upload travels as base64 in one request; larger models: the CLI
 DEVICE_ROW = "device"  # the timeline's top row: each op once, from its start to its end
 CORE_ZONE_BUDGET = 12_000  # core zones one timeline figure draws at once (WebGL keeps this smooth)
 
@@ -49,19 +54,46 @@ class Explorer:
             stored = [r.model_ref for r in queries.list_runs(session)]
         return list(dict.fromkeys(([extra] if extra else []) + zoo.names() + example_names() + stored))
 
+    def upload(self, filename: str, contents: str, target: str, policy: str = DEFAULT_POLICY) -> str:
+        """Store an uploaded MLIR file (a data: URL's base64 body, as dcc.Upload gives it) as a
+        model with a compiled, simulated baseline run; returns its model reference. Bad files
+        raise TilescopeError with one line naming the cause."""
+        if not filename.endswith(".mlir"):
+            raise TilescopeError(f"{filename}: not an .mlir file")
+        try:
+            data = base64.b64decode(contents.partition(",")[2], validate=True)
+        except (binascii.Error, ValueError):
+            raise TilescopeError(f"{filename}: the upload is damaged (not base64)") from None
+        if len(data) > MAX_UPLOAD_BYTES:
+            raise TilescopeError(f"{filename}: {len(data) / 2**20:,.1f} MiB is over the {MAX_UPLOAD_BYTES // 2**20} MiB upload limit")
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            raise TilescopeError(f"{filename}: not MLIR text (not UTF-8)") from None
+        # the content's hash tells two uploads of one file name apart
+        ref = f"upload/{hashlib.sha256(data).hexdigest()[:8]}/{Path(filename).name}"
+        self.ensure_run(ref, target, policy, source_text=text)
+        return ref
+
     def run_options(self, model_ref: str, target: str) -> list[dict]:
         with self.sessions() as session:
             runs = [r for r in queries.list_runs(session, model_ref) if target_of(r) == target]
             return [{"label": run_label(r), "value": r.id} for r in runs]
 
-    def ensure_run(self, model_ref: str, target: str, policy: str = DEFAULT_POLICY) -> int:
+    def ensure_run(self, model_ref: str, target: str, policy: str = DEFAULT_POLICY, source_text: str | None = None) -> int:
         """The newest run of a model on a target under a policy, compiling and simulating one if
-        there is none."""
+        there is none: from `source_text`, else the text stored with the model's runs (an upload,
+        or a file changed or gone since), else the file or zoo model itself."""
         with self.sessions() as session:
-            for run in queries.list_runs(session, model_ref):
+            runs = queries.list_runs(session, model_ref)
+            for run in runs:
                 if target_of(run) == target and run.policy == policy:
                     return run.id
-        result = execute(self.sessions, model_ref, target, label="baseline", policy=policy, keep_going=True)
+            if source_text is None and runs:
+                source_text = queries.get_run(session, runs[0].id).model.source_text
+        result = execute(
+            self.sessions, model_ref, target, label="baseline", policy=policy, keep_going=True, source_text=source_text,
+        )
         assert result.run_id is not None
         return result.run_id
 

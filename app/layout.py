@@ -24,6 +24,10 @@ def run_bar(model_options: list[str], model: str, target: str) -> html.Header:
         [
             html.Div([html.Span("tile", className="brand-a"), html.Span("scope", className="brand-b")], className="brand"),
             _labelled("Model", dcc.Dropdown(id=ids.MODEL_SELECT, options=model_options, value=model, clearable=False), "field model"),
+            dcc.Upload(
+                id=ids.MODEL_UPLOAD, children=html.Div(["Drop an ", html.B(".mlir"), " file or click"]),
+                className="upload", accept=".mlir", multiple=False,
+            ),
             _labelled(
                 "Target",
                 dcc.Dropdown(
@@ -88,7 +92,7 @@ def analysis_tabs() -> html.Div:
             id=ids.ANALYSIS_TABS, value="timeline", className="tabs",
             children=[
                 _tab("Timeline", "timeline", [
-                    html.P("One row per core; wheel to zoom, drag to select a range; click a zone to select its op.", className="hint"),
+                    html.P("The device row, then one row per core; wheel to zoom, drag to select a range; click a zone to select its op.", className="hint"),
                     dcc.Graph(id=ids.TIMELINE_VIEW, config=graph_config("timeline")),
                 ]),
                 _tab("Statistics", "statistics", [
@@ -118,6 +122,7 @@ def page(model_options: list[str], model: str, target: Target) -> html.Div:
         [
             dcc.Store(id=ids.SELECTED_OP, data=None),
             run_bar(model_options, model, target.name),
+            dcc.Loading(html.Div(id=ids.PAGE_MESSAGE, className="page-message"), type="dot", color="#2563eb"),
             html.Div(id=ids.RUN_SUMMARY, className="run-summary"),
             html.Main(
                 [

@@ -255,3 +255,52 @@ def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):
     assert f"#{base_id} baseline" in view and f"#{run_id}" in view and FC1 in view
     assert "memory dram->l1" in view  # the layout change of the op
     assert "no parent run" in str(cb["show_diff"]([], base_id))
+
+
+SMALL_MLIR = """
+func.func @forward(%x: tensor<256x256xbf16> {ttir.name = "x"}) -> tensor<256x256xbf16> {
+  %0 = "ttir.exp"(%x) : (tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("e")
+  return %0 : tensor<256x256xbf16>
+}
+"""
+
+
+def _data_url(data: bytes) -> str:
+    import base64
+
+    return "data:application/octet-stream;base64," + base64.b64encode(data).decode()
+
+
+def test_an_uploaded_mlir_file_becomes_a_model_with_a_run(app, cb):
+    options, ref, message = cb["upload_model"](_data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved")
+    assert ref.startswith("upload/") and ref.endswith("/tiny.mlir") and ref in options
+    assert "Loaded tiny.mlir" in str(message)
+    runs, run_id, status = cb["choose_model"](ref, TARGET, "dram-interleaved")
+    assert status is None and [r["value"] for r in runs] == [run_id]
+    assert set(app.explorer.durations(run_id)) == {"e"}
+    # another policy re-compiles from the stored text: there is no such file
+    _, other, status = cb["choose_model"](ref, TARGET, "greedy-l1")
+    assert status is None and other != run_id and app.explorer.run(other).model.source_text == SMALL_MLIR
+
+
+@pytest.mark.parametrize(
+    "name, data, reason",
+    [
+        ("notes.txt", b"hello", "not an .mlir file"),
+        ("bad.mlir", b"this is not MLIR {", "bad.mlir"),
+        ("binary.mlir", b"\xff\xfe\x00\x81", "not MLIR text (not UTF-8)"),
+    ],
+)
+def test_a_bad_upload_is_one_line_on_the_page_and_changes_nothing(app, cb, name, data, reason):
+    before = len(queries.list_runs(app.explorer.sessions()))
+    options, value, message = cb["upload_model"](_data_url(data), name, TARGET, "dram-interleaved")
+    assert options is no_update and value is no_update
+    text = message.children
+    assert reason in text and "\n" not in text and "Traceback" not in text
+    assert len(queries.list_runs(app.explorer.sessions())) == before
+
+
+def test_an_upload_over_the_size_limit_is_refused(app, cb, monkeypatch):
+    monkeypatch.setattr(explorer_module, "MAX_UPLOAD_BYTES", 100)
+    _, _, message = cb["upload_model"](_data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved")
+    assert message.children.startswith("tiny.mlir: ") and "MiB is over the" in message.children
