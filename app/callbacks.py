@@ -81,6 +81,7 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         Output(ids.MODEL_SELECT, "options"),
         Output(ids.MODEL_SELECT, "value"),
         Output(ids.PAGE_MESSAGE, "children"),
+        Output(ids.MODEL_UPLOAD, "contents"),
         Input(ids.MODEL_UPLOAD, "contents"),
         State(ids.MODEL_UPLOAD, "filename"),
         State(ids.TARGET_SELECT, "value"),
@@ -90,12 +91,13 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     def upload_model(contents, filename, target, policy):
         """Compile and simulate an uploaded file, then show it; a bad file is one line on the page."""
         if not contents:
-            return no_update, no_update, no_update
+            return no_update, no_update, no_update, no_update
+        # the upload's contents are cleared, so dropping the same file again loads it again
         try:
             ref = explorer.upload(filename or "upload", contents, target, policy)
         except TilescopeError as err:
-            return no_update, no_update, html.P(str(err), className="error")
-        return explorer.model_options(ref), ref, html.P(f"Loaded {filename}.", className="ok")
+            return no_update, no_update, html.P(str(err), className="error"), None
+        return explorer.model_options(ref), ref, html.P(f"Loaded {filename}.", className="ok"), None
 
     @app.callback(
         Output(ids.RUN_SELECT, "options", allow_duplicate=True),

@@ -58,7 +58,7 @@ class Explorer:
         """Store an uploaded MLIR file (a data: URL's base64 body, as dcc.Upload gives it) as a
         model with a compiled, simulated baseline run; returns its model reference. Bad files
         raise TilescopeError with one line naming the cause."""
-        if not filename.endswith(".mlir"):
+        if not filename.lower().endswith(".mlir"):
             raise TilescopeError(f"{filename}: not an .mlir file")
         try:
             data = base64.b64decode(contents.partition(",")[2], validate=True)
@@ -71,7 +71,8 @@ class Explorer:
         except UnicodeDecodeError:
             raise TilescopeError(f"{filename}: not MLIR text (not UTF-8)") from None
         # the content's hash tells two uploads of one file name apart
-        ref = f"upload/{hashlib.sha256(data).hexdigest()[:8]}/{Path(filename).name}"
+        # ('#' would read as a function selector in a model reference)
+        ref = f"upload/{hashlib.sha256(data).hexdigest()[:8]}/{Path(filename).name.replace('#', '_')}"
         self.ensure_run(ref, target, policy, source_text=text)
         return ref
 

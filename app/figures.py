@@ -162,19 +162,20 @@ MERGED_COLOUR = "#9ca3af"
 SELECTED = "selected"  # the trace outlining the selected op's zones, drawn under the others
 
 
-def _segments(zones: Sequence, row: Mapping[str, int]) -> tuple[list, list, list]:
+def _segments(zones: Sequence, row: Mapping[str, int]) -> tuple[list, list, list, list]:
     """Zones as line segments for WebGL: start, middle and end vertices (hover and click find the
     nearest vertex), then a gap."""
     x: list = []
     y: list = []
     ops: list = []
+    names: list = []
     for z in zones:
         s, e, r = z.start_ns / 1e3, z.end_ns / 1e3, row[z.track]
         x += [s, (s + e) / 2, e, None]
         y += [r, r, r, None]
-        label = z.op or z.name
-        ops += [label, label, label, None]
-    return x, y, ops
+        ops += [z.op or None] * 3 + [None]  # a merged marker selects nothing
+        names += [z.op or z.name] * 3 + [None]
+    return x, y, ops, names
 
 
 def timeline_figure(
@@ -198,17 +199,17 @@ def timeline_figure(
     height = max(240, min(900, 70 + 14 * len(tracks)))
     width = max(2.0, min(12.0, 0.7 * (height - 70) / max(len(tracks), 1)))  # a bar fills ~70% of its row
     fig = go.Figure()
-    x, y, ops = _segments([z for z in op_zones if selected and z.op == selected], row)
+    x, y, ops, _ = _segments([z for z in op_zones if selected and z.op == selected], row)
     fig.add_trace(go.Scattergl(
         x=x, y=y, customdata=ops, mode="lines", name=SELECTED, line=dict(color="#111827", width=width + 4),
         hoverinfo="skip", showlegend=False,
     ))
     for kind in kind_order:
-        x, y, ops = _segments([z for z in op_zones if kind_of(z) == kind], row)
+        x, y, ops, names = _segments([z for z in op_zones if kind_of(z) == kind], row)
         fig.add_trace(go.Scattergl(
-            x=x, y=y, customdata=ops, mode="lines", name=kind, connectgaps=False,
+            x=x, y=y, customdata=ops, text=names, mode="lines", name=kind, connectgaps=False,
             line=dict(color=colour[kind], width=width),
-            hovertemplate="<b>%{customdata}</b><br>%{x:.2f} us<extra>" + kind + "</extra>",
+            hovertemplate="<b>%{text}</b><br>%{x:.2f} us<extra>" + kind + "</extra>",
         ))
     fig.update_layout(
         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=None),

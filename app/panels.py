@@ -49,7 +49,7 @@ def stats_data(rows: Sequence[dict], by: str) -> list[dict]:
         return round(row[key], 2) if key == "pct_of_run" else _us(row[key])
 
     # a row's id is its op name, so a click on the per-op table names the op (active_cell.row_id)
-    return [{"id": r[by] if by == "name" else None, by: r[by], **{k: value(r, k) for k, _ in STAT_COLUMNS}} for r in rows]
+    return [{**({"id": r[by]} if by == "name" else {}), by: r[by], **{k: value(r, k) for k, _ in STAT_COLUMNS}} for r in rows]
 
 
 def stats_table() -> dash_table.DataTable:

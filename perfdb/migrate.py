@@ -71,12 +71,13 @@ def upgrade(db: str | Engine) -> tuple[str | None, str]:
                     f"its schema revision {before!r} is unknown to this tilescope (newest known {head()!r}); "
                     "was it written by a newer tilescope?"
                 )
+            broken_before = _foreign_key_violations(connection)
             cfg = config(connection=connection)
             if before is None and sa.inspect(connection).has_table("runs"):
                 _adopt(connection)
                 command.stamp(cfg, INITIAL)
             command.upgrade(cfg, "head")
-            _check_foreign_keys(connection)
+            _check_foreign_keys(connection, broken_before)
         return before, head()
     finally:
         if isinstance(db, str):
@@ -100,11 +101,18 @@ def _foreign_keys_off(connection: Connection) -> Iterator[None]:
             connection.commit()
 
 
-def _check_foreign_keys(connection: Connection) -> None:
-    if connection.dialect.name == "sqlite":
-        broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
-        if broken:
-            raise CommandError(f"the migration left {len(broken)} rows pointing at missing rows (first: {tuple(broken[0])})")
+def _foreign_key_violations(connection: Connection) -> set[tuple]:
+    """Rows pointing at missing rows (SQLite only: PostgreSQL never lets them in). A database may
+    hold some already, if a run was deleted with foreign keys off: those are not the migration's."""
+    if connection.dialect.name != "sqlite":
+        return set()
+    return {tuple(row) for row in connection.exec_driver_sql("PRAGMA foreign_key_check").all()}
+
+
+def _check_foreign_keys(connection: Connection, before: set[tuple]) -> None:
+    new = _foreign_key_violations(connection) - before
+    if new:
+        raise CommandError(f"the migration left {len(new)} rows pointing at missing rows (first: {sorted(new)[0]})")
 
 
 def _lock(connection: Connection) -> None:

@@ -184,7 +184,10 @@ def test_the_timeline_shows_the_zoomed_window_with_short_zones_merged(app, cb):
     from app.figures import timeline_figure
 
     figure = timeline_figure(coarse, {}, None)
-    assert "merged" in [t.name for t in figure.data]
+    markers = next(t for t in figure.data if t.name == "merged")
+    # a marker shows its count on hover but selects no op when clicked
+    assert set(markers.customdata) == {None} and any(n and n.endswith(" zones") for n in markers.text)
+    assert cb["select_in_timeline"]({"points": [{"customdata": None}]}) is no_update
 
 
 def test_core_rows_wait_for_a_zoom_when_a_window_holds_too_many_zones(app, cb, monkeypatch):
@@ -272,9 +275,12 @@ def _data_url(data: bytes) -> str:
 
 
 def test_an_uploaded_mlir_file_becomes_a_model_with_a_run(app, cb):
-    options, ref, message = cb["upload_model"](_data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved")
+    options, ref, message, cleared = cb["upload_model"](_data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved")
     assert ref.startswith("upload/") and ref.endswith("/tiny.mlir") and ref in options
-    assert "Loaded tiny.mlir" in str(message)
+    assert "Loaded tiny.mlir" in str(message) and cleared is None  # so the same file can be dropped again
+    # any case of the suffix; a '#' is not read as a function selector
+    _, odd, message, _ = cb["upload_model"](_data_url(SMALL_MLIR.encode()), "v#2.MLIR", TARGET, "dram-interleaved")
+    assert odd.endswith("/v_2.MLIR") and "Loaded" in str(message)
     runs, run_id, status = cb["choose_model"](ref, TARGET, "dram-interleaved")
     assert status is None and [r["value"] for r in runs] == [run_id]
     assert set(app.explorer.durations(run_id)) == {"e"}
@@ -293,7 +299,7 @@ def test_an_uploaded_mlir_file_becomes_a_model_with_a_run(app, cb):
 )
 def test_a_bad_upload_is_one_line_on_the_page_and_changes_nothing(app, cb, name, data, reason):
     before = len(queries.list_runs(app.explorer.sessions()))
-    options, value, message = cb["upload_model"](_data_url(data), name, TARGET, "dram-interleaved")
+    options, value, message, _ = cb["upload_model"](_data_url(data), name, TARGET, "dram-interleaved")
     assert options is no_update and value is no_update
     text = message.children
     assert reason in text and "\n" not in text and "Traceback" not in text
@@ -302,5 +308,5 @@ def test_a_bad_upload_is_one_line_on_the_page_and_changes_nothing(app, cb, name,
 
 def test_an_upload_over_the_size_limit_is_refused(app, cb, monkeypatch):
     monkeypatch.setattr(explorer_module, "MAX_UPLOAD_BYTES", 100)
-    _, _, message = cb["upload_model"](_data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved")
+    _, _, message, _ = cb["upload_model"](_data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved")
     assert message.children.startswith("tiny.mlir: ") and "MiB is over the" in message.children

@@ -63,13 +63,16 @@ def upgrade() -> None:
         "SELECT target, COALESCE(target_text, ''), MIN(created_at) FROM runs GROUP BY target, COALESCE(target_text, '')"
     )).all()
     for name, description, created_at in targets:  # the hash is computed here: SQL has no portable sha256
-        target_id = bind.execute(
+        digest = hashlib.sha256(description.encode()).hexdigest()
+        bind.execute(
             sa.text(
                 "INSERT INTO targets (name, description_hash, description, created_at) "
-                "VALUES (:name, :hash, :description, :created_at) RETURNING id"
+                "VALUES (:name, :hash, :description, :created_at)"
             ),
-            {"name": name, "hash": hashlib.sha256(description.encode()).hexdigest(), "description": description,
-             "created_at": created_at},
+            {"name": name, "hash": digest, "description": description, "created_at": created_at},
+        )
+        target_id = bind.execute(
+            sa.text("SELECT id FROM targets WHERE name = :name AND description_hash = :hash"), {"name": name, "hash": digest}
         ).scalar_one()
         bind.execute(
             sa.text("UPDATE runs SET target_id = :id WHERE target = :name AND COALESCE(target_text, '') = :description"),
