@@ -23,7 +23,7 @@ from compiler.override import OpOverride
 from compiler.passes.layout import DEFAULT_POLICY
 from compiler.passes.plan_memory import l1_live_at
 from compiler.pipeline import Compilation
-from compiler.target import Target
+from compiler.target import Target, load_target
 from overrides import format_item, parse_item
 from perfdb import queries
 from perfdb.schema import Run
@@ -148,7 +148,7 @@ class Explorer:
         own memories) and the matrix peak (FLOP/s) of the target it ran on. An op is placed by
         its DRAM bytes, or by its own-memory bytes if it read no DRAM."""
         run = self.run(run_id)
-        target = self.compilation(run).target
+        target = load_target(target_of(run), run.target.description or None)  # no need to compile for it
         dram, local = target.dram, target.core_memory
         points = []
         with self.sessions() as session:
