@@ -4,28 +4,36 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dash import Dash, Input, Output, State, ctx, html, no_update
+from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
 from dash.exceptions import MissingCallbackContextException
 
 from compiler.errors import TilescopeError
 from compiler.target import load_target
+from overrides import parse_item
 
 from . import ids
 from .explorer import (
     Explorer,
+    applies_to_choices,
     form_override,
     form_values,
+    imported_overrides,
     inspector_children,
     mlir_children,
     override_choices,
+    provenance,
+    search_ops,
     summary_children,
+    with_pending,
 )
 from .figures import graph_figure, memory_figure, roofline_figure, timeline_figure
+from .grouping import GROUP, MAX_NODES
 from .panels import diff_children, memory_children, runs_data, stats_columns, stats_data
 from .runs import target_of
 
 FORM_FIELDS = (
     ids.OV_MEMORY, ids.OV_MEMORY_LAYOUT, ids.OV_GRID_ROWS, ids.OV_GRID_COLS, ids.OV_LAYOUT, ids.OV_DTYPE, ids.OV_FIDELITY,
+    ids.OV_APPLIES_TO, ids.OV_TILE, ids.OV_BLOCK, ids.OV_DOUBLE_BUFFER,
 )
 
 
@@ -103,45 +111,202 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         Output(ids.RUN_SELECT, "options", allow_duplicate=True),
         Output(ids.RUN_SELECT, "value", allow_duplicate=True),
         Output(ids.OVERRIDE_STATUS, "children", allow_duplicate=True),
+        Output(ids.PENDING_OVERRIDES, "data", allow_duplicate=True),
         Input(ids.APPLY_OVERRIDES, "n_clicks"),
         State(ids.RUN_SELECT, "value"),
         State(ids.SELECTED_OP, "data"),
+        State(ids.PENDING_OVERRIDES, "data"),
         *(State(f, "value") for f in FORM_FIELDS),
         prevent_initial_call=True,
     )
-    def apply_override(_clicks, run_id, selected, *form):
+    def apply_override(_clicks, run_id, selected, pending, *form):
+        """Re-run with the pending overrides and the form's override of the selected op (left out
+        when there are pending ones and the form still shows the op as it is)."""
         if run_id is None:
-            return no_update, no_update, no_update
+            return no_update, no_update, no_update, no_update
         try:
-            new_id, outcomes = explorer.apply_override(run_id, form_override(selected, *form))
+            items = [parse_item(s) for s in pending or []]
+            if selected or not items:
+                override = form_override(selected, *form)
+                unchanged = tuple(form) == form_values(explorer.compilation(explorer.run(run_id)), selected)[: len(form)]
+                if not (items and unchanged):
+                    items = [parse_item(s) for s in with_pending(pending or [], override)]
+            new_id, outcomes = explorer.apply_overrides(run_id, items)
         except TilescopeError as err:
-            return no_update, no_update, html.P(str(err), className="error")
+            return no_update, no_update, html.P(str(err), className="error"), no_update
         status = outcome_list(outcomes)
         if new_id is None:
-            return no_update, no_update, [html.P("Not re-run: an override was rejected.", className="error"), status]
+            return no_update, no_update, [html.P("Not re-run: an override was rejected.", className="error"), status], no_update
         run = explorer.run(new_id)
-        return explorer.run_options(run.model_ref, target_of(run)), new_id, status
+        return explorer.run_options(run.model_ref, target_of(run)), new_id, status, []
+
+    @app.callback(
+        Output(ids.PENDING_OVERRIDES, "data"),
+        Output(ids.OVERRIDE_STATUS, "children", allow_duplicate=True),
+        Input(ids.STAGE_OVERRIDE, "n_clicks"),
+        State(ids.SELECTED_OP, "data"),
+        State(ids.PENDING_OVERRIDES, "data"),
+        *(State(f, "value") for f in FORM_FIELDS),
+        prevent_initial_call=True,
+    )
+    def stage_override(_clicks, selected, pending, *form):
+        """Keep the form's override for the next re-run, to change several ops at once."""
+        try:
+            return with_pending(pending or [], form_override(selected, *form)), None
+        except TilescopeError as err:
+            return no_update, html.P(str(err), className="error")
+
+    @app.callback(
+        Output(ids.PENDING_OVERRIDES, "data", allow_duplicate=True),
+        Input({"type": ids.PENDING_REMOVE, "index": ALL}, "n_clicks"),
+        State(ids.PENDING_OVERRIDES, "data"),
+        prevent_initial_call=True,
+    )
+    def remove_pending(clicks, pending):
+        which = _triggered()
+        if not isinstance(which, dict) or not any(clicks):
+            return no_update  # the list was redrawn, nothing clicked
+        return [s for i, s in enumerate(pending or []) if i != which["index"]]
+
+    @app.callback(Output(ids.PENDING_LIST, "children"), Input(ids.PENDING_OVERRIDES, "data"))
+    def show_pending(pending):
+        if not pending:
+            return html.P("None. \"Add to pending\" keeps the form's override, to re-run several at once.", className="hint")
+        return html.Ul([
+            html.Li([html.Code(s), html.Button("×", id={"type": ids.PENDING_REMOVE, "index": i}, n_clicks=0,
+                                               className="remove", title="remove")])
+            for i, s in enumerate(pending)
+        ], className="pending-items")
+
+    @app.callback(
+        Output(ids.PENDING_OVERRIDES, "data", allow_duplicate=True),
+        Output(ids.OVERRIDE_STATUS, "children", allow_duplicate=True),
+        Output(ids.OVERRIDES_UPLOAD, "contents"),
+        Input(ids.OVERRIDES_UPLOAD, "contents"),
+        State(ids.OVERRIDES_UPLOAD, "filename"),
+        State(ids.PENDING_OVERRIDES, "data"),
+        prevent_initial_call=True,
+    )
+    def import_overrides(contents, filename, pending):
+        """A file of overrides (tilescope JSON, TT-Explorer JSON or tt-mlir options) joins the
+        pending list; the items it could not read are listed, one line each."""
+        if not contents:
+            return no_update, no_update, no_update
+        try:
+            found, problems = imported_overrides(filename or "overrides", contents)
+        except TilescopeError as err:
+            return no_update, html.P(str(err), className="error"), None
+        for override in found:
+            pending = with_pending(pending or [], override)
+        lines = [html.P(f"{filename}: {len(found)} override(s) added to pending", className="ok")]
+        lines += [html.P(p, className="error") for p in problems]
+        return pending or [], lines, None
+
+    @app.callback(
+        Output(ids.EXPORT_DOWNLOAD, "data"),
+        Output(ids.PAGE_MESSAGE, "children", allow_duplicate=True),
+        Input(ids.EXPORT_BUTTON, "n_clicks"),
+        State(ids.RUN_SELECT, "value"),
+        State(ids.EXPORT_FORMAT, "value"),
+        prevent_initial_call=True,
+    )
+    def export_run(_clicks, run_id, fmt):
+        if run_id is None:
+            return no_update, no_update
+        try:
+            text, filename = explorer.export(run_id, fmt)
+        except TilescopeError as err:
+            return no_update, html.P(str(err), className="error")
+        return {"content": text, "filename": filename}, None
 
     @app.callback(
         Output(ids.GRAPH_VIEW, "figure"),
+        Output(ids.GRAPH_GROUPS, "options"),
+        Output(ids.GRAPH_GROUPS, "value"),
+        Output(ids.GRAPH_NOTE, "children"),
+        Input(ids.RUN_SELECT, "value"),
+        Input(ids.LEVEL_SELECT, "value"),
+        Input(ids.SELECTED_OP, "data"),
+        Input(ids.GRAPH_GROUPS, "value"),
+        Input(ids.GRAPH_COLOUR, "value"),
+        Input(ids.GRAPH_SEARCH, "value"),
+        Input(ids.RUNS_TABLE, "selected_row_ids"),
+    )
+    def show_graph(run_id, level, selected, expanded, mode, pattern, ticked):
+        """The selected level's graph, grouped by name scope: the groups the user opened (the
+        default opening on a new model), plus those holding the op selected elsewhere."""
+        trigger = _triggered()
+        if run_id is None or (trigger == ids.RUNS_TABLE and mode != "delta"):
+            return (no_update,) * 4
+        run = explorer.run(run_id)
+        compilation = explorer.compilation(run)
+        graph = compilation.graph_at(level)
+        tree = explorer.scope_tree(run, level)
+        groups = [g for g in (expanded or []) if g in tree.members]
+        if expanded is None or (expanded and not groups and trigger != ids.GRAPH_GROUPS):
+            groups = list(tree.default_expansion())  # a new page or another model
+        shown = provenance(compilation, level, selected)
+        if trigger in (ids.SELECTED_OP, None):
+            groups += [g for name in shown for g in tree.ancestors_of(name)]  # reveal the selected op
+        groups = list(dict.fromkeys(groups))  # in the order they were opened
+        notes = []
+        view = tree.view(groups)
+        while len(view.nodes) > MAX_NODES:  # the last groups opened close again
+            closed = groups.pop()
+            view = tree.view(groups)
+            notes = [html.Span(f"{closed.removeprefix(GROUP)} stays closed: at most {MAX_NODES} nodes are drawn; "
+                               "open a group inside it, or close another", className="error")]
+        try:
+            matches = search_ops(graph, pattern)
+        except TilescopeError as err:
+            matches, notes = [], [*notes, html.Span(str(err), className="error")]
+        if pattern and not notes:
+            holding = len({view.node_of[m] for m in matches})
+            notes.append(html.Span(f"{len(matches)} ops match {pattern!r}, in {holding} nodes", className="matches"))
+        baseline = None
+        if mode == "delta":
+            pair = diff_pair(ticked or [], run)
+            baseline = pair[0] if pair else None
+            notes.append(html.Span(
+                f"delta vs run #{baseline}" if baseline else "no baseline: this run has no parent; tick a run in Runs & diff",
+                className="hint" if baseline else "error",
+            ))
+        notes.insert(0, html.Span(f"{len(view.nodes)} nodes for {len(graph.ops):,} ops", className="hint"))
+        metrics = explorer.op_metrics(run_id, compilation, baseline)
+        figure = graph_figure(view, graph, metrics, mode, shown, matches)
+        options = [{"label": g.removeprefix(GROUP), "value": g} for g in tree.groups]
+        return figure, options, groups, notes
+
+    @app.callback(
         Output(ids.MLIR_VIEW, "children"),
-        Output(ids.RUN_SUMMARY, "children"),
         Input(ids.RUN_SELECT, "value"),
         Input(ids.LEVEL_SELECT, "value"),
         Input(ids.SELECTED_OP, "data"),
     )
-    def show_level(run_id, level, selected):
+    def show_mlir(run_id, level, selected):
         if run_id is None:
-            return no_update, no_update, no_update
-        run = explorer.run(run_id)
-        compilation = explorer.compilation(run)
+            return no_update
+        compilation = explorer.compilation(explorer.run(run_id))
         text, spans = compilation.mlir_with_lines(level)
-        figure = graph_figure(compilation.graph_at(level), explorer.durations(run_id), selected)
-        return figure, mlir_children(text, spans, selected), summary_children(run)
+        return mlir_children(text, spans, provenance(compilation, level, selected))
 
-    @app.callback(Output(ids.SELECTED_OP, "data"), Input(ids.GRAPH_VIEW, "clickData"), prevent_initial_call=True)
-    def select_in_graph(click):
-        return clicked_op(click)
+    @app.callback(Output(ids.RUN_SUMMARY, "children"), Input(ids.RUN_SELECT, "value"))
+    def show_summary(run_id):
+        return no_update if run_id is None else summary_children(explorer.run(run_id))
+
+    @app.callback(
+        Output(ids.SELECTED_OP, "data"),
+        Output(ids.GRAPH_GROUPS, "value", allow_duplicate=True),
+        Input(ids.GRAPH_VIEW, "clickData"),
+        State(ids.GRAPH_GROUPS, "value"),
+        prevent_initial_call=True,
+    )
+    def select_in_graph(click, expanded):
+        """A click on an op selects it; on a group, opens the group."""
+        name = clicked_op(click)
+        if isinstance(name, str) and name.startswith(GROUP):
+            return no_update, [*(expanded or []), name]
+        return name, no_update
 
     @app.callback(
         Output(ids.SELECTED_OP, "data", allow_duplicate=True),
@@ -154,18 +319,28 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     @app.callback(
         Output(ids.OP_INSPECTOR, "children"),
         *(Output(f, "value") for f in FORM_FIELDS),
+        Output(ids.OV_APPLIES_TO, "options"),
         Output(ids.APPLY_OVERRIDES, "disabled"),
+        Output(ids.STAGE_OVERRIDE, "disabled"),
         Input(ids.SELECTED_OP, "data"),
         Input(ids.RUN_SELECT, "value"),
         Input(ids.LEVEL_SELECT, "value"),
+        Input(ids.PENDING_OVERRIDES, "data"),
     )
-    def inspect(selected, run_id, level):
+    def inspect(selected, run_id, level, pending=None):
         if run_id is None:
-            return (no_update,) * (len(FORM_FIELDS) + 2)
+            return (no_update,) * (len(FORM_FIELDS) + 4)
+        if _triggered() == ids.PENDING_OVERRIDES:  # only whether Apply has something to apply
+            return (*(no_update,) * (len(FORM_FIELDS) + 2), not selected and not pending, no_update)
         compilation = explorer.compilation(explorer.run(run_id))
         record = explorer.op_record(run_id, selected) if selected else None
         values = form_values(compilation, selected)
-        return (inspector_children(compilation, level, selected, record), *values, values[0] is None)
+        shown = provenance(compilation, level, selected)
+        no_op = values[0] is None
+        return (
+            inspector_children(compilation, level, shown[0] if shown else selected, record), *values,
+            applies_to_choices(compilation, selected), no_op and not pending, no_op,
+        )
 
     @app.callback(
         Output(ids.TIMELINE_VIEW, "figure"),
@@ -286,7 +461,7 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     return {
         f.__name__: f
         for f in (
-            choose_model, upload_model, apply_override, show_level, select_in_graph, select_in_timeline, inspect, show_timeline,
+            choose_model, upload_model, apply_override, show_graph, show_mlir, show_summary, stage_override, remove_pending, show_pending, import_overrides, export_run, select_in_graph, select_in_timeline, inspect, show_timeline,
             form_choices, show_statistics, select_in_statistics, show_memory, show_roofline, select_in_roofline,
             list_runs, show_diff,
         )

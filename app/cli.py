@@ -16,16 +16,15 @@ from compiler.models import load_model
 from compiler.passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
 from compiler.target import DISPATCH_MODES, load_target
 from overrides import format_item, parse_item, validate
-from overrides.formats import OverrideSet, dump, load_file, unique_items
+from overrides.formats import OverrideSet, load_file, unique_items
 from perfdb.engine import DatabaseError, default_url, open_db, session_factory
-from perfdb.exports import chrome_trace
-from perfdb.ops_csv import CsvImportError, import_csv, write_csv
-from perfdb.queries import RunNotFound, get_run, list_runs, op_records
+from perfdb.ops_csv import CsvImportError, import_csv
+from perfdb.queries import RunNotFound, list_runs, op_records
 
-from .runs import DEFAULT_TARGET, RunResult, compile_cached, execute, target_of
+from .run_export import EXPORT_FORMATS, export_run
+from .runs import DEFAULT_TARGET, RunResult, compile_cached, execute
 
 EXAMPLE_MODEL = "zoo:mlp"
-EXPORT_FORMATS = ("overrides", "tt-mlir", "tt-explorer", "chrome", "csv")
 MODEL_HELP = (
     "an .mlir file (file.mlir#func picks a function), a shipped example (classifier.mlir) or a zoo model: "
     "zoo:mlp, zoo:bert-base, zoo:llama-3.2-1b[?mode=decode], zoo:resnet50, zoo:matmul:MxKxN "
@@ -85,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
         "ops in tt-metal's ops perf report columns (csv)",
     )
     export.add_argument("run", type=int, help="run id (see tilescope runs)")
-    export.add_argument("--format", choices=EXPORT_FORMATS, default="overrides")
+    export.add_argument("--format", choices=list(EXPORT_FORMATS), default="overrides")
     export.add_argument("-o", "--output", help="file to write (default: standard output)")
     common(export, target=False)
 
@@ -285,31 +284,9 @@ def cmd_bench(args) -> int:
     return bench_main(quick=args.quick, as_json=args.json, target=args.target)
 
 
-def _peaks(run) -> dict[str, float]:
-    """Peak bytes/s by path of the target a run ran on, for utilization columns."""
-    try:
-        target = load_target(target_of(run), run.target.description or None)
-    except TilescopeError:
-        return {}
-    peaks = {name: memory.bytes_per_s for name, memory in target.memories.items() if memory.shared}
-    peaks["noc"] = target.noc_bytes_per_s * target.cores * target.noc_count
-    return peaks
-
-
 def cmd_export(args) -> int:
     with session_factory(open_db(args.db))() as session:
-        run = get_run(session, args.run)
-        trace = chrome_trace(session, args.run) if args.format == "chrome" else None
-        table = write_csv(session, args.run, _peaks(run)) if args.format == "csv" else None
-    if trace is not None:
-        text = json.dumps(trace)
-    elif table is not None:
-        text = table
-    else:
-        overrides = OverrideSet(
-            [parse_item(item) for item in run.overrides], run.policy, run.dispatch, run.l1_usage_cap
-        )
-        text = dump(overrides, {"overrides": "tilescope"}.get(args.format, args.format))
+        text, _ = export_run(session, args.run, args.format)
     if args.output:
         Path(args.output).write_text(text)
     else:

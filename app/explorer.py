@@ -9,7 +9,9 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from dataclasses import dataclass
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -25,9 +27,13 @@ from compiler.passes.plan_memory import l1_live_at
 from compiler.pipeline import Compilation
 from compiler.target import Target, load_target
 from overrides import format_item, parse_item
+from overrides.formats import parse_text
 from perfdb import queries
 from perfdb.schema import Run
 
+from .figures import OpMetric
+from .grouping import ScopeTree
+from .run_export import export_run
 from .runs import compile_cached, execute, target_of
 
 
@@ -46,6 +52,7 @@ class TimelineView:
 @dataclass
 class Explorer:
     sessions: sessionmaker[Session]
+    _trees: dict = field(default_factory=dict, repr=False)  # (run id, level) -> ScopeTree
 
     # --- runs -----------------------------------------------------------------------------------
 
@@ -108,6 +115,37 @@ class Explorer:
             run.target.description or None,
         )
         return compilation
+
+    def scope_tree(self, run: Run, level: str) -> ScopeTree:
+        """The groups of a run's graph at a level (kept: a selection or a search reuses them)."""
+        key = (run.id, level)
+        if key not in self._trees:
+            if len(self._trees) >= 32:
+                self._trees.pop(next(iter(self._trees)))
+            self._trees[key] = ScopeTree(self.compilation(run).graph_at(level))
+        return self._trees[key]
+
+    def op_metrics(self, run_id: int, compilation: Compilation, baseline_id: int | None = None) -> dict[str, OpMetric]:
+        """Each timed op's duration, bound, % of peak, output memory and delta vs a baseline run."""
+        layout = compilation.levels["layout"]
+        with self.sessions() as session:
+            records = queries.op_records(session, run_id)
+            base = {r.name: r.duration_ns for r in queries.op_records(session, baseline_id)} if baseline_id else {}
+
+        def memory(name: str) -> str | None:
+            if not layout.has_op(name):
+                return None
+            outputs = layout.op(name).outputs
+            placed = layout.tensors[outputs[0]].layout if outputs else None
+            return placed.memory if placed else None
+
+        return {
+            r.name: OpMetric(
+                r.duration_ns, r.bound, r.pct_peak, memory(r.name),
+                r.duration_ns - base[r.name] if r.name in base else None,
+            )
+            for r in records
+        }
 
     def durations(self, run_id: int) -> dict[str, float]:
         with self.sessions() as session:
@@ -207,18 +245,27 @@ class Explorer:
     # --- overrides --------------------------------------------------------------------------------
 
     def apply_override(self, run_id: int, override: OpOverride) -> tuple[int | None, list[dict]]:
-        """Re-run `run_id` with `override` replacing any earlier override of the same op.
+        return self.apply_overrides(run_id, [override])
+
+    def apply_overrides(self, run_id: int, overrides: Sequence[OpOverride]) -> tuple[int | None, list[dict]]:
+        """Re-run `run_id` with `overrides`, each replacing any earlier override of the same op
+        (and operand or result).
 
         Returns the new run id (None when nothing was stored) and every override's outcome."""
         parent = self.run(run_id)
-        item = format_item(override)
-        kept = [s for s in parent.overrides if parse_item(s).op != override.op]
+        items = [format_item(o) for o in overrides]
+        replaced = {o.key for o in overrides}
+        kept = [s for s in parent.overrides if parse_item(s).key not in replaced]
         result = execute(
-            self.sessions, parent.model_ref, target_of(parent), [*kept, item],
-            label=item, parent_id=parent.id, dispatch=parent.dispatch, policy=parent.policy,
+            self.sessions, parent.model_ref, target_of(parent), [*kept, *items],
+            label=", ".join(items), parent_id=parent.id, dispatch=parent.dispatch, policy=parent.policy,
             l1_usage_cap=parent.l1_usage_cap, source_text=parent.model.source_text, target_source=parent.target.description or None,
         )
         return result.run_id, [o.as_dict() for o in result.compilation.override_outcomes]
+
+    def export(self, run_id: int, fmt: str) -> tuple[str, str]:
+        with self.sessions() as session:
+            return export_run(session, run_id, fmt)
 
 
 def run_label(run: Run) -> str:
@@ -227,32 +274,100 @@ def run_label(run: Run) -> str:
 
 
 DEFAULT_FIDELITY_CHOICE = "default"
+DEFAULT_CHOICE = "default"  # tile and double buffering as the compiler picks them
+OUTPUT = "output"  # the override lays out the op's outputs (else "operand N": that input)
+TILE_CHOICES = (DEFAULT_CHOICE, "32x32", "16x32", "8x32", "4x32", "2x32", "1x32")  # tt-metal's tile shapes
+DOUBLE_BUFFER_CHOICES = {DEFAULT_CHOICE: None, "on": True, "off": False}
+_BLOCK = re.compile(r"\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)\s*")
 
 
-def form_override(op: str, memory, memory_layout, rows, cols, layout, dtype, fidelity=None) -> OpOverride:
+def form_override(
+    op: str, memory, memory_layout, rows, cols, layout, dtype, fidelity=None, applies_to=OUTPUT, tile=DEFAULT_CHOICE,
+    block=None, double_buffer=DEFAULT_CHOICE,
+) -> OpOverride:
     """The override the form describes; every layout field is set, so it states the layout in full;
-    the math fidelity only when one is chosen."""
+    the math fidelity, tile, matmul blocking and double buffering only when chosen. It is checked
+    as its tt-mlir spelling would be, so the form and a file reject the same things."""
     if not op:
-        raise TilescopeError("select an op first")
+        raise TilescopeError("select an op first, or add overrides to the pending list")
     if None in (memory, memory_layout, rows, cols, layout, dtype):
         raise TilescopeError("fill in every field of the override form")
-    grid = (int(rows), int(cols))
-    chosen = None if fidelity in (None, DEFAULT_FIDELITY_CHOICE) else fidelity
-    ov = OpOverride(op, grid, memory, memory_layout, layout, dtype, chosen)
-    return OpOverride(op, grid, memory, memory_layout, layout, dtype, chosen, spec=format_item(ov))
+    blocking = None
+    if block and block.strip():
+        found = _BLOCK.fullmatch(block)
+        if not found:
+            raise TilescopeError(f"block {block!r}: expected M x N x K tiles per core, e.g. 4x4x2")
+        blocking = tuple(int(v) for v in found.groups())
+    ov = OpOverride(
+        op, (int(rows), int(cols)), memory, memory_layout, layout, dtype,
+        None if fidelity in (None, DEFAULT_FIDELITY_CHOICE) else fidelity,
+        block=blocking,
+        double_buffer=DOUBLE_BUFFER_CHOICES.get(double_buffer or DEFAULT_CHOICE),
+        tile=None if tile in (None, DEFAULT_CHOICE) else tuple(int(v) for v in tile.split("x")),
+        operand=int(applies_to.removeprefix("operand ")) if applies_to and applies_to.startswith("operand ") else None,
+    )
+    return parse_item(format_item(ov))
 
 
-def mlir_children(text: str, spans: dict[str, tuple[int, int]], selected: str | None) -> list:
-    """The MLIR text with the selected op's lines wrapped in a <mark> (scrolled into view by JS)."""
-    if not selected or selected not in spans:
+def with_pending(pending: Sequence[str], override: OpOverride) -> list[str]:
+    """The pending list with `override` in place of any pending override of the same op part."""
+    return [s for s in pending if parse_item(s).key != override.key] + [format_item(override)]
+
+
+def imported_overrides(filename: str, contents: str) -> tuple[list[OpOverride], list[str]]:
+    """The overrides in an uploaded file of any format users exchange (tilescope JSON, TT-Explorer
+    JSON, tt-mlir options), and a line per item that could not be read."""
+    try:
+        text = base64.b64decode(contents.partition(",")[2], validate=True).decode()
+    except (binascii.Error, ValueError):
+        raise TilescopeError(f"{filename}: not a text file of overrides") from None
+    problems: list[str] = []
+    found = parse_text(text, filename, problems)
+    return found.items, problems
+
+
+def provenance(compilation: Compilation, level: str, name: str | None) -> list[str]:
+    """The ops at `level` that stand for the op `name` of any level: the op itself, or the ops it
+    was fused from (viewing `input`), or the op it was fused into (viewing a later level)."""
+    if not name:
+        return []
+    graph = compilation.graph_at(level)
+    if graph.has_op(name):
+        return [name]
+    later = compilation.levels["graph"]
+    if level == "input" and later.has_op(name):
+        return [s for s in later.op(name).source if graph.has_op(s)]
+    return [op.name for op in graph.ops if name in op.source]
+
+
+def search_ops(graph, pattern: str | None) -> list[str]:
+    """Ops whose name or kind matches a regular expression (case-insensitive); a bad pattern raises
+    TilescopeError naming the fault."""
+    if not pattern:
+        return []
+    try:
+        found = re.compile(pattern, re.IGNORECASE)
+    except re.error as err:
+        raise TilescopeError(f"search {pattern!r}: not a regular expression ({err})") from None
+    return [op.name for op in graph.ops if found.search(op.name) or found.search(op.kind)]
+
+
+def mlir_children(text: str, spans: dict[str, tuple[int, int]], selected: Sequence[str]) -> list:
+    """The MLIR text with the selected ops' lines wrapped in <mark>s (the first scrolled into view by JS)."""
+    marked = sorted(spans[name] for name in selected if name in spans)
+    if not marked:
         return [text]
-    first, last = spans[selected]
     lines = text.splitlines(keepends=True)
-    return [
-        "".join(lines[: first - 1]),
-        html.Mark("".join(lines[first - 1 : last]), className="op-lines"),
-        "".join(lines[last:]),
-    ]
+    children: list = []
+    at = 0  # lines emitted so far
+    for first, last in marked:
+        if first - 1 < at:
+            continue  # nested in a span already marked
+        children.append("".join(lines[at : first - 1]))
+        children.append(html.Mark("".join(lines[first - 1 : last]), className="op-lines"))
+        at = last
+    children.append("".join(lines[at:]))
+    return children
 
 
 def inspector_children(compilation: Compilation, level: str, op_name: str | None, record) -> list:
@@ -298,17 +413,27 @@ def override_choices(target: Target) -> tuple[list, list, list, list]:
 
 
 def form_values(compilation: Compilation, op_name: str | None) -> tuple:
-    """Override form defaults: the op's current output layout at the `layout` level."""
+    """Override form defaults: the op's current output layout at the `layout` level, and the
+    compiler's own choices for the rest."""
     layout_graph = compilation.levels["layout"]
     if not op_name or not layout_graph.has_op(op_name):
-        return (None,) * 7
+        return (None,) * 7 + (OUTPUT, DEFAULT_CHOICE, "", DEFAULT_CHOICE)
     op = layout_graph.op(op_name)
     if not op.outputs:
-        return (None,) * 7
+        return (None,) * 7 + (OUTPUT, DEFAULT_CHOICE, "", DEFAULT_CHOICE)
     current = layout_graph.tensors[op.outputs[0]].layout
     rows, cols = op.attrs.get("grid", (1, 1))
     fidelity = op.attrs.get("math_fidelity", DEFAULT_FIDELITY_CHOICE)
-    return current.memory, current.memory_layout, rows, cols, current.layout, current.dtype, fidelity
+    return (current.memory, current.memory_layout, rows, cols, current.layout, current.dtype, fidelity,
+            OUTPUT, DEFAULT_CHOICE, "", DEFAULT_CHOICE)
+
+
+def applies_to_choices(compilation: Compilation, op_name: str | None) -> list[str]:
+    """The op's outputs, or one of its inputs (read through a to_layout in that layout)."""
+    layout_graph = compilation.levels["layout"]
+    if not op_name or not layout_graph.has_op(op_name):
+        return [OUTPUT]
+    return [OUTPUT, *(f"operand {i}" for i in range(len(layout_graph.op(op_name).inputs)))]
 
 
 def summary_children(run: Run) -> list:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-import networkx as nx
 import plotly.colors
 import plotly.graph_objects as go
 
 from compiler.ir import Graph
+
+from .grouping import GROUP, GroupedView, layered_positions
 
 FONT = "Inter, system-ui, -apple-system, Segoe UI, sans-serif"
 # One colour per op kind on the timeline (24 distinct before any repeats).
@@ -38,38 +40,44 @@ def _base_layout(fig: go.Figure, height: int) -> go.Figure:
     return fig
 
 
-def layered_positions(graph: Graph) -> dict[str, tuple[float, float]]:
-    """Left-to-right layers, each op as late as its readers allow (so side chains such as weight
-    reshapes sit next to the op that reads them, not all in the first column); ops of one layer
-    are stacked vertically."""
-    dag = op_dag(graph)
-    order = list(nx.topological_sort(dag))
-    depth: dict[str, int] = {}
-    for name in order:
-        depth[name] = max((depth[p] + 1 for p in dag.predecessors(name)), default=0)
-    last = max(depth.values(), default=0)
-    layer: dict[str, int] = {}
-    for name in reversed(order):
-        layer[name] = min((layer[s] - 1 for s in dag.successors(name)), default=last)
-    columns: dict[int, list[str]] = {}
-    for op in graph.ops:  # graph order keeps each column stable across runs
-        columns.setdefault(layer[op.name], []).append(op.name)
-    positions = {}
-    for x, names in columns.items():
-        for i, name in enumerate(names):
-            positions[name] = (float(x), (len(names) - 1) / 2 - i)
-    return positions
+@dataclass(frozen=True)
+class OpMetric:
+    """What the graph can be coloured by, for one op of a run."""
+    duration_ns: float
+    bound: str
+    pct_peak: float
+    memory: str | None  # where its output lives (None before the layout level decides)
+    delta_ns: float | None  # its duration minus the baseline run's (None without a baseline)
 
 
-def op_dag(graph: Graph) -> nx.DiGraph:
-    dag = nx.DiGraph()
-    producer = {t: op.name for op in graph.ops for t in op.outputs}
-    for op in graph.ops:
-        dag.add_node(op.name)
-        for t in op.inputs:
-            if t in producer:
-                dag.add_edge(producer[t], op.name, tensor=t)
-    return dag
+# colour mode -> what the colour bar or legend calls it
+COLOUR_MODES = {
+    "duration": "device time", "bound": "bound by", "memory": "output memory", "pct_peak": "% of peak",
+    "delta": "delta vs baseline",
+}
+MEMORY_COLOURS = {"dram": "#dc2626", "l1": "#16a34a", "lls": "#9333ea", "mixed": "#f59e0b"}
+NO_DATA = "#cbd2d9"
+
+
+def node_value(mode: str, ops: Sequence[str], metrics: Mapping[str, OpMetric]):
+    """A node's colour value: the sum of its ops' times (or deltas), their time-weighted % of peak
+    (its FLOPs over its time against the peak), the bound of its longest op, or the memory its
+    outputs share ("mixed" when they differ). None when no op of it has the figure."""
+    found = [metrics[o] for o in ops if o in metrics]
+    if mode == "duration":
+        return sum(m.duration_ns for m in found) / 1e3 if found else None
+    if mode == "delta":
+        deltas = [m.delta_ns for m in found if m.delta_ns is not None]
+        return sum(deltas) / 1e3 if deltas else None
+    if mode == "pct_peak":
+        total = sum(m.duration_ns for m in found)
+        return sum(m.pct_peak * m.duration_ns for m in found) / total if total > 0 else None
+    if mode == "bound":
+        return max(found, key=lambda m: m.duration_ns).bound if found else None
+    if mode == "memory":
+        spaces = {m.memory for m in found if m.memory}
+        return (spaces.pop() if len(spaces) == 1 else "mixed") if spaces else None
+    raise ValueError(f"unknown colour mode {mode!r}")
 
 
 def _short(name: str) -> str:
@@ -78,73 +86,115 @@ def _short(name: str) -> str:
     return ".".join(parts[-3:]) if len(parts) > 3 else name
 
 
-def graph_figure(graph: Graph, durations_ns: Mapping[str, float], selected: str | None) -> go.Figure:
-    """Ops as nodes coloured by device duration (grey when not timed), tensors as edges."""
-    positions = layered_positions(graph)
+def _category_colour(mode: str, value: str) -> str:
+    return BOUND_COLOURS.get(value, "#6b7280") if mode == "bound" else MEMORY_COLOURS.get(value, "#0891b2")
+
+
+def graph_figure(
+    view: GroupedView, graph: Graph, metrics: Mapping[str, OpMetric], mode: str = "duration",
+    selected: Sequence[str] = (), matches: Sequence[str] = (),
+) -> go.Figure:
+    """The grouped graph: ops as small squares, collapsed groups as big ones (click to open), tensors
+    as edges with their types on hover; coloured by `mode` with a colour bar or a legend. The nodes
+    holding a `selected` op are outlined in blue, those holding a search match ringed in amber."""
+    positions = layered_positions([n.id for n in view.nodes], [(e.src, e.dst) for e in view.edges])
     edge_x: list[float | None] = []
     edge_y: list[float | None] = []
     mid_x, mid_y, mid_text = [], [], []
-    for src, dst, data in op_dag(graph).edges(data=True):
-        (x0, y0), (x1, y1) = positions[src], positions[dst]
+    for edge in view.edges:
+        (x0, y0), (x1, y1) = positions[edge.src], positions[edge.dst]
         edge_x += [x0, x1, None]
         edge_y += [y0, y1, None]
-        tensor = graph.tensors[data["tensor"]]
         mid_x.append((x0 + x1) / 2)
         mid_y.append((y0 + y1) / 2)
-        layout = f"<br>{tensor.layout.mlir()}" if tensor.layout else ""
-        mid_text.append(f"{tensor.name}<br>{tensor.type_str()}{layout}")
+        shown = [graph.tensors[t] for t in edge.tensors[:3]]
+        more = f"<br>and {len(edge.tensors) - 3} more" if len(edge.tensors) > 3 else ""
+        mid_text.append("<br>".join(
+            f"{t.name}: {t.type_str()}" + (f" {t.layout.mlir()}" if t.layout else "") for t in shown
+        ) + more)
 
-    names = [op.name for op in graph.ops]
-    xs = [positions[n][0] for n in names]
-    ys = [positions[n][1] for n in names]
-    timed = [durations_ns.get(n) for n in names]
-    colours = [d / 1e3 if d is not None else None for d in timed]
-    hover = []
-    for op, d in zip(graph.ops, timed):
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=edge_x, y=edge_y, mode="lines", line=dict(color="#9aa5b1", width=1.2), hoverinfo="skip", showlegend=False,
+    ))
+    fig.add_trace(go.Scatter(
+        x=mid_x, y=mid_y, mode="markers", marker=dict(size=6, color="#cbd2d9"), hovertext=mid_text,
+        hoverinfo="text", showlegend=False, name="tensors",
+    ))
+    values = {n.id: node_value(mode, n.ops, metrics) for n in view.nodes}
+    labelled = len(view.nodes) <= MAX_LABELLED_NODES  # beyond that, labels only overlap: hover instead
+
+    def hover(node) -> str:
+        value = values[node.id]
+        shown = "" if value is None else (
+            f"<br>{COLOUR_MODES[mode]}: " + (value if isinstance(value, str) else f"{value:,.2f}" + _UNITS[mode])
+        )
+        if node.is_group:
+            kinds = sorted({graph.op(o).kind for o in node.ops})
+            return (f"<b>{node.id.removeprefix(GROUP)}</b><br>group of {len(node.ops)} ops: "
+                    f"{', '.join(kinds[:6])}{' ...' if len(kinds) > 6 else ''}{shown}<br><i>click to open</i>")
+        op = graph.op(node.id)
         out = graph.tensors[op.outputs[0]] if op.outputs else None
         shape = f"<br>{out.type_str()}" if out else ""
         placed = f"<br>{out.layout.mlir()}" if out is not None and out.layout else ""
-        took = f"<br>{d / 1e3:.2f} us" if d is not None else ""
-        hover.append(f"<b>{op.name}</b><br>{op.kind}{shape}{placed}{took}")
+        return f"<b>{op.name}</b><br>{op.kind}{shape}{placed}{shown}"
 
-    fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(x=edge_x, y=edge_y, mode="lines", line=dict(color="#9aa5b1", width=1.2), hoverinfo="skip", showlegend=False)
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=mid_x, y=mid_y, mode="markers", marker=dict(size=6, color="#cbd2d9"), hovertext=mid_text,
-            hoverinfo="text", showlegend=False, name="tensors",
-        )
-    )
-    any_timed = any(c is not None for c in colours)
-    labelled = len(names) <= MAX_LABELLED_NODES  # beyond that, labels only overlap: hover instead
-    fig.add_trace(
-        go.Scatter(
-            x=xs, y=ys, mode="markers+text" if labelled else "markers",
-            text=[_short(n) for n in names] if labelled else None, textposition="bottom center",
-            textfont=dict(size=10, color="#3e4c59"), customdata=names, hovertext=hover, hoverinfo="text",
+    def add_nodes(nodes, name: str, marker: dict, showlegend: bool) -> None:
+        if not nodes:
+            return
+        fig.add_trace(go.Scatter(
+            x=[positions[n.id][0] for n in nodes], y=[positions[n.id][1] for n in nodes],
+            mode="markers+text" if labelled else "markers",
+            text=[(f"{n.label} ({len(n.ops)})" if n.is_group else _short(n.id)) for n in nodes] if labelled else None,
+            textposition="bottom center", textfont=dict(size=10, color="#3e4c59"),
+            customdata=[n.id for n in nodes], hovertext=[hover(n) for n in nodes], hoverinfo="text",
             marker=dict(
-                size=22, symbol="square", line=dict(width=1, color="#52606d"),
-                color=[c if c is not None else 0 for c in colours] if any_timed else "#cbd2d9",
-                colorscale="YlOrRd", showscale=any_timed,
-                colorbar=dict(title=dict(text="device us", side="right"), thickness=10, len=0.8),
+                size=[30 if n.is_group else 18 for n in nodes], symbol="square",
+                line=dict(width=[2 if n.is_group else 1 for n in nodes], color="#52606d"), **marker,
             ),
-            showlegend=False, name="ops",
-        )
-    )
-    if selected in positions:
-        x, y = positions[selected]
-        fig.add_trace(
-            go.Scatter(
-                x=[x], y=[y], mode="markers", hoverinfo="skip", showlegend=False, name="selected",
-                marker=dict(size=34, symbol="square-open", line=dict(width=3, color="#2563eb")),
-            )
-        )
+            name=name, showlegend=showlegend,
+        ))
+
+    valued = [n for n in view.nodes if values[n.id] is not None]
+    blank = [n for n in view.nodes if values[n.id] is None]
+    if mode in ("bound", "memory"):
+        for category in sorted({values[n.id] for n in valued}):
+            add_nodes([n for n in valued if values[n.id] == category], category,
+                      {"color": _category_colour(mode, category)}, True)
+    elif valued:
+        numbers = [values[n.id] for n in valued]
+        scale = dict(color=numbers, showscale=True, colorbar=dict(
+            title=dict(text=COLOUR_MODES[mode] + _UNITS[mode], side="right"), thickness=10, len=0.8,
+        ))
+        if mode == "delta":
+            reach = max(abs(v) for v in numbers) or 1.0
+            scale.update(colorscale="RdBu_r", cmin=-reach, cmax=reach)  # red: slower than the baseline
+        else:
+            scale.update(colorscale="YlOrRd" if mode == "duration" else "Viridis")
+        add_nodes(valued, "ops", scale, False)
+    add_nodes(blank, "no data", {"color": NO_DATA}, mode in ("bound", "memory") or bool(valued))
+
+    for name, wanted, colour, size in (("matches", set(matches), "#f59e0b", 40), ("selected", set(selected), "#2563eb", 44)):
+        ringed = [n for n in view.nodes if wanted.intersection(n.ops)]
+        if ringed:
+            fig.add_trace(go.Scatter(
+                x=[positions[n.id][0] for n in ringed], y=[positions[n.id][1] for n in ringed], mode="markers",
+                hoverinfo="skip", showlegend=False, name=name,
+                marker=dict(size=[size if n.is_group else size - 10 for n in ringed], symbol="square-open",
+                            line=dict(width=3, color=colour)),
+            ))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, scaleanchor=None)
-    fig.update_layout(dragmode="pan", clickmode="event")
-    return _base_layout(fig, 420)
+    fig.update_layout(
+        dragmode="pan", clickmode="event",
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=dict(text=COLOUR_MODES[mode] + ":")),
+    )
+    fig = _base_layout(fig, 460)
+    fig.update_layout(margin=dict(l=8, r=8, t=30, b=8))
+    return fig
+
+
+_UNITS = {"duration": " (us)", "delta": " (us)", "pct_peak": " (%)", "bound": "", "memory": ""}
 
 
 def _row_key(track: str) -> tuple[int, int]:

@@ -23,6 +23,20 @@ OV_GRID_COLS = "override-grid-cols"
 OV_LAYOUT = "override-layout"
 OV_DTYPE = "override-dtype"
 OV_FIDELITY = "override-fidelity"
+OV_APPLIES_TO = "override-applies-to"
+OV_TILE = "override-tile"
+OV_BLOCK = "override-block"
+OV_DOUBLE_BUFFER = "override-double-buffer"
+STAGE_OVERRIDE = "stage-override"
+PENDING_OVERRIDES = "pending-overrides"  # store: override items waiting for "Apply and re-run"
+PENDING_LIST = "pending-list"
+PENDING_REMOVE = "pending-remove"  # pattern-matching id type of each pending item's remove button
+OVERRIDES_UPLOAD = "overrides-upload"
+
+# export of the shown run
+EXPORT_FORMAT = "export-format"
+EXPORT_BUTTON = "export-button"
+EXPORT_DOWNLOAD = "export-download"
 
 # analysis panels under the workspace
 ANALYSIS_TABS = "analysis-tabs"
@@ -37,3 +51,9 @@ DIFF_TABLE = "diff-table"
 DIFF_HISTOGRAM = "diff-histogram"
 MODEL_UPLOAD = "model-upload"
 PAGE_MESSAGE = "page-message"
+
+# graph view controls
+GRAPH_COLOUR = "graph-colour"
+GRAPH_SEARCH = "graph-search"
+GRAPH_GROUPS = "graph-groups"
+GRAPH_NOTE = "graph-note"

@@ -10,9 +10,17 @@ from compiler.passes.layout import DEFAULT_POLICY, POLICIES
 from compiler.target import FIDELITIES, Target, builtin_names
 
 from . import ids
-from .explorer import DEFAULT_FIDELITY_CHOICE, override_choices
-from .figures import graph_config
+from .explorer import (
+    DEFAULT_CHOICE,
+    DEFAULT_FIDELITY_CHOICE,
+    DOUBLE_BUFFER_CHOICES,
+    OUTPUT,
+    TILE_CHOICES,
+    override_choices,
+)
+from .figures import COLOUR_MODES, graph_config
 from .panels import runs_table, stats_table
+from .run_export import EXPORT_FORMATS
 
 
 def _labelled(label: str, control, class_name: str = "field") -> html.Div:
@@ -56,27 +64,82 @@ def override_form(target: Target) -> html.Div:
     memories, rows, cols, dtypes = override_choices(target)
     return html.Div(
         [
-            html.H3("Override output layout"),
+            html.H3("Override"),
             html.Div(
                 [
+                    _labelled("Applies to", dcc.Dropdown(id=ids.OV_APPLIES_TO, options=[OUTPUT], value=OUTPUT, clearable=False)),
                     _labelled("Memory", dcc.Dropdown(id=ids.OV_MEMORY, options=memories, clearable=False)),
                     _labelled("Memory layout", dcc.Dropdown(id=ids.OV_MEMORY_LAYOUT, options=list(MEMORY_LAYOUTS), clearable=False)),
                     _labelled("Grid rows", dcc.Dropdown(id=ids.OV_GRID_ROWS, options=rows, clearable=False)),
                     _labelled("Grid cols", dcc.Dropdown(id=ids.OV_GRID_COLS, options=cols, clearable=False)),
                     _labelled("Layout", dcc.Dropdown(id=ids.OV_LAYOUT, options=list(TENSOR_LAYOUTS), clearable=False)),
                     _labelled("Dtype", dcc.Dropdown(id=ids.OV_DTYPE, options=dtypes, clearable=False)),
+                    _labelled("Tile", dcc.Dropdown(id=ids.OV_TILE, options=list(TILE_CHOICES), value=DEFAULT_CHOICE, clearable=False)),
                     _labelled(
                         "Math fidelity",
                         dcc.Dropdown(id=ids.OV_FIDELITY, options=[DEFAULT_FIDELITY_CHOICE, *FIDELITIES], clearable=False),
                     ),
+                    _labelled("Matmul block MxNxK", dcc.Input(id=ids.OV_BLOCK, type="text", value="", placeholder="default",
+                                                            debounce=True, className="text-input")),
+                    _labelled("Double buffer", dcc.Dropdown(id=ids.OV_DOUBLE_BUFFER, options=list(DOUBLE_BUFFER_CHOICES),
+                                                          value=DEFAULT_CHOICE, clearable=False)),
                 ],
                 className="form-grid",
             ),
-            html.Button("Apply and re-run", id=ids.APPLY_OVERRIDES, n_clicks=0, className="primary", disabled=True),
+            html.Div(
+                [
+                    html.Button("Apply and re-run", id=ids.APPLY_OVERRIDES, n_clicks=0, className="primary", disabled=True),
+                    html.Button("Add to pending", id=ids.STAGE_OVERRIDE, n_clicks=0, className="secondary", disabled=True),
+                ],
+                className="buttons",
+            ),
             html.Div(id=ids.OVERRIDE_STATUS, className="status"),
+            html.Div(
+                [
+                    html.Div([html.Span("Pending", className="field-label"),
+                              dcc.Upload(id=ids.OVERRIDES_UPLOAD, children=html.Span("import overrides file"),
+                                         className="import", multiple=False)],
+                             className="pending-head"),
+                    html.Div(id=ids.PENDING_LIST),
+                ],
+                className="pending",
+            ),
         ],
         id=ids.OVERRIDE_FORM,
         className="panel",
+    )
+
+
+def export_control() -> html.Div:
+    """Download the shown run: its overrides, its trace or its ops table."""
+    return html.Div(
+        [
+            dcc.Dropdown(id=ids.EXPORT_FORMAT, options=[{"label": label, "value": k} for k, (label, _) in EXPORT_FORMATS.items()],
+                         value="chrome", clearable=False, className="export-format"),
+            html.Button("Export", id=ids.EXPORT_BUTTON, n_clicks=0, className="secondary"),
+            dcc.Download(id=ids.EXPORT_DOWNLOAD),
+        ],
+        className="export",
+    )
+
+
+def graph_controls() -> html.Div:
+    """Colour mode, regex search and the open groups (a click on a big square opens its group)."""
+    return html.Div(
+        [
+            _labelled("Colour by", dcc.Dropdown(
+                id=ids.GRAPH_COLOUR, options=[{"label": v, "value": k} for k, v in COLOUR_MODES.items()],
+                value="duration", clearable=False,
+            ), "field colour"),
+            _labelled("Search (regex)", dcc.Input(
+                id=ids.GRAPH_SEARCH, type="text", debounce=True, placeholder="e.g. layer\\.1\\..*matmul",
+                className="search",
+            ), "field search"),
+            _labelled("Open groups", dcc.Dropdown(
+                id=ids.GRAPH_GROUPS, options=[], value=None, multi=True, placeholder="all groups closed",
+            ), "field groups"),
+        ],
+        className="graph-controls",
     )
 
 
@@ -121,15 +184,17 @@ def page(model_options: list[str], model: str, target: Target) -> html.Div:
     return html.Div(
         [
             dcc.Store(id=ids.SELECTED_OP, data=None),
+            dcc.Store(id=ids.PENDING_OVERRIDES, data=[]),
             run_bar(model_options, model, target.name),
             dcc.Loading(html.Div(id=ids.PAGE_MESSAGE, className="page-message"), type="dot", color="#2563eb"),
-            html.Div(id=ids.RUN_SUMMARY, className="run-summary"),
+            html.Div([html.Div(id=ids.RUN_SUMMARY, className="run-summary"), export_control()], className="summary-row"),
             html.Main(
                 [
                     html.Section(
                         [
                             html.Div(
-                                [html.H3("Graph"), dcc.Graph(id=ids.GRAPH_VIEW, config=graph_config("graph"))],
+                                [html.H3("Graph"), graph_controls(), dcc.Graph(id=ids.GRAPH_VIEW, config=graph_config("graph")),
+                                 html.Div(id=ids.GRAPH_NOTE, className="graph-note")],
                                 className="panel",
                             ),
                             html.Div([html.H3("MLIR"), html.Pre(id=ids.MLIR_VIEW, className="mlir")], className="panel"),

@@ -8,6 +8,7 @@ from dash import no_update
 from app import explorer as explorer_module
 from app.callbacks import diff_pair
 from app.figures import zones_drawn
+from app.grouping import MAX_NODES
 from app.server import create_app
 from perfdb import queries
 
@@ -27,6 +28,15 @@ def cb(app):
     return app.tilescope_callbacks
 
 
+def _graph(cb, run_id, level="graph", selected=None, expanded=None, mode="duration", pattern=None, ticked=None):
+    return cb["show_graph"](run_id, level, selected, expanded, mode, pattern, ticked)
+
+
+def _ops_drawn(figure) -> set[str]:
+    return {n for t in figure.data if t.name not in ("selected", "matches", "tensors") and t.customdata is not None
+            for n in t.customdata}
+
+
 def _records(app, run_id):
     with app.explorer.sessions() as session:
         return {r.name: r for r in queries.op_records(session, run_id)}
@@ -37,39 +47,41 @@ def test_page_opens_on_a_stored_run_of_the_example_model(app, cb):
     assert status is None
     assert [o["value"] for o in options] == [run_id]
     assert "baseline" in options[0]["label"]
-    figure, mlir, summary = cb["show_level"](run_id, "graph", None)
-    ops = next(t for t in figure.data if t.name == "ops")
-    assert set(ops.customdata) == {op.name for op in app.explorer.compilation(app.explorer.run(run_id)).kernel.ops}
+    figure, _, groups, _ = _graph(cb, run_id)
+    assert groups == ["group:mlp.layer.0"]  # a small graph opens with every group open
+    assert _ops_drawn(figure) == {op.name for op in app.explorer.compilation(app.explorer.run(run_id)).kernel.ops}
+    mlir = cb["show_mlir"](run_id, "graph", None)
     assert mlir[0].startswith('module @"zoo:mlp?layers=1"')
 
 
 def test_click_selects_the_op_and_ignores_clicks_on_edges(cb):
-    assert cb["select_in_graph"]({"points": [{"customdata": FC1}]}) == FC1
+    assert cb["select_in_graph"]({"points": [{"customdata": FC1}]}, []) == (FC1, no_update)
     assert cb["select_in_timeline"]({"points": [{"customdata": CONSUMER}]}) == CONSUMER
-    assert cb["select_in_graph"]({"points": [{"x": 1, "y": 2}]}) is no_update
-    assert cb["select_in_graph"](None) is no_update
+    assert cb["select_in_graph"]({"points": [{"x": 1, "y": 2}]}, []) == (no_update, no_update)
+    assert cb["select_in_graph"](None, []) == (no_update, no_update)
 
 
 def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
     _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    inspector, memory, memory_layout, rows, cols, layout, dtype, fidelity, disabled = cb["inspect"](FC1, run_id, "graph")
+    inspector, *values, applies_to, apply_disabled, stage_disabled = cb["inspect"](FC1, run_id, "graph")
     text = str(inspector)
     assert FC1 in text and "duration" in text and "bound" in text
-    assert (memory, memory_layout, rows, cols, layout, dtype, fidelity) == (
-        "dram", "interleaved", 8, 8, "tile", "bf16", "default",
-    )
-    assert disabled is False
-    *_, disabled_without_op = cb["inspect"](None, run_id, "graph")
-    assert disabled_without_op is True
+    assert tuple(values) == ("dram", "interleaved", 8, 8, "tile", "bf16", "default", "output", "default", "", "default")
+    assert applies_to == ["output", "operand 0", "operand 1", "operand 2"]  # activation, weight and the fused bias
+    assert apply_disabled is False and stage_disabled is False
+    *_, apply_disabled, stage_disabled = cb["inspect"](None, run_id, "graph")
+    assert apply_disabled is True and stage_disabled is True
+    *_, apply_disabled, _ = cb["inspect"](None, run_id, "graph", [f"{FC1}=8x8:l1:block_sharded"])
+    assert apply_disabled is False  # the pending list alone can be applied
 
 
 def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    selected = cb["select_in_graph"]({"points": [{"customdata": FC1}]})
-    _, _, _, rows, cols, layout, dtype, fidelity, _ = cb["inspect"](selected, base_id, "graph")
+    selected, _ = cb["select_in_graph"]({"points": [{"customdata": FC1}]}, [])
+    _, _, _, rows, cols, layout, dtype, fidelity, *_ = cb["inspect"](selected, base_id, "graph")
 
-    options, new_id, status = cb["apply_override"](
-        1, base_id, selected, "l1", "width_sharded", rows, cols, layout, dtype, fidelity  # 128 tile columns over 64 cores
+    options, new_id, status, pending = cb["apply_override"](
+        1, base_id, selected, [], "l1", "width_sharded", rows, cols, layout, dtype, fidelity  # 128 tile columns over 64 cores
     )
 
     assert new_id != base_id
@@ -85,7 +97,7 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     assert after[FC1].duration_ns < before[FC1].duration_ns
     assert after[CONSUMER].duration_ns < before[CONSUMER].duration_ns
 
-    _, mlir, summary = cb["show_level"](new_id, "layout", FC1)
+    mlir, summary = cb["show_mlir"](new_id, "layout", FC1), cb["show_summary"](new_id)
     highlighted = str(mlir[1].children)
     assert "#ts.layout<l1, width_sharded" in highlighted and FC1 in highlighted
     assert "overrides" in str(summary)
@@ -99,8 +111,8 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
 
 def test_second_override_of_the_same_op_replaces_the_first(app, cb):
     _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, first, _ = cb["apply_override"](1, base_id, FC1, "l1", "block_sharded", 4, 8, "tile", "bf16")
-    _, second, _ = cb["apply_override"](2, first, FC1, "dram", "interleaved", 4, 4, "tile", "bf16")
+    _, first, _, _ = cb["apply_override"](1, base_id, FC1, [], "l1", "block_sharded", 4, 8, "tile", "bf16")
+    _, second, _, _ = cb["apply_override"](2, first, FC1, [], "dram", "interleaved", 4, 4, "tile", "bf16")
     assert app.explorer.run(second).overrides == [f"{FC1}=4x4:dram:interleaved:tile:bf16"]
 
 
@@ -109,8 +121,8 @@ def test_impossible_override_is_reported_and_stores_nothing(app, cb):
     wide = "zoo:mlp?layers=1&hidden=8192"
     _, wide_id, _ = cb["choose_model"](wide, TARGET, "dram-interleaved")
     runs_before = len(app.explorer.run_options(wide, TARGET))
-    options, value, status = cb["apply_override"](
-        1, wide_id, "mlp.layer.0.fc1.matmul", "l1", "block_sharded", 1, 1, "tile", "bf16"
+    options, value, status, _ = cb["apply_override"](
+        1, wide_id, "mlp.layer.0.fc1.matmul", [], "l1", "block_sharded", 1, 1, "tile", "bf16"
     )
     assert options is no_update and value is no_update
     assert "rejected" in str(status) and "KiB" in str(status)
@@ -119,14 +131,14 @@ def test_impossible_override_is_reported_and_stores_nothing(app, cb):
 
 def test_form_without_a_selected_op_says_so(cb):
     _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, _, status = cb["apply_override"](1, base_id, None, "l1", "block_sharded", 4, 8, "tile", "bf16")
+    _, _, status, _ = cb["apply_override"](1, base_id, None, [], "l1", "block_sharded", 4, 8, "tile", "bf16")
     assert "select an op" in str(status)
 
 
 def test_level_switch_keeps_the_selection_and_maps_it_through_provenance(cb):
     _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     for level in ("input", "graph", "layout", "kernel"):
-        figure, mlir, _ = cb["show_level"](run_id, level, FC1)
+        figure, mlir = _graph(cb, run_id, level, FC1)[0], cb["show_mlir"](run_id, level, FC1)
         assert any(t.name == "selected" for t in figure.data), level
         assert FC1 in str(mlir[1].children) or level == "input"
 
@@ -144,9 +156,9 @@ def test_a_run_on_a_target_file_reopens_and_reruns_from_what_it_stored(tmp_path)
     run = app.explorer.run(run_id)
     assert (run.target.name, run.target_ref) == ("mine", str(target_file)) and 'name = "mine"' in run.target.description
     target_file.unlink()  # the run keeps its own copy of the target
-    figure, _, _ = cb["show_level"](run_id, "kernel", None)
+    figure = _graph(cb, run_id, "kernel")[0]
     assert figure.data
-    _, new_id, status = cb["apply_override"](1, run_id, FC1, "l1", "block_sharded", 4, 8, "tile", "bf16")
+    _, new_id, status, _ = cb["apply_override"](1, run_id, FC1, [], "l1", "block_sharded", 4, 8, "tile", "bf16")
     assert "applied" in str(status) and app.explorer.run(new_id).target.name == "mine"
 
 
@@ -160,9 +172,9 @@ def test_the_override_form_offers_what_the_selected_target_has(cb):
 
 def test_the_form_can_ask_for_a_math_fidelity(app, cb):
     _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, new_id, status = cb["apply_override"](1, base_id, FC1, "dram", "interleaved", 8, 8, "tile", "bf16", "lofi")
+    _, new_id, status, _ = cb["apply_override"](1, base_id, FC1, [], "dram", "interleaved", 8, 8, "tile", "bf16", "lofi")
     assert app.explorer.run(new_id).overrides == [f"{FC1}=8x8:dram:interleaved:tile:bf16:fidelity#lofi"]
-    *_, fidelity, _ = cb["inspect"](FC1, new_id, "graph")
+    fidelity = cb["inspect"](FC1, new_id, "graph")[7]
     assert fidelity == "lofi"
 
 
@@ -217,7 +229,7 @@ def test_statistics_per_op_and_type_and_a_row_click_selects_the_op(app, cb):
 
 def test_memory_view_shows_l1_over_time_and_what_makes_the_peak(app, cb):
     _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, run_id, _ = cb["apply_override"](1, base_id, FC1, "l1", "width_sharded", 8, 8, "tile", "bf16")
+    _, run_id, _, _ = cb["apply_override"](1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
     figure, peak = cb["show_memory"](run_id)
     view = app.explorer.memory(run_id)
     used = [v for _, v in view["envelope"]]
@@ -245,7 +257,7 @@ def test_roofline_places_compute_ops_under_the_roofs_and_selects_on_click(app, c
 
 def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):
     _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, run_id, _ = cb["apply_override"](1, base_id, FC1, "l1", "width_sharded", 8, 8, "tile", "bf16")
+    _, run_id, _, _ = cb["apply_override"](1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
     rows, ticked = cb["list_runs"](None, MODEL)
     assert [r["id"] for r in rows] == [run_id, base_id] and ticked == []
     assert rows[0]["overrides"] == 1 and rows[0]["parent"] == str(base_id)
@@ -310,3 +322,145 @@ def test_an_upload_over_the_size_limit_is_refused(app, cb, monkeypatch):
     monkeypatch.setattr(explorer_module, "MAX_UPLOAD_BYTES", 100)
     _, _, message, _ = cb["upload_model"](_data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved")
     assert message.children.startswith("tiny.mlir: ") and "MiB is over the" in message.children
+
+
+def test_a_large_graph_opens_grouped_a_click_opens_a_group_and_an_op_selected_elsewhere_is_revealed(cb):
+    _, run_id, _ = cb["choose_model"]("zoo:mlp?layers=60", TARGET, "dram-interleaved")
+    figure, options, groups, note = _graph(cb, run_id, "input")
+    drawn = _ops_drawn(figure)
+    closed = sorted(d for d in drawn if d.startswith("group:"))
+    assert closed and len(drawn) <= 200 and "nodes for 300 ops" in str(note)
+    assert {o["value"] for o in options} >= set(groups) | set(closed)
+
+    _, opened = cb["select_in_graph"]({"points": [{"customdata": closed[0]}]}, groups)
+    assert opened == [*groups, closed[0]]
+    figure, _, groups_after, _ = _graph(cb, run_id, "input", expanded=opened)
+    assert closed[0] not in _ops_drawn(figure) and closed[0] in groups_after
+
+    hidden = "mlp.layer.59.fc2.matmul"
+    assert hidden not in drawn
+    figure, _, revealed, _ = _graph(cb, run_id, "input", selected=hidden, expanded=groups)
+    assert hidden in _ops_drawn(figure) and set(revealed) > set(groups)
+    ring = next(t for t in figure.data if t.name == "selected")
+    assert len(ring.x) == 1
+
+
+def test_the_graph_colours_by_bound_memory_peak_and_delta_against_the_parent_run(cb):
+    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, new_id, _, _ = cb["apply_override"](1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
+
+    bound = _graph(cb, new_id, "kernel", mode="bound")[0]
+    assert {t.name for t in bound.data if t.showlegend} <= {"compute", "dram", "l1", "noc", "vector", "dispatch", "balanced"}
+    memory = _graph(cb, new_id, "kernel", mode="memory")[0]
+    assert {"l1", "dram"} <= {t.name for t in memory.data if t.showlegend}
+    fc1_in_l1 = next(t for t in memory.data if t.name == "l1")
+    assert FC1 in fc1_in_l1.customdata
+
+    peak = _graph(cb, new_id, "kernel", mode="pct_peak")[0]
+    ops = next(t for t in peak.data if t.name == "ops")
+    assert all(0 <= v <= 100 for v in ops.marker.color) and "% of peak" in ops.marker.colorbar.title.text
+
+    delta, _, _, note = _graph(cb, new_id, "kernel", mode="delta")
+    assert f"delta vs run #{base_id}" in str(note)
+    ops = next(t for t in delta.data if t.name == "ops")
+    by_op = dict(zip(ops.customdata, ops.marker.color))
+    assert by_op[FC1] < 0 and by_op[CONSUMER] < 0  # both got faster (red is slower)
+    assert ops.marker.cmin == -ops.marker.cmax
+    assert "no baseline" in str(_graph(cb, base_id, "kernel", mode="delta")[3])
+
+
+def test_regex_search_rings_the_matching_ops_and_a_bad_pattern_is_one_line(cb):
+    _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    figure, _, _, note = _graph(cb, run_id, "kernel", pattern=r"fc\d\.matmul")
+    ring = next(t for t in figure.data if t.name == "matches")
+    assert len(ring.x) == 2 and "2 ops match" in str(note)
+    figure, _, _, note = _graph(cb, run_id, "kernel", pattern="fc1(")
+    assert "not a regular expression" in str(note) and not any(t.name == "matches" for t in figure.data)
+
+
+def test_opening_more_groups_than_a_view_can_draw_keeps_the_last_ones_closed(cb):
+    _, run_id, _ = cb["choose_model"]("zoo:mlp?layers=100", TARGET, "dram-interleaved")
+    _, options, _, _ = _graph(cb, run_id, "input")
+    everything = [o["value"] for o in options]
+    figure, _, opened, note = _graph(cb, run_id, "input", expanded=everything)
+    assert len(_ops_drawn(figure)) <= MAX_NODES < 500  # 100 layers of 5 ops
+    assert opened == everything[: len(opened)] and len(opened) < len(everything)
+    assert "stays closed" in str(note)
+
+
+def _upload(text: str) -> str:
+    import base64
+
+    return "data:application/octet-stream;base64," + base64.b64encode(text.encode()).decode()
+
+
+def test_pending_overrides_re_run_together_in_one_child_run(app, cb):
+    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    pending, status = cb["stage_override"](1, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
+    assert status is None and pending == [f"{FC1}=8x8:l1:width_sharded:tile:bf16"]
+    # staging the same op again replaces its entry; another op joins the list
+    pending, _ = cb["stage_override"](2, FC1, pending, "l1", "block_sharded", 4, 8, "tile", "bf16")
+    pending, _ = cb["stage_override"](3, CONSUMER, pending, "dram", "interleaved", 8, 8, "tile", "bf16", "hifi2")
+    assert pending == [f"{FC1}=4x8:l1:block_sharded:tile:bf16", f"{CONSUMER}=8x8:dram:interleaved:tile:bf16:fidelity#hifi2"]
+    assert "Add to pending" in str(cb["show_pending"]([])) and CONSUMER in str(cb["show_pending"](pending))
+
+    # the form still shows the selected consumer as it is: only the pending list is applied
+    values = cb["inspect"](CONSUMER, base_id, "graph")[1:12]
+    _, new_id, status, cleared = cb["apply_override"](1, base_id, CONSUMER, pending, *values)
+    assert cleared == [] and str(status).count("badge applied") == 2
+    assert app.explorer.run(new_id).overrides == pending
+    assert app.explorer.run(new_id).parent_id == base_id
+
+
+def test_the_form_sets_an_operand_tile_blocking_and_buffering_and_rejects_a_bad_block(app, cb):
+    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    pending, _ = cb["stage_override"](
+        1, FC1, [], "l1", "interleaved", 8, 8, "tile", "bf16", "default", "operand 0", "default", "", "default"
+    )
+    assert pending == [f"{FC1}=8x8:l1:interleaved:tile:bf16:operand#0"]
+    _, new_id, status, _ = cb["apply_override"](
+        1, base_id, FC1, [], "dram", "interleaved", 8, 8, "tile", "bf16", "hifi2", "output", "32x32", "4x2x2", "off"
+    )
+    assert "rejected" not in str(status)
+    assert app.explorer.run(new_id).overrides == [
+        f"{FC1}=8x8:dram:interleaved:tile:bf16:fidelity#hifi2:block#4x2x2:double_buffer#false:tile#32x32"
+    ]
+    _, status = cb["stage_override"](1, FC1, [], "l1", "interleaved", 8, 8, "tile", "bf16", "default", "output", "default", "4x4")
+    assert "expected M x N x K" in str(status)
+
+
+def test_an_overrides_file_of_any_format_joins_the_pending_list_and_bad_items_are_listed(cb):
+    import json
+
+    text = f"override-output-layout={FC1}=4x4:l1:block_sharded,no.such=1x1:dram:interleaved:tile:bf16:fidelity#nope"
+    pending, status, cleared = cb["import_overrides"](_upload(text), "opts.txt", [f"{FC1}=8x8:dram:interleaved"])
+    assert pending == [f"{FC1}=4x4:l1:block_sharded"] and cleared is None
+    assert "1 override(s) added" in str(status) and "nope" in str(status)
+    explorer_json = json.dumps({f'loc("{CONSUMER}")': {"named_location": CONSUMER, "attributes": [
+        {"key": "grid_shape", "value": "[8, 1]"}, {"key": "buffer_type", "value": "L1"},
+        {"key": "tensor_memory_layout", "value": "HEIGHT_SHARDED"},
+    ]}})
+    pending, status, _ = cb["import_overrides"](_upload(explorer_json), "tt-explorer.json", [])
+    assert pending and pending[0].startswith(f"{CONSUMER}=8x1:l1:height_sharded")
+    pending, status, _ = cb["import_overrides"]("data:;base64,@@@", "broken.json", [])
+    assert pending is no_update and "not a text file" in str(status)
+    pending, status, _ = cb["import_overrides"](_upload("{ not json"), "broken.json", [])
+    assert pending is no_update and "not valid JSON" in str(status)
+
+
+def test_the_shown_run_exports_its_trace_ops_and_overrides(cb):
+    import json
+
+    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, run_id, _, _ = cb["apply_override"](1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
+    trace, _ = cb["export_run"](1, run_id, "chrome")
+    events = json.loads(trace["content"])["traceEvents"]
+    assert trace["filename"] == f"tilescope-run{run_id}-trace.json" and any(e.get("name") == FC1 for e in events)
+    table, _ = cb["export_run"](1, run_id, "csv")
+    assert table["filename"].endswith(".csv") and FC1 in table["content"] and table["content"].startswith("OP CODE")
+    options, _ = cb["export_run"](1, run_id, "tt-mlir")
+    assert options["content"].startswith(f"override-output-layout={FC1}=8x8:l1:width_sharded:tile:bf16 ")
+    ours, _ = cb["export_run"](1, run_id, "overrides")
+    assert json.loads(ours["content"])["overrides"]
+    download, message = cb["export_run"](1, run_id, "pdf")
+    assert download is no_update and "unknown export format" in str(message)

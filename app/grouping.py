@@ -1,0 +1,185 @@
+"""Hierarchical grouping of a graph's ops by name scope, as Model Explorer folds layers.
+
+An op named `encoder.layer.3.attention.self.query.matmul` sits in the scopes `encoder`,
+`encoder.layer`, `encoder.layer.3`, ... Each scope is a group that is either collapsed (one node
+standing for all its ops) or expanded (its children shown). Scopes that add nothing are skipped: one
+holding a single op, or one whose ops are exactly those of a sub-scope. A graph without scopes (ops
+named `matmul_0`, `add_1`, ...) that is too large to show at once is folded into runs of consecutive
+ops instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import networkx as nx
+
+from compiler.ir import Graph
+
+GROUP = "group:"  # prefix of a group's node id; an op's node id is its name
+DEFAULT_BUDGET = 60  # nodes the default view opens up to: few enough to label
+MAX_NODES = 400  # nodes a view may show (Model Explorer stays responsive to a few hundred)
+RUN_LENGTH = 100  # ops per folded run in a graph without scopes
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str  # the op's name, or GROUP + scope
+    label: str
+    ops: tuple[str, ...]  # the ops it stands for, in graph order
+
+    @property
+    def is_group(self) -> bool:
+        return self.id.startswith(GROUP)
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    tensors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GroupedView:
+    nodes: list[Node]
+    edges: list[Edge]
+    node_of: dict[str, str]  # each op -> the id of the node it is drawn in
+
+
+class ScopeTree:
+    """The groups of one graph: each op's chain of groups, outermost first."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.order = [op.name for op in graph.ops]
+        self.ancestors: dict[str, tuple[str, ...]] = _scope_chains(self.order)
+        if not any(self.ancestors.values()) and len(self.order) > RUN_LENGTH:
+            self.ancestors = _runs_of(self.order)
+        self.members: dict[str, list[str]] = {}
+        for name in self.order:
+            for group in self.ancestors[name]:
+                self.members.setdefault(group, []).append(name)
+        self.parent: dict[str, str | None] = {}
+        for chain in self.ancestors.values():
+            for outer, inner in zip((None, *chain), chain):
+                self.parent[inner] = outer
+
+    @property
+    def groups(self) -> list[str]:
+        return list(self.members)
+
+    def children(self, group: str | None) -> list[str]:
+        """Node ids directly under `group` (None: the top), in graph order."""
+        seen: dict[str, None] = {}
+        depth = 0 if group is None else self.ancestors[self.members[group][0]].index(group) + 1
+        for name in (self.order if group is None else self.members[group]):
+            chain = self.ancestors[name]
+            seen[chain[depth] if len(chain) > depth else name] = None
+        return list(seen)
+
+    def label(self, group: str) -> str:
+        """A group's scope relative to its enclosing group; a bare index keeps its parent's word
+        (`layer.3`, not `3`)."""
+        scope = group.removeprefix(GROUP)
+        parent = self.parent.get(group)
+        outer = parent.removeprefix(GROUP) if parent else ""
+        rel = scope[len(outer) + 1:] if outer and scope.startswith(outer + ".") else scope
+        if rel.isdigit():
+            words = scope.split(".")
+            rel = ".".join(words[-2:])
+        return rel
+
+    def ancestors_of(self, name: str) -> tuple[str, ...]:
+        return self.ancestors.get(name, ())
+
+    def default_expansion(self, budget: int = DEFAULT_BUDGET) -> set[str]:
+        """Open the groups one depth at a time, every group of a depth or none, while the view
+        stays within `budget` nodes: all twelve layers of a model look alike."""
+        expanded: set[str] = set()
+        visible = len(self.children(None))
+        frontier = [c for c in self.children(None) if c in self.members]
+        while frontier:
+            inner = {g: self.children(g) for g in frontier}
+            grown = visible + sum(len(c) - 1 for c in inner.values())
+            if grown > budget:
+                break
+            expanded.update(frontier)
+            visible = grown
+            frontier = [c for g in frontier for c in inner[g] if c in self.members]
+        return expanded
+
+    def view(self, expanded: Iterable[str]) -> GroupedView:
+        """The nodes shown with `expanded` groups open, and the tensors between them."""
+        expanded = set(expanded)
+        node_of: dict[str, str] = {}
+        for name in self.order:
+            node_of[name] = next((g for g in self.ancestors[name] if g not in expanded), name)
+        nodes: dict[str, list[str]] = {}
+        for name in self.order:
+            nodes.setdefault(node_of[name], []).append(name)
+        edges: dict[tuple[str, str], list[str]] = {}
+        producer = {t: op.name for op in self.graph.ops for t in op.outputs}
+        for op in self.graph.ops:
+            for t in op.inputs:
+                if t in producer:
+                    src, dst = node_of[producer[t]], node_of[op.name]
+                    if src != dst and t not in edges.setdefault((src, dst), []):
+                        edges[(src, dst)].append(t)
+        return GroupedView(
+            [Node(i, self.label(i) if i in self.members else i, tuple(ops)) for i, ops in nodes.items()],
+            [Edge(s, d, tuple(ts)) for (s, d), ts in edges.items()],
+            node_of,
+        )
+
+
+def _scope_chains(order: list[str]) -> dict[str, tuple[str, ...]]:
+    """Each op's enclosing scopes (dotted name prefixes) that add something to the view."""
+    raw = {name: tuple(".".join(name.split(".")[:k]) for k in range(1, name.count(".") + 1)) for name in order}
+    size: dict[str, int] = {}
+    for chain in raw.values():
+        for scope in chain:
+            size[scope] = size.get(scope, 0) + 1
+    # a scope equal to one of its sub-scopes is skipped: the sub-scope names the same ops better
+    same_as_child = {chain[i] for chain in raw.values() for i in range(len(chain) - 1) if size[chain[i]] == size[chain[i + 1]]}
+    return {
+        name: tuple(GROUP + s for s in chain if size[s] >= 2 and s not in same_as_child and s != name)
+        for name, chain in raw.items()
+    }
+
+
+def _runs_of(order: list[str]) -> dict[str, tuple[str, ...]]:
+    """Consecutive ops folded into runs of RUN_LENGTH, for a graph whose names carry no scopes."""
+    chains = {}
+    for i, name in enumerate(order):
+        first = i - i % RUN_LENGTH
+        last = min(first + RUN_LENGTH, len(order))
+        chains[name] = (f"{GROUP}ops {first + 1}-{last}",)
+    return chains
+
+
+def layered_positions(nodes: list[str], edges: Iterable[tuple[str, str]]) -> dict[str, tuple[float, float]]:
+    """Left-to-right layers, each node as late as its readers allow (so side chains such as
+    weight reshapes sit next to the op that reads them, not all in the first column); nodes of a
+    layer are stacked vertically. `nodes` come in graph order; an edge against that order (folding
+    ops into groups can close a loop) does not push its reader right."""
+    index = {n: i for i, n in enumerate(nodes)}
+    dag = nx.DiGraph()
+    dag.add_nodes_from(nodes)
+    dag.add_edges_from((s, d) for s, d in edges if index[s] < index[d])
+    depth: dict[str, int] = {}
+    for name in nodes:
+        depth[name] = max((depth[p] + 1 for p in dag.predecessors(name)), default=0)
+    last = max(depth.values(), default=0)
+    layer: dict[str, int] = {}
+    for name in reversed(nodes):
+        layer[name] = min((layer[s] - 1 for s in dag.successors(name)), default=last)
+    columns: dict[int, list[str]] = {}
+    for name in nodes:  # graph order keeps each column stable across runs
+        columns.setdefault(layer[name], []).append(name)
+    positions = {}
+    for x, names in columns.items():
+        for i, name in enumerate(names):
+            positions[name] = (float(x), (len(names) - 1) / 2 - i)
+    return positions
