@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from urllib.parse import urlparse
 
 from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
 from dash.exceptions import MissingCallbackContextException
@@ -11,7 +12,7 @@ from compiler.errors import TilescopeError
 from compiler.target import load_target
 from overrides import parse_item
 
-from . import ids
+from . import ids, url_state
 from .explorer import (
     Explorer,
     applies_to_choices,
@@ -49,6 +50,14 @@ def outcome_list(outcomes: list[dict]) -> html.Ul:
     )
 
 
+JOB_POLL_MS = 200  # how often the page asks after a background job (Dash's default, 1 s, adds up to 1 s to a re-run)
+
+
+def _reporter(set_progress, what: str):
+    """An `on_stage` that shows a job's stage on the page (a background callback's progress)."""
+    return lambda stage: set_progress([html.Span([html.Span(className="spinner"), f"{what}: {stage}..."])])
+
+
 def _triggered() -> str | None:
     """The id of the input that fired the callback (None when called directly, as tests do)."""
     try:
@@ -74,16 +83,72 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         Output(ids.RUN_SELECT, "options"),
         Output(ids.RUN_SELECT, "value"),
         Output(ids.OVERRIDE_STATUS, "children"),
+        Output(ids.URL_STATE, "data"),
         Input(ids.MODEL_SELECT, "value"),
         Input(ids.TARGET_SELECT, "value"),
         Input(ids.POLICY_SELECT, "value"),
+        Input(ids.URL_STATE, "data"),
     )
-    def choose_model(model, target, policy):
+    def choose_model(model, target, policy, linked=None):
+        """The newest run of the model on the target under the policy, or the run a link names."""
         try:
             run_id = explorer.ensure_run(model, target, policy)
         except TilescopeError as err:
-            return no_update, no_update, html.P(str(err), className="error")
-        return explorer.run_options(model, target), run_id, None
+            return no_update, no_update, html.P(str(err), className="error"), no_update
+        wanted = (linked or {}).get("run")
+        if wanted is not None:
+            run = explorer.find_run(wanted)
+            if run is not None and (run.model_ref, target_of(run), run.policy) == (model, target, policy):
+                run_id = run.id
+            linked = {**linked, "run": None}  # shown once; later choices are the user's
+        return explorer.run_options(model, target), run_id, None, linked if wanted is not None else no_update
+
+    @app.callback(
+        Output(ids.MODEL_SELECT, "options", allow_duplicate=True),
+        Output(ids.MODEL_SELECT, "value", allow_duplicate=True),
+        Output(ids.TARGET_SELECT, "value"),
+        Output(ids.POLICY_SELECT, "value"),
+        Output(ids.LEVEL_SELECT, "value"),
+        Output(ids.SELECTED_OP, "data", allow_duplicate=True),
+        Output(ids.URL_STATE, "data", allow_duplicate=True),
+        Output(ids.URL_APPLIED, "data"),
+        Input(ids.URL, "href"),
+        State(ids.URL_APPLIED, "data"),
+        prevent_initial_call="initial_duplicate",
+    )
+    def open_link(href, applied):
+        """On page load, show the view the address names (later address changes are the page's own)."""
+        if applied or href is None:
+            return (no_update,) * 8
+        state = url_state.parse(urlparse(href).query)
+
+        def given(value):
+            return no_update if value is None else value
+
+        return (
+            explorer.model_options(state.model) if state.model else no_update, given(state.model), given(state.target),
+            given(state.policy), given(state.level), given(state.op),
+            {"run": state.run, "diff": list(state.diff)}, True,
+        )
+
+    @app.callback(
+        Output(ids.URL, "search"),
+        Input(ids.MODEL_SELECT, "value"),
+        Input(ids.TARGET_SELECT, "value"),
+        Input(ids.POLICY_SELECT, "value"),
+        Input(ids.LEVEL_SELECT, "value"),
+        Input(ids.RUN_SELECT, "value"),
+        Input(ids.SELECTED_OP, "data"),
+        Input(ids.RUNS_TABLE, "selected_row_ids"),
+        State(ids.URL_APPLIED, "data"),
+    )
+    def write_link(model, target, policy, level, run_id, selected, ticked, applied):
+        if not applied:
+            return no_update  # the link has not been read yet
+        ticked = sorted(ticked or [])
+        return url_state.encode(url_state.ViewState(
+            model, target, policy, level, run_id, selected, tuple(ticked) if len(ticked) == 2 else (),
+        ))
 
     @app.callback(
         Output(ids.MODEL_SELECT, "options"),
@@ -95,14 +160,20 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         State(ids.TARGET_SELECT, "value"),
         State(ids.POLICY_SELECT, "value"),
         prevent_initial_call=True,
+        background=True,
+        interval=JOB_POLL_MS,
+        progress=[Output(ids.UPLOAD_PROGRESS, "children")],
+        progress_default=[""],
+        running=[(Output(ids.MODEL_UPLOAD, "disabled"), True, False)],
     )
-    def upload_model(contents, filename, target, policy):
+    def upload_model(set_progress, contents, filename, target, policy):
         """Compile and simulate an uploaded file, then show it; a bad file is one line on the page."""
         if not contents:
             return no_update, no_update, no_update, no_update
+        explorer.in_new_process()
         # the upload's contents are cleared, so dropping the same file again loads it again
         try:
-            ref = explorer.upload(filename or "upload", contents, target, policy)
+            ref = explorer.upload(filename or "upload", contents, target, policy, on_stage=_reporter(set_progress, filename))
         except TilescopeError as err:
             return no_update, no_update, html.P(str(err), className="error"), None
         return explorer.model_options(ref), ref, html.P(f"Loaded {filename}.", className="ok"), None
@@ -118,12 +189,18 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         State(ids.PENDING_OVERRIDES, "data"),
         *(State(f, "value") for f in FORM_FIELDS),
         prevent_initial_call=True,
+        background=True,
+        interval=JOB_POLL_MS,
+        progress=[Output(ids.APPLY_PROGRESS, "children")],
+        progress_default=[""],
+        running=[(Output(ids.APPLY_OVERRIDES, "disabled"), True, False)],
     )
-    def apply_override(_clicks, run_id, selected, pending, *form):
+    def apply_override(set_progress, _clicks, run_id, selected, pending, *form):
         """Re-run with the pending overrides and the form's override of the selected op (left out
         when there are pending ones and the form still shows the op as it is)."""
         if run_id is None:
             return no_update, no_update, no_update, no_update
+        explorer.in_new_process()
         try:
             items = [parse_item(s) for s in pending or []]
             if selected or not items:
@@ -131,7 +208,7 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
                 unchanged = tuple(form) == form_values(explorer.compilation(explorer.run(run_id)), selected)[: len(form)]
                 if not (items and unchanged):
                     items = [parse_item(s) for s in with_pending(pending or [], override)]
-            new_id, outcomes = explorer.apply_overrides(run_id, items)
+            new_id, outcomes = explorer.apply_overrides(run_id, items, on_stage=_reporter(set_progress, "re-run"))
         except TilescopeError as err:
             return no_update, no_update, html.P(str(err), className="error"), no_update
         status = outcome_list(outcomes)
@@ -423,11 +500,20 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     @app.callback(
         Output(ids.RUNS_TABLE, "data"),
         Output(ids.RUNS_TABLE, "selected_rows"),
+        Output(ids.URL_STATE, "data", allow_duplicate=True),
         Input(ids.RUN_SELECT, "options"),
         State(ids.MODEL_SELECT, "value"),
+        State(ids.URL_STATE, "data"),
+        prevent_initial_call="initial_duplicate",
     )
-    def list_runs(_options, model):
-        return runs_data(explorer.runs_of(model)), []
+    def list_runs(_options, model, linked=None):
+        """The model's runs; the pair a link compares comes ticked."""
+        rows = runs_data(explorer.runs_of(model))
+        pair = (linked or {}).get("diff") or []
+        ticked = [i for i, row in enumerate(rows) if row["id"] in pair]
+        if not pair:
+            return rows, ticked, no_update
+        return rows, ticked, {**linked, "diff": []}
 
     @app.callback(
         Output(ids.DIFF_VIEW, "children"),
@@ -461,7 +547,7 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     return {
         f.__name__: f
         for f in (
-            choose_model, upload_model, apply_override, show_graph, show_mlir, show_summary, stage_override, remove_pending, show_pending, import_overrides, export_run, select_in_graph, select_in_timeline, inspect, show_timeline,
+            choose_model, open_link, write_link, upload_model, apply_override, show_graph, show_mlir, show_summary, stage_override, remove_pending, show_pending, import_overrides, export_run, select_in_graph, select_in_timeline, inspect, show_timeline,
             form_choices, show_statistics, select_in_statistics, show_memory, show_roofline, select_in_roofline,
             list_runs, show_diff,
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from .runs import compile_cached, execute, target_of
 
 
 MAX_UPLOAD_BYTES = 64 * 2**20  # a browser upload travels as base64 in one request; larger models: the CLI
+NO_STAGES = lambda stage: None  # noqa: E731  # a caller that shows no progress
 DEVICE_ROW = "device"  # the timeline's top row: each op once, from its start to its end
 CORE_ZONE_BUDGET = 12_000  # core zones one timeline figure draws at once (WebGL keeps this smooth)
 
@@ -53,6 +55,9 @@ class TimelineView:
 class Explorer:
     sessions: sessionmaker[Session]
     _trees: dict = field(default_factory=dict, repr=False)  # (run id, level) -> ScopeTree
+    _metrics: dict = field(default_factory=dict, repr=False)  # (run id, baseline id) -> op metrics
+    _rooflines: dict = field(default_factory=dict, repr=False)  # run id -> roofline points, roofs, peak
+    _pid: int = field(default_factory=os.getpid, repr=False)  # the process whose connections the pool holds
 
     # --- runs -----------------------------------------------------------------------------------
 
@@ -61,7 +66,7 @@ class Explorer:
             stored = [r.model_ref for r in queries.list_runs(session)]
         return list(dict.fromkeys(([extra] if extra else []) + zoo.names() + example_names() + stored))
 
-    def upload(self, filename: str, contents: str, target: str, policy: str = DEFAULT_POLICY) -> str:
+    def upload(self, filename: str, contents: str, target: str, policy: str = DEFAULT_POLICY, on_stage=NO_STAGES) -> str:
         """Store an uploaded MLIR file (a data: URL's base64 body, as dcc.Upload gives it) as a
         model with a compiled, simulated baseline run; returns its model reference. Bad files
         raise TilescopeError with one line naming the cause."""
@@ -80,7 +85,7 @@ class Explorer:
         # the content's hash tells two uploads of one file name apart
         # ('#' would read as a function selector in a model reference)
         ref = f"upload/{hashlib.sha256(data).hexdigest()[:8]}/{Path(filename).name.replace('#', '_')}"
-        self.ensure_run(ref, target, policy, source_text=text)
+        self.ensure_run(ref, target, policy, source_text=text, on_stage=on_stage)
         return ref
 
     def run_options(self, model_ref: str, target: str) -> list[dict]:
@@ -88,7 +93,9 @@ class Explorer:
             runs = [r for r in queries.list_runs(session, model_ref) if target_of(r) == target]
             return [{"label": run_label(r), "value": r.id} for r in runs]
 
-    def ensure_run(self, model_ref: str, target: str, policy: str = DEFAULT_POLICY, source_text: str | None = None) -> int:
+    def ensure_run(
+        self, model_ref: str, target: str, policy: str = DEFAULT_POLICY, source_text: str | None = None, on_stage=NO_STAGES,
+    ) -> int:
         """The newest run of a model on a target under a policy, compiling and simulating one if
         there is none: from `source_text`, else the text stored with the model's runs (an upload,
         or a file changed or gone since), else the file or zoo model itself."""
@@ -101,9 +108,16 @@ class Explorer:
                 source_text = queries.get_run(session, runs[0].id).model.source_text
         result = execute(
             self.sessions, model_ref, target, label="baseline", policy=policy, keep_going=True, source_text=source_text,
+            on_stage=on_stage,
         )
         assert result.run_id is not None
         return result.run_id
+
+    def find_run(self, run_id: int) -> Run | None:
+        try:
+            return self.run(run_id)
+        except queries.RunNotFound:
+            return None
 
     def run(self, run_id: int) -> Run:
         with self.sessions() as session:
@@ -126,7 +140,16 @@ class Explorer:
         return self._trees[key]
 
     def op_metrics(self, run_id: int, compilation: Compilation, baseline_id: int | None = None) -> dict[str, OpMetric]:
-        """Each timed op's duration, bound, % of peak, output memory and delta vs a baseline run."""
+        """Each timed op's duration, bound, % of peak, output memory and delta vs a baseline run
+        (kept: a stored run never changes, and every selection recolours the graph)."""
+        key = (run_id, baseline_id)
+        if key not in self._metrics:
+            if len(self._metrics) >= 32:
+                self._metrics.pop(next(iter(self._metrics)))
+            self._metrics[key] = self._op_metrics(run_id, compilation, baseline_id)
+        return self._metrics[key]
+
+    def _op_metrics(self, run_id: int, compilation: Compilation, baseline_id: int | None) -> dict[str, OpMetric]:
         layout = compilation.levels["layout"]
         with self.sessions() as session:
             records = queries.op_records(session, run_id)
@@ -182,6 +205,13 @@ class Explorer:
             return queries.op_statistics(session, run_id, by)
 
     def roofline(self, run_id: int) -> tuple[list[dict], dict[str, float], float]:
+        if run_id not in self._rooflines:  # kept: a stored run never changes, and a selection redraws it
+            if len(self._rooflines) >= 32:
+                self._rooflines.pop(next(iter(self._rooflines)))
+            self._rooflines[run_id] = self._roofline(run_id)
+        return self._rooflines[run_id]
+
+    def _roofline(self, run_id: int) -> tuple[list[dict], dict[str, float], float]:
         """The run's compute ops as roofline points, the roofs (bytes/s of DRAM and of all cores'
         own memories) and the matrix peak (FLOP/s) of the target it ran on. An op is placed by
         its DRAM bytes, or by its own-memory bytes if it read no DRAM."""
@@ -247,7 +277,7 @@ class Explorer:
     def apply_override(self, run_id: int, override: OpOverride) -> tuple[int | None, list[dict]]:
         return self.apply_overrides(run_id, [override])
 
-    def apply_overrides(self, run_id: int, overrides: Sequence[OpOverride]) -> tuple[int | None, list[dict]]:
+    def apply_overrides(self, run_id: int, overrides: Sequence[OpOverride], on_stage=NO_STAGES) -> tuple[int | None, list[dict]]:
         """Re-run `run_id` with `overrides`, each replacing any earlier override of the same op
         (and operand or result).
 
@@ -260,8 +290,16 @@ class Explorer:
             self.sessions, parent.model_ref, target_of(parent), [*kept, *items],
             label=", ".join(items), parent_id=parent.id, dispatch=parent.dispatch, policy=parent.policy,
             l1_usage_cap=parent.l1_usage_cap, source_text=parent.model.source_text, target_source=parent.target.description or None,
+            on_stage=on_stage,
         )
         return result.run_id, [o.as_dict() for o in result.compilation.override_outcomes]
+
+    def in_new_process(self) -> None:
+        """A background job runs in a forked process: it must not share the parent's pooled
+        database connections (https://docs.sqlalchemy.org/en/20/core/pooling.html#pooling-multiprocessing)."""
+        if os.getpid() != self._pid:
+            self.sessions.kw["bind"].dispose(close=False)
+            self._pid = os.getpid()
 
     def export(self, run_id: int, fmt: str) -> tuple[str, str]:
         with self.sessions() as session:
@@ -352,22 +390,34 @@ def search_ops(graph, pattern: str | None) -> list[str]:
     return [op.name for op in graph.ops if found.search(op.name) or found.search(op.kind)]
 
 
-def mlir_children(text: str, spans: dict[str, tuple[int, int]], selected: Sequence[str]) -> list:
-    """The MLIR text with the selected ops' lines wrapped in <mark>s (the first scrolled into view by JS)."""
+MLIR_PAGE = 1500  # lines of MLIR sent to the page at once: a large model's kernel level is megabytes
+
+
+def mlir_children(text: str, spans: dict[str, tuple[int, int]], selected: Sequence[str], page: int = MLIR_PAGE) -> list:
+    """The MLIR text with the selected ops' lines wrapped in <mark>s (the first scrolled into view
+    by JS). A text longer than `page` lines is cut to the page around the first selected op (or
+    its start), with a line saying which lines are shown."""
     marked = sorted(spans[name] for name in selected if name in spans)
-    if not marked:
-        return [text]
     lines = text.splitlines(keepends=True)
+    lo, hi = 0, len(lines)
+    if len(lines) > page:
+        centre = marked[0][0] if marked else 0
+        lo = max(0, min(centre - page // 3, len(lines) - page))
+        hi = lo + page
     children: list = []
-    at = 0  # lines emitted so far
+    if (lo, hi) != (0, len(lines)):
+        children.append(html.Div(
+            f"lines {lo + 1:,}-{hi:,} of {len(lines):,}; select an op to show its lines", className="mlir-window",
+        ))
+    at = lo  # lines emitted so far
     for first, last in marked:
-        if first - 1 < at:
-            continue  # nested in a span already marked
+        if first - 1 < at or last > hi:
+            continue  # nested in a span already marked, or off the page
         children.append("".join(lines[at : first - 1]))
         children.append(html.Mark("".join(lines[first - 1 : last]), className="op-lines"))
         at = last
-    children.append("".join(lines[at:]))
-    return children
+    children.append("".join(lines[at:hi]))
+    return children if len(children) > 1 or children[0] else [text]
 
 
 def inspector_children(compilation: Compilation, level: str, op_name: str | None, record) -> list:

@@ -181,7 +181,7 @@ def graph_figure(
                 x=[positions[n.id][0] for n in ringed], y=[positions[n.id][1] for n in ringed], mode="markers",
                 hoverinfo="skip", showlegend=False, name=name,
                 marker=dict(size=[size if n.is_group else size - 10 for n in ringed], symbol="square-open",
-                            line=dict(width=3, color=colour)),
+                            color=colour, line=dict(width=3, color=colour)),  # an open symbol is drawn in its colour
             ))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, scaleanchor=None)

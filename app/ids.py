@@ -32,6 +32,8 @@ PENDING_OVERRIDES = "pending-overrides"  # store: override items waiting for "Ap
 PENDING_LIST = "pending-list"
 PENDING_REMOVE = "pending-remove"  # pattern-matching id type of each pending item's remove button
 OVERRIDES_UPLOAD = "overrides-upload"
+APPLY_PROGRESS = "apply-progress"  # the stage a re-run is at
+UPLOAD_PROGRESS = "upload-progress"  # the stage an uploaded model's first run is at
 
 # export of the shown run
 EXPORT_FORMAT = "export-format"
@@ -57,3 +59,8 @@ GRAPH_COLOUR = "graph-colour"
 GRAPH_SEARCH = "graph-search"
 GRAPH_GROUPS = "graph-groups"
 GRAPH_NOTE = "graph-note"
+
+# the view in the address bar
+URL = "url"
+URL_STATE = "url-state"  # store: the link's run and diff pair, until the page has shown them
+URL_APPLIED = "url-applied"  # store: the link has been read (later changes of the address are ours)

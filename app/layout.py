@@ -93,6 +93,7 @@ def override_form(target: Target) -> html.Div:
                 ],
                 className="buttons",
             ),
+            html.Div(id=ids.APPLY_PROGRESS, className="progress"),
             html.Div(id=ids.OVERRIDE_STATUS, className="status"),
             html.Div(
                 [
@@ -185,8 +186,12 @@ def page(model_options: list[str], model: str, target: Target) -> html.Div:
         [
             dcc.Store(id=ids.SELECTED_OP, data=None),
             dcc.Store(id=ids.PENDING_OVERRIDES, data=[]),
+            dcc.Location(id=ids.URL, refresh=False),
+            dcc.Store(id=ids.URL_STATE, data=None),
+            dcc.Store(id=ids.URL_APPLIED, data=False),
             run_bar(model_options, model, target.name),
-            dcc.Loading(html.Div(id=ids.PAGE_MESSAGE, className="page-message"), type="dot", color="#2563eb"),
+            html.Div([html.Div(id=ids.UPLOAD_PROGRESS, className="progress"), html.Div(id=ids.PAGE_MESSAGE)],
+                     className="page-message"),
             html.Div([html.Div(id=ids.RUN_SUMMARY, className="run-summary"), export_control()], className="summary-row"),
             html.Main(
                 [

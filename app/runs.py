@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
@@ -51,7 +53,22 @@ def compile_cached(
     source = read_source(ref) if text is None else text
     if policy not in POLICIES:
         raise TilescopeError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
-    return _compile(ref, source, load_target(target, target_source), tuple(override_items), policy, l1_usage_cap)
+    # one compile at a time: the views a re-run refreshes ask for its compilation at once, and
+    # all but the first should find it cached rather than compile it again beside it
+    with _COMPILING:
+        return _compile(ref, source, load_target(target, target_source), tuple(override_items), policy, l1_usage_cap)
+
+
+_COMPILING = threading.Lock()
+
+
+def _unlock_in_child() -> None:
+    """A background job forked while another thread compiled must not inherit a held lock."""
+    global _COMPILING
+    _COMPILING = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_unlock_in_child)
 
 
 @lru_cache(maxsize=16)
@@ -81,14 +98,18 @@ def execute(
     source_text: str | None = None,
     target_source: str | None = None,
     keep_going: bool = False,
+    on_stage: Callable[[str], None] = lambda stage: None,
 ) -> RunResult:
     """Compile, simulate and store. `source_text` and `target_source` re-run a stored run from the
-    model text and target description it kept, whatever has happened to the files since."""
+    model text and target description it kept, whatever has happened to the files since.
+    `on_stage` hears each stage as it starts, for a progress line."""
     if target_source is None:
         target_source = target_text(target)[0]
+    on_stage("compiling")
     compilation, items = compile_cached(
         model_ref, target, override_items, source_text, policy, l1_usage_cap, target_source
     )
+    on_stage(f"simulating {len(compilation.kernel.ops):,} ops")
     sim = simulate(compilation.kernel, compilation.target, dispatch)
     result = RunResult(None, compilation, sim, list(items))
     if result.rejected and not keep_going:
@@ -97,6 +118,7 @@ def execute(
         compilation, sim, model_ref, target, target_source,
         policy=policy, l1_usage_cap=l1_usage_cap, overrides=list(items), label=label, parent_id=parent_id,
     )
+    on_stage("storing the run")
     with sessions() as session:
         result.run_id = save_run(session, new)
     return result

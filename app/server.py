@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dash import Dash
+import diskcache
+import platformdirs
+from dash import Dash, DiskcacheManager
 
 from compiler.target import load_target
 from perfdb.engine import open_db, session_factory
@@ -17,11 +19,19 @@ from .runs import DEFAULT_TARGET
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 
-def create_app(db_url: str | None = None, model_ref: str = "zoo:mlp", target: str = DEFAULT_TARGET) -> Dash:
+def create_app(
+    db_url: str | None = None, model_ref: str = "zoo:mlp", target: str = DEFAULT_TARGET, job_dir: str | None = None,
+) -> Dash:
     """The explorer on `db_url`, opened on `model_ref`; the model is compiled and stored if it has no run."""
     explorer = Explorer(session_factory(open_db(db_url)))
     explorer.ensure_run(model_ref, target)  # the first page load shows a stored run at once
-    app = Dash(__name__, assets_folder=str(ASSETS), title="tilescope", update_title=None)
+    # compiles and re-runs are background callbacks: each runs in a process of its own, reporting
+    # its stage, and the page stays live; the job queue lives in a local cache directory
+    jobs = diskcache.Cache(job_dir or platformdirs.user_cache_dir("tilescope") + "/jobs")
+    app = Dash(
+        __name__, assets_folder=str(ASSETS), title="tilescope", update_title=None,
+        background_callback_manager=DiskcacheManager(jobs),
+    )
     app.layout = page(explorer.model_options(model_ref), model_ref, load_target(target))
     app.tilescope_callbacks = callbacks.register(app, explorer)  # type: ignore[attr-defined]  # for tests
     app.explorer = explorer  # type: ignore[attr-defined]

@@ -20,12 +20,19 @@ CONSUMER = "mlp.layer.0.fc2.matmul"
 
 @pytest.fixture
 def app(tmp_path):
-    return create_app(f"sqlite:///{tmp_path}/ui.db", MODEL, TARGET)
+    return create_app(f"sqlite:///{tmp_path}/ui.db", MODEL, TARGET, job_dir=str(tmp_path / "jobs"))
 
 
 @pytest.fixture
 def cb(app):
     return app.tilescope_callbacks
+
+
+STAGES: list = []  # what background jobs reported, newest last
+
+
+def _progress(value) -> None:
+    STAGES.append(value[0])
 
 
 def _graph(cb, run_id, level="graph", selected=None, expanded=None, mode="duration", pattern=None, ticked=None):
@@ -43,7 +50,7 @@ def _records(app, run_id):
 
 
 def test_page_opens_on_a_stored_run_of_the_example_model(app, cb):
-    options, run_id, status = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    options, run_id, status, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     assert status is None
     assert [o["value"] for o in options] == [run_id]
     assert "baseline" in options[0]["label"]
@@ -62,7 +69,7 @@ def test_click_selects_the_op_and_ignores_clicks_on_edges(cb):
 
 
 def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
-    _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     inspector, *values, applies_to, apply_disabled, stage_disabled = cb["inspect"](FC1, run_id, "graph")
     text = str(inspector)
     assert FC1 in text and "duration" in text and "bound" in text
@@ -76,11 +83,11 @@ def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
 
 
 def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
-    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     selected, _ = cb["select_in_graph"]({"points": [{"customdata": FC1}]}, [])
     _, _, _, rows, cols, layout, dtype, fidelity, *_ = cb["inspect"](selected, base_id, "graph")
 
-    options, new_id, status, pending = cb["apply_override"](
+    options, new_id, status, pending = cb["apply_override"](_progress,
         1, base_id, selected, [], "l1", "width_sharded", rows, cols, layout, dtype, fidelity  # 128 tile columns over 64 cores
     )
 
@@ -88,6 +95,10 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     assert [o["value"] for o in options] == [new_id, base_id]
     assert "applied" in str(status)
     run = app.explorer.run(new_id)
+    kernel_ops = len(app.explorer.compilation(run).kernel.ops)
+    assert [s.children[1] for s in STAGES[-3:]] == [  # the progress line's stages
+        "re-run: compiling...", f"re-run: simulating {kernel_ops} ops...", "re-run: storing the run...",
+    ]
     assert run.parent_id == base_id
     assert run.overrides == [f"{FC1}=8x8:l1:width_sharded:tile:bf16"]
 
@@ -110,18 +121,18 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
 
 
 def test_second_override_of_the_same_op_replaces_the_first(app, cb):
-    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, first, _, _ = cb["apply_override"](1, base_id, FC1, [], "l1", "block_sharded", 4, 8, "tile", "bf16")
-    _, second, _, _ = cb["apply_override"](2, first, FC1, [], "dram", "interleaved", 4, 4, "tile", "bf16")
+    _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, first, _, _ = cb["apply_override"](_progress, 1, base_id, FC1, [], "l1", "block_sharded", 4, 8, "tile", "bf16")
+    _, second, _, _ = cb["apply_override"](_progress, 2, first, FC1, [], "dram", "interleaved", 4, 4, "tile", "bf16")
     assert app.explorer.run(second).overrides == [f"{FC1}=4x4:dram:interleaved:tile:bf16"]
 
 
 def test_impossible_override_is_reported_and_stores_nothing(app, cb):
     # fc1's output of a wide MLP (128x8192 bf16 = 2 MiB) does not fit one core's 1464 KiB of L1
     wide = "zoo:mlp?layers=1&hidden=8192"
-    _, wide_id, _ = cb["choose_model"](wide, TARGET, "dram-interleaved")
+    _, wide_id, _, _ = cb["choose_model"](wide, TARGET, "dram-interleaved")
     runs_before = len(app.explorer.run_options(wide, TARGET))
-    options, value, status, _ = cb["apply_override"](
+    options, value, status, _ = cb["apply_override"](_progress,
         1, wide_id, "mlp.layer.0.fc1.matmul", [], "l1", "block_sharded", 1, 1, "tile", "bf16"
     )
     assert options is no_update and value is no_update
@@ -130,13 +141,13 @@ def test_impossible_override_is_reported_and_stores_nothing(app, cb):
 
 
 def test_form_without_a_selected_op_says_so(cb):
-    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, _, status, _ = cb["apply_override"](1, base_id, None, [], "l1", "block_sharded", 4, 8, "tile", "bf16")
+    _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, _, status, _ = cb["apply_override"](_progress, 1, base_id, None, [], "l1", "block_sharded", 4, 8, "tile", "bf16")
     assert "select an op" in str(status)
 
 
 def test_level_switch_keeps_the_selection_and_maps_it_through_provenance(cb):
-    _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     for level in ("input", "graph", "layout", "kernel"):
         figure, mlir = _graph(cb, run_id, level, FC1)[0], cb["show_mlir"](run_id, level, FC1)
         assert any(t.name == "selected" for t in figure.data), level
@@ -148,17 +159,17 @@ def test_a_run_on_a_target_file_reopens_and_reruns_from_what_it_stored(tmp_path)
 
     target_file = tmp_path / "mine.toml"
     target_file.write_text((BUILTIN_DIR / "wormhole_n150.toml").read_text().replace('name = "wormhole_n150"', 'name = "mine"'))
-    app = create_app(f"sqlite:///{tmp_path}/ui.db", MODEL, str(target_file))
+    app = create_app(f"sqlite:///{tmp_path}/ui.db", MODEL, str(target_file), job_dir=str(tmp_path / "jobs"))
     cb = app.tilescope_callbacks
-    options, run_id, _ = cb["choose_model"](MODEL, str(target_file), "dram-interleaved")
-    again_options, again_id, _ = cb["choose_model"](MODEL, str(target_file), "dram-interleaved")
+    options, run_id, _, _ = cb["choose_model"](MODEL, str(target_file), "dram-interleaved")
+    again_options, again_id, _, _ = cb["choose_model"](MODEL, str(target_file), "dram-interleaved")
     assert again_id == run_id and len(again_options) == len(options) == 1  # found, not stored anew
     run = app.explorer.run(run_id)
     assert (run.target.name, run.target_ref) == ("mine", str(target_file)) and 'name = "mine"' in run.target.description
     target_file.unlink()  # the run keeps its own copy of the target
     figure = _graph(cb, run_id, "kernel")[0]
     assert figure.data
-    _, new_id, status, _ = cb["apply_override"](1, run_id, FC1, [], "l1", "block_sharded", 4, 8, "tile", "bf16")
+    _, new_id, status, _ = cb["apply_override"](_progress, 1, run_id, FC1, [], "l1", "block_sharded", 4, 8, "tile", "bf16")
     assert "applied" in str(status) and app.explorer.run(new_id).target.name == "mine"
 
 
@@ -171,15 +182,15 @@ def test_the_override_form_offers_what_the_selected_target_has(cb):
 
 
 def test_the_form_can_ask_for_a_math_fidelity(app, cb):
-    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, new_id, status, _ = cb["apply_override"](1, base_id, FC1, [], "dram", "interleaved", 8, 8, "tile", "bf16", "lofi")
+    _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, new_id, status, _ = cb["apply_override"](_progress, 1, base_id, FC1, [], "dram", "interleaved", 8, 8, "tile", "bf16", "lofi")
     assert app.explorer.run(new_id).overrides == [f"{FC1}=8x8:dram:interleaved:tile:bf16:fidelity#lofi"]
     fidelity = cb["inspect"](FC1, new_id, "graph")[7]
     assert fidelity == "lofi"
 
 
 def test_the_timeline_shows_the_zoomed_window_with_short_zones_merged(app, cb):
-    _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     run = app.explorer.run(run_id)
     everything = cb["show_timeline"](run_id, None, None)
     assert "merged" not in [t.name for t in everything.data]  # ops are microseconds long: all drawn
@@ -203,7 +214,7 @@ def test_the_timeline_shows_the_zoomed_window_with_short_zones_merged(app, cb):
 
 
 def test_core_rows_wait_for_a_zoom_when_a_window_holds_too_many_zones(app, cb, monkeypatch):
-    _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     ops = len(app.explorer.durations(run_id))
     monkeypatch.setattr(explorer_module, "CORE_ZONE_BUDGET", 10)
     view = app.explorer.timeline(run_id)
@@ -214,7 +225,7 @@ def test_core_rows_wait_for_a_zoom_when_a_window_holds_too_many_zones(app, cb, m
 
 
 def test_statistics_per_op_and_type_and_a_row_click_selects_the_op(app, cb):
-    _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     rows, columns = cb["show_statistics"](run_id, "name")
     durations = app.explorer.durations(run_id)
     assert {r["name"] for r in rows} == set(durations) and columns[0]["id"] == "name"
@@ -228,8 +239,8 @@ def test_statistics_per_op_and_type_and_a_row_click_selects_the_op(app, cb):
 
 
 def test_memory_view_shows_l1_over_time_and_what_makes_the_peak(app, cb):
-    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, run_id, _, _ = cb["apply_override"](1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
+    _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, run_id, _, _ = cb["apply_override"](_progress, 1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
     figure, peak = cb["show_memory"](run_id)
     view = app.explorer.memory(run_id)
     used = [v for _, v in view["envelope"]]
@@ -245,7 +256,7 @@ def test_memory_view_shows_l1_over_time_and_what_makes_the_peak(app, cb):
 
 
 def test_roofline_places_compute_ops_under_the_roofs_and_selects_on_click(app, cb):
-    _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     points, roofs, peak = app.explorer.roofline(run_id)
     assert {p["name"] for p in points} == {FC1, CONSUMER}
     for p in points:  # nothing beats the roofline of its memory
@@ -256,9 +267,9 @@ def test_roofline_places_compute_ops_under_the_roofs_and_selects_on_click(app, c
 
 
 def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):
-    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, run_id, _, _ = cb["apply_override"](1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
-    rows, ticked = cb["list_runs"](None, MODEL)
+    _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, run_id, _, _ = cb["apply_override"](_progress, 1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
+    rows, ticked, _ = cb["list_runs"](None, MODEL)
     assert [r["id"] for r in rows] == [run_id, base_id] and ticked == []
     assert rows[0]["overrides"] == 1 and rows[0]["parent"] == str(base_id)
     shown = app.explorer.run(run_id)
@@ -287,17 +298,17 @@ def _data_url(data: bytes) -> str:
 
 
 def test_an_uploaded_mlir_file_becomes_a_model_with_a_run(app, cb):
-    options, ref, message, cleared = cb["upload_model"](_data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved")
+    options, ref, message, cleared = cb["upload_model"](_progress, _data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved")
     assert ref.startswith("upload/") and ref.endswith("/tiny.mlir") and ref in options
     assert "Loaded tiny.mlir" in str(message) and cleared is None  # so the same file can be dropped again
     # any case of the suffix; a '#' is not read as a function selector
-    _, odd, message, _ = cb["upload_model"](_data_url(SMALL_MLIR.encode()), "v#2.MLIR", TARGET, "dram-interleaved")
+    _, odd, message, _ = cb["upload_model"](_progress, _data_url(SMALL_MLIR.encode()), "v#2.MLIR", TARGET, "dram-interleaved")
     assert odd.endswith("/v_2.MLIR") and "Loaded" in str(message)
-    runs, run_id, status = cb["choose_model"](ref, TARGET, "dram-interleaved")
+    runs, run_id, status, _ = cb["choose_model"](ref, TARGET, "dram-interleaved")
     assert status is None and [r["value"] for r in runs] == [run_id]
     assert set(app.explorer.durations(run_id)) == {"e"}
     # another policy re-compiles from the stored text: there is no such file
-    _, other, status = cb["choose_model"](ref, TARGET, "greedy-l1")
+    _, other, status, _ = cb["choose_model"](ref, TARGET, "greedy-l1")
     assert status is None and other != run_id and app.explorer.run(other).model.source_text == SMALL_MLIR
 
 
@@ -311,7 +322,7 @@ def test_an_uploaded_mlir_file_becomes_a_model_with_a_run(app, cb):
 )
 def test_a_bad_upload_is_one_line_on_the_page_and_changes_nothing(app, cb, name, data, reason):
     before = len(queries.list_runs(app.explorer.sessions()))
-    options, value, message, _ = cb["upload_model"](_data_url(data), name, TARGET, "dram-interleaved")
+    options, value, message, _ = cb["upload_model"](_progress, _data_url(data), name, TARGET, "dram-interleaved")
     assert options is no_update and value is no_update
     text = message.children
     assert reason in text and "\n" not in text and "Traceback" not in text
@@ -320,12 +331,12 @@ def test_a_bad_upload_is_one_line_on_the_page_and_changes_nothing(app, cb, name,
 
 def test_an_upload_over_the_size_limit_is_refused(app, cb, monkeypatch):
     monkeypatch.setattr(explorer_module, "MAX_UPLOAD_BYTES", 100)
-    _, _, message, _ = cb["upload_model"](_data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved")
+    _, _, message, _ = cb["upload_model"](_progress, _data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved")
     assert message.children.startswith("tiny.mlir: ") and "MiB is over the" in message.children
 
 
 def test_a_large_graph_opens_grouped_a_click_opens_a_group_and_an_op_selected_elsewhere_is_revealed(cb):
-    _, run_id, _ = cb["choose_model"]("zoo:mlp?layers=60", TARGET, "dram-interleaved")
+    _, run_id, _, _ = cb["choose_model"]("zoo:mlp?layers=60", TARGET, "dram-interleaved")
     figure, options, groups, note = _graph(cb, run_id, "input")
     drawn = _ops_drawn(figure)
     closed = sorted(d for d in drawn if d.startswith("group:"))
@@ -346,8 +357,8 @@ def test_a_large_graph_opens_grouped_a_click_opens_a_group_and_an_op_selected_el
 
 
 def test_the_graph_colours_by_bound_memory_peak_and_delta_against_the_parent_run(cb):
-    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, new_id, _, _ = cb["apply_override"](1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
+    _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, new_id, _, _ = cb["apply_override"](_progress, 1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
 
     bound = _graph(cb, new_id, "kernel", mode="bound")[0]
     assert {t.name for t in bound.data if t.showlegend} <= {"compute", "dram", "l1", "noc", "vector", "dispatch", "balanced"}
@@ -370,7 +381,7 @@ def test_the_graph_colours_by_bound_memory_peak_and_delta_against_the_parent_run
 
 
 def test_regex_search_rings_the_matching_ops_and_a_bad_pattern_is_one_line(cb):
-    _, run_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     figure, _, _, note = _graph(cb, run_id, "kernel", pattern=r"fc\d\.matmul")
     ring = next(t for t in figure.data if t.name == "matches")
     assert len(ring.x) == 2 and "2 ops match" in str(note)
@@ -379,7 +390,7 @@ def test_regex_search_rings_the_matching_ops_and_a_bad_pattern_is_one_line(cb):
 
 
 def test_opening_more_groups_than_a_view_can_draw_keeps_the_last_ones_closed(cb):
-    _, run_id, _ = cb["choose_model"]("zoo:mlp?layers=100", TARGET, "dram-interleaved")
+    _, run_id, _, _ = cb["choose_model"]("zoo:mlp?layers=100", TARGET, "dram-interleaved")
     _, options, _, _ = _graph(cb, run_id, "input")
     everything = [o["value"] for o in options]
     figure, _, opened, note = _graph(cb, run_id, "input", expanded=everything)
@@ -395,7 +406,7 @@ def _upload(text: str) -> str:
 
 
 def test_pending_overrides_re_run_together_in_one_child_run(app, cb):
-    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     pending, status = cb["stage_override"](1, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
     assert status is None and pending == [f"{FC1}=8x8:l1:width_sharded:tile:bf16"]
     # staging the same op again replaces its entry; another op joins the list
@@ -406,19 +417,19 @@ def test_pending_overrides_re_run_together_in_one_child_run(app, cb):
 
     # the form still shows the selected consumer as it is: only the pending list is applied
     values = cb["inspect"](CONSUMER, base_id, "graph")[1:12]
-    _, new_id, status, cleared = cb["apply_override"](1, base_id, CONSUMER, pending, *values)
+    _, new_id, status, cleared = cb["apply_override"](_progress, 1, base_id, CONSUMER, pending, *values)
     assert cleared == [] and str(status).count("badge applied") == 2
     assert app.explorer.run(new_id).overrides == pending
     assert app.explorer.run(new_id).parent_id == base_id
 
 
 def test_the_form_sets_an_operand_tile_blocking_and_buffering_and_rejects_a_bad_block(app, cb):
-    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     pending, _ = cb["stage_override"](
         1, FC1, [], "l1", "interleaved", 8, 8, "tile", "bf16", "default", "operand 0", "default", "", "default"
     )
     assert pending == [f"{FC1}=8x8:l1:interleaved:tile:bf16:operand#0"]
-    _, new_id, status, _ = cb["apply_override"](
+    _, new_id, status, _ = cb["apply_override"](_progress,
         1, base_id, FC1, [], "dram", "interleaved", 8, 8, "tile", "bf16", "hifi2", "output", "32x32", "4x2x2", "off"
     )
     assert "rejected" not in str(status)
@@ -451,8 +462,8 @@ def test_an_overrides_file_of_any_format_joins_the_pending_list_and_bad_items_ar
 def test_the_shown_run_exports_its_trace_ops_and_overrides(cb):
     import json
 
-    _, base_id, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, run_id, _, _ = cb["apply_override"](1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
+    _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, run_id, _, _ = cb["apply_override"](_progress, 1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
     trace, _ = cb["export_run"](1, run_id, "chrome")
     events = json.loads(trace["content"])["traceEvents"]
     assert trace["filename"] == f"tilescope-run{run_id}-trace.json" and any(e.get("name") == FC1 for e in events)
@@ -464,3 +475,28 @@ def test_the_shown_run_exports_its_trace_ops_and_overrides(cb):
     assert json.loads(ours["content"])["overrides"]
     download, message = cb["export_run"](1, run_id, "pdf")
     assert download is no_update and "unknown export format" in str(message)
+
+
+def test_a_link_reopens_the_model_level_run_op_and_diff_pair_it_names(app, cb):
+    _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, new_id, _, _ = cb["apply_override"](_progress, 1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
+    search = cb["write_link"](MODEL, TARGET, "dram-interleaved", "kernel", base_id, FC1, [new_id, base_id], True)
+    assert "level=kernel" in search and f"run={base_id}" in search and f"diff={base_id}%2C{new_id}" in search
+    assert cb["write_link"](MODEL, TARGET, "dram-interleaved", "kernel", base_id, FC1, [], False) is no_update
+
+    options, model, target, policy, level, op, linked, applied = cb["open_link"](f"http://host/{search}", False)
+    assert (model, target, policy, level, op, applied) == (MODEL, TARGET, "dram-interleaved", "kernel", FC1, True)
+    assert MODEL in options and linked == {"run": base_id, "diff": [base_id, new_id]}
+    # the link's run is shown, not the newest, and only once
+    _, shown, _, linked = cb["choose_model"](MODEL, TARGET, "dram-interleaved", linked)
+    assert shown == base_id and linked["run"] is None
+    _, newest, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved", linked)
+    assert newest == new_id
+    rows, ticked, linked = cb["list_runs"](None, MODEL, linked)
+    assert sorted(rows[i]["id"] for i in ticked) == [base_id, new_id] and linked["diff"] == []
+
+    assert cb["open_link"](f"http://host/{search}", True) == (no_update,) * 8  # read once per page load
+    *_, op, linked, _ = cb["open_link"]("http://host/?level=nonsense&run=abc&diff=1", False)
+    assert op is no_update and linked == {"run": None, "diff": []}
+    _, shown, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved", {"run": 99999, "diff": []})
+    assert shown == new_id  # a run the database does not hold: the newest instead

@@ -1,0 +1,45 @@
+"""The view in the address bar: the model, target, policy, level, run, selected op and diff pair,
+so a link reproduces what its sender saw."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from urllib.parse import parse_qs, urlencode
+
+from compiler.ir import LEVELS
+
+
+@dataclass(frozen=True)
+class ViewState:
+    model: str | None = None
+    target: str | None = None
+    policy: str | None = None
+    level: str | None = None
+    run: int | None = None
+    op: str | None = None
+    diff: tuple[int, ...] = ()  # two run ids compared in Runs & diff
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() else None
+
+
+def parse(search: str | None) -> ViewState:
+    """The state a query string names; values that cannot be one (an unknown level, a run id that
+    is not a number) are left out, so a mangled link still opens the page."""
+    query = {k: v[0] for k, v in parse_qs((search or "").lstrip("?")).items() if v}
+    diff = tuple(i for i in (_int(v) for v in query.get("diff", "").split(",")) if i is not None)
+    level = query.get("level")
+    return ViewState(
+        model=query.get("model"), target=query.get("target"), policy=query.get("policy"),
+        level=level if level in LEVELS else None, run=_int(query.get("run")), op=query.get("op"),
+        diff=diff if len(diff) == 2 else (),
+    )
+
+
+def encode(state: ViewState) -> str:
+    """The query string of a state (empty fields left out)."""
+    fields = {k: v for k, v in asdict(state).items() if v not in (None, (), "")}
+    if "diff" in fields:
+        fields["diff"] = ",".join(map(str, fields["diff"]))
+    return "?" + urlencode(fields) if fields else ""
