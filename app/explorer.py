@@ -132,22 +132,12 @@ class Explorer:
 
     def scope_tree(self, run: Run, level: str) -> ScopeTree:
         """The groups of a run's graph at a level (kept: a selection or a search reuses them)."""
-        key = (run.id, level)
-        if key not in self._trees:
-            if len(self._trees) >= 32:
-                self._trees.pop(next(iter(self._trees)))
-            self._trees[key] = ScopeTree(self.compilation(run).graph_at(level))
-        return self._trees[key]
+        return _kept(self._trees, (run.id, level), lambda: ScopeTree(self.compilation(run).graph_at(level)))
 
     def op_metrics(self, run_id: int, compilation: Compilation, baseline_id: int | None = None) -> dict[str, OpMetric]:
         """Each timed op's duration, bound, % of peak, output memory and delta vs a baseline run
         (kept: a stored run never changes, and every selection recolours the graph)."""
-        key = (run_id, baseline_id)
-        if key not in self._metrics:
-            if len(self._metrics) >= 32:
-                self._metrics.pop(next(iter(self._metrics)))
-            self._metrics[key] = self._op_metrics(run_id, compilation, baseline_id)
-        return self._metrics[key]
+        return _kept(self._metrics, (run_id, baseline_id), lambda: self._op_metrics(run_id, compilation, baseline_id))
 
     def _op_metrics(self, run_id: int, compilation: Compilation, baseline_id: int | None) -> dict[str, OpMetric]:
         layout = compilation.levels["layout"]
@@ -205,11 +195,8 @@ class Explorer:
             return queries.op_statistics(session, run_id, by)
 
     def roofline(self, run_id: int) -> tuple[list[dict], dict[str, float], float]:
-        if run_id not in self._rooflines:  # kept: a stored run never changes, and a selection redraws it
-            if len(self._rooflines) >= 32:
-                self._rooflines.pop(next(iter(self._rooflines)))
-            self._rooflines[run_id] = self._roofline(run_id)
-        return self._rooflines[run_id]
+        # kept: a stored run never changes, and a selection redraws it
+        return _kept(self._rooflines, run_id, lambda: self._roofline(run_id))
 
     def _roofline(self, run_id: int) -> tuple[list[dict], dict[str, float], float]:
         """The run's compute ops as roofline points, the roofs (bytes/s of DRAM and of all cores'
@@ -304,6 +291,18 @@ class Explorer:
     def export(self, run_id: int, fmt: str) -> tuple[str, str]:
         with self.sessions() as session:
             return export_run(session, run_id, fmt)
+
+
+KEPT_PER_VIEW = 32  # runs (or run and level) whose derived views each cache keeps
+
+
+def _kept(cache: dict, key, make):
+    """cache[key], made once; the oldest entry goes when the cache is full."""
+    if key not in cache:
+        if len(cache) >= KEPT_PER_VIEW:
+            cache.pop(next(iter(cache)))
+        cache[key] = make()
+    return cache[key]
 
 
 def run_label(run: Run) -> str:
@@ -417,7 +416,7 @@ def mlir_children(text: str, spans: dict[str, tuple[int, int]], selected: Sequen
         children.append(html.Mark("".join(lines[first - 1 : last]), className="op-lines"))
         at = last
     children.append("".join(lines[at:hi]))
-    return children if len(children) > 1 or children[0] else [text]
+    return children
 
 
 def inspector_children(compilation: Compilation, level: str, op_name: str | None, record) -> list:
