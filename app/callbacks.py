@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import urlparse
 
-from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
+from dash import ALL, Dash, Input, Output, Patch, State, ctx, html, no_update
 from dash.exceptions import MissingCallbackContextException
 
 from compiler.errors import TilescopeError
@@ -27,7 +27,8 @@ from .explorer import (
     summary_children,
     with_pending,
 )
-from .figures import graph_figure, memory_figure, roofline_figure, timeline_figure
+from .figures import find_zone_histogram, graph_figure, graph_rings, memory_figure, roofline_figure, roofline_ring
+from .timelines import aligned_timelines, timeline_figure
 from .grouping import GROUP, MAX_NODES
 from .panels import diff_children, memory_children, runs_data, stats_columns, stats_data
 from .runs import target_of
@@ -66,14 +67,37 @@ def _triggered() -> str | None:
         return None
 
 
+def _first_trace(trace) -> Patch:
+    """A patch of a drawn figure that replaces its first trace (a selection ring) alone."""
+    patch = Patch()
+    patch["data"][0] = trace.to_plotly_json()
+    return patch
+
+
+def _only_triggered(component_id: str) -> bool:
+    """Whether `component_id` alone fired the callback (so the rest of the view is as drawn)."""
+    try:
+        fired = {key.rsplit(".", 1)[0] for key in ctx.triggered_prop_ids}
+    except MissingCallbackContextException:
+        return False
+    return fired == {component_id}
+
+
 def _x_window(relayout: dict | None) -> tuple[float, float] | None:
-    """The time range (us) a zoom or pan on the timeline set, if it set one."""
+    """The time range (us) a zoom or pan on the timeline set, if it set one: on the zones' axis
+    (xaxis) or a counter plot's (xaxis2, ...), which share it."""
     relayout = relayout or {}
-    if "xaxis.range[0]" in relayout and "xaxis.range[1]" in relayout:
-        return float(relayout["xaxis.range[0]"]), float(relayout["xaxis.range[1]"])
-    if isinstance(relayout.get("xaxis.range"), list) and len(relayout["xaxis.range"]) == 2:
-        return float(relayout["xaxis.range"][0]), float(relayout["xaxis.range"][1])
+    for axis in sorted({key.split(".")[0] for key in relayout if key.startswith("xaxis")}):
+        if f"{axis}.range[0]" in relayout and f"{axis}.range[1]" in relayout:
+            return float(relayout[f"{axis}.range[0]"]), float(relayout[f"{axis}.range[1]"])
+        if isinstance(relayout.get(f"{axis}.range"), list) and len(relayout[f"{axis}.range"]) == 2:
+            return float(relayout[f"{axis}.range"][0]), float(relayout[f"{axis}.range"][1])
     return None
+
+
+def _x_reset(relayout: dict | None) -> bool:
+    """Whether the time axis went back to the whole run (a double click, or the home button)."""
+    return any(key.startswith("xaxis") and key.endswith(".autorange") and value for key, value in (relayout or {}).items())
 
 
 def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
@@ -326,6 +350,8 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         if trigger in (ids.SELECTED_OP, None):
             groups += [g for name in shown for g in tree.ancestors_of(name)]  # reveal the selected op
         groups = list(dict.fromkeys(groups))  # in the order they were opened
+        # a selection among the nodes drawn moves the ring only: the figure is patched, not redrawn
+        ring_only = _only_triggered(ids.SELECTED_OP) and groups == (expanded or [])
         notes = []
         view = tree.view(groups)
         while len(view.nodes) > MAX_NODES:  # the last groups opened close again
@@ -350,6 +376,8 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
             ))
         notes.insert(0, html.Span(f"{len(view.nodes)} nodes for {len(graph.ops):,} ops", className="hint"))
         metrics = explorer.op_metrics(run_id, compilation, baseline)
+        if ring_only:
+            return _first_trace(graph_rings(view, shown)), no_update, no_update, no_update
         figure = graph_figure(view, graph, metrics, mode, shown, matches)
         options = [{"label": g.removeprefix(GROUP), "value": g} for g in tree.groups]
         return figure, options, groups, notes
@@ -370,20 +398,6 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     @app.callback(Output(ids.RUN_SUMMARY, "children"), Input(ids.RUN_SELECT, "value"))
     def show_summary(run_id):
         return no_update if run_id is None else summary_children(explorer.run(run_id))
-
-    @app.callback(
-        Output(ids.SELECTED_OP, "data"),
-        Output(ids.GRAPH_GROUPS, "value", allow_duplicate=True),
-        Input(ids.GRAPH_VIEW, "clickData"),
-        State(ids.GRAPH_GROUPS, "value"),
-        prevent_initial_call=True,
-    )
-    def select_in_graph(click, expanded):
-        """A click on an op selects it; on a group, opens the group."""
-        name = clicked_op(click)
-        if isinstance(name, str) and name.startswith(GROUP):
-            return no_update, [*(expanded or []), name]
-        return name, no_update
 
     @app.callback(
         Output(ids.SELECTED_OP, "data", allow_duplicate=True),
@@ -423,21 +437,27 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         Output(ids.TIMELINE_VIEW, "figure"),
         Input(ids.RUN_SELECT, "value"),
         Input(ids.TIMELINE_VIEW, "relayoutData"),
+        Input(ids.TIMELINE_SHOW, "value"),
         State(ids.SELECTED_OP, "data"),
     )
-    def show_timeline(run_id, relayout, selected):
+    def show_timeline(run_id, relayout, shown, selected):
         """The whole run, or on zoom and pan the window shown, at one level of detail: the query
-        returns a few thousand items whatever the run's size."""
+        returns a few thousand items whatever the run's size. `shown` adds engine rows and counters."""
         if run_id is None:
             return no_update
-        zoomed = _triggered() == ids.TIMELINE_VIEW
+        # a zoom alone: the first draw's relayout event can come with the run, which must not be lost
+        zoomed = _only_triggered(ids.TIMELINE_VIEW)
         window = _x_window(relayout) if zoomed or _triggered() is None else None
-        if zoomed and window is None and not (relayout or {}).get("xaxis.autorange"):
+        if zoomed and window is None and not _x_reset(relayout):
             return no_update  # not a change of the time axis
+        if _triggered() == ids.TIMELINE_SHOW:
+            window = _x_window(relayout)  # keep the window when rows are added or taken away
+        shown = shown or []
         run = explorer.run(run_id)
         kinds = {op.name: op.kind for op in explorer.compilation(run).kernel.ops}
-        view = explorer.timeline(run_id, window and (window[0] * 1e3, window[1] * 1e3))
-        return timeline_figure(view.items, kinds, selected, window, view.hidden_cores, view.core_zones)
+        view = explorer.timeline(run_id, window and (window[0] * 1e3, window[1] * 1e3), engines="engines" in shown)
+        counters = explorer.counters(run_id) if "counters" in shown else None
+        return timeline_figure(view.items, kinds, selected, window, view.hidden_cores, view.core_zones, counters)
 
     @app.callback(
         Output(ids.OV_MEMORY, "options"),
@@ -475,6 +495,25 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
             return no_update
         return cell["row_id"]
 
+    @app.callback(
+        Output(ids.FIND_ZONE, "figure"),
+        Input(ids.RUN_SELECT, "value"),
+        Input(ids.SELECTED_OP, "data"),
+        Input(ids.STATS_TABLE, "active_cell"),
+        Input(ids.ANALYSIS_TABS, "value"),
+        State(ids.STATS_BY, "value"),
+    )
+    def find_zone(run_id, selected, cell, tab, by):
+        """The spread of the selected op's zones over its cores, or of the ops of the type whose
+        row was clicked in the per-type table. Drawn when its tab is open: a selection elsewhere
+        should not wait for it."""
+        if run_id is None or tab != "statistics":
+            return no_update
+        if _triggered() == ids.STATS_TABLE and by == "kind" and cell and cell.get("row_id"):
+            kind = cell["row_id"]
+            return find_zone_histogram(explorer.find_zone(run_id, kind=kind), f"ops of type {kind}")
+        return find_zone_histogram(explorer.find_zone(run_id, op=selected), selected or "")
+
     @app.callback(Output(ids.MEMORY_VIEW, "figure"), Output(ids.MEMORY_PEAK, "children"), Input(ids.RUN_SELECT, "value"))
     def show_memory(run_id):
         if run_id is None:
@@ -487,6 +526,8 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         if run_id is None:
             return no_update
         points, roofs, peak = explorer.roofline(run_id)
+        if _only_triggered(ids.SELECTED_OP):  # the run's points are drawn already: move the ring
+            return _first_trace(roofline_ring(points, selected))
         return roofline_figure(points, roofs, peak, selected)
 
     @app.callback(
@@ -528,7 +569,22 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         pair = diff_pair(ticked or [], explorer.run(run_id))
         if pair is None:
             return html.P("This run has no parent run; tick two runs to compare them.", className="hint")
-        return diff_children(explorer.diff(*pair))
+        found = explorer.diff(*pair)
+        a, b = (explorer.op_records(i) for i in pair)
+        kinds = {r.name: r.kind for r in (*a, *b)}
+        changed = {op["name"] for op in found["ops"] if op["changes"]}
+        timelines = aligned_timelines(a, b, (f"A #{pair[0]}", f"B #{pair[1]}"), kinds, changed)
+        return diff_children(found, timelines)
+
+    # in the browser, to save a round trip before the views can ask for the selection
+    app.clientside_callback(
+        "function(click, expanded) { return window.tilescope.clickNode(click, expanded); }",
+        Output(ids.SELECTED_OP, "data"),
+        Output(ids.GRAPH_GROUPS, "value", allow_duplicate=True),
+        Input(ids.GRAPH_VIEW, "clickData"),
+        State(ids.GRAPH_GROUPS, "value"),
+        prevent_initial_call=True,
+    )
 
     # outlining the selected op's zones is done in the browser: the timeline is not rebuilt
     app.clientside_callback(
@@ -547,8 +603,8 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     return {
         f.__name__: f
         for f in (
-            choose_model, open_link, write_link, upload_model, apply_override, show_graph, show_mlir, show_summary, stage_override, remove_pending, show_pending, import_overrides, export_run, select_in_graph, select_in_timeline, inspect, show_timeline,
-            form_choices, show_statistics, select_in_statistics, show_memory, show_roofline, select_in_roofline,
+            choose_model, open_link, write_link, upload_model, apply_override, show_graph, show_mlir, show_summary, stage_override, remove_pending, show_pending, import_overrides, export_run, select_in_timeline, inspect, show_timeline,
+            form_choices, show_statistics, select_in_statistics, find_zone, show_memory, show_roofline, select_in_roofline,
             list_runs, show_diff,
         )
     }

@@ -33,6 +33,7 @@ from perfdb import queries
 from perfdb.schema import Run
 
 from .figures import OpMetric
+from .timelines import ENGINES
 from .grouping import ScopeTree
 from .run_export import export_run
 from .runs import compile_cached, execute, target_of
@@ -57,6 +58,7 @@ class Explorer:
     _trees: dict = field(default_factory=dict, repr=False)  # (run id, level) -> ScopeTree
     _metrics: dict = field(default_factory=dict, repr=False)  # (run id, baseline id) -> op metrics
     _rooflines: dict = field(default_factory=dict, repr=False)  # run id -> roofline points, roofs, peak
+    _counters: dict = field(default_factory=dict, repr=False)  # run id -> the timeline's counter steps
     _pid: int = field(default_factory=os.getpid, repr=False)  # the process whose connections the pool holds
 
     # --- runs -----------------------------------------------------------------------------------
@@ -160,6 +162,10 @@ class Explorer:
             for r in records
         }
 
+    def op_records(self, run_id: int) -> list:
+        with self.sessions() as session:
+            return queries.op_records(session, run_id)
+
     def durations(self, run_id: int) -> dict[str, float]:
         with self.sessions() as session:
             return {r.name: r.duration_ns for r in queries.op_records(session, run_id)}
@@ -172,21 +178,52 @@ class Explorer:
         with self.sessions() as session:
             return queries.zones(session, run_id, depth=depth)
 
-    def timeline(self, run_id: int, window: tuple[float, float] | None = None, pixels: int = 1600) -> TimelineView:
+    def find_zone(self, run_id: int, op: str | None = None, kind: str | None = None) -> list[float]:
+        """Tracy's find zone: the durations (ns) of one op's zones, one per core it ran on, or of
+        every op of one kind."""
+        with self.sessions() as session:
+            if kind is not None:
+                return [r.duration_ns for r in queries.op_records(session, run_id) if r.kind == kind]
+            record = queries.op_record(session, run_id, op) if op else None
+            if record is None:
+                return []
+            # the op's own time window bounds the scan; the device row is not a core
+            zones = queries.zones(session, run_id, record.start_ns, record.start_ns + record.duration_ns, depth=0, op=op)
+            return [z.end_ns - z.start_ns for z in zones if z.track.startswith("core ")]
+
+    def timeline(
+        self, run_id: int, window: tuple[float, float] | None = None, pixels: int = 1600, engines: bool = False,
+    ) -> TimelineView:
         """The timeline over `window` (ns; default the whole run): a device row of the ops, then
         one row per core at the level of detail of `pixels` across (short zones come merged into
-        "N zones" markers). When the window holds more core zones than a figure draws quickly
-        (each op has one per core it runs on), the core rows wait until the user zooms in."""
+        "N zones" markers), each with its engines' rows (reader, compute, writer) if `engines`.
+        When the window holds more core zones than a figure draws quickly (each op has one per
+        core it runs on, and one per engine), the core rows wait until the user zooms in."""
         with self.sessions() as session:
             run = queries.get_run(session, run_id)
             t0, t1 = window or (0.0, max(run.total_ns, 1.0))
             records = queries.op_records_between(session, run_id, t0, t1)
             device = [queries.WindowItem(DEVICE_ROW, 0, r.name, r.start_ns, r.start_ns + r.duration_ns, r.name) for r in records]
-            tracks = [t for t in run.tracks if t.startswith("core ") and "/" not in t]  # the op zones per core
-            core_zones = sum(r.cores for r in records)
+            tracks = [t for t in run.tracks if t.startswith("core ") and (engines or "/" not in t)]
+            cores = sum(1 for t in tracks if "/" not in t)
+            core_zones = sum(r.cores for r in records) * (1 + len(ENGINES) if engines else 1)
             if core_zones > CORE_ZONE_BUDGET:
-                return TimelineView(device, len(tracks), core_zones)
+                return TimelineView(device, cores, core_zones)
             return TimelineView(device + queries.timeline_window(session, run_id, t0, t1, (t1 - t0) / pixels, tracks), 0, core_zones)
+
+    def counters(self, run_id: int) -> dict[str, list[tuple[float, float]]]:
+        """The timeline's counter plots: L1 in use on the fullest core, and each shared memory's
+        bandwidth in use, as (t_ns, value) steps. Kept: a stored run never changes."""
+        return _kept(self._counters, run_id, lambda: self._counter_steps(run_id))
+
+    def _counter_steps(self, run_id: int) -> dict[str, list[tuple[float, float]]]:
+        with self.sessions() as session:
+            steps = {"l1_bytes": queries.counter_envelope(session, run_id, "l1_bytes")}
+            for name in queries.counter_names(session, run_id):
+                if name.endswith("_bytes_per_s"):
+                    # an op's end (0) and the next op's start share a time: the start holds after it
+                    steps[name] = sorted((c.t_ns, c.value) for c in queries.counters(session, run_id, name))
+        return {name: s for name, s in steps.items() if s}
 
     # --- analysis views -----------------------------------------------------------------------------
 

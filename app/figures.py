@@ -27,7 +27,7 @@ def graph_config(name: str) -> dict:
     }
 
 
-def _base_layout(fig: go.Figure, height: int) -> go.Figure:
+def base_layout(fig: go.Figure, height: int) -> go.Figure:
     fig.update_layout(
         height=height,
         margin=dict(l=8, r=8, t=8, b=8),
@@ -113,7 +113,8 @@ def graph_figure(
             f"{t.name}: {t.type_str()}" + (f" {t.layout.mlir()}" if t.layout else "") for t in shown
         ) + more)
 
-    fig = go.Figure()
+    # always there, and first: a new selection changes only this trace (graph_rings)
+    fig = go.Figure(graph_rings(view, selected, positions))
     fig.add_trace(go.Scatter(
         x=edge_x, y=edge_y, mode="lines", line=dict(color="#9aa5b1", width=1.2), hoverinfo="skip", showlegend=False,
     ))
@@ -174,120 +175,39 @@ def graph_figure(
         add_nodes(valued, "ops", scale, False)
     add_nodes(blank, "no data", {"color": NO_DATA}, mode in ("bound", "memory") or bool(valued))
 
-    for name, wanted, colour, size in (("matches", set(matches), "#f59e0b", 40), ("selected", set(selected), "#2563eb", 44)):
-        ringed = [n for n in view.nodes if wanted.intersection(n.ops)]
-        if ringed:
-            fig.add_trace(go.Scatter(
-                x=[positions[n.id][0] for n in ringed], y=[positions[n.id][1] for n in ringed], mode="markers",
-                hoverinfo="skip", showlegend=False, name=name,
-                marker=dict(size=[size if n.is_group else size - 10 for n in ringed], symbol="square-open",
-                            color=colour, line=dict(width=3, color=colour)),  # an open symbol is drawn in its colour
-            ))
+    ringed = [n for n in view.nodes if set(matches).intersection(n.ops)]
+    if ringed:
+        fig.add_trace(_rings(ringed, positions, "matches", "#f59e0b", 40))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, scaleanchor=None)
     fig.update_layout(
         dragmode="pan", clickmode="event",
         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=dict(text=COLOUR_MODES[mode] + ":")),
     )
-    fig = _base_layout(fig, 460)
+    fig = base_layout(fig, 460)
     fig.update_layout(margin=dict(l=8, r=8, t=30, b=8))
     return fig
 
+
+def _rings(nodes, positions, name: str, colour: str, size: int) -> go.Scatter:
+    return go.Scatter(
+        x=[positions[n.id][0] for n in nodes], y=[positions[n.id][1] for n in nodes], mode="markers",
+        hoverinfo="skip", showlegend=False, name=name,
+        marker=dict(size=[size if n.is_group else size - 10 for n in nodes], symbol="square-open",
+                    color=colour, line=dict(width=3, color=colour)),  # an open symbol is drawn in its colour
+    )
+
+
+def graph_rings(view: GroupedView, selected: Sequence[str], positions: Mapping | None = None) -> go.Scatter:
+    """The rings around the nodes holding a selected op: the graph figure's first trace."""
+    if positions is None:
+        positions = layered_positions([n.id for n in view.nodes], [(e.src, e.dst) for e in view.edges])
+    return _rings([n for n in view.nodes if set(selected).intersection(n.ops)], positions, SELECTED, "#2563eb", 44)
+
+
+SELECTED = "selected"  # the name of the selection's ring on the graph and the roofline
 
 _UNITS = {"duration": " (us)", "delta": " (us)", "pct_peak": " (%)", "bound": "", "memory": ""}
-
-
-def _row_key(track: str) -> tuple[int, int]:
-    """The device row first, then cores in row-major order."""
-    if not track.startswith("core "):
-        return -1, -1
-    r, c = track.removeprefix("core ").split(",")
-    return int(r), int(c)
-
-
-MERGED = "merged"  # legend entry of "N zones" markers
-MERGED_COLOUR = "#9ca3af"
-
-
-SELECTED = "selected"  # the trace outlining the selected op's zones, drawn under the others
-
-
-def _segments(zones: Sequence, row: Mapping[str, int]) -> tuple[list, list, list, list]:
-    """Zones as line segments for WebGL: start, middle and end vertices (hover and click find the
-    nearest vertex), then a gap."""
-    x: list = []
-    y: list = []
-    ops: list = []
-    names: list = []
-    for z in zones:
-        s, e, r = z.start_ns / 1e3, z.end_ns / 1e3, row[z.track]
-        x += [s, (s + e) / 2, e, None]
-        y += [r, r, r, None]
-        ops += [z.op or None] * 3 + [None]  # a merged marker selects nothing
-        names += [z.op or z.name] * 3 + [None]
-    return x, y, ops, names
-
-
-def timeline_figure(
-    zones: Sequence, kinds: Mapping[str, str], selected: str | None, window: tuple[float, float] | None = None,
-    hidden_cores: int = 0, core_zones: int = 0,
-) -> go.Figure:
-    """Tracy-style: one row per core, one bar per op zone, coloured by op kind; times in us. Bars
-    are WebGL line segments, so tens of thousands draw at once. Zones merged by the level-of-detail
-    query (count > 1) are grey "N zones" bars. The selected op's zones are outlined (the browser
-    redraws the outline on selection). `window` keeps the axis where the user zoomed."""
-    op_zones = [z for z in zones if z.depth == 0]
-    tracks = sorted({z.track for z in op_zones}, key=_row_key)
-    row = {track: i for i, track in enumerate(tracks)}
-
-    def kind_of(z) -> str:
-        return kinds.get(z.op, "?") if z.op else MERGED
-
-    kind_order = sorted({kind_of(z) for z in op_zones} - {MERGED}) + ([MERGED] if any(not z.op for z in op_zones) else [])
-    colour = {k: KIND_COLOURS[i % len(KIND_COLOURS)] for i, k in enumerate(kind_order)}
-    colour[MERGED] = MERGED_COLOUR
-    height = max(240, min(900, 70 + 14 * len(tracks)))
-    width = max(2.0, min(12.0, 0.7 * (height - 70) / max(len(tracks), 1)))  # a bar fills ~70% of its row
-    fig = go.Figure()
-    x, y, ops, _ = _segments([z for z in op_zones if selected and z.op == selected], row)
-    fig.add_trace(go.Scattergl(
-        x=x, y=y, customdata=ops, mode="lines", name=SELECTED, line=dict(color="#111827", width=width + 4),
-        hoverinfo="skip", showlegend=False,
-    ))
-    for kind in kind_order:
-        x, y, ops, names = _segments([z for z in op_zones if kind_of(z) == kind], row)
-        fig.add_trace(go.Scattergl(
-            x=x, y=y, customdata=ops, text=names, mode="lines", name=kind, connectgaps=False,
-            line=dict(color=colour[kind], width=width),
-            hovertemplate="<b>%{text}</b><br>%{x:.2f} us<extra>" + kind + "</extra>",
-        ))
-    fig.update_layout(
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=None),
-        hovermode="closest", hoverdistance=40,
-        xaxis=dict(
-            title="time (us)", showgrid=True, gridcolor="#e4e7eb", zeroline=False,
-            **({"range": list(window), "autorange": False} if window else {}),
-        ),
-        yaxis=dict(
-            tickvals=list(range(len(tracks))), ticktext=tracks, tickfont=dict(size=9), fixedrange=True,
-            range=[len(tracks) - 0.5, -0.5], showgrid=False, zeroline=False,
-        ),
-        dragmode="zoom",
-    )
-    if hidden_cores:
-        fig.add_annotation(
-            text=f"{hidden_cores} core rows hidden: {core_zones:,} zones in this window; zoom in to see them",
-            xref="paper", yref="paper", x=0, y=0.98, yanchor="top", xanchor="left", showarrow=False,
-            font=dict(size=11, color="#616e7c"), bgcolor="rgba(255,255,255,0.85)",
-        )
-    fig = _base_layout(fig, height)
-    fig.update_layout(margin=dict(l=8, r=8, t=30, b=8))
-    return fig
-
-
-def zones_drawn(figure: go.Figure) -> int:
-    """How many zones (or merged markers) a timeline figure draws, outline excluded."""
-    return sum(sum(1 for v in trace.x if v is None) for trace in figure.data if trace.name != SELECTED)
 
 
 BOUND_COLOURS = {
@@ -300,7 +220,8 @@ def roofline_figure(points: Sequence[dict], roofs: Mapping[str, float], peak_flo
     """The run's ops on the target's roofline, log-log: attainable FLOP/s is the lower of peak
     compute and (bytes/s of a memory x FLOPs per byte). `points` carry name, kind, bound,
     intensity (FLOPs per byte of the memory named in `memory`), achieved (FLOP/s) and memory."""
-    fig = go.Figure()
+    # always there, and first: a new selection changes only this trace (roofline_ring)
+    fig = go.Figure(roofline_ring(points, selected))
     xs = [p["intensity"] for p in points] or [1.0]
     lo, hi = min(min(xs) / 4, 0.1), max(max(xs) * 4, 1e4)
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
@@ -316,9 +237,8 @@ def roofline_figure(points: Sequence[dict], roofs: Mapping[str, float], peak_flo
             x=[p["intensity"] for p in mine], y=[p["achieved"] / 1e12 for p in mine], mode="markers",
             name=f"{bound}-bound", customdata=[p["name"] for p in mine],
             marker=dict(
-                color=BOUND_COLOURS.get(bound, "#6b7280"), size=[14 if p["name"] == selected else 8 for p in mine],
+                color=BOUND_COLOURS.get(bound, "#6b7280"), size=8,
                 symbol=["circle" if p["memory"] == "dram" else "diamond" for p in mine],
-                line=dict(width=[2 if p["name"] == selected else 0 for p in mine], color="#111827"),
             ),
             hovertext=[
                 f"<b>{p['name']}</b><br>{p['kind']}<br>{p['intensity']:.1f} FLOP/{p['memory']} byte"
@@ -330,9 +250,19 @@ def roofline_figure(points: Sequence[dict], roofs: Mapping[str, float], peak_flo
     fig.update_xaxes(type="log", title="arithmetic intensity (FLOPs per byte)", gridcolor="#e4e7eb")
     fig.update_yaxes(type="log", title="TFLOP/s", gridcolor="#e4e7eb")
     fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=None), clickmode="event")
-    fig = _base_layout(fig, 380)
+    fig = base_layout(fig, 380)
     fig.update_layout(margin=dict(l=8, r=8, t=30, b=8))
     return fig
+
+
+def roofline_ring(points: Sequence[dict], selected: str | None) -> go.Scatter:
+    """The ring around the selected op's point: the roofline figure's first trace."""
+    chosen = [p for p in points if p["name"] == selected]
+    return go.Scatter(
+        x=[p["intensity"] for p in chosen], y=[p["achieved"] / 1e12 for p in chosen], mode="markers", name=SELECTED,
+        marker=dict(size=16, symbol="circle-open", color="#2563eb", line=dict(width=3, color="#2563eb")),
+        hoverinfo="skip", showlegend=False,
+    )
 
 
 def memory_figure(envelope: Sequence[tuple[float, float]], capacity: float, peak: Mapping | None) -> go.Figure:
@@ -356,7 +286,7 @@ def memory_figure(envelope: Sequence[tuple[float, float]], capacity: float, peak
     fig.update_xaxes(title="time (us)", gridcolor="#e4e7eb")
     fig.update_yaxes(title="KiB per core", gridcolor="#e4e7eb", rangemode="tozero")
     fig.update_layout(showlegend=False)
-    return _base_layout(fig, 300)
+    return base_layout(fig, 300)
 
 
 def duration_histogram(a: Sequence[float], b: Sequence[float], labels: tuple[str, str]) -> go.Figure:
@@ -378,6 +308,31 @@ def duration_histogram(a: Sequence[float], b: Sequence[float], labels: tuple[str
     )
     fig.update_yaxes(title="ops", gridcolor="#e4e7eb")
     fig.update_layout(barmode="overlay", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
-    fig = _base_layout(fig, 260)
+    fig = base_layout(fig, 260)
     fig.update_layout(margin=dict(l=8, r=8, t=30, b=8))
+    return fig
+
+
+def find_zone_histogram(durations_ns: Sequence[float], what: str) -> go.Figure:
+    """Tracy's find zone: how the durations of `what` spread, with their mean and median."""
+    fig = go.Figure()
+    us = sorted(d / 1e3 for d in durations_ns)
+    if us:
+        fig.add_trace(go.Histogram(x=us, nbinsx=min(60, max(10, len(us) // 2)), marker_color="#2563eb",
+                                   hovertemplate="%{x} us: %{y}<extra></extra>", name=what))
+        mean, median = sum(us) / len(us), us[len(us) // 2] if len(us) % 2 else (us[len(us) // 2 - 1] + us[len(us) // 2]) / 2
+        marks = [(mean, "mean", "top right"), (median, "median", "top left")]
+        if abs(mean - median) <= 1e-6 * max(abs(mean), 1e-9):
+            marks = [(mean, "mean = median", "top right")]  # equal zones, as cores given equal shares are
+        for value, label, side in marks:
+            fig.add_vline(x=value, line=dict(color="#b91c1c" if label == "mean" else "#111827", dash="dash", width=1),
+                          annotation_text=f"{label} {value:,.2f} us", annotation_position=side)
+        title = f"{what}: {len(us):,} zones, {us[0]:,.2f} .. {us[-1]:,.2f} us"
+    else:
+        title = f"{what}: no zones" if what else "nothing selected"
+    fig.update_xaxes(title="duration (us)", gridcolor="#e4e7eb")
+    fig.update_yaxes(title="zones", gridcolor="#e4e7eb")
+    fig.update_layout(title=dict(text=title, font=dict(size=12), x=0), showlegend=False, bargap=0.05)
+    fig = base_layout(fig, 260)
+    fig.update_layout(margin=dict(l=8, r=8, t=34, b=8))
     return fig

@@ -42,6 +42,7 @@ EXPORT_DOWNLOAD = "export-download"
 
 # analysis panels under the workspace
 ANALYSIS_TABS = "analysis-tabs"
+TIMELINE_SHOW = "timeline-show"  # which rows the timeline adds: engine sub-rows, counter plots
 STATS_BY = "stats-by"
 STATS_TABLE = "stats-table"
 MEMORY_VIEW = "memory-view"
@@ -51,6 +52,8 @@ RUNS_TABLE = "runs-table"
 DIFF_VIEW = "diff-view"
 DIFF_TABLE = "diff-table"
 DIFF_HISTOGRAM = "diff-histogram"
+DIFF_TIMELINES = "diff-timelines"  # the two runs' ops aligned on one time axis
+FIND_ZONE = "find-zone"  # histogram of one op's zones (or one op type's ops) under the statistics
 MODEL_UPLOAD = "model-upload"
 PAGE_MESSAGE = "page-message"
 

@@ -156,13 +156,25 @@ def analysis_tabs() -> html.Div:
             id=ids.ANALYSIS_TABS, value="timeline", className="tabs",
             children=[
                 _tab("Timeline", "timeline", [
-                    html.P("The device row, then one row per core; wheel to zoom, drag to select a range; click a zone to select its op.", className="hint"),
+                    html.Div([
+                        html.P("The device row, then one row per core; wheel to zoom, drag to select a range; "
+                               "click a zone to select its op.", className="hint"),
+                        dcc.Checklist(
+                            id=ids.TIMELINE_SHOW, value=["counters"], inline=True, className="checks",
+                            options={"engines": "engine rows (reader, compute, writer)",
+                                     "counters": "counters (L1 in use, DRAM bandwidth)"},
+                        ),
+                    ], className="timeline-controls"),
                     dcc.Graph(id=ids.TIMELINE_VIEW, config=graph_config("timeline")),
                 ]),
                 _tab("Statistics", "statistics", [
                     dcc.RadioItems(id=ids.STATS_BY, options={"name": "per op", "kind": "per op type"}, value="name",
                                    inline=True, className="segmented light"),
                     stats_table(),
+                    html.H4("Find zone", className="subhead"),
+                    html.P("Select an op for the spread of its zones over the cores, or click a row of the "
+                           "per-type table for the spread of that type's ops.", className="hint"),
+                    dcc.Graph(id=ids.FIND_ZONE, config=graph_config("find-zone")),
                 ]),
                 _tab("Memory", "memory", [
                     dcc.Graph(id=ids.MEMORY_VIEW, config=graph_config("memory")),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import plotly.graph_objects as go
 from dash import dash_table, dcc, html
 
 from perfdb.schema import Run
@@ -48,8 +49,8 @@ def stats_data(rows: Sequence[dict], by: str) -> list[dict]:
             return row[key]
         return round(row[key], 2) if key == "pct_of_run" else _us(row[key])
 
-    # a row's id is its op name, so a click on the per-op table names the op (active_cell.row_id)
-    return [{**({"id": r[by]} if by == "name" else {}), by: r[by], **{k: value(r, k) for k, _ in STAT_COLUMNS}} for r in rows]
+    # a row's id is its op name (or type), so a click on the table names it (active_cell.row_id)
+    return [{"id": r[by], by: r[by], **{k: value(r, k) for k, _ in STAT_COLUMNS}} for r in rows]
 
 
 def stats_table() -> dash_table.DataTable:
@@ -115,9 +116,9 @@ def runs_table() -> dash_table.DataTable:
     )
 
 
-def diff_children(found: dict, limit: int = 200) -> list:
-    """Two runs compared: totals, the overrides that differ, per-op deltas by impact, and the
-    overlaid duration histograms."""
+def diff_children(found: dict, timelines: go.Figure | None = None, limit: int = 200) -> list:
+    """Two runs compared: totals, the overrides that differ, the two runs' ops aligned on one time
+    axis (`timelines`), per-op deltas by impact, and the overlaid duration histograms."""
     a, b = found["runs"][found["a"]], found["runs"][found["b"]]
     delta = found["total_delta_ns"]
     ratio = b.total_ns / a.total_ns if a.total_ns else None
@@ -171,4 +172,6 @@ def diff_children(found: dict, limit: int = 200) -> list:
         id=ids.DIFF_HISTOGRAM, config=graph_config("duration-histogram"),
         figure=duration_histogram(found["durations"][a.id], found["durations"][b.id], (f"A #{a.id}", f"B #{b.id}")),
     )
-    return [header, overrides, html.Div([html.Div([table, *extra], className="diff-table"), histogram], className="diff-body")]
+    aligned = [dcc.Graph(id=ids.DIFF_TIMELINES, config=graph_config("diff-timelines"), figure=timelines)] if timelines else []
+    return [header, overrides, *aligned,
+            html.Div([html.Div([table, *extra], className="diff-table"), histogram], className="diff-body")]

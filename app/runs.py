@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -137,9 +137,9 @@ def new_run(compilation: Compilation, sim: SimResult, model_ref: str, target_ref
         target_text=target_source,
         total_ns=sim.total_ns,
         device_ns=sim.device_ns,
-        ops=[asdict(o) for o in sim.ops],
-        zones=((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in sim.zones),
-        counters=((c.track, c.name, c.t_ns, c.value) for c in sim.counters),
+        ops=[vars(o) for o in sim.ops],  # flat records: their tensors are dicts already
+        zones=sim.zones,  # tuples of track, depth, name, start, end, op
+        counters=sim.counters,  # tuples of track, name, t_ns, value
         dispatch=sim.dispatch,
         override_outcomes=[o.as_dict() for o in compilation.override_outcomes],
         **run,

@@ -12,29 +12,44 @@ window.tilescope = {
     return window.dash_clientside.no_update;
   },
 
-  // Outline the selected op's zones on the timeline without asking the server for a new figure:
-  // the "selected" trace (drawn under the others) gets a copy of that op's segments, which are
-  // runs of four entries (start, middle, end, gap) in every other trace.
+  // A click on an op node selects the op; on a group node, opens the group. Plotly's click
+  // carries the node's id in customdata (group ids start with "group:").
+  clickNode: function (click, expanded) {
+    var noUpdate = window.dash_clientside.no_update;
+    var point = ((click || {}).points || [])[0];
+    var name = point && point.customdata;
+    if (typeof name !== 'string') {
+      return [noUpdate, noUpdate];
+    }
+    if (name.indexOf('group:') === 0) {
+      return [noUpdate, (expanded || []).concat([name])];
+    }
+    return [name, noUpdate];
+  },
+
+  // Outline the selected op's zones on the timeline without asking the server for a new figure.
+  // The outlines are layout shapes (as figures.outline draws them), so no WebGL trace is redrawn;
+  // a zone is a run of four entries (start, middle, end, gap) in its trace.
   highlightZones: function (selected, figure) {
     if (!figure || !figure.data) {
       return window.dash_clientside.no_update;
     }
-    var x = [], y = [], ops = [];
+    var shapes = ((figure.layout || {}).shapes || []).filter(function (s) { return s.name !== 'selected'; });
     figure.data.forEach(function (trace) {
-      if (trace.name === 'selected' || !trace.customdata || !selected) {
+      if (!trace.customdata || !selected) {
         return;
       }
       for (var i = 0; i + 3 < trace.x.length; i += 4) {
         if (trace.customdata[i] === selected) {
-          x.push(trace.x[i], trace.x[i + 1], trace.x[i + 2], null);
-          y.push(trace.y[i], trace.y[i + 1], trace.y[i + 2], null);
-          ops.push(selected, selected, selected, null);
+          shapes.push({
+            type: 'rect', name: 'selected', xref: 'x', yref: 'y', x0: trace.x[i], x1: trace.x[i + 2],
+            y0: trace.y[i] - 0.45, y1: trace.y[i] + 0.45, line: {color: '#111827', width: 2},
+            fillcolor: 'rgba(0,0,0,0)', layer: 'above',
+          });
         }
       }
     });
-    var data = figure.data.map(function (trace) {
-      return trace.name === 'selected' ? Object.assign({}, trace, {x: x, y: y, customdata: ops}) : trace;
-    });
-    return Object.assign({}, figure, {data: data});
+    var layout = Object.assign({}, figure.layout, {shapes: shapes});
+    return Object.assign({}, figure, {layout: layout});
   },
 };

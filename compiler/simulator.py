@@ -18,6 +18,7 @@ times as this closed form, so the closed form is what runs. Each op also gets it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from . import opset
 from .ir import Graph, Op
@@ -78,8 +79,7 @@ def _tensors(graph: Graph, op: Op) -> list[dict]:
     return described
 
 
-@dataclass
-class Zone:
+class Zone(NamedTuple):  # a tuple: a large model's run makes hundreds of thousands
     track: str  # "core r,c" for ops; "core r,c/reader|compute|writer" for phases
     depth: int
     name: str
@@ -88,8 +88,7 @@ class Zone:
     op: str
 
 
-@dataclass
-class Counter:
+class Counter(NamedTuple):
     track: str  # "core r,c" for L1 bytes in use; a memory name for its bandwidth in use
     name: str  # l1_bytes | dram_bytes_per_s | ...
     t_ns: float

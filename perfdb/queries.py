@@ -59,12 +59,15 @@ def zones(
     t1: float | None = None,
     tracks: Sequence[str] | None = None,
     depth: int | None = None,
+    op: str | None = None,
 ) -> list[Zone]:
     """Zones overlapping [t0, t1] on the given tracks (all when None) at one nesting depth (all when
-    None), by start time."""
+    None), of one op (all when None), by start time."""
     query = select(Zone).where(Zone.run_id == run_id)
     if depth is not None:
         query = query.where(Zone.depth == depth)
+    if op is not None:
+        query = query.where(Zone.op == op)
     if t1 is not None:
         query = query.where(Zone.start_ns <= t1)
     if t0 is not None:
@@ -144,6 +147,12 @@ def counters(session: Session, run_id: int, name: str | None = None, tracks: Seq
     if tracks is not None:
         query = query.where(Counter.track.in_(list(tracks)))
     return list(session.scalars(query.order_by(Counter.track, Counter.t_ns)))
+
+
+def counter_names(session: Session, run_id: int) -> list[str]:
+    """The names of the counters a run recorded."""
+    c = Counter.__table__.c
+    return list(session.scalars(select(c.name).where(c.run_id == run_id).distinct().order_by(c.name)))
 
 
 def counter_envelope(session: Session, run_id: int, name: str) -> list[tuple[float, float]]:

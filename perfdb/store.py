@@ -13,7 +13,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from . import lod
-from .schema import Counter, Model, OpRecord, Run, Target, Zone
+from .schema import Model, OpRecord, Run, Target, Zone
 
 _OP_FIELDS = (
     "name", "kind", "start_ns", "duration_ns", "flops", "bytes", "bound", "why",
@@ -26,6 +26,7 @@ _DEFAULTS = {
     "compute_ns": 0.0, "bandwidth_ns": 0.0,
 }
 _ZONE_COLUMNS = ("run_id", "track", "depth", "name", "start_ns", "end_ns", "op", "lod")
+_COUNTER_COLUMNS = ("run_id", "track", "name", "t_ns", "value")
 _MARKER_COLUMNS = ("run_id", "level", "track", "depth", "start_ns", "end_ns", "count", "busy_ns")
 
 
@@ -42,7 +43,7 @@ class NewRun:
     device_ns: float
     ops: Sequence[dict]  # keys: _OP_FIELDS
     zones: Iterable[tuple[str, int, str, float, float, str]]  # track, depth, name, start, end, op
-    counters: Iterable[tuple[str, str, float, float]] = ()  # track, name, t, value
+    counters: Iterable[tuple[str, str, float, float]] = ()  # track, name, t_ns, value
     dispatch: str = "host"
     policy: str = "dram-interleaved"
     target_ref: str = ""  # how the target was asked for: a built-in name or a file path
@@ -89,11 +90,7 @@ def save_run(session: Session, new: NewRun) -> int:
             )
         if zones:
             _store_zones(session.connection(), run.id, zones, tracks)
-        counter_rows = [
-            {"run_id": run.id, "track": t, "name": n, "t_ns": at, "value": v} for t, n, at, v in new.counters
-        ]
-        if counter_rows:
-            session.execute(insert(Counter), counter_rows)
+        bulk_insert(session.connection(), "counters", _COUNTER_COLUMNS, [(run.id, *c) for c in new.counters])
     return run.id
 
 

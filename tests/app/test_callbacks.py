@@ -7,7 +7,7 @@ from dash import no_update
 
 from app import explorer as explorer_module
 from app.callbacks import diff_pair
-from app.figures import zones_drawn
+from app.timelines import zones_drawn
 from app.grouping import MAX_NODES
 from app.server import create_app
 from perfdb import queries
@@ -61,11 +61,10 @@ def test_page_opens_on_a_stored_run_of_the_example_model(app, cb):
     assert mlir[0].startswith('module @"zoo:mlp?layers=1"')
 
 
-def test_click_selects_the_op_and_ignores_clicks_on_edges(cb):
-    assert cb["select_in_graph"]({"points": [{"customdata": FC1}]}, []) == (FC1, no_update)
+def test_a_click_on_a_zone_selects_its_op_and_a_click_on_anything_else_nothing(cb):
     assert cb["select_in_timeline"]({"points": [{"customdata": CONSUMER}]}) == CONSUMER
-    assert cb["select_in_graph"]({"points": [{"x": 1, "y": 2}]}, []) == (no_update, no_update)
-    assert cb["select_in_graph"](None, []) == (no_update, no_update)
+    assert cb["select_in_timeline"]({"points": [{"x": 1, "y": 2}]}) is no_update
+    assert cb["select_in_timeline"](None) is no_update
 
 
 def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
@@ -84,7 +83,7 @@ def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
 
 def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    selected, _ = cb["select_in_graph"]({"points": [{"customdata": FC1}]}, [])
+    selected = FC1  # a click on its node (tilescope.js clickNode, in the browser tests)
     _, _, _, rows, cols, layout, dtype, fidelity, *_ = cb["inspect"](selected, base_id, "graph")
 
     options, new_id, status, pending = cb["apply_override"](_progress,
@@ -112,12 +111,12 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     highlighted = str(mlir[1].children)
     assert "#ts.layout<l1, width_sharded" in highlighted and FC1 in highlighted
     assert "overrides" in str(summary)
-    timeline = cb["show_timeline"](new_id, None, FC1)
+    timeline = cb["show_timeline"](new_id, None, [], FC1)
     op_zones = [z for z in app.explorer.zones(new_id) if z.depth == 0]
     # a device row with each op once, then every core's op zones
     assert zones_drawn(timeline) == len(app.explorer.durations(new_id)) + len(op_zones)
-    outline = next(t for t in timeline.data if t.name == "selected")
-    assert {op for op in outline.customdata if op} == {FC1}
+    outlines = [s for s in timeline.layout.shapes if s.name == "selected"]
+    assert len(outlines) == sum(1 for z in op_zones if z.op == FC1) + 1  # its cores and the device row
 
 
 def test_second_override_of_the_same_op_replaces_the_first(app, cb):
@@ -150,7 +149,7 @@ def test_level_switch_keeps_the_selection_and_maps_it_through_provenance(cb):
     _, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     for level in ("input", "graph", "layout", "kernel"):
         figure, mlir = _graph(cb, run_id, level, FC1)[0], cb["show_mlir"](run_id, level, FC1)
-        assert any(t.name == "selected" for t in figure.data), level
+        assert len(next(t for t in figure.data if t.name == "selected").x) >= 1, level
         assert FC1 in str(mlir[1].children) or level == "input"
 
 
@@ -192,19 +191,19 @@ def test_the_form_can_ask_for_a_math_fidelity(app, cb):
 def test_the_timeline_shows_the_zoomed_window_with_short_zones_merged(app, cb):
     _, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     run = app.explorer.run(run_id)
-    everything = cb["show_timeline"](run_id, None, None)
+    everything = cb["show_timeline"](run_id, None, [], None)
     assert "merged" not in [t.name for t in everything.data]  # ops are microseconds long: all drawn
     # zoom into the first op: only the zones in that window, and the axis stays there
     first = min(app.explorer.zones(run_id, depth=0), key=lambda z: z.start_ns)
     window = [first.start_ns / 1e3, (first.start_ns + first.end_ns) / 2e3]
-    zoomed = cb["show_timeline"](run_id, {"xaxis.range[0]": window[0], "xaxis.range[1]": window[1]}, None)
+    zoomed = cb["show_timeline"](run_id, {"xaxis.range[0]": window[0], "xaxis.range[1]": window[1]}, [], None)
     assert list(zoomed.layout.xaxis.range) == window
     assert 0 < zones_drawn(zoomed) < zones_drawn(everything)
     # a view a few pixels wide merges whole ops into grey "N zones" bars, one per core
     coarse = app.explorer.timeline(run_id, (0.0, run.total_ns), pixels=2).items
     merged = [z for z in coarse if z.count > 1]
     assert merged and all(z.name == f"{z.count} zones" and z.op == "" for z in merged)
-    from app.figures import timeline_figure
+    from app.timelines import timeline_figure
 
     figure = timeline_figure(coarse, {}, None)
     markers = next(t for t in figure.data if t.name == "merged")
@@ -220,7 +219,7 @@ def test_core_rows_wait_for_a_zoom_when_a_window_holds_too_many_zones(app, cb, m
     view = app.explorer.timeline(run_id)
     assert view.hidden_cores == 64 and view.core_zones > 10
     assert [i.track for i in view.items] == ["device"] * ops
-    figure = cb["show_timeline"](run_id, None, None)
+    figure = cb["show_timeline"](run_id, None, [], None)
     assert zones_drawn(figure) == ops and "64 core rows hidden" in figure.layout.annotations[0].text
 
 
@@ -343,8 +342,7 @@ def test_a_large_graph_opens_grouped_a_click_opens_a_group_and_an_op_selected_el
     assert closed and len(drawn) <= 200 and "nodes for 300 ops" in str(note)
     assert {o["value"] for o in options} >= set(groups) | set(closed)
 
-    _, opened = cb["select_in_graph"]({"points": [{"customdata": closed[0]}]}, groups)
-    assert opened == [*groups, closed[0]]
+    opened = [*groups, closed[0]]  # a click on the group (tilescope.js clickNode, in the browser tests)
     figure, _, groups_after, _ = _graph(cb, run_id, "input", expanded=opened)
     assert closed[0] not in _ops_drawn(figure) and closed[0] in groups_after
 
@@ -500,3 +498,53 @@ def test_a_link_reopens_the_model_level_run_op_and_diff_pair_it_names(app, cb):
     assert op is no_update and linked == {"run": None, "diff": []}
     _, shown, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved", {"run": 99999, "diff": []})
     assert shown == new_id  # a run the database does not hold: the newest instead
+
+
+def test_the_timeline_adds_engine_rows_and_counter_plots_and_keeps_a_counter_zoom(app, cb):
+    _, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    plain = cb["show_timeline"](run_id, None, [], None)
+    engines = cb["show_timeline"](run_id, None, ["engines"], None)
+    rows = list(engines.layout.yaxis.ticktext)
+    assert len(rows) == 1 + 64 * 4 and rows[1:5] == ["core 0,0", "↳ reader", "↳ compute", "↳ writer"]
+    phases = [z for z in app.explorer.zones(run_id, depth=1)]
+    assert zones_drawn(engines) == zones_drawn(plain) + len(phases)
+
+    with_counters = cb["show_timeline"](run_id, None, ["counters"], None)
+    plots = {t.name: t for t in with_counters.data if t.type == "scatter"}
+    assert set(plots) == {"L1 in use, fullest core", "DRAM bandwidth"}
+    memory = app.explorer.memory(run_id)
+    assert max(plots["L1 in use, fullest core"].y) == max(v for _, v in memory["envelope"]) / 1024
+    # while an op that reads DRAM runs, the plot shows its bytes over its time
+    record = next(r for r in app.explorer.op_records(run_id) if r.bytes.get("dram"))
+    at = list(plots["DRAM bandwidth"].x).index(record.start_ns / 1e3)
+    expected = record.bytes["dram"] / (record.duration_ns / 1e9) / 1e9
+    assert abs(plots["DRAM bandwidth"].y[at] - expected) < 1e-6 * expected
+    # a zoom on a counter plot's axis is a zoom of the timeline
+    zoomed = cb["show_timeline"](run_id, {"xaxis2.range[0]": 1.0, "xaxis2.range[1]": 2.0}, ["counters"], None)
+    assert list(zoomed.layout.xaxis.range) == [1.0, 2.0]
+
+
+def test_find_zone_shows_the_spread_of_an_op_over_its_cores_and_of_an_op_type(app, cb):
+    _, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    record = app.explorer.op_record(run_id, FC1)
+    assert cb["find_zone"](run_id, FC1, None, "timeline", "name") is no_update  # its tab is closed
+    figure = cb["find_zone"](run_id, FC1, None, "statistics", "name")
+    assert len(figure.data[0].x) == record.cores == 64
+    assert f"{FC1}: 64 zones" in figure.layout.title.text
+    kind = record.kind
+    rows, _ = cb["show_statistics"](run_id, "kind")
+    assert kind in [r["id"] for r in rows]
+    by_kind = app.explorer.find_zone(run_id, kind=kind)
+    assert len(by_kind) == sum(1 for r in app.explorer.op_records(run_id) if r.kind == kind)
+    assert "nothing selected" in cb["find_zone"](run_id, None, None, "statistics", "name").layout.title.text
+
+
+def test_the_diff_aligns_the_two_runs_timelines_and_outlines_the_changed_op(app, cb):
+    _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    _, run_id, _, _ = cb["apply_override"](_progress, 1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
+    view = cb["show_diff"]([], run_id)
+    aligned = next(c for c in view if getattr(c, "id", None) == "diff-timelines").figure
+    assert list(aligned.layout.yaxis.ticktext) == [f"A #{base_id}", f"B #{run_id}"]
+    a, b = (app.explorer.op_record(i, FC1) for i in (base_id, run_id))
+    boxes = {(round(s.x0, 6), round(s.x1, 6)) for s in aligned.layout.shapes}
+    assert {(round(r.start_ns / 1e3, 6), round((r.start_ns + r.duration_ns) / 1e3, 6)) for r in (a, b)} <= boxes
