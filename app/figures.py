@@ -205,7 +205,7 @@ def graph_rings(view: GroupedView, selected: Sequence[str], positions: Mapping |
     return _rings([n for n in view.nodes if set(selected).intersection(n.ops)], positions, SELECTED, "#2563eb", 44)
 
 
-SELECTED = "selected"  # the name of the selection's ring on the graph and the roofline
+SELECTED = "selected"  # the name of the selection's ring (graph, roofline) and outlines (timeline)
 
 _UNITS = {"duration": " (us)", "delta": " (us)", "pct_peak": " (%)", "bound": "", "memory": ""}
 

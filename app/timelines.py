@@ -8,11 +8,10 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .figures import KIND_COLOURS, base_layout
+from .figures import KIND_COLOURS, SELECTED, base_layout
 
 MERGED = "merged"  # legend entry of "N zones" markers
 MERGED_COLOUR = "#9ca3af"
-SELECTED = "selected"  # the name of the shapes outlining the selected op's zones
 ENGINES = ("reader", "compute", "writer")  # a core's sub-rows, in the order a tile moves through them
 ROW_PX = 14  # height of one timeline row
 MAX_ZONE_PX = 3000  # the page scrolls past this; rows get thinner
