@@ -9,6 +9,7 @@ from urllib.parse import urlparse
 from dash import ALL, Dash, Input, Output, State, html, no_update
 
 from compiler.errors import TilescopeError
+from compiler.override import OpOverride
 from compiler.target import load_target
 from overrides import parse_item
 
@@ -178,18 +179,12 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         running=[(Output(ids.APPLY_OVERRIDES, "disabled"), True, False)],
     )
     def apply_override(set_progress, _clicks, run_id, selected, pending, *form):
-        """Re-run with the pending overrides and the form's override of the selected op (left out
-        when there are pending ones and the form still shows the op as it is)."""
+        """Re-run with the pending overrides and the form's override of the selected op."""
         if run_id is None:
             return no_update, no_update, no_update, no_update
         explorer.in_new_process()
         try:
-            items = [parse_item(s) for s in pending or []]
-            if selected or not items:
-                override = form_override(selected, *form)
-                unchanged = tuple(form) == form_values(explorer.compilation(explorer.run(run_id)), selected)[: len(form)]
-                if not (items and unchanged):
-                    items = [parse_item(s) for s in with_pending(pending or [], override)]
+            items = rerun_overrides(run_id, selected, pending, form)
             new_id, outcomes = explorer.apply_overrides(run_id, items, on_stage=_reporter(set_progress, "re-run"))
         except TilescopeError as err:
             return no_update, no_update, html.P(str(err), className="error"), no_update
@@ -198,6 +193,34 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
             return no_update, no_update, [html.P("Not re-run: an override was rejected.", className="error"), status], no_update
         run = explorer.run(new_id)
         return explorer.run_options(run.model_ref, target_of(run)), new_id, status, []
+
+    @app.callback(
+        Input(ids.APPLY_OVERRIDES, "n_clicks"),
+        State(ids.RUN_SELECT, "value"),
+        State(ids.SELECTED_OP, "data"),
+        State(ids.PENDING_OVERRIDES, "data"),
+        *(State(f, "value") for f in FORM_FIELDS),
+        prevent_initial_call=True,
+    )
+    def precompile(_clicks, run_id, selected, pending, *form):
+        """While the re-run's job runs in a process of its own, compile the same in this one, for
+        the views the new run will show (they would otherwise compile it after the job)."""
+        if run_id is not None:
+            try:
+                explorer.precompile(run_id, rerun_overrides(run_id, selected, pending, form))
+            except TilescopeError:
+                pass  # the job reports it
+
+    def rerun_overrides(run_id, selected, pending, form) -> list[OpOverride]:
+        """What a re-run applies: the pending overrides and the form's override of the selected op
+        (left out when there are pending ones and the form still shows the op as it is)."""
+        items = [parse_item(s) for s in pending or []]
+        if selected or not items:
+            override = form_override(selected, *form)
+            unchanged = tuple(form) == form_values(explorer.compilation(explorer.run(run_id)), selected)[: len(form)]
+            if not (items and unchanged):
+                items = [parse_item(s) for s in with_pending(pending or [], override)]
+        return items
 
     @app.callback(
         Output(ids.PENDING_OVERRIDES, "data"),
@@ -417,7 +440,7 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     return {
         f.__name__: f
         for f in (
-            choose_model, open_link, write_link, upload_model, apply_override, show_graph, show_mlir, show_summary,
+            choose_model, open_link, write_link, upload_model, apply_override, precompile, show_graph, show_mlir, show_summary,
             stage_override, remove_pending, show_pending, import_overrides, export_run, inspect, form_choices,
         )
     } | analysis

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from threading import Thread
 
 import numpy as np
 from dash import html
@@ -59,6 +60,7 @@ class Explorer:
     _metrics: dict = field(default_factory=dict, repr=False)  # (run id, baseline id) -> op metrics
     _rooflines: dict = field(default_factory=dict, repr=False)  # run id -> roofline points, roofs, peak
     _counters: dict = field(default_factory=dict, repr=False)  # run id -> the timeline's counter steps
+    _records: dict = field(default_factory=dict, repr=False)  # run id -> its op records
     _pid: int = field(default_factory=os.getpid, repr=False)  # the process whose connections the pool holds
 
     # --- runs -----------------------------------------------------------------------------------
@@ -143,9 +145,8 @@ class Explorer:
 
     def _op_metrics(self, run_id: int, compilation: Compilation, baseline_id: int | None) -> dict[str, OpMetric]:
         layout = compilation.levels["layout"]
-        with self.sessions() as session:
-            records = queries.op_records(session, run_id)
-            base = {r.name: r.duration_ns for r in queries.op_records(session, baseline_id)} if baseline_id else {}
+        records = self.op_records(run_id)
+        base = self.durations(baseline_id) if baseline_id else {}
 
         def memory(name: str) -> str | None:
             if not layout.has_op(name):
@@ -163,12 +164,15 @@ class Explorer:
         }
 
     def op_records(self, run_id: int) -> list:
+        """The run's op records, by start (kept: most views read them, and a stored run never changes)."""
+        return _kept(self._records, run_id, lambda: self._op_records(run_id))
+
+    def _op_records(self, run_id: int) -> list:
         with self.sessions() as session:
             return queries.op_records(session, run_id)
 
     def durations(self, run_id: int) -> dict[str, float]:
-        with self.sessions() as session:
-            return {r.name: r.duration_ns for r in queries.op_records(session, run_id)}
+        return {r.name: r.duration_ns for r in self.op_records(run_id)}
 
     def op_record(self, run_id: int, name: str):
         with self.sessions() as session:
@@ -183,7 +187,7 @@ class Explorer:
         every op of one kind."""
         with self.sessions() as session:
             if kind is not None:
-                return [r.duration_ns for r in queries.op_records(session, run_id) if r.kind == kind]
+                return [r.duration_ns for r in self.op_records(run_id) if r.kind == kind]
             record = queries.op_record(session, run_id, op) if op else None
             if record is None:
                 return []
@@ -243,18 +247,17 @@ class Explorer:
         target = load_target(target_of(run), run.target.description or None)  # no need to compile for it
         dram, local = target.dram, target.core_memory
         points = []
-        with self.sessions() as session:
-            for record in queries.op_records(session, run_id):
-                moved = record.bytes.get(dram.name, 0.0)
-                memory = dram.name
-                if not moved:
-                    moved, memory = record.bytes.get(local.name, 0.0), local.name
-                if record.flops <= 0 or moved <= 0 or record.duration_ns <= 0:
-                    continue  # data movement only: no point on a roofline
-                points.append({
-                    "name": record.name, "kind": record.kind, "bound": record.bound, "memory": memory,
-                    "intensity": record.flops / moved, "achieved": record.flops / (record.duration_ns * 1e-9),
-                })
+        for record in self.op_records(run_id):
+            moved = record.bytes.get(dram.name, 0.0)
+            memory = dram.name
+            if not moved:
+                moved, memory = record.bytes.get(local.name, 0.0), local.name
+            if record.flops <= 0 or moved <= 0 or record.duration_ns <= 0:
+                continue  # data movement only: no point on a roofline
+            points.append({
+                "name": record.name, "kind": record.kind, "bound": record.bound, "memory": memory,
+                "intensity": record.flops / moved, "achieved": record.flops / (record.duration_ns * 1e-9),
+            })
         roofs = {dram.name: dram.bytes_per_s, local.name: local.bytes_per_s * target.cores}
         return points, roofs, target.peak_flops("bf16")
 
@@ -291,7 +294,7 @@ class Explorer:
         with self.sessions() as session:
             found = queries.diff_runs(session, a, b)
             runs = {i: queries.get_run(session, i) for i in (a, b)}
-            durations = {i: [r.duration_ns for r in queries.op_records(session, i)] for i in (a, b)}
+        durations = {i: [r.duration_ns for r in self.op_records(i)] for i in (a, b)}
         found["runs"] = runs
         found["durations"] = durations
         return found
@@ -307,16 +310,23 @@ class Explorer:
 
         Returns the new run id (None when nothing was stored) and every override's outcome."""
         parent = self.run(run_id)
-        items = [format_item(o) for o in overrides]
-        replaced = {o.key for o in overrides}
-        kept = [s for s in parent.overrides if parse_item(s).key not in replaced]
         result = execute(
-            self.sessions, parent.model_ref, target_of(parent), [*kept, *items],
-            label=", ".join(items), parent_id=parent.id, dispatch=parent.dispatch, policy=parent.policy,
+            self.sessions, parent.model_ref, target_of(parent), _combined(parent, overrides),
+            label=", ".join(format_item(o) for o in overrides), parent_id=parent.id, dispatch=parent.dispatch, policy=parent.policy,
             l1_usage_cap=parent.l1_usage_cap, source_text=parent.model.source_text, target_source=parent.target.description or None,
             on_stage=on_stage,
         )
         return result.run_id, [o.as_dict() for o in result.compilation.override_outcomes]
+
+    def precompile(self, run_id: int, overrides: Sequence[OpOverride]) -> Thread:
+        """Compile, in a thread, what apply_overrides(run_id, overrides) will: a background job
+        re-runs in a process of its own, so this process's views would compile the new run again
+        once it is stored. Done beside the job, they find it compiled."""
+        parent = self.run(run_id)
+        items = _combined(parent, overrides)
+        thread = Thread(target=_compile_quietly, args=(parent, items), daemon=True)
+        thread.start()
+        return thread
 
     def in_new_process(self) -> None:
         """A background job runs in a forked process: it must not share the parent's pooled
@@ -328,6 +338,22 @@ class Explorer:
     def export(self, run_id: int, fmt: str) -> tuple[str, str]:
         with self.sessions() as session:
             return export_run(session, run_id, fmt)
+
+
+def _combined(parent: Run, overrides: Sequence[OpOverride]) -> list[str]:
+    """The parent run's overrides, each replaced by any of `overrides` of the same op part, then `overrides`."""
+    replaced = {o.key for o in overrides}
+    return [*(s for s in parent.overrides if parse_item(s).key not in replaced), *(format_item(o) for o in overrides)]
+
+
+def _compile_quietly(parent: Run, items: list[str]) -> None:
+    try:
+        compile_cached(
+            parent.model_ref, target_of(parent), items, parent.model.source_text, parent.policy, parent.l1_usage_cap,
+            parent.target.description or None,
+        )
+    except TilescopeError:
+        pass  # the re-run reports it
 
 
 KEPT_PER_VIEW = 32  # runs (or run and level) whose derived views each cache keeps

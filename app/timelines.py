@@ -4,7 +4,9 @@ two runs' op rows aligned one above the other for a diff."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -33,21 +35,44 @@ def row_label(track: str) -> str:
     return f"↳ {engine}" if engine else core
 
 
-def _segments(zones: Sequence, row: Mapping[str, int]) -> tuple[list, list, list, list]:
+def _segments(zones: Sequence, row: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Zones as line segments for WebGL: start, middle and end vertices (hover and click find the
-    nearest vertex), then a gap."""
-    x: list = []
-    y: list = []
-    ops: list = []
-    names: list = []
-    for z in zones:
-        s, e, r = z.start_ns / 1e3, z.end_ns / 1e3, row[z.track]
-        x += [s, (s + e) / 2, e, None]
-        y += [r, r, r, None]
-        ops += [z.op or None] * 3 + [None]  # a merged marker selects nothing
-        label = f"{z.op} · {z.name}" if z.op and z.depth else (z.op or z.name)  # an engine's phase of the op
-        names += [label] * 3 + [None]
-    return x, y, ops, names
+    nearest vertex), then a gap (NaN). Arrays, not lists: plotly checks a list element by element,
+    which for a timeline of thousands of zones cost more than the query."""
+    n = len(zones)
+    start = np.fromiter((z.start_ns for z in zones), np.float64, n) / 1e3
+    end = np.fromiter((z.end_ns for z in zones), np.float64, n) / 1e3
+    rows = np.fromiter((row[z.track] for z in zones), np.float64, n)
+    gap = np.full(n, np.nan)
+    # a merged marker selects nothing; an engine's zone is that engine's phase of the op
+    ops = [z.op or None for z in zones]
+    labels = [f"{z.op} · {z.name}" if z.op and z.depth else (z.op or z.name) for z in zones]
+    return (
+        np.column_stack([start, (start + end) / 2, end, gap]).ravel(),
+        np.column_stack([rows, rows, rows, gap]).ravel(),
+        _vertices(ops, None),
+        _vertices(labels, ""),
+    )
+
+
+def _vertices(values: list, gap) -> np.ndarray:
+    """Each value for a segment's three vertices, then `gap`."""
+    out = np.empty(4 * len(values), dtype=object)
+    for i in range(3):
+        out[i::4] = values
+    out[3::4] = gap
+    return out
+
+
+class RowOp(NamedTuple):
+    """An op on one row of the aligned diff, shaped like a zone for _segments."""
+
+    track: str
+    op: str
+    start_ns: float
+    end_ns: float
+    name: str = ""
+    depth: int = 0
 
 
 def outline(start_us: float, end_us: float, row: int) -> dict:
@@ -139,7 +164,7 @@ def timeline_figure(
 
 def zones_drawn(figure: go.Figure) -> int:
     """How many zones (or merged markers) a timeline figure draws."""
-    return sum(sum(1 for v in trace.x if v is None) for trace in figure.data if isinstance(trace, go.Scattergl))
+    return sum(len(trace.x) // 4 for trace in figure.data if isinstance(trace, go.Scattergl))
 
 
 def aligned_timelines(
@@ -151,20 +176,14 @@ def aligned_timelines(
     order = sorted({kinds.get(r.name, "?") for r in (*a, *b)})
     colour = {k: KIND_COLOURS[i % len(KIND_COLOURS)] for i, k in enumerate(order)}
     fig = go.Figure()
+    row = {"a": 0, "b": 1}
     for kind in order:
-        x: list = []
-        y: list = []
-        names: list = []
-        for row, records in enumerate((a, b)):
-            for r in records:
-                if kinds.get(r.name, "?") != kind:
-                    continue
-                s, e = r.start_ns / 1e3, (r.start_ns + r.duration_ns) / 1e3
-                x += [s, (s + e) / 2, e, None]
-                y += [row, row, row, None]
-                names += [f"{r.name}<br>{r.duration_ns / 1e3:,.2f} us"] * 3 + [None]
+        ops = [RowOp(label, r.name, r.start_ns, r.start_ns + r.duration_ns) for label, records in (("a", a), ("b", b))
+               for r in records if kinds.get(r.name, "?") == kind]
+        x, y, op_names, _ = _segments(ops, row)
+        durations = [f"{o.op}<br>{(o.end_ns - o.start_ns) / 1e3:,.2f} us" for o in ops]
         fig.add_trace(go.Scattergl(
-            x=x, y=y, text=names, customdata=[n.split("<br>")[0] if n else None for n in names], mode="lines",
+            x=x, y=y, text=_vertices(durations, ""), customdata=op_names, mode="lines",
             name=kind, connectgaps=False, line=dict(color=colour[kind], width=22),
             hovertemplate="<b>%{text}</b><extra>" + kind + "</extra>",
         ))

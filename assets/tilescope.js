@@ -35,15 +35,17 @@ window.tilescope = {
       return window.dash_clientside.no_update;
     }
     var shapes = ((figure.layout || {}).shapes || []).filter(function (s) { return s.name !== 'selected'; });
+    var values = window.tilescope.values;
     figure.data.forEach(function (trace) {
       if (!trace.customdata || !selected) {
         return;
       }
-      for (var i = 0; i + 3 < trace.x.length; i += 4) {
+      var x = values(trace.x), y = values(trace.y);
+      for (var i = 0; i + 3 < x.length; i += 4) {
         if (trace.customdata[i] === selected) {
           shapes.push({
-            type: 'rect', name: 'selected', xref: 'x', yref: 'y', x0: trace.x[i], x1: trace.x[i + 2],
-            y0: trace.y[i] - 0.45, y1: trace.y[i] + 0.45, line: {color: '#111827', width: 2},
+            type: 'rect', name: 'selected', xref: 'x', yref: 'y', x0: x[i], x1: x[i + 2],
+            y0: y[i] - 0.45, y1: y[i] + 0.45, line: {color: '#111827', width: 2},
             fillcolor: 'rgba(0,0,0,0)', layer: 'above',
           });
         }
@@ -52,4 +54,25 @@ window.tilescope = {
     var layout = Object.assign({}, figure.layout, {shapes: shapes});
     return Object.assign({}, figure, {layout: layout});
   },
+
+  // Plotly sends numeric arrays as base64 typed-array specs ({dtype, bdata}); this reads either
+  // kind as an array, decoding a spec once.
+  values: function (array) {
+    if (!array || !array.bdata) {
+      return array || [];
+    }
+    var cache = window.tilescope._decoded;
+    if (!cache.has(array)) {
+      var bytes = atob(array.bdata);
+      var buffer = new Uint8Array(bytes.length);
+      for (var i = 0; i < bytes.length; i++) {
+        buffer[i] = bytes.charCodeAt(i);
+      }
+      var types = {f8: Float64Array, f4: Float32Array, i4: Int32Array, u4: Uint32Array, i2: Int16Array,
+                   u2: Uint16Array, i1: Int8Array, u1: Uint8Array};
+      cache.set(array, new types[array.dtype.replace(/^[<>|=]/, '')](buffer.buffer));
+    }
+    return cache.get(array);
+  },
+  _decoded: new WeakMap(),
 };

@@ -24,8 +24,11 @@ from . import opset
 from .ir import Graph, Op
 from .kernel import MCAST, NOC, CoreWork, Kernel, Transfer
 from .target import Target
+from .zone_table import ZoneTable
 
 NS = 1e9
+ENGINES = ("reader", "compute", "writer")  # a core's three engines, one timeline row each
+PHASES = ("read", "compute", "write")  # what each engine does for an op
 # ttnn-visualizer's rule: an op close to two peaks at once (>= 65% of each) is bound by both
 BALANCED_SHARE = 0.65
 
@@ -79,15 +82,6 @@ def _tensors(graph: Graph, op: Op) -> list[dict]:
     return described
 
 
-class Zone(NamedTuple):  # a tuple: a large model's run makes hundreds of thousands
-    track: str  # "core r,c" for ops; "core r,c/reader|compute|writer" for phases
-    depth: int
-    name: str
-    start_ns: float
-    end_ns: float
-    op: str
-
-
 class Counter(NamedTuple):
     track: str  # "core r,c" for L1 bytes in use; a memory name for its bandwidth in use
     name: str  # l1_bytes | dram_bytes_per_s | ...
@@ -101,7 +95,7 @@ class SimResult:
     dispatch: str
     total_ns: float
     ops: list[OpTiming]
-    zones: list[Zone] = field(default_factory=list)
+    zones: ZoneTable = field(default_factory=ZoneTable)
     counters: list[Counter] = field(default_factory=list)
 
     @property
@@ -140,7 +134,7 @@ class Simulator:
                 timing.why = f"dispatch-bound: waited {timing.dispatch_wait_ns / 1e3:.1f} us for the host; {timing.why}"
                 timing.bound = "dispatch"
             result.ops.append(timing)
-            result.zones.extend(self._zones(op, kernel, core_times, start))
+            self._zones(result.zones, op, kernel, core_times, start)
             result.counters.extend(self._counters(op, kernel, timing))
             device_free = timing.end_ns
         result.total_ns = device_free
@@ -340,23 +334,32 @@ class Simulator:
 
     # --- timeline zones and counters -----------------------------------------------------------
 
-    def _zones(self, op: Op, kernel: Kernel, core_times: list[_CoreTime], start: float) -> list[Zone]:
-        zones = []
+    def _zones(self, zones: ZoneTable, op: Op, kernel: Kernel, core_times: list[_CoreTime], start: float) -> None:
+        """Each core's op zone and its reader, compute and writer phases; a group's cores share them."""
+        name = zones.name_id(op.name)
         for group, ct in zip(kernel.groups, core_times):
             blocks = max(1, group.blocks)
             end = start + ct.total * NS
+            rows = [self._core_tracks(zones, core) for core in group.cores]
+            zones.add([r[0] for r in rows], 0, name, start, end, name)
             phases = (
-                ("reader", "read", start, start + ct.read * NS),
-                ("compute", "compute", start + ct.read / blocks * NS, start + (ct.read / blocks + ct.compute) * NS),
-                ("writer", "write", end - ct.write * NS, end),
+                (start, start + ct.read * NS),
+                (start + ct.read / blocks * NS, start + (ct.read / blocks + ct.compute) * NS),
+                (end - ct.write * NS, end),
             )
-            for r, c in group.cores:
-                track = f"core {r},{c}"
-                zones.append(Zone(track, 0, op.name, start, end, op.name))
-                for engine, phase, p0, p1 in phases:
-                    if p1 > p0:
-                        zones.append(Zone(f"{track}/{engine}", 1, phase, p0, p1, op.name))
-        return zones
+            for engine, (phase, (p0, p1)) in enumerate(zip(PHASES, phases), start=1):
+                if p1 > p0:
+                    zones.add([r[engine] for r in rows], 1, zones.name_id(phase), p0, p1, name)
+
+    @staticmethod
+    def _core_tracks(zones: ZoneTable, core: tuple[int, int]) -> tuple[int, int, int, int]:
+        """A core's row and its engines' rows, numbered together so the timeline lists them so."""
+        track = f"core {core[0]},{core[1]}"
+        if track not in zones.tracks:
+            for row in (track, *(f"{track}/{engine}" for engine in ENGINES)):
+                zones.track_id(row)
+        first = zones.tracks[track]
+        return first, first + 1, first + 2, first + 3
 
     def _counters(self, op: Op, kernel: Kernel, timing: OpTiming) -> list[Counter]:
         """L1 bytes in use on each core while the op runs (tensors live in L1 plus the op's
@@ -364,9 +367,10 @@ class Simulator:
         live = op.meta.get("l1_live_per_core")
         counters = []
         for group in kernel.groups:
+            buffers = group.cb_bytes
             for r, c in group.cores:
                 tensors = float(live[r, c]) if live is not None and r < live.shape[0] and c < live.shape[1] else 0.0
-                counters.append(Counter(f"core {r},{c}", "l1_bytes", timing.start_ns, tensors + group.cb_bytes))
+                counters.append(Counter(f"core {r},{c}", "l1_bytes", timing.start_ns, tensors + buffers))
         for path, nbytes in timing.bytes.items():
             memory = self.target.memories.get(path)
             if memory is not None and memory.shared:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-from sqlalchemy import and_, func, literal, select, union_all
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
-from . import lod
-from .schema import Counter, Model, OpRecord, Run, Zone, ZoneMarker
+from . import blocks, lod
+from .schema import Counter, Model, OpRecord, Run, TimelineBlock
 
 
 class RunNotFound(LookupError):
@@ -52,6 +52,16 @@ def op_record(session: Session, run_id: int, name: str) -> OpRecord | None:
     return session.scalars(select(OpRecord).where(OpRecord.run_id == run_id, OpRecord.name == name)).first()
 
 
+class StoredZone(NamedTuple):
+    track: str
+    depth: int
+    name: str
+    start_ns: float
+    end_ns: float
+    op: str
+    lod: int  # the first level of detail that draws it inside a marker (perfdb.lod)
+
+
 def zones(
     session: Session,
     run_id: int,
@@ -60,21 +70,49 @@ def zones(
     tracks: Sequence[str] | None = None,
     depth: int | None = None,
     op: str | None = None,
-) -> list[Zone]:
+) -> list[StoredZone]:
     """Zones overlapping [t0, t1] on the given tracks (all when None) at one nesting depth (all when
     None), of one op (all when None), by start time."""
-    query = select(Zone).where(Zone.run_id == run_id)
-    if depth is not None:
-        query = query.where(Zone.depth == depth)
-    if op is not None:
-        query = query.where(Zone.op == op)
-    if t1 is not None:
-        query = query.where(Zone.start_ns <= t1)
-    if t0 is not None:
-        query = query.where(Zone.end_ns >= t0)
+    t0 = -np.inf if t0 is None else t0
+    t1 = np.inf if t1 is None else t1
+    names = _names(session, run_id)
+    wanted = names.index(op) if op in names else -1
+    found = []
+    for track, rows in _blocks(session, run_id, blocks.ZONES, t0, t1, tracks):
+        keep = (rows["start"] <= t1) & (rows["end"] >= t0)
+        if depth is not None:
+            keep &= rows["depth"] == depth
+        if op is not None:
+            keep &= rows["op"] == wanted
+        found += [
+            StoredZone(track, d, names[n], s, e, names[o], lod)
+            for d, s, e, n, o, lod in zip(*(rows[c][keep].tolist() for c in ("depth", "start", "end", "name", "op", "lod")))
+        ]
+    return sorted(found, key=lambda z: z.start_ns)
+
+
+def _names(session: Session, run_id: int) -> list[str]:
+    """The names a run's zone blocks index."""
+    b = TimelineBlock.__table__.c
+    data = session.scalar(select(b.data).where(b.run_id == run_id, b.kind == blocks.NAMES))
+    return blocks.unpack(data)[1] if data is not None else []
+
+
+def _blocks(
+    session: Session, run_id: int, kind: str, t0: float, t1: float, tracks: Sequence[str] | None = None, *where
+) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+    """(track, columns) of the blocks of `kind` that may hold rows in [t0, t1] on `tracks` (all
+    when None) and meet the SQL conditions `where`."""
+    b = TimelineBlock.__table__.c
+    where = [b.run_id == run_id, b.kind == kind, *where]
     if tracks is not None:
-        query = query.where(Zone.track.in_(list(tracks)))
-    return list(session.scalars(query.order_by(Zone.start_ns)))
+        where.append(b.track.in_(list(tracks)))
+    if t1 < np.inf:
+        where.append(b.start_ns <= t1)
+    if t0 > -np.inf:
+        where.append(b.end_ns >= t0)
+    for track, data in session.execute(select(b.track, b.data).where(*where)):
+        yield track, blocks.unpack(data)[0]
 
 
 class WindowItem(NamedTuple):
@@ -109,33 +147,24 @@ def timeline_window(
     if not tracks or t1 < t0:
         return []
     level = lod.level_for(resolution_ns) if resolution_ns > lod.BASE_NS else 0
-    z = Zone.__table__.c
-    parts = []
-    # the zones not merged at this level, one index range per lod: a zone merged at level m is
-    # shorter than m's bucket, which bounds how early it can start
-    for merged_at in range(level + 1, lod.LEVELS + 1):
-        where = [z.run_id == run_id, z.lod == merged_at, z.track.in_(tracks), z.start_ns <= t1, z.end_ns >= t0]
-        if merged_at < lod.LEVELS:
-            where.append(z.start_ns >= t0 - lod.width(merged_at))
-        parts.append(
-            select(z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op, literal(1).label("count"), literal(0.0).label("busy"))
-            .where(and_(*where))
-        )
-    rows = list(session.execute(union_all(*parts)))
+    b = TimelineBlock.__table__.c
+    names = _names(session, run_id)
+    items = []
+    # the zones not merged at this level one by one, then this level's markers
+    for track, rows in _blocks(session, run_id, blocks.ZONES, t0, t1, tracks, b.top_level > level):
+        keep = (rows["lod"] > level) & (rows["start"] <= t1) & (rows["end"] >= t0)
+        items += [
+            WindowItem(track, d, names[n], s, e, names[o])
+            for d, s, e, n, o in zip(*(rows[c][keep].tolist() for c in ("depth", "start", "end", "name", "op")))
+        ]
     if level >= 1:
-        m = ZoneMarker.__table__.c
-        rows += session.execute(
-            select(m.track, m.depth, literal("").label("name"), m.start_ns, m.end_ns, literal("").label("op"), m.count, m.busy_ns)
-            .where(
-                m.run_id == run_id, m.level == level, m.track.in_(tracks), m.start_ns <= t1,
-                m.start_ns >= t0 - 2 * lod.width(level), m.end_ns >= t0,
-            )
-        ).all()
+        for track, rows in _blocks(session, run_id, blocks.MARKERS, t0, t1, tracks, b.level <= level, b.top_level >= level):
+            keep = (rows["level"] == level) & (rows["start"] <= t1) & (rows["end"] >= t0)
+            items += [
+                WindowItem(track, d, f"{count} zones", s, e, "", count, busy)
+                for d, s, e, count, busy in zip(*(rows[c][keep].tolist() for c in ("depth", "start", "end", "count", "busy")))
+            ]
     order = {track: i for i, track in enumerate(tracks)}
-    items = [
-        WindowItem(t, d, name if op else f"{count} zone{'s' if count != 1 else ''}", s, e, op, count, busy)
-        for t, d, name, s, e, op, count, busy in rows
-    ]
     return sorted(items, key=lambda item: (order[item.track], item.depth, item.start_ns))
 
 
@@ -226,8 +255,11 @@ def op_statistics(session: Session, run_id: int, by: str = "name") -> list[dict]
         raise ValueError(f"statistics by {by!r}; one of {', '.join(STAT_KEYS)}")
     get_run(session, run_id)
     groups: dict[str, list[float]] = {}
-    for record in op_records(session, run_id):
-        groups.setdefault(getattr(record, by), []).append(record.duration_ns)
+    # the two columns, not whole records: their tensors and bytes are JSON to decode
+    for key, duration in session.execute(
+        select(getattr(OpRecord, by), OpRecord.duration_ns).where(OpRecord.run_id == run_id).order_by(OpRecord.start_ns)
+    ):
+        groups.setdefault(key, []).append(duration)
     device = sum(sum(d) for d in groups.values()) or 1.0
     rows = []
     for key, durations in groups.items():

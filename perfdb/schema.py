@@ -1,5 +1,5 @@
 """The tracing database's tables: models and targets, runs of one on the other, their per-op records,
-timeline zones (with their level-of-detail markers) and counters, and where measured runs were
+timeline zones (in blocks, with their level-of-detail markers) and counters, and where measured runs were
 imported from."""
 
 from __future__ import annotations
@@ -7,12 +7,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from sqlalchemy import (
-    JSON, BigInteger, DateTime, Float, ForeignKey, Index, Integer, MetaData, SmallInteger, String, Text, TypeDecorator,
+    JSON, BigInteger, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, MetaData, SmallInteger, String, Text, TypeDecorator,
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from .lod import LEVELS as LOD_LEVELS
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -134,21 +133,24 @@ class OpRecord(Base):
     run: Mapped[Run] = relationship(back_populates="ops")
 
 
-class Zone(Base):
-    __tablename__ = "zones"
-    # the window query walks one level at a time, the tracks asked for, then time (perfdb.lod)
-    __table_args__ = (Index("ix_zones_run_lod_track_start", "run_id", "lod", "track", "start_ns"),)
+class TimelineBlock(Base):
+    """Up to BLOCK_ROWS of a run's zones or level-of-detail markers on one track, packed as columns,
+    or the run's names (perfdb.blocks)."""
+
+    __tablename__ = "timeline_blocks"
+    # a window query reads one kind, the tracks asked for, then blocks by time (perfdb.lod)
+    __table_args__ = (Index("ix_timeline_blocks_run_kind_track_start", "run_id", "kind", "track", "start_ns"),)
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(8))  # zones or markers
+    level: Mapped[int] = mapped_column(SmallInteger)  # the lowest level of detail of its rows
+    top_level: Mapped[int] = mapped_column(SmallInteger)  # the highest
     track: Mapped[str] = mapped_column(String(64))
-    depth: Mapped[int] = mapped_column(Integer)
-    name: Mapped[str] = mapped_column(Text)
-    start_ns: Mapped[float] = mapped_column(Float)
-    end_ns: Mapped[float] = mapped_column(Float)
-    op: Mapped[str] = mapped_column(Text)
-    # the first level of detail at which the zone is drawn inside a marker (perfdb.lod)
-    lod: Mapped[int] = mapped_column(SmallInteger, default=LOD_LEVELS, server_default=str(LOD_LEVELS))
+    start_ns: Mapped[float] = mapped_column(Float)  # its rows' earliest start
+    end_ns: Mapped[float] = mapped_column(Float)  # its rows' latest end
+    rows: Mapped[int] = mapped_column(Integer)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class Counter(Base):
@@ -163,23 +165,6 @@ class Counter(Base):
     name: Mapped[str] = mapped_column(String(64))
     t_ns: Mapped[float] = mapped_column(Float)
     value: Mapped[float] = mapped_column(Float)
-
-
-class ZoneMarker(Base):
-    """Zones too short to draw at one level of detail, merged per track, depth and bucket."""
-
-    __tablename__ = "zone_markers"
-    __table_args__ = (Index("ix_zone_markers_run_level_track_start", "run_id", "level", "track", "start_ns"),)
-
-    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    level: Mapped[int] = mapped_column(SmallInteger)
-    track: Mapped[str] = mapped_column(String(64))
-    depth: Mapped[int] = mapped_column(Integer)
-    start_ns: Mapped[float] = mapped_column(Float)
-    end_ns: Mapped[float] = mapped_column(Float)
-    count: Mapped[int] = mapped_column(Integer)
-    busy_ns: Mapped[float] = mapped_column(Float)
 
 
 class MeasuredImport(Base):

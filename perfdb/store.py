@@ -1,19 +1,20 @@
-"""Write a run with its per-op records and zones in one transaction; its model and target are
-stored once and shared by every run of them."""
+"""Write a run with its per-op records, zones (in blocks) and counters in one transaction; its
+model and target are stored once and shared by every run of them."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from . import lod
-from .schema import Model, OpRecord, Run, Target, Zone
+from . import blocks, lod
+from .schema import Model, OpRecord, Run, Target
 
 _OP_FIELDS = (
     "name", "kind", "start_ns", "duration_ns", "flops", "bytes", "bound", "why",
@@ -25,9 +26,8 @@ _DEFAULTS = {
     "why": "", "pct_peak": 0.0, "dispatch_wait_ns": 0.0, "level": "kernel", "fidelity": "", "tensors": [],
     "compute_ns": 0.0, "bandwidth_ns": 0.0,
 }
-_ZONE_COLUMNS = ("run_id", "track", "depth", "name", "start_ns", "end_ns", "op", "lod")
+_BLOCK_COLUMNS = ("run_id", "kind", "level", "top_level", "track", "start_ns", "end_ns", "rows", "data")
 _COUNTER_COLUMNS = ("run_id", "track", "name", "t_ns", "value")
-_MARKER_COLUMNS = ("run_id", "level", "track", "depth", "start_ns", "end_ns", "count", "busy_ns")
 
 
 @dataclass
@@ -42,7 +42,7 @@ class NewRun:
     total_ns: float
     device_ns: float
     ops: Sequence[dict]  # keys: _OP_FIELDS
-    zones: Iterable[tuple[str, int, str, float, float, str]]  # track, depth, name, start, end, op
+    zones: Iterable[tuple[str, int, str, float, float, str]]  # track, depth, name, start, end, op; or columns
     counters: Iterable[tuple[str, str, float, float]] = ()  # track, name, t_ns, value
     dispatch: str = "host"
     policy: str = "dram-interleaved"
@@ -58,8 +58,7 @@ class NewRun:
 
 def save_run(session: Session, new: NewRun) -> int:
     """Store `new` and return its run id; nothing is stored if any part fails."""
-    zones = list(new.zones)
-    tracks = list(dict.fromkeys(z[0] for z in zones))
+    tracks, zones = zone_columns(new.zones)
     with session.begin():
         run = Run(
             model_id=_row_id(session, Model, name=new.model_name, source_hash=new.source_hash, source_text=new.source_text),
@@ -88,8 +87,8 @@ def save_run(session: Session, new: NewRun) -> int:
                 insert(OpRecord),
                 [{"run_id": run.id, **{k: op[k] if k not in _DEFAULTS else op.get(k, _DEFAULTS[k]) for k in _OP_FIELDS}} for op in new.ops],
             )
-        if zones:
-            _store_zones(session.connection(), run.id, zones, tracks)
+        if len(zones.start):
+            write_blocks(session.connection(), run.id, zone_blocks(zones), tracks)
         bulk_insert(session.connection(), "counters", _COUNTER_COLUMNS, [(run.id, *c) for c in new.counters])
     return run.id
 
@@ -109,51 +108,53 @@ def _row_id(session: Session, table: type[Model] | type[Target], **row) -> int:
     return found
 
 
-def _store_zones(connection: Connection, run_id: int, zones: list[tuple], tracks: list[str]) -> None:
-    """Zones with their level of detail, and the markers of every level (perfdb.lod). Rows go in
-    in index order (level, track, start), so the index grows at its end instead of all over."""
-    index = {track: i for i, track in enumerate(tracks)}
-    track = np.fromiter((index[z[0]] for z in zones), np.int64, len(zones))
-    depth = np.fromiter((z[1] for z in zones), np.int64, len(zones))
-    start = np.fromiter((z[3] for z in zones), np.float64, len(zones))
-    end = np.fromiter((z[4] for z in zones), np.float64, len(zones))
-    found = lod.markers(track, depth, start, end)
-    order = np.lexsort((start, track, found.zone_lod)).tolist()
-    level_list = found.zone_lod.tolist()
-    bulk_insert(connection, "zones", _ZONE_COLUMNS, [(run_id, *zones[i], level_list[i]) for i in order])
-    _store_markers(connection, run_id, found, tracks)
+class ZoneColumns(NamedTuple):
+    names: list[str]  # what `name` and `op` index
+    track: np.ndarray  # index into the run's tracks
+    depth: np.ndarray
+    name: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    op: np.ndarray
 
 
-def _store_markers(connection: Connection, run_id: int, found: lod.Markers, tracks: list[str]) -> None:
-    names = np.asarray(tracks, dtype=object)[found.track].tolist() if len(found.track) else []
-    bulk_insert(connection, "zone_markers", _MARKER_COLUMNS, list(zip(
-        [run_id] * len(names), found.level.tolist(), names, found.depth.tolist(), found.start.tolist(),
-        found.end.tolist(), found.count.tolist(), found.busy.tolist(),
-    )))
-
-
-def add_levels_of_detail(connection: Connection, run_id: int) -> None:
-    """Give a run stored before levels of detail (revision 0002) what save_run now stores: its
-    track list, each zone's level and the markers, so its timeline is drawn merged too."""
-    z = Zone.__table__.c
-    rows = connection.execute(
-        select(z.id, z.track, z.depth, z.start_ns, z.end_ns).where(z.run_id == run_id).order_by(z.id)
-    ).all()
-    if not rows:
-        return
-    tracks = list(dict.fromkeys(row.track for row in rows))
-    index = {track: i for i, track in enumerate(tracks)}
-    ids, track, depth, start, end = (np.asarray(column) for column in zip(*rows))
-    found = lod.markers(np.array([index[t] for t in track], np.int64), depth.astype(np.int64),
-                        start.astype(np.float64), end.astype(np.float64))
-    merged = np.flatnonzero(found.zone_lod < lod.LEVELS)
-    if len(merged):
-        connection.execute(
-            update(Zone.__table__).where(z.id == bindparam("zone_id")).values(lod=bindparam("level")),
-            [{"zone_id": int(ids[i]), "level": int(found.zone_lod[i])} for i in merged],
+def zone_columns(zones, tracks: Sequence[str] = ()) -> tuple[list[str], ZoneColumns]:
+    """The run's tracks (`tracks` first, then any others in the order seen) and its zones as
+    columns, from zones given as columns (an object with track_names(), name_list() and lists
+    track, depth, name, start, end, op, as the simulator gives them) or as tuples (track, depth,
+    name, start, end, op)."""
+    if hasattr(zones, "track_names") and not tracks:
+        return zones.track_names(), ZoneColumns(
+            zones.name_list(), *(np.asarray(c) for c in (zones.track, zones.depth, zones.name, zones.start, zones.end, zones.op))
         )
-    _store_markers(connection, run_id, found, tracks)
-    connection.execute(update(Run.__table__).where(Run.__table__.c.id == run_id).values(tracks=tracks))
+    rows = list(zones)
+    index = {track: i for i, track in enumerate(tracks)}
+    names: dict[str, int] = {}
+    track_of, depth, name, start, end, op = zip(*rows) if rows else ((),) * 6  # transposed in C
+    columns = ZoneColumns(
+        [], np.array([index.setdefault(t, len(index)) for t in track_of], np.int64), np.array(depth, np.int64),
+        np.array([names.setdefault(n, len(names)) for n in name], np.int64), np.array(start, np.float64),
+        np.array(end, np.float64), np.array([names.setdefault(o, len(names)) for o in op], np.int64),
+    )
+    return list(index), columns._replace(names=list(names))
+
+
+def zone_blocks(zones: ZoneColumns) -> list[blocks.Block]:
+    """The blocks of zones with their levels of detail, of the markers of every level, and of the names."""
+    track, depth, start, end = zones.track.astype(np.int64), zones.depth.astype(np.int64), zones.start, zones.end
+    found = lod.markers(track, depth, start, end)
+    return [
+        blocks.names_block(zones.names),
+        *blocks.zone_blocks(found.zone_lod, track, depth, start, end, zones.name, zones.op),
+        *blocks.marker_blocks(found.level, found.track, found.depth, found.start, found.end, found.count, found.busy),
+    ]
+
+
+def write_blocks(connection: Connection, run_id: int, found: list[blocks.Block], tracks: list[str]) -> None:
+    bulk_insert(connection, "timeline_blocks", _BLOCK_COLUMNS, [
+        (run_id, b.kind, b.level, b.top_level, tracks[b.track] if b.track >= 0 else "", b.start_ns, b.end_ns, b.rows, b.data)
+        for b in found
+    ])
 
 
 def bulk_insert(connection: Connection, table: str, columns: Sequence[str], rows: list[tuple]) -> None:

@@ -115,7 +115,7 @@ def _timeline_zones(driver) -> int:
         "var g = document.querySelector('#timeline-view .js-plotly-plot');"
         "if (!g || !g.data) { return 0; }"
         "return g.data"
-        "  .reduce(function (n, t) { return n + Math.floor(t.x.length / 4); }, 0);"
+        "  .reduce(function (n, t) { return n + Math.floor((t.customdata || []).length / 4); }, 0);"
     )
 
 
@@ -156,7 +156,7 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     # the op's zones are outlined on the timeline (in the browser, without a new figure): its cores and the device row
     cores = d.execute_script(
         "var g = document.querySelector('#timeline-view .js-plotly-plot'), op = arguments[0], n = 0;"
-        "g.data.forEach(function (t) { for (var i = 0; i < t.x.length; i += 4) { if ((t.customdata || [])[i] === op) n++; } });"
+        "g.data.forEach(function (t) { var c = t.customdata || []; for (var i = 0; i < c.length; i += 4) { if (c[i] === op) n++; } });"
         "return n;", "mlp.layer.0.fc1.matmul")
     _wait(d, lambda d: d.execute_script(
         "var g = document.querySelector('#timeline-view .js-plotly-plot');"

@@ -93,7 +93,7 @@ def test_upgrade_from_empty_creates_the_tables_of_schema_py(new_db):
     Base.metadata.create_all(engine)
     engine.dispose()
     assert set(shape(migrated)) == set(Base.metadata.tables) == {
-        "models", "targets", "runs", "op_records", "zones", "counters", "zone_markers", "measured_imports",
+        "models", "targets", "runs", "op_records", "timeline_blocks", "counters", "measured_imports",
     }
     assert shape(migrated) == shape(created)  # same columns, types, keys, index names
     assert revision(migrated) == head()
@@ -157,9 +157,11 @@ def test_a_pre_alembic_database_missing_columns_and_tables_gains_them(db_url):
         assert len(op_records(s, run_id)) == 3 and counters(s, run_id) == []
     adopted = shape(db_url)
     assert set(adopted) == {
-        "models", "targets", "runs", "op_records", "zones", "counters", "zone_markers", "measured_imports",
+        "models", "targets", "runs", "op_records", "timeline_blocks", "counters", "measured_imports",
     }
-    assert ("ix_zones_run_lod_track_start", ("run_id", "lod", "track", "start_ns"), False) in adopted["zones"]["indexes"]
+    assert ("ix_timeline_blocks_run_kind_track_start", ("run_id", "kind", "track", "start_ns"), False) in (
+        adopted["timeline_blocks"]["indexes"]
+    )
     assert {"policy", "l1_usage_cap", "target_ref"} <= {c[0] for c in adopted["runs"]["columns"]}
 
 
@@ -228,3 +230,24 @@ def test_rows_already_pointing_at_missing_rows_do_not_stop_an_upgrade(sqlite_url
     with session_factory(open_db(sqlite_url))() as s:
         assert list_runs(s) == []
     assert revision(sqlite_url) == head()
+
+
+def test_zones_packed_in_blocks_unpack_to_rows_and_back(db_url):
+    """Revision 0005: a run's zone rows become blocks (with markers); downgrading gives the rows back."""
+    old, run_id = pre_alembic(db_url)
+    old.dispose()
+    sessions = session_factory(open_db(db_url))
+    with sessions() as s:
+        packed = sorted((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in zones(s, run_id))
+    assert packed == sorted(ZONES)
+    engine = create_engine(db_url)
+    with engine.begin() as connection:
+        command.downgrade(config(connection=connection), "0004")
+    with engine.connect() as connection:
+        rows = connection.execute(text("SELECT track, depth, name, start_ns, end_ns, op FROM zones ORDER BY id")).all()
+        merged = connection.execute(text("SELECT track, count, busy_ns FROM zone_markers WHERE level = 2")).all()
+    assert sorted(tuple(r) for r in rows) == sorted(ZONES)
+    assert [tuple(m) for m in merged] == [("core 0,0", 3, 30.0)]  # core 0,0's three 10 ns ops, zoomed out
+    engine.dispose()
+    with session_factory(open_db(db_url))() as s:
+        assert sorted((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in zones(s, run_id)) == packed
