@@ -129,9 +129,9 @@ def timeline_figure(
         ), row=1, col=1)
     for i, name in enumerate(plots, start=2):
         title, unit, label, short = COUNTER_PLOTS[name]
-        steps = counters[name]
+        steps = np.asarray(counters[name], dtype=np.float64).reshape(-1, 2)
         fig.add_trace(go.Scatter(
-            x=[t / 1e3 for t, _ in steps], y=[v / unit for _, v in steps], mode="lines", line_shape="hv",
+            x=steps[:, 0] / 1e3, y=steps[:, 1] / unit, mode="lines", line_shape="hv",
             fill="tozeroy", line=dict(color="#2563eb" if name == "l1_bytes" else "#dc2626", width=1),
             name=title, showlegend=False, hovertemplate="%{x:.2f} us<br>%{y:,.1f} " + label + "<extra>" + title + "</extra>",
         ), row=i, col=1)

@@ -1,6 +1,6 @@
 """Timeline blocks: up to BLOCK_ROWS zones or markers of one track packed as columns in one value.
 
-A database row per zone costs SQLite or PostgreSQL far more than the zone's 27 bytes (a row
+A database row per zone (or counter sample) costs SQLite or PostgreSQL far more than the zone's 27 bytes (a row
 header, an index entry, the op's name twice), and a large model's run holds millions of zones. So
 a run's zones and markers are stored per track in blocks of columns, each block with its level of
 detail and the time range it covers; the window query picks blocks by level and time through the
@@ -9,7 +9,8 @@ index and filters their rows with numpy.
 A block holds one track's zones (or markers) by level of detail (perfdb.lod), highest first, then
 by start, and keeps the lowest and highest level it holds. A level with many rows fills blocks of
 its own, each a short stretch of time, so a zoomed-in window reads few; levels with few rows share
-a block. Names are stored once per run, in a block of their own that zone blocks index.
+a block. Counter samples are kept per track by time. Names (of zones, their ops and counters)
+are stored once per run, in a block of their own that the others index.
 
 A block's value: a 4-byte header length, a JSON header (row count, column names and dtypes, and
 strings: the names block's names), then each column's bytes. (Uncompressed: timestamps hardly
@@ -28,6 +29,7 @@ BLOCK_ROWS = 2048  # rows per block: few enough that a window decodes little bey
 SHARED_ROWS = BLOCK_ROWS // 8  # a level with fewer zones than this shares its block with the next
 ZONES = "zones"
 MARKERS = "markers"
+COUNTERS = "counters"  # samples of counters (L1 in use, bandwidth in use) on one track, by time
 NAMES = "names"  # one per run: the strings its zone blocks' name and op columns index
 _LENGTH = 4  # bytes of the header length
 
@@ -39,7 +41,7 @@ class Block:
     kind: str
     level: int  # the lowest level of its rows (a zone's level is its lod)
     top_level: int  # the highest
-    track: int  # index into the run's tracks (-1: none, the names)
+    track: str  # "" for the names
     start_ns: float  # its rows' earliest start
     end_ns: float  # its rows' latest end
     rows: int
@@ -88,31 +90,40 @@ def split(level: np.ndarray, track: np.ndarray, start: np.ndarray) -> Iterator[n
 
 
 def zone_blocks(
-    level: np.ndarray, track: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.ndarray,
+    tracks: Sequence[str], level: np.ndarray, track: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.ndarray,
     name: np.ndarray, op: np.ndarray,
 ) -> list[Block]:
-    """Blocks of zones given as arrays (`level`: each one's lod; `name`, `op`: indexes into the
-    run's names)."""
+    """Blocks of zones given as arrays (`track`: indexes into `tracks`; `level`: each one's lod;
+    `name`, `op`: indexes into the run's names)."""
     return _blocks(
-        ZONES, level, track, start, end, lod=level.astype(np.int8), depth=depth.astype(np.int16), start=start,
+        ZONES, tracks, level, track, start, end, lod=level.astype(np.int8), depth=depth.astype(np.int16), start=start,
         end=end, name=name.astype(np.int32), op=op.astype(np.int32),
     )
 
 
 def marker_blocks(
-    level: np.ndarray, track: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.ndarray,
-    count: np.ndarray, busy: np.ndarray,
+    tracks: Sequence[str], level: np.ndarray, track: np.ndarray, depth: np.ndarray, start: np.ndarray,
+    end: np.ndarray, count: np.ndarray, busy: np.ndarray,
 ) -> list[Block]:
     """Blocks of markers (perfdb.lod) given as arrays."""
     return _blocks(
-        MARKERS, level, track, start, end, level=level.astype(np.int8), depth=depth.astype(np.int16), start=start,
+        MARKERS, tracks, level, track, start, end, level=level.astype(np.int8), depth=depth.astype(np.int16), start=start,
         end=end, count=count.astype(np.int64), busy=busy.astype(np.float64),
     )
 
 
-def _blocks(kind: str, level: np.ndarray, track: np.ndarray, start: np.ndarray, end: np.ndarray, /, **columns) -> list[Block]:
+def counter_blocks(tracks: Sequence[str], track: np.ndarray, name: np.ndarray, t: np.ndarray, value: np.ndarray) -> list[Block]:
+    """Blocks of counter samples given as arrays (`name`: indexes into the run's names)."""
+    level = np.zeros(len(t), np.int64)
+    return _blocks(COUNTERS, tracks, level, track, t, t, name=name.astype(np.int32), t=t, value=value)
+
+
+def _blocks(
+    kind: str, tracks: Sequence[str], level: np.ndarray, track: np.ndarray, start: np.ndarray, end: np.ndarray, /,
+    **columns,
+) -> list[Block]:
     return [
-        Block(kind, int(level[rows].min()), int(level[rows].max()), int(track[rows[0]]), float(start[rows].min()),
+        Block(kind, int(level[rows].min()), int(level[rows].max()), tracks[track[rows[0]]], float(start[rows].min()),
               float(end[rows].max()), len(rows), pack({name: column[rows] for name, column in columns.items()}))
         for rows in split(level, track, start)
     ]
@@ -120,4 +131,4 @@ def _blocks(kind: str, level: np.ndarray, track: np.ndarray, start: np.ndarray, 
 
 def names_block(names: Sequence[str]) -> Block:
     """The run's zone and op names, which its zone blocks index: stored once, not per block."""
-    return Block(NAMES, 0, 0, -1, 0.0, 0.0, len(names), pack({}, names))
+    return Block(NAMES, 0, 0, "", 0.0, 0.0, len(names), pack({}, names))

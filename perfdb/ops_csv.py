@@ -70,7 +70,7 @@ def write_csv(session: Session, run_id: int, peak_bytes_per_s: Mapping[str, floa
     writer = csv.DictWriter(out, COLUMNS, lineterminator="\n")
     writer.writeheader()
     previous_end = None
-    for count, op in enumerate(queries.op_records(session, run_id)):
+    for count, op in enumerate(queries.op_records(session, run_id, tensors=True)):
         seconds = op.duration_ns / 1e9
 
         def util(*paths: str) -> str:
@@ -119,7 +119,7 @@ def import_csv(session: Session, text: str, base_run_id: int, source: str = "ops
     LATENCY. An op measured twice keeps both records (diff sums them). Rows without a duration, or
     naming an op the base run lacks, are listed in the problems and skipped."""
     base = queries.get_run(session, base_run_id)
-    simulated = {op.name: op for op in queries.op_records(session, base_run_id)}
+    simulated = {op.name: op for op in queries.op_records(session, base_run_id, tensors=True)}
     session.commit()  # end the reading transaction; save_run writes in its own
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
     header = [h.strip() for h in reader.fieldnames or []]

@@ -7,11 +7,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload, undefer
 
 from . import blocks, lod
-from .schema import Counter, Model, OpRecord, Run, TimelineBlock
+from .schema import Model, OpRecord, Run, TimelineBlock
 
 
 class RunNotFound(LookupError):
@@ -35,8 +35,10 @@ def get_run(session: Session, run_id: int) -> Run:
     return run
 
 
-def op_records(session: Session, run_id: int) -> list[OpRecord]:
-    return list(session.scalars(select(OpRecord).where(OpRecord.run_id == run_id).order_by(OpRecord.start_ns)))
+def op_records(session: Session, run_id: int, tensors: bool = False) -> list[OpRecord]:
+    """By start; with their tensors loaded if `tensors` (else reading them asks the database per record)."""
+    query = select(OpRecord).where(OpRecord.run_id == run_id).order_by(OpRecord.start_ns)
+    return list(session.scalars(query.options(undefer(OpRecord.tensors)) if tensors else query))
 
 
 def op_records_between(session: Session, run_id: int, t0: float, t1: float) -> list[OpRecord]:
@@ -102,7 +104,7 @@ def _blocks(
     session: Session, run_id: int, kind: str, t0: float, t1: float, tracks: Sequence[str] | None = None, *where
 ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
     """(track, columns) of the blocks of `kind` that may hold rows in [t0, t1] on `tracks` (all
-    when None) and meet the SQL conditions `where`."""
+    when None) and meet the SQL conditions `where`, by track and start."""
     b = TimelineBlock.__table__.c
     where = [b.run_id == run_id, b.kind == kind, *where]
     if tracks is not None:
@@ -111,7 +113,7 @@ def _blocks(
         where.append(b.start_ns <= t1)
     if t0 > -np.inf:
         where.append(b.end_ns >= t0)
-    for track, data in session.execute(select(b.track, b.data).where(*where)):
+    for track, data in session.execute(select(b.track, b.data).where(*where).order_by(b.track, b.start_ns)):
         yield track, blocks.unpack(data)[0]
 
 
@@ -168,30 +170,50 @@ def timeline_window(
     return sorted(items, key=lambda item: (order[item.track], item.depth, item.start_ns))
 
 
-def counters(session: Session, run_id: int, name: str | None = None, tracks: Sequence[str] | None = None) -> list[Counter]:
+class StoredCounter(NamedTuple):
+    track: str
+    name: str
+    t_ns: float
+    value: float
+
+
+def counters(session: Session, run_id: int, name: str | None = None, tracks: Sequence[str] | None = None) -> list[StoredCounter]:
     """A run's counter samples (optionally one counter, some tracks), by track and time."""
-    query = select(Counter).where(Counter.run_id == run_id)
-    if name is not None:
-        query = query.where(Counter.name == name)
-    if tracks is not None:
-        query = query.where(Counter.track.in_(list(tracks)))
-    return list(session.scalars(query.order_by(Counter.track, Counter.t_ns)))
+    names = _names(session, run_id)
+    wanted = names.index(name) if name in names else -1
+    found = []
+    for track, rows in _blocks(session, run_id, blocks.COUNTERS, -np.inf, np.inf, tracks):
+        keep = rows["name"] == wanted if name is not None else slice(None)
+        found += [StoredCounter(track, names[n], t, v) for n, t, v in zip(*(rows[c][keep].tolist() for c in ("name", "t", "value")))]
+    return found  # blocks come by track and time, each by time
 
 
 def counter_names(session: Session, run_id: int) -> list[str]:
     """The names of the counters a run recorded."""
-    c = Counter.__table__.c
-    return list(session.scalars(select(c.name).where(c.run_id == run_id).distinct().order_by(c.name)))
+    names = _names(session, run_id)
+    used = {n for _, rows in _blocks(session, run_id, blocks.COUNTERS, -np.inf, np.inf) for n in np.unique(rows["name"]).tolist()}
+    return sorted(names[n] for n in used)
 
 
 def counter_envelope(session: Session, run_id: int, name: str) -> list[tuple[float, float]]:
     """(t, the largest value of counter `name` over all its tracks at t), by time: the fullest
-    core's L1 over a run without reading every core's samples into Python."""
-    c = Counter.__table__.c
-    rows = session.execute(
-        select(c.t_ns, func.max(c.value)).where(c.run_id == run_id, c.name == name).group_by(c.t_ns).order_by(c.t_ns)
-    )
-    return [(t, value) for t, value in rows]
+    core's L1 over a run."""
+    names = _names(session, run_id)
+    if name not in names:
+        return []
+    wanted = names.index(name)
+    t, value = [], []
+    for _, rows in _blocks(session, run_id, blocks.COUNTERS, -np.inf, np.inf):
+        keep = rows["name"] == wanted
+        t.append(rows["t"][keep])
+        value.append(rows["value"][keep])
+    if not t:
+        return []
+    t, value = np.concatenate(t), np.concatenate(value)
+    times, at = np.unique(t, return_inverse=True)
+    largest = np.full(len(times), -np.inf)
+    np.maximum.at(largest, at, value)
+    return list(zip(times.tolist(), largest.tolist()))
 
 
 TOP = 5  # names in top_regressions and top_improvements
@@ -247,6 +269,14 @@ def _ops_by_name(session: Session, run_id: int) -> dict[str, tuple[float, str, s
 STAT_KEYS = ("name", "kind")
 
 
+def _percentile(ordered: list[float], q: float) -> float:
+    """The q-th percentile of sorted values, interpolated linearly between neighbours (numpy's default)."""
+    at = q / 100 * (len(ordered) - 1)
+    low = int(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+
+
 def op_statistics(session: Session, run_id: int, by: str = "name") -> list[dict]:
     """Per op name (or per op kind, by="kind"): count, total, self, mean, min, max, median and p90
     of device durations in ns, and the share of the run's device time in %; by total descending.
@@ -263,11 +293,11 @@ def op_statistics(session: Session, run_id: int, by: str = "name") -> list[dict]
     device = sum(sum(d) for d in groups.values()) or 1.0
     rows = []
     for key, durations in groups.items():
-        values = np.asarray(durations)
-        total = float(values.sum())
+        values = sorted(durations)  # most groups hold one op or a few: plain Python beats numpy's per-call cost
+        total = sum(values)
         rows.append({
-            by: key, "count": len(durations), "total_ns": total, "self_ns": total, "mean_ns": float(values.mean()),
-            "min_ns": float(values.min()), "max_ns": float(values.max()), "median_ns": float(np.median(values)),
-            "p90_ns": float(np.percentile(values, 90)), "pct_of_run": total / device * 100,
+            by: key, "count": len(values), "total_ns": total, "self_ns": total, "mean_ns": total / len(values),
+            "min_ns": values[0], "max_ns": values[-1], "median_ns": _percentile(values, 50),
+            "p90_ns": _percentile(values, 90), "pct_of_run": total / device * 100,
         })
     return sorted(rows, key=lambda row: (-row["total_ns"], row[by]))

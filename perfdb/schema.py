@@ -1,6 +1,6 @@
 """The tracing database's tables: models and targets, runs of one on the other, their per-op records,
-timeline zones (in blocks, with their level-of-detail markers) and counters, and where measured runs were
-imported from."""
+timeline zones (with their level-of-detail markers) and counters in blocks, and where measured runs
+were imported from."""
 
 from __future__ import annotations
 
@@ -126,7 +126,8 @@ class OpRecord(Base):
     level: Mapped[str] = mapped_column(String(16), default="kernel", server_default="kernel")
     fidelity: Mapped[str] = mapped_column(String(16), default="", server_default="")  # math fidelity, matrix ops
     # inputs then outputs: [{role: in0|out0, name, shape, dtype, memory, memory_layout, layout}]
-    tensors: Mapped[list] = mapped_column(JSON, default=list, server_default="[]")
+    # deferred: only exports read them, and decoding them for every view of a large run costs
+    tensors: Mapped[list] = mapped_column(JSON, default=list, server_default="[]", deferred=True)
     compute_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")  # FLOPs at peak
     bandwidth_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")  # bytes at peak bandwidth
 
@@ -134,8 +135,8 @@ class OpRecord(Base):
 
 
 class TimelineBlock(Base):
-    """Up to BLOCK_ROWS of a run's zones or level-of-detail markers on one track, packed as columns,
-    or the run's names (perfdb.blocks)."""
+    """Up to BLOCK_ROWS of a run's zones, level-of-detail markers or counter samples (L1 in use,
+    bandwidth in use) on one track, packed as columns, or the run's names (perfdb.blocks)."""
 
     __tablename__ = "timeline_blocks"
     # a window query reads one kind, the tracks asked for, then blocks by time (perfdb.lod)
@@ -151,20 +152,6 @@ class TimelineBlock(Base):
     end_ns: Mapped[float] = mapped_column(Float)  # its rows' latest end
     rows: Mapped[int] = mapped_column(Integer)
     data: Mapped[bytes] = mapped_column(LargeBinary)
-
-
-class Counter(Base):
-    """A value over time on a track: L1 bytes in use per core, a memory's bandwidth in use."""
-
-    __tablename__ = "counters"
-    __table_args__ = (Index("ix_counters_run_track_t", "run_id", "track", "t_ns"),)
-
-    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    track: Mapped[str] = mapped_column(String(64))
-    name: Mapped[str] = mapped_column(String(64))
-    t_ns: Mapped[float] = mapped_column(Float)
-    value: Mapped[float] = mapped_column(Float)
 
 
 class MeasuredImport(Base):

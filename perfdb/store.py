@@ -27,7 +27,6 @@ _DEFAULTS = {
     "compute_ns": 0.0, "bandwidth_ns": 0.0,
 }
 _BLOCK_COLUMNS = ("run_id", "kind", "level", "top_level", "track", "start_ns", "end_ns", "rows", "data")
-_COUNTER_COLUMNS = ("run_id", "track", "name", "t_ns", "value")
 
 
 @dataclass
@@ -59,6 +58,7 @@ class NewRun:
 def save_run(session: Session, new: NewRun) -> int:
     """Store `new` and return its run id; nothing is stored if any part fails."""
     tracks, zones = zone_columns(new.zones)
+    timeline = run_blocks(tracks, zones, new.counters)
     with session.begin():
         run = Run(
             model_id=_row_id(session, Model, name=new.model_name, source_hash=new.source_hash, source_text=new.source_text),
@@ -87,9 +87,7 @@ def save_run(session: Session, new: NewRun) -> int:
                 insert(OpRecord),
                 [{"run_id": run.id, **{k: op[k] if k not in _DEFAULTS else op.get(k, _DEFAULTS[k]) for k in _OP_FIELDS}} for op in new.ops],
             )
-        if len(zones.start):
-            write_blocks(session.connection(), run.id, zone_blocks(zones), tracks)
-        bulk_insert(session.connection(), "counters", _COUNTER_COLUMNS, [(run.id, *c) for c in new.counters])
+        write_blocks(session.connection(), run.id, timeline)
     return run.id
 
 
@@ -139,21 +137,33 @@ def zone_columns(zones, tracks: Sequence[str] = ()) -> tuple[list[str], ZoneColu
     return list(index), columns._replace(names=list(names))
 
 
-def zone_blocks(zones: ZoneColumns) -> list[blocks.Block]:
-    """The blocks of zones with their levels of detail, of the markers of every level, and of the names."""
-    track, depth, start, end = zones.track.astype(np.int64), zones.depth.astype(np.int64), zones.start, zones.end
-    found = lod.markers(track, depth, start, end)
-    return [
-        blocks.names_block(zones.names),
-        *blocks.zone_blocks(found.zone_lod, track, depth, start, end, zones.name, zones.op),
-        *blocks.marker_blocks(found.level, found.track, found.depth, found.start, found.end, found.count, found.busy),
-    ]
+def run_blocks(tracks: list[str], zones: ZoneColumns, counters: Iterable[tuple]) -> list[blocks.Block]:
+    """The blocks of a run's zones with their levels of detail, of the markers of every level, of
+    its counter samples (track, name, t_ns, value), and of the names they index."""
+    names = {name: i for i, name in enumerate(zones.names)}
+    found = []
+    if len(zones.start):
+        track, depth, start, end = zones.track.astype(np.int64), zones.depth.astype(np.int64), zones.start, zones.end
+        merged = lod.markers(track, depth, start, end)
+        found += blocks.zone_blocks(tracks, merged.zone_lod, track, depth, start, end, zones.name, zones.op)
+        found += blocks.marker_blocks(
+            tracks, merged.level, merged.track, merged.depth, merged.start, merged.end, merged.count, merged.busy
+        )
+    samples = list(counters)
+    if samples:
+        track_of, name, t, value = zip(*samples)
+        counter_tracks: dict[str, int] = {}
+        track = np.array([counter_tracks.setdefault(x, len(counter_tracks)) for x in track_of], np.int64)
+        found += blocks.counter_blocks(
+            list(counter_tracks), track, np.array([names.setdefault(n, len(names)) for n in name], np.int64),
+            np.array(t, np.float64), np.array(value, np.float64),
+        )
+    return [blocks.names_block(list(names)), *found] if found else []
 
 
-def write_blocks(connection: Connection, run_id: int, found: list[blocks.Block], tracks: list[str]) -> None:
+def write_blocks(connection: Connection, run_id: int, found: list[blocks.Block]) -> None:
     bulk_insert(connection, "timeline_blocks", _BLOCK_COLUMNS, [
-        (run_id, b.kind, b.level, b.top_level, tracks[b.track] if b.track >= 0 else "", b.start_ns, b.end_ns, b.rows, b.data)
-        for b in found
+        (run_id, b.kind, b.level, b.top_level, b.track, b.start_ns, b.end_ns, b.rows, b.data) for b in found
     ])
 
 

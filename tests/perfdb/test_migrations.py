@@ -93,7 +93,7 @@ def test_upgrade_from_empty_creates_the_tables_of_schema_py(new_db):
     Base.metadata.create_all(engine)
     engine.dispose()
     assert set(shape(migrated)) == set(Base.metadata.tables) == {
-        "models", "targets", "runs", "op_records", "timeline_blocks", "counters", "measured_imports",
+        "models", "targets", "runs", "op_records", "timeline_blocks", "measured_imports",
     }
     assert shape(migrated) == shape(created)  # same columns, types, keys, index names
     assert revision(migrated) == head()
@@ -157,7 +157,7 @@ def test_a_pre_alembic_database_missing_columns_and_tables_gains_them(db_url):
         assert len(op_records(s, run_id)) == 3 and counters(s, run_id) == []
     adopted = shape(db_url)
     assert set(adopted) == {
-        "models", "targets", "runs", "op_records", "timeline_blocks", "counters", "measured_imports",
+        "models", "targets", "runs", "op_records", "timeline_blocks", "measured_imports",
     }
     assert ("ix_timeline_blocks_run_kind_track_start", ("run_id", "kind", "track", "start_ns"), False) in (
         adopted["timeline_blocks"]["indexes"]
@@ -233,7 +233,8 @@ def test_rows_already_pointing_at_missing_rows_do_not_stop_an_upgrade(sqlite_url
 
 
 def test_zones_packed_in_blocks_unpack_to_rows_and_back(db_url):
-    """Revision 0005: a run's zone rows become blocks (with markers); downgrading gives the rows back."""
+    """Revision 0005: a run's zone and counter rows become blocks (with markers); downgrading gives
+    the rows back."""
     old, run_id = pre_alembic(db_url)
     old.dispose()
     sessions = session_factory(open_db(db_url))
@@ -246,8 +247,11 @@ def test_zones_packed_in_blocks_unpack_to_rows_and_back(db_url):
     with engine.connect() as connection:
         rows = connection.execute(text("SELECT track, depth, name, start_ns, end_ns, op FROM zones ORDER BY id")).all()
         merged = connection.execute(text("SELECT track, count, busy_ns FROM zone_markers WHERE level = 2")).all()
+        samples = connection.execute(text("SELECT track, name, t_ns, value FROM counters ORDER BY track")).all()
     assert sorted(tuple(r) for r in rows) == sorted(ZONES)
+    assert [tuple(c) for c in samples] == COUNTERS
     assert [tuple(m) for m in merged] == [("core 0,0", 3, 30.0)]  # core 0,0's three 10 ns ops, zoomed out
     engine.dispose()
     with session_factory(open_db(db_url))() as s:
         assert sorted((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in zones(s, run_id)) == packed
+        assert [tuple(c) for c in counters(s, run_id)] == COUNTERS

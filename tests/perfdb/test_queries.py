@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfdb.engine import open_db, session_factory
 from perfdb.queries import RunNotFound, diff_runs
@@ -101,3 +103,13 @@ def test_a_missing_run(sessions):
         diff(sessions, a, a + 1)
     with pytest.raises(RunNotFound):
         diff(sessions, a + 1, a)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0, 1e9), min_size=1, max_size=30), st.sampled_from([0, 10, 50, 90, 100]))
+def test_statistics_percentiles_are_numpys(values, q):
+    import numpy as np
+
+    from perfdb.queries import _percentile
+
+    assert _percentile(sorted(values), q) == pytest.approx(float(np.percentile(values, q)), rel=1e-9, abs=1e-6)

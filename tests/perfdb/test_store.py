@@ -51,7 +51,7 @@ def sessions(db_url):
 
 def test_open_db_creates_the_tables(db_url):
     engine = open_db(db_url)
-    assert {"runs", "op_records", "timeline_blocks", "counters"} <= set(inspect(engine).get_table_names())
+    assert {"runs", "op_records", "timeline_blocks"} <= set(inspect(engine).get_table_names())
     open_db(db_url)  # opening again keeps working
 
 

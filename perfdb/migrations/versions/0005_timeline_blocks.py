@@ -1,14 +1,15 @@
-"""Zones and level-of-detail markers packed in blocks.
+"""Zones, level-of-detail markers and counter samples packed in blocks.
 
 Revision ID: 0005
 Revises: 0004
 Create Date: 2026-11-22
 
 A row per zone made storing a run cost about 5 us per zone and the database grow by ~200 bytes a
-zone: a large model's run holds millions. `timeline_blocks` holds up to 2048 zones (or markers) of
-one track per row, as columns (perfdb.blocks), with the levels of detail and the time range they
-cover, and each run's names once. Each run's zones are read, given their levels and markers again (perfdb.lod) and
-packed; then `zones` and `zone_markers` are dropped. Downgrading unpacks them into rows again.
+zone: a large model's run holds millions. `timeline_blocks` holds up to 2048 zones (or markers, or
+counter samples) of one track per row, as columns (perfdb.blocks), with the levels of detail and
+the time range they cover, and each run's names once. Each run's zones are read, given their
+levels and markers again (perfdb.lod) and packed with its counters; then `zones`, `zone_markers`
+and `counters` are dropped. Downgrading unpacks them into rows again.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from perfdb import blocks
-from perfdb.store import write_blocks, zone_blocks, zone_columns
+from perfdb.store import run_blocks, write_blocks, zone_columns
 
 revision = "0005"
 down_revision = "0004"
@@ -46,14 +47,17 @@ def upgrade() -> None:
         zones = bind.execute(sa.text(
             "SELECT track, depth, name, start_ns, end_ns, op FROM zones WHERE run_id = :run ORDER BY id"
         ), {"run": run_id}).all()
+        counters = bind.execute(sa.text(
+            "SELECT track, name, t_ns, value FROM counters WHERE run_id = :run ORDER BY id"
+        ), {"run": run_id}).all()
         tracks = list(tracks or [])
         listed, columns = zone_columns(zones, tracks)
         if listed != tracks:  # runs before 0002 listed none
             bind.execute(runs.update().where(runs.c.id == run_id).values(tracks=listed))
-        if zones:
-            write_blocks(bind, run_id, zone_blocks(columns), listed)
+        write_blocks(bind, run_id, run_blocks(listed, columns, counters))
     op.drop_table("zone_markers")
     op.drop_table("zones")
+    op.drop_table("counters")
 
 
 def downgrade() -> None:
@@ -83,6 +87,16 @@ def downgrade() -> None:
         sa.Column("busy_ns", sa.Float(), nullable=False),
     )
     op.create_index("ix_zone_markers_run_level_track_start", "zone_markers", ["run_id", "level", "track", "start_ns"])
+    counters = op.create_table(
+        "counters",
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True),
+        sa.Column("run_id", sa.Integer(), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+        sa.Column("track", sa.String(64), nullable=False),
+        sa.Column("name", sa.String(64), nullable=False),
+        sa.Column("t_ns", sa.Float(), nullable=False),
+        sa.Column("value", sa.Float(), nullable=False),
+    )
+    op.create_index("ix_counters_run_track_t", "counters", ["run_id", "track", "t_ns"])
     bind = op.get_bind()
     names = {
         run_id: blocks.unpack(data)[1]
@@ -91,8 +105,13 @@ def downgrade() -> None:
     for block in bind.execute(sa.text("SELECT run_id, kind, track, data FROM timeline_blocks WHERE kind != 'names' ORDER BY id")):
         rows = blocks.unpack(block.data)[0]
         common = {"run_id": block.run_id, "track": block.track}
-        if block.kind == blocks.ZONES:
-            strings = names[block.run_id]
+        strings = names[block.run_id]
+        if block.kind == blocks.COUNTERS:
+            bind.execute(counters.insert(), [
+                {**common, "name": strings[n], "t_ns": t, "value": v}
+                for n, t, v in zip(*(rows[c].tolist() for c in ("name", "t", "value")))
+            ])
+        elif block.kind == blocks.ZONES:
             bind.execute(zones.insert(), [
                 {**common, "depth": d, "name": strings[n], "start_ns": s, "end_ns": e, "op": strings[o], "lod": lod}
                 for d, s, e, n, o, lod in zip(*(rows[c].tolist() for c in ("depth", "start", "end", "name", "op", "lod")))
