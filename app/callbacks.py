@@ -7,6 +7,7 @@ from collections.abc import Callable
 from urllib.parse import urlparse
 
 from dash import ALL, Dash, Input, Output, State, html, no_update
+from dash.background_callback.managers import BaseBackgroundCallbackManager
 
 from compiler.errors import TilescopeError
 from compiler.override import OpOverride
@@ -59,8 +60,9 @@ def _reporter(set_progress, what: str):
     return lambda stage: set_progress([html.Span([html.Span(className="spinner"), f"{what}: {stage}..."])])
 
 
-def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
-    """Wire the page; returns the callback functions by name so tests can call them directly."""
+def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackManager | None = None) -> dict[str, Callable]:
+    """Wire the page; returns the callback functions by name so tests can call them directly.
+    Re-runs go to `rerun_jobs` (the app's background callback manager if None)."""
 
     @app.callback(
         Output(ids.RUN_SELECT, "options"),
@@ -173,6 +175,7 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         *(State(f, "value") for f in FORM_FIELDS),
         prevent_initial_call=True,
         background=True,
+        manager=rerun_jobs,  # in a thread: the new run's views then find its compilation cached
         interval=JOB_POLL_MS,
         progress=[Output(ids.APPLY_PROGRESS, "children")],
         progress_default=[""],
@@ -193,23 +196,6 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
             return no_update, no_update, [html.P("Not re-run: an override was rejected.", className="error"), status], no_update
         run = explorer.run(new_id)
         return explorer.run_options(run.model_ref, target_of(run)), new_id, status, []
-
-    @app.callback(
-        Input(ids.APPLY_OVERRIDES, "n_clicks"),
-        State(ids.RUN_SELECT, "value"),
-        State(ids.SELECTED_OP, "data"),
-        State(ids.PENDING_OVERRIDES, "data"),
-        *(State(f, "value") for f in FORM_FIELDS),
-        prevent_initial_call=True,
-    )
-    def precompile(_clicks, run_id, selected, pending, *form):
-        """While the re-run's job runs in a process of its own, compile the same in this one, for
-        the views the new run will show (they would otherwise compile it after the job)."""
-        if run_id is not None:
-            try:
-                explorer.precompile(run_id, rerun_overrides(run_id, selected, pending, form))
-            except TilescopeError:
-                pass  # the job reports it
 
     def rerun_overrides(run_id, selected, pending, form) -> list[OpOverride]:
         """What a re-run applies: the pending overrides and the form's override of the selected op
@@ -440,7 +426,7 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     return {
         f.__name__: f
         for f in (
-            choose_model, open_link, write_link, upload_model, apply_override, precompile, show_graph, show_mlir, show_summary,
+            choose_model, open_link, write_link, upload_model, apply_override, show_graph, show_mlir, show_summary,
             stage_override, remove_pending, show_pending, import_overrides, export_run, inspect, form_choices,
         )
     } | analysis

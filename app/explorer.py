@@ -14,7 +14,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from threading import Thread
 
 import numpy as np
 from dash import html
@@ -318,16 +317,6 @@ class Explorer:
         )
         return result.run_id, [o.as_dict() for o in result.compilation.override_outcomes]
 
-    def precompile(self, run_id: int, overrides: Sequence[OpOverride]) -> Thread:
-        """Compile, in a thread, what apply_overrides(run_id, overrides) will: a background job
-        re-runs in a process of its own, so this process's views would compile the new run again
-        once it is stored. Done beside the job, they find it compiled."""
-        parent = self.run(run_id)
-        items = _combined(parent, overrides)
-        thread = Thread(target=_compile_quietly, args=(parent, items), daemon=True)
-        thread.start()
-        return thread
-
     def in_new_process(self) -> None:
         """A background job runs in a forked process: it must not share the parent's pooled
         database connections (https://docs.sqlalchemy.org/en/20/core/pooling.html#pooling-multiprocessing)."""
@@ -344,16 +333,6 @@ def _combined(parent: Run, overrides: Sequence[OpOverride]) -> list[str]:
     """The parent run's overrides, each replaced by any of `overrides` of the same op part, then `overrides`."""
     replaced = {o.key for o in overrides}
     return [*(s for s in parent.overrides if parse_item(s).key not in replaced), *(format_item(o) for o in overrides)]
-
-
-def _compile_quietly(parent: Run, items: list[str]) -> None:
-    try:
-        compile_cached(
-            parent.model_ref, target_of(parent), items, parent.model.source_text, parent.policy, parent.l1_usage_cap,
-            parent.target.description or None,
-        )
-    except TilescopeError:
-        pass  # the re-run reports it
 
 
 KEPT_PER_VIEW = 32  # runs (or run and level) whose derived views each cache keeps

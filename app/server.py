@@ -15,6 +15,7 @@ from . import callbacks
 from .explorer import Explorer
 from .layout import page
 from .runs import DEFAULT_TARGET
+from .thread_jobs import ThreadJobManager
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
@@ -33,7 +34,8 @@ def create_app(
         background_callback_manager=DiskcacheManager(jobs),
     )
     app.layout = page(explorer.model_options(model_ref), model_ref, load_target(target))
-    app.tilescope_callbacks = callbacks.register(app, explorer)  # type: ignore[attr-defined]  # for tests
+    rerun_jobs = ThreadJobManager(jobs)
+    app.tilescope_callbacks = callbacks.register(app, explorer, rerun_jobs)  # type: ignore[attr-defined]  # for tests
     app.explorer = explorer  # type: ignore[attr-defined]
     return app
 

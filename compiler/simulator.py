@@ -18,13 +18,13 @@ times as this closed form, so the closed form is what runs. Each op also gets it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from functools import cache
 
 from . import opset
 from .ir import Graph, Op
 from .kernel import MCAST, NOC, CoreWork, Kernel, Transfer
 from .target import Target
-from .zone_table import ZoneTable
+from .trace import CounterTable, ZoneTable
 
 NS = 1e9
 ENGINES = ("reader", "compute", "writer")  # a core's three engines, one timeline row each
@@ -82,13 +82,6 @@ def _tensors(graph: Graph, op: Op) -> list[dict]:
     return described
 
 
-class Counter(NamedTuple):
-    track: str  # "core r,c" for L1 bytes in use; a memory name for its bandwidth in use
-    name: str  # l1_bytes | dram_bytes_per_s | ...
-    t_ns: float
-    value: float
-
-
 @dataclass
 class SimResult:
     target: str
@@ -96,7 +89,7 @@ class SimResult:
     total_ns: float
     ops: list[OpTiming]
     zones: ZoneTable = field(default_factory=ZoneTable)
-    counters: list[Counter] = field(default_factory=list)
+    counters: CounterTable = field(default_factory=CounterTable)
 
     @property
     def device_ns(self) -> float:
@@ -135,7 +128,7 @@ class Simulator:
                 timing.bound = "dispatch"
             result.ops.append(timing)
             self._zones(result.zones, op, kernel, core_times, start)
-            result.counters.extend(self._counters(op, kernel, timing))
+            self._counters(result.counters, op, kernel, timing)
             device_free = timing.end_ns
         result.total_ns = device_free
         return result
@@ -354,29 +347,36 @@ class Simulator:
     @staticmethod
     def _core_tracks(zones: ZoneTable, core: tuple[int, int]) -> tuple[int, int, int, int]:
         """A core's row and its engines' rows, numbered together so the timeline lists them so."""
-        track = f"core {core[0]},{core[1]}"
+        track = _core_track(core)
         if track not in zones.tracks:
             for row in (track, *(f"{track}/{engine}" for engine in ENGINES)):
                 zones.track_id(row)
         first = zones.tracks[track]
         return first, first + 1, first + 2, first + 3
 
-    def _counters(self, op: Op, kernel: Kernel, timing: OpTiming) -> list[Counter]:
+    def _counters(self, counters: CounterTable, op: Op, kernel: Kernel, timing: OpTiming) -> None:
         """L1 bytes in use on each core while the op runs (tensors live in L1 plus the op's
         circular buffers), and each shared memory's bandwidth in use."""
         live = op.meta.get("l1_live_per_core")
-        counters = []
+        l1 = counters.name_id("l1_bytes")
         for group in kernel.groups:
             buffers = group.cb_bytes
-            for r, c in group.cores:
-                tensors = float(live[r, c]) if live is not None and r < live.shape[0] and c < live.shape[1] else 0.0
-                counters.append(Counter(f"core {r},{c}", "l1_bytes", timing.start_ns, tensors + buffers))
+            values = [
+                (float(live[r, c]) if live is not None and r < live.shape[0] and c < live.shape[1] else 0.0) + buffers
+                for r, c in group.cores
+            ]
+            counters.add([counters.track_id(_core_track(core)) for core in group.cores], l1, timing.start_ns, values)
         for path, nbytes in timing.bytes.items():
             memory = self.target.memories.get(path)
             if memory is not None and memory.shared:
-                counters.append(Counter(path, f"{path}_bytes_per_s", timing.start_ns, timing.bandwidth(path)))
-                counters.append(Counter(path, f"{path}_bytes_per_s", timing.end_ns, 0.0))
-        return counters
+                track, name = [counters.track_id(path)], counters.name_id(f"{path}_bytes_per_s")
+                counters.add(track, name, timing.start_ns, [timing.bandwidth(path)])
+                counters.add(track, name, timing.end_ns, [0.0])
+
+
+@cache
+def _core_track(core: tuple[int, int]) -> str:
+    return f"core {core[0]},{core[1]}"
 
 
 def _mb(nbytes: float) -> str:

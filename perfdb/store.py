@@ -42,7 +42,7 @@ class NewRun:
     device_ns: float
     ops: Sequence[dict]  # keys: _OP_FIELDS
     zones: Iterable[tuple[str, int, str, float, float, str]]  # track, depth, name, start, end, op; or columns
-    counters: Iterable[tuple[str, str, float, float]] = ()  # track, name, t_ns, value
+    counters: Iterable[tuple[str, str, float, float]] = ()  # track, name, t_ns, value; or columns
     dispatch: str = "host"
     policy: str = "dram-interleaved"
     target_ref: str = ""  # how the target was asked for: a built-in name or a file path
@@ -137,9 +137,10 @@ def zone_columns(zones, tracks: Sequence[str] = ()) -> tuple[list[str], ZoneColu
     return list(index), columns._replace(names=list(names))
 
 
-def run_blocks(tracks: list[str], zones: ZoneColumns, counters: Iterable[tuple]) -> list[blocks.Block]:
+def run_blocks(tracks: list[str], zones: ZoneColumns, counters) -> list[blocks.Block]:
     """The blocks of a run's zones with their levels of detail, of the markers of every level, of
-    its counter samples (track, name, t_ns, value), and of the names they index."""
+    its counter samples (tuples of track, name, t_ns, value, or columns: track_names(),
+    name_list() and lists track, name, t, value), and of the names they index."""
     names = {name: i for i, name in enumerate(zones.names)}
     found = []
     if len(zones.start):
@@ -149,15 +150,19 @@ def run_blocks(tracks: list[str], zones: ZoneColumns, counters: Iterable[tuple])
         found += blocks.marker_blocks(
             tracks, merged.level, merged.track, merged.depth, merged.start, merged.end, merged.count, merged.busy
         )
-    samples = list(counters)
-    if samples:
-        track_of, name, t, value = zip(*samples)
-        counter_tracks: dict[str, int] = {}
-        track = np.array([counter_tracks.setdefault(x, len(counter_tracks)) for x in track_of], np.int64)
-        found += blocks.counter_blocks(
-            list(counter_tracks), track, np.array([names.setdefault(n, len(names)) for n in name], np.int64),
-            np.array(t, np.float64), np.array(value, np.float64),
-        )
+    if hasattr(counters, "track_names"):  # columns, as the simulator gives them
+        counter_tracks = counters.track_names()
+        name = np.array([names.setdefault(n, len(names)) for n in counters.name_list()], np.int64)[counters.name]
+        track, t, value = np.asarray(counters.track, np.int64), counters.t, counters.value
+    else:
+        rows = list(counters)
+        track_of, name, t, value = zip(*rows) if rows else ((),) * 4
+        numbered: dict[str, int] = {}
+        track = np.array([numbered.setdefault(x, len(numbered)) for x in track_of], np.int64)
+        name = np.array([names.setdefault(n, len(names)) for n in name], np.int64)
+        counter_tracks = list(numbered)
+    if len(track):
+        found += blocks.counter_blocks(counter_tracks, track, name, np.asarray(t, np.float64), np.asarray(value, np.float64))
     return [blocks.names_block(list(names)), *found] if found else []
 
 

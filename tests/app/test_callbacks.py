@@ -119,19 +119,6 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     assert len(outlines) == sum(1 for z in op_zones if z.op == FC1) + 1  # its cores and the device row
 
 
-def test_the_page_compiles_a_rerun_beside_its_job_so_the_new_run_opens_compiled(app, cb):
-    from app import runs
-
-    _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    form = ("l1", "height_sharded", 2, 1, "tile", "bf16")
-    override = explorer_module.form_override(FC1, *form)
-    app.explorer.precompile(base_id, [override]).join()
-    compiled = runs._compile.cache_info().misses
-    _, new_id, _, _ = cb["apply_override"](_progress, 1, base_id, FC1, [], *form)
-    assert app.explorer.compilation(app.explorer.run(new_id)).override_outcomes[0].status == "applied"
-    assert runs._compile.cache_info().misses == compiled  # the job and the new run's views found it compiled
-
-
 def test_second_override_of_the_same_op_replaces_the_first(app, cb):
     _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     _, first, _, _ = cb["apply_override"](_progress, 1, base_id, FC1, [], "l1", "block_sharded", 4, 8, "tile", "bf16")

@@ -1,0 +1,42 @@
+"""Dash background callbacks run in a thread of the server process, not in a process of their own.
+
+Dash's DiskcacheManager forks a process per job. For a re-run that is the wrong trade: the new
+run's views, drawn next in the server process, would compile the model again because the job's
+compilation stayed in the job's process, and the fork itself copies a large process's page
+tables. A thread shares the compile cache and starts at once; the page still gets the job's
+progress and stays live (the thread yields the interpreter between bytecodes). Long, rare jobs
+(an upload of a new model) keep the process manager, which a thread cannot stop.
+"""
+
+from __future__ import annotations
+
+from threading import Thread
+
+from dash import DiskcacheManager
+
+
+class ThreadJobManager(DiskcacheManager):
+    """A DiskcacheManager (results and progress in the same cache) whose jobs are threads."""
+
+    def __init__(self, cache) -> None:
+        super().__init__(cache)
+        self._threads: dict[int, Thread] = {}
+
+    def call_job_fn(self, key, job_fn, args, context) -> int:
+        thread = Thread(target=job_fn, args=(key, self._make_progress_key(key), args, context), daemon=True)
+        thread.start()
+        assert thread.ident is not None
+        self._threads[thread.ident] = thread
+        return thread.ident
+
+    def job_running(self, job) -> bool:
+        thread = self._threads.get(int(job)) if job else None
+        return thread is not None and thread.is_alive()
+
+    def terminate_job(self, job) -> None:
+        # a thread cannot be stopped from outside: it finishes, and nobody asks for its result
+        if job:
+            self._threads.pop(int(job), None)
+
+    def terminate_unhealthy_job(self, job) -> bool:
+        return False  # a thread that died left its result (or its error) in the cache
