@@ -146,8 +146,11 @@ def graph_figure(
         fig.add_trace(go.Scatter(
             x=[positions[n.id][0] for n in nodes], y=[positions[n.id][1] for n in nodes],
             mode="markers+text" if labelled else "markers",
-            text=[(f"{n.label} ({len(n.ops)})" if n.is_group else _short(n.id)) for n in nodes] if labelled else None,
-            textposition="bottom center", textfont=dict(size=10, color="#3e4c59"),
+            text=[(f"{n.label} ({len(n.ops)})" if n.is_group else _short(n.label)) for n in nodes] if labelled else None,
+            # neighbouring columns label above and below in turn: a chain of nodes, one per column,
+            # has less room across than its labels need
+            textposition=["bottom center" if int(positions[n.id][0]) % 2 == 0 else "top center" for n in nodes],
+            textfont=dict(size=10, color="#3e4c59"),
             customdata=[n.id for n in nodes], hovertext=[hover(n) for n in nodes], hoverinfo="text",
             marker=dict(
                 size=[30 if n.is_group else 18 for n in nodes], symbol="square",
@@ -302,7 +305,7 @@ def duration_histogram(a: Sequence[float], b: Sequence[float], labels: tuple[str
                 marker_color=colour, xbins=dict(start=lo - size, end=hi + size, size=size),
                 hovertemplate="%{y} ops<extra>" + label + "</extra>",
             ))
-    ticks = [k + math.log10(m) for k in range(-3, 6) for m in (1, 2, 5)]
+    ticks = _log_ticks(lo - size, hi + size) if values else []
     fig.update_xaxes(
         title="op duration", tickvals=ticks, ticktext=[f"{10.0 ** t:.3g} us" for t in ticks], gridcolor="#e4e7eb",
     )
@@ -311,6 +314,21 @@ def duration_histogram(a: Sequence[float], b: Sequence[float], labels: tuple[str
     fig = base_layout(fig, 260)
     fig.update_layout(margin=dict(l=8, r=8, t=30, b=8))
     return fig
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Tick positions (log10 of us) between lo and hi: 1, 2, 5 times a power of ten, or, when the
+    range holds fewer than three of those (durations within one decade), round steps across it."""
+    ticks = [k + math.log10(m) for k in range(math.floor(lo), math.ceil(hi) + 1) for m in (1, 2, 5)]
+    inside = [t for t in ticks if lo <= t <= hi]
+    if len(inside) >= 3:
+        return inside
+    low, high = 10.0 ** lo, 10.0 ** hi
+    rough = (high - low) / 8  # at most about eight ticks
+    magnitude = 10.0 ** math.floor(math.log10(rough))
+    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= rough)
+    first = math.ceil(low / step) * step
+    return [math.log10(first + i * step) for i in range(int((high - first) / step) + 1) if first + i * step > 0]
 
 
 def find_zone_histogram(durations_ns: Sequence[float], what: str) -> go.Figure:

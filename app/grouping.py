@@ -91,6 +91,16 @@ class ScopeTree:
             rel = ".".join(words[-2:])
         return rel
 
+    def op_label(self, name: str) -> str:
+        """An op's name relative to its innermost group, which the open group around it shows
+        (`typecast` inside `attention_mask`); a bare index keeps its parent's word."""
+        chain = self.ancestors.get(name, ())
+        scope = chain[-1].removeprefix(GROUP) if chain else ""
+        if not scope or not name.startswith(scope + "."):
+            return name
+        rel = name[len(scope) + 1:]
+        return ".".join(name.split(".")[-2:]) if rel.isdigit() else rel
+
     def ancestors_of(self, name: str) -> tuple[str, ...]:
         return self.ancestors.get(name, ())
 
@@ -128,7 +138,7 @@ class ScopeTree:
                     if src != dst and t not in edges.setdefault((src, dst), []):
                         edges[(src, dst)].append(t)
         return GroupedView(
-            [Node(i, self.label(i) if i in self.members else i, tuple(ops)) for i, ops in nodes.items()],
+            [Node(i, self.label(i) if i in self.members else self.op_label(i), tuple(ops)) for i, ops in nodes.items()],
             [Edge(s, d, tuple(ts)) for (s, d), ts in edges.items()],
             node_of,
         )

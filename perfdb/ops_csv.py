@@ -112,6 +112,9 @@ def _op_name(row: dict) -> str:
     return match.group(1) if match else loc or (row.get("OP NAME") or "").strip()
 
 
+_BANDWIDTH = "_bytes_per_s"  # the suffix of a shared memory's bandwidth counter
+
+
 def import_csv(session: Session, text: str, base_run_id: int, source: str = "ops.csv", label: str = "") -> tuple[int, list[str]]:
     """Store a measured ops perf report as a run of `base_run_id`'s model; returns (run id, problems).
 
@@ -120,6 +123,11 @@ def import_csv(session: Session, text: str, base_run_id: int, source: str = "ops
     naming an op the base run lacks, are listed in the problems and skipped."""
     base = queries.get_run(session, base_run_id)
     simulated = {op.name: op for op in queries.op_records(session, base_run_id, tensors=True)}
+    # the base run's L1 samples, by the start of the op they were taken at
+    l1_at: dict[float, list[tuple[str, float]]] = {}
+    for sample in queries.counters(session, base_run_id, "l1_bytes"):
+        l1_at.setdefault(sample.t_ns, []).append((sample.track, sample.value))
+    shared = [n.removesuffix(_BANDWIDTH) for n in queries.counter_names(session, base_run_id) if n.endswith(_BANDWIDTH)]
     session.commit()  # end the reading transaction; save_run writes in its own
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
     header = [h.strip() for h in reader.fieldnames or []]
@@ -128,7 +136,7 @@ def import_csv(session: Session, text: str, base_run_id: int, source: str = "ops
     if "LOC" not in header and "OP NAME" not in header:
         raise CsvImportError(f"{source}: no LOC or OP NAME column to match ops by")
     problems: list[str] = []
-    ops, zones = [], []
+    ops, zones, counters = [], [], []
     clock = 0.0
     rows = 0
     for line, raw in enumerate(reader, start=2):
@@ -155,12 +163,20 @@ def import_csv(session: Session, text: str, base_run_id: int, source: str = "ops
         fidelity = _FIDELITY_OF.get(row.get("MATH FIDELITY", "").lower(), sim.fidelity)
         ops.append({
             "name": name, "kind": sim.kind, "start_ns": start, "duration_ns": duration, "flops": sim.flops,
-            "bytes": {}, "bound": "measured", "why": f"measured ({source}:{line})", "memory": sim.memory,
+            # the program the hardware ran moves what the compiler planned: the base run's bytes
+            "bytes": dict(sim.bytes), "bound": "measured", "why": f"measured ({source}:{line})", "memory": sim.memory,
             "grid": sim.grid, "cores": int(cores) if cores.isdigit() else sim.cores, "roofline_ns": sim.roofline_ns,
             "pct_peak": 0.0, "fidelity": fidelity, "tensors": sim.tensors, "compute_ns": sim.compute_ns,
             "bandwidth_ns": sim.bandwidth_ns, "level": "measured",
         })
         zones.append(("device", 0, name, start, start + duration, name))
+        # L1 holds what it held in the base run while the op ran; a shared memory's bandwidth in
+        # use is the op's bytes through it over its measured time
+        counters += [(track, "l1_bytes", start, value) for track, value in l1_at.get(sim.start_ns, ())]
+        for path in shared:
+            if sim.bytes.get(path) and duration > 0:
+                counters += [(path, path + _BANDWIDTH, start, sim.bytes[path] / (duration * 1e-9)),
+                             (path, path + _BANDWIDTH, start + duration, 0.0)]
         clock = start + duration
     if not ops:
         raise CsvImportError(f"{source}: no row matched an op of run {base_run_id}" + (f" ({problems[0]})" if problems else ""))
@@ -168,7 +184,7 @@ def import_csv(session: Session, text: str, base_run_id: int, source: str = "ops
         model_ref=base.model_ref, model_name=base.model.name, source_hash=base.model.source_hash,
         source_text=base.model.source_text, target=base.target.name, target_ref=base.target_ref or base.target.name,
         target_text=base.target.description, total_ns=clock, device_ns=sum(o["duration_ns"] for o in ops),
-        ops=ops, zones=zones, dispatch=base.dispatch, policy=base.policy, l1_usage_cap=base.l1_usage_cap,
+        ops=ops, zones=zones, counters=counters, dispatch=base.dispatch, policy=base.policy, l1_usage_cap=base.l1_usage_cap,
         overrides=list(base.overrides), label=label or f"measured: {source}", parent_id=base.id, kind="measured",
     ))
     with session.begin():

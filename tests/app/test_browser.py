@@ -132,7 +132,7 @@ def _tab(driver, label: str) -> None:
 
 
 def _op_nodes(driver):
-    return driver.find_elements(By.CSS_SELECTOR, f"#graph-view .scatterlayer .trace:nth-of-type(3) .point")
+    return driver.find_elements(By.CSS_SELECTOR, "#graph-view .scatterlayer .trace:nth-of-type(3) .point")
 
 
 def test_load_switch_levels_click_override_rerun(server, browser):
@@ -141,6 +141,8 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     _wait(d, lambda d: len(_op_nodes(d)) == 2)  # fc1 and fc2, bias adds and gelu fused in
     _wait(d, lambda d: "run #1" in _text(d, "run-summary"))
     _wait(d, lambda d: _timeline_zones(d) > 0)
+    # the bare address gets the view's state at once, so it can be copied as a link
+    _wait(d, lambda d: "model=" in d.current_url and "run=" in d.current_url)
     _shot(d, "01-graph-level")
 
     d.find_element(By.XPATH, "//div[@id='level-select']//label[normalize-space()='kernel']").click()

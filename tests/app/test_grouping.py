@@ -67,6 +67,13 @@ def test_a_scope_with_one_op_is_not_a_group():
     assert tree.children(None) == ["a.x.only", GROUP + "b"]
 
 
+def test_an_op_in_an_open_group_is_labelled_relative_to_it():
+    tree = ScopeTree(_chain(["a.x.only", "b.one", "b.two", "b.3"]))
+    labels = {n.id: n.label for n in tree.view([GROUP + "b"]).nodes}
+    # outside any group an op keeps its name; a bare index keeps its parent's word
+    assert labels == {"a.x.only": "a.x.only", "b.one": "one", "b.two": "two", "b.3": "b.3"}
+
+
 def test_a_large_graph_without_scopes_folds_into_runs_of_consecutive_ops():
     names = [f"relu_{i}" for i in range(2 * RUN_LENGTH + 50)]
     tree = ScopeTree(_chain(names))

@@ -12,7 +12,7 @@ from app.cli import main
 from app.runs import execute
 from perfdb.engine import open_db, session_factory
 from perfdb.ops_csv import COLUMNS, DURATION, CsvImportError, import_csv, write_csv
-from perfdb.queries import diff_runs, get_run, op_records
+from perfdb.queries import counters, diff_runs, get_run, op_records
 from perfdb.schema import MeasuredImport
 
 ANCHOR_COLUMNS = [  # what users' scripts read (tt-metal ops perf report)
@@ -71,6 +71,22 @@ def test_a_report_round_trips_as_a_measured_run(sessions, base):
         assert (record.source, record.rows, record.matched, record.problems) == ("ops.csv", 2, 2, [])
     assert diff["unmatched"] == {"a": [], "b": []}
     assert all(abs(op["delta_ns"]) <= 0.5 for op in diff["ops"])  # durations travel as whole ns
+
+
+def test_a_measured_run_keeps_the_programs_bytes_and_l1_at_its_own_times(sessions, base):
+    """Measured on hardware, the same program moved the same bytes and held the same L1; only the
+    times are the hardware's. So the roofline, memory view and counter plots have what they need."""
+    text = f"LOC,{DURATION},OP TO OP LATENCY [ns]\nmatmul_0,1000,0\nmatmul_1,4000,500\n"
+    with sessions() as s:
+        measured, _ = import_csv(s, text, base, "lab.csv")
+        simulated = {o.name: o for o in op_records(s, base)}
+        ops = {o.name: o for o in op_records(s, measured)}
+        assert all(ops[n].bytes == simulated[n].bytes and ops[n].bytes for n in ops)
+        base_l1 = [c for c in counters(s, base, "l1_bytes") if c.t_ns == simulated["matmul_1"].start_ns]
+        l1 = [c for c in counters(s, measured, "l1_bytes") if c.t_ns == 1500.0]  # matmul_1 starts at 1000 + 500
+        assert sorted((c.track, c.value) for c in l1) == sorted((c.track, c.value) for c in base_l1) != []
+        dram = [(c.t_ns, c.value) for c in counters(s, measured, "dram_bytes_per_s")]
+    assert dram[2:] == [(1500.0, pytest.approx(ops["matmul_1"].bytes["dram"] / 4e-6)), (5500.0, 0.0)]
 
 
 def test_bad_rows_are_reported_and_skipped(sessions, base):
