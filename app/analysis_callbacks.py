@@ -1,5 +1,6 @@
 """Dash callbacks of the analysis tabs: the timeline, statistics with find zone, memory, roofline,
-and the runs with their diff."""
+and the runs with their diff. All but the timeline are drawn when their tab is open (and again when
+it opens): a re-run or a selection does not wait for views nobody sees."""
 
 from __future__ import annotations
 
@@ -74,9 +75,10 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         Output(ids.STATS_TABLE, "columns"),
         Input(ids.RUN_SELECT, "value"),
         Input(ids.STATS_BY, "value"),
+        Input(ids.ANALYSIS_TABS, "value"),
     )
-    def show_statistics(run_id, by):
-        if run_id is None:
+    def show_statistics(run_id, by, tab="statistics"):
+        if run_id is None or tab != "statistics":
             return no_update, no_update
         return stats_data(explorer.statistics(run_id, by), by), stats_columns(by)
 
@@ -111,16 +113,22 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
             return find_zone_histogram(explorer.find_zone(run_id, kind=kind), f"ops of type {kind}")
         return find_zone_histogram(explorer.find_zone(run_id, op=selected), selected or "")
 
-    @app.callback(Output(ids.MEMORY_VIEW, "figure"), Output(ids.MEMORY_PEAK, "children"), Input(ids.RUN_SELECT, "value"))
-    def show_memory(run_id):
-        if run_id is None:
+    @app.callback(
+        Output(ids.MEMORY_VIEW, "figure"), Output(ids.MEMORY_PEAK, "children"),
+        Input(ids.RUN_SELECT, "value"), Input(ids.ANALYSIS_TABS, "value"),
+    )
+    def show_memory(run_id, tab="memory"):
+        if run_id is None or tab != "memory":
             return no_update, no_update
         view = explorer.memory(run_id)
         return memory_figure(view["envelope"], view["capacity"], view["peak"]), memory_children(view)
 
-    @app.callback(Output(ids.ROOFLINE_VIEW, "figure"), Input(ids.RUN_SELECT, "value"), Input(ids.SELECTED_OP, "data"))
-    def show_roofline(run_id, selected):
-        if run_id is None:
+    @app.callback(
+        Output(ids.ROOFLINE_VIEW, "figure"),
+        Input(ids.RUN_SELECT, "value"), Input(ids.SELECTED_OP, "data"), Input(ids.ANALYSIS_TABS, "value"),
+    )
+    def show_roofline(run_id, selected, tab="roofline"):
+        if run_id is None or tab != "roofline":
             return no_update
         points, roofs, peak = explorer.roofline(run_id)
         if only_triggered(ids.SELECTED_OP):  # the run's points are drawn already: move the ring
@@ -157,11 +165,12 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         Output(ids.DIFF_VIEW, "children"),
         Input(ids.RUNS_TABLE, "selected_row_ids"),
         Input(ids.RUN_SELECT, "value"),
+        Input(ids.ANALYSIS_TABS, "value"),
     )
-    def show_diff(ticked, run_id):
+    def show_diff(ticked, run_id, tab="runs"):
         """Two ticked runs: the older against the newer. One: it against the shown run. None: the
         shown run against the run it was derived from."""
-        if run_id is None:
+        if run_id is None or tab != "runs":
             return no_update
         pair = diff_pair(ticked or [], explorer.run(run_id))
         if pair is None:
@@ -173,7 +182,8 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         timelines = aligned_timelines(a, b, (f"A #{pair[0]}", f"B #{pair[1]}"), kinds, changed)
         return diff_children(found, timelines)
 
-    # outlining the selected op's zones is done in the browser: the timeline is not rebuilt
+    # outlining the selected op's zones is done in the browser, by a relayout of the drawn figure
+    # (its output is never set: the timeline is not rebuilt)
     app.clientside_callback(
         "function(selected, figure) { return window.tilescope.highlightZones(selected, figure); }",
         Output(ids.TIMELINE_VIEW, "figure", allow_duplicate=True),

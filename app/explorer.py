@@ -431,7 +431,7 @@ def search_ops(graph, pattern: str | None) -> list[str]:
     return [op.name for op in graph.ops if found.search(op.name) or found.search(op.kind)]
 
 
-MLIR_PAGE = 1500  # lines of MLIR sent to the page at once: a large model's kernel level is megabytes
+MLIR_PAGE = 500  # lines of MLIR sent to the page at once: a large model's kernel level is megabytes
 
 
 def mlir_children(text: str, spans: dict[str, tuple[int, int]], selected: Sequence[str], page: int = MLIR_PAGE) -> list:

@@ -28,14 +28,18 @@ window.tilescope = {
   },
 
   // Outline the selected op's zones on the timeline without asking the server for a new figure.
-  // The outlines are layout shapes (as figures.outline draws them), so no WebGL trace is redrawn;
-  // a zone is a run of four entries (start, middle, end, gap) in its trace.
+  // The outlines are layout shapes (as timelines.outline draws them), set with Plotly.relayout:
+  // a new figure, even one with the same data, would have Plotly decode its typed arrays again and
+  // redraw every WebGL trace (~100 ms) to move an outline. A zone is a run of four entries (start,
+  // middle, end, gap) in its trace. The server draws the outlines itself into any figure it sends.
   highlightZones: function (selected, figure) {
-    if (!figure || !figure.data) {
-      return window.dash_clientside.no_update;
+    var noUpdate = window.dash_clientside.no_update;
+    var gd = document.querySelector('#timeline-view .js-plotly-plot');
+    if (!figure || !figure.data || !gd || !gd.layout || !window.Plotly) {
+      return noUpdate;
     }
-    var shapes = ((figure.layout || {}).shapes || []).filter(function (s) { return s.name !== 'selected'; });
     var values = window.tilescope.values;
+    var shapes = (gd.layout.shapes || []).filter(function (s) { return s.name !== 'selected'; });
     figure.data.forEach(function (trace) {
       if (!trace.customdata || !selected) {
         return;
@@ -51,8 +55,8 @@ window.tilescope = {
         }
       }
     });
-    var layout = Object.assign({}, figure.layout, {shapes: shapes});
-    return Object.assign({}, figure, {layout: layout});
+    window.Plotly.relayout(gd, {shapes: shapes});
+    return noUpdate;
   },
 
   // Plotly sends numeric arrays as base64 typed-array specs ({dtype, bdata}); this reads either

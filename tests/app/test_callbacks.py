@@ -548,3 +548,14 @@ def test_the_diff_aligns_the_two_runs_timelines_and_outlines_the_changed_op(app,
     a, b = (app.explorer.op_record(i, FC1) for i in (base_id, run_id))
     boxes = {(round(s.x0, 6), round(s.x1, 6)) for s in aligned.layout.shapes}
     assert {(round(r.start_ns / 1e3, 6), round((r.start_ns + r.duration_ns) / 1e3, 6)) for r in (a, b)} <= boxes
+
+
+def test_hidden_analysis_views_wait_for_their_tab(cb):
+    _, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    assert cb["show_statistics"](run_id, "name", "timeline") == (no_update, no_update)
+    assert cb["show_memory"](run_id, "timeline") == (no_update, no_update)
+    assert cb["show_roofline"](run_id, FC1, "statistics") is no_update
+    assert cb["show_diff"](None, run_id, "memory") is no_update
+    rows, _ = cb["show_statistics"](run_id, "name", "statistics")
+    assert FC1 in {row["name"] for row in rows}
+    assert cb["show_roofline"](run_id, FC1, "roofline").data
