@@ -52,7 +52,7 @@ def outcome_list(outcomes: list[dict]) -> html.Ul:
     )
 
 
-JOB_POLL_MS = 200  # how often the page asks after a background job (Dash's default, 1 s, adds up to 1 s to a re-run)
+JOB_POLL_MS = 100  # how often the page asks after a background job (Dash's default, 1 s, adds up to 1 s to a re-run)
 
 
 def _reporter(set_progress, what: str):
