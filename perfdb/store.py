@@ -4,6 +4,7 @@ model and target are stored once and shared by every run of them."""
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -14,7 +15,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from . import blocks, lod
-from .schema import Model, OpRecord, Run, Target
+from .schema import Model, Run, Target
 
 _OP_FIELDS = (
     "name", "kind", "start_ns", "duration_ns", "flops", "bytes", "bound", "why",
@@ -26,6 +27,7 @@ _DEFAULTS = {
     "why": "", "pct_peak": 0.0, "dispatch_wait_ns": 0.0, "level": "kernel", "fidelity": "", "tensors": [],
     "compute_ns": 0.0, "bandwidth_ns": 0.0,
 }
+_JSON_FIELDS = {"bytes", "tensors"}  # stored as JSON text (the bulk path skips the ORM's types)
 _BLOCK_COLUMNS = ("run_id", "kind", "level", "top_level", "track", "start_ns", "end_ns", "rows", "data")
 
 
@@ -82,11 +84,11 @@ def save_run(session: Session, new: NewRun) -> int:
         )
         session.add(run)
         session.flush()
-        if new.ops:
-            session.execute(
-                insert(OpRecord),
-                [{"run_id": run.id, **{k: op[k] if k not in _DEFAULTS else op.get(k, _DEFAULTS[k]) for k in _OP_FIELDS}} for op in new.ops],
-            )
+        bulk_insert(session.connection(), "op_records", ("run_id", *_OP_FIELDS), [
+            (run.id, *(json.dumps(v) if k in _JSON_FIELDS else v
+                       for k, v in ((k, op[k] if k not in _DEFAULTS else op.get(k, _DEFAULTS[k])) for k in _OP_FIELDS)))
+            for op in new.ops
+        ])
         write_blocks(session.connection(), run.id, timeline)
     return run.id
 
@@ -143,10 +145,14 @@ def run_blocks(tracks: list[str], zones: ZoneColumns, counters) -> list[blocks.B
     name_list() and lists track, name, t, value), and of the names they index."""
     names = {name: i for i, name in enumerate(zones.names)}
     found = []
-    if len(zones.start):
-        track, depth, start, end = zones.track.astype(np.int64), zones.depth.astype(np.int64), zones.start, zones.end
+    # track by track: markers never span tracks, and a large run's level-of-detail arrays for all
+    # its zones at once would take gigabytes
+    by_track = np.argsort(zones.track, kind="stable")
+    for rows in np.split(by_track, np.flatnonzero(np.diff(zones.track[by_track])) + 1) if len(by_track) else ():
+        track, depth = zones.track[rows].astype(np.int64), zones.depth[rows].astype(np.int64)
+        start, end = zones.start[rows], zones.end[rows]
         merged = lod.markers(track, depth, start, end)
-        found += blocks.zone_blocks(tracks, merged.zone_lod, track, depth, start, end, zones.name, zones.op)
+        found += blocks.zone_blocks(tracks, merged.zone_lod, track, depth, start, end, zones.name[rows], zones.op[rows])
         found += blocks.marker_blocks(
             tracks, merged.level, merged.track, merged.depth, merged.start, merged.end, merged.count, merged.busy
         )
