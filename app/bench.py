@@ -37,9 +37,6 @@ SIZES = {  # name -> zoo reference
     "100k": "zoo:bert-base?layers=1040",
 }
 QUICK = ("1k", "10k")
-# At 100k ops the simulator's per-core zone list (~17M zones) does not fit in memory: the compiler
-# steps are measured there, simulation and storage are not.
-COMPILE_ONLY = ("100k",)
 
 
 @dataclass
@@ -194,7 +191,7 @@ def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
         for name in QUICK if quick else SIZES:
             ref = SIZES[name]
             cases.append(
-                run_case(name, ref, lambda ref=ref: zoo.generate(ref), target, Path(tmp), name in COMPILE_ONLY)
+                run_case(name, ref, lambda ref=ref: zoo.generate(ref), target, Path(tmp))
             )
         perfdb = perfdb_bench(Path(tmp))
     return {

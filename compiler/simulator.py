@@ -17,6 +17,8 @@ times as this closed form, so the closed form is what runs. Each op also gets it
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -113,6 +115,8 @@ class Simulator:
 
     def run(self, kernel_graph: Graph) -> SimResult:
         result = SimResult(self.target.name, self.dispatch, 0.0, [])
+        self._core_rows: dict[tuple, tuple[array, ...]] = {}  # core set -> its rows' track ids, this run's
+        self._counter_rows: dict[tuple, array] = {}
         device_free = 0.0
         host_issued = 0.0
         for op in kernel_graph.ops:
@@ -333,8 +337,8 @@ class Simulator:
         for group, ct in zip(kernel.groups, core_times):
             blocks = max(1, group.blocks)
             end = start + ct.total * NS
-            rows = [self._core_tracks(zones, core) for core in group.cores]
-            zones.add([r[0] for r in rows], 0, name, start, end, name)
+            rows = self._rows(zones, group.cores)
+            zones.add(rows[0], 0, name, start, end, name)
             phases = (
                 (start, start + ct.read * NS),
                 (start + ct.read / blocks * NS, start + (ct.read / blocks + ct.compute) * NS),
@@ -342,7 +346,15 @@ class Simulator:
             )
             for engine, (phase, (p0, p1)) in enumerate(zip(PHASES, phases), start=1):
                 if p1 > p0:
-                    zones.add([r[engine] for r in rows], 1, zones.name_id(phase), p0, p1, name)
+                    zones.add(rows[engine], 1, zones.name_id(phase), p0, p1, name)
+
+    def _rows(self, zones: ZoneTable, cores: Sequence[tuple[int, int]]) -> tuple[array, ...]:
+        """The track ids of a set of cores' rows, then of each engine's rows (kept: most ops run
+        on one of a few core sets)."""
+        key = tuple(cores)
+        if key not in self._core_rows:
+            self._core_rows[key] = tuple(array("q", column) for column in zip(*(self._core_tracks(zones, c) for c in cores)))
+        return self._core_rows[key]
 
     @staticmethod
     def _core_tracks(zones: ZoneTable, core: tuple[int, int]) -> tuple[int, int, int, int]:
@@ -365,7 +377,10 @@ class Simulator:
                 (float(live[r, c]) if live is not None and r < live.shape[0] and c < live.shape[1] else 0.0) + buffers
                 for r, c in group.cores
             ]
-            counters.add([counters.track_id(_core_track(core)) for core in group.cores], l1, timing.start_ns, values)
+            key = tuple(group.cores)
+            if key not in self._counter_rows:
+                self._counter_rows[key] = array("q", (counters.track_id(_core_track(core)) for core in group.cores))
+            counters.add(self._counter_rows[key], l1, timing.start_ns, values)
         for path, nbytes in timing.bytes.items():
             memory = self.target.memories.get(path)
             if memory is not None and memory.shared:

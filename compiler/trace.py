@@ -59,11 +59,11 @@ class ZoneTable(_Numbered):
         """One zone, the same on every track of `tracks` (ids from track_id; names from name_id)."""
         k = len(tracks)
         self.track.extend(tracks)
-        self.depth.extend([depth] * k)
-        self.name.extend([name] * k)
-        self.start.extend([start] * k)
-        self.end.extend([end] * k)
-        self.op.extend([op] * k)
+        self.depth.extend(array("q", (depth,)) * k)  # a repeated array is a memory copy, not k conversions
+        self.name.extend(array("q", (name,)) * k)
+        self.start.extend(array("d", (start,)) * k)
+        self.end.extend(array("d", (end,)) * k)
+        self.op.extend(array("q", (op,)) * k)
 
     def __len__(self) -> int:
         return len(self.track)
@@ -98,8 +98,8 @@ class CounterTable(_Numbered):
         """One sample of counter `name` at `t` on each track of `tracks`, `values` in the same order."""
         k = len(tracks)
         self.track.extend(tracks)
-        self.name.extend([name] * k)
-        self.t.extend([t] * k)
+        self.name.extend(array("q", (name,)) * k)
+        self.t.extend(array("d", (t,)) * k)
         self.value.extend(values)
 
     def __len__(self) -> int:
