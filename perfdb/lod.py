@@ -62,6 +62,7 @@ class Markers:
 def markers(track: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.ndarray) -> Markers:
     """Markers of levels 1.. of zones given as arrays (track as an integer index)."""
     n = len(start)
+    many_tracks = n > 0 and bool((track != track[0]).any())
     short_from = short_level(end - start)
     zone_lod = np.full(n, LEVELS, np.int64)
     group = np.full(n, -1, np.int64)  # each short zone's group at the current level
@@ -80,10 +81,13 @@ def markers(track: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.nda
         if not len(parts[0]):
             continue
         bucket = np.floor(parts[2] / width(level)).astype(np.int64)
-        order = np.lexsort((bucket, parts[1], parts[0]))
+        # one track, as a run is stored (track by track): a key less to sort and compare by
+        order = np.lexsort((bucket, parts[1], parts[0]) if many_tracks else (bucket, parts[1]))
         tt, dd, bb = parts[0][order], parts[1][order], bucket[order]
         first = np.ones(len(order), bool)
-        first[1:] = (tt[1:] != tt[:-1]) | (dd[1:] != dd[:-1]) | (bb[1:] != bb[:-1])
+        first[1:] = (dd[1:] != dd[:-1]) | (bb[1:] != bb[:-1])
+        if many_tracks:
+            first[1:] |= tt[1:] != tt[:-1]
         at = np.flatnonzero(first)
         renumber = np.empty(len(order), np.int64)
         renumber[order] = np.cumsum(first) - 1
