@@ -209,6 +209,24 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
         return items
 
     @app.callback(
+        Output(ids.RUN_SELECT, "options", allow_duplicate=True),
+        Input(ids.RUNS_POLL, "n_intervals"),
+        State(ids.MODEL_SELECT, "value"),
+        State(ids.TARGET_SELECT, "value"),
+        State(ids.RUN_SELECT, "options"),
+        prevent_initial_call=True,
+    )
+    def refresh_runs(_ticks, model, target, options):
+        """Runs stored by others on a shared database (a CI pipeline, a teammate, the CLI) join the
+        run list, and so the runs table, without a reload; the shown run stays."""
+        if not model or not target:
+            return no_update
+        newest = explorer.newest_run_id(model, target)
+        if newest is None or newest <= max((o["value"] for o in options or []), default=0):
+            return no_update
+        return explorer.run_options(model, target)
+
+    @app.callback(
         Output(ids.PENDING_OVERRIDES, "data"),
         Output(ids.OVERRIDE_STATUS, "children", allow_duplicate=True),
         Input(ids.STAGE_OVERRIDE, "n_clicks"),
@@ -426,7 +444,7 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
     return {
         f.__name__: f
         for f in (
-            choose_model, open_link, write_link, upload_model, apply_override, show_graph, show_mlir, show_summary,
+            choose_model, open_link, write_link, upload_model, apply_override, refresh_runs, show_graph, show_mlir, show_summary,
             stage_override, remove_pending, show_pending, import_overrides, export_run, inspect, form_choices,
         )
     } | analysis

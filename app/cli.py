@@ -123,6 +123,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--model", default=EXAMPLE_MODEL, help="model to compile and store if it has no run yet")
     serve.add_argument("--target", default=DEFAULT_TARGET)
     serve.add_argument("--debug", action="store_true")
+    serve.add_argument(
+        "--workers", type=int, default=0, metavar="N",
+        help="serve with N processes under gunicorn, for several users at once (default: one process)",
+    )
     common(serve, target=False)
     return parser
 
@@ -274,7 +278,12 @@ def cmd_check(args) -> int:
 def cmd_serve(args) -> int:
     from .server import serve
 
-    serve(db_url=args.db, model_ref=args.model, target=args.target, host=args.host, port=args.port, debug=args.debug)
+    if args.workers < 0:
+        raise TilescopeError(f"--workers {args.workers}: a number of processes is at least 1")
+    serve(
+        db_url=args.db, model_ref=args.model, target=args.target, host=args.host, port=args.port, debug=args.debug,
+        workers=args.workers,
+    )
     return 0
 
 

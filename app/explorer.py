@@ -96,6 +96,10 @@ class Explorer:
             runs = [r for r in queries.list_runs(session, model_ref) if target_of(r) == target]
             return [{"label": run_label(r), "value": r.id} for r in runs]
 
+    def newest_run_id(self, model_ref: str, target: str) -> int | None:
+        with self.sessions() as session:
+            return queries.newest_run_id(session, model_ref, target)
+
     def ensure_run(
         self, model_ref: str, target: str, policy: str = DEFAULT_POLICY, source_text: str | None = None, on_stage=NO_STAGES,
     ) -> int:

@@ -5,6 +5,7 @@ TARGET_SELECT = "target-select"
 POLICY_SELECT = "policy-select"
 LEVEL_SELECT = "level-select"
 RUN_SELECT = "run-select"
+RUNS_POLL = "runs-poll"  # interval: runs stored elsewhere (CI, a teammate, the CLI) appear without a reload
 GRAPH_VIEW = "graph-view"
 MLIR_VIEW = "mlir-view"
 OP_INSPECTOR = "op-inspector"

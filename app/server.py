@@ -22,8 +22,11 @@ ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 def create_app(
     db_url: str | None = None, model_ref: str = "zoo:mlp", target: str = DEFAULT_TARGET, job_dir: str | None = None,
+    rerun_in_thread: bool = True,
 ) -> Dash:
-    """The explorer on `db_url`, opened on `model_ref`; the model is compiled and stored if it has no run."""
+    """The explorer on `db_url`, opened on `model_ref`; the model is compiled and stored if it has no
+    run. Re-runs run in a thread of this process, or (`rerun_in_thread` False: several processes
+    serve the page, and the next poll of a job may reach another) as processes like compiles."""
     explorer = Explorer(session_factory(open_db(db_url)))
     explorer.ensure_run(model_ref, target)  # the first page load shows a stored run at once
     # compiles and re-runs are background callbacks: each runs in a process of its own, reporting
@@ -34,13 +37,50 @@ def create_app(
         background_callback_manager=DiskcacheManager(jobs),
     )
     app.layout = page(explorer.model_options(model_ref), model_ref, load_target(target))
-    rerun_jobs = ThreadJobManager(jobs)
+    rerun_jobs = ThreadJobManager(jobs) if rerun_in_thread else None
     app.tilescope_callbacks = callbacks.register(app, explorer, rerun_jobs)  # type: ignore[attr-defined]  # for tests
     app.explorer = explorer  # type: ignore[attr-defined]
     return app
 
 
-def serve(db_url: str | None, model_ref: str, target: str, host: str, port: int, debug: bool = False) -> None:
+def serve(
+    db_url: str | None, model_ref: str, target: str, host: str, port: int, debug: bool = False, workers: int = 0,
+) -> None:
+    """Serve the explorer: in this process (Flask's server), or with `workers` processes under gunicorn."""
+    if workers:
+        _serve_workers(db_url, model_ref, target, host, port, workers)
+        return
     app = create_app(db_url, model_ref, target)
     print(f"tilescope: serving {model_ref} on http://{host}:{port}", flush=True)
     app.run(host=host, port=port, debug=debug)
+
+
+THREADS_PER_WORKER = 8  # a page sends several callbacks at once; a worker serves them side by side
+
+
+def _serve_workers(db_url: str | None, model_ref: str, target: str, host: str, port: int, workers: int) -> None:
+    """Several users at once: gunicorn's workers, each with the app, on one database."""
+    from gunicorn.app.base import BaseApplication  # noqa: PLC0415  # only this way of serving needs it
+
+    # the opening model's run is stored once, here, before the workers start and look for it
+    engine = open_db(db_url)
+    Explorer(session_factory(engine)).ensure_run(model_ref, target)
+    engine.dispose()
+
+    class Workers(BaseApplication):
+        def load_config(self) -> None:
+            for key, value in {
+                "bind": f"{host}:{port}", "workers": workers, "worker_class": "gthread", "threads": THREADS_PER_WORKER,
+                "accesslog": None, "timeout": 120,
+            }.items():
+                self.cfg.set(key, value)
+
+        def load(self):
+            app = create_app(db_url, model_ref, target, rerun_in_thread=False)
+            # Dash registers the scripts it may serve when it renders the page; a worker whose first
+            # request is a script, the page having come from another worker, would refuse it
+            app.server.test_client().get("/")
+            return app.server
+
+    print(f"tilescope: serving {model_ref} on http://{host}:{port} with {workers} workers", flush=True)
+    Workers().run()

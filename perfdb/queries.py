@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload, undefer
 
 from . import blocks, lod
@@ -25,6 +25,11 @@ def list_runs(session: Session, model_ref: str | None = None) -> list[Run]:
     if model_ref is not None:
         query = query.where(Run.model_ref == model_ref)
     return list(session.scalars(query))
+
+
+def newest_run_id(session: Session, model_ref: str, target_ref: str) -> int | None:
+    """The id of the newest run of a model on a target (as they were asked for), without loading runs."""
+    return session.scalar(select(func.max(Run.id)).where(Run.model_ref == model_ref, Run.target_ref == target_ref))
 
 
 def get_run(session: Session, run_id: int) -> Run:

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from . import serving
 
 pytestmark = pytest.mark.browser
 
@@ -34,31 +32,8 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _serve(tmp_path_factory, model: str):
-    port = _free_port()
-    db = tmp_path_factory.mktemp("browser") / "ui.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--db", f"sqlite:///{db}", "--model", model],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"tilescope serve did not start: {proc.stdout.read() if proc.stdout else ''}")
-            time.sleep(0.3)
-    return url, proc
+def _serve(tmp_path_factory, model: str, db_url: str | None = None, *extra: str):
+    return serving.start(model, db_url or f"sqlite:///{tmp_path_factory.mktemp('browser') / 'ui.db'}", *extra)
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +46,12 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
+    driver = _chrome()
+    yield driver
+    driver.quit()
+
+
+def _chrome():
     options = Options()
     for arg in (
         "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1300",
@@ -78,9 +59,7 @@ def browser():
     ):
         options.add_argument(arg)
     options.binary_location = CHROMIUM
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    yield driver
-    driver.quit()
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
 def _wait(driver, predicate, timeout=30):
@@ -313,3 +292,40 @@ def test_bert_base_grouped_graph_and_interaction_latency(bert_server, browser):
     print("latency on zoo:bert-base:", {k: f"{v:.0f} ms" for k, v in timings.items()})
     severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
     assert not severe, severe
+
+
+def test_two_users_rerun_at_once_on_two_workers(tmp_path_factory, db_url, browser):
+    """Two app workers (gunicorn) on one database, two users each applying an override at the same
+    moment: both re-runs are stored, each with its own override, and each page shows its own."""
+    url, proc = _serve(tmp_path_factory, MODEL, db_url, "--workers", "2")
+    other = _chrome()
+    try:
+        users = {"mlp.layer.0.fc1.matmul": browser, "mlp.layer.0.fc2.matmul": other}
+        for op, d in users.items():
+            d.get(url)
+            try:
+                _wait(d, lambda d: "run #1" in _text(d, "run-summary"), timeout=60)
+                _wait(d, lambda d: len(_op_nodes(d)) == 2)
+            except Exception:
+                _shot(d, "debug-two-users")
+                proc.terminate()
+                raise AssertionError((proc.communicate(timeout=20)[0] or "")[-3000:] + str(d.get_log("browser"))[:3000])
+            d.execute_script(CLICK_NODE % op)
+            _wait(d, lambda d, op=op: op in _text(d, "op-inspector"))
+            _pick(d, "override-memory", "l1")
+        for d in users.values():
+            d.execute_script("document.getElementById('apply-overrides').click()")
+        for op, d in users.items():
+            _wait(d, lambda d: "applied" in _text(d, "override-status"), timeout=90)
+            _wait(d, lambda d, op=op: f"{op}=" in _text(d, "run-summary"), timeout=30)
+    finally:
+        other.quit()
+        proc.terminate()
+        proc.wait(timeout=20)
+    from perfdb.engine import open_db, session_factory
+    from perfdb.queries import list_runs
+
+    with session_factory(open_db(db_url))() as session:
+        runs = list_runs(session, MODEL)
+    assert sorted(r.overrides[0].split("=")[0] for r in runs if r.overrides) == sorted(users)
+    assert len(runs) == 3 and all(r.parent_id == runs[-1].id for r in runs[:2])

@@ -559,3 +559,15 @@ def test_hidden_analysis_views_wait_for_their_tab(cb):
     rows, _ = cb["show_statistics"](run_id, "name", "statistics")
     assert FC1 in {row["name"] for row in rows}
     assert cb["show_roofline"](run_id, FC1, "roofline").data
+
+
+def test_runs_stored_elsewhere_join_the_run_list_without_a_reload(app, cb):
+    from app.runs import execute
+
+    options, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    assert cb["refresh_runs"](1, MODEL, TARGET, options) is no_update  # nothing new
+    # a CI pipeline stores a run of the same model on the shared database
+    other = execute(app.explorer.sessions, MODEL, TARGET, [f"{FC1}=l1"], label="from CI").run_id
+    fresh = cb["refresh_runs"](2, MODEL, TARGET, options)
+    assert [o["value"] for o in fresh] == [other, run_id] and "from CI" in fresh[0]["label"]
+    assert cb["refresh_runs"](3, MODEL, TARGET, fresh) is no_update
