@@ -123,6 +123,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--model", default=EXAMPLE_MODEL, help="model to compile and store if it has no run yet")
     serve.add_argument("--target", default=DEFAULT_TARGET)
     serve.add_argument("--debug", action="store_true")
+    worker = sub.add_parser(
+        "worker", help="run compile and re-run jobs for the app on Celery ($TILESCOPE_CELERY_BROKER, e.g. redis://...)",
+    )
+    worker.add_argument("--model", default=EXAMPLE_MODEL, help="the model the app opens on (as given to serve)")
+    worker.add_argument("--target", default=DEFAULT_TARGET)
+    worker.add_argument("--concurrency", type=int, default=2, metavar="N", help="jobs run at once")
+    common(worker, target=False)
     serve.add_argument(
         "--workers", type=int, default=0, metavar="N",
         help="serve with N processes under gunicorn, for several users at once (default: one process)",
@@ -275,6 +282,18 @@ def cmd_check(args) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_worker(args) -> int:
+    from .celery_jobs import BROKER_ENV, broker_url, work
+    from .server import create_app
+
+    url = broker_url()
+    if url is None:
+        raise TilescopeError(f"no broker: set {BROKER_ENV} (e.g. redis://127.0.0.1:6379/0), as for the app")
+    create_app(args.db, args.model, args.target)  # registers the app's background callbacks as tasks
+    work(url, args.concurrency)
+    return 0
+
+
 def cmd_serve(args) -> int:
     from .server import serve
 
@@ -343,7 +362,8 @@ def cmd_db(args) -> int:
 
 
 COMMANDS = {
-    "run": cmd_run, "runs": cmd_runs, "show": cmd_show, "serve": cmd_serve, "bench": cmd_bench, "export": cmd_export,
+    "run": cmd_run, "runs": cmd_runs, "show": cmd_show, "serve": cmd_serve, "worker": cmd_worker, "bench": cmd_bench,
+    "export": cmd_export,
     "diff": cmd_diff, "db": cmd_db, "stats": cmd_stats, "check": cmd_check, "import": cmd_import,
 }
 

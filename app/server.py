@@ -6,12 +6,12 @@ from pathlib import Path
 
 import diskcache
 import platformdirs
-from dash import Dash, DiskcacheManager
+from dash import CeleryManager, Dash, DiskcacheManager
 
 from compiler.target import load_target
 from perfdb.engine import open_db, session_factory
 
-from . import callbacks
+from . import callbacks, celery_jobs
 from .explorer import Explorer
 from .layout import page
 from .runs import DEFAULT_TARGET
@@ -26,18 +26,20 @@ def create_app(
 ) -> Dash:
     """The explorer on `db_url`, opened on `model_ref`; the model is compiled and stored if it has no
     run. Re-runs run in a thread of this process, or (`rerun_in_thread` False: several processes
-    serve the page, and the next poll of a job may reach another) as processes like compiles."""
+    serve the page, and the next poll of a job may reach another) as processes like compiles; with
+    a Celery broker configured (app.celery_jobs), both run on Celery workers."""
     explorer = Explorer(session_factory(open_db(db_url)))
     explorer.ensure_run(model_ref, target)  # the first page load shows a stored run at once
     # compiles and re-runs are background callbacks: each runs in a process of its own, reporting
     # its stage, and the page stays live; the job queue lives in a local cache directory
     jobs = diskcache.Cache(job_dir or platformdirs.user_cache_dir("tilescope") + "/jobs")
+    broker = celery_jobs.broker_url()
+    manager = CeleryManager(celery_jobs.celery_app(broker)) if broker else DiskcacheManager(jobs)
     app = Dash(
-        __name__, assets_folder=str(ASSETS), title="tilescope", update_title=None,
-        background_callback_manager=DiskcacheManager(jobs),
+        __name__, assets_folder=str(ASSETS), title="tilescope", update_title=None, background_callback_manager=manager,
     )
     app.layout = page(explorer.model_options(model_ref), model_ref, load_target(target))
-    rerun_jobs = ThreadJobManager(jobs) if rerun_in_thread else None
+    rerun_jobs = ThreadJobManager(jobs) if rerun_in_thread and not broker else None
     app.tilescope_callbacks = callbacks.register(app, explorer, rerun_jobs)  # type: ignore[attr-defined]  # for tests
     app.explorer = explorer  # type: ignore[attr-defined]
     return app

@@ -35,3 +35,21 @@ def start(model: str, db_url: str, *extra: str, env: dict | None = None) -> tupl
                 proc.kill()
                 pytest.fail(f"tilescope serve did not start: {proc.stdout.read() if proc.stdout else ''}")
             time.sleep(0.3)
+
+
+def start_worker(model: str, db_url: str, env: dict) -> subprocess.Popen:
+    """`tilescope worker`, once Celery says it is ready (its output goes to the returned process's stdout)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "worker", "--db", db_url, "--model", model, "--concurrency", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )
+    seen = []
+    deadline = time.monotonic() + 90
+    for line in proc.stdout:  # type: ignore[union-attr]
+        seen.append(line)
+        if " ready." in line:
+            return proc
+        if time.monotonic() > deadline:
+            break
+    proc.kill()
+    pytest.fail("tilescope worker did not start: " + "".join(seen[-20:]))

@@ -329,3 +329,36 @@ def test_two_users_rerun_at_once_on_two_workers(tmp_path_factory, db_url, browse
         runs = list_runs(session, MODEL)
     assert sorted(r.overrides[0].split("=")[0] for r in runs if r.overrides) == sorted(users)
     assert len(runs) == 3 and all(r.parent_id == runs[-1].id for r in runs[:2])
+
+
+def test_a_rerun_runs_on_a_celery_worker_with_redis(tmp_path_factory, db_url, browser):
+    """With a broker configured, the app sends the re-run to `tilescope worker` over Redis; the
+    page shows the new run as it does with local jobs."""
+    import redis
+
+    broker = "redis://127.0.0.1:6379/11"
+    try:
+        redis.Redis.from_url(broker).flushdb()
+    except redis.exceptions.ConnectionError:
+        pytest.skip("no Redis on 127.0.0.1:6379")
+    env = {**os.environ, "TILESCOPE_CELERY_BROKER": broker}
+    worker = serving.start_worker(MODEL, db_url, env)
+    url, proc = serving.start(MODEL, db_url, env=env)
+    try:
+        d = browser
+        d.get(url)
+        _wait(d, lambda d: "run #1" in _text(d, "run-summary"), timeout=60)
+        _wait(d, lambda d: len(_op_nodes(d)) == 2)
+        d.execute_script(CLICK_NODE % "mlp.layer.0.fc1.matmul")
+        _wait(d, lambda d: "mlp.layer.0.fc1.matmul" in _text(d, "op-inspector"))
+        _pick(d, "override-memory", "l1")
+        d.execute_script("document.getElementById('apply-overrides').click()")
+        _wait(d, lambda d: "applied" in _text(d, "override-status"), timeout=90)
+        _wait(d, lambda d: "mlp.layer.0.fc1.matmul=" in _text(d, "run-summary"), timeout=30)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        worker.terminate()
+        log = worker.communicate(timeout=30)[0]
+        redis.Redis.from_url(broker).flushdb()
+    assert "succeeded" in log and "background_callback_" in log  # the worker ran it, not the app

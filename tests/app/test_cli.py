@@ -393,7 +393,7 @@ def test_bad_overrides_file_is_one_line(capsys, tmp_path, tiny_path, db_url):
     bad.write_text('{"version": 1, "overrides": [{"op": "matmul_0", "grid": "big"}]}')
     code, out, err = cli(capsys, "run", tiny_path, "--db", db_url, "--overrides", str(bad))
     assert code == 2 and out == ""
-    assert err.strip().splitlines() == [f"tilescope: error: overrides file: overrides/0/grid: 'big' is not of type 'array'"]
+    assert err.strip().splitlines() == ["tilescope: error: overrides file: overrides/0/grid: 'big' is not of type 'array'"]
     code, _, err = cli(capsys, "run", tiny_path, "--db", db_url, "--overrides", str(tmp_path / "none.json"))
     assert code == 2 and "none.json: no such file" in err
     code, _, err = cli(capsys, "export", "999", "--db", db_url)

@@ -50,3 +50,12 @@ def test_a_negative_worker_count_is_one_line(capsys):
     assert main(["serve", "--workers", "-1"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--workers -1" in err
+
+
+def test_a_worker_without_a_broker_is_one_line(capsys, monkeypatch):
+    from app.cli import main
+
+    monkeypatch.delenv("TILESCOPE_CELERY_BROKER", raising=False)
+    assert main(["worker"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "TILESCOPE_CELERY_BROKER" in err
