@@ -120,9 +120,9 @@ class ZoneColumns(NamedTuple):
 
 def zone_columns(zones, tracks: Sequence[str] = ()) -> tuple[list[str], ZoneColumns]:
     """The run's tracks (`tracks` first, then any others in the order seen) and its zones as
-    columns, from zones given as columns (an object with track_names(), name_list() and lists
-    track, depth, name, start, end, op, as the simulator gives them) or as tuples (track, depth,
-    name, start, end, op)."""
+    columns, from zones given as columns (an object with track_names(), name_list() and
+    sequences track, depth, name, start, end, op, as the simulator gives them) or as tuples
+    (track, depth, name, start, end, op)."""
     if hasattr(zones, "track_names") and not tracks:
         return zones.track_names(), ZoneColumns(
             zones.name_list(), *(np.asarray(c) for c in (zones.track, zones.depth, zones.name, zones.start, zones.end, zones.op))
@@ -142,7 +142,7 @@ def zone_columns(zones, tracks: Sequence[str] = ()) -> tuple[list[str], ZoneColu
 def run_blocks(tracks: list[str], zones: ZoneColumns, counters) -> list[blocks.Block]:
     """The blocks of a run's zones with their levels of detail, of the markers of every level, of
     its counter samples (tuples of track, name, t_ns, value, or columns: track_names(),
-    name_list() and lists track, name, t, value), and of the names they index."""
+    name_list() and sequences track, name, t, value), and of the names they index."""
     names = {name: i for i, name in enumerate(zones.names)}
     found = []
     # track by track: markers never span tracks, and a large run's level-of-detail arrays for all
@@ -158,17 +158,19 @@ def run_blocks(tracks: list[str], zones: ZoneColumns, counters) -> list[blocks.B
         )
     if hasattr(counters, "track_names"):  # columns, as the simulator gives them
         counter_tracks = counters.track_names()
-        name = np.array([names.setdefault(n, len(names)) for n in counters.name_list()], np.int64)[counters.name]
-        track, t, value = np.asarray(counters.track, np.int64), counters.t, counters.value
+        counter_name = np.array([names.setdefault(n, len(names)) for n in counters.name_list()], np.int64)[counters.name]
+        counter_track, t, value = np.asarray(counters.track, np.int64), counters.t, counters.value
     else:
-        rows = list(counters)
-        track_of, name, t, value = zip(*rows) if rows else ((),) * 4
+        samples = list(counters)
+        track_of, name_of, t, value = zip(*samples) if samples else ((),) * 4
         numbered: dict[str, int] = {}
-        track = np.array([numbered.setdefault(x, len(numbered)) for x in track_of], np.int64)
-        name = np.array([names.setdefault(n, len(names)) for n in name], np.int64)
+        counter_track = np.array([numbered.setdefault(x, len(numbered)) for x in track_of], np.int64)
+        counter_name = np.array([names.setdefault(n, len(names)) for n in name_of], np.int64)
         counter_tracks = list(numbered)
-    if len(track):
-        found += blocks.counter_blocks(counter_tracks, track, name, np.asarray(t, np.float64), np.asarray(value, np.float64))
+    if len(counter_track):
+        found += blocks.counter_blocks(
+            counter_tracks, counter_track, counter_name, np.asarray(t, np.float64), np.asarray(value, np.float64)
+        )
     return [blocks.names_block(list(names)), *found] if found else []
 
 
