@@ -21,13 +21,18 @@ from pathlib import Path
 
 from compiler import zoo
 from compiler.mlir_import import import_mlir
-from compiler.pipeline import Compilation, stages
-from compiler.simulator import simulate
+from compiler.ir import Graph
+from compiler.pipeline import Compilation, compile_model, stages
+from compiler.simulator import SimResult, simulate
 from compiler.target import load_target
+from overrides import parse_item
 from perfdb.engine import open_db, session_factory
-from perfdb.queries import diff_runs, timeline_window
+from perfdb.queries import diff_runs, op_statistics, timeline_window
 from perfdb.store import NewRun, save_run
 
+from .explorer import Explorer
+from .figures import graph_figure
+from .grouping import ScopeTree
 from .runs import new_run
 
 CORPUS_RESNET = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "ttmlir" / "resnet50_xla.mlir"
@@ -37,6 +42,7 @@ SIZES = {  # name -> zoo reference
     "100k": "zoo:bert-base?layers=1040",
 }
 QUICK = ("1k", "10k")
+IMPORT_TO_STORED = ("generate", "import", "graph", "layout", "kernel", "simulate", "store")
 
 
 @dataclass
@@ -53,10 +59,13 @@ class Case:
     ops: int = 0
     zones: int = 0
     steps: list[Step] = field(default_factory=list)
+    override: str = ""  # the re-runs' override
+    override_status: str = ""  # how the compiler took it: applied, adjusted or rejected
 
     @property
     def total(self) -> float:
-        return sum(s.seconds for s in self.steps)
+        """Import to stored run: what it takes to bring a model in."""
+        return sum(s.seconds for s in self.steps if s.name in IMPORT_TO_STORED)
 
     @property
     def compile_seconds(self) -> float:
@@ -76,8 +85,11 @@ def _timed(case: Case, name: str, work: Callable):
 
 
 def run_case(
-    name: str, model: str, text_of: Callable[[], str], target_name: str, db_dir: Path, compile_only: bool = False
+    name: str, model: str, text_of: Callable[[], str], target_name: str, db_dir: Path, compile_only: bool = False,
+    full_rerun: bool = True,
 ) -> Case:
+    """Every step on one model; after storing its run: the statistics and the graph view of the
+    run, and a re-run after one override, from scratch (`full_rerun`) and incrementally."""
     case = Case(name, model)
     target = load_target(target_name)
     text = _timed(case, "generate", text_of)
@@ -99,16 +111,56 @@ def run_case(
     sim = _timed(case, "simulate", lambda: simulate(graph, target, "host"))
     case.zones = len(sim.zones)
     sessions = session_factory(open_db(f"sqlite:///{db_dir / (name + '.db')}"))
-
     compilation = Compilation(imported, target, levels)
 
-    def store():
-        new = new_run(compilation, sim, model, target_name, "")
+    def store(compilation=compilation, sim=sim, overrides=()):
+        new = new_run(compilation, sim, model, target_name, "", overrides=list(overrides))
         with sessions() as session:
             return save_run(session, new)
 
-    _timed(case, "store", store)
+    run_id = _timed(case, "store", store)
+
+    def statistics():
+        with sessions() as session:
+            return op_statistics(session, run_id)
+
+    _timed(case, "stats", statistics)
+    explorer = Explorer(sessions)
+    _timed(case, "graph view", lambda: graph_view(explorer, run_id, compilation))
+    item = override_item(levels["layout"])
+    if full_rerun:
+        _timed(case, "full rerun", lambda: rerun(compilation, [item], None, store))
+    case.override = item
+    case.override_status = _timed(case, "incr rerun", lambda: rerun(compilation, [item], sim, store))
     return case
+
+
+def override_item(layout: Graph) -> str:
+    """The override a user tries first: the middle matmul's output into L1."""
+    matmuls = [op.name for op in layout.ops if op.kind == "matmul"] or [op.name for op in layout.ops if op.outputs]
+    return f"{matmuls[len(matmuls) // 2]}=l1:interleaved"
+
+
+def rerun(base: Compilation, items: list[str], base_sim: SimResult | None, store: Callable) -> str:
+    """Compile with `items`, simulate and store, as the app does after an override: starting from
+    `base` and its simulation when `base_sim` is given (incremental), else from nothing. Returns
+    the override's outcome."""
+    since = base if base_sim is not None else None
+    compilation = compile_model(base.model, base.target, [parse_item(i) for i in items], since=since)
+    sim = simulate(compilation.kernel, base.target, "host", known=base_sim.costs if base_sim else None)
+    store(compilation, sim, items)
+    return ", ".join(o.status for o in compilation.override_outcomes)
+
+
+def graph_view(explorer: Explorer, run_id: int, compilation: Compilation) -> int:
+    """The explorer's graph at the `graph` level as a page opens it, grouped by name scope and
+    coloured by duration, serialised for the browser; returns its nodes."""
+    graph = compilation.graph_at("graph")
+    tree = ScopeTree(graph)
+    view = tree.view(tree.default_expansion())
+    figure = graph_figure(view, graph, explorer.op_metrics(run_id, compilation), "duration")
+    figure.to_json()
+    return len(view.nodes)
 
 
 # perfdb: a synthetic trace of PERF_OPS ops, each with a zone on every core and its three engines
@@ -120,7 +172,8 @@ PIXELS = 1500
 
 def _synthetic(ops: int, cores: int, seed: int, scale: float = 1.0) -> NewRun:
     """A run shaped like a simulated one: ops of 0.5-200 us back to back, each a zone on the device
-    track and per core (depth 0), and reader/compute/writer zones under it (depth 1)."""
+    track and per core (depth 0), and reader/compute/writer zones under it (depth 1). Each core
+    finishes at its own time, so no two cores' tracks are the same (none shares another's blocks)."""
     import numpy as np  # noqa: PLC0415
 
     rng = np.random.default_rng(seed)
@@ -128,11 +181,12 @@ def _synthetic(ops: int, cores: int, seed: int, scale: float = 1.0) -> NewRun:
     starts = np.concatenate([[0.0], np.cumsum(durations)[:-1]])
     names = [f"layer.{i // 12}.op_{i % 12}" for i in range(ops)]
     zones = []
-    for i, (name, start, length) in enumerate(zip(names, starts.tolist(), durations.tolist())):
-        zones.append(("device", 0, name, start, start + length, name))
-        for c in range(cores):
+    for name, start, op_length in zip(names, starts.tolist(), durations.tolist()):
+        zones.append(("device", 0, name, start, start + op_length, name))
+        for c, share in enumerate((0.9 + 0.1 * rng.random(cores)).tolist()):
             r, col = divmod(c, 8)
             core = f"core {r},{col}"
+            length = share * op_length
             zones.append((core, 0, name, start, start + length, name))
             zones.append((f"{core}/reader", 1, "read", start, start + length * 0.4, name))
             zones.append((f"{core}/compute", 1, "compute", start + length * 0.1, start + length * 0.9, name))
@@ -190,9 +244,7 @@ def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
             cases.append(run_case("resnet50_xla", "resnet50_xla.mlir", CORPUS_RESNET.read_text, target, Path(tmp)))
         for name in QUICK if quick else SIZES:
             ref = SIZES[name]
-            cases.append(
-                run_case(name, ref, lambda ref=ref: zoo.generate(ref), target, Path(tmp))
-            )
+            cases.append(run_case(name, ref, lambda ref=ref: zoo.generate(ref), target, Path(tmp), full_rerun=name != "100k"))
         perfdb = perfdb_bench(Path(tmp))
     return {
         "perfdb": perfdb,
@@ -209,6 +261,7 @@ def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
                 "us_per_op": c.total / c.ops * 1e6 if c.ops else 0.0,
                 "compile_s": c.compile_seconds,
                 "compile_us_per_op": c.compile_seconds / c.ops * 1e6 if c.ops else 0.0,
+                "override": c.override, "override_status": c.override_status,
                 "steps": {s.name: {"s": s.seconds, "peak_rss_mb": s.peak_rss_mb} for s in c.steps},
             }
             for c in cases
@@ -217,17 +270,27 @@ def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
 
 
 def format_table(report: dict) -> str:
-    step_names = max((list(c["steps"]) for c in report["cases"]), key=len, default=[])
-    head = f"{'case':<14}{'ops':>8}{'zones':>10}" + "".join(f"{n:>10}" for n in step_names) + f"{'total':>9}{'compile us/op':>14}{'RSS MB':>8}"
-    lines = [head]
+    names = list(dict.fromkeys(n for c in report["cases"] for n in c["steps"]))
+    to_stored = [n for n in names if n in IMPORT_TO_STORED]
+    after = [n for n in names if n not in IMPORT_TO_STORED]
+
+    def cells(steps: dict, step_names: list[str], width: int) -> str:
+        return "".join(f"{steps[n]['s']:>{width}.3f}" if n in steps else f"{'-':>{width}}" for n in step_names)
+
+    lines = [f"{'case':<14}{'ops':>8}{'zones':>10}" + "".join(f"{n:>10}" for n in to_stored) + f"{'total':>9}{'us/op':>7}{'RSS MB':>8}"]
     for c in report["cases"]:
-        steps = c["steps"]
-        rss = max(s["peak_rss_mb"] for s in steps.values())
+        rss = [s["peak_rss_mb"] for n, s in c["steps"].items() if n in IMPORT_TO_STORED]
         lines.append(
-            f"{c['name']:<14}{c['ops']:>8}{c['zones']:>10}"
-            + "".join(f"{steps[n]['s']:>10.3f}" if n in steps else f"{'-':>10}" for n in step_names)
-            + f"{c['total_s']:>9.2f}{c['compile_us_per_op']:>14.0f}{rss:>8.0f}"
+            f"{c['name']:<14}{c['ops']:>8}{c['zones']:>10}" + cells(c["steps"], to_stored, 10)
+            + f"{c['total_s']:>9.2f}{c['total_s'] / max(1, c['ops']) * 1e6:>7.0f}{max(rss):>8.0f}"
         )
+    if after:
+        lines += ["", "after the run is stored:", f"{'case':<14}" + "".join(f"{n:>12}" for n in after) + f"{'RSS MB':>8}  re-runs after"]
+        for c in report["cases"]:
+            lines.append(
+                f"{c['name']:<14}" + cells(c["steps"], after, 12) + f"{max(s['peak_rss_mb'] for s in c['steps'].values()):>8.0f}"
+                + (f"  {c['override']} ({c['override_status']})" if c.get("override") else "")
+            )
     perf = report.get("perfdb")
     if perf:
         lines.append("")
@@ -239,7 +302,11 @@ def format_table(report: dict) -> str:
         for w in perf["windows"]:
             lines.append(f"  {w['tracks']:<15} zoom x{1 / w['zoom']:<7g} {w['ms']:>6.0f} ({w['first_ms']:.0f}) ms {w['items']:>7} items")
     machine = report["machine"]
-    lines.append(f"seconds per step ('-': not measured at that size); {machine['cores']} cores, {machine['system']}, Python {machine['python']}")
+    lines.append(
+        "seconds per step ('-': not measured at that size); total: generate to store, and its time per op; "
+        "RSS: the process's peak so far"
+    )
+    lines.append(f"{machine['cores']} cores, {machine['system']}, Python {machine['python']}")
     return "\n".join(lines)
 
 

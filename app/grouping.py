@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import accumulate
 
 import networkx as nx
 
@@ -146,7 +147,7 @@ class ScopeTree:
 
 def _scope_chains(order: list[str]) -> dict[str, tuple[str, ...]]:
     """Each op's enclosing scopes (dotted name prefixes) that add something to the view."""
-    raw = {name: tuple(".".join(name.split(".")[:k]) for k in range(1, name.count(".") + 1)) for name in order}
+    raw = {name: tuple(accumulate(name.split(".")[:-1], lambda outer, word: f"{outer}.{word}")) for name in order}
     size: dict[str, int] = {}
     for chain in raw.values():
         for scope in chain:

@@ -15,7 +15,7 @@ from compiler.errors import TilescopeError
 from compiler.override import REJECTED, OverrideOutcome
 from compiler.passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
 from compiler.pipeline import Compilation, compile_model
-from compiler.simulator import SimResult, simulate
+from compiler.simulator import KernelCosts, SimResult, simulate
 from compiler.target import Target, load_target, target_text
 from overrides import check_op_names, format_item, parse_item
 from perfdb.schema import Run
@@ -81,7 +81,24 @@ def _compile(ref: str, text: str, target: Target, override_items: tuple[str, ...
     model = _model(ref, text)
     parsed = [parse_item(item) for item in override_items]
     check_op_names(parsed, model.graph)
-    return compile_model(model, target, parsed, policy, l1_usage_cap), tuple(format_item(o) for o in parsed)
+    # incremental: what the last compilation of this model on this target did for the ops an
+    # override leaves alone is taken from it (compile_model's `since`)
+    key = (ref, text, target)
+    compilation = compile_model(model, target, parsed, policy, l1_usage_cap, since=_LATEST.get(key))
+    _remember(_LATEST, key, compilation)
+    return compilation, tuple(format_item(o) for o in parsed)
+
+
+_LATEST: dict[tuple, Compilation] = {}  # per model and target, the latest compilation
+_COSTS: dict[tuple, KernelCosts] = {}  # per model, target and dispatch, the latest simulation's costs
+_KEPT = 8  # models (or targets) kept in each
+
+
+def _remember(kept: dict, key, value) -> None:
+    kept.pop(key, None)
+    kept[key] = value
+    while len(kept) > _KEPT:
+        kept.pop(next(iter(kept)))
 
 
 def execute(
@@ -110,7 +127,10 @@ def execute(
         model_ref, target, override_items, source_text, policy, l1_usage_cap, target_source
     )
     on_stage(f"simulating {len(compilation.kernel.ops):,} ops")
-    sim = simulate(compilation.kernel, compilation.target, dispatch)
+    # ops whose kernels did not change since the last simulation of this model keep their timing
+    key = (compilation.model.source_hash, compilation.target.name, dispatch)
+    sim = simulate(compilation.kernel, compilation.target, dispatch, _COSTS.get(key))
+    _remember(_COSTS, key, sim.costs)
     result = RunResult(None, compilation, sim, list(items))
     if result.rejected and not keep_going:
         return result

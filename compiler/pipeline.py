@@ -12,10 +12,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .ir import Graph
+from .kernel import Kernel
 from .mlir_import import ImportedModel
 from .mlir_print import print_graph
 from .override import OpOverride, OverrideOutcome
@@ -70,16 +71,21 @@ class Compilation:
 
 
 def stages(
-    target: Target, overrides: Sequence[OpOverride], policy: str, l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
+    target: Target,
+    overrides: Sequence[OpOverride],
+    policy: str,
+    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
+    known_kernels: Mapping[tuple, Kernel | None] | None = None,
 ) -> list[tuple[str, list]]:
-    """Each level and the passes that produce it, in order."""
+    """Each level and the passes that produce it, in order. `known_kernels`: kernels split before
+    (SplitKernels reuses them for ops that have not changed)."""
     return [
         ("graph", [Normalize(), Canonicalize(), FuseEltwise(target)]),
         (
             "layout",
             [AssignLayouts(target, tuple(overrides), policy, l1_usage_cap), InsertToLayout(target), PlanMemory(target)],
         ),
-        ("kernel", [SplitKernels(target), CheckL1(target)]),
+        ("kernel", [SplitKernels(target, known_kernels or {}), CheckL1(target)]),
     ]
 
 
@@ -89,10 +95,20 @@ def compile_model(
     overrides: Sequence[OpOverride] = (),
     policy: str = DEFAULT_POLICY,
     l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
+    since: Compilation | None = None,
 ) -> Compilation:
+    """Compile `model` for `target`. With `since`, an earlier compilation of the same model and
+    target (with other overrides, say), the work that cannot have changed is taken from it: the
+    `graph` level (overrides act from `layout` on) and the kernels of ops whose layouts are the
+    same. The result is the same as compiling from scratch."""
+    reuse = since is not None and since.model is model and since.target == target
+    known = since.kernel.meta.get("kernels") if reuse else None
     levels: dict[str, Graph] = {}
     graph = model.graph
-    for level, passes in stages(target, overrides, policy, l1_usage_cap):
+    for level, passes in stages(target, overrides, policy, l1_usage_cap, known):
+        if reuse and level == "graph":
+            graph = levels[level] = since.levels["graph"]  # levels are never changed once made
+            continue
         graph = graph.with_level(level)
         for compiler_pass in passes:
             graph = compiler_pass.run(graph)

@@ -13,6 +13,8 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+import numpy as np
+
 
 class Zone(NamedTuple):
     track: str  # "core r,c" for ops; "core r,c/reader|compute|writer" for phases
@@ -44,33 +46,66 @@ class _Numbered:
 
 
 class ZoneTable(_Numbered):
-    """Zones as parallel columns."""
+    """Zones as parallel columns. The cores of an op run in step, so a zone is added once for a set
+    of tracks (numbered by track_set) and spread over them when the columns are read: a Python call
+    per zone and set, whatever the number of cores."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.track = array("q")
-        self.depth = array("q")
-        self.name = array("q")
-        self.start = array("d")
-        self.end = array("d")
-        self.op = array("q")
+        self._sets: list[array] = []  # track ids of each track set
+        self._set = array("q")
+        self._depth = array("q")
+        self._name = array("q")
+        self._start = array("d")
+        self._end = array("d")
+        self._op = array("q")
+        self._spread: tuple[np.ndarray, ...] | None = None
 
-    def add(self, tracks: Sequence[int], depth: int, name: int, start: float, end: float, op: int) -> None:
-        """One zone, the same on every track of `tracks` (ids from track_id; names from name_id)."""
-        k = len(tracks)
-        self.track.extend(tracks)
-        self.depth.extend(array("q", (depth,)) * k)  # a repeated array is a memory copy, not k conversions
-        self.name.extend(array("q", (name,)) * k)
-        self.start.extend(array("d", (start,)) * k)
-        self.end.extend(array("d", (end,)) * k)
-        self.op.extend(array("q", (op,)) * k)
+    def track_set(self, tracks: Sequence[int]) -> int:
+        """A number for a set of tracks (ids from track_id) that zones can be added to at once."""
+        self._sets.append(array("q", tracks))
+        return len(self._sets) - 1
+
+    def add(self, tracks: int, depth: int, name: int, start: float, end: float, op: int) -> None:
+        """One zone on every track of the set `tracks` (from track_set; names from name_id)."""
+        self._set.append(tracks)
+        self._depth.append(depth)
+        self._name.append(name)
+        self._start.append(start)
+        self._end.append(end)
+        self._op.append(op)
+        self._spread = None
+
+    def _columns(self) -> tuple[np.ndarray, ...]:
+        """track, depth, name, start, end, op: a row per zone and track of its set, in order added."""
+        if self._spread is None:
+            sizes = np.array([len(s) for s in self._sets], np.int64)
+            flat = np.frombuffer(b"".join(s.tobytes() for s in self._sets), np.int64)
+            first = np.cumsum(sizes) - sizes  # where each set starts in `flat`
+            which = np.frombuffer(self._set, np.int64) if len(self._set) else np.empty(0, np.int64)
+            counts = sizes[which]
+            zone = np.repeat(np.arange(len(which)), counts)  # each row's zone
+            # row r of zone z is track flat[first[set of z] + (r - the first row of z)]
+            at = (first[which] - (np.cumsum(counts) - counts))[zone] + np.arange(len(zone))
+            self._spread = (flat[at], *(
+                np.frombuffer(c, np.int64 if c.typecode == "q" else np.float64)[zone] if len(c) else np.empty(0)
+                for c in (self._depth, self._name, self._start, self._end, self._op)
+            ))
+        return self._spread
+
+    track = property(lambda self: self._columns()[0])
+    depth = property(lambda self: self._columns()[1])
+    name = property(lambda self: self._columns()[2])
+    start = property(lambda self: self._columns()[3])
+    end = property(lambda self: self._columns()[4])
+    op = property(lambda self: self._columns()[5])
 
     def __len__(self) -> int:
         return len(self.track)
 
     def __iter__(self) -> Iterator[Zone]:
         tracks, names = self.track_names(), self.name_list()
-        for t, d, n, s, e, o in zip(self.track, self.depth, self.name, self.start, self.end, self.op):
+        for t, d, n, s, e, o in zip(*(c.tolist() for c in self._columns())):
             yield Zone(tracks[t], d, names[n], s, e, names[o])
 
     def __eq__(self, other: object) -> bool:

@@ -12,6 +12,11 @@ its own, each a short stretch of time, so a zoomed-in window reads few; levels w
 a block. Counter samples are kept per track by time. Names (of zones, their ops and counters)
 are stored once per run, in a block of their own that the others index.
 
+Cores that do the same work hold the same zones: a grid's inner cores, say, or every core of an op
+mapped to them all. A track whose zones equal an earlier track's stores none of its own: the names
+block maps it to that track (`alias` -> `same_as`, both indexes into its strings), and queries read
+the earlier track's blocks for it. A run on 64 cores stores about a quarter of its tracks.
+
 A block's value: a 4-byte header length, a JSON header (row count, column names and dtypes, and
 strings: the names block's names), then each column's bytes. (Uncompressed: timestamps hardly
 compress, and zlib would cost more than the database's write of them.)
@@ -129,6 +134,18 @@ def _blocks(
     ]
 
 
-def names_block(names: Sequence[str]) -> Block:
-    """The run's zone and op names, which its zone blocks index: stored once, not per block."""
-    return Block(NAMES, 0, 0, "", 0.0, 0.0, len(names), pack({}, names))
+def names_block(names: Sequence[str], same_as: dict[str, str] | None = None) -> Block:
+    """The run's zone and op names, which its zone blocks index, stored once, not per block; and
+    which tracks hold the same zones (and markers) as which other."""
+    strings = {name: i for i, name in enumerate(names)}
+    pairs = [(strings.setdefault(a, len(strings)), strings.setdefault(b, len(strings))) for a, b in (same_as or {}).items()]
+    alias, target = (np.array(c, np.int32) for c in zip(*pairs)) if pairs else (np.empty(0, np.int32),) * 2
+    return Block(NAMES, 0, 0, "", 0.0, 0.0, len(strings), pack({"alias": alias, "same_as": target}, list(strings)))
+
+
+def unpack_names(data: bytes) -> tuple[list[str], dict[str, str]]:
+    """The names and the track aliases (track -> the track whose blocks it shares) of a names block."""
+    columns, strings = unpack(data)
+    if "alias" not in columns:  # stored before tracks were shared
+        return strings, {}
+    return strings, {strings[a]: strings[b] for a, b in zip(columns["alias"].tolist(), columns["same_as"].tolist())}

@@ -144,15 +144,26 @@ def run_blocks(tracks: list[str], zones: ZoneColumns, counters) -> list[blocks.B
     its counter samples (tuples of track, name, t_ns, value, or columns: track_names(),
     name_list() and sequences track, name, t, value), and of the names they index."""
     names = {name: i for i, name in enumerate(zones.names)}
-    found = []
+    found: list[blocks.Block] = []
+    same_as: dict[str, str] = {}
+    seen: dict[bytes, int] = {}  # digest of a track's zones -> the first track that holds them
     # track by track: markers never span tracks, and a large run's level-of-detail arrays for all
     # its zones at once would take gigabytes
     by_track = np.argsort(zones.track, kind="stable")
     for rows in np.split(by_track, np.flatnonzero(np.diff(zones.track[by_track])) + 1) if len(by_track) else ():
         track, depth = zones.track[rows].astype(np.int64), zones.depth[rows].astype(np.int64)
-        start, end = zones.start[rows], zones.end[rows]
+        start, end, name, op = zones.start[rows], zones.end[rows], zones.name[rows], zones.op[rows]
+        # tracks are told apart by a digest of their zones (a 256-bit hash: equal digests are equal
+        # zones, as in content-addressed stores), so no track's zones are kept to compare
+        digest = hashlib.blake2b(digest_size=32)
+        for column in (depth, name, start, end, op):
+            digest.update(column)
+        twin = seen.setdefault(digest.digest(), int(track[0]))
+        if twin != track[0]:  # a core that did the same work as an earlier one: share its blocks
+            same_as[tracks[track[0]]] = tracks[twin]
+            continue
         merged = lod.markers(track, depth, start, end)
-        found += blocks.zone_blocks(tracks, merged.zone_lod, track, depth, start, end, zones.name[rows], zones.op[rows])
+        found += blocks.zone_blocks(tracks, merged.zone_lod, track, depth, start, end, name, op)
         found += blocks.marker_blocks(
             tracks, merged.level, merged.track, merged.depth, merged.start, merged.end, merged.count, merged.busy
         )
@@ -171,7 +182,7 @@ def run_blocks(tracks: list[str], zones: ZoneColumns, counters) -> list[blocks.B
         found += blocks.counter_blocks(
             counter_tracks, counter_track, counter_name, np.asarray(t, np.float64), np.asarray(value, np.float64)
         )
-    return [blocks.names_block(list(names)), *found] if found else []
+    return [blocks.names_block(list(names), same_as), *found] if found else []
 
 
 def write_blocks(connection: Connection, run_id: int, found: list[blocks.Block]) -> None:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from .. import opset
 from ..ir import Graph, Layout, Op, Tensor
@@ -63,22 +64,51 @@ def fit_blocks(m: int, n: int, kt: int, step_bytes, budget: float) -> tuple[int,
     return pm, pn, kb
 
 
+def kernel_key(graph: Graph, op: Op) -> tuple | None:
+    """Everything an op's kernel depends on besides the target: its kind and attributes, its
+    operands' and results' names, shapes and layouts, and the L1 live beside it. None when an
+    attribute cannot be compared (the op is split afresh)."""
+    tensors = tuple((t, graph.tensors[t].shape, graph.tensors[t].layout) for t in (*op.inputs, *op.outputs))
+    key = (op.kind, tuple(sorted(op.attrs.items())), tensors, op.meta.get("l1_live", 0.0))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 @dataclass(frozen=True)
 class SplitKernels:
+    """Splits every op; an op whose kernel key is in `known` (a previous compilation's kernels,
+    graph.meta["kernels"] of its kernel level) reuses that kernel, so a re-run after an override
+    splits only the ops the override changed."""
+
     name = "split-kernels"
     target: Target
+    known: Mapping[tuple, Kernel | None] = field(default_factory=dict, compare=False)
 
     def run(self, graph: Graph) -> Graph:
         out = graph
+        split: dict[tuple, Kernel | None] = {}
         for op in out.ops:
-            cls = opset.op_class(op.kind)
-            if cls.engine == "none":
-                op.meta["kernel"] = None
-            elif cls.kind_class in opset.MATRIX_CLASSES and len(op.inputs) >= 2:
-                op.meta["kernel"] = self._gemm(out, op)
+            key = kernel_key(out, op)
+            if key is not None and key in self.known:
+                kernel = self.known[key]
             else:
-                op.meta["kernel"] = self._tiled(out, op, cls)
+                kernel = self._split(out, op)
+            op.meta["kernel"] = kernel
+            if key is not None:
+                split[key] = kernel
+        out.meta["kernels"] = split
         return out
+
+    def _split(self, graph: Graph, op: Op) -> Kernel | None:
+        cls = opset.op_class(op.kind)
+        if cls.engine == "none":
+            return None
+        if cls.kind_class in opset.MATRIX_CLASSES and len(op.inputs) >= 2:
+            return self._gemm(graph, op)
+        return self._tiled(graph, op, cls)
 
     # --- paths ------------------------------------------------------------------------------
 

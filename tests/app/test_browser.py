@@ -294,10 +294,26 @@ def test_bert_base_grouped_graph_and_interaction_latency(bert_server, browser):
     assert not severe, severe
 
 
-def test_two_users_rerun_at_once_on_two_workers(tmp_path_factory, db_url, browser):
+def _celery_env(db: int) -> dict:
+    """The environment that sends the app's jobs to a Celery worker over Redis (database `db`, emptied)."""
+    import redis
+
+    broker = f"redis://127.0.0.1:6379/{db}"
+    try:
+        redis.Redis.from_url(broker).flushdb()
+    except redis.exceptions.ConnectionError:
+        pytest.skip("no Redis on 127.0.0.1:6379")
+    return {**os.environ, "TILESCOPE_CELERY_BROKER": broker}
+
+
+@pytest.mark.parametrize("jobs", ["in the app", "on a celery worker"])
+def test_two_users_rerun_at_once_on_two_workers(tmp_path_factory, db_url, browser, jobs):
     """Two app workers (gunicorn) on one database, two users each applying an override at the same
-    moment: both re-runs are stored, each with its own override, and each page shows its own."""
-    url, proc = _serve(tmp_path_factory, MODEL, db_url, "--workers", "2")
+    moment: both re-runs are stored, each with its own override, and each page shows its own. The
+    re-runs run in the app's workers, or on a Celery worker with Redis as broker."""
+    env = _celery_env(12) if jobs == "on a celery worker" else None
+    worker = serving.start_worker(MODEL, db_url, env) if env else None
+    url, proc = serving.start(MODEL, db_url, "--workers", "2", env=env)
     other = _chrome()
     try:
         users = {"mlp.layer.0.fc1.matmul": browser, "mlp.layer.0.fc2.matmul": other}
@@ -322,6 +338,10 @@ def test_two_users_rerun_at_once_on_two_workers(tmp_path_factory, db_url, browse
         other.quit()
         proc.terminate()
         proc.wait(timeout=20)
+        log = ""
+        if worker:
+            worker.terminate()
+            log = worker.communicate(timeout=30)[0]
     from perfdb.engine import open_db, session_factory
     from perfdb.queries import list_runs
 
@@ -329,6 +349,8 @@ def test_two_users_rerun_at_once_on_two_workers(tmp_path_factory, db_url, browse
         runs = list_runs(session, MODEL)
     assert sorted(r.overrides[0].split("=")[0] for r in runs if r.overrides) == sorted(users)
     assert len(runs) == 3 and all(r.parent_id == runs[-1].id for r in runs[:2])
+    if worker:  # the worker ran both re-runs, not the app
+        assert log.count("succeeded") >= 2 and "background_callback_" in log
 
 
 def test_a_rerun_runs_on_a_celery_worker_with_redis(tmp_path_factory, db_url, browser):
@@ -336,12 +358,7 @@ def test_a_rerun_runs_on_a_celery_worker_with_redis(tmp_path_factory, db_url, br
     page shows the new run as it does with local jobs."""
     import redis
 
-    broker = "redis://127.0.0.1:6379/11"
-    try:
-        redis.Redis.from_url(broker).flushdb()
-    except redis.exceptions.ConnectionError:
-        pytest.skip("no Redis on 127.0.0.1:6379")
-    env = {**os.environ, "TILESCOPE_CELERY_BROKER": broker}
+    env = _celery_env(11)
     worker = serving.start_worker(MODEL, db_url, env)
     url, proc = serving.start(MODEL, db_url, env=env)
     try:
@@ -360,5 +377,5 @@ def test_a_rerun_runs_on_a_celery_worker_with_redis(tmp_path_factory, db_url, br
         proc.wait(timeout=20)
         worker.terminate()
         log = worker.communicate(timeout=30)[0]
-        redis.Redis.from_url(broker).flushdb()
+        redis.Redis.from_url(env["TILESCOPE_CELERY_BROKER"]).flushdb()
     assert "succeeded" in log and "background_callback_" in log  # the worker ran it, not the app

@@ -139,3 +139,45 @@ def test_unknown_level_is_an_error(compiled):
 def test_op_count_in_text(compiled):
     text = compiled.mlir("graph")
     assert len(re.findall(r'= "ts\.', text)) == len(compiled.levels["graph"].ops)
+
+
+def _sim_rows(sim):
+    return [(o.name, o.start_ns, o.duration_ns, o.bound, o.why, o.bytes) for o in sim.ops], list(sim.zones), list(sim.counters)
+
+
+@pytest.mark.parametrize("item", ["encoder.layer.0.attention.self.query.matmul=l1:interleaved", "encoder.layer.1.output.LayerNorm.layer_norm=2x2"])
+def test_a_compile_and_simulation_since_an_earlier_one_equal_those_from_scratch(wormhole, item):
+    """The incremental path (since=, known=) reuses the graph level and the unchanged ops' kernels
+    and timings, and gives what compiling and simulating from nothing gives."""
+    from compiler.simulator import simulate
+    from overrides import parse_item
+
+    model = load_model("zoo:bert-base?layers=2")
+    base = compile_model(model, wormhole)
+    base_sim = simulate(base.kernel, wormhole)
+    override = [parse_item(item)]
+    fresh = compile_model(model, wormhole, override)
+    since = compile_model(model, wormhole, override, since=base)
+    assert since.levels["graph"] is base.levels["graph"]
+    for level in ("graph", "layout", "kernel"):
+        assert since.mlir(level) == fresh.mlir(level)
+    kernels = {op.name: op.meta["kernel"] for op in since.kernel.ops}
+    assert kernels == {op.name: op.meta["kernel"] for op in fresh.kernel.ops}
+    before = {op.name: op.meta["kernel"] for op in base.kernel.ops}
+    kept = [name for name, kernel in kernels.items() if kernel is not None and kernel is before[name]]
+    changed = [name for name, kernel in kernels.items() if kernel != before[name]]
+    assert item.split("=")[0] in changed and len(kept) > 0.8 * len(kernels)  # its neighbourhood only
+    assert _sim_rows(simulate(since.kernel, wormhole, known=base_sim.costs)) == _sim_rows(simulate(fresh.kernel, wormhole))
+
+
+def test_an_earlier_compilation_of_another_model_or_target_is_not_reused(wormhole):
+    from compiler.target import load_target
+
+    blackhole = load_target("blackhole_p150")
+    model = load_model("zoo:mlp")
+    other = compile_model(load_model("zoo:bert-base?layers=2"), wormhole)
+    assert compile_model(model, wormhole, since=other).levels["graph"] is not other.levels["graph"]
+    on_wormhole = compile_model(model, wormhole)
+    on_blackhole = compile_model(model, blackhole, since=on_wormhole)
+    assert on_blackhole.mlir("kernel") == compile_model(model, blackhole).mlir("kernel")
+    assert on_blackhole.levels["graph"] is not on_wormhole.levels["graph"]

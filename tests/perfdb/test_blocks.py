@@ -78,3 +78,36 @@ def test_a_long_track_is_stored_in_several_blocks_and_read_back_whole(db_url):
         t0, t1 = 2e3 * 3000, 2e3 * 3010
         window = timeline_window(s, run_id, t0, t1, 1.0, ["core 0,0"])
         assert [(i.name, i.start_ns) for i in window] == [(f"op_{k % 2}", 2e3 * k) for k in range(3000, 3011)]
+
+
+# two cores that did the same work, and a third that did less
+TWINS = [
+    (core, depth, name, start, end, "op_a")
+    for core in ("core 0,0", "core 0,1", "core 1,0")
+    for depth, name, start, end in ((0, "op_a", 0.0, 100.0), (1, "read", 0.0, 40.0))
+    if core != "core 1,0" or depth == 0
+] + [("core 1,0", 1, "read", 0.0, 20.0, "op_a")]
+
+
+def test_cores_with_the_same_zones_store_them_once_and_each_reads_them_back(db_url):
+    sessions = session_factory(open_db(db_url))
+    with sessions() as s:
+        run_id = save_run(s, _new_run(zones=iter(TWINS)))
+    with sessions() as s:
+        stored = s.scalars(
+            select(TimelineBlock.track).where(TimelineBlock.run_id == run_id, TimelineBlock.kind == blocks.ZONES)
+        ).all()
+        assert sorted(stored) == ["core 0,0", "core 1,0"]  # core 0,1 shares core 0,0's
+        assert sorted((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in zones(s, run_id)) == sorted(TWINS)
+        assert [(z.track, z.end_ns) for z in zones(s, run_id, tracks=["core 0,1"], depth=1)] == [("core 0,1", 40.0)]
+        window = timeline_window(s, run_id, 0.0, 100.0, 1.0, ["core 1,0", "core 0,1"])
+        assert [(i.track, i.name, i.end_ns) for i in window] == [
+            ("core 1,0", "op_a", 100.0), ("core 1,0", "read", 20.0), ("core 0,1", "op_a", 100.0), ("core 0,1", "read", 40.0),
+        ]
+
+
+def test_names_block_keeps_names_and_which_track_shares_which():
+    names, same_as = blocks.unpack_names(blocks.names_block(["op_a", "core 0,0"], {"core 0,1": "core 0,0"}).data)
+    assert names[:2] == ["op_a", "core 0,0"] and "core 0,1" in names and same_as == {"core 0,1": "core 0,0"}
+    # as stored before tracks were shared: names, no columns
+    assert blocks.unpack_names(blocks.pack({}, ["op_a"])) == (["op_a"], {})

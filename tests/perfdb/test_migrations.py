@@ -255,3 +255,18 @@ def test_zones_packed_in_blocks_unpack_to_rows_and_back(db_url):
     with session_factory(open_db(db_url))() as s:
         assert sorted((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in zones(s, run_id)) == packed
         assert [tuple(c) for c in counters(s, run_id)] == COUNTERS
+
+
+def test_downgrading_packed_zones_gives_every_core_that_shared_its_zones_its_own_rows(db_url):
+    from .test_blocks import TWINS
+
+    sessions = session_factory(open_db(db_url))
+    with sessions() as s:
+        save_run(s, _new_run(zones=iter(TWINS)))
+    engine = create_engine(db_url)
+    with engine.begin() as connection:
+        command.downgrade(config(connection=connection), "0004")
+    with engine.connect() as connection:
+        rows = connection.execute(text("SELECT track, depth, name, start_ns, end_ns, op FROM zones")).all()
+    engine.dispose()
+    assert sorted(tuple(r) for r in rows) == sorted(TWINS)

@@ -98,28 +98,37 @@ def downgrade() -> None:
     )
     op.create_index("ix_counters_run_track_t", "counters", ["run_id", "track", "t_ns"])
     bind = op.get_bind()
-    names = {
-        run_id: blocks.unpack(data)[1]
-        for run_id, data in bind.execute(sa.text("SELECT run_id, data FROM timeline_blocks WHERE kind = 'names'"))
-    }
+    names, shown = {}, {}  # per run: its names; stored track -> the tracks that share its zones
+    for run_id, data in bind.execute(sa.text("SELECT run_id, data FROM timeline_blocks WHERE kind = 'names'")):
+        names[run_id], same_as = blocks.unpack_names(data)
+        shown[run_id] = {}
+        for alias, track in same_as.items():
+            shown[run_id].setdefault(track, []).append(alias)
     for block in bind.execute(sa.text("SELECT run_id, kind, track, data FROM timeline_blocks WHERE kind != 'names' ORDER BY id")):
-        rows = blocks.unpack(block.data)[0]
-        common = {"run_id": block.run_id, "track": block.track}
-        strings = names[block.run_id]
-        if block.kind == blocks.COUNTERS:
-            bind.execute(counters.insert(), [
-                {**common, "name": strings[n], "t_ns": t, "value": v}
-                for n, t, v in zip(*(rows[c].tolist() for c in ("name", "t", "value")))
-            ])
-        elif block.kind == blocks.ZONES:
-            bind.execute(zones.insert(), [
-                {**common, "depth": d, "name": strings[n], "start_ns": s, "end_ns": e, "op": strings[o], "lod": lod}
-                for d, s, e, n, o, lod in zip(*(rows[c].tolist() for c in ("depth", "start", "end", "name", "op", "lod")))
-            ])
-        else:
-            bind.execute(markers.insert(), [
-                {**common, "level": lv, "depth": d, "start_ns": s, "end_ns": e, "count": n, "busy_ns": b}
-                for lv, d, s, e, n, b in zip(*(rows[c].tolist() for c in ("level", "depth", "start", "end", "count", "busy")))
-            ])
+        shared = shown[block.run_id].get(block.track, []) if block.kind != blocks.COUNTERS else []
+        for track in [block.track, *shared]:
+            _unpack(bind, (zones, markers, counters), names[block.run_id], block, track)
     op.drop_table("timeline_blocks")
+
+
+def _unpack(bind, tables, strings, block, track) -> None:
+    """Insert one block's rows into the per-row tables, on `track`."""
+    zones, markers, counters = tables
+    rows = blocks.unpack(block.data)[0]
+    common = {"run_id": block.run_id, "track": track}
+    if block.kind == blocks.COUNTERS:
+        bind.execute(counters.insert(), [
+            {**common, "name": strings[n], "t_ns": t, "value": v}
+            for n, t, v in zip(*(rows[c].tolist() for c in ("name", "t", "value")))
+        ])
+    elif block.kind == blocks.ZONES:
+        bind.execute(zones.insert(), [
+            {**common, "depth": d, "name": strings[n], "start_ns": s, "end_ns": e, "op": strings[o], "lod": lod}
+            for d, s, e, n, o, lod in zip(*(rows[c].tolist() for c in ("depth", "start", "end", "name", "op", "lod")))
+        ])
+    else:
+        bind.execute(markers.insert(), [
+            {**common, "level": lv, "depth": d, "start_ns": s, "end_ns": e, "count": n, "busy_ns": b}
+            for lv, d, s, e, n, b in zip(*(rows[c].tolist() for c in ("level", "depth", "start", "end", "count", "busy")))
+        ])
 
