@@ -151,28 +151,23 @@ class Explorer:
         records = self.op_records(run_id)
         base = self.durations(baseline_id) if baseline_id else {}
 
-        def memory(name: str) -> str | None:
-            if not layout.has_op(name):
-                return None
-            outputs = layout.op(name).outputs
-            placed = layout.tensors[outputs[0]].layout if outputs else None
-            return placed.memory if placed else None
-
+        placed = {op.name: layout.tensors[op.outputs[0]].layout for op in layout.ops if op.outputs}
         return {
             r.name: OpMetric(
-                r.duration_ns, r.bound, r.pct_peak, memory(r.name),
+                r.duration_ns, r.bound, r.pct_peak, placed[r.name].memory if placed.get(r.name) else None,
                 r.duration_ns - base[r.name] if r.name in base else None,
             )
             for r in records
         }
 
     def op_records(self, run_id: int) -> list:
-        """The run's op records, by start (kept: most views read them, and a stored run never changes)."""
+        """The run's op records, by start, without their bytes by path (kept: most views read them,
+        and a stored run never changes)."""
         return _kept(self._records, run_id, lambda: self._op_records(run_id))
 
-    def _op_records(self, run_id: int) -> list:
+    def _op_records(self, run_id: int, moved: bool = False) -> list:
         with self.sessions() as session:
-            return queries.op_records(session, run_id)
+            return queries.op_records(session, run_id, moved=moved)
 
     def durations(self, run_id: int) -> dict[str, float]:
         return {r.name: r.duration_ns for r in self.op_records(run_id)}
@@ -250,7 +245,7 @@ class Explorer:
         target = load_target(target_of(run), run.target.description or None)  # no need to compile for it
         dram, local = target.dram, target.core_memory
         points = []
-        for record in self.op_records(run_id):
+        for record in self._op_records(run_id, moved=True):
             moved = record.bytes.get(dram.name, 0.0)
             memory = dram.name
             if not moved:

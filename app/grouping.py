@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import accumulate
 
 import networkx as nx
 
@@ -146,18 +145,31 @@ class ScopeTree:
 
 
 def _scope_chains(order: list[str]) -> dict[str, tuple[str, ...]]:
-    """Each op's enclosing scopes (dotted name prefixes) that add something to the view."""
-    raw = {name: tuple(accumulate(name.split(".")[:-1], lambda outer, word: f"{outer}.{word}")) for name in order}
-    size: dict[str, int] = {}
-    for chain in raw.values():
-        for scope in chain:
-            size[scope] = size.get(scope, 0) + 1
-    # a scope equal to one of its sub-scopes is skipped: the sub-scope names the same ops better
-    same_as_child = {chain[i] for chain in raw.values() for i in range(len(chain) - 1) if size[chain[i]] == size[chain[i + 1]]}
-    return {
-        name: tuple(GROUP + s for s in chain if size[s] >= 2 and s not in same_as_child and s != name)
-        for name, chain in raw.items()
-    }
+    """Each op's enclosing scopes (dotted name prefixes) that add something to the view: those
+    holding two ops or more, and not holding the same ops as one of their sub-scopes (which names
+    them better). Worked out once per scope, not per op: a 100k-op model has a few thousand."""
+    scope_of = {name: name.rpartition(".")[0] for name in order}  # the innermost, "" for none
+    size: dict[str, int] = {"": 0}  # ops inside each scope, at any depth
+    for scope in scope_of.values():
+        size[scope] = size.get(scope, 0) + 1
+    parent: dict[str, str] = {}
+    for scope in list(size):
+        while scope and scope not in parent:
+            outer = scope.rpartition(".")[0]
+            parent[scope] = outer
+            scope = outer
+    for scope in sorted(parent, key=lambda s: s.count("."), reverse=True):  # a scope's size before its parent's
+        size[parent[scope]] = size.get(parent[scope], 0) + size.get(scope, 0)
+    same_as_child = {parent[s] for s in parent if parent[s] and size[s] == size[parent[s]]}
+    chains: dict[str, tuple[str, ...]] = {"": ()}
+
+    def chain(scope: str) -> tuple[str, ...]:
+        if scope not in chains:
+            shown = size[scope] >= 2 and scope not in same_as_child
+            chains[scope] = chain(parent[scope]) + ((GROUP + scope,) if shown else ())
+        return chains[scope]
+
+    return {name: chain(scope) for name, scope in scope_of.items()}
 
 
 def _runs_of(order: list[str]) -> dict[str, tuple[str, ...]]:

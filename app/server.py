@@ -28,12 +28,14 @@ def create_app(
     run. Re-runs run in a thread of this process, or (`rerun_in_thread` False: several processes
     serve the page, and the next poll of a job may reach another) as processes like compiles; with
     a Celery broker configured (app.celery_jobs), both run on Celery workers."""
+    broker = celery_jobs.broker_url()
+    if broker:
+        celery_jobs.check_broker(broker)
     explorer = Explorer(session_factory(open_db(db_url)))
     explorer.ensure_run(model_ref, target)  # the first page load shows a stored run at once
     # compiles and re-runs are background callbacks: each runs in a process of its own, reporting
     # its stage, and the page stays live; the job queue lives in a local cache directory
     jobs = diskcache.Cache(job_dir or platformdirs.user_cache_dir("tilescope") + "/jobs")
-    broker = celery_jobs.broker_url()
     manager = CeleryManager(celery_jobs.celery_app(broker)) if broker else DiskcacheManager(jobs)
     app = Dash(
         __name__, assets_folder=str(ASSETS), title="tilescope", update_title=None, background_callback_manager=manager,
@@ -49,6 +51,9 @@ def serve(
     db_url: str | None, model_ref: str, target: str, host: str, port: int, debug: bool = False, workers: int = 0,
 ) -> None:
     """Serve the explorer: in this process (Flask's server), or with `workers` processes under gunicorn."""
+    broker = celery_jobs.broker_url()
+    if broker:  # before any worker starts, so a wrong broker is one line, not a worker per retry
+        celery_jobs.check_broker(broker)
     if workers:
         _serve_workers(db_url, model_ref, target, host, port, workers)
         return

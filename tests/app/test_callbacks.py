@@ -515,7 +515,8 @@ def test_the_timeline_adds_engine_rows_and_counter_plots_and_keeps_a_counter_zoo
     memory = app.explorer.memory(run_id)
     assert max(plots["L1 in use, fullest core"].y) == max(v for _, v in memory["envelope"]) / 1024
     # while an op that reads DRAM runs, the plot shows its bytes over its time
-    record = next(r for r in app.explorer.op_records(run_id) if r.bytes.get("dram"))
+    with app.explorer.sessions() as session:
+        record = next(r for r in queries.op_records(session, run_id) if r.bytes.get("dram"))
     at = list(plots["DRAM bandwidth"].x).index(record.start_ns / 1e3)
     expected = record.bytes["dram"] / (record.duration_ns / 1e9) / 1e9
     assert abs(plots["DRAM bandwidth"].y[at] - expected) < 1e-6 * expected

@@ -59,3 +59,19 @@ def test_a_worker_without_a_broker_is_one_line(capsys, monkeypatch):
     assert main(["worker"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "TILESCOPE_CELERY_BROKER" in err
+
+
+@pytest.mark.parametrize("command", ["worker", "serve"])
+@pytest.mark.parametrize("broker, cause", [
+    ("redis://127.0.0.1:1/0", "Connection refused"),  # nothing listens on port 1
+    ("amqq://127.0.0.1/0", "unknown transport"),
+])
+def test_an_unreachable_broker_is_one_line_and_nothing_starts(capsys, monkeypatch, tmp_path, command, broker, cause):
+    from app.cli import main
+
+    monkeypatch.setenv("TILESCOPE_CELERY_BROKER", broker)
+    db = f"sqlite:///{tmp_path / 'team.db'}"
+    assert main([command, "--db", db, "--model", MODEL, *(["--port", "1"] if command == "serve" else [])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and broker in err and cause in err
+    assert not (tmp_path / "team.db").exists()  # checked before anything else

@@ -124,6 +124,10 @@ def test_op_records_round_trip(sessions):
     )
     assert a.bytes == {"dram": 1024.5, "l1": 64.0}
     assert (a.memory, a.grid, a.cores, a.roofline_ns, a.run_id) == ("l1", "2x4", 8, 5.0, run_id)
+    with sessions() as s:
+        light, full = op_records(s, run_id, moved=False), op_records(s, run_id, tensors=True)
+    assert [r.name for r in light] == ["op_a", "op_b", "op_c"] and not hasattr(light[0], "bytes")
+    assert not hasattr(a, "tensors") and full[0].bytes == a.bytes and isinstance(full[0].tensors, list)
 
 
 def test_zones_round_trip_and_filters(sessions):
