@@ -67,7 +67,7 @@ def open_db(url: str | None = None) -> Engine:
     return engine
 
 
-BUSY_TIMEOUT_S = 60  # how long a SQLite writer waits for another's write: storing a 10k-op run takes ~30 s
+BUSY_TIMEOUT_S = 60  # how long a SQLite writer waits for another's write: storing a 100k-op run takes ~15 s
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
