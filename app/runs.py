@@ -92,13 +92,16 @@ def _compile(ref: str, text: str, target: Target, override_items: tuple[str, ...
 _LATEST: dict[tuple, Compilation] = {}  # per model and target, the latest compilation
 _COSTS: dict[tuple, KernelCosts] = {}  # per model, target and dispatch, the latest simulation's costs
 _KEPT = 8  # models (or targets) kept in each
+_KEEPING = threading.Lock()  # for _COSTS (_LATEST is written under _COMPILING)
 
 
 def _remember(kept: dict, key, value) -> None:
+    """Keep `value` as the newest of `kept`, dropping the oldest beyond _KEPT (the caller holds
+    the lock that guards `kept`)."""
     kept.pop(key, None)
     kept[key] = value
     while len(kept) > _KEPT:
-        kept.pop(next(iter(kept)))
+        kept.pop(next(iter(kept)), None)
 
 
 def execute(
@@ -129,8 +132,11 @@ def execute(
     on_stage(f"simulating {len(compilation.kernel.ops):,} ops")
     # ops whose kernels did not change since the last simulation of this model keep their timing
     key = (compilation.model.source_hash, compilation.target.name, dispatch)
-    sim = simulate(compilation.kernel, compilation.target, dispatch, _COSTS.get(key))
-    _remember(_COSTS, key, sim.costs)
+    with _KEEPING:
+        known = _COSTS.get(key)
+    sim = simulate(compilation.kernel, compilation.target, dispatch, known)
+    with _KEEPING:  # re-runs run in threads side by side
+        _remember(_COSTS, key, sim.costs)
     result = RunResult(None, compilation, sim, list(items))
     if result.rejected and not keep_going:
         return result

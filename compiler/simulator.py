@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
+import numpy as np
+
 from . import opset
 from .ir import Graph, Op
 from .kernel import MCAST, NOC, CoreWork, Kernel, Transfer
@@ -131,7 +133,7 @@ class Simulator:
     def run(self, kernel_graph: Graph) -> SimResult:
         result = SimResult(self.target.name, self.dispatch, 0.0, [], costs=KernelCosts(self.target))
         self._core_rows: dict[tuple, tuple[int, ...]] = {}  # core set -> its rows' track sets, this run's
-        self._counter_rows: dict[tuple, array] = {}
+        self._counter_rows: dict[tuple, tuple[array, np.ndarray]] = {}  # core set -> its tracks, rows, columns
         device_free = 0.0
         host_issued = 0.0
         for op in kernel_graph.ops:
@@ -397,15 +399,17 @@ class Simulator:
         live = op.meta.get("l1_live_per_core")
         l1 = counters.name_id("l1_bytes")
         for group in kernel.groups:
-            buffers = group.cb_bytes
-            values = [
-                (float(live[r, c]) if live is not None and r < live.shape[0] and c < live.shape[1] else 0.0) + buffers
-                for r, c in group.cores
-            ]
             key = tuple(group.cores)
             if key not in self._counter_rows:
-                self._counter_rows[key] = array("q", (counters.track_id(_core_track(core)) for core in group.cores))
-            counters.add(self._counter_rows[key], l1, timing.start_ns, values)
+                self._counter_rows[key] = (
+                    array("q", (counters.track_id(_core_track(core)) for core in group.cores)), np.array(key).reshape(-1, 2).T,
+                )
+            tracks, (rows, cols) = self._counter_rows[key]
+            values = np.full(len(rows), float(group.cb_bytes))
+            if live is not None:  # cores outside the planned grid hold no tensors
+                inside = (rows < live.shape[0]) & (cols < live.shape[1])
+                values[inside] += live[rows[inside], cols[inside]]
+            counters.add(tracks, l1, timing.start_ns, values)
         for path, nbytes in timing.bytes.items():
             memory = self.target.memories.get(path)
             if memory is not None and memory.shared:

@@ -88,7 +88,8 @@ class ZoneTable(_Numbered):
             # row r of zone z is track flat[first[set of z] + (r - the first row of z)]
             at = (first[which] - (np.cumsum(counts) - counts))[zone] + np.arange(len(zone))
             self._spread = (flat[at], *(
-                np.frombuffer(c, np.int64 if c.typecode == "q" else np.float64)[zone] if len(c) else np.empty(0)
+                np.frombuffer(c, np.int64 if c.typecode == "q" else np.float64)[zone] if len(c)
+                else np.empty(0, np.int64 if c.typecode == "q" else np.float64)
                 for c in (self._depth, self._name, self._start, self._end, self._op)
             ))
         return self._spread
@@ -135,7 +136,10 @@ class CounterTable(_Numbered):
         self.track.extend(tracks)
         self.name.extend(array("q", (name,)) * k)
         self.t.extend(array("d", (t,)) * k)
-        self.value.extend(values)
+        if isinstance(values, np.ndarray):  # its bytes, not an element at a time
+            self.value.frombytes(values.astype(np.float64).tobytes())
+        else:
+            self.value.extend(values)
 
     def __len__(self) -> int:
         return len(self.track)

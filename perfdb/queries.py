@@ -121,7 +121,7 @@ def _blocks(
     where = [b.run_id == run_id, b.kind == kind, *where]
     shown: dict[str, list[str]] = {}  # stored track -> the tracks its blocks are shown on
     if tracks is not None:
-        for track in tracks:
+        for track in dict.fromkeys(tracks):  # each once, as SQL's IN would
             shown.setdefault((same_as or {}).get(track, track), []).append(track)
         where.append(b.track.in_(list(shown)))
     else:

@@ -26,5 +26,6 @@ def test_zones_added_for_track_sets_spread_over_their_tracks_in_order():
 def test_an_empty_table_has_empty_columns():
     table = ZoneTable()
     assert len(table) == 0 and list(table) == [] and table.start.tolist() == []
+    assert table.depth.dtype == table.op.dtype == table.track.dtype and table.start.dtype.kind == "f"
     table.track_set([table.track_id("core 0,0")])
     assert len(table) == 0

@@ -100,6 +100,8 @@ def test_cores_with_the_same_zones_store_them_once_and_each_reads_them_back(db_u
         assert sorted(stored) == ["core 0,0", "core 1,0"]  # core 0,1 shares core 0,0's
         assert sorted((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in zones(s, run_id)) == sorted(TWINS)
         assert [(z.track, z.end_ns) for z in zones(s, run_id, tracks=["core 0,1"], depth=1)] == [("core 0,1", 40.0)]
+        twice = zones(s, run_id, tracks=["core 0,1", "core 0,1", "core 0,0"], depth=1)  # each track once
+        assert sorted((z.track, z.end_ns) for z in twice) == [("core 0,0", 40.0), ("core 0,1", 40.0)]
         window = timeline_window(s, run_id, 0.0, 100.0, 1.0, ["core 1,0", "core 0,1"])
         assert [(i.track, i.name, i.end_ns) for i in window] == [
             ("core 1,0", "op_a", 100.0), ("core 1,0", "read", 20.0), ("core 0,1", "op_a", 100.0), ("core 0,1", "read", 40.0),
