@@ -363,7 +363,10 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
         notes.insert(0, html.Span(f"{len(view.nodes)} nodes for {len(graph.ops):,} ops", className="hint"))
         metrics = explorer.op_metrics(run_id, compilation, baseline)
         figure = graph_figure(view, graph, metrics, mode, shown, matches)
-        options = [{"label": g.removeprefix(GROUP), "value": g} for g in tree.groups]
+        # the groups open and those drawn closed, which can be opened next (all of a 100k-op
+        # model's groups, tens of thousands, made the page's dropdown freeze the browser)
+        offered = dict.fromkeys([*groups, *(n.id for n in view.nodes if n.id in tree.members)])
+        options = [{"label": g.removeprefix(GROUP), "value": g} for g in offered]
         return figure, options, groups, notes
 
     @app.callback(

@@ -205,7 +205,12 @@ class Explorer:
             run = queries.get_run(session, run_id)
             t0, t1 = window or (0.0, max(run.total_ns, 1.0))
             records = queries.op_records_between(session, run_id, t0, t1)
-            device = [queries.WindowItem(DEVICE_ROW, 0, r.name, r.start_ns, r.start_ns + r.duration_ns, r.name) for r in records]
+            # every op on the device row, unless there are more than a figure draws quickly: then
+            # the ops shorter than a pixel are merged, as on the core rows
+            device = queries.merged(
+                DEVICE_ROW, [r.name for r in records], [r.start_ns for r in records],
+                [r.start_ns + r.duration_ns for r in records], (t1 - t0) / pixels if len(records) > CORE_ZONE_BUDGET else 0.0,
+            )
             tracks = [t for t in run.tracks if t.startswith("core ") and (engines or "/" not in t)]
             cores = sum(1 for t in tracks if "/" not in t)
             core_zones = sum(r.cores for r in records) * (1 + len(ENGINES) if engines else 1)

@@ -192,6 +192,29 @@ def timeline_window(
     return sorted(items, key=lambda item: (order[item.track], item.depth, item.start_ns))
 
 
+def merged(track: str, names: Sequence[str], start: Sequence[float], end: Sequence[float], resolution_ns: float) -> list[WindowItem]:
+    """Zones of one row made on the fly (the device row: each op from its start to its end),
+    merged as timeline_window merges stored ones: at `resolution_ns` per pixel, runs of short
+    zones become "N zones" markers, so a 100k-op run's row is a few thousand items, not 100k."""
+    start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
+    level = lod.level_for(resolution_ns) if resolution_ns > lod.BASE_NS else 0
+    if level == 0 or not len(start):
+        return [WindowItem(track, 0, n, s, e, n) for n, s, e in zip(names, start.tolist(), end.tolist())]
+    zero = np.zeros(len(start), np.int64)
+    found = lod.markers(zero, zero, start, end)
+    alone = np.flatnonzero(found.zone_lod > level)  # not inside a marker at this level
+    items = [
+        WindowItem(track, 0, names[i], s, e, names[i])
+        for i, s, e in zip(alone.tolist(), start[alone].tolist(), end[alone].tolist())
+    ]
+    at = found.level == level
+    items += [
+        WindowItem(track, 0, f"{count} zones", s, e, "", count, busy)
+        for s, e, count, busy in zip(*(c[at].tolist() for c in (found.start, found.end, found.count, found.busy)))
+    ]
+    return sorted(items, key=lambda item: item.start_ns)
+
+
 class StoredCounter(NamedTuple):
     track: str
     name: str

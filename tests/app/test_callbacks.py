@@ -210,6 +210,20 @@ def test_the_timeline_shows_the_zoomed_window_with_short_zones_merged(app, cb):
     # a marker shows its count on hover but selects no op when clicked
     assert set(markers.customdata) == {None} and any(n and n.endswith(" zones") for n in markers.text)
     assert cb["select_in_timeline"]({"points": [{"customdata": None}]}) is no_update
+    # the device row draws every op while a figure can (a 100k-op run's would be 40 MB)
+    assert sum(z.count for z in coarse if z.track == "device") == len([z for z in coarse if z.track == "device"])
+
+
+def test_the_device_row_merges_short_ops_when_a_run_has_more_than_a_figure_draws(app, cb, monkeypatch):
+    from app import explorer
+
+    _, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    run = app.explorer.run(run_id)
+    monkeypatch.setattr(explorer, "CORE_ZONE_BUDGET", 1)  # fewer than the model's two ops
+    device = [z for z in app.explorer.timeline(run_id, (0.0, run.total_ns), pixels=2).items if z.track == "device"]
+    ops = len(app.explorer.op_records(run_id))
+    assert len(device) < ops and sum(z.count for z in device) == ops
+    assert any(z.count > 1 and z.name == f"{z.count} zones" for z in device)
 
 
 def test_core_rows_wait_for_a_zoom_when_a_window_holds_too_many_zones(app, cb, monkeypatch):
@@ -387,14 +401,16 @@ def test_regex_search_rings_the_matching_ops_and_a_bad_pattern_is_one_line(cb):
     assert "not a regular expression" in str(note) and not any(t.name == "matches" for t in figure.data)
 
 
-def test_opening_more_groups_than_a_view_can_draw_keeps_the_last_ones_closed(cb):
+def test_opening_more_groups_than_a_view_can_draw_keeps_the_last_ones_closed(app, cb):
     _, run_id, _, _ = cb["choose_model"]("zoo:mlp?layers=100", TARGET, "dram-interleaved")
-    _, options, _, _ = _graph(cb, run_id, "input")
-    everything = [o["value"] for o in options]
-    figure, _, opened, note = _graph(cb, run_id, "input", expanded=everything)
+    everything = app.explorer.scope_tree(app.explorer.run(run_id), "input").groups
+    figure, options, opened, note = _graph(cb, run_id, "input", expanded=everything)
     assert len(_ops_drawn(figure)) <= MAX_NODES < 500  # 100 layers of 5 ops
     assert opened == everything[: len(opened)] and len(opened) < len(everything)
     assert "stays closed" in str(note)
+    # the groups offered to open: those open, and those drawn closed, not every group of the model
+    drawn = {g for t in figure.data for g in (t.customdata or []) if isinstance(g, str) and g.startswith("group:")}
+    assert {o["value"] for o in options} == set(opened) | (drawn & set(everything)) and len(options) < len(everything)
 
 
 def _upload(text: str) -> str:
