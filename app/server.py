@@ -51,9 +51,6 @@ def serve(
     db_url: str | None, model_ref: str, target: str, host: str, port: int, debug: bool = False, workers: int = 0,
 ) -> None:
     """Serve the explorer: in this process (Flask's server), or with `workers` processes under gunicorn."""
-    broker = celery_jobs.broker_url()
-    if broker:  # before any worker starts, so a wrong broker is one line, not a worker per retry
-        celery_jobs.check_broker(broker)
     if workers:
         _serve_workers(db_url, model_ref, target, host, port, workers)
         return
@@ -69,6 +66,9 @@ def _serve_workers(db_url: str | None, model_ref: str, target: str, host: str, p
     """Several users at once: gunicorn's workers, each with the app, on one database."""
     from gunicorn.app.base import BaseApplication  # noqa: PLC0415  # only this way of serving needs it
 
+    broker = celery_jobs.broker_url()
+    if broker:  # before any worker starts, so a wrong broker is one line, not a worker per retry
+        celery_jobs.check_broker(broker)
     # the opening model's run is stored once, here, before the workers start and look for it
     engine = open_db(db_url)
     Explorer(session_factory(engine)).ensure_run(model_ref, target)
