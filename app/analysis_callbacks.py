@@ -44,10 +44,20 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     def select_in_timeline(click):
         return clicked_op(click)
 
+    # only the relayout events that move the time axis reach the server: a request for any other
+    # (a resize, as the page grows a scroll bar) would replace a request still running for a new run
+    # (Dash keeps the newest of a callback's requests) and, having nothing to draw, lose that run
+    app.clientside_callback(
+        "function(relayout) { return window.tilescope.timeAxisChange(relayout); }",
+        Output(ids.TIMELINE_ZOOM, "data"),
+        Input(ids.TIMELINE_VIEW, "relayoutData"),
+        prevent_initial_call=True,
+    )
+
     @app.callback(
         Output(ids.TIMELINE_VIEW, "figure"),
         Input(ids.RUN_SELECT, "value"),
-        Input(ids.TIMELINE_VIEW, "relayoutData"),
+        Input(ids.TIMELINE_ZOOM, "data"),
         Input(ids.TIMELINE_SHOW, "value"),
         State(ids.SELECTED_OP, "data"),
     )
@@ -57,7 +67,7 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         if run_id is None:
             return no_update
         # a zoom alone: the first draw's relayout event can come with the run, which must not be lost
-        zoomed = only_triggered(ids.TIMELINE_VIEW)
+        zoomed = only_triggered(ids.TIMELINE_ZOOM)
         window = _x_window(relayout) if zoomed or triggered() is None else None
         if zoomed and window is None and not _x_reset(relayout):
             return no_update  # not a change of the time axis

@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import resource
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -77,10 +78,16 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def _progress(message: str) -> None:
+    """A line on stderr as each step ends: the whole bench takes minutes, and stdout holds the report."""
+    print(f"tilescope bench: {message}", file=sys.stderr, flush=True)
+
+
 def _timed(case: Case, name: str, work: Callable):
     start = time.perf_counter()
     result = work()
     case.steps.append(Step(name, time.perf_counter() - start, _peak_rss_mb()))
+    _progress(f"{case.name}: {name} {case.steps[-1].seconds:.2f} s")
     return result
 
 
@@ -91,6 +98,7 @@ def run_case(
     """Every step on one model; after storing its run: the statistics and the graph view of the
     run, and a re-run after one override, from scratch (`full_rerun`) and incrementally."""
     case = Case(name, model)
+    _progress(f"{name}: {model}")
     target = load_target(target_name)
     text = _timed(case, "generate", text_of)
     imported = _timed(case, "import", lambda: import_mlir(text, model, model))
@@ -203,12 +211,14 @@ def _synthetic(ops: int, cores: int, seed: int, scale: float = 1.0) -> NewRun:
 def perfdb_bench(db_dir: Path) -> dict:
     """Store a 1M-zone run on SQLite; window queries at every zoom; diff of two 10k-op runs."""
     sessions = session_factory(open_db(f"sqlite:///{db_dir / 'perfdb.db'}"))
+    _progress(f"perfdb: a synthetic run of {PERF_OPS:,} ops on {PERF_CORES} cores")
     big = _synthetic(PERF_OPS, PERF_CORES, seed=1)
     zones = len(big.zones)
     start = time.perf_counter()
     with sessions() as session:
         run_id = save_run(session, big)
     store_s = time.perf_counter() - start
+    _progress(f"perfdb: stored {zones:,} zones {store_s:.2f} s; timeline windows next")
     other = _synthetic(PERF_OPS, 0, seed=2, scale=1.1)
     with sessions() as session:
         other_id = save_run(session, other)

@@ -13,10 +13,13 @@ import os
 from functools import cache
 
 from celery import Celery
+from dash import CeleryManager
 from kombu.exceptions import OperationalError
 from kombu.utils.url import maybe_sanitize_url
 
 from compiler.errors import TilescopeError
+
+from .jobs import OwnResults
 
 BROKER_ENV = "TILESCOPE_CELERY_BROKER"
 CONNECT_TIMEOUT_S = 5
@@ -30,6 +33,20 @@ def broker_url() -> str | None:
 def celery_app(url: str) -> Celery:
     """One Celery app per broker: Redis carries the jobs and keeps their results and progress."""
     return Celery("tilescope", broker=url, backend=url)
+
+
+class CeleryJobs(OwnResults, CeleryManager):
+    """Jobs on Celery workers, their results in Redis."""
+
+    def get_or_create_signing_secret(self, generate) -> bytes:
+        """The secret that signs the job handles a page polls with, the same in every app process,
+        or a poll reaching another process than the one that started the job is refused and the
+        page waits forever. Dash's CeleryManager reads, then writes: of two processes asking at
+        once, each wrote its own in 2 of 50 tries; and what it writes expires with the backend's
+        results (after a day), so a process started later makes another."""
+        client = self.handle.backend.client
+        client.set(self.SIGNING_SECRET_KEY, generate(), nx=True)
+        return client.get(self.SIGNING_SECRET_KEY)
 
 
 def check_broker(url: str) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.metadata
+import os
 import json
 import sys
 from collections.abc import Sequence
@@ -15,12 +17,13 @@ from compiler.errors import TilescopeError
 from compiler.ir import LEVELS
 from compiler.models import load_model
 from compiler.passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
-from compiler.target import DISPATCH_MODES, load_target
+from compiler.target import DISPATCH_MODES, builtin_names, load_target
 from overrides import format_item, parse_item, validate
 from overrides.formats import OverrideSet, load_file, unique_items
-from perfdb.engine import DatabaseError, default_url, open_db, session_factory
+from perfdb.engine import ENV_VAR as DB_ENV
+from perfdb.engine import DatabaseError, embedded_url, open_db, session_factory
 from perfdb.ops_csv import CsvImportError, import_csv
-from perfdb.queries import RunNotFound, list_runs, op_records
+from perfdb.queries import RunNotFound, list_runs, op_records, run_id_back
 
 from .run_export import EXPORT_FORMATS, export_run
 from .runs import DEFAULT_TARGET, RunResult, compile_cached, execute
@@ -33,27 +36,67 @@ MODEL_HELP = (
 )
 
 
+TARGET_HELP = f"built-in target ({', '.join(builtin_names())}) or a target .toml file (default {DEFAULT_TARGET})"
+DB_HELP = f"SQLAlchemy URL of the perf database (default: ${DB_ENV}, else {embedded_url()})"
+PORT_ENV, DEFAULT_PORT = "TILESCOPE_PORT", 8050
+RUN_HELP = "run id (see tilescope runs), or last, or last~N for the run N before the newest"
+
+
+def run_ref(text: str) -> int | str:
+    """A run as typed: its id, or `last`/`last~N` counted back from the newest run (resolved by `_run_id`)."""
+    if text.isdigit():
+        return int(text)
+    back = text.removeprefix("last")
+    if text.startswith("last") and (back == "" or (back.startswith("~") and back[1:].isdigit())):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r} is not a run: give a run id, last, or last~N")
+
+
+def _run_id(session, ref: int | str) -> int:
+    if isinstance(ref, int):
+        return ref
+    try:
+        return run_id_back(session, int(ref.partition("~")[2] or 0))
+    except LookupError as err:
+        raise TilescopeError(f"{ref}: {err}") from None
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("tilescope")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tilescope", description="Tune ML accelerator compilation: compile, simulate, store, compare."
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"tilescope {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(p: argparse.ArgumentParser, db: bool = True, target: bool = True) -> None:
         if target:
-            p.add_argument("--target", default=DEFAULT_TARGET, help="built-in target name or a target .toml file")
+            p.add_argument("--target", default=DEFAULT_TARGET, help=TARGET_HELP)
             p.add_argument(
                 "--override", action="append", default=[], metavar="SPEC",
-                help="op output layout, tt-mlir syntax: OP=RxC:l1|dram:interleaved|block_sharded|...:tile|row_major:DTYPE",
+                help="op output layout, tt-mlir syntax: OP=RxC:l1|dram:interleaved|block_sharded|...:tile|row_major:DTYPE"
+                " (repeatable)",
             )
             p.add_argument(
                 "--overrides", metavar="FILE",
                 help="overrides file: tilescope JSON, TT-Explorer JSON, or tt-mlir options (override-output-layout=...)",
             )
             p.add_argument("--policy", choices=POLICIES, default=None, help=f"layout policy before overrides (default {DEFAULT_POLICY})")
-            p.add_argument("--l1-usage-cap", type=float, default=None, help="share of L1 tensors may use (default 0.8)")
+            p.add_argument(
+                "--l1-usage-cap", type=float, default=None, metavar="SHARE",
+                help=f"share of L1 that tensors may use (default {DEFAULT_L1_USAGE_CAP})",
+            )
         if db:
-            p.add_argument("--db", default=None, help=f"SQLAlchemy URL of the perf database (default: $TILESCOPE_DB or {default_url()})")
+            p.add_argument("--db", default=None, metavar="URL", help=DB_HELP)
+
+    def as_json(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument("--json", action="store_true", help=f"print {what} as JSON")
 
     run = sub.add_parser("run", help="compile, simulate and store a run; print per-op timings")
     run.add_argument("model", help=MODEL_HELP)
@@ -61,15 +104,15 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--label", default="", help="a note to tell this run apart")
     run.add_argument("--dispatch", choices=DISPATCH_MODES, default=None, help="host launches per op (default), or a captured trace")
     run.add_argument("--keep-going", action="store_true", help="store the run even if an override is rejected")
-    run.add_argument("--json", action="store_true", help="print the run as JSON")
+    as_json(run, "the run (run_id, model, target, total_ns, ops, overrides, ...)")
 
-    runs = sub.add_parser("runs", help="list stored runs")
+    runs = sub.add_parser("runs", help="list stored runs, newest first")
     common(runs, target=False)
-    runs.add_argument("--json", action="store_true")
+    as_json(runs, "the runs")
 
     show = sub.add_parser("show", help="print a model at one compiler level as MLIR")
     show.add_argument("model", help=MODEL_HELP)
-    show.add_argument("--level", choices=LEVELS, default="graph")
+    show.add_argument("--level", choices=LEVELS, default="graph", help="compiler level to print (default graph)")
     common(show, db=False)
 
     check = sub.add_parser(
@@ -77,65 +120,73 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("model", help=MODEL_HELP)
     common(check, db=False)
-    check.add_argument("--json", action="store_true", help="print {ok, problems, overrides} as JSON")
+    as_json(check, "{ok, problems, overrides}")
 
     export = sub.add_parser(
         "export",
         help="write a stored run: its overrides (overrides, tt-mlir, tt-explorer), its trace (chrome) or its "
         "ops in tt-metal's ops perf report columns (csv)",
     )
-    export.add_argument("run", type=int, help="run id (see tilescope runs)")
-    export.add_argument("--format", choices=list(EXPORT_FORMATS), default="overrides")
-    export.add_argument("-o", "--output", help="file to write (default: standard output)")
+    export.add_argument("run", type=run_ref, help=RUN_HELP)
+    export.add_argument(
+        "--format", choices=list(EXPORT_FORMATS), default="overrides",
+        help="overrides: tilescope JSON; tt-mlir: compiler options; tt-explorer: its JSON; chrome: trace JSON "
+        "for Perfetto; csv: tt-metal's ops perf report (default overrides)",
+    )
+    export.add_argument("-o", "--output", metavar="FILE", help="file to write (default: standard output)")
     common(export, target=False)
 
     measured = sub.add_parser(
         "import", help="store a measured ops perf CSV (tt-metal's columns) as a measured run beside a simulated one"
     )
-    measured.add_argument("run", type=int, help="the simulated run of the same model (see tilescope runs)")
+    measured.add_argument("run", type=run_ref, help="the simulated run of the same model: " + RUN_HELP)
     measured.add_argument("csv", help="ops perf report: LOC (or OP NAME) and DEVICE KERNEL DURATION [ns] per row")
     measured.add_argument("--label", default="", help="a note for the measured run (default: measured: FILE)")
     common(measured, target=False)
 
     diff = sub.add_parser("diff", help="compare run B with run A, op by op")
-    diff.add_argument("a", type=int, help="run id of the baseline (see tilescope runs)")
-    diff.add_argument("b", type=int, help="run id to compare with it")
-    diff.add_argument("--json", action="store_true", help="print the diff as JSON")
+    diff.add_argument("a", type=run_ref, help="the baseline: " + RUN_HELP)
+    diff.add_argument("b", type=run_ref, help="the run to compare with it, given the same way")
+    as_json(diff, "the diff")
     common(diff, target=False)
 
     stats = sub.add_parser("stats", help="where a run's device time goes, per op name or op kind")
-    stats.add_argument("run", type=int, help="run id (see tilescope runs)")
-    stats.add_argument("--by", choices=("name", "kind"), default="kind")
-    stats.add_argument("--json", action="store_true")
+    stats.add_argument("run", type=run_ref, help=RUN_HELP)
+    stats.add_argument("--by", choices=("name", "kind"), default="kind", help="group ops by name or by kind (default kind)")
+    as_json(stats, "the rows")
     common(stats, target=False)
 
     database = sub.add_parser("db", help="manage the perf database")
-    database_sub = database.add_subparsers(dest="db_command", required=True)
+    database_sub = database.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     common(database_sub.add_parser("upgrade", help="upgrade its schema to the newest revision"), target=False)
 
     bench = sub.add_parser("bench", help="time import, each compiler level, simulation and storage at 1k-100k ops")
     bench.add_argument("--quick", action="store_true", help="the 1k and 10k sizes (and the corpus ResNet-50) only")
-    bench.add_argument("--json", action="store_true")
-    bench.add_argument("--target", default=DEFAULT_TARGET)
+    as_json(bench, "the figures")
+    bench.add_argument("--target", default=DEFAULT_TARGET, help=TARGET_HELP)
 
     serve = sub.add_parser("serve", help="start the web app")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8050)
-    serve.add_argument("--model", default=EXAMPLE_MODEL, help="model to compile and store if it has no run yet")
-    serve.add_argument("--target", default=DEFAULT_TARGET)
-    serve.add_argument("--debug", action="store_true")
-    worker = sub.add_parser(
-        "worker", help="run compile and re-run jobs for the app on Celery ($TILESCOPE_CELERY_BROKER, e.g. redis://...)",
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument(
+        "--port", type=int, default=None,
+        help=f"port to listen on (default ${PORT_ENV} or {DEFAULT_PORT})",
     )
-    worker.add_argument("--model", default=EXAMPLE_MODEL, help="the model the app opens on (as given to serve)")
-    worker.add_argument("--target", default=DEFAULT_TARGET)
-    worker.add_argument("--concurrency", type=int, default=2, metavar="N", help="jobs run at once")
-    common(worker, target=False)
+    serve.add_argument("--model", default=EXAMPLE_MODEL, help="model the page opens on, compiled and stored if it has no run yet: " + MODEL_HELP)
+    serve.add_argument("--target", default=DEFAULT_TARGET, help=TARGET_HELP)
+    serve.add_argument("--debug", action="store_true", help="Dash's debug mode: reload on code changes, errors in the page")
     serve.add_argument(
         "--workers", type=int, default=0, metavar="N",
         help="serve with N processes under gunicorn, for several users at once (default: one process)",
     )
     common(serve, target=False)
+
+    worker = sub.add_parser(
+        "worker", help="run compile and re-run jobs for the app on Celery ($TILESCOPE_CELERY_BROKER, e.g. redis://...)",
+    )
+    worker.add_argument("--model", default=EXAMPLE_MODEL, help="the model the app opens on (as given to serve)")
+    worker.add_argument("--target", default=DEFAULT_TARGET, help="the app's target (as given to serve)")
+    worker.add_argument("--concurrency", type=int, default=2, metavar="N", help="jobs run at once (default 2)")
+    common(worker, target=False)
     return parser
 
 
@@ -295,13 +346,23 @@ def cmd_worker(args) -> int:
     return 0
 
 
+def _port_from_env() -> int:
+    text = os.environ.get(PORT_ENV, "").strip()
+    if not text:
+        return DEFAULT_PORT
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise TilescopeError(f"${PORT_ENV}={text!r} is not a port number (1-65535)")
+    return int(text)
+
+
 def cmd_serve(args) -> int:
     from .server import serve
 
     if args.workers < 0:
         raise TilescopeError(f"--workers {args.workers}: a number of processes is at least 1")
+    port = args.port if args.port is not None else _port_from_env()
     serve(
-        db_url=args.db, model_ref=args.model, target=args.target, host=args.host, port=args.port, debug=args.debug,
+        db_url=args.db, model_ref=args.model, target=args.target, host=args.host, port=port, debug=args.debug,
         workers=args.workers,
     )
     return 0
@@ -315,7 +376,7 @@ def cmd_bench(args) -> int:
 
 def cmd_export(args) -> int:
     with session_factory(open_db(args.db))() as session:
-        text, _ = export_run(session, args.run, args.format)
+        text, _ = export_run(session, _run_id(session, args.run), args.format)
     if args.output:
         Path(args.output).write_text(text)
     else:
@@ -332,28 +393,34 @@ def cmd_import(args) -> int:
     except (OSError, UnicodeDecodeError) as err:
         raise TilescopeError(f"{args.csv}: cannot read: {err}") from None
     with session_factory(open_db(args.db))() as session:
+        simulated = _run_id(session, args.run)
         try:
-            run_id, problems = import_csv(session, text, args.run, path.name, args.label)
+            run_id, problems = import_csv(session, text, simulated, path.name, args.label)
         except CsvImportError as err:
             raise TilescopeError(str(err)) from None
         matched = len(op_records(session, run_id))
     for problem in problems:
         print(f"tilescope: warning: {problem}", file=sys.stderr)
     print(f"run {run_id}: measured, {matched} op(s) from {path.name}; {len(problems)} bad row(s) skipped")
-    print(f"compare: tilescope diff {args.run} {run_id}")
+    print(f"compare: tilescope diff {simulated} {run_id}")
     return 0
+
+
+def _run_ids(db: str | None, *refs: int | str) -> list[int]:
+    with session_factory(open_db(db))() as session:
+        return [_run_id(session, ref) for ref in refs]
 
 
 def cmd_diff(args) -> int:
     from .diff import main as diff_main
 
-    return diff_main(args.a, args.b, args.db, args.json)
+    return diff_main(*_run_ids(args.db, args.a, args.b), args.db, args.json)
 
 
 def cmd_stats(args) -> int:
     from .stats import main as stats_main
 
-    return stats_main(args.run, args.by, args.db, args.json)
+    return stats_main(*_run_ids(args.db, args.run), args.by, args.db, args.json)
 
 
 def cmd_db(args) -> int:

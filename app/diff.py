@@ -1,33 +1,140 @@
-"""`tilescope diff A B`: run B against run A, op by op."""
+"""Run B against run A, op by op: `tilescope diff A B` and the app's Runs & diff tab."""
 
 from __future__ import annotations
 
 import json
+import sys
 
+from sqlalchemy.orm import Session
+
+from compiler.override import REJECTED
+from overrides import format_item, format_value, parse_item
 from perfdb.engine import open_db, session_factory
-from perfdb.queries import diff_runs
+from perfdb.queries import diff_runs, get_run
+from perfdb.schema import Run
+
+# Kernel parameters op records do not keep: what override items asked for is all there is to
+# compare, and an op without one ran with the compiler's choice, shown as DEFAULT.
+KERNEL_PARAMS = ("block", "subblock", "double_buffer")
+DEFAULT = "default"
+SHOWN = 5  # ops or items listed per section of the text; the JSON keeps them all
+SHOWN_CHANGES = 8  # changes on one op's line
+
+
+def compare(session: Session, a: int, b: int) -> dict:
+    """perfdb.queries.diff_runs of b against a (its docstring gives the shape), with each op's
+    changes of KERNEL_PARAMS added, as the runs' applied override items set them: {param, a, b,
+    operand: None, result: None}, after the op's own parameters and before its inputs'."""
+    found = diff_runs(session, a, b)
+    asked_a, asked_b = (_kernel_params(get_run(session, run_id)) for run_id in (a, b))
+    for op in found["ops"]:
+        x, y = asked_a.get(op["name"], {}), asked_b.get(op["name"], {})
+        added = [
+            {"param": param, "a": x.get(param, DEFAULT), "b": y.get(param, DEFAULT), "operand": None, "result": None}
+            for param in KERNEL_PARAMS if x.get(param) != y.get(param)
+        ]
+        if added:
+            inputs = next((i for i, c in enumerate(op["changes"]) if c["operand"] is not None), len(op["changes"]))
+            op["changes"][inputs:inputs] = added
+    return found
+
+
+def _kernel_params(run: Run) -> dict[str, dict[str, str]]:
+    """op -> {parameter: value} of the KERNEL_PARAMS the run's override items set; rejected items
+    changed nothing. An item naming an op fused into another counts for the name it gives, which no
+    op record carries: it shows only among the runs' `overrides`."""
+    rejected = {_canonical(o["spec"]) for o in run.override_outcomes if o["status"] == REJECTED}
+    found: dict[str, dict[str, str]] = {}
+    for item in run.overrides:
+        override = parse_item(item)
+        if format_item(override) in rejected:
+            continue
+        for param in KERNEL_PARAMS:
+            value = getattr(override, param)
+            if value is not None:
+                found.setdefault(override.op, {})[param] = format_value(value)
+    return found
+
+
+def _canonical(item: str) -> str:
+    """An item as runs store it: outcomes keep the spelling the user gave."""
+    return format_item(parse_item(item))
+
+
+def change_text(change: dict) -> str:
+    """`memory dram->l1`, `operand 1 memory dram->l1`, `result 1 dtype bf16->bfp8`: an op's first
+    output goes unnamed, as an override item leaves it."""
+    if change["operand"] is not None:
+        on = f"operand {change['operand']} "
+    elif change["result"]:
+        on = f"result {change['result']} "
+    else:
+        on = ""
+    return f"{on}{change['param']} {change['a']}->{change['b']}"
+
+
+def changes_text(changes: list[dict], shown: int = SHOWN_CHANGES) -> str:
+    """An op's changes on one line, the first `shown` of them."""
+    return ", ".join([change_text(c) for c in changes[:shown]] + more(len(changes) - shown))
+
+
+def more(left: int) -> list[str]:
+    """The line that ends a list cut short, if it was."""
+    return [f"... and {left} more"] if left > 0 else []
+
+
+def time_split(found: dict) -> str:
+    """Why the total delta can differ from the sum of the per-op deltas: the device's share and the
+    host's. When the host issues ops slower than the device runs them, the device waits on it, so
+    op time gained or lost turns into idle time and the total barely moves; each op more or fewer
+    is one launch more or fewer for the host."""
+    device, host = found["device_delta_ns"], found["host_delta_ns"]
+    split = f"device {device / 1e3:+.2f} us, host/idle {host / 1e3:+.2f} us"
+    added = len(found["inserted"]) - len(found["removed"])
+    why = [f"{abs(added)} {'more' if added > 0 else 'fewer'} op{'s' * (abs(added) != 1)} to issue"] if added else []
+    if device * host < 0 and abs(host) >= abs(device) / 2:
+        why.append("the device waits on the host to issue ops, so op time turns into idle time")
+        split = f"host dispatch bound: {split}"
+    return split + (f" ({'; '.join(why)})" if why else "")
 
 
 def main(a: int, b: int, db: str | None, as_json: bool) -> int:
     """Print the diff as JSON or as a table; a missing run raises perfdb.queries.RunNotFound."""
     with session_factory(open_db(db))() as session:
-        diff = diff_runs(session, a, b)
+        found = compare(session, a, b)
     if as_json:
-        print(json.dumps(diff, indent=1))
+        print(json.dumps(found, indent=1))
         return 0
+    for warning in found["warnings"]:
+        print(f"tilescope: warning: {warning}", file=sys.stderr)
     print(f"run {b} against run {a}")
-    width = max([len(op["name"]) for op in diff["ops"]] + [2])
+    width = max([len(op["name"]) for op in found["ops"]] + [2])
     print(f"{'op':<{width}}  {'a us':>10} {'b us':>10} {'delta us':>10} {'ratio':>7}  changes")
-    for op in diff["ops"]:
+    for op in found["ops"]:
         ratio = f"{op['ratio']:.2f}x" if op["ratio"] is not None else "-"
         line = (
             f"{op['name']:<{width}}  {op['a_ns'] / 1e3:>10.2f} {op['b_ns'] / 1e3:>10.2f} "
-            f"{op['delta_ns'] / 1e3:>+10.2f} {ratio:>7}  {', '.join(op['changes'])}"
+            f"{op['delta_ns'] / 1e3:>+10.2f} {ratio:>7}  {changes_text(op['changes'])}"
         )
         print(line.rstrip())
-    print(f"total delta {diff['total_delta_ns'] / 1e3:+.2f} us")
+    for key, side in (("removed", "a"), ("inserted", "b")):
+        ops = found[key]
+        if ops:
+            total = sum(op["ns"] for op in ops) / 1e3
+            print(f"{key} (only in run {found[side]}): {len(ops)} op{'s' * (len(ops) != 1)}, {total:.2f} us")
+            shown = max(len(op["name"]) for op in ops[:SHOWN])
+            for op in ops[:SHOWN]:
+                print(f"  {op['name']:<{shown}}  {op['kind']:<12} {op['ns'] / 1e3:>10.2f} us")
+            for line in more(len(ops) - SHOWN):
+                print(f"  {line}")
     for side in ("a", "b"):
-        if diff["unmatched"][side]:
-            print(f"only in {side} (run {diff[side]}): {', '.join(diff['unmatched'][side])}")
+        items = found["overrides"][side]
+        if items:
+            print(f"overrides only in run {found[side]}: {', '.join(items[:SHOWN] + more(len(items) - SHOWN))}")
+    times = found["times"]
+    print(
+        f"total delta {found['total_delta_ns'] / 1e3:+.2f} us "
+        f"({times['a']['total_ns'] / 1e3:.2f} us -> {times['b']['total_ns'] / 1e3:.2f} us)"
+    )
+    print(time_split(found))
     return 0
-

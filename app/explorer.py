@@ -32,6 +32,7 @@ from overrides.formats import parse_text
 from perfdb import queries
 from perfdb.schema import Run
 
+from .diff import compare
 from .figures import OpMetric
 from .timelines import ENGINES
 from .grouping import ScopeTree
@@ -293,9 +294,9 @@ class Explorer:
             return queries.list_runs(session, model_ref)
 
     def diff(self, a: int, b: int) -> dict:
-        """diff_runs of b against a, with both runs' overrides and op durations for the compare view."""
+        """app.diff.compare of b against a, with both runs and their op durations for the compare view."""
         with self.sessions() as session:
-            found = queries.diff_runs(session, a, b)
+            found = compare(session, a, b)
             runs = {i: queries.get_run(session, i) for i in (a, b)}
         durations = {i: [r.duration_ns for r in self.op_records(i)] for i in (a, b)}
         found["runs"] = runs

@@ -44,6 +44,7 @@ EXPORT_DOWNLOAD = "export-download"
 # analysis panels under the workspace
 ANALYSIS_TABS = "analysis-tabs"
 TIMELINE_SHOW = "timeline-show"  # which rows the timeline adds: engine sub-rows, counter plots
+TIMELINE_ZOOM = "timeline-zoom"  # store: the timeline's last change of its time axis (zoom, pan, reset)
 STATS_BY = "stats-by"
 STATS_TABLE = "stats-table"
 MEMORY_VIEW = "memory-view"

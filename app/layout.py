@@ -204,6 +204,7 @@ def page(model_options: list[str], model: str, target: Target) -> html.Div:
             dcc.Location(id=ids.URL, refresh=False),
             dcc.Store(id=ids.URL_STATE, data=None),
             dcc.Store(id=ids.URL_APPLIED, data=False),
+            dcc.Store(id=ids.TIMELINE_ZOOM, data=None),
             dcc.Interval(id=ids.RUNS_POLL, interval=RUNS_POLL_MS),
             run_bar(model_options, model, target.name),
             html.Div([html.Div(id=ids.UPLOAD_PROGRESS, className="progress"), html.Div(id=ids.PAGE_MESSAGE)],

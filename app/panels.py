@@ -11,6 +11,7 @@ from dash import dash_table, dcc, html
 from perfdb.schema import Run
 
 from . import ids
+from .diff import changes_text, more, time_split
 from .figures import duration_histogram, graph_config
 
 TABLE_STYLE = dict(
@@ -116,15 +117,19 @@ def runs_table() -> dash_table.DataTable:
     )
 
 
+SHOWN_ONLY_IN = 10  # inserted or removed ops listed by name; the rest are counted
+
+
 def diff_children(found: dict, timelines: go.Figure | None = None, limit: int = 200) -> list:
-    """Two runs compared: totals, the overrides that differ, the two runs' ops aligned on one time
-    axis (`timelines`), per-op deltas by impact, and the overlaid duration histograms."""
+    """Two runs compared (app.diff.compare, with the runs and their op durations): what makes the
+    comparison suspect, totals and how they split between device and host, the overrides that
+    differ, the two runs' ops aligned on one time axis (`timelines`), per-op deltas by impact with
+    the ops found in one run only, and the overlaid duration histograms."""
     a, b = found["runs"][found["a"]], found["runs"][found["b"]]
     delta = found["total_delta_ns"]
     ratio = b.total_ns / a.total_ns if a.total_ns else None
-    only_a = sorted(set(a.overrides) - set(b.overrides))
-    only_b = sorted(set(b.overrides) - set(a.overrides))
     verdict = "faster" if delta < 0 else "slower" if delta > 0 else "the same"
+    warnings = [html.P(f"Warning: {w}", className="hint", style={"color": "var(--warn)"}) for w in found["warnings"]]
     header = html.Div(
         [
             html.Span(f"#{a.id} {a.label or 'baseline'}", className="pill a"),
@@ -135,17 +140,19 @@ def diff_children(found: dict, timelines: go.Figure | None = None, limit: int = 
                 f"{'+' if delta > 0 else ''}{_us(delta):,.1f} us" + (f" (x{ratio:.3f}, {verdict})" if ratio else ""),
                 className=f"metric {'worse' if delta > 0 else 'better' if delta < 0 else ''}",
             ),
+            html.Span(time_split(found), className="muted"),
         ],
         className="diff-head",
     )
+    only = found["overrides"]
     overrides = html.Div(
-        [html.Span("overrides only in A: ", className="muted"), html.Code(", ".join(only_a) or "none"),
-         html.Span("  only in B: ", className="muted"), html.Code(", ".join(only_b) or "none")],
+        [html.Span("overrides only in A: ", className="muted"), html.Code(", ".join(only["a"]) or "none"),
+         html.Span("  only in B: ", className="muted"), html.Code(", ".join(only["b"]) or "none")],
         className="diff-overrides",
     )
     rows = [
         {"name": op["name"], "a_us": _us(op["a_ns"]), "b_us": _us(op["b_ns"]), "delta_us": _us(op["delta_ns"]),
-         "ratio": round(op["ratio"], 3) if op["ratio"] is not None else None, "changes": ", ".join(op["changes"])}
+         "ratio": round(op["ratio"], 3) if op["ratio"] is not None else None, "changes": changes_text(op["changes"])}
         for op in found["ops"][:limit]
     ]
     table = dash_table.DataTable(
@@ -162,16 +169,29 @@ def diff_children(found: dict, timelines: go.Figure | None = None, limit: int = 
         ]},
         style_cell_conditional=[{"if": {"column_id": c}, "textAlign": "left"} for c in ("name", "changes")],
     )
-    unmatched = found["unmatched"]
     extra = []
-    if unmatched["a"] or unmatched["b"]:
-        extra.append(html.P(f"Unmatched ops: {len(unmatched['a'])} only in A, {len(unmatched['b'])} only in B.", className="hint"))
     if len(found["ops"]) > limit:
         extra.append(html.P(f"The {limit} ops of largest |delta| of {len(found['ops'])}.", className="hint"))
+    extra += _only_in(f"Removed (only in A #{a.id})", found["removed"])
+    extra += _only_in(f"Inserted (only in B #{b.id})", found["inserted"])
     histogram = dcc.Graph(
         id=ids.DIFF_HISTOGRAM, config=graph_config("duration-histogram"),
         figure=duration_histogram(found["durations"][a.id], found["durations"][b.id], (f"A #{a.id}", f"B #{b.id}")),
     )
     aligned = [dcc.Graph(id=ids.DIFF_TIMELINES, config=graph_config("diff-timelines"), figure=timelines)] if timelines else []
-    return [header, overrides, *aligned,
+    return [*warnings, header, overrides, *aligned,
             html.Div([html.Div([table, *extra], className="diff-table"), histogram], className="diff-body")]
+
+
+def _only_in(title: str, ops: Sequence[dict]) -> list:
+    """Ops found in one run only (a to_layout an override inserted), with their time: the first
+    SHOWN_ONLY_IN by name, the rest counted."""
+    if not ops:
+        return []
+    total = sum(op["ns"] for op in ops)
+    items = [html.Li(f"{op['name']}  {op['kind']}  {_us(op['ns']):,.2f} us") for op in ops[:SHOWN_ONLY_IN]]
+    items += [html.Li(line) for line in more(len(ops) - SHOWN_ONLY_IN)]
+    return [
+        html.P(f"{title}: {len(ops)} op{'s' * (len(ops) != 1)}, {_us(total):,.2f} us", className="hint"),
+        html.Ul(items, className="outcomes"),
+    ]

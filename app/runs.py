@@ -63,9 +63,11 @@ _COMPILING = threading.Lock()
 
 
 def _unlock_in_child() -> None:
-    """A background job forked while another thread compiled must not inherit a held lock."""
-    global _COMPILING
+    """A background job forked while another thread compiled, or kept a simulation's costs, must
+    not inherit a held lock: nothing in the job would release it."""
+    global _COMPILING, _KEEPING
     _COMPILING = threading.Lock()
+    _KEEPING = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_unlock_in_child)

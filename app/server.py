@@ -6,13 +6,14 @@ from pathlib import Path
 
 import diskcache
 import platformdirs
-from dash import CeleryManager, Dash, DiskcacheManager
+from dash import Dash
 
 from compiler.target import load_target
 from perfdb.engine import open_db, session_factory
 
 from . import callbacks, celery_jobs
 from .explorer import Explorer
+from .jobs import ProcessJobs
 from .layout import page
 from .runs import DEFAULT_TARGET
 from .thread_jobs import ThreadJobManager
@@ -36,7 +37,7 @@ def create_app(
     # compiles and re-runs are background callbacks: each runs in a process of its own, reporting
     # its stage, and the page stays live; the job queue lives in a local cache directory
     jobs = diskcache.Cache(job_dir or platformdirs.user_cache_dir("tilescope") + "/jobs")
-    manager = CeleryManager(celery_jobs.celery_app(broker)) if broker else DiskcacheManager(jobs)
+    manager = celery_jobs.CeleryJobs(celery_jobs.celery_app(broker)) if broker else ProcessJobs(jobs)
     app = Dash(
         __name__, assets_folder=str(ASSETS), title="tilescope", update_title=None, background_callback_manager=manager,
     )

@@ -10,24 +10,32 @@ progress and stays live (the thread yields the interpreter between bytecodes). L
 
 from __future__ import annotations
 
+from itertools import count
 from threading import Thread
 
 from dash import DiskcacheManager
 
+from .jobs import OwnResults
 
-class ThreadJobManager(DiskcacheManager):
+
+class _Threads(DiskcacheManager):
     """A DiskcacheManager (results and progress in the same cache) whose jobs are threads."""
 
     def __init__(self, cache) -> None:
         super().__init__(cache)
         self._threads: dict[int, Thread] = {}
+        # not the thread's ident: the next thread reuses it, and two jobs would share one entry
+        self._ids = count(1)
 
     def call_job_fn(self, key, job_fn, args, context) -> int:
+        job = next(self._ids)  # one step under the GIL: no two jobs get one id
         thread = Thread(target=job_fn, args=(key, self._make_progress_key(key), args, context), daemon=True)
+        for other, other_thread in list(self._threads.items()):  # a copy: other requests start jobs too
+            if not other_thread.is_alive():
+                self._threads.pop(other, None)  # ended: it runs no more, whether or not its result was read
+        self._threads[job] = thread
         thread.start()
-        assert thread.ident is not None
-        self._threads[thread.ident] = thread
-        return thread.ident
+        return job
 
     def job_running(self, job) -> bool:
         thread = self._threads.get(int(job)) if job else None
@@ -40,3 +48,7 @@ class ThreadJobManager(DiskcacheManager):
 
     def terminate_unhealthy_job(self, job) -> bool:
         return False  # a thread that died left its result (or its error) in the cache
+
+
+class ThreadJobManager(OwnResults, _Threads):
+    """Jobs in threads of this process; each result goes to the page that started its job."""

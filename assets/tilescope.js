@@ -27,6 +27,15 @@ window.tilescope = {
     return [name, noUpdate];
   },
 
+  // A relayout of the timeline that moves its time axis (a zoom, a pan, a reset; as
+  // analysis_callbacks._x_window and _x_reset read it), or no_update for any other (a resize).
+  timeAxisChange: function (relayout) {
+    var moved = Object.keys(relayout || {}).some(function (key) {
+      return /^xaxis[0-9]*\.(range|range\[[01]\]|autorange)$/.test(key) && relayout[key] !== false;
+    });
+    return moved ? relayout : window.dash_clientside.no_update;
+  },
+
   // Outline the selected op's zones on the timeline without asking the server for a new figure.
   // The outlines are layout shapes (as timelines.outline draws them), set with Plotly.relayout:
   // a new figure, even one with the same data, would have Plotly decode its typed arrays again and

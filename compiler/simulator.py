@@ -55,7 +55,8 @@ class OpTiming:
     pct_peak: float = 0.0  # achieved FLOP/s over the engine's peak at the op's fidelity, in %
     dispatch_wait_ns: float = 0.0  # the device sat idle this long waiting for the host to issue it
     fidelity: str = ""  # math fidelity of matrix ops
-    tensors: list[dict] = field(default_factory=list)  # inputs then outputs: role, name, shape, dtype, layout
+    # inputs then outputs: role, name, shape, dtype, memory, memory_layout, layout, tile, grid
+    tensors: list[dict] = field(default_factory=list)
     compute_ns: float = 0.0  # the FLOPs at the engine's peak: the compute side of the roofline
     bandwidth_ns: float = 0.0  # the slowest path's bytes at its peak bandwidth: the memory side
 
@@ -83,6 +84,9 @@ def _tensors(graph: Graph, op: Op) -> list[dict]:
                 "role": f"{role}{i}", "name": name, "shape": list(tensor.shape), "dtype": layout.dtype if layout else tensor.dtype,
                 "memory": layout.memory if layout else "", "memory_layout": layout.memory_layout if layout else "",
                 "layout": layout.layout if layout else "",
+                # its tile shape and the cores holding its shards, which tile and operand overrides set
+                "tile": f"{layout.tile[0]}x{layout.tile[1]}" if layout and layout.layout == "tile" else "",
+                "grid": f"{layout.grid[0]}x{layout.grid[1]}" if layout else "",
             })
     return described
 

@@ -136,16 +136,21 @@ def format_item(ov: OpOverride) -> str:
     """The tt-mlir spelling of an override; parse_item(format_item(x)) == x up to `spec`."""
     parts = []
     if ov.grid is not None:
-        parts.append(f"{ov.grid[0]}x{ov.grid[1]}")
+        parts.append(format_value(ov.grid))
     for value in (ov.memory, ov.memory_layout, ov.layout, ov.dtype):
         if value is not None:
             parts.append(value)
     for key in EXTENSIONS:  # in the order they are declared
         value = getattr(ov, key)
-        if isinstance(value, tuple):
-            parts.append(f"{key}#{'x'.join(map(str, value))}")
-        elif isinstance(value, bool):
-            parts.append(f"{key}#{str(value).lower()}")
-        elif value is not None:
-            parts.append(f"{key}#{value}")
+        if value is not None:
+            parts.append(f"{key}#{format_value(value)}")
     return f"{ov.op}={':'.join(parts)}"
+
+
+def format_value(value: object) -> str:
+    """One parameter's value as an item spells it: `2x2x4`, `true`, `lofi`."""
+    if isinstance(value, tuple):
+        return "x".join(map(str, value))
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)

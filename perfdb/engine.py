@@ -22,10 +22,13 @@ class DatabaseError(Exception):
     """The database cannot be reached or used; str() is one line naming the cause."""
 
 
-def default_url() -> str:
-    if os.environ.get(ENV_VAR):
-        return os.environ[ENV_VAR]
+def embedded_url() -> str:
+    """The embedded database: one SQLite file in the user's data directory, never the working tree."""
     return f"sqlite:///{Path(user_data_dir('tilescope')) / 'perf.db'}"
+
+
+def default_url() -> str:
+    return os.environ.get(ENV_VAR) or embedded_url()
 
 
 def _describe(url: str) -> str:

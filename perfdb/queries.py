@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-from sqlalchemy import Row, func, select
+from sqlalchemy import Row, Text, cast, func, select
 from sqlalchemy.orm import Session, selectinload
 
 from . import blocks, lod
@@ -262,53 +263,166 @@ def counter_envelope(session: Session, run_id: int, name: str) -> list[tuple[flo
 
 
 TOP = 5  # names in top_regressions and top_improvements
+# What an op record keeps of how its op ran, compared by diff_runs: per tensor (each output as the
+# op writes it, each input as the op reads it, with the grid of its shards) and of the op itself.
+# Parameters only override items hold (a matmul's blocking, double buffering) are not in op records.
+TENSOR_PARAMS = ("memory", "memory_layout", "layout", "dtype", "tile")
+OP_PARAMS = ("grid", "fidelity")
 
 
 def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
     """Run `b` against run `a`, op by op, matched by stable op name.
 
-    Returns {a, b, total_delta_ns, ops, unmatched, top_regressions, top_improvements}: `ops` are the
-    ops of both runs, [{name, a_ns, b_ns, delta_ns, ratio (b/a, None when a took no time),
-    changes ("memory dram->l1", "grid 8x8->2x2")}], by |delta_ns| descending; `unmatched` the names
-    only in a or only in b, in execution order. Durations are summed per name (should a name occur
-    twice); the ratio is taken of the sums, never summed or averaged itself."""
+    Returns, in this order:
+    - `a`, `b`: the run ids.
+    - `warnings`: why the comparison may mislead: the runs are of different models (or of two
+      versions of one model's source), or on different targets (or two versions of one target's
+      description). Op names match whatever the ops are.
+    - `total_delta_ns`: b's total time minus a's, split into `device_delta_ns` (Run.device_ns: the
+      ops' device time, i.e. the per-op deltas plus inserted minus removed ops) and
+      `host_delta_ns` (the rest of the total: the device idle, mostly waiting for the host to
+      issue ops).
+      On a host-dispatch-bound run an op that gets faster mostly turns into idle time, so the
+      total moves far less than the ops.
+    - `times`: {a, b} -> {total_ns, device_ns, host_ns} of each run.
+    - `ops`: the ops of both runs, [{name, a_ns, b_ns, delta_ns, ratio (b/a, None when a took no
+      time), changes}], by |delta_ns| descending. `changes` lists what the op records say changed,
+      [{param, a, b, operand, result}]: `param` is one of TENSOR_PARAMS of a tensor (`operand` N:
+      the op's input N as the op reads it; `result` N: its output N; the other None), `grid` of an
+      input's shards (when sharded in either run), or one of OP_PARAMS of the op (both None); `a`
+      and `b` are the two values as strings ("dram", "8x8", "bfp8"). Outputs come first, then the
+      op, then the inputs. A parameter that one run did not record is not compared.
+    - `removed`, `inserted`: the ops only in a, only in b (a `to_layout` an override inserted),
+      [{name, kind, ns}] in execution order.
+    - `overrides`: {a, b} -> the override items only that run was compiled with, in its order.
+    - `top_regressions`, `top_improvements`: the names of the TOP ops that got slower, faster.
+
+    Durations are summed per name (should a name occur twice), parameters taken from its first
+    record; the ratio is taken of the sums, never summed or averaged itself."""
     runs = {run_id: get_run(session, run_id) for run_id in (a_id, b_id)}
     a, b = _ops_by_name(session, a_id), _ops_by_name(session, b_id)
     ops = []
     for name in a.keys() & b.keys():
-        (a_ns, a_memory, a_grid), (b_ns, b_memory, b_grid) = a[name], b[name]
-        pairs = (("memory", a_memory, b_memory), ("grid", a_grid, b_grid))
-        changes = [f"{what} {x}->{y}" for what, x, y in pairs if x != y]
+        x, y = a[name], b[name]
         ops.append({
-            "name": name, "a_ns": a_ns, "b_ns": b_ns, "delta_ns": b_ns - a_ns,
-            "ratio": b_ns / a_ns if a_ns else None, "changes": changes,
+            "name": name, "a_ns": x.ns, "b_ns": y.ns, "delta_ns": y.ns - x.ns, "ratio": y.ns / x.ns if x.ns else None,
+            "changes": _changes(x.record, y.record) if x.record != y.record else [],
         })
     ops.sort(key=lambda op: (-abs(op["delta_ns"]), op["name"]))
     slower = sorted((op for op in ops if op["delta_ns"] > 0), key=lambda op: (-op["delta_ns"], op["name"]))
     faster = sorted((op for op in ops if op["delta_ns"] < 0), key=lambda op: (op["delta_ns"], op["name"]))
+    times = {
+        side: {"total_ns": run.total_ns, "device_ns": run.device_ns, "host_ns": run.total_ns - run.device_ns}
+        for side, run in (("a", runs[a_id]), ("b", runs[b_id]))
+    }
+    overrides = {run_id: set(runs[run_id].overrides) for run_id in (a_id, b_id)}
+    deltas = {f"{what}_delta_ns": times["b"][f"{what}_ns"] - times["a"][f"{what}_ns"] for what in ("total", "device", "host")}
     return {
         "a": a_id,
         "b": b_id,
-        "total_delta_ns": runs[b_id].total_ns - runs[a_id].total_ns,
+        "warnings": _warnings(runs[a_id], runs[b_id]),
+        **deltas,
+        "times": times,
         "ops": ops,
-        "unmatched": {"a": [n for n in a if n not in b], "b": [n for n in b if n not in a]},
+        "removed": [{"name": n, "kind": op.kind, "ns": op.ns} for n, op in a.items() if n not in b],
+        "inserted": [{"name": n, "kind": op.kind, "ns": op.ns} for n, op in b.items() if n not in a],
+        "overrides": {
+            "a": [item for item in runs[a_id].overrides if item not in overrides[b_id]],
+            "b": [item for item in runs[b_id].overrides if item not in overrides[a_id]],
+        },
         "top_regressions": [op["name"] for op in slower[:TOP]],
         "top_improvements": [op["name"] for op in faster[:TOP]],
     }
 
 
-def _ops_by_name(session: Session, run_id: int) -> dict[str, tuple[float, str, str]]:
-    """name -> (duration summed over its records, memory, grid of its first record), in execution order."""
+def _warnings(a: Run, b: Run) -> list[str]:
+    """What makes comparing two runs op by op suspect: other models (names may match other ops) or
+    other machines (the same op costs differently)."""
+    warnings = []
+    if a.model_id != b.model_id:
+        hashes = f"source sha256 {a.model.source_hash[:12]} vs {b.model.source_hash[:12]}"
+        if a.model_ref == b.model_ref:
+            warnings.append(f"the source of {a.model_ref} differs between run {a.id} and run {b.id} ({hashes})")
+        else:
+            warnings.append(
+                f"different models: run {a.id} is {a.model_ref}, run {b.id} is {b.model_ref} ({hashes}); "
+                "ops match by name only"
+            )
+    if a.target.name != b.target.name:
+        warnings.append(f"different targets: run {a.id} ran on {a.target.name}, run {b.id} on {b.target.name}")
+    # runs stored before target descriptions were kept have none to compare
+    elif a.target.description and b.target.description and a.target.description_hash != b.target.description_hash:
+        warnings.append(
+            f"target {a.target.name} differs between run {a.id} and run {b.id} "
+            f"(description sha256 {a.target.description_hash[:12]} vs {b.target.description_hash[:12]})"
+        )
+    return warnings
+
+
+_Key = tuple[int | None, int | None, str]  # a parameter of an op's input (operand), output (result) or its own
+
+
+class _DiffOp(NamedTuple):
+    kind: str
+    ns: float  # device time, summed over the name's records
+    record: tuple[str, str, str, str]  # memory, grid, fidelity and tensors (JSON text) of its first record
+
+
+def _ops_by_name(session: Session, run_id: int) -> dict[str, _DiffOp]:
+    """name -> the op's kind, duration summed over its records and what its first record says of
+    how it ran, in execution order. The tensors come as JSON text, decoded only for the ops whose
+    records differ: decoding every op's took a diff of two 10k-op runs from 0.2 to 0.8 s."""
     rows = session.execute(
-        select(OpRecord.name, OpRecord.duration_ns, OpRecord.memory, OpRecord.grid)
+        select(
+            OpRecord.name, OpRecord.kind, OpRecord.duration_ns, OpRecord.memory, OpRecord.grid, OpRecord.fidelity,
+            cast(OpRecord.tensors, Text),
+        )
         .where(OpRecord.run_id == run_id)
         .order_by(OpRecord.start_ns, OpRecord.id)
     )
-    ops: dict[str, tuple[float, str, str]] = {}
-    for name, duration, memory, grid in rows:
-        total, memory, grid = ops.get(name, (0.0, memory, grid))
-        ops[name] = (total + duration, memory, grid)
+    ops: dict[str, _DiffOp] = {}
+    for name, kind, duration, *record in rows:
+        known = ops.get(name)
+        if known is not None:
+            ops[name] = known._replace(ns=known.ns + duration)
+        else:
+            ops[name] = _DiffOp(kind, duration, tuple(record))
     return ops
+
+
+def _changes(a: tuple[str, str, str, str], b: tuple[str, str, str, str]) -> list[dict]:
+    """What differs between two records of an op (diff_runs gives the shape)."""
+    x, y = _params(*a), _params(*b)
+    return [
+        {"param": param, "a": value, "b": y[operand, result, param], "operand": operand, "result": result}
+        for (operand, result, param), value in x.items()
+        if y.get((operand, result, param), value) != value and _compared(operand, param, x, y)
+    ]
+
+
+def _compared(operand: int | None, param: str, *params: dict[_Key, str]) -> bool:
+    """An input's grid is compared when it is sharded in either run: the grid of an interleaved
+    tensor only names the cores that wrote it, which its producer's grid change already shows."""
+    if param != "grid" or operand is None:
+        return True
+    return any(p.get((operand, None, "memory_layout"), "interleaved") != "interleaved" for p in params)
+
+
+def _params(memory: str, grid: str, fidelity: str, tensors: str | None) -> dict[_Key, str]:
+    """(operand, result, parameter) -> value of one op record: its outputs, the op, its inputs, the
+    order changes are listed in; empty values (not recorded) left out. The memory column stands
+    for the first output's memory in records without tensors; an output's grid is the op's."""
+    described = json.loads(tensors) if tensors else []
+    found = {(None, 0, "memory"): memory}
+    for tensor in described:
+        if tensor["role"].startswith("out"):
+            found.update({(None, int(tensor["role"][3:]), param): tensor.get(param, "") for param in TENSOR_PARAMS})
+    found.update({(None, None, param): value for param, value in zip(OP_PARAMS, (grid, fidelity))})
+    for tensor in described:
+        if tensor["role"].startswith("in"):
+            index = int(tensor["role"][2:])
+            found.update({(index, None, param): tensor.get(param, "") for param in (*TENSOR_PARAMS, "grid")})
+    return {key: value for key, value in found.items() if value}
 
 
 STAT_KEYS = ("name", "kind")
@@ -346,3 +460,14 @@ def op_statistics(session: Session, run_id: int, by: str = "name") -> list[dict]
             "p90_ns": _percentile(values, 90), "pct_of_run": total / device * 100,
         })
     return sorted(rows, key=lambda row: (-row["total_ns"], row[by]))
+
+
+def run_id_back(session: Session, back: int = 0) -> int:
+    """The id of the newest run (`back` 0), or of the run `back` runs before it, in the order stored."""
+    run_id = session.scalar(select(Run.id).order_by(Run.id.desc()).offset(back).limit(1))
+    if run_id is None:
+        stored = session.scalar(select(func.count(Run.id)))
+        if not stored:
+            raise LookupError("the database holds no runs yet")
+        raise LookupError(f"no run {back} before the newest: the database holds {stored} run(s)")
+    return run_id

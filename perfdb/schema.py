@@ -125,8 +125,10 @@ class OpRecord(Base):
     dispatch_wait_ns: Mapped[float] = mapped_column(Float, default=0.0)
     level: Mapped[str] = mapped_column(String(16), default="kernel", server_default="kernel")
     fidelity: Mapped[str] = mapped_column(String(16), default="", server_default="")  # math fidelity, matrix ops
-    # inputs then outputs: [{role: in0|out0, name, shape, dtype, memory, memory_layout, layout}]
-    # deferred: only exports read them, and decoding them for every view of a large run costs
+    # inputs then outputs: [{role: in0|out0, name, shape, dtype, memory, memory_layout, layout, tile,
+    # grid}]: tile "RxC" ("" when row-major), grid "RxC" the cores holding its shards (interleaved:
+    # the producing op's); runs stored before they were kept have neither
+    # deferred: only exports and diffs read them, and decoding them for every view of a large run costs
     tensors: Mapped[list] = mapped_column(JSON, default=list, server_default="[]", deferred=True)
     compute_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")  # FLOPs at peak
     bandwidth_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")  # bytes at peak bandwidth

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import create_engine
@@ -54,7 +56,84 @@ def wormhole():
     return load_target("wormhole_n150")
 
 
-PG_ENV = "TILESCOPE_TEST_PG"  # a PostgreSQL URL: database tests run on it too (each in a schema of its own)
+# Services the suite uses where they answer. Each is found at its environment variable's URL, or,
+# when the variable is unset, at its default local address; set the variable empty to leave it out.
+# A URL given explicitly must answer: a typo should fail the run, not skip half of it.
+PG_ENV = "TILESCOPE_TEST_PG"  # database tests run on it too, each in a schema of its own
+LOCAL_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+REDIS_ENV = "TILESCOPE_TEST_REDIS"  # Celery jobs over Redis, in the browser tests
+LOCAL_REDIS = "redis://127.0.0.1:6379"
+
+
+def _postgres_answers(url: str) -> bool:
+    engine = create_engine(url, connect_args={"connect_timeout": 3})
+    try:
+        with engine.connect():
+            return True
+    except Exception:  # noqa: BLE001  # any failure to connect means the same here: not usable
+        return False
+    finally:
+        engine.dispose()
+
+
+def _redis_answers(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=3).ping())
+    except redis.exceptions.RedisError:
+        return False
+
+
+SERVICES = {  # name: (variable, default URL, probe, what runs on it)
+    "PostgreSQL": (PG_ENV, LOCAL_PG, _postgres_answers, "the database tests run on SQLite only"),
+    "Redis": (REDIS_ENV, LOCAL_REDIS, _redis_answers, "the Celery job tests are skipped"),
+}
+
+
+def _find_services() -> tuple[dict[str, str | None], list[str]]:
+    """{service: its URL, or None}, and one line per service left out, saying how to bring it in."""
+    found, notes = {}, []
+    for name, (variable, default, answers, without) in SERVICES.items():
+        given = os.environ.get(variable)
+        url = default if given is None else given.strip() or None
+        if url is None:
+            notes.append(f"{name}: off (${variable} is empty); {without}")
+        elif answers(url):
+            found[name] = url
+            continue
+        elif given is not None:
+            raise pytest.UsageError(f"${variable}={url} does not answer; set it to a reachable {name} URL, or empty")
+        else:
+            notes.append(f"{name}: nothing answers at {url}; {without} (set ${variable}=URL to use another)")
+        found[name] = None
+    return found, notes
+
+
+def pytest_configure(config) -> None:
+    config.tilescope_services, notes = _find_services()
+    if not CORPUS.is_dir():
+        notes.append(f"MLIR corpus: not found at {CORPUS}; its integration tests are skipped")
+    if not (shutil.which("chromium") or shutil.which("chromium-browser")) or not shutil.which("chromedriver"):
+        notes.append("Chromium: chromium or chromedriver missing; the browser tests are skipped (./run test installs them on Debian)")
+    config.tilescope_notes = notes
+
+
+def pytest_sessionstart(session) -> None:
+    """Say once, first, what this run leaves out: -q hides pytest's own header."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    for note in session.config.tilescope_notes:
+        reporter.write_line(f"tilescope tests: {note}", yellow=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_url(pytestconfig) -> str:
+    return pytestconfig.tilescope_services["PostgreSQL"] or pytest.skip("no PostgreSQL (see the note at the top of the run)")
+
+
+@pytest.fixture(scope="session")
+def redis_url(pytestconfig) -> str:
+    return pytestconfig.tilescope_services["Redis"] or pytest.skip("no Redis (see the note at the top of the run)")
 
 
 @pytest.fixture
@@ -62,17 +141,11 @@ def sqlite_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path}/t.db"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def new_db(request, tmp_path, sqlite_url):
-    """new_db() -> the URL of another empty database of this test's kind: SQLite files in tmp_path
-    (the first is `sqlite_url`), or fresh schemas in $TILESCOPE_TEST_PG, dropped after the test."""
-    if request.param == "sqlite":
-        files = iter([sqlite_url] + [f"sqlite:///{tmp_path}/t{i}.db" for i in range(1, 100)])
-        yield lambda: next(files)
-        return
-    base = os.environ.get(PG_ENV) or pytest.skip(f"{PG_ENV} is not set")
+@pytest.fixture
+def pg_schemas(postgres_url):
+    """make() -> the URL of a fresh, empty schema on the suite's PostgreSQL; all are dropped after the test."""
     # a connection a failed test left in a transaction makes DROP SCHEMA fail, not hang
-    admin = create_engine(base, isolation_level="AUTOCOMMIT", connect_args={"options": "-clock_timeout=30s"})
+    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT", connect_args={"options": "-clock_timeout=30s"})
     schemas = []
 
     def make() -> str:
@@ -81,7 +154,7 @@ def new_db(request, tmp_path, sqlite_url):
             connection.exec_driver_sql(f"CREATE SCHEMA {schemas[-1]}")
         # a server time zone other than UTC, so timestamps must carry their zone to round-trip
         options = f"-csearch_path={schemas[-1]} -ctimezone=Asia/Kolkata"
-        return make_url(base).update_query_dict({"options": options}).render_as_string(hide_password=False)
+        return make_url(postgres_url).update_query_dict({"options": options}).render_as_string(hide_password=False)
 
     yield make
     with admin.connect() as connection:
@@ -90,9 +163,46 @@ def new_db(request, tmp_path, sqlite_url):
     admin.dispose()
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def new_db(request, tmp_path, sqlite_url):
+    """new_db() -> the URL of another empty database of this test's kind: SQLite files in tmp_path
+    (the first is `sqlite_url`), or fresh schemas on the suite's PostgreSQL, dropped after the test."""
+    if request.param == "sqlite":
+        files = iter([sqlite_url] + [f"sqlite:///{tmp_path}/t{i}.db" for i in range(1, 100)])
+        return lambda: next(files)
+    return request.getfixturevalue("pg_schemas")
+
+
+REDIS_CLAIMS = "tilescope-test:redis-db:"  # keys in database 0 saying which run owns which database
+
+
+@pytest.fixture
+def redis_broker(redis_url):
+    """The URL of a Redis database this test has to itself, emptied before and after: suites running
+    at once on one Redis each claim their own (SET NX in database 0), so none empties another's queue."""
+    import redis
+
+    def database_url(index: int) -> str:
+        return urlsplit(redis_url)._replace(path=f"/{index}").geturl()
+
+    claims = redis.Redis.from_url(database_url(0))
+    owner = uuid.uuid4().hex
+    for index in range(1, 16):  # Redis has 16 databases unless configured otherwise
+        if claims.set(f"{REDIS_CLAIMS}{index}", owner, nx=True, ex=3600):  # expires should a run be killed
+            break
+    else:
+        pytest.fail("every Redis database 1-15 is claimed by another test run")
+    database = redis.Redis.from_url(database_url(index))
+    database.flushdb()
+    yield database_url(index)
+    database.flushdb()
+    if claims.get(f"{REDIS_CLAIMS}{index}") == owner.encode():
+        claims.delete(f"{REDIS_CLAIMS}{index}")
+
+
 @pytest.fixture
 def db_url(new_db) -> str:
-    """An empty database: a SQLite file, and a PostgreSQL schema when $TILESCOPE_TEST_PG is set."""
+    """An empty database: a SQLite file, and a PostgreSQL schema when the suite has PostgreSQL."""
     return new_db()
 
 

@@ -6,7 +6,7 @@ from app.bench import format_table, run_case
 from compiler import zoo
 
 
-def test_a_case_runs_every_step_and_reports_sizes(tmp_path):
+def test_a_case_runs_every_step_and_reports_sizes(tmp_path, capsys):
     case = run_case("tiny", "zoo:mlp?layers=1", lambda: zoo.generate("zoo:mlp?layers=1"), "wormhole_n150", tmp_path)
     assert [s.name for s in case.steps] == [
         "generate", "import", "graph", "layout", "kernel", "simulate", "store", "stats", "graph view", "full rerun", "incr rerun",
@@ -16,6 +16,10 @@ def test_a_case_runs_every_step_and_reports_sizes(tmp_path):
     assert case.total == sum(s.seconds for s in case.steps[:7])
     assert all(s.seconds >= 0 and s.peak_rss_mb > 0 for s in case.steps)
     assert (tmp_path / "tiny.db").exists()
+    # each step says it is done on stderr as it ends, so a long bench is never silent
+    progress = capsys.readouterr().err.splitlines()
+    assert progress[0] == "tilescope bench: tiny: zoo:mlp?layers=1"
+    assert [line.split(": ")[2].rsplit(" ", 2)[0] for line in progress[1:]] == [s.name for s in case.steps]
 
 
 def test_compile_only_cases_stop_at_the_kernel_level_and_print_dashes(tmp_path):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -32,16 +31,16 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 
-def _serve(tmp_path_factory, model: str, db_url: str | None = None, *extra: str):
-    return serving.start(model, db_url or f"sqlite:///{tmp_path_factory.mktemp('browser') / 'ui.db'}", *extra)
+def _serve(tmp_path_factory, model: str):
+    tmp = tmp_path_factory.mktemp("browser")
+    return serving.start(model, f"sqlite:///{tmp / 'ui.db'}", logs=tmp)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     url, proc = _serve(tmp_path_factory, MODEL)
     yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    proc.stop()
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +63,28 @@ def _chrome():
 
 def _wait(driver, predicate, timeout=30):
     return WebDriverWait(driver, timeout, poll_frequency=0.2).until(lambda d: predicate(d))
+
+
+# Dash's queue of callbacks (as dash.testing reads it): empty once every callback that an action
+# set off, in the browser or on the server, has run and its outputs are on the page
+SETTLED = """
+var store = (window.dash_stores || [])[0];
+if (!store) { return false; }
+var queues = store.getState().callbacks;
+return Object.keys(queues).every(function (k) { return k === 'stored' || k === 'completed' || !queues[k].length; });
+"""
+
+
+def _settled(driver) -> bool:
+    return driver.execute_script(SETTLED)
+
+
+def _prop(driver, element_id: str, prop: str):
+    """A component's property as Dash holds it (what its callbacks get), not as the page shows it."""
+    return driver.execute_script(
+        "var c = window.dash_component_api.getLayout(arguments[0]); return c ? c.props[arguments[1]] : null;",
+        element_id, prop,
+    )
 
 
 def _text(driver, element_id: str) -> str:
@@ -120,12 +141,17 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     _wait(d, lambda d: len(_op_nodes(d)) == 2)  # fc1 and fc2, bias adds and gelu fused in
     _wait(d, lambda d: "run #1" in _text(d, "run-summary"))
     _wait(d, lambda d: _timeline_zones(d) > 0)
+    # of the timeline's relayouts only moves of its time axis go to the server: a request for a
+    # resize would replace the one drawing a new run, and draw nothing
+    assert d.execute_script("return window.tilescope.timeAxisChange({autosize: true}) === window.dash_clientside.no_update")
+    assert d.execute_script("return window.tilescope.timeAxisChange({'xaxis.range[0]': 1, 'xaxis.range[1]': 2})['xaxis.range[1]']") == 2
     # the bare address gets the view's state at once, so it can be copied as a link
     _wait(d, lambda d: "model=" in d.current_url and "run=" in d.current_url)
     _shot(d, "01-graph-level")
 
     d.find_element(By.XPATH, "//div[@id='level-select']//label[normalize-space()='kernel']").click()
-    _wait(d, lambda d: "ts.cores" in _text(d, "mlir-view"))
+    # the graph is drawn again for the level too: its node is clicked once that is done
+    _wait(d, lambda d: "ts.cores" in _text(d, "mlir-view") and _settled(d))
     _shot(d, "02-kernel-level")
 
     fc1 = _op_nodes(d)[0]
@@ -144,9 +170,12 @@ def test_load_switch_levels_click_override_rerun(server, browser):
         "return (g.layout.shapes || []).filter(function (s) { return s.name === 'selected'; }).length;") == cores)
     assert cores > 1
     _shot(d, "03-op-selected")
-    # a click on an edge (no customdata) selects nothing else
+    # a click on an edge (no customdata) selects nothing else: once Dash has the click and has run
+    # what it set off, the op is still the one selected
     d.execute_script(GRAPH + "gd.emit('plotly_click', {points: [{curveNumber: 1, pointNumber: 0}], event: {}});")
-    time.sleep(1)
+    _wait(d, lambda d: (_prop(d, "graph-view", "clickData") or {}).get("points", [{}])[0].get("curveNumber") == 1
+          and _settled(d))
+    assert _prop(d, "selected-op", "data") == "mlp.layer.0.fc1.matmul"
     assert "mlp.layer.0.fc1.matmul" in _text(d, "op-inspector")
 
     _pick(d, "override-memory", "l1")
@@ -255,7 +284,7 @@ def test_bert_base_grouped_graph_and_interaction_latency(bert_server, browser):
             f"return document.getElementById('op-inspector').innerText.indexOf({op!r}) >= 0"
             f" && document.querySelector('#mlir-view mark').innerText.indexOf({op!r}) >= 0",
         ))
-        time.sleep(0.5)
+        _wait(d, _settled)  # the next selection is timed from a page at rest
     timings["select_op_first_ms"] = selections[0]
     timings["select_op_ms"] = sorted(selections)[len(selections) // 2]  # the median
     timings["level_switch_ms"] = _timed(
@@ -294,26 +323,21 @@ def test_bert_base_grouped_graph_and_interaction_latency(bert_server, browser):
     assert not severe, severe
 
 
-def _celery_env(db: int) -> dict:
-    """The environment that sends the app's jobs to a Celery worker over Redis (database `db`, emptied)."""
-    import redis
-
-    broker = f"redis://127.0.0.1:6379/{db}"
-    try:
-        redis.Redis.from_url(broker).flushdb()
-    except redis.exceptions.ConnectionError:
-        pytest.skip("no Redis on 127.0.0.1:6379")
-    return {**os.environ, "TILESCOPE_CELERY_BROKER": broker}
+@pytest.fixture
+def celery_env(redis_broker):
+    """The environment that sends the app's jobs to a Celery worker over Redis, on a database no
+    other test run uses at the same time."""
+    return {**os.environ, "TILESCOPE_CELERY_BROKER": redis_broker}
 
 
 @pytest.mark.parametrize("jobs", ["in the app", "on a celery worker"])
-def test_two_users_rerun_at_once_on_two_workers(tmp_path_factory, db_url, browser, jobs):
+def test_two_users_rerun_at_once_on_two_workers(request, tmp_path, db_url, browser, jobs):
     """Two app workers (gunicorn) on one database, two users each applying an override at the same
     moment: both re-runs are stored, each with its own override, and each page shows its own. The
     re-runs run in the app's workers, or on a Celery worker with Redis as broker."""
-    env = _celery_env(12) if jobs == "on a celery worker" else None
-    worker = serving.start_worker(MODEL, db_url, env) if env else None
-    url, proc = serving.start(MODEL, db_url, "--workers", "2", env=env)
+    env = request.getfixturevalue("celery_env") if jobs == "on a celery worker" else None
+    worker = serving.start_worker(MODEL, db_url, tmp_path, env) if env else None
+    url, proc = serving.start(MODEL, db_url, "--workers", "2", logs=tmp_path, env=env)
     other = _chrome()
     try:
         users = {"mlp.layer.0.fc1.matmul": browser, "mlp.layer.0.fc2.matmul": other}
@@ -324,8 +348,7 @@ def test_two_users_rerun_at_once_on_two_workers(tmp_path_factory, db_url, browse
                 _wait(d, lambda d: len(_op_nodes(d)) == 2)
             except Exception:
                 _shot(d, "debug-two-users")
-                proc.terminate()
-                raise AssertionError((proc.communicate(timeout=20)[0] or "")[-3000:] + str(d.get_log("browser"))[:3000])
+                raise AssertionError(proc.stop()[-3000:] + str(d.get_log("browser"))[:3000])
             d.execute_script(CLICK_NODE % op)
             _wait(d, lambda d, op=op: op in _text(d, "op-inspector"))
             _pick(d, "override-memory", "l1")
@@ -336,12 +359,8 @@ def test_two_users_rerun_at_once_on_two_workers(tmp_path_factory, db_url, browse
             _wait(d, lambda d, op=op: f"{op}=" in _text(d, "run-summary"), timeout=30)
     finally:
         other.quit()
-        proc.terminate()
-        proc.wait(timeout=20)
-        log = ""
-        if worker:
-            worker.terminate()
-            log = worker.communicate(timeout=30)[0]
+        proc.stop()
+        log = worker.stop() if worker else ""
     from perfdb.engine import open_db, session_factory
     from perfdb.queries import list_runs
 
@@ -353,14 +372,11 @@ def test_two_users_rerun_at_once_on_two_workers(tmp_path_factory, db_url, browse
         assert log.count("succeeded") >= 2 and "background_callback_" in log
 
 
-def test_a_rerun_runs_on_a_celery_worker_with_redis(tmp_path_factory, db_url, browser):
+def test_a_rerun_runs_on_a_celery_worker_with_redis(tmp_path, db_url, browser, celery_env):
     """With a broker configured, the app sends the re-run to `tilescope worker` over Redis; the
     page shows the new run as it does with local jobs."""
-    import redis
-
-    env = _celery_env(11)
-    worker = serving.start_worker(MODEL, db_url, env)
-    url, proc = serving.start(MODEL, db_url, env=env)
+    worker = serving.start_worker(MODEL, db_url, tmp_path, celery_env)
+    url, proc = serving.start(MODEL, db_url, logs=tmp_path, env=celery_env)
     try:
         d = browser
         d.get(url)
@@ -373,9 +389,6 @@ def test_a_rerun_runs_on_a_celery_worker_with_redis(tmp_path_factory, db_url, br
         _wait(d, lambda d: "applied" in _text(d, "override-status"), timeout=90)
         _wait(d, lambda d: "mlp.layer.0.fc1.matmul=" in _text(d, "run-summary"), timeout=30)
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        worker.terminate()
-        log = worker.communicate(timeout=30)[0]
-        redis.Redis.from_url(env["TILESCOPE_CELERY_BROKER"]).flushdb()
+        proc.stop()
+        log = worker.stop()
     assert "succeeded" in log and "background_callback_" in log  # the worker ran it, not the app

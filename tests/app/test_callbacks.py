@@ -296,6 +296,23 @@ def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):
     assert "no parent run" in str(cb["show_diff"]([], base_id))
 
 
+def test_the_diff_shows_the_inserted_op_the_time_split_and_warns_of_other_targets(app, cb):
+    _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    operand = f"{CONSUMER}=operand#1:l1:width_sharded:1x8"
+    _, run_id, _, _ = cb["apply_override"](_progress, 1, base_id, None, [operand], "dram", "interleaved", 8, 8, "tile", "bf16")
+    found = app.explorer.diff(base_id, run_id)
+    view = str(cb["show_diff"]([], run_id))
+    (inserted,) = found["inserted"]
+    assert f"Inserted (only in B #{run_id}): 1 op, {inserted['ns'] / 1e3:,.2f} us" in view
+    assert f"{CONSUMER}.in1.to_layout  to_layout" in view and "Removed" not in view
+    assert "operand 1 memory dram->l1, operand 1 memory_layout interleaved->width_sharded, operand 1 grid 1x1->1x8" in view
+    assert f"device {found['device_delta_ns'] / 1e3:+.2f} us, host/idle {found['host_delta_ns'] / 1e3:+.2f} us" in view
+    assert "Warning" not in view
+    _, other_id, _, _ = cb["choose_model"](MODEL, "blackhole_p150", "dram-interleaved")
+    view = str(cb["show_diff"]([base_id, other_id], other_id))
+    assert f"Warning: different targets: run {base_id} ran on wormhole_n150, run {other_id} on blackhole_p150" in view
+
+
 SMALL_MLIR = """
 func.func @forward(%x: tensor<256x256xbf16> {ttir.name = "x"}) -> tensor<256x256xbf16> {
   %0 = "ttir.exp"(%x) : (tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("e")

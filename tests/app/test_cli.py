@@ -425,3 +425,61 @@ def test_check_lists_every_problem_and_exits_1(capsys, tmp_path):
     assert any("grid 9x9 outside wormhole_n150's 8x8 grid" in line for line in lines)
     code, out, _ = cli(capsys, "check", "zoo:mlp", "--override", "mlp.layer.1.fc1.matmul=4x8:l1", "--json")
     assert code == 0 and json.loads(out)["ok"] is True
+
+
+# --- run references, version, serve's port -------------------------------------------------------------
+
+
+def test_last_and_last_tilde_n_name_runs_counted_back_from_the_newest(capsys, db_url, tiny_path, tmp_path):
+    first = run_json(capsys, tiny_path, "--db", db_url)["run_id"]
+    second = run_json(capsys, tiny_path, "--db", db_url, "--override", "matmul_0=l1")["run_id"]
+    code, out, _ = cli(capsys, "stats", "last", "--db", db_url, "--json")
+    assert code == 0 and out == cli(capsys, "stats", str(second), "--db", db_url, "--json")[1]
+    code, out, _ = cli(capsys, "export", "last~1", "--db", db_url, "--format", "tt-mlir")
+    assert code == 0 and "matmul_0" not in out  # the first run had no override
+    code, out, err = cli(capsys, "diff", "last~1", "last", "--db", db_url, "--json")
+    assert code == 0, err
+    assert (json.loads(out)["a"], json.loads(out)["b"]) == (first, second)
+    report = tmp_path / "ops.csv"
+    assert cli(capsys, "export", "last", "--db", db_url, "--format", "csv", "-o", str(report))[0] == 0
+    code, _, err = cli(capsys, "import", "last~2", str(report), "--db", db_url)
+    assert_one_error_line(code, err, r"last~2: no run 2 before the newest: the database holds 2 run\(s\)")
+
+
+def test_last_on_an_empty_database_says_so(capsys, db_url):
+    code, _, err = cli(capsys, "stats", "last", "--db", db_url)
+    assert_one_error_line(code, err, "last: the database holds no runs yet")
+
+
+@pytest.mark.parametrize("ref", ["latest", "last~", "last~x", "-1", "1.5"])
+def test_a_run_reference_that_is_not_one_is_a_usage_error(capsys, ref):
+    with pytest.raises(SystemExit) as exit_:
+        main(["stats", ref])
+    assert exit_.value.code == 2
+    assert f"{ref!r} is not a run: give a run id, last, or last~N" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out == f"tilescope {version('tilescope')}\n"
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    from app.cli import _parser
+
+    parser = _parser()
+    commands = parser._subparsers._group_actions[0].choices  # argparse keeps sub-commands here
+    for name, command in commands.items():
+        for action in command._actions:
+            if action.option_strings and action.dest != "help":
+                assert action.help, f"tilescope {name} {action.option_strings[0]} has no help text"
+
+
+@pytest.mark.parametrize("value", ["http", "0", "70000"])
+def test_a_bad_port_in_the_environment_is_one_line(capsys, monkeypatch, value):
+    monkeypatch.setenv("TILESCOPE_PORT", value)
+    code, _, err = cli(capsys, "serve")
+    assert_one_error_line(code, err, rf"\$TILESCOPE_PORT='{value}' is not a port number")

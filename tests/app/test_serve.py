@@ -21,10 +21,9 @@ MODEL = "zoo:mlp?layers=1"
 
 @pytest.fixture
 def workers(db_url, tmp_path):
-    url, proc = serving.start(MODEL, db_url, "--workers", "2", env={**os.environ, "HOME": str(tmp_path)})
+    url, proc = serving.start(MODEL, db_url, "--workers", "2", logs=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
     yield url, proc
-    proc.terminate()
-    proc.wait(timeout=20)
+    proc.stop()
 
 
 def test_two_workers_serve_the_page_from_one_database(workers, db_url):

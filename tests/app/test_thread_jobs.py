@@ -54,3 +54,17 @@ def test_a_failing_job_leaves_its_error_for_the_page(tmp_path):
     _wait_for(manager, "bad")
     assert manager.get_result("bad", job)["background_callback_error"]["msg"] == "no such op"
     assert not manager.terminate_unhealthy_job(job)
+
+
+def test_reading_a_finished_job_leaves_a_job_that_runs_alone(tmp_path):
+    """A thread's ident goes to the next thread: a job known by it would be forgotten when the
+    finished job of the same ident had its result read, and its page would stop polling."""
+    manager = ThreadJobManager(diskcache.Cache(str(tmp_path)))
+    done = manager.call_job_fn("done", manager.make_job_fn(lambda: 1, progress=False), [], {})
+    _wait_for(manager, "done")
+    release = threading.Event()
+    running = manager.call_job_fn("running", manager.make_job_fn(lambda: release.wait(5), progress=False), [], {})
+    assert manager.get_result("done", done) == 1
+    assert manager.job_running(running)
+    release.set()
+    _wait_for(manager, "running")

@@ -243,3 +243,11 @@ def test_shipped_example_loads_by_file_name():
     assert [op.name for op in graph.ops] == ["matmul_0", "add_0", "relu_0", "matmul_1", "head.logits", "head.probs"]
     assert graph.inputs[0] == "features"
     assert _shape(graph, "head.probs") == ((32, 1000), "bf16")
+
+
+def test_shipped_ffn_example_names_every_op_by_its_loc():
+    graph = load_model("ffn.mlir").graph
+    assert [op.name for op in graph.ops] == [
+        "ffn.fc1", "ffn.fc1.bias_add", "ffn.act", "ffn.fc2", "ffn.fc2.bias_add", "ffn.residual", "ffn.norm",
+    ]
+    assert _shape(graph, "ffn.norm") == ((256, 1024), "bf16")

@@ -1,5 +1,5 @@
 """Alembic migrations: an empty database, a current one, and one made before Alembic, on SQLite and
-(with $TILESCOPE_TEST_PG) PostgreSQL."""
+(when the suite has it) PostgreSQL."""
 
 from __future__ import annotations
 

@@ -69,8 +69,9 @@ def test_a_report_round_trips_as_a_measured_run(sessions, base):
         diff = diff_runs(s, base, measured)
         record = s.query(MeasuredImport).filter_by(run_id=measured).one()
         assert (record.source, record.rows, record.matched, record.problems) == ("ops.csv", 2, 2, [])
-    assert diff["unmatched"] == {"a": [], "b": []}
+    assert diff["removed"] == diff["inserted"] == [] and diff["warnings"] == []
     assert all(abs(op["delta_ns"]) <= 0.5 for op in diff["ops"])  # durations travel as whole ns
+    assert all(op["changes"] == [] for op in diff["ops"])  # the measured program ran as compiled
 
 
 def test_a_measured_run_keeps_the_programs_bytes_and_l1_at_its_own_times(sessions, base):

@@ -6,11 +6,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.runs import execute
+from compiler.target import target_text
 from perfdb.engine import open_db, session_factory
-from perfdb.queries import RunNotFound, diff_runs
+from perfdb.queries import RunNotFound, diff_runs, get_run
 from perfdb.store import NewRun, save_run
 
-KEYS = {"a", "b", "total_delta_ns", "ops", "unmatched", "top_regressions", "top_improvements"}
+KEYS = [
+    "a", "b", "warnings", "total_delta_ns", "device_delta_ns", "host_delta_ns", "times", "ops", "removed", "inserted",
+    "overrides", "top_regressions", "top_improvements",
+]
+MLP = "zoo:mlp?layers=1"  # two matmuls, each with its bias add and activation fused in
+FC1, FC2 = "mlp.layer.0.fc1.matmul", "mlp.layer.0.fc2.matmul"
+
+
+def change(param, a, b, operand=None, result=None) -> dict:
+    return {"param": param, "a": a, "b": b, "operand": operand, "result": result}
+
+
+def output(param, a, b) -> dict:
+    return change(param, a, b, result=0)
 
 
 @pytest.fixture
@@ -47,20 +62,22 @@ def test_matched_ops_their_deltas_ratios_changes_and_order(sessions):
     b = store(sessions, ("new", 3.0, "l1", "1x1"), ("fc1", 40.0, "l1", "2x2"), ("fc2", 260.0, "dram", "4x8"),
               ("act", 50.0, "dram", "8x8"), ("free", 5.0, "l1", "8x8"))
     d = diff(sessions, a, b)
-    assert set(d) == KEYS
+    assert list(d) == KEYS
     assert (d["a"], d["b"]) == (a, b)
     assert d["total_delta_ns"] == pytest.approx((40 + 260 + 50 + 5 + 3) - (100 + 200 + 50 + 7))
     ops = {op["name"]: op for op in d["ops"]}
     assert [op["name"] for op in d["ops"]] == ["fc1", "fc2", "free", "act"]  # by |delta| descending
+    # records without tensors: the memory column is the output's memory
     assert ops["fc1"] == {
         "name": "fc1", "a_ns": 100.0, "b_ns": 40.0, "delta_ns": -60.0, "ratio": pytest.approx(0.4),
-        "changes": ["memory dram->l1", "grid 8x8->2x2"],
+        "changes": [output("memory", "dram", "l1"), change("grid", "8x8", "2x2")],
     }
-    assert (ops["fc2"]["delta_ns"], ops["fc2"]["changes"]) == (60.0, ["grid 8x8->4x8"])
+    assert (ops["fc2"]["delta_ns"], ops["fc2"]["changes"]) == (60.0, [change("grid", "8x8", "4x8")])
     assert ops["fc2"]["ratio"] == pytest.approx(1.3)
     assert (ops["act"]["delta_ns"], ops["act"]["ratio"], ops["act"]["changes"]) == (0.0, 1.0, [])
-    assert (ops["free"]["ratio"], ops["free"]["changes"]) == (None, ["memory dram->l1"])  # took no time in a
-    assert d["unmatched"] == {"a": ["gone"], "b": ["new"]}
+    assert (ops["free"]["ratio"], ops["free"]["changes"]) == (None, [output("memory", "dram", "l1")])  # took no time in a
+    assert d["removed"] == [{"name": "gone", "kind": "matmul", "ns": 7.0}]
+    assert d["inserted"] == [{"name": "new", "kind": "matmul", "ns": 3.0}]
     assert d["top_regressions"] == ["fc2", "free"]
     assert d["top_improvements"] == ["fc1"]
 
@@ -70,7 +87,9 @@ def test_a_run_against_itself_changes_nothing(sessions):
     d = diff(sessions, a, a)
     assert d["total_delta_ns"] == 0
     assert [(op["delta_ns"], op["ratio"], op["changes"]) for op in d["ops"]] == [(0.0, 1.0, [])] * 2
-    assert d["unmatched"] == {"a": [], "b": []} and d["top_regressions"] == d["top_improvements"] == []
+    assert d["removed"] == d["inserted"] == [] and d["top_regressions"] == d["top_improvements"] == []
+    assert d["warnings"] == [] and d["overrides"] == {"a": [], "b": []}
+    assert d["device_delta_ns"] == d["host_delta_ns"] == 0
 
 
 def test_top_lists_keep_the_five_largest(sessions):
@@ -94,7 +113,111 @@ def test_a_name_recorded_twice_sums_its_durations(sessions):
 def test_the_total_delta_is_the_runs_totals_not_the_ops(sessions):
     a = store(sessions, ("fc1", 100.0, "dram", "8x8"), total_ns=1000.0)  # e.g. host dispatch between ops
     b = store(sessions, ("fc1", 100.0, "dram", "8x8"), total_ns=400.0)
-    assert diff(sessions, a, b)["total_delta_ns"] == -600.0
+    d = diff(sessions, a, b)
+    assert (d["total_delta_ns"], d["device_delta_ns"], d["host_delta_ns"]) == (-600.0, 0.0, -600.0)
+    assert d["times"] == {
+        "a": {"total_ns": 1000.0, "device_ns": 100.0, "host_ns": 900.0},
+        "b": {"total_ns": 400.0, "device_ns": 100.0, "host_ns": 300.0},
+    }
+
+
+# --- real runs: compiled with overrides, simulated, stored --------------------------------------
+
+
+@pytest.fixture
+def mlp(sessions):
+    """run(*override_items, **execute's options) -> the id of a stored run of MLP."""
+    return lambda *items, **options: execute(sessions, MLP, override_items=list(items), **options).run_id
+
+
+def test_a_sharded_low_precision_output_lists_every_parameter_it_changed(sessions, mlp):
+    plain, tuned = mlp(), mlp(f"{FC1}=1x8:l1:width_sharded:bfp8:fidelity#lofi")
+    d = diff(sessions, plain, tuned)
+    ops = {op["name"]: op for op in d["ops"]}
+    assert ops[FC1]["changes"] == [
+        output("memory", "dram", "l1"), output("memory_layout", "interleaved", "width_sharded"),
+        output("dtype", "bf16", "bfp8"), change("grid", "8x8", "1x8"), change("fidelity", "hifi2", "lofi"),
+    ]
+    # the consumer reads that tensor as it now is, and computes in the fidelity its dtype implies
+    assert ops[FC2]["changes"] == [
+        change("fidelity", "hifi2", "lofi"), change("memory", "dram", "l1", operand=0),
+        change("memory_layout", "interleaved", "width_sharded", operand=0), change("dtype", "bf16", "bfp8", operand=0),
+        change("grid", "8x8", "1x8", operand=0),
+    ]
+    assert d["overrides"] == {"a": [], "b": [f"{FC1}=1x8:l1:width_sharded:bfp8:fidelity#lofi"]}
+    assert d["removed"] == d["inserted"] == [] and d["warnings"] == []
+    back = diff(sessions, tuned, plain)
+    assert {op["name"]: op["changes"] for op in back["ops"]}[FC1][0] == output("memory", "l1", "dram")
+
+
+def test_the_total_splits_into_device_time_and_host_dispatch(sessions, mlp):
+    plain, tuned = mlp(), mlp(f"{FC1}=1x8:l1:width_sharded:bfp8:fidelity#lofi")
+    d = diff(sessions, plain, tuned)
+    ops = {op["name"]: op for op in d["ops"]}
+    with sessions() as s:
+        runs = [get_run(s, i) for i in (plain, tuned)]
+    assert d["device_delta_ns"] == pytest.approx(runs[1].device_ns - runs[0].device_ns)
+    assert d["device_delta_ns"] == pytest.approx(sum(op["delta_ns"] for op in d["ops"]))
+    assert d["host_delta_ns"] == pytest.approx(d["total_delta_ns"] - d["device_delta_ns"])
+    assert d["times"]["b"]["host_ns"] == pytest.approx(runs[1].total_ns - runs[1].device_ns)
+    # host dispatch (100 us an op) is slower than either op: the device waits on the host, so
+    # what the first op gains or loses turns into idle time, and only the last op moves the total
+    assert abs(ops[FC1]["delta_ns"]) > 1000
+    assert d["host_delta_ns"] == pytest.approx(-ops[FC1]["delta_ns"])
+    assert d["total_delta_ns"] == pytest.approx(ops[FC2]["delta_ns"])
+    # a captured trace issues ops at once: the device never waits, the total is the ops' time
+    traced = diff(sessions, mlp(dispatch="trace"), mlp(f"{FC1}=1x8:l1:width_sharded:bfp8:fidelity#lofi", dispatch="trace"))
+    assert traced["host_delta_ns"] == pytest.approx(0, abs=1e-6)
+    assert traced["total_delta_ns"] == pytest.approx(traced["device_delta_ns"]) == pytest.approx(d["device_delta_ns"])
+
+
+def test_an_operand_override_names_its_operand_and_the_op_it_inserted(sessions, mlp):
+    plain, tuned = mlp(), mlp(f"{FC2}=operand#1:l1:width_sharded:1x8")
+    d = diff(sessions, plain, tuned)
+    ops = {op["name"]: op for op in d["ops"]}
+    assert ops[FC2]["changes"] == [
+        change("memory", "dram", "l1", operand=1), change("memory_layout", "interleaved", "width_sharded", operand=1),
+        change("grid", "1x1", "1x8", operand=1),
+    ]
+    assert ops[FC1]["changes"] == [] and d["removed"] == []
+    (inserted,) = d["inserted"]
+    assert (inserted["name"], inserted["kind"]) == (f"{FC2}.in1.to_layout", "to_layout") and inserted["ns"] > 0
+    # the inserted op's time is device time the per-op deltas do not hold
+    assert d["device_delta_ns"] == pytest.approx(sum(op["delta_ns"] for op in d["ops"]) + inserted["ns"])
+    back = diff(sessions, tuned, plain)
+    assert back["removed"] == [inserted] and back["inserted"] == []
+    assert back["device_delta_ns"] == pytest.approx(-d["device_delta_ns"])
+
+
+def test_layout_and_tile_changes(sessions, mlp):
+    plain = mlp()
+    d = diff(sessions, plain, mlp(f"{FC1}=row_major"))
+    assert {op["name"]: op["changes"] for op in d["ops"]} == {FC1: [output("layout", "tile", "row_major")], FC2: []}
+    assert [op["name"] for op in d["inserted"]] == [f"{FC2}.in0.to_layout"]  # FC2 reads tiles
+    d = diff(sessions, plain, mlp(f"{FC1}=tile#16x32"))
+    # the output's tiles, and the activation retiled to match (by a to_layout)
+    assert {op["name"]: op["changes"] for op in d["ops"]}[FC1] == [
+        output("tile", "32x32", "16x32"), change("tile", "32x32", "16x32", operand=0),
+    ]
+    assert [op["name"] for op in d["inserted"]] == [f"{FC1}.in0.to_layout", f"{FC2}.in0.to_layout"]
+
+
+def test_runs_of_other_models_or_targets_are_compared_with_a_warning(sessions, mlp, tiny_path):
+    plain = mlp()
+    assert diff(sessions, plain, mlp(f"{FC1}=l1"))["warnings"] == []
+    other = execute(sessions, tiny_path).run_id
+    (warning,) = diff(sessions, plain, other)["warnings"]
+    assert warning.startswith(f"different models: run {plain} is {MLP}, run {other} is {tiny_path} (source sha256 ")
+    edited = execute(sessions, tiny_path, source_text=open(tiny_path).read() + "\n// edited\n").run_id
+    (warning,) = diff(sessions, other, edited)["warnings"]
+    assert warning.startswith(f"the source of {tiny_path} differs between run {other} and run {edited}")
+    blackhole = mlp(target="blackhole_p150")
+    (warning,) = diff(sessions, plain, blackhole)["warnings"]
+    assert warning == f"different targets: run {plain} ran on wormhole_n150, run {blackhole} on blackhole_p150"
+    retuned = mlp(target_source=target_text("wormhole_n150")[0] + "\n# edited\n")
+    (warning,) = diff(sessions, plain, retuned)["warnings"]
+    assert warning.startswith(f"target wormhole_n150 differs between run {plain} and run {retuned} (description sha256 ")
+    assert len(diff(sessions, other, blackhole)["warnings"]) == 2
 
 
 def test_a_missing_run(sessions):

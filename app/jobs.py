@@ -1,0 +1,53 @@
+"""What tilescope needs of Dash's background callback managers, whichever runs the jobs.
+
+A page starts a job, then polls: Dash reads the job's result; if there is none, it asks whether the
+job still runs, and if not takes the job for cancelled and the page stops polling; if there is one,
+it stops the job should it still run. As Dash's managers come, a user could lose a re-run that way:
+- Dash files a job's result under a hash of the callback and its inputs, so two users pressing
+  Apply on the same form share one result (so do two servers sharing the job cache): the first poll
+  takes it, and the other page waits forever.
+- a job that ends between the poll's read of its result and the question whether it runs looks
+  cancelled, and its result is never read.
+- a job stopped once its result is read is stopped as it ends: Celery's revoke then lands on the job
+  or on the next one its worker process took.
+"""
+
+from __future__ import annotations
+
+import uuid
+from contextvars import ContextVar
+
+from dash import DiskcacheManager
+from dash.background_callback.managers import BaseBackgroundCallbackManager
+
+# what this thread's (or task's) last poll found: (manager, job, result key, whether it had a result);
+# Dash asks whether the job runs right after reading its result, in the same request
+_POLLED: ContextVar[tuple | None] = ContextVar("polled", default=None)
+
+
+class OwnResults(BaseBackgroundCallbackManager):
+    """Mixin for a Dash background callback manager: each job's result has a key of its own, a job
+    runs until its result has been read, and a job whose result has been read is left to end."""
+
+    def build_cache_key(self, fn, args, cache_args_to_ignore, triggered) -> str:
+        return uuid.uuid4().hex  # tilescope caches no job's result for a later job (no cache_by)
+
+    def get_result(self, key, job):
+        # the job wrote its result as its last step: it ends by itself
+        result = super().get_result(key, None)
+        _POLLED.set((self, str(job), key, result is not self.UNDEFINED))
+        return result
+
+    def job_running(self, job) -> bool:
+        polled = _POLLED.get()
+        if polled is None or polled[0] is not self or polled[1] != str(job):
+            return super().job_running(job)
+        _, _, key, read = polled
+        if read:
+            return False
+        # asked in this order, a job that ended since its result was looked for is seen with it
+        return super().job_running(job) or self.result_ready(key)
+
+
+class ProcessJobs(OwnResults, DiskcacheManager):
+    """Jobs in processes of their own, their results in a local cache."""

@@ -1,0 +1,208 @@
+"""Every command the README shows runs as written, on a throwaway database, and leaves the checkout clean.
+
+Each ```sh block runs line by line in one shell environment: the Quick start from the checkout, as a
+new user types it; the command-line walk-through in an empty directory, so its outputs land there;
+the team set-up on a fresh PostgreSQL schema and a Redis database of its own. Commands that serve
+(`./run app`, `tilescope serve`, `tilescope worker`) are started, must come up, and are stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .app.serving import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+STARTUP_S = 180  # a first compile on a loaded 2-core machine; a server that never comes up fails sooner
+
+
+def _blocks() -> list[tuple[str, list[str]]]:
+    """(the heading above it, its command lines) for each ```sh block of the README."""
+    found, heading = [], ""
+    for part in re.split(r"^(#{2,3} [^\n]*|```sh\n.*?^```)$", README.read_text(), flags=re.M | re.S):
+        if part.startswith("#"):
+            heading = part.lstrip("#").strip()
+        elif part.startswith("```sh"):
+            lines = [line.strip() for line in part.splitlines()[1:-1]]
+            found.append((heading, [line for line in lines if line and not line.startswith("#")]))
+    return found
+
+
+def _program(line: str) -> str:
+    """What a line runs: `./run app`, `tilescope serve`, ... (its first two words, comments aside)."""
+    return " ".join(shlex.split(line, comments=True)[:2])
+
+
+SERVES = {"./run app", "tilescope serve"}  # lines that serve the explorer until stopped
+
+
+def _git_status() -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True, text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+@pytest.fixture(scope="module")
+def checkout_status():
+    """The checkout's git status before the README's commands; the test module checks it is unchanged after."""
+    return _git_status()
+
+
+def _env(tmp_path: Path, **extra: str) -> dict:
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",  # this suite's tilescope
+        "TILESCOPE_DB": f"sqlite:///{tmp_path / 'readme.db'}",
+        "TILESCOPE_PORT": str(free_port()),
+        "HOME": os.environ.get("HOME", str(tmp_path)),
+    }
+    env.pop("TILESCOPE_CELERY_BROKER", None)
+    env.update(extra)
+    return env
+
+
+def _run(line: str, cwd: Path, env: dict) -> None:
+    done = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"`{line}` exited {done.returncode}:\n{done.stderr[-3000:]}"
+    assert "Traceback" not in done.stderr, f"`{line}`:\n{done.stderr[-3000:]}"
+
+
+def _lines(proc: subprocess.Popen) -> queue.Queue:
+    """The process's output, a line at a time, readable with a timeout."""
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def _until_up(line: str, cwd: Path, env: dict, up) -> None:
+    """Start a serving command, wait until `up(output so far)` holds, then stop it and all it started."""
+    proc = subprocess.Popen(
+        ["bash", "-c", line], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )
+    output, lines, deadline = [], _lines(proc), time.monotonic() + STARTUP_S
+    try:
+        while not up(output):
+            try:
+                text = lines.get(timeout=0.5)
+            except queue.Empty:
+                text = ""
+            if text is None or time.monotonic() > deadline:
+                pytest.fail(f"`{line}` did not come up:\n{''.join(output)[-3000:]}")
+            output.append(text)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert "Traceback" not in "".join(output), "".join(output)[-3000:]
+
+
+def _answers(port: str):
+    def up(_output) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+                return response.status == 200 and b"tilescope" in response.read()
+        except OSError:
+            return False
+
+    return up
+
+
+def _ready(output: list[str]) -> bool:
+    return any(" ready." in line for line in output)  # Celery's own word once the worker takes jobs
+
+
+def _execute(lines: list[str], cwd: Path, env: dict) -> None:
+    for line in lines:
+        program = _program(line)
+        if program in SERVES:
+            _until_up(line, cwd, env, _answers(env["TILESCOPE_PORT"]))
+        elif program == "tilescope worker":
+            _until_up(line, cwd, env, _ready)
+        else:
+            _run(line, cwd, env)
+
+
+def test_readme_has_the_blocks_this_test_knows():
+    """A new ```sh block needs a way to run here; the Quick start holds exactly its two commands."""
+    blocks = dict(_blocks())
+    assert set(blocks) == {"Quick start", "The command line", "Configuration"}
+    assert blocks["Quick start"] == ["./run app", "./run test"]
+    assert "./run test" in (ROOT / ".ci" / "run").read_text()  # CI runs what the README says runs the tests
+
+
+def test_quick_start_serves_the_example_model(tmp_path, checkout_status):
+    if not (ROOT / ".venv" / "bin" / "tilescope").exists():
+        pytest.skip("no .venv in the checkout: the suite runs outside ./run")
+    env = _env(tmp_path)
+    lines = [line for line in dict(_blocks())["Quick start"] if line != "./run test"]  # the test is running
+    _execute(lines, ROOT, env)  # from the checkout, as a new user types it
+    from perfdb.engine import open_db, session_factory
+    from perfdb.queries import list_runs
+
+    with session_factory(open_db(env["TILESCOPE_DB"]))() as session:
+        assert [run.model_ref for run in list_runs(session)] == ["zoo:mlp"]  # the example run, on the given database
+
+
+def test_command_line_walk_through_runs_as_written(tmp_path, checkout_status):
+    work = tmp_path / "work"
+    work.mkdir()
+    env = _env(tmp_path)
+    _execute(dict(_blocks())["The command line"], work, env)
+    # what the commands wrote is where they were typed
+    assert {"tuned.txt", "trace.json", "ops.csv", "ffn.db"} <= {p.name for p in work.iterdir()}
+    assert "ffn.fc1=8x8:l1:block_sharded:bfp8:fidelity#lofi" in (work / "tuned.txt").read_text()
+
+
+def test_team_set_up_runs_as_written(tmp_path, pg_schemas, redis_broker, checkout_status):
+    env = _env(tmp_path, TILESCOPE_DB=pg_schemas(), TILESCOPE_CELERY_BROKER=redis_broker)
+    _execute(dict(_blocks())["Configuration"], tmp_path, env)
+
+
+def test_override_examples_in_the_docs_apply_to_the_shipped_model():
+    """The examples table of docs/overrides.md: each applies to ffn.mlir on the default target as written."""
+    from compiler.models import load_model
+    from compiler.target import load_target
+    from overrides import parse_item, validate
+
+    table = (ROOT / "docs" / "overrides.md").read_text().split("## Outcomes")[0]
+    specs = re.findall(r"^\| `(ffn\.[^`]+)` \|", table, flags=re.M)
+    assert len(specs) == 4
+    model, target = load_model("ffn.mlir"), load_target("wormhole_n150")
+    for spec in specs:
+        report = validate([parse_item(spec)], model, target)
+        assert report.ok and [o.status for o in report.outcomes] == ["applied"], (spec, report.problems)
+
+
+def test_the_checkout_is_as_it_was(checkout_status):
+    """Runs last in this module: nothing the README's commands did shows in `git status`."""
+    if checkout_status is None:
+        pytest.skip("not a git checkout")
+    assert _git_status() == checkout_status
