@@ -168,15 +168,15 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="start the web app")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument(
-        "--port", type=int, default=None,
+        "--port", type=port_number, default=None,
         help=f"port to listen on (default ${PORT_ENV} or {DEFAULT_PORT})",
     )
     serve.add_argument("--model", default=EXAMPLE_MODEL, help="model the page opens on, compiled and stored if it has no run yet: " + MODEL_HELP)
     serve.add_argument("--target", default=DEFAULT_TARGET, help=TARGET_HELP)
-    serve.add_argument("--debug", action="store_true", help="Dash's debug mode: reload on code changes, errors in the page")
+    serve.add_argument("--debug", action="store_true", help="Dash's debug mode on Flask's development server, one process: reload on code changes, errors in the page")
     serve.add_argument(
-        "--workers", type=int, default=0, metavar="N",
-        help="serve with N processes under gunicorn, for several users at once (default: one process)",
+        "--workers", type=int, default=1, metavar="N",
+        help="gunicorn worker processes, for several users at once (default 1)",
     )
     common(serve, target=False)
 
@@ -346,19 +346,24 @@ def cmd_worker(args) -> int:
     return 0
 
 
+def port_number(text: str) -> int:
+    if not text.strip().isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    return int(text)
+
+
 def _port_from_env() -> int:
     text = os.environ.get(PORT_ENV, "").strip()
-    if not text:
-        return DEFAULT_PORT
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise TilescopeError(f"${PORT_ENV}={text!r} is not a port number (1-65535)")
-    return int(text)
+    try:
+        return port_number(text) if text else DEFAULT_PORT
+    except argparse.ArgumentTypeError:
+        raise TilescopeError(f"${PORT_ENV}={text!r} is not a port number (1-65535)") from None
 
 
 def cmd_serve(args) -> int:
     from .server import serve
 
-    if args.workers < 0:
+    if args.workers < 1:
         raise TilescopeError(f"--workers {args.workers}: a number of processes is at least 1")
     port = args.port if args.port is not None else _port_from_env()
     serve(

@@ -78,6 +78,11 @@ def changes_text(changes: list[dict], shown: int = SHOWN_CHANGES) -> str:
     return ", ".join([change_text(c) for c in changes[:shown]] + more(len(changes) - shown))
 
 
+def settings_text(settings: list[dict]) -> str:
+    """`dispatch host->trace, policy dram-interleaved->greedy-l1`"""
+    return ", ".join(f"{s['setting']} {s['a']}->{s['b']}" for s in settings)
+
+
 def more(left: int) -> list[str]:
     """The line that ends a list cut short, if it was."""
     return [f"... and {left} more"] if left > 0 else []
@@ -127,6 +132,8 @@ def main(a: int, b: int, db: str | None, as_json: bool) -> int:
                 print(f"  {op['name']:<{shown}}  {op['kind']:<12} {op['ns'] / 1e3:>10.2f} us")
             for line in more(len(ops) - SHOWN):
                 print(f"  {line}")
+    if found["settings"]:
+        print(f"settings: {settings_text(found['settings'])}")
     for side in ("a", "b"):
         items = found["overrides"][side]
         if items:

@@ -11,7 +11,7 @@ from dash import dash_table, dcc, html
 from perfdb.schema import Run
 
 from . import ids
-from .diff import changes_text, more, time_split
+from .diff import changes_text, more, settings_text, time_split
 from .figures import duration_histogram, graph_config
 
 TABLE_STYLE = dict(
@@ -145,9 +145,13 @@ def diff_children(found: dict, timelines: go.Figure | None = None, limit: int = 
         className="diff-head",
     )
     only = found["overrides"]
+    settings = [
+        html.Span("  settings: ", className="muted"),
+        html.Code(settings_text(found["settings"])),
+    ] if found["settings"] else []
     overrides = html.Div(
         [html.Span("overrides only in A: ", className="muted"), html.Code(", ".join(only["a"]) or "none"),
-         html.Span("  only in B: ", className="muted"), html.Code(", ".join(only["b"]) or "none")],
+         html.Span("  only in B: ", className="muted"), html.Code(", ".join(only["b"]) or "none"), *settings],
         className="diff-overrides",
     )
     rows = [

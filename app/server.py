@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import socket
 from pathlib import Path
 
 import diskcache
 import platformdirs
 from dash import Dash
 
+from compiler.errors import TilescopeError
 from compiler.target import load_target
 from perfdb.engine import open_db, session_factory
 
@@ -49,46 +53,68 @@ def create_app(
 
 
 def serve(
-    db_url: str | None, model_ref: str, target: str, host: str, port: int, debug: bool = False, workers: int = 0,
+    db_url: str | None, model_ref: str, target: str, host: str, port: int, debug: bool = False, workers: int = 1,
 ) -> None:
-    """Serve the explorer: in this process (Flask's server), or with `workers` processes under gunicorn."""
-    if workers:
-        _serve_workers(db_url, model_ref, target, host, port, workers)
+    """Serve the explorer under gunicorn with `workers` processes; `debug` serves one process on
+    Flask's own server instead, for its reloader and in-page errors while changing the code."""
+    broker = celery_jobs.broker_url()
+    if broker:  # before any worker starts, so a wrong broker is one line, not a worker per retry
+        celery_jobs.check_broker(broker)
+    _check_address(host, port)
+    # the opening model's run is stored once, here, before the workers start and look for it; a
+    # compilation made here is cached, and the forked workers inherit it
+    engine = open_db(db_url)
+    Explorer(session_factory(engine)).ensure_run(model_ref, target)
+    engine.dispose()
+    if debug:
+        print(f"tilescope: serving {model_ref} on http://{host}:{port} (debug: Flask's development server)", flush=True)
+        create_app(db_url, model_ref, target).run(host=host, port=port, debug=True)
         return
-    app = create_app(db_url, model_ref, target)
-    print(f"tilescope: serving {model_ref} on http://{host}:{port}", flush=True)
-    app.run(host=host, port=port, debug=debug)
+    # re-runs run in a thread of the one worker, where the views find the compilation cached;
+    # with several, the next poll of a job may reach another worker, so jobs run as processes
+    in_thread = workers == 1
+    processes = f"{workers} gunicorn workers" if workers > 1 else "gunicorn, one worker"
+    serving = f"tilescope: serving {model_ref} on http://{host}:{port} ({processes}); Ctrl+C stops it"
+    _gunicorn(host, port, workers, serving, lambda: create_app(db_url, model_ref, target, rerun_in_thread=in_thread))
+
+
+def _check_address(host: str, port: int) -> None:
+    """One line, before the opening model compiles, if the address cannot be listened on (gunicorn
+    would retry five times and print ten lines)."""
+    try:
+        with socket.create_server((host, port)):  # SO_REUSEADDR, as gunicorn binds
+            pass
+    except OSError as err:
+        if err.errno == errno.EADDRINUSE:
+            raise TilescopeError(f"{host}:{port} is in use (choose another port with --port or $TILESCOPE_PORT)") from None
+        # create_server adds the address to the reason; the message names it once
+        reason = os.strerror(err.errno) if err.errno and err.errno > 0 else "no such host"
+        raise TilescopeError(f"cannot listen on {host}:{port}: {reason} (see --host)") from None
 
 
 THREADS_PER_WORKER = 8  # a page sends several callbacks at once; a worker serves them side by side
 
 
-def _serve_workers(db_url: str | None, model_ref: str, target: str, host: str, port: int, workers: int) -> None:
-    """Several users at once: gunicorn's workers, each with the app, on one database."""
+def _gunicorn(host: str, port: int, workers: int, serving: str, make_app) -> None:
+    """gunicorn's workers, each with an app from `make_app`, until gunicorn is stopped; `serving`
+    is printed once the socket listens, so the line never names an address that does not answer."""
     from gunicorn.app.base import BaseApplication  # noqa: PLC0415  # only this way of serving needs it
-
-    broker = celery_jobs.broker_url()
-    if broker:  # before any worker starts, so a wrong broker is one line, not a worker per retry
-        celery_jobs.check_broker(broker)
-    # the opening model's run is stored once, here, before the workers start and look for it
-    engine = open_db(db_url)
-    Explorer(session_factory(engine)).ensure_run(model_ref, target)
-    engine.dispose()
 
     class Workers(BaseApplication):
         def load_config(self) -> None:
             for key, value in {
                 "bind": f"{host}:{port}", "workers": workers, "worker_class": "gthread", "threads": THREADS_PER_WORKER,
-                "accesslog": None, "timeout": 120,
+                "accesslog": None, "timeout": 120, "loglevel": "warning",
+                "when_ready": lambda _arbiter: print(serving, flush=True),
             }.items():
                 self.cfg.set(key, value)
 
         def load(self):
-            app = create_app(db_url, model_ref, target, rerun_in_thread=False)
+            app = make_app()
             # Dash registers the scripts it may serve when it renders the page; a worker whose first
             # request is a script, the page having come from another worker, would refuse it
             app.server.test_client().get("/")
             return app.server
 
-    print(f"tilescope: serving {model_ref} on http://{host}:{port} with {workers} workers", flush=True)
     Workers().run()
+

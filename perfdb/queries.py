@@ -268,6 +268,7 @@ TOP = 5  # names in top_regressions and top_improvements
 # Parameters only override items hold (a matmul's blocking, double buffering) are not in op records.
 TENSOR_PARAMS = ("memory", "memory_layout", "layout", "dtype", "tile")
 OP_PARAMS = ("grid", "fidelity")
+RUN_SETTINGS = ("dispatch", "policy", "l1_usage_cap")  # what a run was compiled and simulated under, besides overrides
 
 
 def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
@@ -278,6 +279,8 @@ def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
     - `warnings`: why the comparison may mislead: the runs are of different models (or of two
       versions of one model's source), or on different targets (or two versions of one target's
       description). Op names match whatever the ops are.
+    - `settings`: the run settings that differ, [{setting, a, b}] of RUN_SETTINGS as strings: a
+      layout policy places tensors before any override, and dispatch moves the total, not the ops.
     - `total_delta_ns`: b's total time minus a's, split into `device_delta_ns` (Run.device_ns: the
       ops' device time, i.e. the per-op deltas plus inserted minus removed ops) and
       `host_delta_ns` (the rest of the total: the device idle, mostly waiting for the host to
@@ -321,6 +324,11 @@ def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
         "a": a_id,
         "b": b_id,
         "warnings": _warnings(runs[a_id], runs[b_id]),
+        "settings": [
+            {"setting": name, "a": str(x), "b": str(y)}
+            for name in RUN_SETTINGS
+            if (x := getattr(runs[a_id], name)) != (y := getattr(runs[b_id], name))
+        ],
         **deltas,
         "times": times,
         "ops": ops,

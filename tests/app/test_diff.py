@@ -187,3 +187,13 @@ def test_an_op_line_lists_the_first_changes_and_counts_the_rest(capsys, db_url, 
     assert main(plain, tuned, db_url, False) == 0
     (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{FC1} ")]
     assert line.endswith(", block default->4x2x2, double_buffer default->false, operand 1 memory dram->l1, ... and 2 more")
+
+
+def test_text_names_the_settings_that_differ(capsys, db_url, mlp):
+    """A trace-dispatched run against a host-dispatched one: the total moves with no op's time."""
+    plain, traced = mlp(), mlp(dispatch="trace")
+    d = diff_json(capsys, plain, traced, db_url)
+    assert d["settings"] == [{"setting": "dispatch", "a": "host", "b": "trace"}]
+    assert d["device_delta_ns"] == pytest.approx(0) and d["host_delta_ns"] < 0
+    assert main(plain, traced, db_url, False) == 0
+    assert "settings: dispatch host->trace" in capsys.readouterr().out.splitlines()

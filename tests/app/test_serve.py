@@ -1,11 +1,12 @@
-"""`tilescope serve --workers N`: gunicorn's workers share one database, and the opening model's run
-is stored once however many workers start at the same time."""
+"""`tilescope serve [--workers N]`: gunicorn's workers (one by default) share one database, and the
+opening model's run is stored once however many workers start at the same time."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import socket
 import urllib.request
 
 import psutil
@@ -19,17 +20,19 @@ from . import serving
 MODEL = "zoo:mlp?layers=1"
 
 
-@pytest.fixture
-def workers(db_url, tmp_path):
-    url, proc = serving.start(MODEL, db_url, "--workers", "2", logs=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
-    yield url, proc
+@pytest.fixture(params=[1, 2], ids=["one worker", "two workers"])
+def workers(request, db_url, tmp_path):
+    count = request.param
+    args = ["--workers", str(count)] if count > 1 else []  # one is the default
+    url, proc = serving.start(MODEL, db_url, *args, logs=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
+    yield url, proc, count
     proc.stop()
 
 
-def test_two_workers_serve_the_page_from_one_database(workers, db_url):
-    url, proc = workers
+def test_workers_serve_the_page_from_one_database(workers, db_url):
+    url, proc, count = workers
     children = psutil.Process(proc.pid).children()
-    assert len(children) == 2 and all(c.is_running() for c in children)
+    assert len(children) == count and all(c.is_running() for c in children)
     for _ in range(6):  # requests spread over the workers; each answers with the whole page
         layout = json.loads(urllib.request.urlopen(url + "_dash-layout", timeout=10).read())
         assert "run-select" in json.dumps(layout)
@@ -41,6 +44,40 @@ def test_two_workers_serve_the_page_from_one_database(workers, db_url):
             assert urllib.request.urlopen(url + script, timeout=10).status == 200
     with session_factory(open_db(db_url))() as session:
         assert [r.label for r in list_runs(session, MODEL)] == ["baseline"]  # stored once, not per worker
+    output = proc.output()
+    assert "development server" not in output and "Traceback" not in output
+    assert f"serving {MODEL} on {url.rstrip('/')}" in output  # the address, once it answers
+
+
+def test_a_port_in_use_is_one_line_and_nothing_is_stored(capsys, tmp_path):
+    from app.cli import main
+
+    db = tmp_path / "perf.db"
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port), "--db", f"sqlite:///{db}", "--model", MODEL]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"127.0.0.1:{port} is in use" in err
+    assert not db.exists()  # said before the opening model compiles
+
+
+def test_a_port_out_of_range_is_refused_as_an_option(capsys):
+    from app.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--port", "80000"])
+    assert exited.value.code == 2
+    assert "argument --port: '80000' is not a port number (1-65535)" in capsys.readouterr().err
+
+
+def test_a_host_that_cannot_be_listened_on_is_one_line(capsys, tmp_path):
+    from app.cli import main
+
+    db = tmp_path / "perf.db"
+    assert main(["serve", "--host", "host.invalid", "--db", f"sqlite:///{db}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "cannot listen on host.invalid:" in err and "no such host" in err
+    assert not db.exists()
 
 
 def test_a_negative_worker_count_is_one_line(capsys):

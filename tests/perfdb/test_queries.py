@@ -13,7 +13,7 @@ from perfdb.queries import RunNotFound, diff_runs, get_run
 from perfdb.store import NewRun, save_run
 
 KEYS = [
-    "a", "b", "warnings", "total_delta_ns", "device_delta_ns", "host_delta_ns", "times", "ops", "removed", "inserted",
+    "a", "b", "warnings", "settings", "total_delta_ns", "device_delta_ns", "host_delta_ns", "times", "ops", "removed", "inserted",
     "overrides", "top_regressions", "top_improvements",
 ]
 MLP = "zoo:mlp?layers=1"  # two matmuls, each with its bias add and activation fused in
@@ -218,6 +218,17 @@ def test_runs_of_other_models_or_targets_are_compared_with_a_warning(sessions, m
     (warning,) = diff(sessions, plain, retuned)["warnings"]
     assert warning.startswith(f"target wormhole_n150 differs between run {plain} and run {retuned} (description sha256 ")
     assert len(diff(sessions, other, blackhole)["warnings"]) == 2
+
+
+def test_runs_under_other_settings_say_which(sessions, mlp):
+    plain = mlp()
+    assert diff(sessions, plain, mlp(f"{FC1}=l1"))["settings"] == []
+    other = mlp(dispatch="trace", policy="greedy-l1", l1_usage_cap=0.5)
+    assert diff(sessions, plain, other)["settings"] == [
+        {"setting": "dispatch", "a": "host", "b": "trace"},
+        {"setting": "policy", "a": "dram-interleaved", "b": "greedy-l1"},
+        {"setting": "l1_usage_cap", "a": "0.8", "b": "0.5"},
+    ]
 
 
 def test_a_missing_run(sessions):
