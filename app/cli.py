@@ -341,7 +341,8 @@ def cmd_worker(args) -> int:
     url = broker_url()
     if url is None:
         raise TilescopeError(f"no broker: set {BROKER_ENV} (e.g. redis://127.0.0.1:6379/0), as for the app")
-    create_app(args.db, args.model, args.target)  # registers the app's background callbacks as tasks
+    # registers the app's background callbacks as tasks; the server stores the opening run
+    create_app(args.db, args.model, args.target, store_opening_run=False)
     work(url, args.concurrency)
     return 0
 
@@ -380,12 +381,18 @@ def cmd_bench(args) -> int:
 
 
 def cmd_export(args) -> int:
+    output = Path(args.output) if args.output else None
+    if output is not None and (output.is_dir() or not output.parent.is_dir()):  # said before the export's work
+        raise TilescopeError(f"{output}: cannot write: {'a directory' if output.is_dir() else 'no such directory'}")
     with session_factory(open_db(args.db))() as session:
         text, _ = export_run(session, _run_id(session, args.run), args.format)
-    if args.output:
-        Path(args.output).write_text(text)
-    else:
+    if output is None:
         sys.stdout.write(text)
+        return 0
+    try:
+        output.write_text(text)
+    except OSError as err:
+        raise TilescopeError(f"{output}: cannot write: {err.strerror or err}") from None
     return 0
 
 
@@ -461,6 +468,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # a run stores in one transaction: nothing of it was kept
+        print("tilescope: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

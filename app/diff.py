@@ -94,7 +94,7 @@ def time_split(found: dict) -> str:
     op time gained or lost turns into idle time and the total barely moves; each op more or fewer
     is one launch more or fewer for the host."""
     device, host = found["device_delta_ns"], found["host_delta_ns"]
-    split = f"device {device / 1e3:+.2f} us, host/idle {host / 1e3:+.2f} us"
+    split = f"device {device / 1e3:+z.2f} us, host/idle {host / 1e3:+z.2f} us"
     added = len(found["inserted"]) - len(found["removed"])
     why = [f"{abs(added)} {'more' if added > 0 else 'fewer'} op{'s' * (abs(added) != 1)} to issue"] if added else []
     if device * host < 0 and abs(host) >= abs(device) / 2:
@@ -119,7 +119,7 @@ def main(a: int, b: int, db: str | None, as_json: bool) -> int:
         ratio = f"{op['ratio']:.2f}x" if op["ratio"] is not None else "-"
         line = (
             f"{op['name']:<{width}}  {op['a_ns'] / 1e3:>10.2f} {op['b_ns'] / 1e3:>10.2f} "
-            f"{op['delta_ns'] / 1e3:>+10.2f} {ratio:>7}  {changes_text(op['changes'])}"
+            f"{op['delta_ns'] / 1e3:>+z10.2f} {ratio:>7}  {changes_text(op['changes'])}"
         )
         print(line.rstrip())
     for key, side in (("removed", "a"), ("inserted", "b")):
@@ -140,7 +140,7 @@ def main(a: int, b: int, db: str | None, as_json: bool) -> int:
             print(f"overrides only in run {found[side]}: {', '.join(items[:SHOWN] + more(len(items) - SHOWN))}")
     times = found["times"]
     print(
-        f"total delta {found['total_delta_ns'] / 1e3:+.2f} us "
+        f"total delta {found['total_delta_ns'] / 1e3:+z.2f} us "
         f"({times['a']['total_ns'] / 1e3:.2f} us -> {times['b']['total_ns'] / 1e3:.2f} us)"
     )
     print(time_split(found))

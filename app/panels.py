@@ -137,7 +137,7 @@ def diff_children(found: dict, timelines: go.Figure | None = None, limit: int = 
             html.Span(f"#{b.id} {b.label or 'baseline'}", className="pill b"),
             html.Span(f"{_us(a.total_ns):,.1f} us -> {_us(b.total_ns):,.1f} us", className="metric"),
             html.Span(
-                f"{'+' if delta > 0 else ''}{_us(delta):,.1f} us" + (f" (x{ratio:.3f}, {verdict})" if ratio else ""),
+                f"{_us(delta):+z,.1f} us" + (f" (x{ratio:.3f}, {verdict})" if ratio else ""),
                 className=f"metric {'worse' if delta > 0 else 'better' if delta < 0 else ''}",
             ),
             html.Span(time_split(found), className="muted"),

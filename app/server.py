@@ -27,17 +27,20 @@ ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 def create_app(
     db_url: str | None = None, model_ref: str = "zoo:mlp", target: str = DEFAULT_TARGET, job_dir: str | None = None,
-    rerun_in_thread: bool = True,
+    rerun_in_thread: bool = True, store_opening_run: bool = True,
 ) -> Dash:
     """The explorer on `db_url`, opened on `model_ref`; the model is compiled and stored if it has no
-    run. Re-runs run in a thread of this process, or (`rerun_in_thread` False: several processes
-    serve the page, and the next poll of a job may reach another) as processes like compiles; with
-    a Celery broker configured (app.celery_jobs), both run on Celery workers."""
+    run (unless `store_opening_run` is False: a Celery worker builds the app only for its tasks, and
+    would race the server to store it). Re-runs run in a thread of this process, or
+    (`rerun_in_thread` False: several processes serve the page, and the next poll of a job may
+    reach another) as processes like compiles; with a Celery broker configured (app.celery_jobs),
+    both run on Celery workers."""
     broker = celery_jobs.broker_url()
     if broker:
         celery_jobs.check_broker(broker)
     explorer = Explorer(session_factory(open_db(db_url)))
-    explorer.ensure_run(model_ref, target)  # the first page load shows a stored run at once
+    if store_opening_run:
+        explorer.ensure_run(model_ref, target)  # the first page load shows a stored run at once
     # compiles and re-runs are background callbacks: each runs in a process of its own, reporting
     # its stage, and the page stays live; the job queue lives in a local cache directory
     jobs = diskcache.Cache(job_dir or platformdirs.user_cache_dir("tilescope") + "/jobs")

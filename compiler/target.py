@@ -122,7 +122,9 @@ def target_text(name_or_path: str) -> tuple[str, str]:
     path = BUILTIN_DIR / f"{name_or_path}.toml"
     if not path.exists():
         path = Path(name_or_path).expanduser()
-        if path.suffix != ".toml" or not path.is_file():
+        if path.suffix == ".toml" and not path.is_file():
+            raise TargetError(f"{name_or_path}: no such target file")
+        if path.suffix != ".toml":
             raise TargetError(
                 f"unknown target {name_or_path!r}; built in: {', '.join(builtin_names())}, "
                 "or a path to a .toml target file"

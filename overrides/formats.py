@@ -80,9 +80,20 @@ class OverrideSet:
 # --- tt-mlir option string -------------------------------------------------------------------
 
 
-def parse_ttmlir(text: str, errors: list[str] | None = None) -> OverrideSet:
+_OPTION = re.compile(r"[a-z][a-z0-9-]*=")
+
+
+def parse_ttmlir(text: str, errors: list[str] | None = None, source: str = "overrides") -> OverrideSet:
     """`override-output-layout=...` and `tensor-l1-usage-cap=...` options, separated by spaces
-    (or newlines); items of one option separated by commas."""
+    (or newlines); items of one option separated by commas. Text without a word like an option
+    (`name-of-it=...`) is not read as options at all: one error, even with an `errors` list, where
+    an MLIR file given by mistake would make a problem of every word."""
+    options = text.split()
+    if options and not any(_OPTION.match(option) for option in options):
+        raise OverrideError(
+            f"{source}: not an overrides file (tilescope JSON, TT-Explorer JSON, or tt-mlir options: "
+            f"{OUTPUT_LAYOUT}=...)"
+        )
     items: list[OpOverride] = []
     cap = None
     seen: set[str] = set()
@@ -98,7 +109,7 @@ def parse_ttmlir(text: str, errors: list[str] | None = None) -> OverrideSet:
         seen.add(key)
         return key, value
 
-    for option in text.split():
+    for option in options:
         parsed = _attempt(errors, option_of, option)
         if parsed is None:
             continue
@@ -264,7 +275,7 @@ def parse_text(text: str, source: str = "overrides", errors: list[str] | None = 
     recorded there and the good items are returned; without, the first problem raises."""
     stripped = text.strip()
     if not stripped.startswith("{"):
-        return parse_ttmlir(stripped, errors)
+        return parse_ttmlir(stripped, errors, source)
     try:
         data = json.loads(stripped)
     except json.JSONDecodeError as err:

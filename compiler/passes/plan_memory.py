@@ -79,7 +79,9 @@ class PlanMemory:
                 )
                 if not self._reject_override(outcomes, producer.get(tensor.name), reason):
                     diagnostics.append(
-                        f"{tensor.name} kept in {self.target.dram.name} at {op_name}: needs {need / 1024:.1f} KiB "
+                        # a tensor takes its producer's name: "at" only when placed elsewhere
+                        f"{tensor.name} kept in {self.target.dram.name}{'' if op_name == tensor.name else f' at {op_name}'}: "
+                        f"needs {need / 1024:.1f} KiB "
                         f"of L1 per core, largest free range {allocator.largest_free() / 1024:.1f} KiB"
                     )
                 # it stays in DRAM: no layout overflows L1

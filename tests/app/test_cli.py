@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -483,3 +484,39 @@ def test_a_bad_port_in_the_environment_is_one_line(capsys, monkeypatch, value):
     monkeypatch.setenv("TILESCOPE_PORT", value)
     code, _, err = cli(capsys, "serve")
     assert_one_error_line(code, err, rf"\$TILESCOPE_PORT='{value}' is not a port number")
+
+
+def test_export_to_a_path_that_cannot_be_written_is_one_line(capsys, tmp_path, tiny_path, db_url):
+    run_id = run_json(capsys, tiny_path, "--db", db_url)["run_id"]
+    for output in (tmp_path / "missing" / "run.json", tmp_path):
+        code, out, err = cli(capsys, "export", str(run_id), "--db", db_url, "-o", str(output))
+        assert_one_error_line(code, err, f"{output}: cannot write")
+        assert out == ""
+
+
+def test_ctrl_c_during_a_run_is_one_line_and_stores_nothing(tmp_path):
+    """SIGINT while the model compiles (the database is open and migrated by then): no traceback."""
+    import signal
+    import sqlite3
+
+    db = tmp_path / "perf.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "run", "zoo:bert-base?layers=24", "--db", f"sqlite:///{db}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+    def migrated() -> bool:
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
+                return connection.execute("SELECT count(*) FROM alembic_version").fetchone()[0] == 1
+        except sqlite3.Error:
+            return False
+
+    while not migrated():
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.01)  # a poll's interval: leave the cores to the run
+    proc.send_signal(signal.SIGINT)  # a 24-layer BERT takes seconds more to compile, simulate and store
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and out == "" and err == "tilescope: interrupted\n"
+    with session_factory(open_db(f"sqlite:///{db}"))() as session:
+        assert list_runs(session) == []

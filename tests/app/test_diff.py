@@ -152,7 +152,7 @@ def test_text_of_a_host_dispatch_bound_pair_says_where_the_time_went(capsys, db_
     assert re.search(rf"^{re.escape(FC2)}\s+.*  fidelity hifi2->lofi, operand 0 memory dram->l1, ", captured.out, re.M)
     # the device got slower by both ops' deltas, the total only by the last op's
     assert captured.out.splitlines()[-1] == (
-        f"host dispatch bound: device {d['device_delta_ns'] / 1e3:+.2f} us, host/idle {d['host_delta_ns'] / 1e3:+.2f} us "
+        f"host dispatch bound: device {d['device_delta_ns'] / 1e3:+z.2f} us, host/idle {d['host_delta_ns'] / 1e3:+z.2f} us "
         "(the device waits on the host to issue ops, so op time turns into idle time)"
     )
 

@@ -111,3 +111,14 @@ def test_an_unreachable_broker_is_one_line_and_nothing_starts(capsys, monkeypatc
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and broker in err and cause in err
     assert not (tmp_path / "team.db").exists()  # checked before anything else
+
+
+def test_a_celery_worker_stores_no_run_of_its_own(db_url, tmp_path, redis_broker):
+    """The server stores the opening model's run; a worker starting beside it would race it to."""
+    env = {**os.environ, "HOME": str(tmp_path), "TILESCOPE_CELERY_BROKER": redis_broker}
+    worker = serving.start_worker(MODEL, db_url, tmp_path, env)
+    try:
+        with session_factory(open_db(db_url))() as session:
+            assert list_runs(session) == []
+    finally:
+        worker.stop()

@@ -129,6 +129,18 @@ def test_overflow_names_op_tensor_and_bytes(wormhole):
     assert layout.meta["diagnostics"] == [] and c.levels["kernel"].meta.get("diagnostics", []) == []
 
 
+def test_a_tensor_the_policy_cannot_fit_stays_in_dram_with_one_line_saying_why():
+    """greedy-l1 on MTIA (128 KiB of local memory per PE) leaves too little room for the mask's typecast."""
+    from compiler.models import load_model
+    from compiler.target import load_target
+
+    c = compile_model(load_model("zoo:bert-base?layers=1"), load_target("mtia_v1"), policy="greedy-l1")
+    (line,) = [d for d in c.levels["layout"].meta["diagnostics"] if d.startswith("attention_mask.typecast ")]
+    # placed at its producer, whose name it has: the op is not named twice
+    assert line == "attention_mask.typecast kept in dram: needs 8.0 KiB of L1 per core, largest free range 6.0 KiB"
+    assert c.levels["layout"].tensors["attention_mask.typecast"].layout.memory == "dram"
+
+
 LATE_BIAS = """
 func.func @forward(%x: tensor<64x128xbf16> {ttir.name = "x"}, %w: tensor<128x256xbf16> {ttir.name = "w"},
                    %b: tensor<256xbf16> {ttir.name = "b"}) -> tensor<64x256xbf16> {

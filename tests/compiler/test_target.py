@@ -61,7 +61,7 @@ def test_unknown_target_lists_builtins():
 
 
 def test_path_that_is_not_a_toml_file(tmp_path):
-    with pytest.raises(TargetError, match="unknown target"):
+    with pytest.raises(TargetError, match=r"missing.toml: no such target file"):
         load_target(str(tmp_path / "missing.toml"))
     with pytest.raises(TargetError, match="unknown target"):
         load_target(_write(tmp_path, SOURCE, "t.txt"))

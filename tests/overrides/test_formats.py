@@ -94,6 +94,7 @@ def test_tilescope_json_round_trip_and_schema():
         ('{"version": 1,\n "overrides": [}', ":2:"),
         ('{"x": {"named_location": "x", "attributes": [{"key": "shard_spec", "value": "1"}]}}', "unknown attribute key 'shard_spec'"),
         ("override-output-layout=a=l1,a=dram", "override for 'a' given twice"),
+        ('module {\n  func.func @main(%a: tensor<4xf32>) {\n    %0 = "ttir.relu"(%a)', "f.json: not an overrides file"),
     ],
 )
 def test_bad_files_name_the_place_and_the_reason(text, fragment):

@@ -58,7 +58,9 @@ def test_csv_has_the_ops_perf_report_columns_and_the_run_values(sessions, base):
     assert first["NOC UTIL (%)"] == ""  # no NoC peak given
 
 
-def test_a_report_round_trips_as_a_measured_run(sessions, base):
+@pytest.mark.parametrize("dispatch", ["trace", "host"])
+def test_a_report_round_trips_as_a_measured_run(sessions, tiny_path, dispatch):
+    base = execute(sessions, tiny_path, override_items=["matmul_1=1x2:l1:block_sharded"], dispatch=dispatch).run_id
     with sessions() as s:
         text = write_csv(s, base)
         measured, problems = import_csv(s, text, base, "ops.csv")
@@ -71,6 +73,9 @@ def test_a_report_round_trips_as_a_measured_run(sessions, base):
         assert (record.source, record.rows, record.matched, record.problems) == ("ops.csv", 2, 2, [])
     assert diff["removed"] == diff["inserted"] == [] and diff["warnings"] == []
     assert all(abs(op["delta_ns"]) <= 0.5 for op in diff["ops"])  # durations travel as whole ns
+    # and the waits before each op, the host's before the first included: the total is kept
+    assert abs(diff["total_delta_ns"]) <= len(diff["ops"])
+    assert (diff["times"]["a"]["host_ns"] > 0) == (dispatch == "host")
     assert all(op["changes"] == [] for op in diff["ops"])  # the measured program ran as compiled
 
 
