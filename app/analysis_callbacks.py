@@ -156,6 +156,7 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
     @app.callback(
         Output(ids.RUNS_TABLE, "data"),
         Output(ids.RUNS_TABLE, "selected_rows"),
+        Output(ids.RUNS_TABLE, "selected_row_ids"),
         Output(ids.URL_STATE, "data", allow_duplicate=True),
         Input(ids.RUN_SELECT, "options"),
         State(ids.MODEL_SELECT, "value"),
@@ -163,13 +164,16 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         prevent_initial_call="initial_duplicate",
     )
     def list_runs(_options, model, linked=None):
-        """The model's runs; the pair a link compares comes ticked."""
+        """The model's runs; the pair a link compares comes ticked. The table derives the ticked
+        rows' ids only from a user's clicks, so they are set here with the rows: the diff and the
+        graph read the ids."""
         rows = runs_data(explorer.runs_of(model))
         pair = (linked or {}).get("diff") or []
         ticked = [i for i, row in enumerate(rows) if row["id"] in pair]
+        ticked_ids = [rows[i]["id"] for i in ticked]
         if not pair:
-            return rows, ticked, no_update
-        return rows, ticked, {**linked, "diff": []}
+            return rows, ticked, ticked_ids, no_update
+        return rows, ticked, ticked_ids, {**linked, "diff": []}
 
     @app.callback(
         Output(ids.DIFF_VIEW, "children"),

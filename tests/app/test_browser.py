@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 
@@ -216,6 +217,15 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     _tab(d, "Roofline")
     _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#roofline-view .scatterlayer .point"))
     _shot(d, "08-roofline")
+
+    # a link to the baseline, which has no parent, with the pair ticked: the diff is of the pair
+    parts = urlsplit(d.current_url)
+    query = {**dict(parse_qsl(parts.query)), "run": "1", "diff": "1,2"}
+    d.get(urlunsplit(parts._replace(query=urlencode(query))))
+    _wait(d, lambda d: "run #1" in _text(d, "run-summary"))
+    _tab(d, "Runs & diff")
+    _wait(d, lambda d: "#1 baseline" in _text(d, "diff-view") and "#2" in _text(d, "diff-view"))
+    assert "memory dram->l1" in _text(d, "diff-view")
 
     severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
     assert not severe, severe

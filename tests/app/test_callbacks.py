@@ -282,8 +282,8 @@ def test_roofline_places_compute_ops_under_the_roofs_and_selects_on_click(app, c
 def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):
     _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     _, run_id, _, _ = cb["apply_override"](_progress, 1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
-    rows, ticked, _ = cb["list_runs"](None, MODEL)
-    assert [r["id"] for r in rows] == [run_id, base_id] and ticked == []
+    rows, ticked, ticked_ids, _ = cb["list_runs"](None, MODEL)
+    assert [r["id"] for r in rows] == [run_id, base_id] and ticked == ticked_ids == []
     assert rows[0]["overrides"] == 1 and rows[0]["parent"] == str(base_id)
     shown = app.explorer.run(run_id)
     assert diff_pair([], shown) == (base_id, run_id)
@@ -523,8 +523,10 @@ def test_a_link_reopens_the_model_level_run_op_and_diff_pair_it_names(app, cb):
     assert shown == base_id and linked["run"] is None
     _, newest, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved", linked)
     assert newest == new_id
-    rows, ticked, linked = cb["list_runs"](None, MODEL, linked)
-    assert sorted(rows[i]["id"] for i in ticked) == [base_id, new_id] and linked["diff"] == []
+    rows, ticked, ticked_ids, linked = cb["list_runs"](None, MODEL, linked)
+    assert sorted(rows[i]["id"] for i in ticked) == sorted(ticked_ids) == [base_id, new_id] and linked["diff"] == []
+    # what the diff reads: the table sets the ids of ticked rows only on a user's click
+    assert f"#{base_id}" in str(cb["show_diff"](ticked_ids, base_id)) and f"#{new_id}" in str(cb["show_diff"](ticked_ids, base_id))
 
     assert cb["open_link"](f"http://host/{search}", True) == (no_update,) * 8  # read once per page load
     *_, op, linked, _ = cb["open_link"]("http://host/?level=nonsense&run=abc&diff=1", False)
