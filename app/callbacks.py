@@ -11,7 +11,6 @@ from dash.background_callback.managers import BaseBackgroundCallbackManager
 
 from compiler.errors import TilescopeError
 from compiler.override import OpOverride
-from compiler.target import load_target
 from overrides import parse_item
 
 from . import analysis_callbacks, ids, url_state
@@ -50,6 +49,11 @@ def outcome_list(outcomes: list[dict]) -> html.Ul:
         ],
         className="outcomes",
     )
+
+
+def _values(options: list) -> set:
+    """The values a dcc menu offers, given as plain values or {label, value} dicts."""
+    return {o["value"] if isinstance(o, dict) else o for o in options or []}
 
 
 JOB_POLL_MS = 100  # how often the page asks after a background job (Dash's default, 1 s, adds up to 1 s to a re-run)
@@ -99,20 +103,25 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
         Output(ids.URL_APPLIED, "data"),
         Input(ids.URL, "href"),
         State(ids.URL_APPLIED, "data"),
+        State(ids.TARGET_SELECT, "options"),
+        State(ids.POLICY_SELECT, "options"),
         prevent_initial_call="initial_duplicate",
     )
-    def open_link(href, applied):
-        """On page load, show the view the address names (later address changes are the page's own)."""
+    def open_link(href, applied, targets=None, policies=None):
+        """On page load, show the view the address names (later address changes are the page's own).
+        A target or policy the page does not offer is left as it is: a menu would drop it."""
         if applied or href is None:
             return (no_update,) * 8
         state = url_state.parse(urlparse(href).query)
 
-        def given(value):
-            return no_update if value is None else value
+        def given(value, offered=None):
+            if value is None or (offered is not None and value not in _values(offered)):
+                return no_update
+            return value
 
         return (
-            explorer.model_options(state.model) if state.model else no_update, given(state.model), given(state.target),
-            given(state.policy), given(state.level), given(state.op),
+            explorer.model_options(state.model) if state.model else no_update, given(state.model),
+            given(state.target, targets), given(state.policy, policies), given(state.level), given(state.op),
             {"run": state.run, "diff": list(state.diff)}, True,
         )
 
@@ -351,7 +360,8 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
             matches, notes = [], [*notes, html.Span(str(err), className="error")]
         if pattern and not notes:
             holding = len({view.node_of[m] for m in matches})
-            notes.append(html.Span(f"{len(matches)} ops match {pattern!r}, in {holding} nodes", className="matches"))
+            said = f"{len(matches)} op matches" if len(matches) == 1 else f"{len(matches)} ops match"
+            notes.append(html.Span(f"{said} {pattern!r}, in {holding} node{'s' * (holding != 1)}", className="matches"))
         baseline = None
         if mode == "delta":
             pair = diff_pair(ticked or [], run)
@@ -421,7 +431,7 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
     )
     def form_choices(target):
         try:
-            return override_choices(load_target(target))
+            return override_choices(explorer.target(target))
         except TilescopeError:
             return no_update, no_update, no_update, no_update
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import getpass
 import importlib.metadata
 import os
 import json
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,6 +28,8 @@ from perfdb.engine import DatabaseError, embedded_url, open_db, session_factory
 from perfdb.ops_csv import CsvImportError, import_csv
 from perfdb.queries import RunNotFound, list_runs, op_records, run_id_back
 
+from .auth import AUTH_ENV, set_password
+from .model_access import DEFAULT_MAX_OPS, ModelAccess
 from .run_export import EXPORT_FORMATS, export_run
 from .runs import DEFAULT_TARGET, RunResult, compile_cached, execute
 
@@ -44,12 +49,17 @@ RUN_HELP = "run id (see tilescope runs), or last, or last~N for the run N before
 
 def run_ref(text: str) -> int | str:
     """A run as typed: its id, or `last`/`last~N` counted back from the newest run (resolved by `_run_id`)."""
-    if text.isdigit():
+    if _digits(text):
         return int(text)
     back = text.removeprefix("last")
-    if text.startswith("last") and (back == "" or (back.startswith("~") and back[1:].isdigit())):
+    if text.startswith("last") and (back == "" or (back.startswith("~") and _digits(back[1:]))):
         return text
     raise argparse.ArgumentTypeError(f"{text!r} is not a run: give a run id, last, or last~N")
+
+
+def _digits(text: str) -> bool:
+    """A number that can name a run: ASCII digits, no longer than a 64-bit id."""
+    return text.isascii() and text.isdigit() and len(text) <= 19
 
 
 def _run_id(session, ref: int | str) -> int:
@@ -95,6 +105,18 @@ def _parser() -> argparse.ArgumentParser:
         if db:
             p.add_argument("--db", default=None, metavar="URL", help=DB_HELP)
 
+    def web_limits(p: argparse.ArgumentParser, same: str = "") -> None:
+        """What the page may name and compile; the command line itself has no such limits."""
+        p.add_argument(
+            "--models-dir", action="append", default=[], metavar="DIR",
+            help=f"a directory whose .mlir files the page may open, besides zoo models, examples, uploads and stored "
+            f"models (repeatable) {same}".strip(),
+        )
+        p.add_argument(
+            "--max-ops", type=int, default=DEFAULT_MAX_OPS, metavar="N",
+            help=f"the most ops a model the page compiles may have (default {DEFAULT_MAX_OPS:,}) {same}".strip(),
+        )
+
     def as_json(p: argparse.ArgumentParser, what: str) -> None:
         p.add_argument("--json", action="store_true", help=f"print {what} as JSON")
 
@@ -134,6 +156,7 @@ def _parser() -> argparse.ArgumentParser:
         "for Perfetto; csv: tt-metal's ops perf report (default overrides)",
     )
     export.add_argument("-o", "--output", metavar="FILE", help="file to write (default: standard output)")
+    export.add_argument("--force", action="store_true", help="replace FILE if it exists")
     common(export, target=False)
 
     measured = sub.add_parser(
@@ -178,7 +201,20 @@ def _parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=1, metavar="N",
         help="gunicorn worker processes, for several users at once (default 1)",
     )
+    serve.add_argument(
+        "--auth", metavar="FILE", default=None,
+        help=f"users who may sign in (HTTP basic), one NAME:HASH a line as tilescope passwd writes (default ${AUTH_ENV})",
+    )
+    serve.add_argument(
+        "--insecure", action="store_true",
+        help="serve on an address other machines reach without signing in (anyone there reads every run)",
+    )
+    web_limits(serve)
     common(serve, target=False)
+
+    passwd = sub.add_parser("passwd", help="add a user to a users file for serve --auth, or change their password")
+    passwd.add_argument("file", help="the users file (made, readable by its owner only, if missing)")
+    passwd.add_argument("name", help="user name: letters, digits, ._@+-")
 
     worker = sub.add_parser(
         "worker", help="run compile and re-run jobs for the app on Celery ($TILESCOPE_CELERY_BROKER, e.g. redis://...)",
@@ -186,6 +222,7 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--model", default=EXAMPLE_MODEL, help="the model the app opens on (as given to serve)")
     worker.add_argument("--target", default=DEFAULT_TARGET, help="the app's target (as given to serve)")
     worker.add_argument("--concurrency", type=int, default=2, metavar="N", help="jobs run at once (default 2)")
+    web_limits(worker, "(as given to serve)")
     common(worker, target=False)
     return parser
 
@@ -342,7 +379,7 @@ def cmd_worker(args) -> int:
     if url is None:
         raise TilescopeError(f"no broker: set {BROKER_ENV} (e.g. redis://127.0.0.1:6379/0), as for the app")
     # registers the app's background callbacks as tasks; the server stores the opening run
-    create_app(args.db, args.model, args.target, store_opening_run=False)
+    create_app(args.db, args.model, args.target, store_opening_run=False, access=ModelAccess.of(args.models_dir, args.max_ops))
     work(url, args.concurrency)
     return 0
 
@@ -369,9 +406,27 @@ def cmd_serve(args) -> int:
     port = args.port if args.port is not None else _port_from_env()
     serve(
         db_url=args.db, model_ref=args.model, target=args.target, host=args.host, port=port, debug=args.debug,
-        workers=args.workers,
+        workers=args.workers, access=ModelAccess.of(args.models_dir, args.max_ops),
+        users_file=args.auth or os.environ.get(AUTH_ENV) or None, insecure=args.insecure,
     )
     return 0
+
+
+def cmd_passwd(args) -> int:
+    password = _password(args.name)
+    new = set_password(args.file, args.name, password)
+    print(f"{'added' if new else 'changed the password of'} {args.name} in {args.file}")
+    return 0
+
+
+def _password(name: str) -> str:
+    """Asked twice on a terminal; else the first line of standard input (for scripts)."""
+    if not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\n")
+    first = getpass.getpass(f"password for {name}: ")
+    if getpass.getpass("again: ") != first:
+        raise TilescopeError("the passwords differ")
+    return first
 
 
 def cmd_bench(args) -> int:
@@ -382,18 +437,42 @@ def cmd_bench(args) -> int:
 
 def cmd_export(args) -> int:
     output = Path(args.output) if args.output else None
-    if output is not None and (output.is_dir() or not output.parent.is_dir()):  # said before the export's work
-        raise TilescopeError(f"{output}: cannot write: {'a directory' if output.is_dir() else 'no such directory'}")
+    if output is not None:  # said before the export's work
+        if output.is_dir() or not output.parent.is_dir():
+            raise TilescopeError(f"{output}: cannot write: {'a directory' if output.is_dir() else 'no such directory'}")
+        if os.path.lexists(output) and not args.force:
+            raise TilescopeError(f"{output}: exists; give --force to replace it")
     with session_factory(open_db(args.db))() as session:
         text, _ = export_run(session, _run_id(session, args.run), args.format)
     if output is None:
         sys.stdout.write(text)
         return 0
-    try:
-        output.write_text(text)
-    except OSError as err:
-        raise TilescopeError(f"{output}: cannot write: {err.strerror or err}") from None
+    _replace(output, text)
     return 0
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write `text` to a new file beside `path`, then rename it over `path`: a link at `path` is
+    replaced, not written through, and a failed write leaves the old file whole."""
+    try:
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    except OSError as err:
+        raise TilescopeError(f"{path}: cannot write: {err.strerror or err}") from None
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        os.chmod(temporary, 0o666 & ~_umask())  # as a plain new file would be, not mkstemp's 0600
+        os.replace(temporary, path)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise TilescopeError(f"{path}: cannot write: {err.strerror or err}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def cmd_import(args) -> int:
@@ -444,7 +523,7 @@ def cmd_db(args) -> int:
 COMMANDS = {
     "run": cmd_run, "runs": cmd_runs, "show": cmd_show, "serve": cmd_serve, "worker": cmd_worker, "bench": cmd_bench,
     "export": cmd_export,
-    "diff": cmd_diff, "db": cmd_db, "stats": cmd_stats, "check": cmd_check, "import": cmd_import,
+    "diff": cmd_diff, "db": cmd_db, "stats": cmd_stats, "check": cmd_check, "import": cmd_import, "passwd": cmd_passwd,
 }
 
 

@@ -13,9 +13,10 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import PurePosixPath
 
 import numpy as np
+import re2
 from dash import html
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -28,7 +29,7 @@ from compiler.passes.plan_memory import l1_live_at
 from compiler.pipeline import Compilation
 from compiler.target import Target, load_target
 from overrides import format_item, parse_item
-from overrides.formats import parse_text
+from overrides.formats import MAX_FILE_BYTES, parse_text
 from perfdb import queries
 from perfdb.schema import Run
 
@@ -36,11 +37,11 @@ from .diff import compare
 from .figures import OpMetric
 from .timelines import ENGINES
 from .grouping import ScopeTree
+from .model_access import MAX_SOURCE_BYTES, ModelAccess
 from .run_export import export_run
 from .runs import compile_cached, execute, target_of
 
 
-MAX_UPLOAD_BYTES = 64 * 2**20  # a browser upload travels as base64 in one request; larger models: the CLI
 NO_STAGES = lambda stage: None  # noqa: E731  # a caller that shows no progress
 DEVICE_ROW = "device"  # the timeline's top row: each op once, from its start to its end
 CORE_ZONE_BUDGET = 12_000  # core zones one timeline figure draws at once (WebGL keeps this smooth)
@@ -62,33 +63,33 @@ class Explorer:
     _counters: dict = field(default_factory=dict, repr=False)  # run id -> the timeline's counter steps
     _records: dict = field(default_factory=dict, repr=False)  # run id -> its op records
     _pid: int = field(default_factory=os.getpid, repr=False)  # the process whose connections the pool holds
+    # what requests may name, and the limits on compiling it; None: the operator's own process,
+    # which compiles what it is given
+    access: ModelAccess | None = None
 
     # --- runs -----------------------------------------------------------------------------------
 
     def model_options(self, extra: str | None = None) -> list[str]:
         with self.sessions() as session:
             stored = [r.model_ref for r in queries.list_runs(session)]
-        return list(dict.fromkeys(([extra] if extra else []) + zoo.names() + example_names() + stored))
+        files = self.access.files() if self.access else []
+        return list(dict.fromkeys(([extra] if extra else []) + zoo.names() + example_names() + files + stored))
 
     def upload(self, filename: str, contents: str, target: str, policy: str = DEFAULT_POLICY, on_stage=NO_STAGES) -> str:
         """Store an uploaded MLIR file (a data: URL's base64 body, as dcc.Upload gives it) as a
         model with a compiled, simulated baseline run; returns its model reference. Bad files
         raise TilescopeError with one line naming the cause."""
+        filename = upload_name(filename)
         if not filename.lower().endswith(".mlir"):
             raise TilescopeError(f"{filename}: not an .mlir file")
-        try:
-            data = base64.b64decode(contents.partition(",")[2], validate=True)
-        except (binascii.Error, ValueError):
-            raise TilescopeError(f"{filename}: the upload is damaged (not base64)") from None
-        if len(data) > MAX_UPLOAD_BYTES:
-            raise TilescopeError(f"{filename}: {len(data) / 2**20:,.1f} MiB is over the {MAX_UPLOAD_BYTES // 2**20} MiB upload limit")
+        data = _uploaded(filename, contents, MAX_SOURCE_BYTES, "upload")
         try:
             text = data.decode()
         except UnicodeDecodeError:
             raise TilescopeError(f"{filename}: not MLIR text (not UTF-8)") from None
         # the content's hash tells two uploads of one file name apart
         # ('#' would read as a function selector in a model reference)
-        ref = f"upload/{hashlib.sha256(data).hexdigest()[:8]}/{Path(filename).name.replace('#', '_')}"
+        ref = f"upload/{hashlib.sha256(data).hexdigest()[:8]}/{filename.replace('#', '_')}"
         self.ensure_run(ref, target, policy, source_text=text, on_stage=on_stage)
         return ref
 
@@ -106,7 +107,10 @@ class Explorer:
     ) -> int:
         """The newest run of a model on a target under a policy, compiling and simulating one if
         there is none: from `source_text`, else the text stored with the model's runs (an upload,
-        or a file changed or gone since), else the file or zoo model itself."""
+        or a file changed or gone since), else the file or zoo model itself. Under `access`, the
+        model and the target must be ones a request may name, and the compile is isolated."""
+        if not model_ref or not target:
+            raise TilescopeError("choose a model and a target")
         with self.sessions() as session:
             runs = queries.list_runs(session, model_ref)
             for run in runs:
@@ -114,12 +118,29 @@ class Explorer:
                     return run.id
             if source_text is None and runs:
                 source_text = queries.get_run(session, runs[0].id).model.source_text
+        if self.access is not None:
+            if source_text is None:
+                source_text = self.access.source(model_ref)
+            target_source = self.access.target_source(target, self._stored_target)
+            return self.access.compile_new(self.sessions, model_ref, target, policy, source_text, target_source, on_stage)
         result = execute(
             self.sessions, model_ref, target, label="baseline", policy=policy, keep_going=True, source_text=source_text,
             on_stage=on_stage,
         )
         assert result.run_id is not None
         return result.run_id
+
+    def target(self, target_ref: str | None) -> Target:
+        """The target a page names (under `access`: a built-in one, or one a stored run kept)."""
+        if not target_ref:
+            raise TilescopeError("no target chosen")
+        if self.access is None:
+            return load_target(target_ref)
+        return load_target(target_ref, self.access.target_source(target_ref, self._stored_target))
+
+    def _stored_target(self, target_ref: str) -> str | None:
+        with self.sessions() as session:
+            return queries.target_description(session, target_ref)
 
     def find_run(self, run_id: int) -> Run | None:
         try:
@@ -400,14 +421,39 @@ def with_pending(pending: Sequence[str], override: OpOverride) -> list[str]:
 
 def imported_overrides(filename: str, contents: str) -> tuple[list[OpOverride], list[str]]:
     """The overrides in an uploaded file of any format users exchange (tilescope JSON, TT-Explorer
-    JSON, tt-mlir options), and a line per item that could not be read."""
+    JSON, tt-mlir options), and a line per item that could not be read (the first SHOWN_PROBLEMS)."""
+    filename = upload_name(filename)
+    data = _uploaded(filename, contents, MAX_FILE_BYTES, "overrides file")
     try:
-        text = base64.b64decode(contents.partition(",")[2], validate=True).decode()
-    except (binascii.Error, ValueError):
+        text = data.decode()
+    except UnicodeDecodeError:
         raise TilescopeError(f"{filename}: not a text file of overrides") from None
     problems: list[str] = []
     found = parse_text(text, filename, problems)
+    if len(problems) > SHOWN_PROBLEMS:
+        problems[SHOWN_PROBLEMS:] = [f"... and {len(problems) - SHOWN_PROBLEMS:,} more problems"]
     return found.items, problems
+
+
+SHOWN_PROBLEMS = 20  # lines of an imported file's problems on the page
+
+
+def upload_name(filename: str | None, default: str = "upload") -> str:
+    """An uploaded file's name as messages and model references show it: its last part, without
+    control characters (a newline would break a one-line message), at most 200 characters."""
+    name = "".join(ch if ch.isprintable() else "?" for ch in PurePosixPath(filename or default).name)[:200]
+    return name or default
+
+
+def _uploaded(filename: str, contents: str, limit: int, what: str) -> bytes:
+    """The bytes of a data: URL as dcc.Upload gives them; refused past `limit` before decoding."""
+    body = (contents or "").partition(",")[2]
+    if len(body) > (limit + 2) // 3 * 4:  # base64 of `limit` bytes
+        raise TilescopeError(f"{filename}: {len(body) * 3 / 4 / 2**20:,.1f} MiB is over the {limit // 2**20} MiB {what} limit")
+    try:
+        return base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        raise TilescopeError(f"{filename}: the upload is damaged (not base64)") from None
 
 
 def provenance(compilation: Compilation, level: str, name: str | None) -> list[str]:
@@ -424,16 +470,31 @@ def provenance(compilation: Compilation, level: str, name: str | None) -> list[s
     return [op.name for op in graph.ops if name in op.source]
 
 
+MAX_PATTERN = 1000  # characters of a search pattern
+
+
 def search_ops(graph, pattern: str | None) -> list[str]:
     """Ops whose name or kind matches a regular expression (case-insensitive); a bad pattern raises
-    TilescopeError naming the fault."""
+    TilescopeError naming the fault. RE2 matches in time linear in the text whatever the pattern
+    (Python's re backtracks: one pattern typed into a search box could hold a server's worker),
+    within a bounded memory; it has no backreferences or lookaround, which a search of op names
+    does without."""
     if not pattern:
         return []
+    if len(pattern) > MAX_PATTERN:
+        raise TilescopeError(f"search: a pattern of at most {MAX_PATTERN} characters")
     try:
-        found = re.compile(pattern, re.IGNORECASE)
-    except re.error as err:
-        raise TilescopeError(f"search {pattern!r}: not a regular expression ({err})") from None
+        found = re2.compile(pattern, options=_SEARCH_OPTIONS)
+    except re2.error as err:
+        reason = err.args[0].decode(errors="replace") if err.args and isinstance(err.args[0], bytes) else str(err)
+        raise TilescopeError(f"search {pattern!r}: not a regular expression ({reason})") from None
     return [op.name for op in graph.ops if found.search(op.name) or found.search(op.kind)]
+
+
+_SEARCH_OPTIONS = re2.Options()
+_SEARCH_OPTIONS.case_sensitive = False
+_SEARCH_OPTIONS.log_errors = False  # a bad pattern is the user's one-line message, not a server log line
+_SEARCH_OPTIONS.max_mem = 8 << 20  # bytes a compiled pattern may take; a larger one is an error
 
 
 MLIR_PAGE = 500  # lines of MLIR sent to the page at once: a large model's kernel level is megabytes

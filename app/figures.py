@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,12 @@ FONT = "Inter, system-ui, -apple-system, Segoe UI, sans-serif"
 KIND_COLOURS = tuple(plotly.colors.qualitative.Dark24)
 MAX_LABELLED_NODES = 60
 
+
+
+def plain(text: str) -> str:
+    """Text from a model (op names, kinds, tensors) as Plotly shows it: Plotly reads <b>, <a href>
+    and the like in every label as markup, and shows the entities &lt; &gt; &amp; as characters."""
+    return html.escape(str(text), quote=False)
 
 def graph_config(name: str) -> dict:
     """A figure's toolbar: wheel zoom, and the camera button saves an SVG named after the view."""
@@ -110,7 +117,7 @@ def graph_figure(
         shown = [graph.tensors[t] for t in edge.tensors[:3]]
         more = f"<br>and {len(edge.tensors) - 3} more" if len(edge.tensors) > 3 else ""
         mid_text.append("<br>".join(
-            f"{t.name}: {t.type_str()}" + (f" {t.layout.mlir()}" if t.layout else "") for t in shown
+            plain(f"{t.name}: {t.type_str()}" + (f" {t.layout.mlir()}" if t.layout else "")) for t in shown
         ) + more)
 
     # always there, and first: a new selection changes only this trace (graph_rings)
@@ -132,13 +139,13 @@ def graph_figure(
         )
         if node.is_group:
             kinds = sorted({graph.op(o).kind for o in node.ops})
-            return (f"<b>{node.id.removeprefix(GROUP)}</b><br>group of {len(node.ops)} ops: "
-                    f"{', '.join(kinds[:6])}{' ...' if len(kinds) > 6 else ''}{shown}<br><i>click to open</i>")
+            return (f"<b>{plain(node.id.removeprefix(GROUP))}</b><br>group of {len(node.ops)} ops: "
+                    f"{plain(', '.join(kinds[:6]))}{' ...' if len(kinds) > 6 else ''}{shown}<br><i>click to open</i>")
         op = graph.op(node.id)
         out = graph.tensors[op.outputs[0]] if op.outputs else None
-        shape = f"<br>{out.type_str()}" if out else ""
-        placed = f"<br>{out.layout.mlir()}" if out is not None and out.layout else ""
-        return f"<b>{op.name}</b><br>{op.kind}{shape}{placed}{shown}"
+        shape = f"<br>{plain(out.type_str())}" if out else ""
+        placed = f"<br>{plain(out.layout.mlir())}" if out is not None and out.layout else ""
+        return f"<b>{plain(op.name)}</b><br>{plain(op.kind)}{shape}{placed}{shown}"
 
     def add_nodes(nodes, name: str, marker: dict, showlegend: bool) -> None:
         if not nodes:
@@ -146,7 +153,7 @@ def graph_figure(
         fig.add_trace(go.Scatter(
             x=[positions[n.id][0] for n in nodes], y=[positions[n.id][1] for n in nodes],
             mode="markers+text" if labelled else "markers",
-            text=[(f"{n.label} ({len(n.ops)})" if n.is_group else _short(n.label)) for n in nodes] if labelled else None,
+            text=[plain(f"{n.label} ({len(n.ops)})" if n.is_group else _short(n.label)) for n in nodes] if labelled else None,
             # neighbouring columns label above and below in turn: a chain of nodes, one per column,
             # has less room across than its labels need
             textposition=["bottom center" if int(positions[n.id][0]) % 2 == 0 else "top center" for n in nodes],
@@ -244,7 +251,7 @@ def roofline_figure(points: Sequence[dict], roofs: Mapping[str, float], peak_flo
                 symbol=["circle" if p["memory"] == "dram" else "diamond" for p in mine],
             ),
             hovertext=[
-                f"<b>{p['name']}</b><br>{p['kind']}<br>{p['intensity']:.1f} FLOP/{p['memory']} byte"
+                f"<b>{plain(p['name'])}</b><br>{plain(p['kind'])}<br>{p['intensity']:.1f} FLOP/{p['memory']} byte"
                 f"<br>{p['achieved'] / 1e12:.2f} TFLOP/s ({p['achieved'] / peak_flops * 100:.0f}% of peak)"
                 for p in mine
             ],
@@ -283,7 +290,7 @@ def memory_figure(envelope: Sequence[tuple[float, float]], capacity: float, peak
         t, v = max(envelope, key=lambda p: p[1])
         fig.add_trace(go.Scatter(
             x=[t / 1e3], y=[v / 1024], mode="markers+text", name="peak", marker=dict(color="#b91c1c", size=9),
-            text=[f"peak {v / 1024:,.1f} KiB" + (f" at {peak['op']}" if peak and peak.get("op") else "")],
+            text=[f"peak {v / 1024:,.1f} KiB" + (f" at {plain(peak['op'])}" if peak and peak.get("op") else "")],
             textposition="top right", hoverinfo="skip",
         ))
     fig.update_xaxes(title="time (us)", gridcolor="#e4e7eb")
@@ -337,7 +344,7 @@ def find_zone_histogram(durations_ns: Sequence[float], what: str) -> go.Figure:
     us = sorted(d / 1e3 for d in durations_ns)
     if us:
         fig.add_trace(go.Histogram(x=us, nbinsx=min(60, max(10, len(us) // 2)), marker_color="#2563eb",
-                                   hovertemplate="%{x} us: %{y}<extra></extra>", name=what))
+                                   hovertemplate="%{x} us: %{y}<extra></extra>", name=plain(what)))
         mean, median = sum(us) / len(us), us[len(us) // 2] if len(us) % 2 else (us[len(us) // 2 - 1] + us[len(us) // 2]) / 2
         marks = [(mean, "mean", "top right"), (median, "median", "top left")]
         if abs(mean - median) <= 1e-6 * max(abs(mean), 1e-9):
@@ -345,9 +352,9 @@ def find_zone_histogram(durations_ns: Sequence[float], what: str) -> go.Figure:
         for value, label, side in marks:
             fig.add_vline(x=value, line=dict(color="#b91c1c" if label == "mean" else "#111827", dash="dash", width=1),
                           annotation_text=f"{label} {value:,.2f} us", annotation_position=side)
-        title = f"{what}: {len(us):,} zones, {us[0]:,.2f} .. {us[-1]:,.2f} us"
+        title = f"{plain(what)}: {len(us):,} zones, {us[0]:,.2f} .. {us[-1]:,.2f} us"
     else:
-        title = f"{what}: no zones" if what else "nothing selected"
+        title = f"{plain(what)}: no zones" if what else "nothing selected"
     fig.update_xaxes(title="duration (us)", gridcolor="#e4e7eb")
     fig.update_yaxes(title="zones", gridcolor="#e4e7eb")
     fig.update_layout(title=dict(text=title, font=dict(size=12), x=0), showlegend=False, bargap=0.05)

@@ -164,10 +164,16 @@ def _scope_chains(order: list[str]) -> dict[str, tuple[str, ...]]:
     chains: dict[str, tuple[str, ...]] = {"": ()}
 
     def chain(scope: str) -> tuple[str, ...]:
-        if scope not in chains:
-            shown = size[scope] >= 2 and scope not in same_as_child
-            chains[scope] = chain(parent[scope]) + ((GROUP + scope,) if shown else ())
-        return chains[scope]
+        """Outward to the nearest scope already worked out, then back in (a loop, not recursion:
+        a name may have hundreds of dots)."""
+        unknown = []
+        while scope not in chains:
+            unknown.append(scope)
+            scope = parent[scope]
+        for inner in reversed(unknown):
+            shown = size[inner] >= 2 and inner not in same_as_child
+            chains[inner] = chains[parent[inner]] + ((GROUP + inner,) if shown else ())
+        return chains[unknown[0] if unknown else scope]
 
     return {name: chain(scope) for name, scope in scope_of.items()}
 

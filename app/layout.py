@@ -19,6 +19,7 @@ from .explorer import (
     override_choices,
 )
 from .figures import COLOUR_MODES, graph_config
+from .model_access import MAX_SOURCE_BYTES
 from .panels import runs_table, stats_table
 from .run_export import EXPORT_FORMATS
 
@@ -33,8 +34,13 @@ def run_bar(model_options: list[str], model: str, target: str) -> html.Header:
             html.Div([html.Span("tile", className="brand-a"), html.Span("scope", className="brand-b")], className="brand"),
             _labelled("Model", dcc.Dropdown(id=ids.MODEL_SELECT, options=model_options, value=model, clearable=False), "field model"),
             dcc.Upload(
-                id=ids.MODEL_UPLOAD, children=html.Div(["Drop an ", html.B(".mlir"), " file or click"]),
-                className="upload", accept=".mlir", multiple=False,
+                id=ids.MODEL_UPLOAD,
+                children=html.Div(
+                    ["Drop an ", html.B(".mlir"), " file or click"],
+                    title=f"up to {MAX_SOURCE_BYTES // 2**20} MiB; larger models: tilescope run on the command line",
+                ),
+                # a larger file is not sent at all (the server would refuse the request)
+                className="upload", accept=".mlir", multiple=False, max_size=MAX_SOURCE_BYTES,
             ),
             _labelled(
                 "Target",

@@ -2,52 +2,65 @@
 
 from __future__ import annotations
 
+import binascii
+import contextlib
 import errno
 import os
 import socket
+import sys
 from pathlib import Path
 
 import diskcache
 import platformdirs
-from dash import Dash
+from dash import Dash, html, set_props
+from dash_auth import BasicAuth
 
 from compiler.errors import TilescopeError
 from compiler.target import load_target
 from perfdb.engine import open_db, session_factory
 
-from . import callbacks, celery_jobs
+from . import callbacks, celery_jobs, ids
 from .explorer import Explorer
+from .auth import Users, is_loopback, new_secret, read_users, require_door
 from .jobs import ProcessJobs
+from .model_access import MAX_SOURCE_BYTES, ModelAccess
 from .layout import page
 from .runs import DEFAULT_TARGET
 from .thread_jobs import ThreadJobManager
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
+MAX_REQUEST_BYTES = MAX_SOURCE_BYTES * 4 // 3 + (1 << 20)
 
 
 def create_app(
     db_url: str | None = None, model_ref: str = "zoo:mlp", target: str = DEFAULT_TARGET, job_dir: str | None = None,
-    rerun_in_thread: bool = True, store_opening_run: bool = True,
+    rerun_in_thread: bool = True, store_opening_run: bool = True, access: ModelAccess | None = None,
 ) -> Dash:
     """The explorer on `db_url`, opened on `model_ref`; the model is compiled and stored if it has no
     run (unless `store_opening_run` is False: a Celery worker builds the app only for its tasks, and
     would race the server to store it). Re-runs run in a thread of this process, or
     (`rerun_in_thread` False: several processes serve the page, and the next poll of a job may
     reach another) as processes like compiles; with a Celery broker configured (app.celery_jobs),
-    both run on Celery workers."""
+    both run on Celery workers. Requests may name what `access` allows (by default, no
+    directory of models)."""
     broker = celery_jobs.broker_url()
     if broker:
         celery_jobs.check_broker(broker)
     explorer = Explorer(session_factory(open_db(db_url)))
-    if store_opening_run:
+    if store_opening_run:  # the operator's model, whatever it is: before requests are limited
         explorer.ensure_run(model_ref, target)  # the first page load shows a stored run at once
+    explorer.access = access or ModelAccess()
     # compiles and re-runs are background callbacks: each runs in a process of its own, reporting
     # its stage, and the page stays live; the job queue lives in a local cache directory
     jobs = diskcache.Cache(job_dir or platformdirs.user_cache_dir("tilescope") + "/jobs")
     manager = celery_jobs.CeleryJobs(celery_jobs.celery_app(broker)) if broker else ProcessJobs(jobs)
     app = Dash(
         __name__, assets_folder=str(ASSETS), title="tilescope", update_title=None, background_callback_manager=manager,
+        on_error=_callback_failed,
     )
+    # a request's body is refused past this before it is read (Werkzeug checks Content-Length):
+    # the largest upload, as base64 inside a callback's JSON
+    app.server.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
     app.layout = page(explorer.model_options(model_ref), model_ref, load_target(target))
     rerun_jobs = ThreadJobManager(jobs) if rerun_in_thread and not broker else None
     app.tilescope_callbacks = callbacks.register(app, explorer, rerun_jobs)  # type: ignore[attr-defined]  # for tests
@@ -55,11 +68,25 @@ def create_app(
     return app
 
 
+def _callback_failed(err: Exception) -> None:
+    """A callback that failed on something nobody foresaw: one line on the page and in the log
+    (not an error 500 and a traceback); the page keeps what it shows."""
+    line = (f"{type(err).__name__}: {err}".splitlines() or [type(err).__name__])[0][:300]
+    print(f"tilescope: a request failed: {line}", file=sys.stderr, flush=True)
+    set_props(ids.PAGE_MESSAGE, {"children": html.P(f"That failed: {line}", className="error")})
+
+
 def serve(
     db_url: str | None, model_ref: str, target: str, host: str, port: int, debug: bool = False, workers: int = 1,
+    access: ModelAccess | None = None, users_file: str | None = None, insecure: bool = False,
 ) -> None:
     """Serve the explorer under gunicorn with `workers` processes; `debug` serves one process on
-    Flask's own server instead, for its reloader and in-page errors while changing the code."""
+    Flask's own server instead, for its reloader and in-page errors while changing the code.
+    Requests may name what `access` allows; with `users_file`, users sign in (HTTP basic), which
+    a server other machines can reach must have unless `insecure`."""
+    require_door(host, users_file, insecure)
+    users = read_users(users_file) if users_file else None
+    secret = new_secret()  # made here, so every worker signs sessions alike
     broker = celery_jobs.broker_url()
     if broker:  # before any worker starts, so a wrong broker is one line, not a worker per retry
         celery_jobs.check_broker(broker)
@@ -69,16 +96,30 @@ def serve(
     engine = open_db(db_url)
     Explorer(session_factory(engine)).ensure_run(model_ref, target)
     engine.dispose()
-    if debug:
-        print(f"tilescope: serving {model_ref} on http://{host}:{port} (debug: Flask's development server)", flush=True)
-        create_app(db_url, model_ref, target).run(host=host, port=port, debug=True)
-        return
+    open_to = "signing in" if users else "insecure: no signing in" if not is_loopback(host) else "this machine only"
+
+    def make_app() -> Dash:
+        app = create_app(db_url, model_ref, target, rerun_in_thread=in_thread, access=access)
+        # Flask takes no door once it has served a request, so the door comes first, open only
+        # for the process's own first render: Dash registers the scripts it may serve when it
+        # renders the page, and a worker whose first request is a script, the page having come
+        # from another worker, would refuse it
+        door = SignIn(app, Users(users, secret), secret) if users else None
+        with door.opened() if door else contextlib.nullcontext():
+            app.server.test_client().get("/")
+        return app
+
     # re-runs run in a thread of the one worker, where the views find the compilation cached;
     # with several, the next poll of a job may reach another worker, so jobs run as processes
-    in_thread = workers == 1
+    in_thread = workers == 1 or debug
+    if debug:
+        print(f"tilescope: serving {model_ref} on http://{host}:{port} ({open_to}; debug: Flask's development server)",
+              flush=True)
+        make_app().run(host=host, port=port, debug=True)
+        return
     processes = f"{workers} gunicorn workers" if workers > 1 else "gunicorn, one worker"
-    serving = f"tilescope: serving {model_ref} on http://{host}:{port} ({processes}); Ctrl+C stops it"
-    _gunicorn(host, port, workers, serving, lambda: create_app(db_url, model_ref, target, rerun_in_thread=in_thread))
+    serving = f"tilescope: serving {model_ref} on http://{host}:{port} ({processes}; {open_to}); Ctrl+C stops it"
+    _gunicorn(host, port, workers, serving, make_app)
 
 
 def _check_address(host: str, port: int) -> None:
@@ -113,11 +154,32 @@ def _gunicorn(host: str, port: int, workers: int, serving: str, make_app) -> Non
                 self.cfg.set(key, value)
 
         def load(self):
-            app = make_app()
-            # Dash registers the scripts it may serve when it renders the page; a worker whose first
-            # request is a script, the page having come from another worker, would refuse it
-            app.server.test_client().get("/")
-            return app.server
+            return make_app().server
 
     Workers().run()
 
+
+class SignIn(BasicAuth):
+    """dash-auth's basic authentication against a users file. A malformed Authorization header is
+    refused like a wrong password (dash-auth would answer it with an error 500)."""
+
+    def __init__(self, app: Dash, users: Users, secret_key: str) -> None:
+        super().__init__(app, auth_func=users.check, secret_key=secret_key)
+        self._open = False
+
+    @contextlib.contextmanager
+    def opened(self):
+        """Open while the process renders its own page, before it serves anyone."""
+        self._open = True
+        try:
+            yield
+        finally:
+            self._open = False
+
+    def is_authorized(self) -> bool:
+        if self._open:
+            return True
+        try:
+            return super().is_authorized()
+        except (IndexError, ValueError, binascii.Error):  # no "Basic ", bad base64, not UTF-8, no ':'
+            return False

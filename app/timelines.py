@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .figures import KIND_COLOURS, SELECTED, base_layout
+from .figures import KIND_COLOURS, SELECTED, base_layout, plain
 
 MERGED = "merged"  # legend entry of "N zones" markers
 MERGED_COLOUR = "#9ca3af"
@@ -46,7 +46,7 @@ def _segments(zones: Sequence, row: Mapping[str, int]) -> tuple[np.ndarray, np.n
     gap = np.full(n, np.nan)
     # a merged marker selects nothing; an engine's zone is that engine's phase of the op
     ops = [z.op or None for z in zones]
-    labels = [f"{z.op} · {z.name}" if z.op and z.depth else (z.op or z.name) for z in zones]
+    labels = [plain(f"{z.op} · {z.name}" if z.op and z.depth else (z.op or z.name)) for z in zones]
     return (
         np.column_stack([start, (start + end) / 2, end, gap]).ravel(),
         np.column_stack([rows, rows, rows, gap]).ravel(),
@@ -123,9 +123,9 @@ def timeline_figure(
     for kind in kind_order:
         x, y, ops, names = _segments([z for z in zones if kind_of(z) == kind], row)
         fig.add_trace(go.Scattergl(
-            x=x, y=y, customdata=ops, text=names, mode="lines", name=kind, connectgaps=False,
+            x=x, y=y, customdata=ops, text=names, mode="lines", name=plain(kind), connectgaps=False,
             line=dict(color=colour[kind], width=width),
-            hovertemplate="<b>%{text}</b><br>%{x:.2f} us<extra>" + kind + "</extra>",
+            hovertemplate="<b>%{text}</b><br>%{x:.2f} us<extra>" + plain(kind) + "</extra>",
         ), row=1, col=1)
     for i, name in enumerate(plots, start=2):
         title, unit, label, short = COUNTER_PLOTS[name]
@@ -181,11 +181,11 @@ def aligned_timelines(
         ops = [RowOp(label, r.name, r.start_ns, r.start_ns + r.duration_ns) for label, records in (("a", a), ("b", b))
                for r in records if kinds.get(r.name, "?") == kind]
         x, y, op_names, _ = _segments(ops, row)
-        durations = [f"{o.op}<br>{(o.end_ns - o.start_ns) / 1e3:,.2f} us" for o in ops]
+        durations = [f"{plain(o.op)}<br>{(o.end_ns - o.start_ns) / 1e3:,.2f} us" for o in ops]
         fig.add_trace(go.Scattergl(
             x=x, y=y, text=_vertices(durations, ""), customdata=op_names, mode="lines",
-            name=kind, connectgaps=False, line=dict(color=colour[kind], width=22),
-            hovertemplate="<b>%{text}</b><extra>" + kind + "</extra>",
+            name=plain(kind), connectgaps=False, line=dict(color=colour[kind], width=22),
+            hovertemplate="<b>%{text}</b><extra>" + plain(kind) + "</extra>",
         ))
     fig.update_layout(shapes=[
         dict(type="rect", xref="x", yref="y", x0=r.start_ns / 1e3, x1=(r.start_ns + r.duration_ns) / 1e3,

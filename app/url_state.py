@@ -20,8 +20,16 @@ class ViewState:
     diff: tuple[int, ...] = ()  # two run ids compared in Runs & diff
 
 
+MAX_ID = 2**63 - 1  # a database id; a longer number names nothing
+
+
 def _int(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
+    """A run id, or None for anything else (ASCII digits only: int() reads other scripts' digits
+    and refuses long numbers)."""
+    if not value or not value.isascii() or not value.isdigit() or len(value) > len(str(MAX_ID)):
+        return None
+    number = int(value)
+    return number if 0 < number <= MAX_ID else None
 
 
 def parse(search: str | None) -> ViewState:

@@ -15,3 +15,8 @@ class TargetError(TilescopeError):
 
 class OverrideError(TilescopeError):
     """An override that names an unknown op or cannot be applied."""
+
+
+def clip(text: str, limit: int = 80) -> str:
+    """`text` cut to `limit` characters for a one-line message or warning."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 import re
 import sys
 import types
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from iree.compiler import ir
 
 from . import dtypes
-from .errors import ModelLoadError
+from .errors import ModelLoadError, clip
 from .ir import Graph, Op, Tensor
 
 ENTRY_NAMES = ("main", "forward")
@@ -37,8 +38,20 @@ class ImportedModel:
 
 
 _DIALECT_PACKAGE = "iree.compiler.dialects"
-_OP_NAMESPACES = re.compile(r'"([A-Za-z_][\w$]*)\.[\w.$]+"\s*\(|\b([a-z_][\w]*)\.[a-z_][\w.]*\s')
-_stubbed: set[str] = set()
+# A dialect namespace: quoted generic op names, or a bare `dialect.op ` not inside a longer dotted
+# word. Possessive quantifiers and the look-behind make the scan linear: an op name in a long
+# dotted loc name ("a.a.a...") is tried from its first word only, and never backtracked into.
+_OP_NAMESPACES = re.compile(r'"([A-Za-z_][\w$]*+)\.[\w.$]++"\s*+\(|(?<![\w.$])([a-z_]\w*+)\.[a-z_][\w.]*+\s')
+# Dialects real models use, stubbed whenever seen; any other name only while fewer than
+# _MAX_OTHER_STUBS have been, so a server fed random input keeps sys.modules bounded.
+_KNOWN_DIALECTS = frozenset({
+    "ttir", "ttnn", "ttcore", "ttkernel", "ttmetal", "d2m", "stablehlo", "mhlo", "chlo", "vhlo", "sdy", "jax",
+    "tosa", "linalg", "tensor", "arith", "math", "func", "builtin", "cf", "scf", "memref", "bufferization",
+    "quant", "ml_program", "shape", "emitc", "tt",
+})
+_MAX_OTHER_STUBS = 64
+_stubbed: set[str] = set()  # namespaces looked up, stubbed or not
+_others: set[str] = set()  # those of them not in _KNOWN_DIALECTS
 
 
 def _stub_unknown_dialect_modules(text: str) -> None:
@@ -47,8 +60,12 @@ def _stub_unknown_dialect_modules(text: str) -> None:
     such namespace makes the lookup succeed once and for all; ops stay generic OpViews."""
     for match in _OP_NAMESPACES.finditer(text[:200_000]):
         namespace = match.group(1) or match.group(2)
-        if namespace in _stubbed:
+        if namespace in _stubbed or not namespace.isidentifier():
             continue
+        if namespace not in _KNOWN_DIALECTS:
+            if len(_others) >= _MAX_OTHER_STUBS:
+                continue  # an unknown dialect past the cap only costs its failed imports
+            _others.add(namespace)
         _stubbed.add(namespace)
         module_name = f"{_DIALECT_PACKAGE}.{namespace}"
         if module_name in sys.modules:
@@ -59,6 +76,79 @@ def _stub_unknown_dialect_modules(text: str) -> None:
             found = False
         if not found:
             sys.modules[module_name] = types.ModuleType(module_name)
+
+
+# MLIR's parser recurses per nesting level and segfaults with the C++ stack exhausted: about 2,000
+# nested regions or 6,000 nested arrays with an 8 MB stack, from a 15 KB file. Real models nest
+# up to 7 levels (the corpus); 256 leaves room for any real model and keeps the parser's stack
+# under about 1 MB, so a thread of a server parses it as safely as the main thread.
+MAX_NESTING = 256
+# Tilescope models tensors of up to 2^48 elements (the largest real weights have about 2^31), so
+# every size it works out (bytes up to 2^51) is an exact integer in 64 bits.
+MAX_ELEMENTS = 2**48
+# Names longer than this are shortened (a hash keeps them distinct): views and name scopes do work
+# per dotted part, and real names (PyTorch module paths, JAX scopes) stay well under 200 characters.
+MAX_NAME_CHARS = 512
+
+# An MLIR string's body (strings never span lines), unrolled so that Python's re keeps no state per
+# character: `(?:[^"\\]|\\.)*` costs about 100 bytes a character, gigabytes on a long loc name.
+_STRING_BODY = r'[^"\\\n]*+(?:\\.[^"\\\n]*+)*+'
+# Tokens that nest, and what the depth scan steps over: strings (which never span lines),
+# comments, arrows (`->`) and the `>=` of integer sets.
+_NESTING_TOKENS = re.compile(rf'"{_STRING_BODY}"?|//[^\n]*|->|>=|[{{}}\[\]()<>]')
+_DEPTH_STEP = {"{": 1, "[": 1, "(": 1, "<": 1, "}": -1, "]": -1, ")": -1, ">": -1}
+_STRING_ESCAPE = re.compile(r"\\([0-9a-fA-F]{2}|.)")
+
+
+def check_text(text: str, ref: str) -> None:
+    """Reject, before MLIR's parser sees it, text that would crash the parser or its Python
+    bindings or that no database can store: one line naming where and why. Linear in the text."""
+    try:
+        text.encode()
+    except UnicodeEncodeError as err:
+        raise ModelLoadError(f"{ref}:{_position(text, err.start)}: not UTF-8 text (a lone surrogate)") from None
+    nul = text.find("\0")
+    if nul >= 0:
+        raise ModelLoadError(f"{ref}:{_position(text, nul)}: NUL character (MLIR is text)")
+    depth = 0
+    for token in _NESTING_TOKENS.finditer(text):
+        step = _DEPTH_STEP.get(token.group())
+        if step is None:
+            # a string whose \XX escapes are not UTF-8 aborts the process when the bindings read it
+            # as a name (nanobind's conversion error is not catchable), so no string may be one
+            if token.group()[0] == '"' and "\\" in token.group() and not _is_utf8(token.group()):
+                raise ModelLoadError(f"{ref}:{_position(text, token.start())}: string escapes are not UTF-8 text")
+        elif step > 0:
+            depth += 1
+            if depth > MAX_NESTING:
+                raise ModelLoadError(
+                    f"{ref}:{_position(text, token.start())}: nesting deeper than {MAX_NESTING} levels "
+                    "(brackets, braces, regions)"
+                )
+        elif depth:  # a stray closer (a `>` of a custom syntax) never makes the depth negative
+            depth -= 1
+
+
+def _is_utf8(literal: str) -> bool:
+    """Whether an MLIR string literal's bytes, \\XX escapes decoded, are UTF-8."""
+    raw, pos = bytearray(), 0
+    for match in _STRING_ESCAPE.finditer(literal):
+        raw += literal[pos : match.start()].encode()
+        code = match.group(1)
+        raw += bytes([int(code, 16)]) if len(code) == 2 else code.encode()  # \n, \t, \", \\: ASCII
+        pos = match.end()
+    raw += literal[pos:].encode()
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _position(text: str, index: int) -> str:
+    """1-based line:col of text[index], lines counted as MLIR counts them (by \\n)."""
+    line_start = text.rfind("\n", 0, index) + 1
+    return f"{text.count(chr(10), 0, index) + 1}:{index - line_start + 1}"
 
 
 def new_context() -> ir.Context:
@@ -90,48 +180,63 @@ def _line_col(location: str) -> str:
 _WRAPPERS = re.compile(r"^[ \t]*(ttcore\.(?:device|cpu)_module)[ \t]*\{", re.M)
 _DECLARATIONS = re.compile(r"^[ \t]*(sdy\.mesh)[ \t]+(@[\w.$-]+)[^\n]*$", re.M)
 _TRAILING_LOC = re.compile(r"[ \t]*loc\((?:[^()\n]|\([^()\n]*\))*\)")
-_BRACES = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|[{}]')
+_BRACES = re.compile(rf'"{_STRING_BODY}"|//[^\n]*|[{{}}]')
 
 
-def _blank(text: str, start: int, end: int) -> str:
-    """Replace text[start:end] with spaces (newlines kept) so every line:col stays where it was."""
-    return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """Replace each (start, end) span of text, in order and apart, with spaces (newlines kept) so
+    every line:col stays where it was. One copy of the text however many spans."""
+    parts, pos = [], 0
+    for start, end in spans:
+        parts += [text[pos:start], re.sub(r"[^\n]", " ", text[start:end])]
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 def strip_unparsable(text: str) -> tuple[str, list[str]]:
-    """Remove custom-syntax wrappers and declarations of unregistered dialects, with warnings."""
+    """Remove custom-syntax wrappers and declarations of unregistered dialects, with warnings.
+    One pass over the text for each (braces paired on a stack), however many there are."""
     warnings: list[str] = []
-    while match := _WRAPPERS.search(text):
-        depth, close = 0, None
-        for token in _BRACES.finditer(text, match.end() - 1):
-            if token.group() == "{":
-                depth += 1
-            elif token.group() == "}":
-                depth -= 1
-                if depth == 0:
-                    close = token.start()
-                    break
-        if close is None:
-            break  # unbalanced: let the parser report where
-        trailing_loc = _TRAILING_LOC.match(text, close + 1)
-        text = _blank(text, close, trailing_loc.end() if trailing_loc else close + 1)
-        text = _blank(text, match.start(), match.end())
-        warnings.append(f"unwrapped {match.group(1)} (its body is the model)")
-    for match in reversed(list(_DECLARATIONS.finditer(text))):
-        text = _blank(text, match.start(), match.end())
-        warnings.append(f"dropped {match.group(1)} {match.group(2)}: device meshes are not modelled")
+    headers = {match.end() - 1: match for match in _WRAPPERS.finditer(text)}  # by their `{`
+    spans: list[tuple[int, int]] = []
+    unwrapped: dict[str, int] = {}
+    opened: list[int] = []
+    for token in _BRACES.finditer(text) if headers else ():
+        if token.group() == "{":
+            opened.append(token.start())
+        elif token.group() == "}" and opened:  # unbalanced: left for the parser to report where
+            match = headers.get(opened.pop())
+            if match is not None:
+                close = token.start()
+                trailing_loc = _TRAILING_LOC.match(text, close + 1)
+                spans += [match.span(), (close, trailing_loc.end() if trailing_loc else close + 1)]
+                unwrapped[match.group(1)] = unwrapped.get(match.group(1), 0) + 1
+    text = _blank(text, sorted(spans))
+    for kind, count in unwrapped.items():
+        several = f" x{count} (their bodies are" if count > 1 else " (its body is"
+        warnings.append(f"unwrapped {kind}{several} the model)")
+    declarations = list(_DECLARATIONS.finditer(text))
+    text = _blank(text, [match.span() for match in declarations])
+    dropped: dict[str, list[str]] = {}
+    for match in declarations:
+        dropped.setdefault(match.group(1), []).append(clip(match.group(2)))
+    for kind, names in dropped.items():
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        warnings.append(f"dropped {kind} {', '.join(names[:5])}{more}: device meshes are not modelled")
     return text, warnings
 
 
 def import_mlir(text: str, ref: str, name: str | None = None, function: str | None = None) -> ImportedModel:
     """Import `text`; `function` picks the entry function when the module has several."""
+    check_text(text, ref)  # before anything else reads it: what follows may assume bounded nesting
     ctx = new_context()
     parsable, warnings = strip_unparsable(text)
     _stub_unknown_dialect_modules(parsable)
     with ctx:
         module = parse_module(parsable, ref, ctx)
         entry = _entry_function(module, ref, function, warnings)
-        graph = _graph_of(entry, name or _model_name(ref, entry))
+        graph = _graph_of(entry, name or _model_name(ref, entry), ref)
         _locate_named_ops(graph, text)
         _read_properties(graph, text)
     graph.warnings[:0] = warnings
@@ -140,18 +245,24 @@ def import_mlir(text: str, ref: str, name: str | None = None, function: str | No
 
 def _model_name(ref: str, entry) -> str:
     stem = ref.rsplit("/", 1)[-1]
-    return stem.removesuffix(".mlir") or ir.StringAttr(entry.attributes["sym_name"]).value
+    if stem.removesuffix(".mlir"):
+        return stem.removesuffix(".mlir")
+    return _checked_name(ir.StringAttr(entry.attributes["sym_name"]).value, "function", ref)
 
 
 def _functions(block) -> list:
+    """The func.func ops of `block` and of the modules nested in it, in program order. A stack,
+    not recursion: modules may nest up to MAX_NESTING deep, past Python's recursion limit."""
     found = []
-    for op in block.operations:
-        if op.operation.name == "func.func":
+    pending = [iter(block.operations)]
+    while pending:
+        op = next(pending[-1], None)
+        if op is None:
+            pending.pop()
+        elif op.operation.name == "func.func":
             found.append(op)
-        elif op.operation.regions and op.operation.name in ("builtin.module",):
-            for region in op.operation.regions:
-                for inner in region.blocks:
-                    found.extend(_functions(inner))
+        elif op.operation.name == "builtin.module":
+            pending.append(inner for region in op.operation.regions for b in region.blocks for inner in b.operations)
     return found
 
 
@@ -164,7 +275,9 @@ def _entry_function(module: ir.Module, ref: str, wanted: str | None, warnings: l
     by_name = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
     if wanted is not None:
         if wanted not in by_name:
-            raise ModelLoadError(f"{ref}: no function @{wanted}; functions: {', '.join(by_name)}")
+            listed = ", ".join(_shown(name) for name in list(by_name)[:10])
+            more = f" and {len(by_name) - 10} more" if len(by_name) > 10 else ""
+            raise ModelLoadError(f"{ref}: no function @{_shown(wanted)}; functions: {listed}{more}")
         return by_name[wanted]
     for name in ENTRY_NAMES:
         if name in by_name:
@@ -172,16 +285,60 @@ def _entry_function(module: ir.Module, ref: str, wanted: str | None, warnings: l
     public = [name for name, f in by_name.items() if "sym_visibility" not in f.attributes]
     if len(public) > 1:
         warnings.append(
-            f"{len(public)} public functions and no main or forward: showing @{public[0]}; "
-            f"pick another with {ref.split('#')[0]}#NAME (e.g. #{public[1]})"
+            f"{len(public)} public functions and no main or forward: showing @{_shown(public[0])}; "
+            f"pick another with {ref.split('#')[0]}#NAME (e.g. #{_shown(public[1])})"
         )
     return by_name[public[0]] if public else funcs[0]
 
 
-def _tensor_of(name: str, mlir_type: ir.Type) -> Tensor:
+def _shown(name: str) -> str:
+    """A name as a one-line message shows it: control characters escaped, long names cut."""
+    return clip(name if name.isprintable() else repr(name)[1:-1])
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # control characters and line breaks
+
+
+def _checked_name(name: str, what: str, ref: str, location: ir.Location | None = None) -> str:
+    """`name`, shortened past MAX_NAME_CHARS (a hash of the whole keeps it distinct). A control
+    character or line break is an error: names are keys of overrides, lines of reports and text in the database
+    (where PostgreSQL refuses NUL), and one-line messages quote them."""
+    bad = _CONTROL.search(name)
+    if bad:
+        raise ModelLoadError(
+            f"{_where(ref, location)}: {what} name '{_shown(name)}' has a control character or line break "
+            f"(U+{ord(bad.group()):04X})"
+        )
+    if len(name) > MAX_NAME_CHARS:
+        return f"{name[: MAX_NAME_CHARS - 9]}~{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    return name
+
+
+def _where(ref: str, location: ir.Location | None) -> str:
+    """ref:line:col of a location in the file, or ref alone."""
+    try:
+        return f"{ref}:{location.start_line}:{location.start_col}"
+    except AttributeError:  # no location, or one with no file position (a name, unknown)
+        return ref
+
+
+def _tensor_of(name: str, mlir_type: ir.Type, ref: str, location: ir.Location) -> Tensor:
+    """The tensor of a value; shapes tilescope cannot model are one-line errors naming it."""
     if isinstance(mlir_type, ir.RankedTensorType):
-        return Tensor(name, tuple(mlir_type.shape), dtypes.normalize(str(mlir_type.element_type)))
-    return Tensor(name, (), dtypes.normalize(str(mlir_type)))
+        shape = tuple(mlir_type.shape)
+        if any(d < 0 for d in shape):
+            problem = "dynamic shapes are not supported"
+        elif 0 in shape:  # no tiles, so nothing to place or time: an error, not a zero-cost op
+            problem = "zero-size tensors are not supported"
+        elif math.prod(shape) > MAX_ELEMENTS:
+            problem = "tensors of more than 2^48 elements are not supported"
+        else:
+            return Tensor(name, shape, dtypes.normalize(str(mlir_type.element_type)))
+    elif isinstance(mlir_type, ir.UnrankedTensorType):
+        problem = "unranked tensors are not supported"
+    else:
+        return Tensor(name, (), dtypes.normalize(str(mlir_type)))
+    raise ModelLoadError(f"{_where(ref, location)}: {problem}: {_shown(name)} is {clip(str(mlir_type))}")
 
 
 def _file_line(location: ir.Location) -> int | None:
@@ -200,7 +357,7 @@ def _locate_named_ops(graph: Graph, text: str) -> None:
     its op lines in program order."""
     alias_names = {
         m.group(1): m.group(2) if m.group(2) is not None else UNKNOWN_LOC
-        for m in re.finditer(r'^(#[\w.$-]+)\s*=\s*loc\((?:"((?:[^"\\]|\\.)*)"(?:\(.*\))?|unknown)\)', text, re.M)
+        for m in re.finditer(rf'^(#[\w.$-]+)\s*=\s*loc\((?:"({_STRING_BODY})"(?:\(.*\))?|unknown)\)', text, re.M)
     }
     wanted: dict[str, deque[Op]] = {}
     for op in graph.ops:
@@ -208,7 +365,7 @@ def _locate_named_ops(graph: Graph, text: str) -> None:
             wanted.setdefault(op.meta["loc"], deque()).append(op)
     if not wanted:
         return
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         if "loc(" not in line or not _OP_LINE.match(line) or line.lstrip().startswith(("func.func", "module")):
             continue
         match = _TRAILING_OP_LOC.search(line)
@@ -225,7 +382,7 @@ def _locate_named_ops(graph: Graph, text: str) -> None:
 
 
 UNKNOWN_LOC = "<unknown>"
-_TRAILING_OP_LOC = re.compile(r'loc\((?:"((?:[^"\\]|\\.)*)"|(#[\w.$-]+)|(unknown))\)\s*$')
+_TRAILING_OP_LOC = re.compile(rf'loc\((?:"({_STRING_BODY})"|(#[\w.$-]+)|(unknown))\)\s*$')
 _MAX_PROPERTIES_CHARS = 4096  # longer property dicts hold constant data, summarised not parsed
 
 
@@ -256,25 +413,32 @@ def _properties_text(line: str) -> str | None:
 
 def _read_properties(graph: Graph, text: str) -> None:
     """Properties (`<{dimension = 1 : si32}>`) of unregistered ops are not visible through the
-    bindings' attribute API; read them from the op's source line with MLIR's attribute parser."""
-    lines = text.splitlines()
+    bindings' attribute API; read them from the op's source line with MLIR's attribute parser.
+    Each line is read once, however many ops it holds (a model may be one line)."""
+    lines = text.split("\n")  # numbered as MLIR numbers them
+    parsed: dict[int, list[tuple[str, str]]] = {}
     for op in graph.ops:
         span = op.meta.get("lines")
         if span is None:
             continue
-        body = _properties_text(lines[span[0] - 1])
-        if body is None:
-            continue
-        if len(body) > _MAX_PROPERTIES_CHARS:
-            op.attrs.setdefault("properties", body[: _MAX_ATTR_CHARS - 3] + "...")
-            continue
-        try:
-            props = ir.DictAttr(ir.Attribute.parse(body))
-        except (ir.MLIRError, ValueError):
-            continue  # the op parsed, so its properties did too; a line we misread is not an error
-        for i in range(len(props)):
-            named = props[i]
-            op.attrs.setdefault(named.name, _attr_text(named.attr))
+        if span[0] not in parsed:
+            parsed[span[0]] = _line_properties(lines[span[0] - 1])
+        for key, value in parsed[span[0]]:
+            op.attrs.setdefault(key, value)
+
+
+def _line_properties(line: str) -> list[tuple[str, str]]:
+    """(name, text) of the properties on an op's source line."""
+    body = _properties_text(line)
+    if body is None:
+        return []
+    if len(body) > _MAX_PROPERTIES_CHARS:
+        return [("properties", body[: _MAX_ATTR_CHARS - 3] + "...")]
+    try:
+        props = ir.DictAttr(ir.Attribute.parse(body))
+    except (ir.MLIRError, ValueError):
+        return []  # the op parsed, so its properties did too; a line we misread is not an error
+    return [(props[i].name, _attr_text(props[i].attr)) for i in range(len(props))]
 
 
 def _loc_name(location: ir.Location) -> str | None:
@@ -284,13 +448,13 @@ def _loc_name(location: ir.Location) -> str | None:
         return None
 
 
-def _arg_name(func_op, index: int, arg) -> str:
+def _arg_name(func_op, index: int, arg) -> str | None:
     attrs = func_op.arg_attrs
     if attrs is not None and index < len(attrs):
         arg_attrs = ir.DictAttr(attrs[index])
-        if "ttir.name" in arg_attrs:
+        if "ttir.name" in arg_attrs and isinstance(arg_attrs["ttir.name"], ir.StringAttr):
             return ir.StringAttr(arg_attrs["ttir.name"]).value
-    return _loc_name(arg.location) or f"arg{index}"
+    return _loc_name(arg.location)
 
 
 def _attr_text(attr: ir.Attribute) -> str:
@@ -299,64 +463,74 @@ def _attr_text(attr: ir.Attribute) -> str:
 
 
 class _Namer:
-    """Stable op names: the MLIR loc name when present, else <kind>_<n> counted per kind."""
+    """Stable, distinct tensor names: an op's MLIR loc name when present, else <kind>_<n> counted
+    per kind; a name taken before gets #1, #2, ... An op with several results names them
+    <name>:<i>, and none of those may be taken either."""
 
     def __init__(self) -> None:
         self.taken: set[str] = set()
-        self.counts: dict[str, int] = {}
+        self.counts: dict[str, int] = {}  # per kind
+        self.suffixes: dict[str, int] = {}  # per loc name, its next #k: one try per op, not k tries
 
-    def name(self, loc_name: str | None, base: str) -> str:
-        if loc_name is None:
-            while True:
+    def name(self, loc_name: str | None, base: str, results: int = 1) -> tuple[str, list[str]]:
+        """(op name, its result names)."""
+        while True:
+            if loc_name is None:
                 n = self.counts.get(base, 0)
                 self.counts[base] = n + 1
                 candidate = f"{base}_{n}"
-                if candidate not in self.taken:
-                    break
-        else:
-            candidate, k = loc_name, 1
-            while candidate in self.taken:  # two ops with one loc name keep distinct names
-                candidate = f"{loc_name}#{k}"
-                k += 1
-        self.taken.add(candidate)
-        return candidate
+            else:
+                k = self.suffixes.get(loc_name, 0)
+                self.suffixes[loc_name] = k + 1
+                candidate = f"{loc_name}#{k}" if k else loc_name
+            outs = [candidate] if results == 1 else [f"{candidate}:{i}" for i in range(results)]
+            if candidate not in self.taken and self.taken.isdisjoint(outs):
+                self.taken.update((candidate, *outs))
+                return candidate, outs
 
 
-def _graph_of(func_op, model_name: str) -> Graph:
+def _graph_of(func_op, model_name: str, ref: str) -> Graph:
     tensors: dict[str, Tensor] = {}
     value_names: dict[ir.Value, str] = {}
     inputs: list[str] = []
-    for index, arg in enumerate(func_op.arguments):
-        tensor = _tensor_of(_arg_name(func_op, index, arg), arg.type)
-        tensors[tensor.name] = tensor
-        value_names[arg] = tensor.name
-        inputs.append(tensor.name)
-
     namer = _Namer()
-    namer.taken.update(inputs)
+    shortened = 0
+
+    def checked(name: str | None, what: str, location: ir.Location) -> str | None:
+        nonlocal shortened
+        if name is None:
+            return None
+        shortened += len(name) > MAX_NAME_CHARS
+        return _checked_name(name, what, ref, location)
+
+    for index, arg in enumerate(func_op.arguments):
+        given = checked(_arg_name(func_op, index, arg), "argument", arg.location)
+        name = namer.name(given, "arg")[0] if given is not None else namer.name(f"arg{index}", "arg")[0]
+        tensors[name] = _tensor_of(name, arg.type, ref, arg.location)
+        value_names[arg] = name
+        inputs.append(name)
+
     ops: list[Op] = []
     outputs: list[str] = []
     for mlir_op in func_op.entry_block.operations:
         operation = mlir_op.operation
-        if operation.name == "func.return":
+        kind = operation.name
+        if kind == "func.return":
             outputs = [value_names[v] for v in operation.operands]
             continue
-        base = operation.name.split(".", 1)[-1]
+        _checked_name(kind, "op", ref, operation.location)  # kinds are named in warnings, unnamed ops by them
         loc_name = _loc_name(operation.location)
-        name = namer.name(loc_name, base)
         results = list(operation.results)
-        out_names = [name] if len(results) == 1 else [f"{name}:{i}" for i in range(len(results))]
+        name, out_names = namer.name(
+            checked(loc_name, "op", operation.location), checked(kind.split(".", 1)[-1], "op", operation.location),
+            len(results),
+        )
         for value, out_name in zip(results, out_names):
-            tensors[out_name] = _tensor_of(out_name, value.type)
+            tensors[out_name] = _tensor_of(out_name, value.type, ref, operation.location)
             value_names[value] = out_name
         attrs = {key: _attr_text(operation.attributes[key]) for key in operation.attributes}
-        op = Op(
-            name=name,
-            kind=operation.name,
-            inputs=[value_names[v] for v in operation.operands],
-            outputs=out_names,
-            attrs=attrs,
-        )
+        operands = [value_names[v] for v in operation.operands]
+        op = Op(name=name, kind=kind, inputs=operands, outputs=out_names, attrs=attrs)
         line = _file_line(operation.location)
         if line is not None:
             op.meta["lines"] = (line, line)
@@ -365,4 +539,9 @@ def _graph_of(func_op, model_name: str) -> Graph:
         elif str(operation.location) == "loc(unknown)":
             op.meta["loc"] = UNKNOWN_LOC
         ops.append(op)
-    return Graph(model_name, "input", tensors, ops, inputs, outputs)
+    graph = Graph(model_name, "input", tensors, ops, inputs, outputs)
+    if shortened:
+        graph.warnings.append(
+            f"{shortened} names longer than {MAX_NAME_CHARS} characters shortened (a hash ends each)"
+        )
+    return graph

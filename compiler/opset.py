@@ -11,7 +11,10 @@ import math
 from dataclasses import dataclass
 
 from . import attrs
+from .errors import ModelLoadError
 from .ir import Graph, Op
+
+MAX_FLOPS = 2**63 - 1  # what a run stores per op (a 64-bit integer column)
 
 MATMUL, CONV, ELTWISE_UNARY, ELTWISE_BINARY, ELTWISE_TERNARY, REDUCE, NORM, POOL, DATA_MOVEMENT, CONSTANT, OPAQUE = (
     "matmul",
@@ -168,6 +171,11 @@ def gemm_dims(graph: Graph, op: Op) -> tuple[int, int, int]:
     a = graph.tensors[op.inputs[0]]
     contract = attrs.ints(op.attrs.get("contract_dims_lhs"))
     if contract:
+        if len(set(contract)) != len(contract) or not all(0 <= d < len(a.shape) for d in contract):
+            raise ModelLoadError(
+                f"op {op.name}: contract_dims_lhs {list(contract)[:8]} are not distinct dimensions of its "
+                f"rank-{len(a.shape)} first operand"
+            )
         k = math.prod(a.shape[d] for d in contract)
     elif op.attrs.get("transpose_a", "").startswith("true") and len(a.shape) >= 2:
         k = a.shape[-2]
@@ -178,7 +186,16 @@ def gemm_dims(graph: Graph, op: Op) -> tuple[int, int, int]:
 
 
 def flops(graph: Graph, op: Op) -> int:
-    """Useful FLOPs of one graph-level op (no padding); fused ops add their per-element work."""
+    """Useful FLOPs of one graph-level op (no padding); fused ops add their per-element work.
+    More than a run can store is an error naming the op: tensors within MAX_ELEMENTS can still
+    multiply to more (a matmul of two 2^48-element operands)."""
+    count = _flops(graph, op)
+    if count > MAX_FLOPS:
+        raise ModelLoadError(f"op {op.name}: {count:.3g} FLOPs, more than tilescope counts (2^63)")
+    return count
+
+
+def _flops(graph: Graph, op: Op) -> int:
     cls = op_class(op.kind)
     if not op.outputs:
         return 0

@@ -1,12 +1,16 @@
 """Targets are data files (TOML); this module reads and checks them.
 
 A built-in target is named (`wormhole_n150`); any other target is a path to a file of the same
-schema (documented in the README, "Target files"). A bad file is an error naming the file and key.
+schema (documented in docs/simulator.md, "Target files"). A bad file is an error naming the file and
+key; every number must lie in a physically plausible range (LIMITS), so that no file, however
+hostile, makes the simulator allocate per-core arrays without end or compute infinite times.
 """
 
 from __future__ import annotations
 
 import math
+import re
+import reprlib
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,6 +26,37 @@ DISPATCH_MODES = ("host", "trace")
 # core: a core's own memory (L1, local store); chip: shared on-chip scratch (LLS);
 # device: off-chip device memory (DRAM); host: system memory across the host link.
 SCOPES = ("core", "chip", "device", "host")
+
+MAX_FILE_BYTES = 1 << 20  # a target file; the built-in ones are about 4 KiB
+MAX_GRID = 256  # rows, and columns, of cores: at most 256x256
+MAX_NAME = 256  # characters of a target's name (the database keeps that many)
+MAX_MEMORY_NAME = 32  # characters of a memory's name (stored with every op that uses it)
+_MEMORY_NAME = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_MEMORY_NAME}}}")
+MAX_MEMORIES = 16
+# The inclusive range of every number of a target file: wide enough for any real accelerator,
+# narrow enough that times stay finite and per-core work stays small. Keys with <name> or <dtype>
+# stand for each memory or dtype; documented in docs/simulator.md.
+LIMITS: dict[str, tuple[float, float]] = {
+    "clock_hz": (1e6, 1e10),  # 1 MHz to 10 GHz
+    "grid.rows": (1, MAX_GRID),
+    "grid.cols": (1, MAX_GRID),
+    "tile.rows": (1, 1024),  # elements
+    "tile.cols": (1, 1024),
+    "matrix.flops_per_cycle.<dtype>": (1, 1 << 30),
+    "matrix.fidelity_passes.<fidelity>": (1, 64),
+    "matrix.min_rows": (1, 1024),
+    "vector.elements_per_cycle": (1, 1 << 30),
+    "memory.<name>.capacity_bytes": (1, 1 << 50),  # 1 PiB
+    "memory.<name>.bytes_per_cycle": (1 / 1024, 1 << 30),
+    "memory.<name>.bytes_per_s": (1e3, 1e16),  # 1 kB/s to 10 PB/s
+    "memory.<name>.latency_ns": (0, 1e9),  # at most a second
+    "memory.<name>.channels": (1, 1024),
+    "noc.count": (1, 64),
+    "noc.link_bytes_per_cycle": (1, 1 << 20),
+    "noc.hop_cycles": (1, 1_000_000),
+    "noc.interface_cycles": (1, 1_000_000),
+    "dispatch.<mode>_ns": (0, 1e9),  # at most a second per op launch
+}
 
 
 @dataclass(frozen=True)
@@ -130,9 +165,17 @@ def target_text(name_or_path: str) -> tuple[str, str]:
                 "or a path to a .toml target file"
             )
     try:
-        return path.read_text(), str(path)
+        with path.open("rb") as file:  # at most the limit, should the path be a device or a pipe
+            data = file.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise TargetError(_too_large(path))
+        return data.decode("utf-8"), str(path)  # TOML files are UTF-8
     except (OSError, UnicodeDecodeError) as err:
         raise TargetError(f"{path}: cannot read: {err}") from None
+
+
+def _too_large(where: object) -> str:
+    return f"{where}: more than {MAX_FILE_BYTES >> 10} KiB: not a target file"
 
 
 def load_target(name_or_path: str, text: str | None = None) -> Target:
@@ -146,10 +189,16 @@ def load_target(name_or_path: str, text: str | None = None) -> Target:
 
 @lru_cache(maxsize=32)
 def _parse_target(text: str, where: str) -> Target:
+    if len(text) > MAX_FILE_BYTES:  # a character is at least a byte
+        raise TargetError(_too_large(where))
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise TargetError(f"{where}: not valid TOML: {err}") from None
+    except ValueError:  # an integer of thousands of digits, which Python refuses to convert
+        raise TargetError(f"{where}: not valid TOML: a number with too many digits") from None
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        raise TargetError(f"{where}: not valid TOML: arrays or tables nested too deeply") from None
     return _target_from(data, where, _assumed_keys(text))
 
 
@@ -171,9 +220,17 @@ def _assumed_keys(text: str) -> tuple[str, ...]:
 
 
 _MISSING = object()
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 100
 
 
-def _get(data: dict, key: str, kind: type, where: str, default: Any = _MISSING) -> Any:
+def shown(value: object) -> str:
+    """repr(value), cut to a readable length: messages quote what a user wrote, which may be huge."""
+    return _SHOWN.repr(value)
+
+
+def _get(data: dict, key: str, kind: type, where: str, default: Any = _MISSING, limits: str = "") -> Any:
+    """data[key] (dotted) of type `kind`; a number must lie in its range, LIMITS[limits or key]."""
     node: Any = data
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -181,21 +238,27 @@ def _get(data: dict, key: str, kind: type, where: str, default: Any = _MISSING) 
                 return default
             raise TargetError(f"{where}: missing key {key!r}")
         node = node[part]
-    if kind is float and isinstance(node, int) and not isinstance(node, bool):
-        node = float(node)
-    if not isinstance(node, kind) or isinstance(node, bool) != (kind is bool):
-        raise TargetError(f"{where}: key {key!r} must be {kind.__name__}, got {node!r}")
-    if kind in (int, float) and node <= 0:
-        raise TargetError(f"{where}: key {key!r} must be positive, got {node!r}")
-    return node
+    is_number = isinstance(node, (int, float)) and not isinstance(node, bool)
+    if not (isinstance(node, kind) or kind is float and is_number) or isinstance(node, bool) != (kind is bool):
+        raise TargetError(f"{where}: key {key!r} must be {kind.__name__}, got {shown(node)}")
+    if kind not in (int, float):
+        return node
+    low, high = LIMITS[limits or key]
+    # compared before any conversion (float() of a 400-digit integer overflows); NaN is in no range
+    if low > 0 and node <= 0:
+        raise TargetError(f"{where}: key {key!r} must be positive, got {shown(node)}")
+    if not low <= node <= high:
+        raise TargetError(f"{where}: key {key!r} must be between {_number(low)} and {_number(high)}, got {shown(node)}")
+    return float(node) if kind is float else node
+
+
+def _number(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
 
 
 def _dispatch_ns(data: dict, mode: str, where: str) -> float:
     """Host overhead per op launch; zero is allowed (a captured trace)."""
-    value = _get(data, "dispatch", dict, where).get(f"{mode}_ns")
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-        raise TargetError(f"{where}: key 'dispatch.{mode}_ns' must be a number >= 0, got {value!r}")
-    return float(value)
+    return _get(data, f"dispatch.{mode}_ns", float, where, limits="dispatch.<mode>_ns")
 
 
 def _fusion(data: dict, where: str) -> dict[str, bool]:
@@ -207,27 +270,33 @@ def _fusion(data: dict, where: str) -> dict[str, bool]:
 def _memories(data: dict, where: str) -> dict[str, Memory]:
     table = _get(data, "memory", dict, where)
     clock = _get(data, "clock_hz", float, where)
+    if len(table) > MAX_MEMORIES:
+        raise TargetError(f"{where}: key 'memory' declares {len(table)} memories: at most {MAX_MEMORIES}")
     memories = {}
     for name in table:
         key = f"memory.{name}"
+        if not _MEMORY_NAME.fullmatch(name):  # it is stored with every op that uses the memory
+            allowed = f"1 to {MAX_MEMORY_NAME} letters, digits, _ or -"
+            raise TargetError(f"{where}: key {shown(key)}: a memory's name is {allowed}")
         scope = _get(data, f"{key}.scope", str, where)
         if scope not in SCOPES:
-            raise TargetError(f"{where}: key '{key}.scope' must be one of {', '.join(SCOPES)}, got {scope!r}")
+            raise TargetError(f"{where}: key '{key}.scope' must be one of {', '.join(SCOPES)}, got {shown(scope)}")
         entry = _get(data, key, dict, where)
+
+        def number(field: str, kind: type, default: Any = _MISSING) -> Any:
+            return _get(data, f"{key}.{field}", kind, where, default, limits=f"memory.<name>.{field}")
+
         if "bytes_per_cycle" in entry:
-            bandwidth = _get(data, f"{key}.bytes_per_cycle", float, where) * clock
+            bandwidth = number("bytes_per_cycle", float) * clock
         else:
-            bandwidth = _get(data, f"{key}.bytes_per_s", float, where)
-        latency = entry.get("latency_ns", 0)
-        if not isinstance(latency, (int, float)) or isinstance(latency, bool) or latency < 0:
-            raise TargetError(f"{where}: key '{key}.latency_ns' must be a number >= 0, got {latency!r}")
+            bandwidth = number("bytes_per_s", float)
         memories[name] = Memory(
             name=name,
             scope=scope,
-            capacity_bytes=_get(data, f"{key}.capacity_bytes", int, where),
+            capacity_bytes=number("capacity_bytes", int),
             bytes_per_s=bandwidth,
-            latency_ns=float(latency),
-            channels=_get(data, f"{key}.channels", int, where, default=1),
+            latency_ns=number("latency_ns", float, default=0.0),
+            channels=number("channels", int, default=1),
         )
     if sum(m.scope == "core" for m in memories.values()) != 1:
         raise TargetError(f"{where}: key 'memory' must declare exactly one memory with scope = \"core\"")
@@ -236,21 +305,26 @@ def _memories(data: dict, where: str) -> dict[str, Memory]:
     return memories
 
 
-def _dtype_table(data: dict, key: str, where: str, kind: type) -> dict:
-    table = _get(data, key, dict, where)
+def _dtype_keys(data: dict, key: str, where: str, default: Any = _MISSING) -> dict:
+    table = _get(data, key, dict, where, default)
     for dtype in table:
         if dtype not in BYTES_PER_ELEMENT:
-            raise TargetError(f"{where}: key '{key}.{dtype}' is not a dtype ({', '.join(BYTES_PER_ELEMENT)})")
-        _get(data, f"{key}.{dtype}", kind, where)
-    return dict(table)
+            raise TargetError(f"{where}: key {shown(f'{key}.{dtype}')} is not a dtype ({', '.join(BYTES_PER_ELEMENT)})")
+    return table
 
 
 def _matrix(data: dict, where: str) -> MatrixEngine:
-    rates = _dtype_table(data, "matrix.flops_per_cycle", where, int)
-    passes = {f: _get(data, f"matrix.fidelity_passes.{f}", int, where) for f in FIDELITIES}
-    defaults = _get(data, "matrix.default_fidelity", dict, where, default={})
+    rates = {
+        dtype: _get(data, f"matrix.flops_per_cycle.{dtype}", int, where, limits="matrix.flops_per_cycle.<dtype>")
+        for dtype in _dtype_keys(data, "matrix.flops_per_cycle", where)
+    }
+    passes = {
+        f: _get(data, f"matrix.fidelity_passes.{f}", int, where, limits="matrix.fidelity_passes.<fidelity>")
+        for f in FIDELITIES
+    }
+    defaults = _dtype_keys(data, "matrix.default_fidelity", where, default={})
     for dtype, fidelity in defaults.items():
-        if fidelity not in FIDELITIES:
+        if not isinstance(fidelity, str) or fidelity not in FIDELITIES:
             raise TargetError(f"{where}: key 'matrix.default_fidelity.{dtype}' must be one of {', '.join(FIDELITIES)}")
     fallback = _get(data, "matrix.fallback_dtype", str, where)
     if fallback not in rates:
@@ -258,12 +332,28 @@ def _matrix(data: dict, where: str) -> MatrixEngine:
     return MatrixEngine(rates, passes, dict(defaults), _get(data, "matrix.min_rows", int, where), fallback)
 
 
+def _grid(data: dict, where: str) -> tuple[int, int]:
+    """At most MAX_GRID x MAX_GRID cores: the simulator keeps arrays of the grid's shape."""
+    table = data.get("grid")
+    rows, cols = (table.get(key) if isinstance(table, dict) else None for key in ("rows", "cols"))
+    if all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (rows, cols)) and max(rows, cols) > MAX_GRID:
+        raise TargetError(f"{where}: grid {shown(rows)}x{shown(cols)}: at most {MAX_GRID}x{MAX_GRID} cores")
+    return _get(data, "grid.rows", int, where), _get(data, "grid.cols", int, where)
+
+
+def _name(data: dict, where: str) -> str:
+    name = _get(data, "name", str, where)
+    if not 0 < len(name) <= MAX_NAME:
+        raise TargetError(f"{where}: key 'name' must have 1 to {MAX_NAME} characters, got {len(name):,}")
+    return name
+
+
 def _target_from(data: dict, where: str, assumed: tuple[str, ...] = ()) -> Target:
     return Target(
-        name=_get(data, "name", str, where),
-        description=str(data.get("description", "")),
+        name=_name(data, where),
+        description=_get(data, "description", str, where, default=""),
         clock_hz=_get(data, "clock_hz", float, where),
-        grid=(_get(data, "grid.rows", int, where), _get(data, "grid.cols", int, where)),
+        grid=_grid(data, where),
         tile=(_get(data, "tile.rows", int, where), _get(data, "tile.cols", int, where)),
         matrix=_matrix(data, where),
         vector_elements_per_cycle=_get(data, "vector.elements_per_cycle", int, where),

@@ -7,7 +7,9 @@
 - tilescope's JSON: `{"version": 1, "overrides": [{"op": ..., "grid": [4, 4], ...}], ...}`, checked
   against the JSON Schema shipped beside this module (overrides.schema.json).
 
-`load_file` tells them apart by content.
+`load_file` tells them apart by content. Any file, however malformed or hostile, is read in bounded
+work and gives OverrideSet or one OverrideError line: at most MAX_FILE_BYTES, MAX_ITEMS overrides
+and JSON nested at most MAX_DEPTH levels deep.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import jsonschema
 
 from compiler.errors import OverrideError
 from compiler.override import OpOverride
+from compiler.target import shown
 
 from .spec import format_item, parse_item
 
@@ -29,6 +32,14 @@ SCHEMA_PATH = Path(__file__).parent / "overrides.schema.json"
 VERSION = 1
 OUTPUT_LAYOUT = "override-output-layout"
 L1_USAGE_CAP = "tensor-l1-usage-cap"
+MAX_FILE_BYTES = 4 << 20  # 4 MiB: tens of thousands of overrides
+MAX_ITEMS = 100_000  # overrides in one file: more than a large model has ops
+MAX_DEPTH = 16  # JSON nesting
+
+
+def _count(count: int, what: str) -> None:
+    if count > MAX_ITEMS:
+        raise OverrideError(f"{what}: {count:,} overrides: at most {MAX_ITEMS:,} in one file")
 
 
 def _attempt(errors: list[str] | None, parse, *args):
@@ -50,7 +61,7 @@ def unique_items(items: list[OpOverride], errors: list[str] | None) -> list[OpOv
     kept: dict[tuple, OpOverride] = {}
     for ov in items:
         if ov.key in kept:
-            errors.append(f"override for {ov.target!r} given twice; give each op one override")
+            errors.append(f"override for {shown(ov.target)} given twice; give each op one override")
         else:
             kept[ov.key] = ov
     return list(kept.values())
@@ -69,7 +80,7 @@ class OverrideSet:
         seen: set[tuple] = set()
         for ov in self.items:
             if ov.key in seen:
-                raise OverrideError(f"override for {ov.target!r} given twice; give each op one override")
+                raise OverrideError(f"override for {shown(ov.target)} given twice; give each op one override")
             seen.add(ov.key)
 
     def canonical(self) -> OverrideSet:
@@ -101,11 +112,11 @@ def parse_ttmlir(text: str, errors: list[str] | None = None, source: str = "over
     def option_of(option: str) -> tuple[str, str]:
         key, sep, value = option.partition("=")
         if not sep:
-            raise OverrideError(f"option {option!r}: expected NAME=VALUE")
+            raise OverrideError(f"option {shown(option)}: expected NAME=VALUE")
         if key in seen:
             raise OverrideError(f"option {key!r} given twice")
         if key not in (OUTPUT_LAYOUT, L1_USAGE_CAP):
-            raise OverrideError(f"unknown option {key!r} (expected {OUTPUT_LAYOUT}=... or {L1_USAGE_CAP}=...)")
+            raise OverrideError(f"unknown option {shown(key)} (expected {OUTPUT_LAYOUT}=... or {L1_USAGE_CAP}=...)")
         seen.add(key)
         return key, value
 
@@ -115,10 +126,11 @@ def parse_ttmlir(text: str, errors: list[str] | None = None, source: str = "over
             continue
         key, value = parsed
         if key == OUTPUT_LAYOUT:
+            _count(value.count(",") + 1, source)
             found = (_attempt(errors, parse_item, item) for item in value.split(",") if item.strip())
             items.extend(ov for ov in found if ov is not None)
         else:
-            cap = _attempt(errors, _cap, value, option)
+            cap = _attempt(errors, _cap, value, _cut(option, 120))
     return OverrideSet(unique_items(items, errors), l1_usage_cap=cap)
 
 
@@ -135,8 +147,8 @@ def _cap(value: str, where: str) -> float:
     try:
         cap = float(value)
     except ValueError:
-        raise OverrideError(f"{where}: L1 usage cap must be a number in (0, 1], got {value!r}") from None
-    if not 0 < cap <= 1:
+        raise OverrideError(f"{where}: L1 usage cap must be a number in (0, 1], got {shown(value)}") from None
+    if not 0 < cap <= 1:  # NaN too
         raise OverrideError(f"{where}: L1 usage cap must be in (0, 1], got {cap:g}")
     return cap
 
@@ -160,7 +172,7 @@ def _explorer_value(key: str, value: str) -> str:
     if key == "grid_shape":
         dims = re.findall(r"\d+", value)
         if len(dims) != 2:
-            raise OverrideError(f"TT-Explorer grid_shape {value!r}: expected two dimensions like 4x4")
+            raise OverrideError(f"TT-Explorer grid_shape {shown(value)}: expected two dimensions like 4x4")
         return f"{dims[0]}x{dims[1]}"
     return value.lower()
 
@@ -168,25 +180,34 @@ def _explorer_value(key: str, value: str) -> str:
 def parse_explorer(data: dict, errors: list[str] | None = None) -> OverrideSet:
     if not isinstance(data, dict):
         raise OverrideError("TT-Explorer overrides: expected a JSON object keyed by op location")
+    _count(len(data), "TT-Explorer overrides")
     found = (_attempt(errors, _explorer_entry, op_id, entry) for op_id, entry in data.items())
     return OverrideSet(unique_items([ov for ov in found if ov is not None], errors))
 
 
 def _explorer_entry(op_id: str, entry) -> OpOverride | None:
+    where = f"TT-Explorer override {shown(op_id)}"
     if not isinstance(entry, dict) or not isinstance(entry.get("attributes", []), list):
-        raise OverrideError(f"TT-Explorer override {op_id!r}: expected {{named_location, attributes: [...]}}")
-    name = entry.get("named_location") or (_LOC_NAME.search(op_id) or [None, None])[1]
+        raise OverrideError(f"{where}: expected {{named_location, attributes: [{{key, value}}, ...]}}")
+    name = entry.get("named_location")
+    if name is not None and not isinstance(name, str):
+        raise OverrideError(f"{where}: named_location must be a string, got {shown(name)}")
+    name = name or (_LOC_NAME.search(op_id) or [None, None])[1]
     if not name:
-        raise OverrideError(f"TT-Explorer override {op_id!r}: no named_location")
+        raise OverrideError(f"{where}: no named_location")
     params = []
     for attribute in entry.get("attributes", []):
-        key = attribute.get("key") if isinstance(attribute, dict) else None
+        # TT-Explorer writes every attribute as {"key": "...", "value": "..."}; anything else would
+        # reach the item parser as Python's spelling of a list or None
+        if not (isinstance(attribute, dict) and all(isinstance(attribute.get(k), str) for k in ("key", "value"))):
+            raise OverrideError(f"{where}: attribute {shown(attribute)}: expected {{\"key\": string, \"value\": string}}")
+        key, value = attribute["key"], attribute["value"]
         if key in _EXPLORER_KEYS:
-            params.append(_explorer_value(key, attribute.get("value", "")))
-        elif key is not None and "#" not in key:
-            raise OverrideError(f"TT-Explorer override {name!r}: unknown attribute key {key!r}")
-        elif key is not None:  # our extensions travel as "fidelity#" keys
-            params.append(f"{key}{attribute.get('value', '')}")
+            params.append(_explorer_value(key, value))
+        elif "#" not in key:
+            raise OverrideError(f"TT-Explorer override {shown(name)}: unknown attribute key {shown(key)}")
+        else:  # our extensions travel as "fidelity#" keys
+            params.append(f"{key}{value}")
     return parse_item(f"{name}={':'.join(params)}") if params else None
 
 
@@ -225,15 +246,19 @@ def schema() -> dict:
 
 
 def parse_json(data: dict, errors: list[str] | None = None) -> OverrideSet:
-    problems = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(data), key=lambda e: list(e.absolute_path))
-    messages = [
-        f"overrides file: {'/'.join(str(p) for p in err.absolute_path) or '(top level)'}: {err.message}" for err in problems
-    ]
+    if isinstance(data, dict) and isinstance(data.get("overrides"), list):
+        _count(len(data["overrides"]), "overrides file")
+    # (path, message) only: an error object holds kilobytes, and a bad file may have an error an item;
+    # jsonschema quotes the offending value whole, which may be megabytes
+    problems = sorted(
+        (list(err.absolute_path), _cut(err.message)) for err in jsonschema.Draft202012Validator(schema()).iter_errors(data)
+    )
+    messages = [f"overrides file: {'/'.join(str(p) for p in path) or '(top level)'}: {message}" for path, message in problems]
     if messages and errors is None:
         raise OverrideError(messages[0])
     if messages:
         errors.extend(messages)
-    bad = {err.absolute_path[1] for err in problems if len(err.absolute_path) > 1 and err.absolute_path[0] == "overrides"}
+    bad = {path[1] for path, _ in problems if len(path) > 1 and path[0] == "overrides"}
     entries = data.get("overrides", []) if isinstance(data, dict) and isinstance(data.get("overrides"), list) else []
     items = []
     for index, entry in enumerate(entries):
@@ -268,29 +293,77 @@ def format_json(overrides: OverrideSet) -> dict:
     return data
 
 
+def _cut(message: str, limit: int = 300) -> str:
+    """The message with the middle of a long one left out: jsonschema's start with the offending
+    value (cut there) and end with the reason (kept)."""
+    return message if len(message) <= limit else f"{message[: limit // 2]}...{message[-limit // 2:]}"
+
+
 # --- files ---------------------------------------------------------------------------------------
 
 def parse_text(text: str, source: str = "overrides", errors: list[str] | None = None) -> OverrideSet:
     """Any of the three formats, told apart by content. With an `errors` list, every problem is
     recorded there and the good items are returned; without, the first problem raises."""
-    stripped = text.strip()
+    if len(text) > MAX_FILE_BYTES:  # a character is at least a byte
+        raise OverrideError(_too_large(source))
+    stripped = text.removeprefix("\ufeff").strip()  # a byte order mark, as some editors save
     if not stripped.startswith("{"):
         return parse_ttmlir(stripped, errors, source)
-    try:
-        data = json.loads(stripped)
-    except json.JSONDecodeError as err:
-        raise OverrideError(f"{source}:{err.lineno}:{err.colno}: not valid JSON: {err.msg}") from None
+    data = _json(stripped, source)
     if isinstance(data, dict) and "version" in data:
         return parse_json(data, errors)
     return parse_explorer(data, errors)
 
 
+def _json(text: str, source: str):
+    """The JSON value of `text`, at most MAX_DEPTH deep; only what RFC 8259 allows (Python's
+    parser also takes NaN and Infinity, which pass a schema's range checks)."""
+    def constant(name: str):
+        raise OverrideError(f"{source}: not valid JSON: {name} is not a number JSON allows")
+
+    try:
+        data = json.loads(text, parse_constant=constant)
+    except json.JSONDecodeError as err:
+        raise OverrideError(f"{source}:{err.lineno}:{err.colno}: not valid JSON: {err.msg}") from None
+    except ValueError:  # an integer of thousands of digits, which Python refuses to convert
+        raise OverrideError(f"{source}: not valid JSON: a number with too many digits") from None
+    except RecursionError:  # the parser recurses once per level
+        raise OverrideError(_too_deep(source)) from None
+    # the parser stops near a thousand levels; the schema validator recurses several frames a level
+    level, deepest = [data], 1
+    while level:
+        level = [child for node in level if isinstance(node, (dict, list)) for child in _children(node)]
+        deepest += bool(level)
+        if deepest > MAX_DEPTH:
+            raise OverrideError(_too_deep(source))
+    return data
+
+
+def _children(node: dict | list):
+    return node.values() if isinstance(node, dict) else node
+
+
+def _too_deep(source: str) -> str:
+    return f"{source}: JSON nested more than {MAX_DEPTH} levels deep: not an overrides file"
+
+
+def _too_large(source: str) -> str:
+    return f"{source}: more than {MAX_FILE_BYTES >> 20} MiB: not an overrides file"
+
+
 def load_file(path: str, errors: list[str] | None = None) -> OverrideSet:
     try:
-        text = Path(path).expanduser().read_text()
+        with Path(path).expanduser().open("rb") as file:  # at most the limit, should it be a device or a pipe
+            data = file.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise OverrideError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
+    except OSError as err:
+        raise OverrideError(f"{path}: cannot read: {err}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise OverrideError(_too_large(path))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
         raise OverrideError(f"{path}: cannot read: {err}") from None
     return parse_text(text, path, errors)
 

@@ -19,7 +19,7 @@ from compiler.dtypes import BYTES_PER_ELEMENT
 from compiler.errors import OverrideError
 from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
 from compiler.override import OpOverride
-from compiler.target import FIDELITIES
+from compiler.target import FIDELITIES, shown
 
 # Memory names as users write them; tt-mlir spells host memory `system_memory`.
 MEMORY_ALIASES = {"dram": "dram", "l1": "l1", "lls": "lls", "system": "system", "system_memory": "system"}
@@ -103,32 +103,33 @@ EXPECTED = (
 def parse_item(item: str) -> OpOverride:
     """One `op=params` item; errors name the item, the token and the reason."""
     text = item.strip()
+    quoted = shown(text)  # cut: an item may be a whole file's worth of text
     op, sep, params = text.partition("=")
     op = op.strip()
     if not sep or not op:
-        raise OverrideError(f"override {text!r}: expected OP=PARAMS, e.g. matmul_1=2x2:l1:block_sharded")
+        raise OverrideError(f"override {quoted}: expected OP=PARAMS, e.g. matmul_1=2x2:l1:block_sharded")
     if not params.strip():
-        raise OverrideError(f"override {text!r}: no parameters after '='")
+        raise OverrideError(f"override {quoted}: no parameters after '='")
     fields: dict[str, object] = {}
     for token in params.split(":"):
         token = token.strip().lower()
         try:
             category, value = _category(token)
         except ValueError:
-            raise OverrideError(f"override {text!r}: unknown token {token!r} (expected {EXPECTED})") from None
+            raise OverrideError(f"override {quoted}: unknown token {shown(token)} (expected {EXPECTED})") from None
         if category in fields:
-            raise OverrideError(f"override {text!r}: {category.replace('_', ' ')} given twice ({token!r})")
+            raise OverrideError(f"override {quoted}: {category.replace('_', ' ')} given twice ({shown(token)})")
         fields[category] = value
     if "grid" in fields and min(fields["grid"]) < 1:  # type: ignore[arg-type]
-        raise OverrideError(f"override {text!r}: grid dimensions must be at least 1")
+        raise OverrideError(f"override {quoted}: grid dimensions must be at least 1")
     if "operand" in fields and "result" in fields:
-        raise OverrideError(f"override {text!r}: give operand# or result#, not both")
+        raise OverrideError(f"override {quoted}: give operand# or result#, not both")
     if "operand" in fields:
         per_op = [key for key in OP_ONLY if key in fields]
         if per_op:
-            raise OverrideError(f"override {text!r}: {per_op[0]}# applies to the op, not to one operand")
+            raise OverrideError(f"override {quoted}: {per_op[0]}# applies to the op, not to one operand")
     if set(fields) <= {"operand", "result"}:
-        raise OverrideError(f"override {text!r}: no layout parameters besides {'/'.join(fields)}#")
+        raise OverrideError(f"override {quoted}: no layout parameters besides {'/'.join(fields)}#")
     return OpOverride(op=op, spec=text, **fields)  # type: ignore[arg-type]
 
 

@@ -19,13 +19,13 @@ from compiler.mlir_import import ImportedModel
 from compiler.override import REJECTED, OpOverride, OverrideOutcome
 from compiler.passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
 from compiler.pipeline import compile_model
-from compiler.target import Target
+from compiler.target import Target, shown
 
 
 def _unknown(ov: OpOverride, names: list[str], graph: Graph) -> str:
     close = difflib.get_close_matches(ov.op, names, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    return f"override {ov.spec or ov.op!r}: no op named {ov.op!r} in {graph.name}{hint}"
+    return f"override {shown(ov.spec or ov.op)}: no op named {shown(ov.op)} in {graph.name}{hint}"
 
 
 def check_op_names(overrides: Iterable[OpOverride], graph: Graph) -> None:
@@ -70,6 +70,6 @@ def validate(
     compilation = compile_model(model, target, compilable, policy, l1_usage_cap)
     report.outcomes = list(compilation.override_outcomes)
     report.problems.extend(
-        f"override {o.spec!r} rejected: {o.reason}" for o in report.outcomes if o.status == REJECTED
+        f"override {shown(o.spec)} rejected: {o.reason}" for o in report.outcomes if o.status == REJECTED
     )
     return report

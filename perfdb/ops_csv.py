@@ -4,7 +4,9 @@
 tt-perf-report) read tilescope's output. `import_csv` reads a measured report of the same model and
 stores it as a measured run beside a simulated one, ops matched by `LOC` (the MLIR location, i.e.
 the stable op name) or `OP NAME`: the UI and `diff` then compare simulated with measured per op.
-Bad rows are reported, never fatal; a file with no usable row is an error.
+Bad rows are reported, never fatal; a file with no usable row, or one that is not CSV at all, is one
+CsvImportError line. Work is bounded (at most MAX_ROWS rows) and every stored time finite (each
+duration and latency at most MAX_NS).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import csv
 import io
 import math
 import re
+import reprlib
 from collections.abc import Mapping
 
 from sqlalchemy.orm import Session
@@ -27,6 +30,14 @@ class CsvImportError(ValueError):
 
 
 DURATION = "DEVICE KERNEL DURATION [ns]"
+LATENCY = "OP TO OP LATENCY [ns]"
+MAX_ROWS = 100_000  # rows of one import: each becomes stored records (an op, a zone, counters)
+MAX_NS = 1e15  # a duration or latency (11.6 days): beyond it, a typo, and sums could overflow to inf
+MAX_CORES = 256 * 256  # a target's largest grid (compiler.target.MAX_GRID)
+# the columns import_csv reads: one of each, or which to believe is a guess
+READ = (DURATION, LATENCY, "LOC", "OP NAME", "CORE COUNT", "MATH FIDELITY")
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = 100  # a field may hold 131,072 characters; a problem line quotes it cut
 MAX_OPERANDS = 3  # INPUT_0.. columns written
 # tt-metal's spellings
 DATATYPES = {
@@ -40,7 +51,7 @@ _FIDELITY_OF = {spelled.lower(): ours for ours, spelled in FIDELITIES.items()}
 def _columns() -> list[str]:
     columns = [
         "OP CODE", "OP TYPE", "GLOBAL CALL COUNT", "DEVICE ID", "MATH FIDELITY", "CORE COUNT",
-        "HOST START TS", "HOST END TS", "DEVICE FW DURATION [ns]", DURATION, "OP TO OP LATENCY [ns]",
+        "HOST START TS", "HOST END TS", "DEVICE FW DURATION [ns]", DURATION, LATENCY,
     ]
     for role in ("INPUT", "OUTPUT"):
         for i in range(MAX_OPERANDS if role == "INPUT" else 1):
@@ -73,21 +84,22 @@ def write_csv(session: Session, run_id: int, peak_bytes_per_s: Mapping[str, floa
     # read back by import_csv keeps the run's total; tt-metal writes 0 there, having no run start
     previous_end = 0.0
     for count, op in enumerate(queries.op_records(session, run_id, tensors=True)):
-        seconds = op.duration_ns / 1e9
+        seconds = op.duration_ns / 1e9 if math.isfinite(op.duration_ns) else 0.0
 
         def util(*paths: str) -> str:
             moved = sum(op.bytes.get(p, 0.0) for p in paths)
             peak = peaks.get(paths[0])
-            return f"{moved / seconds / peak * 100:.2f}" if peak and seconds else ""
+            percent = moved / seconds / peak * 100 if peak and seconds else math.inf
+            return f"{percent:.2f}" if math.isfinite(percent) else ""  # blank, not inf, for a vanishing time
 
         row = {
             "OP CODE": op.kind, "OP TYPE": "tt_dnn_device", "GLOBAL CALL COUNT": count, "DEVICE ID": 0,
             "MATH FIDELITY": FIDELITIES.get(op.fidelity, op.fidelity), "CORE COUNT": op.cores,
-            "HOST START TS": round(op.start_ns), "HOST END TS": round(op.start_ns + op.duration_ns),
-            "DEVICE FW DURATION [ns]": round(op.duration_ns), DURATION: round(op.duration_ns),
-            "OP TO OP LATENCY [ns]": round(max(0.0, op.start_ns - previous_end)),
-            "PM IDEAL [ns]": round(op.roofline_ns), "PM COMPUTE [ns]": round(op.compute_ns),
-            "PM BANDWIDTH [ns]": round(op.bandwidth_ns), "DRAM BW UTIL (%)": util("dram"),
+            "HOST START TS": _whole(op.start_ns), "HOST END TS": _whole(op.start_ns + op.duration_ns),
+            "DEVICE FW DURATION [ns]": _whole(op.duration_ns), DURATION: _whole(op.duration_ns),
+            LATENCY: _whole(max(0.0, op.start_ns - previous_end)),
+            "PM IDEAL [ns]": _whole(op.roofline_ns), "PM COMPUTE [ns]": _whole(op.compute_ns),
+            "PM BANDWIDTH [ns]": _whole(op.bandwidth_ns), "DRAM BW UTIL (%)": util("dram"),
             "NOC UTIL (%)": util("noc", "mcast"), "LOC": op.name,
         }
         previous_end = op.start_ns + op.duration_ns
@@ -104,6 +116,12 @@ def write_csv(session: Session, run_id: int, peak_bytes_per_s: Mapping[str, floa
     return out.getvalue()
 
 
+def _whole(ns: float) -> int | str:
+    """Whole ns; blank for a time that is not finite (runs imported before times were bounded)."""
+    return round(ns) if math.isfinite(ns) else ""
+
+
+_CORES = re.compile(r"[0-9]{1,9}")  # int() of thousands of digits is refused, not merely slow
 _LOC = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"')
 
 
@@ -131,55 +149,10 @@ def import_csv(session: Session, text: str, base_run_id: int, source: str = "ops
         l1_at.setdefault(sample.t_ns, []).append((sample.track, sample.value))
     shared = [n.removesuffix(_BANDWIDTH) for n in queries.counter_names(session, base_run_id) if n.endswith(_BANDWIDTH)]
     session.commit()  # end the reading transaction; save_run writes in its own
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
-    header = [h.strip() for h in reader.fieldnames or []]
-    if DURATION not in header:
-        raise CsvImportError(f"{source}: no {DURATION!r} column (an ops perf report has it)")
-    if "LOC" not in header and "OP NAME" not in header:
-        raise CsvImportError(f"{source}: no LOC or OP NAME column to match ops by")
-    problems: list[str] = []
-    ops, zones, counters = [], [], []
-    clock = 0.0
-    rows = 0
-    for line, raw in enumerate(reader, start=2):
-        rows += 1
-        row = {(k or "").strip(): (v or "").strip() for k, v in raw.items() if k is not None}
-        name = _op_name(row)
-        if not name:
-            problems.append(f"{source}:{line}: no LOC or OP NAME")
-            continue
-        if name not in simulated:
-            problems.append(f"{source}:{line}: op {name!r} is not in run {base_run_id}")
-            continue
-        try:
-            duration = float(row[DURATION])
-            gap = float(row.get("OP TO OP LATENCY [ns]") or 0.0)
-            if not (math.isfinite(duration) and duration >= 0 and math.isfinite(gap) and gap >= 0):
-                raise ValueError
-        except (KeyError, ValueError):
-            problems.append(f"{source}:{line}: {name}: {DURATION} {row.get(DURATION)!r} is not a duration in ns")
-            continue
-        sim = simulated[name]
-        start = clock + gap
-        cores = row.get("CORE COUNT", "")
-        fidelity = _FIDELITY_OF.get(row.get("MATH FIDELITY", "").lower(), sim.fidelity)
-        ops.append({
-            "name": name, "kind": sim.kind, "start_ns": start, "duration_ns": duration, "flops": sim.flops,
-            # the program the hardware ran moves what the compiler planned: the base run's bytes
-            "bytes": dict(sim.bytes), "bound": "measured", "why": f"measured ({source}:{line})", "memory": sim.memory,
-            "grid": sim.grid, "cores": int(cores) if cores.isdigit() else sim.cores, "roofline_ns": sim.roofline_ns,
-            "pct_peak": 0.0, "fidelity": fidelity, "tensors": sim.tensors, "compute_ns": sim.compute_ns,
-            "bandwidth_ns": sim.bandwidth_ns, "level": "measured",
-        })
-        zones.append(("device", 0, name, start, start + duration, name))
-        # L1 holds what it held in the base run while the op ran; a shared memory's bandwidth in
-        # use is the op's bytes through it over its measured time
-        counters += [(track, "l1_bytes", start, value) for track, value in l1_at.get(sim.start_ns, ())]
-        for path in shared:
-            if sim.bytes.get(path) and duration > 0:
-                counters += [(path, path + _BANDWIDTH, start, sim.bytes[path] / (duration * 1e-9)),
-                             (path, path + _BANDWIDTH, start + duration, 0.0)]
-        clock = start + duration
+    try:
+        ops, zones, counters, problems, rows, clock = _read(text, source, base_run_id, simulated, l1_at, shared)
+    except csv.Error as err:  # a field over csv's limit, a stray carriage return in a field
+        raise CsvImportError(f"{source}: not a CSV ops report: {err}") from None
     if not ops:
         raise CsvImportError(f"{source}: no row matched an op of run {base_run_id}" + (f" ({problems[0]})" if problems else ""))
     run_id = save_run(session, NewRun(
@@ -192,3 +165,85 @@ def import_csv(session: Session, text: str, base_run_id: int, source: str = "ops
     with session.begin():
         session.add(MeasuredImport(run_id=run_id, source=source, rows=rows, matched=len(ops), problems=problems))
     return run_id, problems
+
+
+def _header(reader: csv.DictReader, source: str) -> list[str]:
+    header = [h.strip() for h in reader.fieldnames or []]
+    if not header:
+        raise CsvImportError(f"{source}: empty file (an ops perf report has a header line)")
+    if DURATION not in header:
+        # a report saved with another delimiter still names the column, in its one long field
+        hint = "; columns must be separated by commas" if any(DURATION in h for h in header) else ""
+        raise CsvImportError(f"{source}: no {DURATION!r} column (an ops perf report has it){hint}")
+    if "LOC" not in header and "OP NAME" not in header:
+        raise CsvImportError(f"{source}: no LOC or OP NAME column to match ops by")
+    twice = [column for column in READ if header.count(column) > 1]
+    if twice:
+        count = header.count(twice[0])
+        raise CsvImportError(f"{source}: column {twice[0]!r} appears {count} times; which one to read is a guess")
+    return header
+
+
+def _ns(row: dict, column: str, default: str = "") -> float | None:
+    """A time in ns from `column`: finite, >= 0 and at most MAX_NS; None otherwise."""
+    try:
+        value = float(row.get(column) or default)
+    except ValueError:
+        return None
+    return value if 0 <= value <= MAX_NS else None  # NaN is in no range
+
+
+def _read(text: str, source: str, base_run_id: int, simulated: dict, l1_at: dict, shared: list[str]):
+    """(ops, zones, counters, problems, rows, total ns) of the report `text`."""
+    # newline="": csv itself tells line ends (CR, LF, CRLF) from line breaks inside quoted fields
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff"), newline=""))
+    _header(reader, source)
+    problems: list[str] = []
+    ops, zones, counters = [], [], []
+    clock = 0.0
+    rows = 0
+    for line, raw in enumerate(reader, start=2):
+        rows += 1
+        if rows > MAX_ROWS:
+            raise CsvImportError(f"{source}: more than {MAX_ROWS:,} rows; import the report in parts")
+        row = {(k or "").strip(): (v or "").strip() for k, v in raw.items() if k is not None}
+        name = _op_name(row)
+        where = f"{source}:{line}"
+        if not name:
+            problems.append(f"{where}: no LOC or OP NAME")
+            continue
+        if name not in simulated:
+            problems.append(f"{where}: op {_SHOWN.repr(name)} is not in run {base_run_id}")
+            continue
+        duration, gap = _ns(row, DURATION), _ns(row, LATENCY, "0")
+        cores = row.get("CORE COUNT", "")
+        wrong = DURATION if duration is None else LATENCY if gap is None else None
+        if wrong:
+            what = "duration" if wrong == DURATION else "latency"
+            problems.append(f"{where}: {name}: {wrong} {_SHOWN.repr(row.get(wrong))} is not a {what} in ns (0 to {MAX_NS:g})")
+            continue
+        if cores and not (_CORES.fullmatch(cores) and 0 < int(cores) <= MAX_CORES):
+            problems.append(f"{where}: {name}: CORE COUNT {_SHOWN.repr(cores)} is not a number of cores (1 to {MAX_CORES:,})")
+            continue
+        sim = simulated[name]
+        start = clock + gap
+        fidelity = _FIDELITY_OF.get(row.get("MATH FIDELITY", "").lower(), sim.fidelity)
+        ops.append({
+            "name": name, "kind": sim.kind, "start_ns": start, "duration_ns": duration, "flops": sim.flops,
+            # the program the hardware ran moves what the compiler planned: the base run's bytes
+            "bytes": dict(sim.bytes), "bound": "measured", "why": f"measured ({source}:{line})", "memory": sim.memory,
+            "grid": sim.grid, "cores": int(cores) if cores else sim.cores, "roofline_ns": sim.roofline_ns,
+            "pct_peak": 0.0, "fidelity": fidelity, "tensors": sim.tensors, "compute_ns": sim.compute_ns,
+            "bandwidth_ns": sim.bandwidth_ns, "level": "measured",
+        })
+        zones.append(("device", 0, name, start, start + duration, name))
+        # L1 holds what it held in the base run while the op ran; a shared memory's bandwidth in
+        # use is the op's bytes through it over its measured time
+        counters += [(track, "l1_bytes", start, value) for track, value in l1_at.get(sim.start_ns, ())]
+        for path in shared:
+            # over less than a nanosecond (no kernel is that short) bytes/s would overflow to inf
+            if sim.bytes.get(path) and duration >= 1.0:
+                counters += [(path, path + _BANDWIDTH, start, sim.bytes[path] / (duration * 1e-9)),
+                             (path, path + _BANDWIDTH, start + duration, 0.0)]
+        clock = start + duration
+    return ops, zones, counters, problems, rows, clock

@@ -33,12 +33,24 @@ def newest_run_id(session: Session, model_ref: str, target_ref: str) -> int | No
     return session.scalar(select(func.max(Run.id)).where(Run.model_ref == model_ref, Run.target_ref == target_ref))
 
 
+MAX_ID = 2**63 - 1  # ids are 64-bit integers in both databases; a larger one names no run
+
+
 def get_run(session: Session, run_id: int) -> Run:
     """The run with its model's source text, enough to re-compile it once the session is closed."""
+    if not 0 < run_id <= MAX_ID:
+        raise RunNotFound(run_id)
     run = session.get(Run, run_id, options=[selectinload(Run.model).undefer(Model.source_text)])
     if run is None:
         raise RunNotFound(run_id)
     return run
+
+
+def target_description(session: Session, target_ref: str) -> str | None:
+    """The target description the newest run asked for as `target_ref` kept (a target file's, as
+    it was then), or None."""
+    run = session.scalar(select(Run).where(Run.target_ref == target_ref).order_by(Run.id.desc()).limit(1))
+    return (run.target.description or None) if run is not None else None
 
 
 def op_records(session: Session, run_id: int, tensors: bool = False, moved: bool = True) -> list[Row]:
@@ -472,6 +484,7 @@ def op_statistics(session: Session, run_id: int, by: str = "name") -> list[dict]
 
 def run_id_back(session: Session, back: int = 0) -> int:
     """The id of the newest run (`back` 0), or of the run `back` runs before it, in the order stored."""
+    back = min(back, MAX_ID)  # an offset is a 64-bit integer too
     run_id = session.scalar(select(Run.id).order_by(Run.id.desc()).offset(back).limit(1))
     if run_id is None:
         stored = session.scalar(select(func.count(Run.id)))

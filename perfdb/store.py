@@ -15,6 +15,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from . import blocks, lod
+from .engine import DatabaseError
 from .schema import Model, Run, Target
 
 _OP_FIELDS = (
@@ -28,6 +29,9 @@ _DEFAULTS = {
     "compute_ns": 0.0, "bandwidth_ns": 0.0,
 }
 _JSON_FIELDS = {"bytes", "tensors"}  # stored as JSON text (the bulk path skips the ORM's types)
+_TEXT_FIELDS = ("name", "kind", "bound", "why", "memory", "grid", "level", "fidelity")
+_RUN_TEXT = ("model_ref", "model_name", "source_text", "target", "target_ref", "target_text", "label")
+_INT_BITS = {"flops": 64, "cores": 32}  # BIGINT and INTEGER columns
 _BLOCK_COLUMNS = ("run_id", "kind", "level", "top_level", "track", "start_ns", "end_ns", "rows", "data")
 
 
@@ -59,6 +63,7 @@ class NewRun:
 
 def save_run(session: Session, new: NewRun) -> int:
     """Store `new` and return its run id; nothing is stored if any part fails."""
+    check_storable(new)
     tracks, zones = zone_columns(new.zones)
     timeline = run_blocks(tracks, zones, new.counters)
     with session.begin():
@@ -91,6 +96,25 @@ def save_run(session: Session, new: NewRun) -> int:
         ])
         write_blocks(session.connection(), run.id, timeline)
     return run.id
+
+
+def check_storable(new: NewRun) -> None:
+    """One line naming the value, not a driver's error after part of the work, for what no column
+    can hold: NUL in text (PostgreSQL's text refuses it) and integers wider than their column."""
+    for field in _RUN_TEXT:
+        if "\0" in getattr(new, field):
+            raise DatabaseError(f"cannot store the run: its {field} has a NUL character")
+    for op in new.ops:
+        for field, bits in _INT_BITS.items():
+            if not -(2 ** (bits - 1)) <= op[field] < 2 ** (bits - 1):
+                raise DatabaseError(
+                    f"cannot store the run: op {op['name'][:80]!r} has {field} {op[field]:.3g}, past {bits} bits"
+                )
+        for field in _TEXT_FIELDS:
+            if "\0" in (op.get(field) or ""):
+                raise DatabaseError(
+                    f"cannot store the run: op {op['name'][:80]!r} has a NUL character in its {field}"
+                )
 
 
 def _row_id(session: Session, table: type[Model] | type[Target], **row) -> int:

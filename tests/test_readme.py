@@ -8,6 +8,7 @@ the team set-up on a fresh PostgreSQL schema and a Redis database of its own. Co
 
 from __future__ import annotations
 
+import base64
 import os
 import queue
 import re
@@ -47,6 +48,9 @@ def _program(line: str) -> str:
 
 
 SERVES = {"./run app", "tilescope serve"}  # lines that serve the explorer until stopped
+# the user `tilescope passwd` adds in the team set-up, with the password _run types for it; a
+# server without users ignores the header
+SIGNED_IN = "Basic " + base64.b64encode(b"alice:readme-password").decode()
 
 
 def _git_status() -> str | None:
@@ -80,7 +84,10 @@ def _env(tmp_path: Path, **extra: str) -> dict:
 
 
 def _run(line: str, cwd: Path, env: dict) -> None:
-    done = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    # what a command asks for on its standard input (a password) is typed
+    done = subprocess.run(
+        ["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=600, input="readme-password\n",
+    )
     assert done.returncode == 0, f"`{line}` exited {done.returncode}:\n{done.stderr[-3000:]}"
     assert "Traceback" not in done.stderr, f"`{line}`:\n{done.stderr[-3000:]}"
 
@@ -126,8 +133,9 @@ def _until_up(line: str, cwd: Path, env: dict, up) -> None:
 
 def _answers(port: str):
     def up(_output) -> bool:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/", headers={"Authorization": SIGNED_IN})
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=5) as response:
                 return response.status == 200 and b"tilescope" in response.read()
         except OSError:
             return False
@@ -184,6 +192,8 @@ def test_command_line_walk_through_runs_as_written(tmp_path, checkout_status):
 def test_team_set_up_runs_as_written(tmp_path, pg_schemas, redis_broker, checkout_status):
     env = _env(tmp_path, TILESCOPE_DB=pg_schemas(), TILESCOPE_CELERY_BROKER=redis_broker)
     _execute(dict(_blocks())["Configuration"], tmp_path, env)
+    users = tmp_path / "team-users"
+    assert users.stat().st_mode & 0o777 == 0o600 and users.read_text().startswith("alice:")
 
 
 def test_override_examples_in_the_docs_apply_to_the_shipped_model():

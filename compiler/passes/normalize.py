@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import opset
+from ..errors import clip
 from ..ir import Graph, Op
 
 
@@ -46,7 +47,8 @@ class Normalize:
         for t in empties:
             out.tensors.pop(t, None)
         out.ops = ops
-        if unknown:
-            listed = ", ".join(f"{k} x{n}" for k, n in sorted(unknown.items()))
-            out.warnings.append(f"ops kept as opaque (generic DRAM cost): {listed}")
+        if unknown:  # a bounded line however many kinds (or however long) the model has
+            listed = ", ".join(f"{clip(k)} x{n}" for k, n in sorted(unknown.items())[:20])
+            more = f" and {len(unknown) - 20} more kinds" if len(unknown) > 20 else ""
+            out.warnings.append(f"ops kept as opaque (generic DRAM cost): {listed}{more}")
         return out

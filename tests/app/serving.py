@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -76,7 +77,11 @@ def start(model: str, db_url: str, *extra: str, logs: Path, env: dict | None = N
             proc.kill()
             pytest.fail(f"tilescope serve did not start: {proc.output()[-3000:]}")
         # gunicorn listens before its workers have loaded the app; the first request waits for one
-        urllib.request.urlopen(url, timeout=max(1.0, deadline - time.monotonic()))
+        try:
+            urllib.request.urlopen(url, timeout=max(1.0, deadline - time.monotonic()))
+        except urllib.error.HTTPError as err:
+            if err.code != 401:  # a server with users asks the anonymous request to sign in: it answers
+                raise
         return url, proc
     pytest.fail(f"tilescope serve found each port it tried taken: {proc.output()[-3000:]}")
 

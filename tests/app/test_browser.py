@@ -402,3 +402,96 @@ def test_a_rerun_runs_on_a_celery_worker_with_redis(tmp_path, db_url, browser, c
         proc.stop()
         log = worker.stop()
     assert "succeeded" in log and "background_callback_" in log  # the worker ran it, not the app
+
+
+def test_a_server_with_users_lets_in_only_who_signs_in(tmp_path, browser):
+    """Both sides of the door: no page without credentials; with them, the whole page works."""
+    import base64
+    import urllib.error
+    import urllib.request
+
+    from app.auth import set_password
+
+    users = tmp_path / "users"
+    set_password(users, "alice", "s3cret")
+    url, proc = serving.start(MODEL, f"sqlite:///{tmp_path / 'ui.db'}", "--auth", str(users), logs=tmp_path)
+    signed_in = _chrome()
+    try:
+        browser.get(url)  # Chromium asks for credentials; headless, it shows the refusal's empty page
+        _wait(browser, lambda d: d.execute_script(
+            "var n = performance.getEntriesByType('navigation')[0]; return n && n.responseStatus === 401;"))
+        assert not browser.find_elements(By.ID, "graph-view")
+        with pytest.raises(urllib.error.HTTPError) as refused:  # the page's data too, not only the page
+            urllib.request.urlopen(url + "_dash-layout", timeout=30)
+        assert refused.value.code == 401
+        _shot(browser, "12-sign-in-required")
+        signed_in.execute_cdp_cmd("Network.enable", {})
+        token = base64.b64encode(b"alice:s3cret").decode()
+        signed_in.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": {"Authorization": f"Basic {token}"}})
+        d = signed_in
+        d.get(url)
+        _wait(d, lambda d: len(_op_nodes(d)) == 2)
+        d.execute_script(CLICK_NODE % "mlp.layer.0.fc1.matmul")
+        _wait(d, lambda d: "mlp.layer.0.fc1.matmul" in _text(d, "op-inspector"))
+        assert not [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    finally:
+        signed_in.quit()
+        output = proc.stop()
+    assert "signing in" in output and "Traceback" not in output
+
+
+def test_an_open_server_on_every_address_says_so(tmp_path):
+    url, proc = serving.start(MODEL, f"sqlite:///{tmp_path / 'ui.db'}", "--host", "0.0.0.0", "--insecure", logs=tmp_path)
+    output = proc.stop()
+    assert "on http://0.0.0.0:" in output and "insecure: no signing in" in output
+
+
+# Nested regions as a fuzzer found them: deep enough to overflow the MLIR parser's stack
+NESTED = "func.func @forward() {\n" + '"test.region"() ({\n' * 3000 + "}) : () -> ()\n" * 3000 + "  return\n}\n"
+LONG_LOC = (
+    'func.func @forward(%x: tensor<32x32xbf16>) -> tensor<32x32xbf16> {\n'
+    '  %0 = "ttir.exp"(%x) : (tensor<32x32xbf16>) -> tensor<32x32xbf16> loc("' + "a." * 40_000 + 'e")\n'
+    "  return %0 : tensor<32x32xbf16>\n}\n"
+)
+
+
+def test_the_server_answers_while_it_handles_hostile_input(server, browser, tmp_path):
+    """A catastrophic search pattern, a file nested beyond the parser's stack and an 80 KB loc name,
+    sent at once: each gets one line on the page, and another request is answered within 1 s
+    throughout."""
+    import threading
+    import time as clock
+    import urllib.request
+
+    files = {"nested.mlir": NESTED, "long-loc.mlir": LONG_LOC}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    waits, stop = [], threading.Event()
+
+    def probe() -> None:
+        while not stop.is_set():
+            start = clock.monotonic()
+            urllib.request.urlopen(server + "_dash-layout", timeout=30).read()
+            waits.append(clock.monotonic() - start)
+            stop.wait(0.1)
+
+    d = browser
+    d.get(server)
+    _wait(d, lambda d: len(_op_nodes(d)) == 2)
+    prober = threading.Thread(target=probe, daemon=True)
+    prober.start()
+    try:
+        search = d.find_element(By.ID, "graph-search")
+        search.clear()
+        search.send_keys("(x+x+)+y|(a|aa)+$|" + "(a*)*" * 50 + "\n")
+        for name in files:
+            d.find_element(By.CSS_SELECTOR, "#model-upload input[type=file]").send_keys(str(tmp_path / name))
+            _wait(d, lambda d, name=name: name in _text(d, "page-message"), timeout=120)
+            line = _text(d, "page-message")
+            assert "\n" not in line.strip() and "Traceback" not in line, line
+        _wait(d, lambda d: " match" in _text(d, "graph-note"))
+    finally:
+        stop.set()
+        prober.join(30)
+    assert waits and max(waits) < 1.0, sorted(waits)[-5:]
+    _shot(d, "13-hostile-input")

@@ -360,7 +360,7 @@ def test_a_bad_upload_is_one_line_on_the_page_and_changes_nothing(app, cb, name,
 
 
 def test_an_upload_over_the_size_limit_is_refused(app, cb, monkeypatch):
-    monkeypatch.setattr(explorer_module, "MAX_UPLOAD_BYTES", 100)
+    monkeypatch.setattr(explorer_module, "MAX_SOURCE_BYTES", 100)
     _, _, message, _ = cb["upload_model"](_progress, _data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved")
     assert message.children.startswith("tiny.mlir: ") and "MiB is over the" in message.children
 
@@ -485,7 +485,7 @@ def test_an_overrides_file_of_any_format_joins_the_pending_list_and_bad_items_ar
     pending, status, _ = cb["import_overrides"](_upload(explorer_json), "tt-explorer.json", [])
     assert pending and pending[0].startswith(f"{CONSUMER}=8x1:l1:height_sharded")
     pending, status, _ = cb["import_overrides"]("data:;base64,@@@", "broken.json", [])
-    assert pending is no_update and "not a text file" in str(status)
+    assert pending is no_update and "the upload is damaged (not base64)" in str(status)
     pending, status, _ = cb["import_overrides"](_upload("{ not json"), "broken.json", [])
     assert pending is no_update and "not valid JSON" in str(status)
 
@@ -607,3 +607,64 @@ def test_runs_stored_elsewhere_join_the_run_list_without_a_reload(app, cb):
     fresh = cb["refresh_runs"](2, MODEL, TARGET, options)
     assert [o["value"] for o in fresh] == [other, run_id] and "from CI" in fresh[0]["label"]
     assert cb["refresh_runs"](3, MODEL, TARGET, fresh) is no_update
+
+
+@pytest.mark.parametrize("query", ["run=99999999999999999999&diff=1,99999999999999999999", "run=%C2%B2", "run=-1&diff=0,1"])
+def test_a_link_with_run_ids_no_database_holds_opens_the_newest_run(cb, query):
+    *_, linked, _ = cb["open_link"](f"http://host/?{query}", False)
+    assert linked == {"run": None, "diff": []}
+    _, run_id, status, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved", {"run": 2**70, "diff": []})
+    assert status is None and isinstance(run_id, int)
+
+
+def test_a_link_to_a_target_or_policy_the_page_does_not_offer_keeps_the_menus(cb):
+    offered = [{"label": t, "value": t} for t in ("wormhole_n150", "blackhole_p150")]
+    result = cb["open_link"]("http://host/?target=/etc/x.toml&policy=nosuch&level=kernel", False, offered, ["dram-interleaved"])
+    assert result[2] is no_update and result[3] is no_update and result[4] == "kernel"
+
+
+MARKUP_MLIR = """
+func.func @forward(%x: tensor<256x256xbf16> {ttir.name = "x"}, %w: tensor<256x256xbf16> {ttir.name = "w"}) -> tensor<256x256xbf16> {
+  %0 = "ttir.matmul"(%x, %w) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("<a href='https://evil.example'>mm</a>")
+  %1 = "ttir.exp"(%0) : (tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("<b>e</b>&amp;")
+  return %1 : tensor<256x256xbf16>
+}
+"""
+
+
+def _texts(figure) -> list[str]:
+    """Every string a figure shows: trace names, texts, hover texts and templates, titles, ticks, annotations."""
+    found = []
+
+    def walk(value) -> None:
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                if key not in ("customdata", "uid", "type", "id"):
+                    walk(inner)
+        elif isinstance(value, (list, tuple)):
+            for inner in value:
+                walk(inner)
+        elif hasattr(value, "tolist"):
+            walk(value.tolist())
+
+    walk(figure.to_plotly_json())
+    return found
+
+
+def test_op_names_show_as_text_in_every_figure_never_as_markup(app, cb):
+    _, ref, message, _ = cb["upload_model"](_progress, _data_url(MARKUP_MLIR.encode()), "markup.mlir", TARGET, "dram-interleaved")
+    assert "Loaded" in str(message)
+    _, run_id, _, _ = cb["choose_model"](ref, TARGET, "dram-interleaved")
+    mm = "<a href='https://evil.example'>mm</a>"
+    figures = [
+        _graph(cb, run_id, "input", selected=mm)[0], cb["show_timeline"](run_id, None, [], mm),
+        cb["show_roofline"](run_id, mm), cb["find_zone"](run_id, mm, None, "statistics", "name"),
+    ]
+    shown = [text for figure in figures for text in _texts(figure)]
+    assert any("&lt;a href='https://evil.example'&gt;mm&lt;/a&gt;" in t for t in shown)
+    assert any("&lt;b&gt;e&lt;/b&gt;&amp;amp;" in t for t in shown)
+    assert not [t for t in shown if "<a " in t or "<b>e" in t], "a name reached a figure as markup"
+    # selecting still works on the names as they are
+    assert cb["select_in_roofline"]({"points": [{"customdata": mm}]}) == mm

@@ -520,3 +520,35 @@ def test_ctrl_c_during_a_run_is_one_line_and_stores_nothing(tmp_path):
     assert proc.returncode == 130 and out == "" and err == "tilescope: interrupted\n"
     with session_factory(open_db(f"sqlite:///{db}"))() as session:
         assert list_runs(session) == []
+
+
+def test_export_refuses_to_overwrite_without_force_and_never_writes_through_a_link(capsys, tmp_path, tiny_path, db_url):
+    run_id = str(run_json(capsys, tiny_path, "--db", db_url)["run_id"])
+    out = tmp_path / "run.json"
+    out.write_text("kept")
+    code, _, err = cli(capsys, "export", run_id, "--db", db_url, "-o", str(out))
+    assert_one_error_line(code, err, f"{out}: exists; give --force to replace it")
+    assert out.read_text() == "kept"
+    assert cli(capsys, "export", run_id, "--db", db_url, "-o", str(out), "--force")[0] == 0
+    assert json.loads(out.read_text())["version"] == 1
+    victim, link = tmp_path / "victim.txt", tmp_path / "link.json"
+    victim.write_text("precious")
+    link.symlink_to(victim)
+    code, _, err = cli(capsys, "export", run_id, "--db", db_url, "-o", str(link))
+    assert_one_error_line(code, err, "exists; give --force")
+    assert cli(capsys, "export", run_id, "--db", db_url, "-o", str(link), "--force")[0] == 0
+    assert victim.read_text() == "precious" and not link.is_symlink()  # the link was replaced, not followed
+
+
+@pytest.mark.parametrize("command", ["export", "stats", "diff"])
+@pytest.mark.parametrize("run", ["99999999999999999999", "9223372036854775808", "²", "last~99999999999999999999"])
+def test_a_run_id_no_database_can_hold_is_one_line(capsys, tmp_path, tiny_path, db_url, command, run):
+    run_json(capsys, tiny_path, "--db", db_url)
+    argv = [command, run, *(["1"] if command == "diff" else []), "--db", db_url]
+    try:
+        code = main(argv)
+    except SystemExit as exited:  # refused as an argument
+        code = exited.code
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "is not a run" in err or "no run with id" in err

@@ -67,6 +67,13 @@ def test_a_scope_with_one_op_is_not_a_group():
     assert tree.children(None) == ["a.x.only", GROUP + "b"]
 
 
+def test_names_thousands_of_scopes_deep_group_without_recursing():
+    deep = ".".join(f"s{i}" for i in range(5000))
+    tree = ScopeTree(_chain([f"{deep}.a", f"{deep}.b", "top"]))
+    assert tree.groups == [GROUP + deep]  # the only scope that adds something: its 4,999 parents hold the same ops
+    assert tree.children(None) == [GROUP + deep, "top"]
+
+
 def test_an_op_in_an_open_group_is_labelled_relative_to_it():
     tree = ScopeTree(_chain(["a.x.only", "b.one", "b.two", "b.3"]))
     labels = {n.id: n.label for n in tree.view([GROUP + "b"]).nodes}

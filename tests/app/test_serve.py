@@ -122,3 +122,15 @@ def test_a_celery_worker_stores_no_run_of_its_own(db_url, tmp_path, redis_broker
             assert list_runs(session) == []
     finally:
         worker.stop()
+
+
+def test_a_request_larger_than_the_largest_upload_is_refused_unread(workers):
+    """Its body is never read: the server answers as soon as it has the headers."""
+    url, _, _ = workers
+    host, port = url.split("//")[1].rstrip("/").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        connection.sendall(
+            b"POST /_dash-update-component HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 209715200\r\n\r\n{}"
+        )
+        assert connection.recv(64).startswith(b"HTTP/1.1 413")

@@ -99,7 +99,7 @@ def test_missing_key_is_named(tmp_path, old, new, key):
         ('name = "wormhole_n150"', "name = 3", "name", "must be str"),
         ("bytes_per_s = 258.0e9", 'bytes_per_s = "fast"', "memory.dram.bytes_per_s", "must be float"),
         ('scope = "core"', 'scope = "l3"', "memory.l1.scope", "must be one of core, chip, device, host"),
-        ("host_ns = 100_000", "host_ns = -1", "dispatch.host_ns", ">= 0"),
+        ("host_ns = 100_000", "host_ns = -1", "dispatch.host_ns", "must be between 0 and 1e+09, got -1"),
     ],
 )
 def test_wrong_typed_value_names_the_key(tmp_path, old, new, key, fragment):
@@ -194,3 +194,97 @@ def test_short_tiles_cost_their_rows_but_at_least_the_minimum_pass(wormhole):
     assert wormhole.tile_cycles("bf16", "lofi", rows=8) == full / 4
     assert wormhole.tile_cycles("bf16", "lofi", rows=1) == full / 4  # still a full 8-row pass
     assert wormhole.tile_cycles("bf16", "lofi", rows=64) == full
+
+
+# --- hostile target files: one TargetError line naming the file and the field -----------------------
+
+
+def test_a_grid_of_ten_billion_cores_is_refused_before_anything_is_allocated(tmp_path, capsys, tiny_path):
+    from app.cli import main
+
+    path = _write(tmp_path, _edit("rows = 8\ncols = 8", "rows = 100000\ncols = 100000"), "my.toml")
+    with pytest.raises(TargetError) as err:
+        load_target(path)
+    assert str(err.value) == f"{path}: grid 100000x100000: at most 256x256 cores"
+    # through the CLI: one line, where the simulator's per-core arrays took 75 GB
+    assert main(["show", tiny_path, "--target", path]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"tilescope: error: {path}: grid 100000x100000: at most 256x256 cores"]
+    assert load_target(_write(tmp_path, _edit("rows = 8\ncols = 8", "rows = 256\ncols = 256"))).cores == 65536
+
+
+@pytest.mark.parametrize("old, key", [
+    ("clock_hz = 1.0e9", "clock_hz"),
+    ("bytes_per_s = 258.0e9", "memory.dram.bytes_per_s"),
+    ("bytes_per_cycle = 256", "memory.l1.bytes_per_cycle"),
+    ("host_ns = 100_000", "dispatch.host_ns"),
+    ("trace_ns = 0", "dispatch.trace_ns"),
+])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "+nan"])
+def test_nan_and_infinity_are_refused(tmp_path, old, key, value):
+    path = _write(tmp_path, _edit(old, f"{old.split(' = ')[0]} = {value}"))
+    with pytest.raises(TargetError, match=re.escape(f"{path}: key '{key}' must be ") + ".*" + re.escape(f"got {value.lstrip('+')}")):
+        load_target(path)
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("clock_hz = 1.0e9", "clock_hz = 1000.0", "key 'clock_hz' must be between 1e+06 and 1e+10, got 1000.0"),
+    ("clock_hz = 1.0e9", "clock_hz = 1e12", "key 'clock_hz' must be between 1e+06 and 1e+10, got 1000000000000.0"),
+    ("rows = 32\ncols = 32", "rows = 32\ncols = 100000", "key 'tile.cols' must be between 1 and 1,024, got 100000"),
+    ("min_rows = 8", "min_rows = 1000000000", "key 'matrix.min_rows' must be between 1 and 1,024"),
+    ("bf16 = 4096", "bf16 = 9223372036854775807", "key 'matrix.flops_per_cycle.bf16' must be between 1 and 1,073,741,824"),
+    ("hifi4 = 4", "hifi4 = 100", "key 'matrix.fidelity_passes.hifi4' must be between 1 and 64, got 100"),
+    ("elements_per_cycle = 128", "elements_per_cycle = 0", "key 'vector.elements_per_cycle' must be positive, got 0"),
+    ("capacity_bytes = 1499136", "capacity_bytes = 9223372036854775807", "key 'memory.l1.capacity_bytes' must be between 1 and 1,125,899,906,842,624"),
+    ("bytes_per_s = 258.0e9", "bytes_per_s = 1e300", "key 'memory.dram.bytes_per_s' must be between 1000 and 1e+16, got 1e+300"),
+    ("bytes_per_s = 258.0e9", "bytes_per_s = 1e-300", "key 'memory.dram.bytes_per_s' must be between 1000 and 1e+16, got 1e-300"),
+    ("channels = 6", "channels = 6\nlatency_ns = -1", "key 'memory.dram.latency_ns' must be between 0 and 1e+09, got -1"),
+    ("channels = 6", "channels = 100000", "key 'memory.dram.channels' must be between 1 and 1,024"),
+    ("count = 2", "count = 1000", "key 'noc.count' must be between 1 and 64"),
+    ("hop_cycles = 9", "hop_cycles = 10000000", "key 'noc.hop_cycles' must be between 1 and 1,000,000"),
+    ("host_ns = 100_000", "host_ns = 1e300", "key 'dispatch.host_ns' must be between 0 and 1e+09, got 1e+300"),
+    # a 400-digit integer: float() of it overflows, so it is compared first
+    ("clock_hz = 1.0e9", "clock_hz = 1" + "0" * 400, "key 'clock_hz' must be between 1e+06 and 1e+10, got 1000"),
+    ('name = "wormhole_n150"', 'name = "' + "n" * 300 + '"', "key 'name' must have 1 to 256 characters, got 300"),
+    ('description = "Tenstorrent', 'description = { a = 1 }\nx = "Tenstorrent', "key 'description' must be str, got {'a': 1}"),
+    ("[memory.l1]", '[memory."l1 \\n 2"]', "key 'memory.l1 \\n 2': a memory's name is 1 to 32 letters, digits, _ or -"),
+    ("[memory.dram]", "[memory." + "d" * 40 + "]", f"key 'memory.{'d' * 40}': a memory's name is 1 to 32 letters"),
+    ('bf16 = "hifi2"', "bogus = 3, bf16 = \"hifi2\"", "key 'matrix.default_fidelity.bogus' is not a dtype"),
+])
+def test_numbers_outside_their_documented_range_are_refused(tmp_path, old, new, message):
+    path = _write(tmp_path, _edit(old, new))
+    with pytest.raises(TargetError) as err:
+        load_target(path)
+    assert str(err.value).startswith(f"{path}: {message}") and "\n" not in str(err.value)
+    assert len(str(err.value)) < 400  # a huge value is quoted cut
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("x = " + "[" * 100_000 + "]" * 100_000, "not valid TOML: arrays or tables nested too deeply"),
+    ("x = " + "{a=" * 100_000 + "1" + "}" * 100_000, "not valid TOML: arrays or tables nested too deeply"),
+    ("x = " + "9" * 5000, "not valid TOML: a number with too many digits"),
+])
+def test_deep_nesting_and_endless_digits_are_one_line(tmp_path, extra, message):
+    path = _write(tmp_path, SOURCE + "\n" + extra + "\n")
+    with pytest.raises(TargetError) as err:
+        load_target(path)
+    assert str(err.value) == f"{path}: {message}"
+
+
+def test_a_file_over_1_mib_is_refused_unread(tmp_path):
+    path = _write(tmp_path, SOURCE + "#" * (1 << 20))
+    with pytest.raises(TargetError, match=re.escape(path) + ": more than 1024 KiB: not a target file"):
+        load_target(path)
+    with pytest.raises(TargetError, match="stored.toml: more than 1024 KiB"):
+        load_target("stored.toml", SOURCE + "#" * (1 << 20))  # a stored run's copy of a file
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_every_builtin_target_is_inside_the_limits(name):
+    from compiler.target import LIMITS, MAX_GRID
+
+    t = load_target(name)
+    assert max(t.grid) <= MAX_GRID
+    low, high = LIMITS["clock_hz"]
+    assert low <= t.clock_hz <= high
+    for memory in t.memories.values():
+        assert LIMITS["memory.<name>.bytes_per_s"][0] <= memory.bytes_per_s <= LIMITS["memory.<name>.bytes_per_s"][1]

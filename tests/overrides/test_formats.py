@@ -167,3 +167,102 @@ def test_one_op_with_output_operand_and_result_overrides_round_trips_every_forma
 def test_the_same_operand_twice_is_an_error():
     with pytest.raises(OverrideError, match="override for 'matmul_0 operand 1' given twice"):
         OverrideSet([OpOverride("matmul_0", memory="l1", operand=1), OpOverride("matmul_0", dtype="bf16", operand=1)])
+
+
+# --- hostile files: one OverrideError line each, in bounded work ------------------------------------
+
+DEEP = 100_000  # levels: far past the recursion limit of Python's JSON parser
+EXPLORER_BAD_TYPES = [  # (file, fragment of the error)
+    ('{"x": {"named_location": 5, "attributes": "str"}}', "expected {named_location, attributes"),
+    ('{"x": {"named_location": 5, "attributes": []}}', "named_location must be a string, got 5"),
+    ('{"x": {"named_location": ["a"], "attributes": [{"key": "grid_shape", "value": "4x4"}]}}', "named_location must be a string"),
+    ('{"x": {"named_location": "a", "attributes": {"key": "grid_shape", "value": "4x4"}}}', "expected {named_location, attributes"),
+    ('{"x": {"named_location": "a", "attributes": [{"key": ["grid_shape"], "value": "4x4"}]}}', "attribute {'key': ['grid_shape']"),
+    ('{"x": {"named_location": "a", "attributes": [{"key": {}, "value": "l1"}]}}', 'expected {"key": string, "value": string}'),
+    ('{"x": {"named_location": "a", "attributes": [{"key": 5, "value": "l1"}]}}', 'expected {"key": string, "value": string}'),
+    ('{"x": {"named_location": "a", "attributes": [{"key": "grid_shape", "value": null}]}}', "'value': None"),
+    ('{"x": {"named_location": "a", "attributes": [{"key": "fidelity#"}]}}', 'expected {"key": string, "value": string}'),
+    ('{"x": {"named_location": "a", "attributes": [{"key": "buffer_type", "value": [1]}]}}', "'value': [1]"),
+    ('{"x": {"named_location": "a", "attributes": [7]}}', "attribute 7: expected"),
+    ('{"x": null}', "expected {named_location, attributes"),
+]
+HOSTILE = [  # (file, fragment of the error) in every format
+    ("[" * DEEP + "]" * DEEP, "not an overrides file"),  # not JSON: an object is
+    ('{"a":' * DEEP + "1" + "}" * DEEP, "JSON nested more than 16 levels deep"),
+    ('{"x": ' + "[" * DEEP + "]" * DEEP + "}", "JSON nested more than 16 levels deep"),
+    ('{"version": 1, "overrides": ' + "[" * 900 + "]" * 900 + "}", "JSON nested more than 16 levels deep"),
+    ('{"version": 1, "overrides": [{"op": "a", "grid": [' + "9" * 5000 + ", 1]}]}", "a number with too many digits"),
+    ('{"version": 1, "overrides": [], "l1_usage_cap": NaN}', "NaN is not a number JSON allows"),
+    ('{"x": {"named_location": "a", "attributes": [{"key": "grid_shape", "value": Infinity}]}}', "Infinity is not a number JSON allows"),
+    ('{"version": 1, "overrides": [], "policy": "' + "p" * 100_000 + '"}', "is not one of"),
+    ("override-output-layout=" + "a" * 100_000 + "=zz", "unknown token 'zz'"),
+    *EXPLORER_BAD_TYPES,
+]
+
+
+@pytest.mark.parametrize("text, fragment", HOSTILE, ids=range(len(HOSTILE)))
+def test_a_hostile_file_is_one_short_line_whether_read_strictly_or_leniently(text, fragment):
+    problems: list[str] = []
+    try:
+        parse_text(text, "f.json", problems)
+    except OverrideError as err:  # the file as a whole is unreadable
+        problems = [str(err)]
+    with pytest.raises(OverrideError) as strict:
+        parse_text(text, "f.json")
+    for message in (*problems, str(strict.value)):
+        assert "\n" not in message and len(message) < 600, message[:200]
+    assert fragment in str(strict.value) and fragment in problems[0]
+
+
+def test_only_strings_make_a_tt_explorer_override():
+    # before, a number became the op name "5", and a list the token "[1]"
+    assert parse_explorer({"x": {"named_location": "relu_0", "attributes": [{"key": "buffer_type", "value": "l1"}]}}).items[0].op == "relu_0"
+    with pytest.raises(OverrideError, match="named_location must be a string, got 5"):
+        parse_explorer({"x": {"named_location": 5, "attributes": [{"key": "buffer_type", "value": "l1"}]}})
+
+
+def test_a_file_over_4_mib_or_100000_overrides_is_refused_unread(tmp_path):
+    from overrides.formats import MAX_FILE_BYTES, MAX_ITEMS, load_file
+
+    big = tmp_path / "big.txt"
+    big.write_text("override-output-layout=a=l1" + " " * MAX_FILE_BYTES)
+    for read in (lambda: load_file(str(big)), lambda: parse_text(big.read_text(), str(big))):
+        with pytest.raises(OverrideError, match=r"big.txt: more than 4 MiB: not an overrides file"):
+            read()
+    # a device that never ends is read no further than the limit
+    with pytest.raises(OverrideError, match=r"/dev/zero: more than 4 MiB"):
+        load_file("/dev/zero")
+    many = [{"op": f"op{i}", "memory": "l1"} for i in range(MAX_ITEMS + 1)]
+    for text in (
+        json.dumps({"version": 1, "overrides": many}),
+        json.dumps({f"op{i}": {"attributes": []} for i in range(MAX_ITEMS + 1)}),
+        "override-output-layout=" + ",".join(f"op{i}=l1" for i in range(MAX_ITEMS + 1)),
+    ):
+        with pytest.raises(OverrideError, match=r"100,001 overrides: at most 100,000 in one file"):
+            parse_text(text, "f", [])
+
+
+def test_a_byte_order_mark_is_read_past(tmp_path):
+    path = tmp_path / "o.json"
+    path.write_text("\ufeff" + dump(EXAMPLE, "tilescope"), encoding="utf-8")
+    from overrides.formats import load_file
+
+    assert load_file(str(path)).canonical() == parse_text(dump(EXAMPLE, "tilescope")).canonical()
+
+
+@pytest.mark.parametrize("text, fragment", HOSTILE[1:3] + EXPLORER_BAD_TYPES[:6], ids=range(8))
+def test_the_apps_import_control_gets_an_override_error_not_a_500(text, fragment):
+    """The explorer's "import overrides file" upload: a data URL of the file, read by the overrides
+    package; the page shows an OverrideError's line, anything else was an HTTP 500."""
+    import base64
+
+    from app.explorer import imported_overrides
+
+    contents = "data:application/json;base64," + base64.b64encode(text.encode()).decode()
+    try:
+        items, problems = imported_overrides("o.json", contents)
+    except OverrideError as err:
+        problems = [str(err)]
+    else:
+        assert items == []
+    assert len(problems) == 1 and fragment in problems[0] and "\n" not in problems[0]

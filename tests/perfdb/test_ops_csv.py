@@ -109,8 +109,8 @@ def test_bad_rows_are_reported_and_skipped(sessions, base):
         measured, problems = import_csv(s, text, base, "lab.csv")
     assert problems == [
         f"lab.csv:3: op 'nope_7' is not in run {base}",
-        f"lab.csv:4: matmul_1: {DURATION} 'fast' is not a duration in ns",
-        f"lab.csv:5: matmul_1: {DURATION} '-4' is not a duration in ns",
+        f"lab.csv:4: matmul_1: {DURATION} 'fast' is not a duration in ns (0 to 1e+15)",
+        f"lab.csv:5: matmul_1: {DURATION} '-4' is not a duration in ns (0 to 1e+15)",
         "lab.csv:6: no LOC or OP NAME",
     ]
     with sessions() as s:
@@ -149,3 +149,83 @@ def test_cli_export_and_import(capsys, tmp_path, db_url, base):
     assert main(["import", str(base), str(bad), "--db", db_url]) == 2
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [f"tilescope: error: bad.csv: no {DURATION!r} column (an ops perf report has it)"]
+
+
+# --- malformed and hostile reports: one line, or a stored run with every bad row listed ---------------
+
+HEADER = f"LOC,{DURATION},OP TO OP LATENCY [ns]\n"
+UNUSABLE = [  # (file, what the one line says); none stores anything
+    ("", "x.csv: empty file (an ops perf report has a header line)"),
+    ("\n\n\n", "x.csv: empty file"),
+    (HEADER, "x.csv: no row matched an op of run"),
+    (bytes(range(256)).decode("latin-1") * 4, f"x.csv: no {DURATION!r} column"),
+    ("LOC\x00,x\n\x00\x00\n", f"x.csv: no {DURATION!r} column"),
+    (HEADER.replace(",", ";") + "matmul_0;100;0\n", "columns must be separated by commas"),
+    (HEADER + "matmul_0," + "1" * 200_000 + ",0\n", "x.csv: not a CSV ops report: field larger than field limit (131072)"),
+    (HEADER + "matmul_0,100,0\n" + '"' + "x" * 200_000 + '"\n', "field larger than field limit"),
+    (f"LOC,{DURATION},{DURATION}\nmatmul_0,100,200\n", f"x.csv: column {DURATION!r} appears 2 times"),
+    (f"LOC, LOC ,{DURATION}\nmatmul_0,matmul_1,200\n", "x.csv: column 'LOC' appears 2 times"),
+    (HEADER + "matmul_0,1,0\n" * 100_001, "x.csv: more than 100,000 rows; import the report in parts"),
+    (HEADER + "matmul_0,1e308,0\nmatmul_1,1e308,0\n", "(x.csv:2: matmul_0: DEVICE KERNEL DURATION [ns] '1e308' is not a duration in ns (0 to 1e+15))"),
+    (HEADER + "matmul_0,1,1e308\n", "(x.csv:2: matmul_0: OP TO OP LATENCY [ns] '1e308' is not a latency in ns (0 to 1e+15))"),
+    (HEADER + "matmul_0,1,-1\n", "OP TO OP LATENCY [ns] '-1' is not a latency"),
+    (HEADER + "matmul_0," + "9" * 5000 + ",0\n", "is not a duration in ns"),
+    (f"LOC,{DURATION},CORE COUNT\nmatmul_0,1," + "9" * 5000 + "\n", "is not a number of cores (1 to 65,536)"),
+    (f"LOC,{DURATION},CORE COUNT\nmatmul_0,1,99999999999999999999999\n", "CORE COUNT '99999999999999999999999' is not a number of cores"),
+]
+
+
+@pytest.mark.parametrize("text, message", UNUSABLE, ids=range(len(UNUSABLE)))
+def test_an_unusable_report_is_one_line_and_stores_nothing(sessions, base, text, message):
+    with sessions() as s:
+        runs = len(s.query(MeasuredImport).all()), len(op_records(s, base))
+        with pytest.raises(CsvImportError) as err:
+            import_csv(s, text, base, "x.csv")
+    assert message in str(err.value) and "\n" not in str(err.value) and len(str(err.value)) < 500
+    with sessions() as s:
+        assert (len(s.query(MeasuredImport).all()), len(op_records(s, base))) == runs
+
+
+def test_times_past_the_bound_are_row_problems_and_the_total_stays_finite(sessions, base):
+    """1e308 ns twice made the total infinite, and the run's CSV export then crashed."""
+    text = HEADER + "".join(f"matmul_{i % 2},{value},0\n" for i, value in enumerate(["1e308", "inf", "nan", "1e16", "1e15", "2.5"]))
+    text += "matmul_0,3,1e308\nmatmul_1,4,0\n"
+    with sessions() as s:
+        measured, problems = import_csv(s, text, base, "lab.csv")
+        total = get_run(s, measured).total_ns
+        exported = _rows(write_csv(s, measured))
+    assert [p.split(": ", 2)[2].split(" is ")[0] for p in problems] == [
+        f"{DURATION} '1e308'", f"{DURATION} 'inf'", f"{DURATION} 'nan'", f"{DURATION} '1e16'", "OP TO OP LATENCY [ns] '1e308'",
+    ]
+    assert total == 1e15 + 2.5 + 4
+    assert [r[DURATION] for r in exported] == [str(10**15), "2", "4"]
+
+
+@pytest.mark.parametrize("line_end", ["\r", "\r\n"])
+def test_old_mac_and_windows_line_ends_and_a_byte_order_mark_import(sessions, base, line_end):
+    text = "\ufeff" + (HEADER + "matmul_0,100,0\nmatmul_1,200,5\n").replace("\n", line_end)
+    with sessions() as s:
+        measured, problems = import_csv(s, text, base, "x.csv")
+        assert problems == [] and get_run(s, measured).total_ns == 305.0
+
+
+def test_a_run_stored_with_an_infinite_time_still_exports(sessions, base):
+    """Runs imported before times were bounded may hold inf: their export leaves those cells blank."""
+    from perfdb.schema import OpRecord
+
+    with sessions() as s:
+        measured, _ = import_csv(s, HEADER + "matmul_0,100,0\nmatmul_1,200,0\n", base, "x.csv")
+        s.query(OpRecord).filter_by(run_id=measured, name="matmul_1").update({"duration_ns": float("inf")})
+        s.commit()
+        rows = _rows(write_csv(s, measured, {"dram": 258e9}))
+    assert [(r["LOC"], r[DURATION], r["HOST END TS"]) for r in rows] == [("matmul_0", "100", "100"), ("matmul_1", "", "")]
+
+
+def test_a_vanishing_duration_stores_no_infinite_bandwidth(sessions, base):
+    """5e-324 ns made bytes / (duration * 1e-9) divide by zero; under 1 ns no bandwidth is plotted."""
+    with sessions() as s:
+        measured, problems = import_csv(s, HEADER + "matmul_0,5e-324,0\nmatmul_1,1e-300,0\n", base, "x.csv")
+        bandwidth = [c.value for c in counters(s, measured, "dram_bytes_per_s")]
+        rows = _rows(write_csv(s, measured, {"dram": 258e9}))
+    assert problems == [] and bandwidth == []
+    assert [r["DRAM BW UTIL (%)"] for r in rows] == ["", ""]

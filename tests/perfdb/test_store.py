@@ -240,3 +240,76 @@ def test_counter_envelope_is_the_fullest_track_at_each_time(sessions):
     with sessions() as s:
         assert counter_envelope(s, run_id, "l1_bytes") == [(0.0, 300.0), (10.0, 500.0)]
         assert counter_envelope(s, run_id, "nothing") == []
+
+
+# --- values no column can hold, and hostile models end to end -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(ops=[_op("op\0a", 0.0, 1.0)]), r"op 'op\x00a' has a NUL character in its name"),
+        (dict(ops=[_op("op_a", 0.0, 1.0, why="x\0")]), "op 'op_a' has a NUL character in its why"),
+        (dict(source_text="func.func @f() {}\0"), "its source_text has a NUL character"),
+        (dict(ops=[_op("op_a", 0.0, 1.0, flops=2**70)]), "op 'op_a' has flops 1.18e+21, past 64 bits"),
+        (dict(ops=[_op("op_a", 0.0, 1.0, cores=2**40)]), "op 'op_a' has cores 1.1e+12, past 32 bits"),
+    ],
+    ids=["nul-name", "nul-why", "nul-source", "flops", "cores"],
+)
+def test_a_value_no_column_holds_is_one_line_and_stores_nothing(sessions, change, message):
+    # PostgreSQL's text refuses NUL and its BIGINT stops at 2^63; SQLite overflows at 2^63 too
+    with sessions() as s:
+        with pytest.raises(DatabaseError) as err:
+            save_run(s, _new_run(**change))
+    assert str(err.value) == f"cannot store the run: {message}"
+    with sessions() as s:
+        assert list_runs(s) == []
+
+
+def _model(ty: str, loc: str = "", op: str = "relu", b: str | None = None) -> str:
+    args = f"%a: {ty}" + (f", %b: {b}" if b else "")
+    operands = "%a, %b" if b else "%a"
+    types = f"{ty}, {b}" if b else ty
+    return (
+        f"func.func @forward({args}) -> {ty} {{\n"
+        f'  %0 = "ttir.{op}"({operands}) : ({types}) -> {ty}{f" loc({loc})" if loc else ""}\n'
+        f"  return %0 : {ty}\n}}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (_model("tensor<?x4xf32>"), "h.mlir:1:20: dynamic shapes are not supported: arg0 is tensor<?x4xf32>"),
+        (_model("tensor<0x4xf32>"), "h.mlir:1:20: zero-size tensors are not supported: arg0 is tensor<0x4xf32>"),
+        (_model("tensor<99999999999x99999999999xf32>"), "h.mlir:1:20: tensors of more than 2^48 elements are not "
+         "supported: arg0 is tensor<99999999999x99999999999xf32>"),
+        (_model("tensor<32x32xf32>", loc=r'"a\00b"'),
+         r"h.mlir: op name 'a\x00b' has a control character or line break (U+0000)"),
+        (_model("tensor<32x32xf32>") + "// \0\n", "h.mlir:5:4: NUL character (MLIR is text)"),
+        (_model("tensor<16777216x16777216xf32>", op="matmul", b="tensor<16777216x16777216xf32>"),
+         "op matmul_0: 9.44e+21 FLOPs, more than tilescope counts (2^63)"),
+    ],
+    ids=["dynamic", "zero", "huge", "nul-loc", "nul-text", "flops"],
+)
+def test_models_that_failed_to_store_are_one_line_before_storing(db_url, text, message):
+    # each overflowed SQLite, PostgreSQL or both at store time, or failed in the compiler
+    from app.runs import execute
+    from compiler.errors import ModelLoadError
+
+    sessions = session_factory(open_db(db_url))
+    with pytest.raises(ModelLoadError) as err:
+        execute(sessions, "h.mlir", source_text=text)
+    assert str(err.value) == message
+    with sessions() as s:
+        assert list_runs(s) == []
+
+
+def test_the_largest_tensor_tilescope_takes_stores_its_flops(db_url):
+    from app.runs import execute
+
+    sessions = session_factory(open_db(db_url))
+    run_id = execute(sessions, "big.mlir", source_text=_model("tensor<16777216x16777216xf32>")).run_id
+    with sessions() as s:
+        (record,) = op_records(s, run_id)
+    assert record.flops == 2**48
