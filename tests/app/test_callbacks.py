@@ -668,3 +668,28 @@ def test_op_names_show_as_text_in_every_figure_never_as_markup(app, cb):
     assert not [t for t in shown if "<a " in t or "<b>e" in t], "a name reached a figure as markup"
     # selecting still works on the names as they are
     assert cb["select_in_roofline"]({"points": [{"customdata": mm}]}) == mm
+
+
+@pytest.mark.parametrize("pattern", ["(a+)+$", "(a|aa)+$", "(a*)*" * 50 + "b", "(.*a){60}", "^(([a-z])+.)+[A-Z]([a-z])+$"])
+def test_a_catastrophic_search_pattern_matches_in_linear_time(pattern):
+    """Patterns that make a backtracking engine run for hours on a 50-character name: RE2 answers
+    (a hang here would be the regression), and says no op matches."""
+    from app.explorer import search_ops
+    from compiler.ir import Graph, Op
+
+    names = ["a" * 50 + "!", "a" * 55 + "." * 40 + "!"]  # no pattern matches them; a backtracker takes hours to say so
+    graph = Graph("g", "graph", {}, [Op(name, "ts.op!", [], []) for name in names], [], [])
+    assert search_ops(graph, pattern) == []
+
+
+def test_a_search_pattern_re2_cannot_take_is_one_line():
+    from app.explorer import search_ops
+    from compiler.errors import TilescopeError
+    from compiler.ir import Graph
+
+    graph = Graph("g", "graph", {}, [], [], [])
+    for pattern, reason in ((r"(a)\1", "invalid escape sequence"), ("(?=a)", "invalid perl operator"),
+                            ("x" * 1001, "at most 1000 characters"), ("((a{100}){100}){100}", "invalid repetition size")):
+        with pytest.raises(TilescopeError) as err:
+            search_ops(graph, pattern)
+        assert reason in str(err.value) and "\n" not in str(err.value)
