@@ -30,7 +30,9 @@ _children = threading.BoundedSemaphore(CHILDREN_AT_ONCE)
 def run_isolated(work: Callable[[], T], what: str, memory_bytes: int, seconds: float) -> T:
     """`work()` in a child process; its TilescopeError comes back as one, and so, in one line
     naming `what`, does running out of memory or time, or a crash."""
-    with _children:
+    if not _children.acquire(blocking=False):  # waiting would hold the request's thread
+        raise TilescopeError(f"{what}: this server is compiling {CHILDREN_AT_ONCE} models already; try again in a moment")
+    try:
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: never returns
@@ -42,6 +44,8 @@ def run_isolated(work: Callable[[], T], what: str, memory_bytes: int, seconds: f
         finally:
             os.close(read_end)
             _, status = os.waitpid(pid, 0)
+    finally:
+        _children.release()
     if late:
         raise TilescopeError(f"{what}: took longer than this server's limit of {seconds:.0f} s")
     if message is None:

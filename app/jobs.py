@@ -14,11 +14,25 @@ it stops the job should it still run. As Dash's managers come, a user could lose
 
 from __future__ import annotations
 
+import threading
 import uuid
 from contextvars import ContextVar
 
+import psutil
 from dash import DiskcacheManager
 from dash.background_callback.managers import BaseBackgroundCallbackManager
+
+from compiler.errors import TilescopeError
+
+# Background jobs one server process runs at once: each is a compile, and a page can start them
+# as fast as it sends requests. Beyond, a job is refused (one line on the page), not queued: a
+# queue of compiles would hold the request threads that poll for them.
+JOBS_AT_ONCE = 4
+
+
+def refuse_past_limit(running: int) -> None:
+    if running >= JOBS_AT_ONCE:
+        raise TilescopeError(f"this server is running {running} jobs already; try again in a moment")
 
 # what this thread's (or task's) last poll found: (manager, job, result key, whether it had a result);
 # Dash asks whether the job runs right after reading its result, in the same request
@@ -50,4 +64,24 @@ class OwnResults(BaseBackgroundCallbackManager):
 
 
 class ProcessJobs(OwnResults, DiskcacheManager):
-    """Jobs in processes of their own, their results in a local cache."""
+    """Jobs in processes of their own, their results in a local cache; at most JOBS_AT_ONCE."""
+
+    def __init__(self, cache) -> None:
+        super().__init__(cache)
+        self._pids: list[int] = []
+        self._starting = threading.Lock()
+
+    def call_job_fn(self, key, job_fn, args, context) -> int:
+        with self._starting:
+            self._pids = [pid for pid in self._pids if _alive(pid)]
+            refuse_past_limit(len(self._pids))
+            pid = super().call_job_fn(key, job_fn, args, context)
+            self._pids.append(pid)
+        return pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -71,7 +71,8 @@ def create_app(
 def _callback_failed(err: Exception) -> None:
     """A callback that failed on something nobody foresaw: one line on the page and in the log
     (not an error 500 and a traceback); the page keeps what it shows."""
-    line = (f"{type(err).__name__}: {err}".splitlines() or [type(err).__name__])[0][:300]
+    said = str(err) if isinstance(err, TilescopeError) else f"{type(err).__name__}: {err}"  # ours are one line already
+    line = (said.splitlines() or [type(err).__name__])[0][:300]
     print(f"tilescope: a request failed: {line}", file=sys.stderr, flush=True)
     set_props(ids.PAGE_MESSAGE, {"children": html.P(f"That failed: {line}", className="error")})
 

@@ -11,11 +11,11 @@ progress and stays live (the thread yields the interpreter between bytecodes). L
 from __future__ import annotations
 
 from itertools import count
-from threading import Thread
+from threading import Lock, Thread
 
 from dash import DiskcacheManager
 
-from .jobs import OwnResults
+from .jobs import OwnResults, refuse_past_limit
 
 
 class _Threads(DiskcacheManager):
@@ -24,17 +24,24 @@ class _Threads(DiskcacheManager):
     def __init__(self, cache) -> None:
         super().__init__(cache)
         self._threads: dict[int, Thread] = {}
+        self._running: list[Thread] = []
+        self._starting = Lock()
         # not the thread's ident: the next thread reuses it, and two jobs would share one entry
         self._ids = count(1)
 
     def call_job_fn(self, key, job_fn, args, context) -> int:
-        job = next(self._ids)  # one step under the GIL: no two jobs get one id
-        thread = Thread(target=job_fn, args=(key, self._make_progress_key(key), args, context), daemon=True)
-        for other, other_thread in list(self._threads.items()):  # a copy: other requests start jobs too
-            if not other_thread.is_alive():
-                self._threads.pop(other, None)  # ended: it runs no more, whether or not its result was read
-        self._threads[job] = thread
-        thread.start()
+        with self._starting:
+            # a job whose page stopped asking is gone from _threads but may still run
+            self._running = [t for t in self._running if t.is_alive()]
+            refuse_past_limit(len(self._running))
+            job = next(self._ids)
+            thread = Thread(target=job_fn, args=(key, self._make_progress_key(key), args, context), daemon=True)
+            for other, other_thread in list(self._threads.items()):  # a copy: other requests start jobs too
+                if not other_thread.is_alive():
+                    self._threads.pop(other, None)  # ended: it runs no more, whether or not its result was read
+            self._threads[job] = thread
+            self._running.append(thread)
+            thread.start()
         return job
 
     def job_running(self, job) -> bool:

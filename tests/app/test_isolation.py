@@ -50,3 +50,33 @@ def test_work_past_the_time_limit_is_stopped():
 def test_an_error_that_is_not_tilescopes_is_a_crash_not_a_traceback():
     with pytest.raises(TilescopeError, match=r"^x.mlir: the compiler crashed \(exit code 1\)"):
         run_isolated(lambda: [][1], "x.mlir", GIB, 30)
+
+
+def test_a_compile_past_those_at_once_is_refused_not_queued(tmp_path):
+    """Waiting for a child would hold the request's thread; a page is told to try again."""
+    import threading
+
+    from app.isolation import CHILDREN_AT_ONCE
+
+    release = tmp_path / "release"
+
+    def work(n):
+        (tmp_path / f"started{n}").touch()
+        while not release.exists():
+            time.sleep(0.01)
+        return n
+
+    results = []
+    threads = [threading.Thread(target=lambda n=n: results.append(run_isolated(lambda: work(n), f"{n}.mlir", GIB, 60)))
+               for n in range(CHILDREN_AT_ONCE)]
+    for thread in threads:
+        thread.start()
+    while not all((tmp_path / f"started{n}").exists() for n in range(CHILDREN_AT_ONCE)):
+        time.sleep(0.01)
+    with pytest.raises(TilescopeError, match=rf"^late.mlir: this server is compiling {CHILDREN_AT_ONCE} models already"):
+        run_isolated(lambda: 1, "late.mlir", GIB, 60)
+    release.touch()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(results) == list(range(CHILDREN_AT_ONCE))
+    assert run_isolated(lambda: 1, "next.mlir", GIB, 60) == 1

@@ -99,3 +99,36 @@ def test_a_job_whose_result_is_read_is_left_to_end(redis_broker, monkeypatch):
     assert manager.get_result("rerun", "task-1") == 42
     assert not manager.job_running("task-1")  # else Dash stops it
     assert stopped == []
+
+
+def _wait_for(path, release):
+    """A job that runs until `release` exists, having said so in `path`."""
+    path.touch()
+    while not release.exists():
+        time.sleep(0.01)
+    return path.name
+
+
+@pytest.mark.parametrize("manager_class", [ThreadJobManager, ProcessJobs])
+def test_a_job_past_the_limit_is_refused_not_queued(tmp_path, manager_class):
+    """A page can start jobs as fast as it sends requests: past JOBS_AT_ONCE, one line, at once."""
+    from app.jobs import JOBS_AT_ONCE
+    from compiler.errors import TilescopeError
+
+    manager = manager_class(diskcache.Cache(str(tmp_path / "cache")))
+    release = tmp_path / "release"
+    started = [tmp_path / f"job{i}" for i in range(JOBS_AT_ONCE)]
+    jobs = []
+    for path in started:
+        fn = manager.make_job_fn(lambda path=path: _wait_for(path, release), progress=False)
+        key = manager.build_cache_key(_token, [], [], None)
+        jobs.append((key, manager.call_job_fn(key, fn, [], {})))
+    while not all(path.exists() for path in started):
+        time.sleep(0.01)
+    late = manager.make_job_fn(_token, progress=False)
+    with pytest.raises(TilescopeError, match=rf"^this server is running {JOBS_AT_ONCE} jobs already; try again in a moment$"):
+        manager.call_job_fn("late", late, [], {})
+    release.touch()
+    assert sorted(_result(manager, key, job) for key, job in jobs) == sorted(p.name for p in started)
+    job = manager.call_job_fn("after", late, [], {})  # the ended jobs count no more
+    assert len(_result(manager, "after", job)) == 32
