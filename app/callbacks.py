@@ -57,6 +57,7 @@ def _values(options: list) -> set:
 
 
 JOB_POLL_MS = 100  # how often the page asks after a background job (Dash's default, 1 s, adds up to 1 s to a re-run)
+SHOWN_PENDING = 100  # pending overrides listed on the page, each with its remove button
 
 
 def _reporter(set_progress, what: str):
@@ -267,11 +268,14 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
     def show_pending(pending):
         if not pending:
             return html.P("None. \"Add to pending\" keeps the form's override, to re-run several at once.", className="hint")
-        return html.Ul([
+        items = [
             html.Li([html.Code(s), html.Button("×", id={"type": ids.PENDING_REMOVE, "index": i}, n_clicks=0,
                                                className="remove", title="remove")])
-            for i, s in enumerate(pending)
-        ], className="pending-items")
+            for i, s in enumerate(pending[:SHOWN_PENDING])
+        ]
+        if len(pending) > SHOWN_PENDING:  # all are applied; a page of 100,000 rows would not be read
+            items.append(html.Li(f"... and {len(pending) - SHOWN_PENDING:,} more", className="hint"))
+        return html.Ul(items, className="pending-items")
 
     @app.callback(
         Output(ids.PENDING_OVERRIDES, "data", allow_duplicate=True),
@@ -291,8 +295,7 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
             found, problems = imported_overrides(filename or "overrides", contents)
         except TilescopeError as err:
             return no_update, html.P(str(err), className="error"), None
-        for override in found:
-            pending = with_pending(pending or [], override)
+        pending = with_pending(pending or [], *found)
         lines = [html.P(f"{filename}: {len(found)} override(s) added to pending", className="ok")]
         lines += [html.P(p, className="error") for p in problems]
         return pending or [], lines, None

@@ -414,9 +414,14 @@ def form_override(
     return parse_item(format_item(ov))
 
 
-def with_pending(pending: Sequence[str], override: OpOverride) -> list[str]:
-    """The pending list with `override` in place of any pending override of the same op part."""
-    return [s for s in pending if parse_item(s).key != override.key] + [format_item(override)]
+def with_pending(pending: Sequence[str], *overrides: OpOverride) -> list[str]:
+    """The pending list with `overrides` added in order, each in place of any earlier pending
+    override of the same op part. One pass: an imported file may hold 100,000 items."""
+    kept = {parse_item(s).key: s for s in pending}
+    for override in overrides:
+        kept.pop(override.key, None)  # re-inserted last, as if removed and added
+        kept[override.key] = format_item(override)
+    return list(kept.values())
 
 
 def imported_overrides(filename: str, contents: str) -> tuple[list[OpOverride], list[str]]:

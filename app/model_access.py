@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from compiler import zoo
 from compiler.errors import TilescopeError
-from compiler.models import EXAMPLES, example_names, load_model, split_function
+from compiler.models import EXAMPLES, count_ops, example_names, read_source, split_function
 from compiler.target import builtin_names
 
 from .isolation import run_isolated
@@ -28,7 +28,8 @@ from .runs import execute
 
 MAX_SOURCE_BYTES = 64 * 2**20  # an upload or a file under --models-dir; larger models: the CLI
 DEFAULT_MAX_OPS = 50_000  # ~20 s and ~1.5 GB to compile and store on a 2-core machine
-COMPILE_MEMORY_BYTES = 8 * 2**30  # a 100k-op model peaks at ~3.5 GB
+MEMORY_PER_OP = 64 * 2**10  # a 50k-op model peaks at ~1.5 GB compiling and storing: twice that
+MIN_COMPILE_MEMORY = 2 * 2**30  # counting a 64 MiB upload's ~1M ops peaks at ~0.7 GB
 COMPILE_SECONDS = 300.0
 LISTED_FILES = 200  # files of the models directories offered in the model menu
 
@@ -41,8 +42,13 @@ class NotAllowed(TilescopeError):
 class ModelAccess:
     models_dirs: tuple[Path, ...] = ()
     max_ops: int = DEFAULT_MAX_OPS
-    memory_bytes: int = COMPILE_MEMORY_BYTES
     seconds: float = COMPILE_SECONDS
+
+    @property
+    def memory_bytes(self) -> int:
+        """A first compile's memory budget, from the ops it may have: two children at once may
+        each take this much (app/isolation.py)."""
+        return max(MIN_COMPILE_MEMORY, self.max_ops * MEMORY_PER_OP)
 
     @classmethod
     def of(cls, models_dirs: Sequence[str | Path] = (), max_ops: int = DEFAULT_MAX_OPS) -> ModelAccess:
@@ -114,15 +120,16 @@ class ModelAccess:
         def work() -> int:
             sessions.kw["bind"].dispose(close=False)  # the parent's pooled connections are the parent's
             on_stage("importing")
-            model = load_model(model_ref, source_text)
-            if len(model.graph.ops) > self.max_ops:
+            text = read_source(model_ref) if source_text is None else source_text  # a zoo model: generated
+            ops = count_ops(model_ref, text)  # before the import, which costs ~15x the count
+            if ops > self.max_ops:
                 raise TilescopeError(
-                    f"{model_ref}: {len(model.graph.ops):,} ops is over this server's limit of {self.max_ops:,} "
+                    f"{model_ref}: {ops:,} ops is over this server's limit of {self.max_ops:,} "
                     "(tilescope serve --max-ops; the command line has none)"
                 )
             result = execute(
                 sessions, model_ref, target, label="baseline", policy=policy, keep_going=True,
-                source_text=model.text, target_source=target_source, on_stage=on_stage,
+                source_text=text, target_source=target_source, on_stage=on_stage,
             )
             assert result.run_id is not None
             return result.run_id

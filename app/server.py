@@ -23,13 +23,13 @@ from . import callbacks, celery_jobs, ids
 from .explorer import Explorer
 from .auth import Users, is_loopback, new_secret, read_users, require_door
 from .jobs import ProcessJobs
-from .model_access import MAX_SOURCE_BYTES, ModelAccess
+from .model_access import ModelAccess
 from .layout import page
+from .request_limits import limit_requests
 from .runs import DEFAULT_TARGET
 from .thread_jobs import ThreadJobManager
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
-MAX_REQUEST_BYTES = MAX_SOURCE_BYTES * 4 // 3 + (1 << 20)
 
 
 def create_app(
@@ -58,9 +58,7 @@ def create_app(
         __name__, assets_folder=str(ASSETS), title="tilescope", update_title=None, background_callback_manager=manager,
         on_error=_callback_failed,
     )
-    # a request's body is refused past this before it is read (Werkzeug checks Content-Length):
-    # the largest upload, as base64 inside a callback's JSON
-    app.server.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
+    limit_requests(app.server)
     app.layout = page(explorer.model_options(model_ref), model_ref, load_target(target))
     rerun_jobs = ThreadJobManager(jobs) if rerun_in_thread and not broker else None
     app.tilescope_callbacks = callbacks.register(app, explorer, rerun_jobs)  # type: ignore[attr-defined]  # for tests

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from . import zoo
 from .errors import ModelLoadError
-from .mlir_import import ImportedModel, import_mlir
+from .mlir_import import ImportedModel, import_mlir, op_count
 
 EXAMPLES = Path(__file__).parent / "examples"
 
@@ -51,3 +51,10 @@ def load_model(ref: str, text: str | None = None) -> ImportedModel:
     file_ref, function = split_function(ref)
     name = ref if zoo.is_zoo(ref) else Path(file_ref).name.removesuffix(".mlir") + (f"#{function}" if function else "")
     return import_mlir(source, ref, name, function)
+
+
+def count_ops(ref: str, text: str) -> int:
+    """The ops `load_model(ref, text)` would import, counted at a fraction of its cost."""
+    if zoo.is_zoo(ref):
+        return zoo.op_count(ref)
+    return op_count(text, ref, split_function(ref)[1])

@@ -33,7 +33,7 @@ from .transformers import bert_base, llama_3_2_1b
 PREFIX = "zoo:"
 
 __all__ = [
-    "PREFIX", "MlirBuilder", "bert_base", "generate", "is_zoo", "llama_3_2_1b", "matmul", "mlp", "names",
+    "PREFIX", "MlirBuilder", "bert_base", "generate", "is_zoo", "llama_3_2_1b", "matmul", "mlp", "names", "op_count",
     "resnet50", "resnet_stages",
 ]
 
@@ -119,3 +119,9 @@ def generate(ref: str) -> str:
         return MODELS[body](**kwargs)
     except ModelLoadError as err:  # a constraint between parameters, e.g. bert-base's seq <= 512
         raise ModelLoadError(f"{ref}: {err}") from None
+
+
+def op_count(ref: str) -> int:
+    """The ops of a zoo model, counted in its generated text without parsing it: MlirBuilder
+    writes each op, and the return, on a line of its own indented four spaces."""
+    return generate(ref).count("\n    ") - 1

@@ -490,6 +490,21 @@ def test_an_overrides_file_of_any_format_joins_the_pending_list_and_bad_items_ar
     assert pending is no_update and "not valid JSON" in str(status)
 
 
+def test_a_file_of_many_overrides_joins_the_pending_list_in_one_pass_and_a_page_of_it_is_shown(cb):
+    """Each item replaces a pending override of the same op part and goes last; the page lists
+    the first SHOWN_PENDING with a count of the rest."""
+    from app.callbacks import SHOWN_PENDING
+
+    text = "override-output-layout=" + ",".join(f"op{i}=2x2:dram:interleaved" for i in range(50_000))
+    pending, status, _ = cb["import_overrides"](_upload(text), "many.txt", ["op3=1x1:l1:interleaved", "other=1x1:l1:interleaved"])
+    assert len(pending) == 50_001 and "50000 override(s) added" in str(status)
+    assert pending[:3] == ["other=1x1:l1:interleaved", "op0=2x2:dram:interleaved", "op1=2x2:dram:interleaved"]
+    assert "op3=2x2:dram:interleaved" in pending and "op3=1x1:l1:interleaved" not in pending
+    shown = cb["show_pending"](pending)
+    assert len(shown.children) == SHOWN_PENDING + 1
+    assert shown.children[-1].children == f"... and {50_001 - SHOWN_PENDING:,} more"
+
+
 def test_the_shown_run_exports_its_trace_ops_and_overrides(cb):
     import json
 

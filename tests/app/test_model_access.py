@@ -149,6 +149,13 @@ def test_a_model_over_the_ops_limit_is_refused_and_nothing_is_stored(tmp_path):
         assert len(queries.list_runs(session)) == 1  # the opening model's run only
 
 
+def test_a_zoo_model_far_over_the_default_limit_is_refused(tmp_path):
+    app = _app(tmp_path, ModelAccess.of([]))
+    text = _message(_choose(app, "zoo:llama-3.2-1b?layers=1000"))
+    assert text == ("zoo:llama-3.2-1b?layers=1000: 75,021 ops is over this server's limit of 50,000 "
+                    "(tilescope serve --max-ops; the command line has none)")
+
+
 def test_an_upload_is_compiled_in_a_child_and_its_failure_is_one_line(tmp_path):
     app = _app(tmp_path, ModelAccess.of([], max_ops=3))
     text = (Path(__file__).parents[1] / "data" / "tiny_mlp.mlir").read_bytes()  # four ops

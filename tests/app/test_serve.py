@@ -3,6 +3,7 @@ opening model's run is stored once however many workers start at the same time."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -134,3 +135,37 @@ def test_a_request_larger_than_the_largest_upload_is_refused_unread(workers):
             b"Content-Length: 209715200\r\n\r\n{}"
         )
         assert connection.recv(64).startswith(b"HTTP/1.1 413")
+
+
+def _peak_resident(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+
+
+def test_requests_of_many_small_json_values_cost_the_server_little_memory(db_url, tmp_path):
+    """80 MB of `{},` parses to ~1 GB of dicts; four such requests at once held 4 GB of the
+    worker's memory for good before bodies were counted and taken in two at a time."""
+    url, proc = serving.start(MODEL, db_url, logs=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
+    try:
+        (worker,) = psutil.Process(proc.pid).children()
+        before = _peak_resident(worker.pid)
+        host, port = url.split("//")[1].rstrip("/").split(":")
+        body = b"[" + b"{}," * (80 * 2**20 // 3) + b"{}]"
+        connections = [socket.create_connection((host, int(port)), timeout=60) for _ in range(4)]
+        for connection in connections:
+            connection.sendall(
+                b"POST /_dash-update-component HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(body)
+            )
+        statuses = []
+        for connection in connections:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a refused body is left unread
+                connection.sendall(body)
+            statuses.append(connection.recv(64).split(b" ")[1])
+            connection.close()
+        assert set(statuses) <= {b"413", b"503"} and b"413" in statuses
+        assert _peak_resident(worker.pid) - before < 2**30
+        assert urllib.request.urlopen(url + "_dash-layout", timeout=10).status == 200  # and it answers
+        assert "Traceback" not in proc.output()
+    finally:
+        proc.stop()

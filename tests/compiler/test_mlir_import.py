@@ -10,7 +10,7 @@ import pytest
 from compiler import zoo
 from compiler.errors import ModelLoadError
 from compiler.mlir_import import import_mlir
-from compiler.models import load_model
+from compiler.models import count_ops, load_model, read_source
 
 MNIST_ARGS = [
     "input_1",
@@ -207,6 +207,32 @@ def test_zoo_matmul():
 def test_zoo_names_all_load():
     for ref in zoo.names():
         assert load_model(ref).graph.ops
+
+
+@pytest.mark.parametrize(
+    "ref", [*zoo.names(), "zoo:resnet50?layers=101", "zoo:mlp?layers=7", "ffn.mlir", "classifier.mlir"]
+)
+def test_ops_are_counted_as_the_import_finds_them(ref):
+    """The count a server checks against its limit before importing is the import's own."""
+    assert count_ops(ref, read_source(ref)) == len(load_model(ref).graph.ops)
+
+
+def test_ops_of_the_function_picked_by_name_are_counted():
+    text = """module {
+  func.func @small(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = "ttir.abs"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+  func.func @big(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = "ttir.abs"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    %1 = "ttir.neg"(%0) : (tensor<4xf32>) -> tensor<4xf32>
+    %2 = "ttir.exp"(%1) : (tensor<4xf32>) -> tensor<4xf32>
+    return %2 : tensor<4xf32>
+  }
+}
+"""
+    assert count_ops("two.mlir#big", text) == len(load_model("two.mlir#big", text).graph.ops) == 3
+    assert count_ops("two.mlir#small", text) == 1
 
 
 def test_unknown_zoo_model():
