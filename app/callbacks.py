@@ -11,7 +11,6 @@ from dash.background_callback.managers import BaseBackgroundCallbackManager
 
 from compiler.errors import TilescopeError
 from compiler.override import OpOverride
-from overrides import parse_item
 
 from . import analysis_callbacks, ids, url_state
 from .callback_context import diff_pair, first_trace, only_triggered, triggered
@@ -24,6 +23,7 @@ from .explorer import (
     inspector_children,
     mlir_children,
     override_choices,
+    pending_overrides,
     provenance,
     search_ops,
     summary_children,
@@ -210,12 +210,12 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
     def rerun_overrides(run_id, selected, pending, form) -> list[OpOverride]:
         """What a re-run applies: the pending overrides and the form's override of the selected op
         (left out when there are pending ones and the form still shows the op as it is)."""
-        items = [parse_item(s) for s in pending or []]
+        items = pending_overrides(pending or [])
         if selected or not items:
             override = form_override(selected, *form)
             unchanged = tuple(form) == form_values(explorer.compilation(explorer.run(run_id)), selected)[: len(form)]
             if not (items and unchanged):
-                items = [parse_item(s) for s in with_pending(pending or [], override)]
+                items = [*(o for o in items if o.key != override.key), override]  # as with_pending orders them
         return items
 
     @app.callback(
@@ -295,7 +295,10 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
             found, problems = imported_overrides(filename or "overrides", contents)
         except TilescopeError as err:
             return no_update, html.P(str(err), className="error"), None
-        pending = with_pending(pending or [], *found)
+        try:
+            pending = with_pending(pending or [], *found)
+        except TilescopeError as err:
+            return no_update, html.P(str(err), className="error"), None
         lines = [html.P(f"{filename}: {len(found)} override(s) added to pending", className="ok")]
         lines += [html.P(p, className="error") for p in problems]
         return pending or [], lines, None
@@ -352,10 +355,12 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
         if only_triggered(ids.SELECTED_OP) and groups == (expanded or []):
             return first_trace(graph_rings(view, shown)), no_update, no_update, no_update
         notes = []
-        while len(view.nodes) > MAX_NODES:  # the last groups opened close again
-            closed = groups.pop()
+        if len(view.nodes) > MAX_NODES:  # the last groups opened close again
+            fits = tree.fitting(groups)
+            closed, groups = groups[len(fits):], fits
             view = tree.view(groups)
-            notes = [html.Span(f"{closed.removeprefix(GROUP)} stays closed: at most {MAX_NODES} nodes are drawn; "
+            which = closed[0].removeprefix(GROUP) + (f" and {len(closed) - 1:,} more groups" if len(closed) > 1 else "")
+            notes = [html.Span(f"{which} stay{'s' * (len(closed) == 1)} closed: at most {MAX_NODES} nodes are drawn; "
                                "open a group inside it, or close another", className="error")]
         try:
             matches = search_ops(graph, pattern)

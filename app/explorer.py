@@ -29,7 +29,7 @@ from compiler.passes.plan_memory import l1_live_at
 from compiler.pipeline import Compilation
 from compiler.target import Target, load_target
 from overrides import format_item, parse_item
-from overrides.formats import MAX_FILE_BYTES, parse_text
+from overrides.formats import MAX_FILE_BYTES, MAX_ITEMS, parse_text
 from perfdb import queries
 from perfdb.schema import Run
 
@@ -414,10 +414,20 @@ def form_override(
     return parse_item(format_item(ov))
 
 
+def pending_overrides(pending: Sequence[str]) -> list[OpOverride]:
+    """The page's pending list, read: at most MAX_ITEMS (a file's limit), counted before any is
+    parsed, since the list comes from the page and may be anything."""
+    if len(pending) > MAX_ITEMS:
+        raise TilescopeError(f"{len(pending):,} pending overrides: at most {MAX_ITEMS:,}")
+    return [parse_item(s) for s in pending]
+
+
 def with_pending(pending: Sequence[str], *overrides: OpOverride) -> list[str]:
     """The pending list with `overrides` added in order, each in place of any earlier pending
     override of the same op part. One pass: an imported file may hold 100,000 items."""
-    kept = {parse_item(s).key: s for s in pending}
+    if len(pending) + len(overrides) > MAX_ITEMS:
+        raise TilescopeError(f"{len(pending) + len(overrides):,} pending overrides: at most {MAX_ITEMS:,}")
+    kept = {o.key: s for o, s in zip(pending_overrides(pending), pending)}
     for override in overrides:
         kept.pop(override.key, None)  # re-inserted last, as if removed and added
         kept[override.key] = format_item(override)

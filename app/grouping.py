@@ -10,7 +10,7 @@ ops instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -119,6 +119,24 @@ class ScopeTree:
             visible = grown
             frontier = [c for g in frontier for c in inner[g] if c in self.members]
         return expanded
+
+    def fitting(self, opened: Sequence[str], limit: int = MAX_NODES) -> list[str]:
+        """The longest start of `opened` (groups in the order they were opened) whose view has at
+        most `limit` nodes. Opening a group never lowers the count, so a binary search finds it in
+        log2(len(opened)) counts, each linear in the ops: a page may send every group of a model."""
+        low, high = 0, len(opened)  # the first `low` fit; more than `high` do not
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.node_count(opened[:middle]) <= limit:
+                low = middle
+            else:
+                high = middle - 1
+        return list(opened[:low])
+
+    def node_count(self, expanded: Iterable[str]) -> int:
+        """How many nodes `view(expanded)` has, without building it."""
+        expanded = set(expanded)
+        return len({next((g for g in self.ancestors[name] if g not in expanded), name) for name in self.order})
 
     def view(self, expanded: Iterable[str]) -> GroupedView:
         """The nodes shown with `expanded` groups open, and the tensors between them."""

@@ -70,7 +70,7 @@ def limit_requests(server: Flask) -> None:
             said, response = f"{type(error).__name__}: {error}", Response(status=400)
         line = (str(said).splitlines() or ["bad request"])[0][:300]
         if response.status_code != 404:
-            print(f"tilescope: refused {request.method} {request.path[:100]}: {line}", file=sys.stderr, flush=True)
+            sys.stderr.write(f"tilescope: refused {request.method} {request.path[:100]}: {line}\n")  # one write
         response.set_data(f"tilescope: {line}\n")
         response.content_type = "text/plain; charset=utf-8"
         return response

@@ -71,7 +71,7 @@ def _callback_failed(err: Exception) -> None:
     (not an error 500 and a traceback); the page keeps what it shows."""
     said = str(err) if isinstance(err, TilescopeError) else f"{type(err).__name__}: {err}"  # ours are one line already
     line = (said.splitlines() or [type(err).__name__])[0][:300]
-    print(f"tilescope: a request failed: {line}", file=sys.stderr, flush=True)
+    sys.stderr.write(f"tilescope: a request failed: {line}\n")  # one write: threads' lines stay whole
     set_props(ids.PAGE_MESSAGE, {"children": html.P(f"That failed: {line}", className="error")})
 
 
@@ -143,10 +143,12 @@ def _gunicorn(host: str, port: int, workers: int, serving: str, make_app) -> Non
     is printed once the socket listens, so the line never names an address that does not answer."""
     from gunicorn.app.base import BaseApplication  # noqa: PLC0415  # only this way of serving needs it
 
+    from .slow_clients import PacedThreadWorker  # noqa: PLC0415
+
     class Workers(BaseApplication):
         def load_config(self) -> None:
             for key, value in {
-                "bind": f"{host}:{port}", "workers": workers, "worker_class": "gthread", "threads": THREADS_PER_WORKER,
+                "bind": f"{host}:{port}", "workers": workers, "worker_class": PacedThreadWorker, "threads": THREADS_PER_WORKER,
                 "accesslog": None, "timeout": 120, "loglevel": "warning",
                 "when_ready": lambda _arbiter: print(serving, flush=True),
             }.items():
@@ -165,6 +167,12 @@ class SignIn(BasicAuth):
     def __init__(self, app: Dash, users: Users, secret_key: str) -> None:
         super().__init__(app, auth_func=users.check, secret_key=secret_key)
         self._open = False
+        # first of all: dash-auth's own check reads a callback's body before the credentials,
+        # and the request limits would count a stranger's large body against everyone's
+        app.server.before_request_funcs.setdefault(None, []).insert(0, self._refuse_strangers)
+
+    def _refuse_strangers(self):
+        return None if self.is_authorized() else self.login_request()
 
     @contextlib.contextmanager
     def opened(self):

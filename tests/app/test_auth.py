@@ -105,3 +105,19 @@ def test_the_door_refuses_without_right_credentials_and_never_fails(tmp_path):
         {"Authorization": "Bearer token"}, {"Authorization": "Basic !!!"}, {"Authorization": ""},
     ):
         assert client.get("/_dash-layout", headers=header).status_code == 401, header
+
+
+def test_a_stranger_is_refused_before_the_server_reads_a_body(tmp_path):
+    """dash-auth reads a callback's body before it asks for credentials; the door asks first, so
+    a stranger's body is never parsed nor counted against the large-body limit."""
+    users = tmp_path / "users"
+    set_password(users, "alice", "s3cret")
+    app = create_app(f"sqlite:///{tmp_path}/ui.db", MODEL, job_dir=str(tmp_path / "jobs"))
+    SignIn(app, Users(read_users(users), "key"), "key")
+    client = app.server.test_client()
+    for body in (b"[]", b"{}", b"not json"):
+        answer = client.post("/_dash-update-component", data=body, headers={"Content-Type": "application/json"})
+        assert answer.status_code == 401 and "WWW-Authenticate" in answer.headers, body
+    signed = client.post("/_dash-update-component", data=b"[]",
+                         headers={"Content-Type": "application/json", **_basic(b"alice:s3cret")})
+    assert signed.status_code == 400  # read, once signed in

@@ -424,7 +424,7 @@ def test_opening_more_groups_than_a_view_can_draw_keeps_the_last_ones_closed(app
     figure, options, opened, note = _graph(cb, run_id, "input", expanded=everything)
     assert len(_ops_drawn(figure)) <= MAX_NODES < 500  # 100 layers of 5 ops
     assert opened == everything[: len(opened)] and len(opened) < len(everything)
-    assert "stays closed" in str(note)
+    assert "more groups stay closed: at most" in str(note)
     # the groups offered to open: those open, and those drawn closed, not every group of the model
     drawn = {g for t in figure.data for g in (t.customdata or []) if isinstance(g, str) and g.startswith("group:")}
     assert {o["value"] for o in options} == set(opened) | (drawn & set(everything)) and len(options) < len(everything)
@@ -503,6 +503,20 @@ def test_a_file_of_many_overrides_joins_the_pending_list_in_one_pass_and_a_page_
     shown = cb["show_pending"](pending)
     assert len(shown.children) == SHOWN_PENDING + 1
     assert shown.children[-1].children == f"... and {50_001 - SHOWN_PENDING:,} more"
+
+
+def test_a_pending_list_past_a_files_limit_is_one_line_before_any_item_is_read(cb):
+    from overrides.formats import MAX_ITEMS
+
+    _, run_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
+    huge = ["not an override"] * (MAX_ITEMS + 1)  # a page may send anything
+    said = f"{MAX_ITEMS + 1:,} pending overrides: at most {MAX_ITEMS:,}"
+    pending, status = cb["stage_override"](1, FC1, huge[:-1], "l1", "interleaved", 8, 8, "tile", "bf16")
+    assert pending is no_update and status.children == said
+    _, _, status, _ = cb["apply_override"](_progress, 1, run_id, None, huge, *[None] * 11)
+    assert status.children == said
+    _, status, _ = cb["import_overrides"](_upload(f"override-output-layout={FC1}=4x4:l1:interleaved"), "x.txt", huge[:-1])
+    assert status.children == said
 
 
 def test_the_shown_run_exports_its_trace_ops_and_overrides(cb):

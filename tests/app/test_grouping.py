@@ -94,3 +94,16 @@ def test_a_large_graph_without_scopes_folds_into_runs_of_consecutive_ops():
 def test_layers_run_left_to_right_and_an_edge_against_graph_order_is_ignored():
     positions = layered_positions(["a", "b", "c"], [("a", "b"), ("b", "c"), ("c", "a")])
     assert positions["a"][0] < positions["b"][0] < positions["c"][0]
+
+
+def test_the_groups_that_fit_are_the_longest_start_of_those_opened(bert):
+    """As closing the last opened one at a time would find them, in a few counts: a page may send
+    every group of a model."""
+    tree = ScopeTree(bert)
+    everything = tree.groups
+    fits = tree.fitting(everything, limit=150)
+    assert fits == everything[: len(fits)] and 0 < len(fits) < len(everything)
+    assert len(tree.view(fits).nodes) <= 150 < len(tree.view(everything[: len(fits) + 1]).nodes)
+    assert tree.node_count(fits) == len(tree.view(fits).nodes)
+    assert tree.fitting(everything[:3], limit=10_000) == everything[:3]  # what fits stays open
+    assert tree.fitting(everything, limit=0) == []

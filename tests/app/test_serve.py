@@ -142,10 +142,10 @@ def _peak_resident(pid: int) -> int:
         return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
 
 
-def test_requests_of_many_small_json_values_cost_the_server_little_memory(db_url, tmp_path):
+def test_requests_of_many_small_json_values_cost_the_server_little_memory(tmp_path):
     """80 MB of `{},` parses to ~1 GB of dicts; four such requests at once held 4 GB of the
     worker's memory for good before bodies were counted and taken in two at a time."""
-    url, proc = serving.start(MODEL, db_url, logs=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
+    url, proc = serving.start(MODEL, f"sqlite:///{tmp_path}/one.db", logs=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
     try:
         (worker,) = psutil.Process(proc.pid).children()
         before = _peak_resident(worker.pid)
@@ -167,5 +167,34 @@ def test_requests_of_many_small_json_values_cost_the_server_little_memory(db_url
         assert _peak_resident(worker.pid) - before < 2**30
         assert urllib.request.urlopen(url + "_dash-layout", timeout=10).status == 200  # and it answers
         assert "Traceback" not in proc.output()
+    finally:
+        proc.stop()
+
+
+def test_clients_that_stop_sending_are_dropped_and_free_the_worker_threads(tmp_path):
+    """Eight clients (the worker's threads) announce a body and send a few bytes of it, or stop
+    inside their headers: each is dropped within a read's wait and the request's grace, and the
+    page answers again. gunicorn's own worker would have waited on them for ever."""
+    from app.slow_clients import GRACE_SECONDS, READ_SECONDS
+    from app.server import THREADS_PER_WORKER
+
+    url, proc = serving.start(MODEL, f"sqlite:///{tmp_path}/one.db", logs=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
+    try:
+        host, port = url.split("//")[1].rstrip("/").split(":")
+        stalled = []
+        for i in range(THREADS_PER_WORKER):
+            connection = socket.create_connection((host, int(port)), timeout=GRACE_SECONDS + READ_SECONDS + 20)
+            connection.sendall(
+                b"POST /_dash-update-component HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n0123456789"
+                if i % 2 else b"GET / HTTP/1.1\r\nHost: x\r\n"
+            )
+            stalled.append(connection)
+        for connection in stalled:
+            answer = connection.recv(64)  # closed (b""), or an error answered on a body cut short
+            assert answer == b"" or answer.startswith(b"HTTP/1.1 4"), answer
+            connection.close()
+        assert urllib.request.urlopen(url + "_dash-layout", timeout=10).status == 200
+        output = proc.output()
+        assert "dropped a client that sent its request too slowly" in output and "Traceback" not in output
     finally:
         proc.stop()
