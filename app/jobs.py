@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
+from functools import partial
 from contextvars import ContextVar
 
 import psutil
@@ -43,6 +45,10 @@ class OwnResults(BaseBackgroundCallbackManager):
     """Mixin for a Dash background callback manager: each job's result has a key of its own, a job
     runs until its result has been read, and a job whose result has been read is left to end."""
 
+    # results read of the jobs a local manager counts (see counted_jobs): a job lingers a moment
+    # after writing its result, and a page may read it in that moment
+    _read_keys: set[str] | None = None
+
     def build_cache_key(self, fn, args, cache_args_to_ignore, triggered) -> str:
         return uuid.uuid4().hex  # tilescope caches no job's result for a later job (no cache_by)
 
@@ -50,7 +56,19 @@ class OwnResults(BaseBackgroundCallbackManager):
         # the job wrote its result as its last step: it ends by itself
         result = super().get_result(key, None)
         _POLLED.set((self, str(job), key, result is not self.UNDEFINED))
+        if result is not self.UNDEFINED and self._read_keys is not None:
+            self._read_keys.add(key)
         return result
+
+    def counted_jobs(self, jobs: dict[str, Callable[[], bool]]) -> dict[str, Callable[[], bool]]:
+        """Of `jobs` (result key -> whether its process or thread lives), those still computing:
+        alive, and their result neither written nor read. The read keys of the others are let go."""
+        if self._read_keys is None:
+            self._read_keys = set()
+        computing = {key: alive for key, alive in jobs.items()
+                     if key not in self._read_keys and not self.result_ready(key) and alive()}
+        self._read_keys &= computing.keys()
+        return computing
 
     def job_running(self, job) -> bool:
         polled = _POLLED.get()
@@ -68,15 +86,15 @@ class ProcessJobs(OwnResults, DiskcacheManager):
 
     def __init__(self, cache) -> None:
         super().__init__(cache)
-        self._pids: list[int] = []
+        self._running: dict[str, Callable[[], bool]] = {}  # result key -> whether its process lives
         self._starting = threading.Lock()
 
     def call_job_fn(self, key, job_fn, args, context) -> int:
         with self._starting:
-            self._pids = [pid for pid in self._pids if _alive(pid)]
-            refuse_past_limit(len(self._pids))
+            self._running = self.counted_jobs(self._running)
+            refuse_past_limit(len(self._running))
             pid = super().call_job_fn(key, job_fn, args, context)
-            self._pids.append(pid)
+            self._running[key] = partial(_alive, pid)
         return pid
 
 

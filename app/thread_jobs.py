@@ -10,6 +10,7 @@ progress and stays live (the thread yields the interpreter between bytecodes). L
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import count
 from threading import Lock, Thread
 
@@ -24,7 +25,7 @@ class _Threads(DiskcacheManager):
     def __init__(self, cache) -> None:
         super().__init__(cache)
         self._threads: dict[int, Thread] = {}
-        self._running: list[Thread] = []
+        self._running: dict[str, Callable[[], bool]] = {}  # result key -> whether its thread lives
         self._starting = Lock()
         # not the thread's ident: the next thread reuses it, and two jobs would share one entry
         self._ids = count(1)
@@ -32,7 +33,7 @@ class _Threads(DiskcacheManager):
     def call_job_fn(self, key, job_fn, args, context) -> int:
         with self._starting:
             # a job whose page stopped asking is gone from _threads but may still run
-            self._running = [t for t in self._running if t.is_alive()]
+            self._running = self.counted_jobs(self._running)
             refuse_past_limit(len(self._running))
             job = next(self._ids)
             thread = Thread(target=job_fn, args=(key, self._make_progress_key(key), args, context), daemon=True)
@@ -40,7 +41,7 @@ class _Threads(DiskcacheManager):
                 if not other_thread.is_alive():
                     self._threads.pop(other, None)  # ended: it runs no more, whether or not its result was read
             self._threads[job] = thread
-            self._running.append(thread)
+            self._running[key] = thread.is_alive
             thread.start()
         return job
 
