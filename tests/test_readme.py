@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from .app.serving import free_port
+from .app.web.serving import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -9,7 +9,7 @@ import io
 import pytest
 
 from app.cli import main
-from app.runs import execute
+from app.workbench.runs import execute
 from perfdb.engine import open_db, session_factory
 from perfdb.ops_csv import COLUMNS, DURATION, CsvImportError, import_csv, write_csv
 from perfdb.queries import counters, diff_runs, get_run, op_records

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.runs import execute
+from app.workbench.runs import execute
 from compiler.target import target_text
 from perfdb.engine import open_db, session_factory
 from perfdb.queries import RunNotFound, diff_runs, get_run

@@ -294,7 +294,7 @@ def _model(ty: str, loc: str = "", op: str = "relu", b: str | None = None) -> st
 )
 def test_models_that_failed_to_store_are_one_line_before_storing(db_url, text, message):
     # each overflowed SQLite, PostgreSQL or both at store time, or failed in the compiler
-    from app.runs import execute
+    from app.workbench.runs import execute
     from compiler.errors import ModelLoadError
 
     sessions = session_factory(open_db(db_url))
@@ -306,7 +306,7 @@ def test_models_that_failed_to_store_are_one_line_before_storing(db_url, text, m
 
 
 def test_the_largest_tensor_tilescope_takes_stores_its_flops(db_url):
-    from app.runs import execute
+    from app.workbench.runs import execute
 
     sessions = session_factory(open_db(db_url))
     run_id = execute(sessions, "big.mlir", source_text=_model("tensor<16777216x16777216xf32>")).run_id

@@ -1,0 +1,7 @@
+"""`python -m app.cli`: the `tilescope` command."""
+
+import sys
+
+from .commands import main
+
+sys.exit(main())

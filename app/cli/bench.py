@@ -1,0 +1,326 @@
+"""`tilescope bench`: time every hot path on models of growing size, and the memory it takes.
+
+Sizes are zoo models scaled by layer count (BERT-base encoder layers of ~96 ops), plus the real
+ResNet-50 of the corpus when it is beside the checkout. For each: generating the MLIR text,
+importing it with the MLIR parser, each compiler level, the simulation, and storing the run in a
+fresh SQLite database; time per op shows how cost grows with size. Peak RSS is the process's high
+water mark after each step (it never goes down, so it reads as "peak so far").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compiler import zoo
+from compiler.mlir_import import import_mlir
+from compiler.ir import Graph
+from compiler.pipeline import Compilation, compile_model, stages
+from compiler.simulator import SimResult, simulate
+from compiler.target import load_target
+from overrides import parse_item
+from perfdb.engine import open_db, session_factory
+from perfdb.queries import diff_runs, op_statistics, timeline_window
+from perfdb.store import NewRun, save_run
+
+from ..workbench.explorer import Explorer
+from ..web.figures import graph_figure
+from ..workbench.grouping import ScopeTree
+from ..workbench.runs import new_run
+
+CORPUS_RESNET = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "ttmlir" / "resnet50_xla.mlir"
+SIZES = {  # name -> zoo reference
+    "1k": "zoo:bert-base",
+    "10k": "zoo:bert-base?layers=104",
+    "100k": "zoo:bert-base?layers=1040",
+}
+QUICK = ("1k", "10k")
+IMPORT_TO_STORED = ("generate", "import", "graph", "layout", "kernel", "simulate", "store")
+
+
+@dataclass
+class Step:
+    name: str
+    seconds: float
+    peak_rss_mb: float
+
+
+@dataclass
+class Case:
+    name: str
+    model: str
+    ops: int = 0
+    zones: int = 0
+    steps: list[Step] = field(default_factory=list)
+    override: str = ""  # the re-runs' override
+    override_status: str = ""  # how the compiler took it: applied, adjusted or rejected
+
+    @property
+    def total(self) -> float:
+        """Import to stored run: what it takes to bring a model in."""
+        return sum(s.seconds for s in self.steps if s.name in IMPORT_TO_STORED)
+
+    @property
+    def compile_seconds(self) -> float:
+        """Import through the kernel level: what it takes to show a model at every level."""
+        return sum(s.seconds for s in self.steps if s.name in ("import", "graph", "layout", "kernel"))
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _progress(message: str) -> None:
+    """A line on stderr as each step ends: the whole bench takes minutes, and stdout holds the report."""
+    print(f"tilescope bench: {message}", file=sys.stderr, flush=True)
+
+
+def _timed(case: Case, name: str, work: Callable):
+    start = time.perf_counter()
+    result = work()
+    case.steps.append(Step(name, time.perf_counter() - start, _peak_rss_mb()))
+    _progress(f"{case.name}: {name} {case.steps[-1].seconds:.2f} s")
+    return result
+
+
+def run_case(
+    name: str, model: str, text_of: Callable[[], str], target_name: str, db_dir: Path, compile_only: bool = False,
+    full_rerun: bool = True,
+) -> Case:
+    """Every step on one model; after storing its run: the statistics and the graph view of the
+    run, and a re-run after one override, from scratch (`full_rerun`) and incrementally."""
+    case = Case(name, model)
+    _progress(f"{name}: {model}")
+    target = load_target(target_name)
+    text = _timed(case, "generate", text_of)
+    imported = _timed(case, "import", lambda: import_mlir(text, model, model))
+    case.ops = len(imported.graph.ops)
+    graph = imported.graph
+    levels = {}
+    for level, passes in stages(target, (), "dram-interleaved"):
+
+        def lower(graph=graph, level=level, passes=passes):
+            lowered = graph.with_level(level)
+            for compiler_pass in passes:
+                lowered = compiler_pass.run(lowered)
+            return lowered
+
+        graph = levels[level] = _timed(case, level, lower)
+    if compile_only:
+        return case
+    sim = _timed(case, "simulate", lambda: simulate(graph, target, "host"))
+    case.zones = len(sim.zones)
+    sessions = session_factory(open_db(f"sqlite:///{db_dir / (name + '.db')}"))
+    compilation = Compilation(imported, target, levels)
+
+    def store(compilation=compilation, sim=sim, overrides=()):
+        new = new_run(compilation, sim, model, target_name, "", overrides=list(overrides))
+        with sessions() as session:
+            return save_run(session, new)
+
+    run_id = _timed(case, "store", store)
+
+    def statistics():
+        with sessions() as session:
+            return op_statistics(session, run_id)
+
+    _timed(case, "stats", statistics)
+    explorer = Explorer(sessions)
+    _timed(case, "graph view", lambda: graph_view(explorer, run_id, compilation))
+    item = override_item(levels["layout"])
+    if full_rerun:
+        _timed(case, "full rerun", lambda: rerun(compilation, [item], None, store))
+    case.override = item
+    case.override_status = _timed(case, "incr rerun", lambda: rerun(compilation, [item], sim, store))
+    return case
+
+
+def override_item(layout: Graph) -> str:
+    """The override a user tries first: the middle matmul's output into L1."""
+    matmuls = [op.name for op in layout.ops if op.kind == "matmul"] or [op.name for op in layout.ops if op.outputs]
+    return f"{matmuls[len(matmuls) // 2]}=l1:interleaved"
+
+
+def rerun(base: Compilation, items: list[str], base_sim: SimResult | None, store: Callable) -> str:
+    """Compile with `items`, simulate and store, as the app does after an override: starting from
+    `base` and its simulation when `base_sim` is given (incremental), else from nothing. Returns
+    the override's outcome."""
+    since = base if base_sim is not None else None
+    compilation = compile_model(base.model, base.target, [parse_item(i) for i in items], since=since)
+    sim = simulate(compilation.kernel, base.target, "host", known=base_sim.costs if base_sim else None)
+    store(compilation, sim, items)
+    return ", ".join(o.status for o in compilation.override_outcomes)
+
+
+def graph_view(explorer: Explorer, run_id: int, compilation: Compilation) -> int:
+    """The explorer's graph at the `graph` level as a page opens it, grouped by name scope and
+    coloured by duration, serialised for the browser; returns its nodes."""
+    graph = compilation.graph_at("graph")
+    tree = ScopeTree(graph)
+    view = tree.view(tree.default_expansion())
+    figure = graph_figure(view, graph, explorer.op_metrics(run_id, compilation), "duration")
+    figure.to_json()
+    return len(view.nodes)
+
+
+# perfdb: a synthetic trace of PERF_OPS ops, each with a zone on every core and its three engines
+PERF_OPS = 10_000
+PERF_CORES = 25  # 10k ops x (1 + 25 cores x 4 tracks) = 1,010,000 zones
+ZOOMS = (1.0, 0.1, 0.01, 0.001, 0.0001)  # window as a share of the run
+PIXELS = 1500
+
+
+def _synthetic(ops: int, cores: int, seed: int, scale: float = 1.0) -> NewRun:
+    """A run shaped like a simulated one: ops of 0.5-200 us back to back, each a zone on the device
+    track and per core (depth 0), and reader/compute/writer zones under it (depth 1). Each core
+    finishes at its own time, so no two cores' tracks are the same (none shares another's blocks)."""
+    import numpy as np  # noqa: PLC0415
+
+    rng = np.random.default_rng(seed)
+    durations = (10 ** rng.uniform(2.7, 5.3, ops)) * scale
+    starts = np.concatenate([[0.0], np.cumsum(durations)[:-1]])
+    names = [f"layer.{i // 12}.op_{i % 12}" for i in range(ops)]
+    zones = []
+    for name, start, op_length in zip(names, starts.tolist(), durations.tolist()):
+        zones.append(("device", 0, name, start, start + op_length, name))
+        for c, share in enumerate((0.9 + 0.1 * rng.random(cores)).tolist()):
+            r, col = divmod(c, 8)
+            core = f"core {r},{col}"
+            length = share * op_length
+            zones.append((core, 0, name, start, start + length, name))
+            zones.append((f"{core}/reader", 1, "read", start, start + length * 0.4, name))
+            zones.append((f"{core}/compute", 1, "compute", start + length * 0.1, start + length * 0.9, name))
+            zones.append((f"{core}/writer", 1, "write", start + length * 0.6, start + length, name))
+    ops_rows = [
+        {"name": n, "kind": "matmul", "start_ns": s, "duration_ns": d, "flops": 1, "bytes": {"dram": 1.0},
+         "bound": "dram", "why": "", "memory": "dram", "grid": "8x8", "cores": 64, "roofline_ns": d / 2}
+        for n, s, d in zip(names, starts.tolist(), durations.tolist())
+    ]
+    total = float(starts[-1] + durations[-1])
+    return NewRun("bench", "bench", "0" * 64, "", "wormhole_n150", total, total, ops_rows, zones)
+
+
+def perfdb_bench(db_dir: Path) -> dict:
+    """Store a 1M-zone run on SQLite; window queries at every zoom; diff of two 10k-op runs."""
+    sessions = session_factory(open_db(f"sqlite:///{db_dir / 'perfdb.db'}"))
+    _progress(f"perfdb: a synthetic run of {PERF_OPS:,} ops on {PERF_CORES} cores")
+    big = _synthetic(PERF_OPS, PERF_CORES, seed=1)
+    zones = len(big.zones)
+    start = time.perf_counter()
+    with sessions() as session:
+        run_id = save_run(session, big)
+    store_s = time.perf_counter() - start
+    _progress(f"perfdb: stored {zones:,} zones {store_s:.2f} s; timeline windows next")
+    other = _synthetic(PERF_OPS, 0, seed=2, scale=1.1)
+    with sessions() as session:
+        other_id = save_run(session, other)
+    windows = []
+    few = ["device", *(f"core 0,{c}" for c in range(4)), *(f"core 0,0/{e}" for e in ("reader", "compute"))]
+    for tracks_name, tracks in (("7 tracks", few), ("all 101 tracks", None)):
+        for zoom in ZOOMS:
+            t0 = big.total_ns * (1 - zoom) / 2
+            t1 = t0 + big.total_ns * zoom
+            times = []
+            for _ in range(3):  # the first also pays for reading the pages from disk
+                start = time.perf_counter()
+                with sessions() as session:
+                    items = timeline_window(session, run_id, t0, t1, (t1 - t0) / PIXELS, tracks)
+                times.append((time.perf_counter() - start) * 1e3)
+            windows.append({
+                "tracks": tracks_name, "zoom": zoom, "items": len(items), "first_ms": times[0], "ms": sorted(times)[1],
+            })
+    start = time.perf_counter()
+    with sessions() as session:
+        diff = diff_runs(session, other_id, run_id)
+    diff_ms = (time.perf_counter() - start) * 1e3
+    return {
+        "zones": zones, "store_s": store_s, "windows": windows, "diff_ops": len(diff["ops"]), "diff_ms": diff_ms,
+        "db_mb": (db_dir / "perfdb.db").stat().st_size / 2**20,
+    }
+
+
+def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
+    cases = []
+    with tempfile.TemporaryDirectory(prefix="tilescope-bench-") as tmp:
+        if CORPUS_RESNET.exists():
+            cases.append(run_case("resnet50_xla", "resnet50_xla.mlir", CORPUS_RESNET.read_text, target, Path(tmp)))
+        for name in QUICK if quick else SIZES:
+            ref = SIZES[name]
+            cases.append(run_case(name, ref, lambda ref=ref: zoo.generate(ref), target, Path(tmp), full_rerun=name != "100k"))
+        perfdb = perfdb_bench(Path(tmp))
+    return {
+        "perfdb": perfdb,
+        "machine": {
+            "python": platform.python_version(),
+            "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+            "system": platform.platform(terse=True),
+        },
+        "target": target,
+        "cases": [
+            {
+                "name": c.name, "model": c.model, "ops": c.ops, "zones": c.zones, "total_s": c.total,
+                "us_per_op": c.total / c.ops * 1e6 if c.ops else 0.0,
+                "compile_s": c.compile_seconds,
+                "compile_us_per_op": c.compile_seconds / c.ops * 1e6 if c.ops else 0.0,
+                "override": c.override, "override_status": c.override_status,
+                "steps": {s.name: {"s": s.seconds, "peak_rss_mb": s.peak_rss_mb} for s in c.steps},
+            }
+            for c in cases
+        ],
+    }
+
+
+def format_table(report: dict) -> str:
+    names = list(dict.fromkeys(n for c in report["cases"] for n in c["steps"]))
+    to_stored = [n for n in names if n in IMPORT_TO_STORED]
+    after = [n for n in names if n not in IMPORT_TO_STORED]
+
+    def cells(steps: dict, step_names: list[str], width: int) -> str:
+        return "".join(f"{steps[n]['s']:>{width}.3f}" if n in steps else f"{'-':>{width}}" for n in step_names)
+
+    lines = [f"{'case':<14}{'ops':>8}{'zones':>10}" + "".join(f"{n:>10}" for n in to_stored) + f"{'total':>9}{'us/op':>7}{'RSS MB':>8}"]
+    for c in report["cases"]:
+        rss = [s["peak_rss_mb"] for n, s in c["steps"].items() if n in IMPORT_TO_STORED]
+        lines.append(
+            f"{c['name']:<14}{c['ops']:>8}{c['zones']:>10}" + cells(c["steps"], to_stored, 10)
+            + f"{c['total_s']:>9.2f}{c['total_s'] / max(1, c['ops']) * 1e6:>7.0f}{max(rss):>8.0f}"
+        )
+    if after:
+        lines += ["", "after the run is stored:", f"{'case':<14}" + "".join(f"{n:>12}" for n in after) + f"{'RSS MB':>8}  re-runs after"]
+        for c in report["cases"]:
+            lines.append(
+                f"{c['name']:<14}" + cells(c["steps"], after, 12) + f"{max(s['peak_rss_mb'] for s in c['steps'].values()):>8.0f}"
+                + (f"  {c['override']} ({c['override_status']})" if c.get("override") else "")
+            )
+    perf = report.get("perfdb")
+    if perf:
+        lines.append("")
+        lines.append(
+            f"perfdb (SQLite): store {perf['zones']:,} zones {perf['store_s']:.2f} s ({perf['db_mb']:.0f} MB); "
+            f"diff of two {perf['diff_ops']:,}-op runs {perf['diff_ms']:.0f} ms"
+        )
+        lines.append(f"timeline window at {PIXELS} px, median of 3 (first) ms:")
+        for w in perf["windows"]:
+            lines.append(f"  {w['tracks']:<15} zoom x{1 / w['zoom']:<7g} {w['ms']:>6.0f} ({w['first_ms']:.0f}) ms {w['items']:>7} items")
+    machine = report["machine"]
+    lines.append(
+        "seconds per step ('-': not measured at that size); total: generate to store, and its time per op; "
+        "RSS: the process's peak so far"
+    )
+    lines.append(f"{machine['cores']} cores, {machine['system']}, Python {machine['python']}")
+    return "\n".join(lines)
+
+
+def main(quick: bool, as_json: bool, target: str) -> int:
+    report = run(quick=quick, target=target)
+    print(json.dumps(report, indent=1) if as_json else format_table(report))
+    return 0

@@ -1,0 +1,54 @@
+"""`tilescope diff A B`: run B against run A, op by op, as a table or as JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from perfdb.engine import open_db, session_factory
+
+from ..workbench.diff import SHOWN, changes_text, compare, more, settings_text, time_split
+
+
+def main(a: int, b: int, db: str | None, as_json: bool) -> int:
+    """Print the diff as JSON or as a table; a missing run raises perfdb.queries.RunNotFound."""
+    with session_factory(open_db(db))() as session:
+        found = compare(session, a, b)
+    if as_json:
+        print(json.dumps(found, indent=1))
+        return 0
+    for warning in found["warnings"]:
+        print(f"tilescope: warning: {warning}", file=sys.stderr)
+    print(f"run {b} against run {a}")
+    width = max([len(op["name"]) for op in found["ops"]] + [2])
+    print(f"{'op':<{width}}  {'a us':>10} {'b us':>10} {'delta us':>10} {'ratio':>7}  changes")
+    for op in found["ops"]:
+        ratio = f"{op['ratio']:.2f}x" if op["ratio"] is not None else "-"
+        line = (
+            f"{op['name']:<{width}}  {op['a_ns'] / 1e3:>10.2f} {op['b_ns'] / 1e3:>10.2f} "
+            f"{op['delta_ns'] / 1e3:>+z10.2f} {ratio:>7}  {changes_text(op['changes'])}"
+        )
+        print(line.rstrip())
+    for key, side in (("removed", "a"), ("inserted", "b")):
+        ops = found[key]
+        if ops:
+            total = sum(op["ns"] for op in ops) / 1e3
+            print(f"{key} (only in run {found[side]}): {len(ops)} op{'s' * (len(ops) != 1)}, {total:.2f} us")
+            shown = max(len(op["name"]) for op in ops[:SHOWN])
+            for op in ops[:SHOWN]:
+                print(f"  {op['name']:<{shown}}  {op['kind']:<12} {op['ns'] / 1e3:>10.2f} us")
+            for line in more(len(ops) - SHOWN):
+                print(f"  {line}")
+    if found["settings"]:
+        print(f"settings: {settings_text(found['settings'])}")
+    for side in ("a", "b"):
+        items = found["overrides"][side]
+        if items:
+            print(f"overrides only in run {found[side]}: {', '.join(items[:SHOWN] + more(len(items) - SHOWN))}")
+    times = found["times"]
+    print(
+        f"total delta {found['total_delta_ns'] / 1e3:+z.2f} us "
+        f"({times['a']['total_ns'] / 1e3:.2f} us -> {times['b']['total_ns'] / 1e3:.2f} us)"
+    )
+    print(time_split(found))
+    return 0

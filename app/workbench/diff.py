@@ -1,0 +1,100 @@
+"""Run B against run A, op by op, for `tilescope diff A B` (app.cli.diff) and the app's Runs & diff tab;
+and the lines both show of a diff."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from compiler.override import REJECTED
+from overrides import format_item, format_value, parse_item
+from perfdb.queries import diff_runs, get_run
+from perfdb.schema import Run
+
+# Kernel parameters op records do not keep: what override items asked for is all there is to
+# compare, and an op without one ran with the compiler's choice, shown as DEFAULT.
+KERNEL_PARAMS = ("block", "subblock", "double_buffer")
+DEFAULT = "default"
+SHOWN = 5  # ops or items listed per section of the text; the JSON keeps them all
+SHOWN_CHANGES = 8  # changes on one op's line
+
+
+def compare(session: Session, a: int, b: int) -> dict:
+    """perfdb.queries.diff_runs of b against a (its docstring gives the shape), with each op's
+    changes of KERNEL_PARAMS added, as the runs' applied override items set them: {param, a, b,
+    operand: None, result: None}, after the op's own parameters and before its inputs'."""
+    found = diff_runs(session, a, b)
+    asked_a, asked_b = (_kernel_params(get_run(session, run_id)) for run_id in (a, b))
+    for op in found["ops"]:
+        x, y = asked_a.get(op["name"], {}), asked_b.get(op["name"], {})
+        added = [
+            {"param": param, "a": x.get(param, DEFAULT), "b": y.get(param, DEFAULT), "operand": None, "result": None}
+            for param in KERNEL_PARAMS if x.get(param) != y.get(param)
+        ]
+        if added:
+            inputs = next((i for i, c in enumerate(op["changes"]) if c["operand"] is not None), len(op["changes"]))
+            op["changes"][inputs:inputs] = added
+    return found
+
+
+def _kernel_params(run: Run) -> dict[str, dict[str, str]]:
+    """op -> {parameter: value} of the KERNEL_PARAMS the run's override items set; rejected items
+    changed nothing. An item naming an op fused into another counts for the name it gives, which no
+    op record carries: it shows only among the runs' `overrides`."""
+    rejected = {_canonical(o["spec"]) for o in run.override_outcomes if o["status"] == REJECTED}
+    found: dict[str, dict[str, str]] = {}
+    for item in run.overrides:
+        override = parse_item(item)
+        if format_item(override) in rejected:
+            continue
+        for param in KERNEL_PARAMS:
+            value = getattr(override, param)
+            if value is not None:
+                found.setdefault(override.op, {})[param] = format_value(value)
+    return found
+
+
+def _canonical(item: str) -> str:
+    """An item as runs store it: outcomes keep the spelling the user gave."""
+    return format_item(parse_item(item))
+
+
+def change_text(change: dict) -> str:
+    """`memory dram->l1`, `operand 1 memory dram->l1`, `result 1 dtype bf16->bfp8`: an op's first
+    output goes unnamed, as an override item leaves it."""
+    if change["operand"] is not None:
+        on = f"operand {change['operand']} "
+    elif change["result"]:
+        on = f"result {change['result']} "
+    else:
+        on = ""
+    return f"{on}{change['param']} {change['a']}->{change['b']}"
+
+
+def changes_text(changes: list[dict], shown: int = SHOWN_CHANGES) -> str:
+    """An op's changes on one line, the first `shown` of them."""
+    return ", ".join([change_text(c) for c in changes[:shown]] + more(len(changes) - shown))
+
+
+def settings_text(settings: list[dict]) -> str:
+    """`dispatch host->trace, policy dram-interleaved->greedy-l1`"""
+    return ", ".join(f"{s['setting']} {s['a']}->{s['b']}" for s in settings)
+
+
+def more(left: int) -> list[str]:
+    """The line that ends a list cut short, if it was."""
+    return [f"... and {left} more"] if left > 0 else []
+
+
+def time_split(found: dict) -> str:
+    """Why the total delta can differ from the sum of the per-op deltas: the device's share and the
+    host's. When the host issues ops slower than the device runs them, the device waits on it, so
+    op time gained or lost turns into idle time and the total barely moves; each op more or fewer
+    is one launch more or fewer for the host."""
+    device, host = found["device_delta_ns"], found["host_delta_ns"]
+    split = f"device {device / 1e3:+z.2f} us, host/idle {host / 1e3:+z.2f} us"
+    added = len(found["inserted"]) - len(found["removed"])
+    why = [f"{abs(added)} {'more' if added > 0 else 'fewer'} op{'s' * (abs(added) != 1)} to issue"] if added else []
+    if device * host < 0 and abs(host) >= abs(device) / 2:
+        why.append("the device waits on the host to issue ops, so op time turns into idle time")
+        split = f"host dispatch bound: {split}"
+    return split + (f" ({'; '.join(why)})" if why else "")

@@ -1,0 +1,200 @@
+"""app.workbench.diff (`tilescope diff A B`, and the comparison the app shows) on runs compiled and simulated
+for real; app.db.upgrade_main."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from app.cli.db import upgrade_main
+from app.cli.diff import main
+from app.workbench.diff import SHOWN, SHOWN_CHANGES
+from app.workbench.runs import execute
+from perfdb.engine import open_db, session_factory
+from perfdb.migrate import head
+from perfdb.queries import RunNotFound
+from tests.perfdb.test_queries import FC1, FC2, MLP, KEYS, change, output
+
+OP_KEYS = {"name", "a_ns", "b_ns", "delta_ns", "ratio", "changes"}
+
+
+@pytest.fixture
+def runs(db_url, tiny_path):
+    """(plain, tuned): the tiny MLP, then with matmul_1 sharded in L1 on 1x2 cores."""
+    sessions = session_factory(open_db(db_url))
+    plain = execute(sessions, tiny_path).run_id
+    tuned = execute(sessions, tiny_path, override_items=["matmul_1=1x2:l1:block_sharded"]).run_id
+    return plain, tuned
+
+
+def diff_json(capsys, a, b, db_url) -> dict:
+    assert main(a, b, db_url, True) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_of_a_tuned_run_against_the_plain_one(capsys, db_url, runs):
+    plain, tuned = runs
+    d = diff_json(capsys, plain, tuned, db_url)
+    assert list(d) == KEYS and (d["a"], d["b"]) == (plain, tuned)
+    assert all(set(op) == OP_KEYS for op in d["ops"])
+    ops = {op["name"]: op for op in d["ops"]}
+    assert set(ops) == {"matmul_0", "matmul_1"} and d["removed"] == d["inserted"] == []
+    assert ops["matmul_1"]["changes"] == [
+        output("memory", "dram", "l1"), output("memory_layout", "interleaved", "block_sharded"), change("grid", "8x8", "1x2"),
+    ]
+    assert ops["matmul_1"]["delta_ns"] == pytest.approx(ops["matmul_1"]["b_ns"] - ops["matmul_1"]["a_ns"])
+    assert ops["matmul_1"]["delta_ns"] != 0 and ops["matmul_0"]["changes"] == []
+    assert abs(d["ops"][0]["delta_ns"]) >= abs(d["ops"][-1]["delta_ns"])
+    moved = d["top_regressions"] + d["top_improvements"]
+    assert "matmul_1" in moved
+
+
+def test_a_run_against_itself_has_zero_deltas(capsys, db_url, runs):
+    d = diff_json(capsys, runs[1], runs[1], db_url)
+    assert d["total_delta_ns"] == 0
+    assert [(op["delta_ns"], op["ratio"], op["changes"]) for op in d["ops"]] == [(0.0, 1.0, [])] * 2
+    assert d["top_regressions"] == d["top_improvements"] == []
+
+
+def test_table(capsys, db_url, runs):
+    plain, tuned = runs
+    assert main(plain, tuned, db_url, False) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == f"run {tuned} against run {plain}"
+    assert re.match(r"op\s+a us\s+b us\s+delta us\s+ratio\s+changes$", lines[1])
+    assert re.search(
+        r"^matmul_1\s+[\d.]+\s+[\d.]+\s+[-+][\d.]+\s+[\d.]+x\s+"
+        r"memory dram->l1, memory_layout interleaved->block_sharded, grid 8x8->1x2$", out, re.M,
+    )
+    assert re.search(r"^matmul_0\s+", out, re.M)
+    assert lines[-3] == f"overrides only in run {tuned}: matmul_1=1x2:l1:block_sharded"
+    assert re.match(r"total delta [-+][\d.]+ us \([\d.]+ us -> [\d.]+ us\)$", lines[-2])
+    assert re.match(r"device [-+][\d.]+ us, host/idle [-+][\d.]+ us", lines[-1])
+
+
+def test_a_missing_run_raises(capsys, db_url, runs):
+    with pytest.raises(RunNotFound, match="no run with id 999"):
+        main(runs[0], 999, db_url, True)
+    assert capsys.readouterr().out == ""
+
+
+def test_db_upgrade(capsys, db_url):
+    assert upgrade_main(db_url) == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("database ") and out.endswith(f"schema at revision {head()}, the newest")
+
+
+def test_table_lists_the_ops_in_one_run_only_with_their_time(capsys, db_url):
+    from tests.perfdb.test_queries import store
+
+    sessions = session_factory(open_db(db_url))
+    a = store(sessions, ("fc1", 1000.0, "dram", "8x8"), ("gone", 500.0, "dram", "8x8"))
+    b = store(sessions, ("fc1", 3000.0, "dram", "8x8"), ("new", 250.0, "l1", "1x1"))
+    assert main(a, b, db_url, False) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^fc1\s+1\.00\s+3\.00\s+\+2\.00\s+3\.00x$", out, re.M)
+    assert out.splitlines()[-6:] == [
+        f"removed (only in run {a}): 1 op, 0.50 us",
+        "  gone  matmul             0.50 us",
+        f"inserted (only in run {b}): 1 op, 0.25 us",
+        "  new  matmul             0.25 us",
+        "total delta +1.75 us (1.50 us -> 3.25 us)",
+        "device +1.75 us, host/idle +0.00 us",
+    ]
+
+
+@pytest.fixture
+def mlp(db_url):
+    """run(*override_items, **execute's options) -> the id of a stored run of MLP."""
+    sessions = session_factory(open_db(db_url))
+    return lambda *items, **options: execute(sessions, MLP, override_items=list(items), **options).run_id
+
+
+def test_json_lists_the_kernel_parameters_override_items_set(capsys, db_url, mlp):
+    plain = mlp()
+    blocked = mlp(f"{FC1}=block#1x2x4:subblock#1x2:double_buffer#false")
+    d = diff_json(capsys, plain, blocked, db_url)
+    ops = {op["name"]: op for op in d["ops"]}
+    assert ops[FC1]["changes"] == [
+        change("block", "default", "1x2x4"), change("subblock", "default", "1x2"), change("double_buffer", "default", "false"),
+    ]
+    assert ops[FC2]["changes"] == [] and ops[FC1]["delta_ns"] > 0  # one step at a time, the engines take turns
+    back = {op["name"]: op for op in diff_json(capsys, blocked, plain, db_url)["ops"]}
+    assert back[FC1]["changes"][0] == change("block", "1x2x4", "default")
+    # after the op's own parameters, before its inputs'
+    both = mlp(f"{FC2}=fidelity#lofi:double_buffer#false", f"{FC2}=operand#1:l1:width_sharded:1x8")
+    ops = {op["name"]: op for op in diff_json(capsys, plain, both, db_url)["ops"]}
+    assert [(c["param"], c["operand"]) for c in ops[FC2]["changes"]] == [
+        ("fidelity", None), ("double_buffer", None), ("memory", 1), ("memory_layout", 1), ("grid", 1),
+    ]
+
+
+def test_a_rejected_override_changed_nothing(capsys, db_url, mlp):
+    plain = mlp()
+    kept = mlp(f"{FC1}=block#3x3x3", keep_going=True)  # does not divide the work: rejected, stored anyway
+    d = diff_json(capsys, plain, kept, db_url)
+    assert d["overrides"] == {"a": [], "b": [f"{FC1}=block#3x3x3"]}
+    assert [op["changes"] for op in d["ops"]] == [[], []]
+
+
+def test_text_of_a_host_dispatch_bound_pair_says_where_the_time_went(capsys, db_url, mlp):
+    plain, tuned = mlp(), mlp(f"{FC1}=1x8:l1:width_sharded:bfp8:fidelity#lofi")
+    d = diff_json(capsys, plain, tuned, db_url)
+    assert main(plain, tuned, db_url, False) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert re.search(
+        rf"^{re.escape(FC1)}\s+.*  memory dram->l1, memory_layout interleaved->width_sharded, dtype bf16->bfp8, "
+        r"grid 8x8->1x8, fidelity hifi2->lofi$", captured.out, re.M,
+    )
+    assert re.search(rf"^{re.escape(FC2)}\s+.*  fidelity hifi2->lofi, operand 0 memory dram->l1, ", captured.out, re.M)
+    # the device got slower by both ops' deltas, the total only by the last op's
+    assert captured.out.splitlines()[-1] == (
+        f"host dispatch bound: device {d['device_delta_ns'] / 1e3:+z.2f} us, host/idle {d['host_delta_ns'] / 1e3:+z.2f} us "
+        "(the device waits on the host to issue ops, so op time turns into idle time)"
+    )
+
+
+def test_text_of_two_models_warns_and_keeps_its_lines_short(capsys, db_url, tiny_path):
+    sessions = session_factory(open_db(db_url))
+    tiny = execute(sessions, tiny_path).run_id
+    big = execute(sessions, "zoo:mlp?layers=4").run_id  # eight ops, none named as the tiny model's
+    d = diff_json(capsys, tiny, big, db_url)
+    assert d["ops"] == [] and len(d["inserted"]) == 8 and [op["name"] for op in d["removed"]] == ["matmul_0", "matmul_1"]
+    assert d["warnings"] and d["warnings"][0].startswith("different models")
+    assert main(tiny, big, db_url, False) == 0
+    captured = capsys.readouterr()
+    assert captured.err == f"tilescope: warning: {d['warnings'][0]}\n"
+    lines = captured.out.splitlines()
+    at = lines.index(f"inserted (only in run {big}): 8 ops, {sum(op['ns'] for op in d['inserted']) / 1e3:.2f} us")
+    assert [line.split()[0] for line in lines[at + 1:at + 1 + SHOWN]] == [op["name"] for op in d["inserted"][:SHOWN]]
+    assert lines[at + 1 + SHOWN] == f"  ... and {8 - SHOWN} more"
+    assert max(len(line) for line in lines) < 120
+    assert "device " in lines[-1] and "(6 more ops to issue)" in lines[-1]
+
+
+def test_an_op_line_lists_the_first_changes_and_counts_the_rest(capsys, db_url, mlp):
+    plain = mlp()
+    tuned = mlp(
+        f"{FC1}=1x8:l1:width_sharded:bfp8:fidelity#lofi:double_buffer#false:block#4x2x2",
+        f"{FC1}=operand#1:l1:width_sharded:1x8",
+    )
+    changes = {op["name"]: op["changes"] for op in diff_json(capsys, plain, tuned, db_url)["ops"]}[FC1]
+    assert len(changes) == SHOWN_CHANGES + 2
+    assert changes[-1] == change("grid", "1x1", "1x8", operand=1)
+    assert main(plain, tuned, db_url, False) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{FC1} ")]
+    assert line.endswith(", block default->4x2x2, double_buffer default->false, operand 1 memory dram->l1, ... and 2 more")
+
+
+def test_text_names_the_settings_that_differ(capsys, db_url, mlp):
+    """A trace-dispatched run against a host-dispatched one: the total moves with no op's time."""
+    plain, traced = mlp(), mlp(dispatch="trace")
+    d = diff_json(capsys, plain, traced, db_url)
+    assert d["settings"] == [{"setting": "dispatch", "a": "host", "b": "trace"}]
+    assert d["device_delta_ns"] == pytest.approx(0) and d["host_delta_ns"] < 0
+    assert main(plain, traced, db_url, False) == 0
+    assert "settings: dispatch host->trace" in capsys.readouterr().out.splitlines()

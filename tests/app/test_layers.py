@@ -1,0 +1,41 @@
+"""app/'s layers import only downwards: cli -> web -> workbench, and no Dash below the web."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+APP = Path(__file__).resolve().parents[2] / "app"
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module `path` imports, relative imports resolved against its package."""
+    package = ".".join(path.relative_to(APP.parent).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(p for p in (base, node.module) if p)
+            found.add(module)
+            found |= {f"{module}.{alias.name}" for alias in node.names}  # `from . import ids`
+    return found
+
+
+@pytest.mark.parametrize("layer, forbidden", [
+    ("workbench", ("dash", "plotly", "app.web", "app.cli")),
+    ("web", ("app.cli",)),
+])
+def test_a_layer_imports_nothing_above_it(layer, forbidden):
+    for path in sorted((APP / layer).rglob("*.py")):
+        above = sorted(m for m in _imports(path) if m.split(".")[0] in forbidden or m.startswith(forbidden))
+        assert not above, f"{path.relative_to(APP.parent)} imports {above}"
+
+
+def test_app_holds_only_its_layers():
+    assert sorted(p.name for p in APP.iterdir() if p.suffix == ".py" or (p.is_dir() and p.name != "__pycache__")) == [
+        "__init__.py", "cli", "web", "workbench",
+    ]

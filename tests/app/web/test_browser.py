@@ -1,0 +1,497 @@
+"""A user's journey in real headless Chromium against `tilescope serve`.
+
+Screenshots of each step go to ./screenshots (or $TILESCOPE_SCREENSHOTS) for people to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import pytest
+
+from . import serving
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+SHOTS = Path(os.environ.get("TILESCOPE_SCREENSHOTS", Path(__file__).resolve().parents[3] / "screenshots"))
+MODEL = "zoo:mlp?layers=1"
+
+if not (CHROMIUM and CHROMEDRIVER):
+    pytest.skip("Debian chromium and chromium-driver are not installed", allow_module_level=True)
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.options import Options  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+
+def _serve(tmp_path_factory, model: str):
+    tmp = tmp_path_factory.mktemp("browser")
+    return serving.start(model, f"sqlite:///{tmp / 'ui.db'}", logs=tmp)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    url, proc = _serve(tmp_path_factory, MODEL)
+    yield url
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = _chrome()
+    yield driver
+    driver.quit()
+
+
+def _chrome():
+    options = Options()
+    for arg in (
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1300",
+        "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
+    ):
+        options.add_argument(arg)
+    options.binary_location = CHROMIUM
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+def _wait(driver, predicate, timeout=30):
+    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(lambda d: predicate(d))
+
+
+# Dash's queue of callbacks (as dash.testing reads it): empty once every callback that an action
+# set off, in the browser or on the server, has run and its outputs are on the page
+SETTLED = """
+var store = (window.dash_stores || [])[0];
+if (!store) { return false; }
+var queues = store.getState().callbacks;
+return Object.keys(queues).every(function (k) { return k === 'stored' || k === 'completed' || !queues[k].length; });
+"""
+
+
+def _settled(driver) -> bool:
+    return driver.execute_script(SETTLED)
+
+
+def _prop(driver, element_id: str, prop: str):
+    """A component's property as Dash holds it (what its callbacks get), not as the page shows it."""
+    return driver.execute_script(
+        "var c = window.dash_component_api.getLayout(arguments[0]); return c ? c.props[arguments[1]] : null;",
+        element_id, prop,
+    )
+
+
+def _text(driver, element_id: str) -> str:
+    return driver.find_element(By.ID, element_id).text
+
+
+def _shot(driver, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def _pick(driver, element_id: str, value: str) -> None:
+    driver.find_element(By.ID, element_id).click()
+    option = _wait(
+        driver,
+        lambda d: next(
+            (o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]") if o.text.strip() == value), None
+        ),
+        timeout=10,
+    )
+    option.click()
+    _wait(driver, lambda d: value in d.find_element(By.ID, element_id).text, timeout=10)
+
+
+def _timeline_zones(driver) -> int:
+    """Zones the timeline figure holds (each is start, middle, end and a gap), outline excluded."""
+    return driver.execute_script(
+        "var g = document.querySelector('#timeline-view .js-plotly-plot');"
+        "if (!g || !g.data) { return 0; }"
+        "return g.data"
+        "  .reduce(function (n, t) { return n + Math.floor((t.customdata || []).length / 4); }, 0);"
+    )
+
+
+def _timeline_rows(driver) -> int:
+    return driver.execute_script(
+        "var g = document.querySelector('#timeline-view .js-plotly-plot');"
+        "return g && g.layout.yaxis.ticktext ? g.layout.yaxis.ticktext.length : 0;"
+    )
+
+
+def _tab(driver, label: str) -> None:
+    driver.find_element(By.XPATH, f"//div[@id='analysis-tabs']//div[normalize-space()='{label}']").click()
+    driver.execute_script("document.getElementById('analysis-tabs').scrollIntoView()")
+
+
+def _op_nodes(driver):
+    return driver.find_elements(By.CSS_SELECTOR, "#graph-view .scatterlayer .trace:nth-of-type(3) .point")
+
+
+def test_load_switch_levels_click_override_rerun(server, browser):
+    d = browser
+    d.get(server)
+    _wait(d, lambda d: len(_op_nodes(d)) == 2)  # fc1 and fc2, bias adds and gelu fused in
+    _wait(d, lambda d: "run #1" in _text(d, "run-summary"))
+    _wait(d, lambda d: _timeline_zones(d) > 0)
+    # of the timeline's relayouts only moves of its time axis go to the server: a request for a
+    # resize would replace the one drawing a new run, and draw nothing
+    assert d.execute_script("return window.tilescope.timeAxisChange({autosize: true}) === window.dash_clientside.no_update")
+    assert d.execute_script("return window.tilescope.timeAxisChange({'xaxis.range[0]': 1, 'xaxis.range[1]': 2})['xaxis.range[1]']") == 2
+    # the bare address gets the view's state at once, so it can be copied as a link
+    _wait(d, lambda d: "model=" in d.current_url and "run=" in d.current_url)
+    _shot(d, "01-graph-level")
+
+    d.find_element(By.XPATH, "//div[@id='level-select']//label[normalize-space()='kernel']").click()
+    # the graph is drawn again for the level too: its node is clicked once that is done
+    _wait(d, lambda d: "ts.cores" in _text(d, "mlir-view") and _settled(d))
+    _shot(d, "02-kernel-level")
+
+    fc1 = _op_nodes(d)[0]
+    ActionChains(d).move_to_element(fc1).click().perform()
+    _wait(d, lambda d: "mlp.layer.0.fc1.matmul" in _text(d, "op-inspector"))
+    assert "-bound" in _text(d, "op-inspector")  # the why line
+    _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#mlir-view mark"))
+    assert "mlp.layer.0.fc1.matmul" in d.find_element(By.CSS_SELECTOR, "#mlir-view mark").text
+    # the op's zones are outlined on the timeline (in the browser, without a new figure): its cores and the device row
+    cores = d.execute_script(
+        "var g = document.querySelector('#timeline-view .js-plotly-plot'), op = arguments[0], n = 0;"
+        "g.data.forEach(function (t) { var c = t.customdata || []; for (var i = 0; i < c.length; i += 4) { if (c[i] === op) n++; } });"
+        "return n;", "mlp.layer.0.fc1.matmul")
+    _wait(d, lambda d: d.execute_script(
+        "var g = document.querySelector('#timeline-view .js-plotly-plot');"
+        "return (g.layout.shapes || []).filter(function (s) { return s.name === 'selected'; }).length;") == cores)
+    assert cores > 1
+    _shot(d, "03-op-selected")
+    # a click on an edge (no customdata) selects nothing else: once Dash has the click and has run
+    # what it set off, the op is still the one selected
+    d.execute_script(GRAPH + "gd.emit('plotly_click', {points: [{curveNumber: 1, pointNumber: 0}], event: {}});")
+    _wait(d, lambda d: (_prop(d, "graph-view", "clickData") or {}).get("points", [{}])[0].get("curveNumber") == 1
+          and _settled(d))
+    assert _prop(d, "selected-op", "data") == "mlp.layer.0.fc1.matmul"
+    assert "mlp.layer.0.fc1.matmul" in _text(d, "op-inspector")
+
+    _pick(d, "override-memory", "l1")
+    _pick(d, "override-memory-layout", "width_sharded")
+    d.find_element(By.ID, "apply-overrides").click()
+    _wait(d, lambda d: "run #2" in _text(d, "run-summary"))
+    assert "applied" in _text(d, "override-status")
+    assert "mlp.layer.0.fc1.matmul=8x8:l1:width_sharded" in _text(d, "run-summary")
+    assert "#2" in _text(d, "run-select")
+    _wait(d, lambda d: "#ts.layout<l1, width_sharded" in d.find_element(By.CSS_SELECTOR, "#mlir-view mark").text)
+    _shot(d, "04-after-override")
+
+    # the timeline's engine rows and counter plots
+    _tab(d, "Timeline")
+    # counters are on by default; the run's figure is drawn when the device row and 64 cores are
+    _wait(d, lambda d: "DRAM GB/s" in _text(d, "timeline-view") and _timeline_rows(d) == 65)
+    rows = _timeline_rows(d)
+    assert "L1 KiB" in _text(d, "timeline-view")
+    d.find_element(By.XPATH, "//div[@id='timeline-show']//label[contains(., 'engine rows')]").click()
+    _wait(d, lambda d: _timeline_rows(d) == 1 + (rows - 1) * 4)  # each core row gets reader, compute, writer
+    _shot(d, "04b-timeline-engines-counters")
+
+    # the analysis tabs: the diff of the re-run against its parent, statistics, memory, roofline
+    _tab(d, "Runs & diff")
+    _wait(d, lambda d: "#1 baseline" in _text(d, "diff-view") and "#2" in _text(d, "diff-view"))
+    assert "memory dram->l1" in _text(d, "diff-view")
+    assert len(d.find_elements(By.CSS_SELECTOR, "#runs-table tbody tr")) >= 3  # header and two runs
+    _wait(d, lambda d: "A #1" in _text(d, "diff-timelines") and "B #2" in _text(d, "diff-timelines"))
+    _shot(d, "05-runs-and-diff")
+    _tab(d, "Statistics")
+    _wait(d, lambda d: "mlp.layer.0.fc2.matmul" in _text(d, "stats-table"))
+    # find zone: the selected op's zones over its 64 cores
+    _wait(d, lambda d: "mlp.layer.0.fc1.matmul: 64 zones" in _text(d, "find-zone"))
+    _shot(d, "06-statistics")
+    _tab(d, "Memory")
+    _wait(d, lambda d: "Peak" in _text(d, "memory-peak"))
+    _shot(d, "07-memory")
+    _tab(d, "Roofline")
+    _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#roofline-view .scatterlayer .point"))
+    _shot(d, "08-roofline")
+
+    # a link to the baseline, which has no parent, with the pair ticked: the diff is of the pair
+    parts = urlsplit(d.current_url)
+    query = {**dict(parse_qsl(parts.query)), "run": "1", "diff": "1,2"}
+    d.get(urlunsplit(parts._replace(query=urlencode(query))))
+    _wait(d, lambda d: "run #1" in _text(d, "run-summary"))
+    _tab(d, "Runs & diff")
+    _wait(d, lambda d: "#1 baseline" in _text(d, "diff-view") and "#2" in _text(d, "diff-view"))
+    assert "memory dram->l1" in _text(d, "diff-view")
+
+    severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    assert not severe, severe
+
+
+# Latency of the three interactions users repeat all day, on a 1,167-op model. The figures are
+# recorded (latency.json beside the screenshots, and the README), never asserted: machines are noisy.
+TIMED = """
+var done = arguments[arguments.length - 1];
+var act = new Function(arguments[0]), ready = new Function(arguments[1]);
+function idle() { return !document.querySelector('[data-dash-is-loading="true"]'); }
+var t0 = performance.now();
+act();
+(function poll() {
+  var ok = false;
+  try { ok = ready() && idle(); } catch (e) {}
+  if (ok) { return done(performance.now() - t0); }
+  if (performance.now() - t0 > 60000) { return done(-1); }
+  setTimeout(poll, 5);
+})();
+"""
+GRAPH = "var gd = document.querySelector('#graph-view .js-plotly-plot');"
+# a click on the node named arguments[...]: plotly's click event, as dcc.Graph hears it
+CLICK_NODE = GRAPH + """
+for (var c = 0; c < gd.data.length; c++) {
+  var ids = gd.data[c].customdata || [];
+  var p = ids.indexOf(%r);
+  if (p >= 0) { gd.emit('plotly_click', {points: [{curveNumber: c, pointNumber: p}], event: {}}); return; }
+}
+throw new Error('no such node');
+"""
+
+
+def _timed(driver, act: str, ready: str) -> float:
+    driver.set_script_timeout(90)
+    elapsed = driver.execute_async_script(TIMED, act, ready)
+    assert elapsed >= 0, f"the page did not get to: {ready}"
+    return elapsed
+
+
+@pytest.fixture(scope="module")
+def bert_server(tmp_path_factory):
+    url, proc = _serve(tmp_path_factory, "zoo:bert-base")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_bert_base_grouped_graph_and_interaction_latency(bert_server, browser):
+    import json
+
+    d = browser
+    d.get(bert_server)
+    _wait(d, lambda d: "run #1" in _text(d, "run-summary"), timeout=90)
+    _wait(d, lambda d: "nodes for 1,167 ops" in _text(d, "graph-note"), timeout=60)
+    _shot(d, "09-bert-grouped")
+    timings = {}
+
+    # five selections in turn: the first finds the server's per-run caches cold, the rest as a
+    # user clicking around finds them
+    selections = []
+    for op in ("embeddings.add_token_type", "attention_mask.reshape", "attention_mask.typecast",
+               "attention_mask.invert", "embeddings.add_position"):
+        selections.append(_timed(
+            d, CLICK_NODE % op,
+            f"return document.getElementById('op-inspector').innerText.indexOf({op!r}) >= 0"
+            f" && document.querySelector('#mlir-view mark').innerText.indexOf({op!r}) >= 0",
+        ))
+        _wait(d, _settled)  # the next selection is timed from a page at rest
+    timings["select_op_first_ms"] = selections[0]
+    timings["select_op_ms"] = sorted(selections)[len(selections) // 2]  # the median
+    timings["level_switch_ms"] = _timed(
+        d, "document.evaluate(\"//div[@id='level-select']//label[normalize-space()='kernel']\", document, null, 9, null)"
+           ".singleNodeValue.click()",
+        "return document.getElementById('mlir-view').innerText.indexOf('ts.level = \"kernel\"') >= 0",
+    )
+    _pick(d, "override-memory", "l1")
+    timings["override_rerun_ms"] = _timed(
+        d, "document.getElementById('apply-overrides').click()",
+        "return document.getElementById('run-summary').innerText.indexOf('run #2') >= 0"
+        " && document.getElementById('override-status').innerText.indexOf('applied') >= 0",
+    )
+    assert f"{op}=8x8:l1:interleaved" in _text(d, "run-summary")
+    _shot(d, "10-bert-after-override")
+
+    # a click on a group opens it; a search rings its matches; colour by bound gets a legend
+    layers = len(d.find_element(By.ID, "graph-groups").find_elements(By.CSS_SELECTOR, ".Select-value, [class*=multi-value]"))
+    d.execute_script(CLICK_NODE % "group:encoder.layer.3")
+    _wait(d, lambda d: "layer.3" in _text(d, "graph-groups") or layers < len(
+        d.find_element(By.ID, "graph-groups").find_elements(By.CSS_SELECTOR, ".Select-value, [class*=multi-value]")))
+    _wait(d, lambda d: d.execute_script(GRAPH + "return gd.data.some(function (t) {"
+                                        " return (t.customdata || []).indexOf('group:encoder.layer.3.attention') >= 0; });"))
+    search = d.find_element(By.ID, "graph-search")
+    search.send_keys("layer\\.3\\..*matmul\n")
+    _wait(d, lambda d: "ops match" in _text(d, "graph-note"))
+    assert "8 ops match" in _text(d, "graph-note")  # query, key, value, scores, context, and 3 dense layers
+    _pick(d, "graph-colour", "bound by")
+    _wait(d, lambda d: d.execute_script(GRAPH + "return gd.data.some(function (t) { return t.showlegend && t.name === 'dram'; });"))
+    _shot(d, "11-bert-group-open-search-bound")
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / "latency.json").write_text(json.dumps({k: round(v) for k, v in timings.items()}, indent=2) + "\n")
+    print("latency on zoo:bert-base:", {k: f"{v:.0f} ms" for k, v in timings.items()})
+    severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    assert not severe, severe
+
+
+@pytest.fixture
+def celery_env(redis_broker):
+    """The environment that sends the app's jobs to a Celery worker over Redis, on a database no
+    other test run uses at the same time."""
+    return {**os.environ, "TILESCOPE_CELERY_BROKER": redis_broker}
+
+
+@pytest.mark.parametrize("jobs", ["in the app", "on a celery worker"])
+def test_two_users_rerun_at_once_on_two_workers(request, tmp_path, db_url, browser, jobs):
+    """Two app workers (gunicorn) on one database, two users each applying an override at the same
+    moment: both re-runs are stored, each with its own override, and each page shows its own. The
+    re-runs run in the app's workers, or on a Celery worker with Redis as broker."""
+    env = request.getfixturevalue("celery_env") if jobs == "on a celery worker" else None
+    worker = serving.start_worker(MODEL, db_url, tmp_path, env) if env else None
+    url, proc = serving.start(MODEL, db_url, "--workers", "2", logs=tmp_path, env=env)
+    other = _chrome()
+    try:
+        users = {"mlp.layer.0.fc1.matmul": browser, "mlp.layer.0.fc2.matmul": other}
+        for op, d in users.items():
+            d.get(url)
+            try:
+                _wait(d, lambda d: "run #1" in _text(d, "run-summary"), timeout=60)
+                _wait(d, lambda d: len(_op_nodes(d)) == 2)
+            except Exception:
+                _shot(d, "debug-two-users")
+                raise AssertionError(proc.stop()[-3000:] + str(d.get_log("browser"))[:3000])
+            d.execute_script(CLICK_NODE % op)
+            _wait(d, lambda d, op=op: op in _text(d, "op-inspector"))
+            _pick(d, "override-memory", "l1")
+        for d in users.values():
+            d.execute_script("document.getElementById('apply-overrides').click()")
+        for op, d in users.items():
+            _wait(d, lambda d: "applied" in _text(d, "override-status"), timeout=90)
+            _wait(d, lambda d, op=op: f"{op}=" in _text(d, "run-summary"), timeout=30)
+    finally:
+        other.quit()
+        proc.stop()
+        log = worker.stop() if worker else ""
+    from perfdb.engine import open_db, session_factory
+    from perfdb.queries import list_runs
+
+    with session_factory(open_db(db_url))() as session:
+        runs = list_runs(session, MODEL)
+    assert sorted(r.overrides[0].split("=")[0] for r in runs if r.overrides) == sorted(users)
+    assert len(runs) == 3 and all(r.parent_id == runs[-1].id for r in runs[:2])
+    if worker:  # the worker ran both re-runs, not the app
+        assert log.count("succeeded") >= 2 and "background_callback_" in log
+
+
+def test_a_rerun_runs_on_a_celery_worker_with_redis(tmp_path, db_url, browser, celery_env):
+    """With a broker configured, the app sends the re-run to `tilescope worker` over Redis; the
+    page shows the new run as it does with local jobs."""
+    worker = serving.start_worker(MODEL, db_url, tmp_path, celery_env)
+    url, proc = serving.start(MODEL, db_url, logs=tmp_path, env=celery_env)
+    try:
+        d = browser
+        d.get(url)
+        _wait(d, lambda d: "run #1" in _text(d, "run-summary"), timeout=60)
+        _wait(d, lambda d: len(_op_nodes(d)) == 2)
+        d.execute_script(CLICK_NODE % "mlp.layer.0.fc1.matmul")
+        _wait(d, lambda d: "mlp.layer.0.fc1.matmul" in _text(d, "op-inspector"))
+        _pick(d, "override-memory", "l1")
+        d.execute_script("document.getElementById('apply-overrides').click()")
+        _wait(d, lambda d: "applied" in _text(d, "override-status"), timeout=90)
+        _wait(d, lambda d: "mlp.layer.0.fc1.matmul=" in _text(d, "run-summary"), timeout=30)
+    finally:
+        proc.stop()
+        log = worker.stop()
+    assert "succeeded" in log and "background_callback_" in log  # the worker ran it, not the app
+
+
+def test_a_server_with_users_lets_in_only_who_signs_in(tmp_path, browser):
+    """Both sides of the door: no page without credentials; with them, the whole page works."""
+    import base64
+    import urllib.error
+    import urllib.request
+
+    from app.web.auth import set_password
+
+    users = tmp_path / "users"
+    set_password(users, "alice", "s3cret")
+    url, proc = serving.start(MODEL, f"sqlite:///{tmp_path / 'ui.db'}", "--auth", str(users), logs=tmp_path)
+    signed_in = _chrome()
+    try:
+        browser.get(url)  # Chromium asks for credentials; headless, it shows the refusal's empty page
+        _wait(browser, lambda d: d.execute_script(
+            "var n = performance.getEntriesByType('navigation')[0]; return n && n.responseStatus === 401;"))
+        assert not browser.find_elements(By.ID, "graph-view")
+        with pytest.raises(urllib.error.HTTPError) as refused:  # the page's data too, not only the page
+            urllib.request.urlopen(url + "_dash-layout", timeout=30)
+        assert refused.value.code == 401
+        _shot(browser, "12-sign-in-required")
+        signed_in.execute_cdp_cmd("Network.enable", {})
+        token = base64.b64encode(b"alice:s3cret").decode()
+        signed_in.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": {"Authorization": f"Basic {token}"}})
+        d = signed_in
+        d.get(url)
+        _wait(d, lambda d: len(_op_nodes(d)) == 2)
+        d.execute_script(CLICK_NODE % "mlp.layer.0.fc1.matmul")
+        _wait(d, lambda d: "mlp.layer.0.fc1.matmul" in _text(d, "op-inspector"))
+        assert not [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    finally:
+        signed_in.quit()
+        output = proc.stop()
+    assert "signing in" in output and "Traceback" not in output
+
+
+def test_an_open_server_on_every_address_says_so(tmp_path):
+    url, proc = serving.start(MODEL, f"sqlite:///{tmp_path / 'ui.db'}", "--host", "0.0.0.0", "--insecure", logs=tmp_path)
+    output = proc.stop()
+    assert "on http://0.0.0.0:" in output and "insecure: no signing in" in output
+
+
+# Nested regions as a fuzzer found them: deep enough to overflow the MLIR parser's stack
+NESTED = "func.func @forward() {\n" + '"test.region"() ({\n' * 3000 + "}) : () -> ()\n" * 3000 + "  return\n}\n"
+LONG_LOC = (
+    'func.func @forward(%x: tensor<32x32xbf16>) -> tensor<32x32xbf16> {\n'
+    '  %0 = "ttir.exp"(%x) : (tensor<32x32xbf16>) -> tensor<32x32xbf16> loc("' + "a." * 40_000 + 'e")\n'
+    "  return %0 : tensor<32x32xbf16>\n}\n"
+)
+
+
+def test_the_server_answers_while_it_handles_hostile_input(server, browser, tmp_path):
+    """A catastrophic search pattern, a file nested beyond the parser's stack and an 80 KB loc name,
+    sent at once: each gets one line on the page, and another request is answered within 1 s
+    throughout."""
+    import threading
+    import time as clock
+    import urllib.request
+
+    files = {"nested.mlir": NESTED, "long-loc.mlir": LONG_LOC}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    waits, stop = [], threading.Event()
+
+    def probe() -> None:
+        while not stop.is_set():
+            start = clock.monotonic()
+            urllib.request.urlopen(server + "_dash-layout", timeout=30).read()
+            waits.append(clock.monotonic() - start)
+            stop.wait(0.1)
+
+    d = browser
+    d.get(server)
+    _wait(d, lambda d: len(_op_nodes(d)) == 2)
+    prober = threading.Thread(target=probe, daemon=True)
+    prober.start()
+    try:
+        search = d.find_element(By.ID, "graph-search")
+        search.clear()
+        search.send_keys("(x+x+)+y|(a|aa)+$|" + "(a*)*" * 50 + "\n")
+        for name in files:
+            d.find_element(By.CSS_SELECTOR, "#model-upload input[type=file]").send_keys(str(tmp_path / name))
+            _wait(d, lambda d, name=name: name in _text(d, "page-message"), timeout=120)
+            line = _text(d, "page-message")
+            assert "\n" not in line.strip() and "Traceback" not in line, line
+        _wait(d, lambda d: " match" in _text(d, "graph-note"))
+    finally:
+        stop.set()
+        prober.join(30)
+    assert waits and max(waits) < 1.0, sorted(waits)[-5:]
+    _shot(d, "13-hostile-input")

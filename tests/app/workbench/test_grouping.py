@@ -1,0 +1,109 @@
+"""Grouping a graph by name scope: few enough nodes to read, every op in exactly one node."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.workbench.grouping import DEFAULT_BUDGET, GROUP, RUN_LENGTH, ScopeTree, layered_positions
+from compiler.ir import Graph, Op, Tensor
+from compiler.models import load_model
+
+
+def _chain(names: list[str]) -> Graph:
+    """Ops in a line, each reading the one before."""
+    graph = Graph("chain", "graph", {"in": Tensor("in", (32, 32), "bf16")}, [], ["in"], [])
+    previous = "in"
+    for name in names:
+        out = f"{name}.out"
+        graph.tensors[out] = Tensor(out, (32, 32), "bf16")
+        graph.ops.append(Op(name, "relu", [previous], [out]))
+        previous = out
+    graph.outputs.append(previous)
+    return graph
+
+
+@pytest.fixture(scope="module")
+def bert():
+    return load_model("zoo:bert-base").graph
+
+
+def test_the_default_view_of_a_large_model_fits_the_budget_and_holds_every_op_once(bert):
+    tree = ScopeTree(bert)
+    view = tree.view(tree.default_expansion())
+    assert len(bert.ops) > 1000
+    assert 20 < len(view.nodes) <= DEFAULT_BUDGET
+    held = [op for node in view.nodes for op in node.ops]
+    assert sorted(held) == sorted(op.name for op in bert.ops)
+    assert all(view.node_of[op] == node.id for node in view.nodes for op in node.ops)
+
+
+def test_edges_join_the_nodes_holding_producer_and_consumer_and_never_loop(bert):
+    tree = ScopeTree(bert)
+    view = tree.view([])  # everything closed: the top-level groups and ops
+    ids = {n.id for n in view.nodes}
+    assert all(e.src in ids and e.dst in ids and e.src != e.dst for e in view.edges)
+    producer = {t: op.name for op in bert.ops for t in op.outputs}
+    crossing = {
+        (view.node_of[producer[t]], view.node_of[op.name])
+        for op in bert.ops for t in op.inputs if t in producer and view.node_of[producer[t]] != view.node_of[op.name]
+    }
+    assert crossing == {(e.src, e.dst) for e in view.edges}
+
+
+def test_opening_a_group_shows_its_children_labelled_relative_to_it(bert):
+    tree = ScopeTree(bert)
+    layers = GROUP + "encoder.layer"  # `encoder` alone holds nothing else, so it is skipped
+    assert GROUP + "encoder" not in tree.members
+    assert tree.children(None)[-1] == layers
+    inner = tree.children(layers)
+    assert len(inner) == 12 and tree.label(inner[3]) == "layer.3"
+    view = tree.view([layers])
+    assert {n.id for n in view.nodes} >= set(inner) and layers not in {n.id for n in view.nodes}
+
+
+def test_a_scope_with_one_op_is_not_a_group():
+    tree = ScopeTree(_chain(["a.x.only", "b.one", "b.two"]))
+    assert tree.groups == [GROUP + "b"]
+    assert tree.children(None) == ["a.x.only", GROUP + "b"]
+
+
+def test_names_thousands_of_scopes_deep_group_without_recursing():
+    deep = ".".join(f"s{i}" for i in range(5000))
+    tree = ScopeTree(_chain([f"{deep}.a", f"{deep}.b", "top"]))
+    assert tree.groups == [GROUP + deep]  # the only scope that adds something: its 4,999 parents hold the same ops
+    assert tree.children(None) == [GROUP + deep, "top"]
+
+
+def test_an_op_in_an_open_group_is_labelled_relative_to_it():
+    tree = ScopeTree(_chain(["a.x.only", "b.one", "b.two", "b.3"]))
+    labels = {n.id: n.label for n in tree.view([GROUP + "b"]).nodes}
+    # outside any group an op keeps its name; a bare index keeps its parent's word
+    assert labels == {"a.x.only": "a.x.only", "b.one": "one", "b.two": "two", "b.3": "b.3"}
+
+
+def test_a_large_graph_without_scopes_folds_into_runs_of_consecutive_ops():
+    names = [f"relu_{i}" for i in range(2 * RUN_LENGTH + 50)]
+    tree = ScopeTree(_chain(names))
+    assert len(tree.groups) == 3 and tree.label(tree.groups[0]) == f"ops 1-{RUN_LENGTH}"
+    view = tree.view([])
+    assert [len(n.ops) for n in view.nodes] == [RUN_LENGTH, RUN_LENGTH, 50]
+    assert [(e.src, e.dst) for e in view.edges] == [(tree.groups[0], tree.groups[1]), (tree.groups[1], tree.groups[2])]
+    assert ScopeTree(_chain(names[:RUN_LENGTH])).groups == []  # small enough to show as it is
+
+
+def test_layers_run_left_to_right_and_an_edge_against_graph_order_is_ignored():
+    positions = layered_positions(["a", "b", "c"], [("a", "b"), ("b", "c"), ("c", "a")])
+    assert positions["a"][0] < positions["b"][0] < positions["c"][0]
+
+
+def test_the_groups_that_fit_are_the_longest_start_of_those_opened(bert):
+    """As closing the last opened one at a time would find them, in a few counts: a page may send
+    every group of a model."""
+    tree = ScopeTree(bert)
+    everything = tree.groups
+    fits = tree.fitting(everything, limit=150)
+    assert fits == everything[: len(fits)] and 0 < len(fits) < len(everything)
+    assert len(tree.view(fits).nodes) <= 150 < len(tree.view(everything[: len(fits) + 1]).nodes)
+    assert tree.node_count(fits) == len(tree.view(fits).nodes)
+    assert tree.fitting(everything[:3], limit=10_000) == everything[:3]  # what fits stays open
+    assert tree.fitting(everything, limit=0) == []

@@ -1,0 +1,44 @@
+"""Runs from the app and the CLI: a re-run after an override starts from the model's last
+compilation and simulation, and stores what a run from nothing stores."""
+
+from __future__ import annotations
+
+from app.workbench import runs
+from perfdb.engine import open_db, session_factory
+from perfdb.queries import op_records, zones
+
+
+def _stored(sessions, run_id):
+    with sessions() as s:
+        ops = [(o.name, o.start_ns, o.duration_ns, o.bound, o.why, o.memory, o.grid) for o in op_records(s, run_id)]
+        return ops, sorted(zones(s, run_id))
+
+
+def _forget():
+    runs._compile.cache_clear()
+    runs._LATEST.clear()
+    runs._COSTS.clear()
+
+
+def test_a_rerun_after_an_override_stores_what_a_run_from_nothing_stores(db_url):
+    sessions = session_factory(open_db(db_url))
+    ref, item = "zoo:bert-base?layers=2", "encoder.layer.0.attention.self.query.matmul=l1:interleaved"
+    _forget()
+    base = runs.execute(sessions, ref)
+    rerun = runs.execute(sessions, ref, override_items=[item], parent_id=base.run_id)
+    base_kernels = {op.name: op.meta["kernel"] for op in base.compilation.kernel.ops}
+    reused = [op for op in rerun.compilation.kernel.ops if op.meta["kernel"] is not None and op.meta["kernel"] is base_kernels[op.name]]
+    assert len(reused) > len(base_kernels) // 2  # the incremental path ran
+    _forget()
+    fresh = runs.execute(sessions, ref, override_items=[item])
+    assert not any(op.meta["kernel"] is base_kernels[op.name] for op in fresh.compilation.kernel.ops if op.meta["kernel"])
+    assert _stored(sessions, rerun.run_id) == _stored(sessions, fresh.run_id)
+    assert _stored(sessions, rerun.run_id) != _stored(sessions, base.run_id)
+
+
+def test_models_and_targets_kept_for_reruns_are_bounded():
+    kept = {}
+    for i in range(runs._KEPT + 3):
+        runs._remember(kept, i, str(i))
+    runs._remember(kept, runs._KEPT + 1, "again")  # used again: kept longest
+    assert len(kept) == runs._KEPT and 0 not in kept and list(kept)[-1] == runs._KEPT + 1
