@@ -45,11 +45,38 @@ _DIALECT_PACKAGE = "iree.compiler.dialects"
 _OP_NAMESPACES = re.compile(r'"([A-Za-z_][\w$]*+)\.[\w.$]++"\s*+\(|(?<![\w.$])([a-z_]\w*+)\.[a-z_][\w.]*+\s')
 # Dialects real models use, stubbed whenever seen; any other name only while fewer than
 # _MAX_OTHER_STUBS have been, so a server fed random input keeps sys.modules bounded.
-_KNOWN_DIALECTS = frozenset({
-    "ttir", "ttnn", "ttcore", "ttkernel", "ttmetal", "d2m", "stablehlo", "mhlo", "chlo", "vhlo", "sdy", "jax",
-    "tosa", "linalg", "tensor", "arith", "math", "func", "builtin", "cf", "scf", "memref", "bufferization",
-    "quant", "ml_program", "shape", "emitc", "tt",
-})
+_KNOWN_DIALECTS = frozenset(
+    {
+        "ttir",
+        "ttnn",
+        "ttcore",
+        "ttkernel",
+        "ttmetal",
+        "d2m",
+        "stablehlo",
+        "mhlo",
+        "chlo",
+        "vhlo",
+        "sdy",
+        "jax",
+        "tosa",
+        "linalg",
+        "tensor",
+        "arith",
+        "math",
+        "func",
+        "builtin",
+        "cf",
+        "scf",
+        "memref",
+        "bufferization",
+        "quant",
+        "ml_program",
+        "shape",
+        "emitc",
+        "tt",
+    }
+)
 _MAX_OTHER_STUBS = 64
 _stubbed: set[str] = set()  # namespaces looked up, stubbed or not
 _others: set[str] = set()  # those of them not in _KNOWN_DIALECTS
@@ -539,7 +566,8 @@ def _graph_of(func_op, model_name: str, ref: str) -> Graph:
         loc_name = _loc_name(operation.location)
         results = list(operation.results)
         name, out_names = namer.name(
-            checked(loc_name, "op", operation.location), checked(kind.split(".", 1)[-1], "op", operation.location),
+            checked(loc_name, "op", operation.location),
+            checked(kind.split(".", 1)[-1], "op", operation.location),
             len(results),
         )
         for value, out_name in zip(results, out_names):
@@ -558,7 +586,5 @@ def _graph_of(func_op, model_name: str, ref: str) -> Graph:
         ops.append(op)
     graph = Graph(model_name, "input", tensors, ops, inputs, outputs)
     if shortened:
-        graph.warnings.append(
-            f"{shortened} names longer than {MAX_NAME_CHARS} characters shortened (a hash ends each)"
-        )
+        graph.warnings.append(f"{shortened} names longer than {MAX_NAME_CHARS} characters shortened (a hash ends each)")
     return graph

@@ -1,13 +1,13 @@
 """The compiler: a short list of named stages, each producing one inspectable level.
 
-    input  --normalize-->       graph    one op vocabulary, whatever the source dialect
-           --canonicalize-->             no-op reshapes/converts dropped, constants folded
-           --fuse-eltwise-->             bias adds and activations fused into their producers
-           --assign-layouts-->  layout   every tensor placed (memory, sharding, grid, dtype)
-           --insert-to-layout-->         conversions where a consumer needs another layout
-           --plan-memory-->              L1 addresses by liveness, peak per core, overflows
-           --split-kernels-->   kernel   every op split into per-core reads, compute, writes
-           --check-l1-->                 circular buffers fit next to the live tensors
+input  --normalize-->       graph    one op vocabulary, whatever the source dialect
+       --canonicalize-->             no-op reshapes/converts dropped, constants folded
+       --fuse-eltwise-->             bias adds and activations fused into their producers
+       --assign-layouts-->  layout   every tensor placed (memory, sharding, grid, dtype)
+       --insert-to-layout-->         conversions where a consumer needs another layout
+       --plan-memory-->              L1 addresses by liveness, peak per core, overflows
+       --split-kernels-->   kernel   every op split into per-core reads, compute, writes
+       --check-l1-->                 circular buffers fit next to the live tensors
 """
 
 from __future__ import annotations

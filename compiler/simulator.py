@@ -80,14 +80,20 @@ def _tensors(graph: Graph, op: Op) -> list[dict]:
         for i, name in enumerate(names):
             tensor = graph.tensors[name]
             layout = tensor.layout
-            described.append({
-                "role": f"{role}{i}", "name": name, "shape": list(tensor.shape), "dtype": layout.dtype if layout else tensor.dtype,
-                "memory": layout.memory if layout else "", "memory_layout": layout.memory_layout if layout else "",
-                "layout": layout.layout if layout else "",
-                # its tile shape and the cores holding its shards, which tile and operand overrides set
-                "tile": f"{layout.tile[0]}x{layout.tile[1]}" if layout and layout.layout == "tile" else "",
-                "grid": f"{layout.grid[0]}x{layout.grid[1]}" if layout else "",
-            })
+            described.append(
+                {
+                    "role": f"{role}{i}",
+                    "name": name,
+                    "shape": list(tensor.shape),
+                    "dtype": layout.dtype if layout else tensor.dtype,
+                    "memory": layout.memory if layout else "",
+                    "memory_layout": layout.memory_layout if layout else "",
+                    "layout": layout.layout if layout else "",
+                    # its tile shape and the cores holding its shards, which tile and operand overrides set
+                    "tile": f"{layout.tile[0]}x{layout.tile[1]}" if layout and layout.layout == "tile" else "",
+                    "grid": f"{layout.grid[0]}x{layout.grid[1]}" if layout else "",
+                }
+            )
     return described
 
 
@@ -384,7 +390,9 @@ class Simulator:
         on one of a few core sets)."""
         key = tuple(cores)
         if key not in self._core_rows:
-            self._core_rows[key] = tuple(zones.track_set(column) for column in zip(*(self._core_tracks(zones, c) for c in cores)))
+            self._core_rows[key] = tuple(
+                zones.track_set(column) for column in zip(*(self._core_tracks(zones, c) for c in cores))
+            )
         return self._core_rows[key]
 
     @staticmethod
@@ -406,7 +414,8 @@ class Simulator:
             key = tuple(group.cores)
             if key not in self._counter_rows:
                 self._counter_rows[key] = (
-                    array("q", (counters.track_id(_core_track(core)) for core in group.cores)), np.array(key).reshape(-1, 2).T,
+                    array("q", (counters.track_id(_core_track(core)) for core in group.cores)),
+                    np.array(key).reshape(-1, 2).T,
                 )
             tracks, (rows, cols) = self._counter_rows[key]
             values = np.full(len(rows), float(group.cb_bytes))
@@ -414,7 +423,7 @@ class Simulator:
                 inside = (rows < live.shape[0]) & (cols < live.shape[1])
                 values[inside] += live[rows[inside], cols[inside]]
             counters.add(tracks, l1, timing.start_ns, values)
-        for path, nbytes in timing.bytes.items():
+        for path in timing.bytes:
             memory = self.target.memories.get(path)
             if memory is not None and memory.shared:
                 track, name = [counters.track_id(path)], counters.name_id(f"{path}_bytes_per_s")
@@ -433,5 +442,7 @@ def _mb(nbytes: float) -> str:
     return f"{nbytes / 1e3:.1f} KB"
 
 
-def simulate(kernel_graph: Graph, target: Target, dispatch: str = "host", known: KernelCosts | None = None) -> SimResult:
+def simulate(
+    kernel_graph: Graph, target: Target, dispatch: str = "host", known: KernelCosts | None = None
+) -> SimResult:
     return Simulator(target, dispatch, known).run(kernel_graph)

@@ -283,7 +283,7 @@ def _memories(data: dict, where: str) -> dict[str, Memory]:
             raise TargetError(f"{where}: key '{key}.scope' must be one of {', '.join(SCOPES)}, got {shown(scope)}")
         entry = _get(data, key, dict, where)
 
-        def number(field: str, kind: type, default: Any = _MISSING) -> Any:
+        def number(field: str, kind: type, default: Any = _MISSING, key: str = key) -> Any:
             return _get(data, f"{key}.{field}", kind, where, default, limits=f"memory.<name>.{field}")
 
         if "bytes_per_cycle" in entry:
@@ -336,7 +336,10 @@ def _grid(data: dict, where: str) -> tuple[int, int]:
     """At most MAX_GRID x MAX_GRID cores: the simulator keeps arrays of the grid's shape."""
     table = data.get("grid")
     rows, cols = (table.get(key) if isinstance(table, dict) else None for key in ("rows", "cols"))
-    if all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (rows, cols)) and max(rows, cols) > MAX_GRID:
+    if (
+        all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (rows, cols))
+        and max(rows, cols) > MAX_GRID
+    ):
         raise TargetError(f"{where}: grid {shown(rows)}x{shown(cols)}: at most {MAX_GRID}x{MAX_GRID} cores")
     return _get(data, "grid.rows", int, where), _get(data, "grid.cols", int, where)
 

@@ -87,11 +87,15 @@ class ZoneTable(_Numbered):
             zone = np.repeat(np.arange(len(which)), counts)  # each row's zone
             # row r of zone z is track flat[first[set of z] + (r - the first row of z)]
             at = (first[which] - (np.cumsum(counts) - counts))[zone] + np.arange(len(zone))
-            self._spread = (flat[at], *(
-                np.frombuffer(c, np.int64 if c.typecode == "q" else np.float64)[zone] if len(c)
-                else np.empty(0, np.int64 if c.typecode == "q" else np.float64)
-                for c in (self._depth, self._name, self._start, self._end, self._op)
-            ))
+            self._spread = (
+                flat[at],
+                *(
+                    np.frombuffer(c, np.int64 if c.typecode == "q" else np.float64)[zone]
+                    if len(c)
+                    else np.empty(0, np.int64 if c.typecode == "q" else np.float64)
+                    for c in (self._depth, self._name, self._start, self._end, self._op)
+                ),
+            )
         return self._spread
 
     track = property(lambda self: self._columns()[0])

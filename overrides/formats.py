@@ -200,7 +200,7 @@ def _explorer_entry(op_id: str, entry) -> OpOverride | None:
         # TT-Explorer writes every attribute as {"key": "...", "value": "..."}; anything else would
         # reach the item parser as Python's spelling of a list or None
         if not (isinstance(attribute, dict) and all(isinstance(attribute.get(k), str) for k in ("key", "value"))):
-            raise OverrideError(f"{where}: attribute {shown(attribute)}: expected {{\"key\": string, \"value\": string}}")
+            raise OverrideError(f'{where}: attribute {shown(attribute)}: expected {{"key": string, "value": string}}')
         key, value = attribute["key"], attribute["value"]
         if key in _EXPLORER_KEYS:
             params.append(_explorer_value(key, value))
@@ -218,8 +218,10 @@ def format_explorer(overrides: OverrideSet) -> dict:
         if ov.grid is not None:
             attributes.append({"key": "grid_shape", "value": f"{ov.grid[0]}x{ov.grid[1]}"})
         for key, value in (
-            ("buffer_type", ov.memory), ("tensor_memory_layout", ov.memory_layout),
-            ("memory_layout", ov.layout), ("data_type", ov.dtype),
+            ("buffer_type", ov.memory),
+            ("tensor_memory_layout", ov.memory_layout),
+            ("memory_layout", ov.layout),
+            ("data_type", ov.dtype),
         ):
             if value is not None:
                 attributes.append({"key": key, "value": value})
@@ -230,7 +232,9 @@ def format_explorer(overrides: OverrideSet) -> dict:
                 attributes.append({"key": f"{key}#", "value": value})
         location = f"loc({json.dumps(ov.op)})"
         # one entry per op in TT-Explorer; an operand's or result's override needs a key of its own
-        key = location + "".join(f"#{port}{n}" for port, n in (("operand", ov.operand), ("result", ov.result)) if n is not None)
+        key = location + "".join(
+            f"#{port}{n}" for port, n in (("operand", ov.operand), ("result", ov.result)) if n is not None
+        )
         data[key] = {"named_location": ov.op, "full_location": location, "attributes": attributes}
     return data
 
@@ -251,9 +255,12 @@ def parse_json(data: dict, errors: list[str] | None = None) -> OverrideSet:
     # (path, message) only: an error object holds kilobytes, and a bad file may have an error an item;
     # jsonschema quotes the offending value whole, which may be megabytes
     problems = sorted(
-        (list(err.absolute_path), _cut(err.message)) for err in jsonschema.Draft202012Validator(schema()).iter_errors(data)
+        (list(err.absolute_path), _cut(err.message))
+        for err in jsonschema.Draft202012Validator(schema()).iter_errors(data)
     )
-    messages = [f"overrides file: {'/'.join(str(p) for p in path) or '(top level)'}: {message}" for path, message in problems]
+    messages = [
+        f"overrides file: {'/'.join(str(p) for p in path) or '(top level)'}: {message}" for path, message in problems
+    ]
     if messages and errors is None:
         raise OverrideError(messages[0])
     if messages:
@@ -296,10 +303,11 @@ def format_json(overrides: OverrideSet) -> dict:
 def _cut(message: str, limit: int = 300) -> str:
     """The message with the middle of a long one left out: jsonschema's start with the offending
     value (cut there) and end with the reason (kept)."""
-    return message if len(message) <= limit else f"{message[: limit // 2]}...{message[-limit // 2:]}"
+    return message if len(message) <= limit else f"{message[: limit // 2]}...{message[-limit // 2 :]}"
 
 
 # --- files ---------------------------------------------------------------------------------------
+
 
 def parse_text(text: str, source: str = "overrides", errors: list[str] | None = None) -> OverrideSet:
     """Any of the three formats, told apart by content. With an `errors` list, every problem is
@@ -318,6 +326,7 @@ def parse_text(text: str, source: str = "overrides", errors: list[str] | None = 
 def _json(text: str, source: str):
     """The JSON value of `text`, at most MAX_DEPTH deep; only what RFC 8259 allows (Python's
     parser also takes NaN and Infinity, which pass a schema's range checks)."""
+
     def constant(name: str):
         raise OverrideError(f"{source}: not valid JSON: {name} is not a number JSON allows")
 

@@ -94,9 +94,15 @@ def _category(token: str) -> tuple[str, object]:
 
 
 EXPECTED = (
-    "grid RxC, memory " + "|".join(sorted(set(MEMORY_ALIASES))) + ", memory layout "
-    + "|".join(MEMORY_LAYOUTS) + ", layout " + "|".join(TENSOR_LAYOUTS) + ", a dtype, fidelity#"
-    + "|".join(FIDELITIES) + ", block#MxNxK, subblock#HxW, double_buffer#true|false, tile#RxC, operand#N or result#N"
+    "grid RxC, memory "
+    + "|".join(sorted(set(MEMORY_ALIASES)))
+    + ", memory layout "
+    + "|".join(MEMORY_LAYOUTS)
+    + ", layout "
+    + "|".join(TENSOR_LAYOUTS)
+    + ", a dtype, fidelity#"
+    + "|".join(FIDELITIES)
+    + ", block#MxNxK, subblock#HxW, double_buffer#true|false, tile#RxC, operand#N or result#N"
 )
 
 

@@ -55,18 +55,20 @@ class Block:
 
 def pack(columns: dict[str, np.ndarray], strings: Sequence[str] = ()) -> bytes:
     arrays = [np.ascontiguousarray(a) for a in columns.values()]
-    header = json.dumps({
-        "rows": len(arrays[0]) if arrays else 0,
-        "columns": [[name, a.dtype.str] for name, a in zip(columns, arrays)],
-        "strings": list(strings),
-    }).encode()
+    header = json.dumps(
+        {
+            "rows": len(arrays[0]) if arrays else 0,
+            "columns": [[name, a.dtype.str] for name, a in zip(columns, arrays)],
+            "strings": list(strings),
+        }
+    ).encode()
     return b"".join([len(header).to_bytes(_LENGTH, "little"), header, *(a.tobytes() for a in arrays)])
 
 
 def unpack(data: bytes) -> tuple[dict[str, np.ndarray], list[str]]:
     """The columns and strings `pack` was given."""
     size = int.from_bytes(data[:_LENGTH], "little")
-    header = json.loads(data[_LENGTH:_LENGTH + size])
+    header = json.loads(data[_LENGTH : _LENGTH + size])
     columns, at, rows = {}, _LENGTH + size, header["rows"]
     for name, dtype in header["columns"]:
         dtype = np.dtype(dtype)
@@ -95,41 +97,89 @@ def split(level: np.ndarray, track: np.ndarray, start: np.ndarray) -> Iterator[n
 
 
 def zone_blocks(
-    tracks: Sequence[str], level: np.ndarray, track: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.ndarray,
-    name: np.ndarray, op: np.ndarray,
+    tracks: Sequence[str],
+    level: np.ndarray,
+    track: np.ndarray,
+    depth: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    name: np.ndarray,
+    op: np.ndarray,
 ) -> list[Block]:
     """Blocks of zones given as arrays (`track`: indexes into `tracks`; `level`: each one's lod;
     `name`, `op`: indexes into the run's names)."""
     return _blocks(
-        ZONES, tracks, level, track, start, end, lod=level.astype(np.int8), depth=depth.astype(np.int16), start=start,
-        end=end, name=name.astype(np.int32), op=op.astype(np.int32),
+        ZONES,
+        tracks,
+        level,
+        track,
+        start,
+        end,
+        lod=level.astype(np.int8),
+        depth=depth.astype(np.int16),
+        start=start,
+        end=end,
+        name=name.astype(np.int32),
+        op=op.astype(np.int32),
     )
 
 
 def marker_blocks(
-    tracks: Sequence[str], level: np.ndarray, track: np.ndarray, depth: np.ndarray, start: np.ndarray,
-    end: np.ndarray, count: np.ndarray, busy: np.ndarray,
+    tracks: Sequence[str],
+    level: np.ndarray,
+    track: np.ndarray,
+    depth: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    count: np.ndarray,
+    busy: np.ndarray,
 ) -> list[Block]:
     """Blocks of markers (perfdb.lod) given as arrays."""
     return _blocks(
-        MARKERS, tracks, level, track, start, end, level=level.astype(np.int8), depth=depth.astype(np.int16), start=start,
-        end=end, count=count.astype(np.int64), busy=busy.astype(np.float64),
+        MARKERS,
+        tracks,
+        level,
+        track,
+        start,
+        end,
+        level=level.astype(np.int8),
+        depth=depth.astype(np.int16),
+        start=start,
+        end=end,
+        count=count.astype(np.int64),
+        busy=busy.astype(np.float64),
     )
 
 
-def counter_blocks(tracks: Sequence[str], track: np.ndarray, name: np.ndarray, t: np.ndarray, value: np.ndarray) -> list[Block]:
+def counter_blocks(
+    tracks: Sequence[str], track: np.ndarray, name: np.ndarray, t: np.ndarray, value: np.ndarray
+) -> list[Block]:
     """Blocks of counter samples given as arrays (`name`: indexes into the run's names)."""
     level = np.zeros(len(t), np.int64)
     return _blocks(COUNTERS, tracks, level, track, t, t, name=name.astype(np.int32), t=t, value=value)
 
 
 def _blocks(
-    kind: str, tracks: Sequence[str], level: np.ndarray, track: np.ndarray, start: np.ndarray, end: np.ndarray, /,
+    kind: str,
+    tracks: Sequence[str],
+    level: np.ndarray,
+    track: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    /,
     **columns,
 ) -> list[Block]:
     return [
-        Block(kind, int(level[rows].min()), int(level[rows].max()), tracks[track[rows[0]]], float(start[rows].min()),
-              float(end[rows].max()), len(rows), pack({name: column[rows] for name, column in columns.items()}))
+        Block(
+            kind,
+            int(level[rows].min()),
+            int(level[rows].max()),
+            tracks[track[rows[0]]],
+            float(start[rows].min()),
+            float(end[rows].max()),
+            len(rows),
+            pack({name: column[rows] for name, column in columns.items()}),
+        )
         for rows in split(level, track, start)
     ]
 
@@ -138,7 +188,9 @@ def names_block(names: Sequence[str], same_as: dict[str, str] | None = None) -> 
     """The run's zone and op names, which its zone blocks index, stored once, not per block; and
     which tracks hold the same zones (and markers) as which other."""
     strings = {name: i for i, name in enumerate(names)}
-    pairs = [(strings.setdefault(a, len(strings)), strings.setdefault(b, len(strings))) for a, b in (same_as or {}).items()]
+    pairs = [
+        (strings.setdefault(a, len(strings)), strings.setdefault(b, len(strings))) for a, b in (same_as or {}).items()
+    ]
     alias, target = (np.array(c, np.int32) for c in zip(*pairs)) if pairs else (np.empty(0, np.int32),) * 2
     return Block(NAMES, 0, 0, "", 0.0, 0.0, len(strings), pack({"alias": alias, "same_as": target}, list(strings)))
 

@@ -35,19 +35,36 @@ def chrome_trace(session: Session, run_id: int) -> dict:
     tracks = sorted({z.track for z in zones}, key=_track_order)
     tid = {track: index + 1 for index, track in enumerate(tracks)}  # tid 0 is left to counters
     events: list[dict] = [
-        {"ph": "M", "name": "process_name", "pid": DEVICE_PID, "tid": 0,
-         "args": {"name": f"{run.target.name} (run {run.id}: {run.model.name})"}},
+        {
+            "ph": "M",
+            "name": "process_name",
+            "pid": DEVICE_PID,
+            "tid": 0,
+            "args": {"name": f"{run.target.name} (run {run.id}: {run.model.name})"},
+        },
     ]
     for track in tracks:
         events.append({"ph": "M", "name": "thread_name", "pid": DEVICE_PID, "tid": tid[track], "args": {"name": track}})
         events.append(
-            {"ph": "M", "name": "thread_sort_index", "pid": DEVICE_PID, "tid": tid[track], "args": {"sort_index": tid[track]}}
+            {
+                "ph": "M",
+                "name": "thread_sort_index",
+                "pid": DEVICE_PID,
+                "tid": tid[track],
+                "args": {"sort_index": tid[track]},
+            }
         )
     for z in zones:
         events.append(
             {
-                "ph": "X", "name": z.name, "cat": "op" if z.depth == 0 else "phase", "pid": DEVICE_PID,
-                "tid": tid[z.track], "ts": z.start_ns / 1e3, "dur": (z.end_ns - z.start_ns) / 1e3, "args": {"op": z.op},
+                "ph": "X",
+                "name": z.name,
+                "cat": "op" if z.depth == 0 else "phase",
+                "pid": DEVICE_PID,
+                "tid": tid[z.track],
+                "ts": z.start_ns / 1e3,
+                "dur": (z.end_ns - z.start_ns) / 1e3,
+                "args": {"op": z.op},
             }
         )
     for c in counters:

@@ -73,8 +73,10 @@ def markers(track: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.nda
         newly = np.flatnonzero(short_from == level) if level > 1 else np.flatnonzero(short_from <= 1)
         group[newly] = len(cur[0]) + np.arange(len(newly))
         parts = [
-            np.concatenate([cur[0], track[newly]]), np.concatenate([cur[1], depth[newly]]),
-            np.concatenate([cur[2], start[newly]]), np.concatenate([cur[3], end[newly]]),
+            np.concatenate([cur[0], track[newly]]),
+            np.concatenate([cur[1], depth[newly]]),
+            np.concatenate([cur[2], start[newly]]),
+            np.concatenate([cur[3], end[newly]]),
             np.concatenate([cur[4], np.ones(len(newly), np.int64)]),
             np.concatenate([cur[5], end[newly] - start[newly]]),
         ]
@@ -92,8 +94,12 @@ def markers(track: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.nda
         renumber = np.empty(len(order), np.int64)
         renumber[order] = np.cumsum(first) - 1
         cur = [
-            tt[at], dd[at], np.minimum.reduceat(parts[2][order], at), np.maximum.reduceat(parts[3][order], at),
-            np.add.reduceat(parts[4][order], at), np.add.reduceat(parts[5][order], at),
+            tt[at],
+            dd[at],
+            np.minimum.reduceat(parts[2][order], at),
+            np.maximum.reduceat(parts[3][order], at),
+            np.add.reduceat(parts[4][order], at),
+            np.add.reduceat(parts[5][order], at),
         ]
         short = np.flatnonzero(group >= 0)
         group[short] = renumber[group[short]]

@@ -41,8 +41,16 @@ _SHOWN.maxstring = 100  # a field may hold 131,072 characters; a problem line qu
 MAX_OPERANDS = 3  # INPUT_0.. columns written
 # tt-metal's spellings
 DATATYPES = {
-    "f32": "FLOAT32", "bf16": "BFLOAT16", "f16": "FLOAT16", "bfp8": "BFLOAT8_B", "bfp4": "BFLOAT4_B",
-    "i32": "INT32", "ui32": "UINT32", "ui16": "UINT16", "ui8": "UINT8", "i8": "INT8",
+    "f32": "FLOAT32",
+    "bf16": "BFLOAT16",
+    "f16": "FLOAT16",
+    "bfp8": "BFLOAT8_B",
+    "bfp4": "BFLOAT4_B",
+    "i32": "INT32",
+    "ui32": "UINT32",
+    "ui16": "UINT16",
+    "ui8": "UINT8",
+    "i8": "INT8",
 }
 FIDELITIES = {"lofi": "LoFi", "hifi2": "HiFi2", "hifi3": "HiFi3", "hifi4": "HiFi4"}
 _FIDELITY_OF = {spelled.lower(): ours for ours, spelled in FIDELITIES.items()}
@@ -50,8 +58,17 @@ _FIDELITY_OF = {spelled.lower(): ours for ours, spelled in FIDELITIES.items()}
 
 def _columns() -> list[str]:
     columns = [
-        "OP CODE", "OP TYPE", "GLOBAL CALL COUNT", "DEVICE ID", "MATH FIDELITY", "CORE COUNT",
-        "HOST START TS", "HOST END TS", "DEVICE FW DURATION [ns]", DURATION, LATENCY,
+        "OP CODE",
+        "OP TYPE",
+        "GLOBAL CALL COUNT",
+        "DEVICE ID",
+        "MATH FIDELITY",
+        "CORE COUNT",
+        "HOST START TS",
+        "HOST END TS",
+        "DEVICE FW DURATION [ns]",
+        DURATION,
+        LATENCY,
     ]
     for role in ("INPUT", "OUTPUT"):
         for i in range(MAX_OPERANDS if role == "INPUT" else 1):
@@ -86,21 +103,30 @@ def write_csv(session: Session, run_id: int, peak_bytes_per_s: Mapping[str, floa
     for count, op in enumerate(queries.op_records(session, run_id, tensors=True)):
         seconds = op.duration_ns / 1e9 if math.isfinite(op.duration_ns) else 0.0
 
-        def util(*paths: str) -> str:
+        def util(*paths: str, op=op, seconds: float = seconds) -> str:
             moved = sum(op.bytes.get(p, 0.0) for p in paths)
             peak = peaks.get(paths[0])
             percent = moved / seconds / peak * 100 if peak and seconds else math.inf
             return f"{percent:.2f}" if math.isfinite(percent) else ""  # blank, not inf, for a vanishing time
 
         row = {
-            "OP CODE": op.kind, "OP TYPE": "tt_dnn_device", "GLOBAL CALL COUNT": count, "DEVICE ID": 0,
-            "MATH FIDELITY": FIDELITIES.get(op.fidelity, op.fidelity), "CORE COUNT": op.cores,
-            "HOST START TS": _whole(op.start_ns), "HOST END TS": _whole(op.start_ns + op.duration_ns),
-            "DEVICE FW DURATION [ns]": _whole(op.duration_ns), DURATION: _whole(op.duration_ns),
+            "OP CODE": op.kind,
+            "OP TYPE": "tt_dnn_device",
+            "GLOBAL CALL COUNT": count,
+            "DEVICE ID": 0,
+            "MATH FIDELITY": FIDELITIES.get(op.fidelity, op.fidelity),
+            "CORE COUNT": op.cores,
+            "HOST START TS": _whole(op.start_ns),
+            "HOST END TS": _whole(op.start_ns + op.duration_ns),
+            "DEVICE FW DURATION [ns]": _whole(op.duration_ns),
+            DURATION: _whole(op.duration_ns),
             LATENCY: _whole(max(0.0, op.start_ns - previous_end)),
-            "PM IDEAL [ns]": _whole(op.roofline_ns), "PM COMPUTE [ns]": _whole(op.compute_ns),
-            "PM BANDWIDTH [ns]": _whole(op.bandwidth_ns), "DRAM BW UTIL (%)": util("dram"),
-            "NOC UTIL (%)": util("noc", "mcast"), "LOC": op.name,
+            "PM IDEAL [ns]": _whole(op.roofline_ns),
+            "PM COMPUTE [ns]": _whole(op.compute_ns),
+            "PM BANDWIDTH [ns]": _whole(op.bandwidth_ns),
+            "DRAM BW UTIL (%)": util("dram"),
+            "NOC UTIL (%)": util("noc", "mcast"),
+            "LOC": op.name,
         }
         previous_end = op.start_ns + op.duration_ns
         inputs = [t for t in op.tensors if t["role"].startswith("in")][:MAX_OPERANDS]
@@ -135,7 +161,9 @@ def _op_name(row: dict) -> str:
 _BANDWIDTH = "_bytes_per_s"  # the suffix of a shared memory's bandwidth counter
 
 
-def import_csv(session: Session, text: str, base_run_id: int, source: str = "ops.csv", label: str = "") -> tuple[int, list[str]]:
+def import_csv(
+    session: Session, text: str, base_run_id: int, source: str = "ops.csv", label: str = ""
+) -> tuple[int, list[str]]:
     """Store a measured ops perf report as a run of `base_run_id`'s model; returns (run id, problems).
 
     Rows follow the measured order; each op starts where the one before ended plus its OP TO OP
@@ -154,14 +182,33 @@ def import_csv(session: Session, text: str, base_run_id: int, source: str = "ops
     except csv.Error as err:  # a field over csv's limit, a stray carriage return in a field
         raise CsvImportError(f"{source}: not a CSV ops report: {err}") from None
     if not ops:
-        raise CsvImportError(f"{source}: no row matched an op of run {base_run_id}" + (f" ({problems[0]})" if problems else ""))
-    run_id = save_run(session, NewRun(
-        model_ref=base.model_ref, model_name=base.model.name, source_hash=base.model.source_hash,
-        source_text=base.model.source_text, target=base.target.name, target_ref=base.target_ref or base.target.name,
-        target_text=base.target.description, total_ns=clock, device_ns=sum(o["duration_ns"] for o in ops),
-        ops=ops, zones=zones, counters=counters, dispatch=base.dispatch, policy=base.policy, l1_usage_cap=base.l1_usage_cap,
-        overrides=list(base.overrides), label=label or f"measured: {source}", parent_id=base.id, kind="measured",
-    ))
+        raise CsvImportError(
+            f"{source}: no row matched an op of run {base_run_id}" + (f" ({problems[0]})" if problems else "")
+        )
+    run_id = save_run(
+        session,
+        NewRun(
+            model_ref=base.model_ref,
+            model_name=base.model.name,
+            source_hash=base.model.source_hash,
+            source_text=base.model.source_text,
+            target=base.target.name,
+            target_ref=base.target_ref or base.target.name,
+            target_text=base.target.description,
+            total_ns=clock,
+            device_ns=sum(o["duration_ns"] for o in ops),
+            ops=ops,
+            zones=zones,
+            counters=counters,
+            dispatch=base.dispatch,
+            policy=base.policy,
+            l1_usage_cap=base.l1_usage_cap,
+            overrides=list(base.overrides),
+            label=label or f"measured: {source}",
+            parent_id=base.id,
+            kind="measured",
+        ),
+    )
     with session.begin():
         session.add(MeasuredImport(run_id=run_id, source=source, rows=rows, matched=len(ops), problems=problems))
     return run_id, problems
@@ -220,22 +267,41 @@ def _read(text: str, source: str, base_run_id: int, simulated: dict, l1_at: dict
         wrong = DURATION if duration is None else LATENCY if gap is None else None
         if wrong:
             what = "duration" if wrong == DURATION else "latency"
-            problems.append(f"{where}: {name}: {wrong} {_SHOWN.repr(row.get(wrong))} is not a {what} in ns (0 to {MAX_NS:g})")
+            problems.append(
+                f"{where}: {name}: {wrong} {_SHOWN.repr(row.get(wrong))} is not a {what} in ns (0 to {MAX_NS:g})"
+            )
             continue
         if cores and not (_CORES.fullmatch(cores) and 0 < int(cores) <= MAX_CORES):
-            problems.append(f"{where}: {name}: CORE COUNT {_SHOWN.repr(cores)} is not a number of cores (1 to {MAX_CORES:,})")
+            problems.append(
+                f"{where}: {name}: CORE COUNT {_SHOWN.repr(cores)} is not a number of cores (1 to {MAX_CORES:,})"
+            )
             continue
         sim = simulated[name]
         start = clock + gap
         fidelity = _FIDELITY_OF.get(row.get("MATH FIDELITY", "").lower(), sim.fidelity)
-        ops.append({
-            "name": name, "kind": sim.kind, "start_ns": start, "duration_ns": duration, "flops": sim.flops,
-            # the program the hardware ran moves what the compiler planned: the base run's bytes
-            "bytes": dict(sim.bytes), "bound": "measured", "why": f"measured ({source}:{line})", "memory": sim.memory,
-            "grid": sim.grid, "cores": int(cores) if cores else sim.cores, "roofline_ns": sim.roofline_ns,
-            "pct_peak": 0.0, "fidelity": fidelity, "tensors": sim.tensors, "compute_ns": sim.compute_ns,
-            "bandwidth_ns": sim.bandwidth_ns, "level": "measured",
-        })
+        ops.append(
+            {
+                "name": name,
+                "kind": sim.kind,
+                "start_ns": start,
+                "duration_ns": duration,
+                "flops": sim.flops,
+                # the program the hardware ran moves what the compiler planned: the base run's bytes
+                "bytes": dict(sim.bytes),
+                "bound": "measured",
+                "why": f"measured ({source}:{line})",
+                "memory": sim.memory,
+                "grid": sim.grid,
+                "cores": int(cores) if cores else sim.cores,
+                "roofline_ns": sim.roofline_ns,
+                "pct_peak": 0.0,
+                "fidelity": fidelity,
+                "tensors": sim.tensors,
+                "compute_ns": sim.compute_ns,
+                "bandwidth_ns": sim.bandwidth_ns,
+                "level": "measured",
+            }
+        )
         zones.append(("device", 0, name, start, start + duration, name))
         # L1 holds what it held in the base run while the op ran; a shared memory's bandwidth in
         # use is the op's bytes through it over its measured time
@@ -243,7 +309,9 @@ def _read(text: str, source: str, base_run_id: int, simulated: dict, l1_at: dict
         for path in shared:
             # over less than a nanosecond (no kernel is that short) bytes/s would overflow to inf
             if sim.bytes.get(path) and duration >= 1.0:
-                counters += [(path, path + _BANDWIDTH, start, sim.bytes[path] / (duration * 1e-9)),
-                             (path, path + _BANDWIDTH, start + duration, 0.0)]
+                counters += [
+                    (path, path + _BANDWIDTH, start, sim.bytes[path] / (duration * 1e-9)),
+                    (path, path + _BANDWIDTH, start + duration, 0.0),
+                ]
         clock = start + duration
     return ops, zones, counters, problems, rows, clock

@@ -66,11 +66,13 @@ def op_records(session: Session, run_id: int, tensors: bool = False, moved: bool
 
 def op_records_between(session: Session, run_id: int, t0: float, t1: float) -> list[OpRecord]:
     """The ops running at some time in [t0, t1], by start."""
-    return list(session.scalars(
-        select(OpRecord)
-        .where(OpRecord.run_id == run_id, OpRecord.start_ns <= t1, OpRecord.start_ns + OpRecord.duration_ns >= t0)
-        .order_by(OpRecord.start_ns)
-    ))
+    return list(
+        session.scalars(
+            select(OpRecord)
+            .where(OpRecord.run_id == run_id, OpRecord.start_ns <= t1, OpRecord.start_ns + OpRecord.duration_ns >= t0)
+            .order_by(OpRecord.start_ns)
+        )
+    )
 
 
 def op_record(session: Session, run_id: int, name: str) -> OpRecord | None:
@@ -111,7 +113,9 @@ def zones(
             keep &= rows["op"] == wanted
         found += [
             StoredZone(track, d, names[n], s, e, names[o], lod)
-            for d, s, e, n, o, lod in zip(*(rows[c][keep].tolist() for c in ("depth", "start", "end", "name", "op", "lod")))
+            for d, s, e, n, o, lod in zip(
+                *(rows[c][keep].tolist() for c in ("depth", "start", "end", "name", "op", "lod"))
+            )
         ]
     return sorted(found, key=lambda z: z.start_ns)
 
@@ -124,7 +128,13 @@ def _names(session: Session, run_id: int) -> tuple[list[str], dict[str, str]]:
 
 
 def _blocks(
-    session: Session, run_id: int, kind: str, t0: float, t1: float, tracks: Sequence[str] | None = None, *where,
+    session: Session,
+    run_id: int,
+    kind: str,
+    t0: float,
+    t1: float,
+    tracks: Sequence[str] | None = None,
+    *where,
     same_as: dict[str, str] | None = None,
 ) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
     """(track, columns) of the blocks of `kind` that may hold rows in [t0, t1] on `tracks` (all
@@ -199,13 +209,17 @@ def timeline_window(
             keep = (rows["level"] == level) & (rows["start"] <= t1) & (rows["end"] >= t0)
             items += [
                 WindowItem(track, d, f"{count} zones", s, e, "", count, busy)
-                for d, s, e, count, busy in zip(*(rows[c][keep].tolist() for c in ("depth", "start", "end", "count", "busy")))
+                for d, s, e, count, busy in zip(
+                    *(rows[c][keep].tolist() for c in ("depth", "start", "end", "count", "busy"))
+                )
             ]
     order = {track: i for i, track in enumerate(tracks)}
     return sorted(items, key=lambda item: (order[item.track], item.depth, item.start_ns))
 
 
-def merged(track: str, names: Sequence[str], start: Sequence[float], end: Sequence[float], resolution_ns: float) -> list[WindowItem]:
+def merged(
+    track: str, names: Sequence[str], start: Sequence[float], end: Sequence[float], resolution_ns: float
+) -> list[WindowItem]:
     """Zones of one row made on the fly (the device row: each op from its start to its end),
     merged as timeline_window merges stored ones: at `resolution_ns` per pixel, runs of short
     zones become "N zones" markers, so a 100k-op run's row is a few thousand items, not 100k."""
@@ -235,21 +249,30 @@ class StoredCounter(NamedTuple):
     value: float
 
 
-def counters(session: Session, run_id: int, name: str | None = None, tracks: Sequence[str] | None = None) -> list[StoredCounter]:
+def counters(
+    session: Session, run_id: int, name: str | None = None, tracks: Sequence[str] | None = None
+) -> list[StoredCounter]:
     """A run's counter samples (optionally one counter, some tracks), by track and time."""
     names = _names(session, run_id)[0]
     wanted = names.index(name) if name in names else -1
     found = []
     for track, rows in _blocks(session, run_id, blocks.COUNTERS, -np.inf, np.inf, tracks):
         keep = rows["name"] == wanted if name is not None else slice(None)
-        found += [StoredCounter(track, names[n], t, v) for n, t, v in zip(*(rows[c][keep].tolist() for c in ("name", "t", "value")))]
+        found += [
+            StoredCounter(track, names[n], t, v)
+            for n, t, v in zip(*(rows[c][keep].tolist() for c in ("name", "t", "value")))
+        ]
     return found  # blocks come by track and time, each by time
 
 
 def counter_names(session: Session, run_id: int) -> list[str]:
     """The names of the counters a run recorded."""
     names = _names(session, run_id)[0]
-    used = {n for _, rows in _blocks(session, run_id, blocks.COUNTERS, -np.inf, np.inf) for n in np.unique(rows["name"]).tolist()}
+    used = {
+        n
+        for _, rows in _blocks(session, run_id, blocks.COUNTERS, -np.inf, np.inf)
+        for n in np.unique(rows["name"]).tolist()
+    }
     return sorted(names[n] for n in used)
 
 
@@ -319,10 +342,16 @@ def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
     ops = []
     for name in a.keys() & b.keys():
         x, y = a[name], b[name]
-        ops.append({
-            "name": name, "a_ns": x.ns, "b_ns": y.ns, "delta_ns": y.ns - x.ns, "ratio": y.ns / x.ns if x.ns else None,
-            "changes": _changes(x.record, y.record) if x.record != y.record else [],
-        })
+        ops.append(
+            {
+                "name": name,
+                "a_ns": x.ns,
+                "b_ns": y.ns,
+                "delta_ns": y.ns - x.ns,
+                "ratio": y.ns / x.ns if x.ns else None,
+                "changes": _changes(x.record, y.record) if x.record != y.record else [],
+            }
+        )
     ops.sort(key=lambda op: (-abs(op["delta_ns"]), op["name"]))
     slower = sorted((op for op in ops if op["delta_ns"] > 0), key=lambda op: (-op["delta_ns"], op["name"]))
     faster = sorted((op for op in ops if op["delta_ns"] < 0), key=lambda op: (op["delta_ns"], op["name"]))
@@ -331,7 +360,9 @@ def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
         for side, run in (("a", runs[a_id]), ("b", runs[b_id]))
     }
     overrides = {run_id: set(runs[run_id].overrides) for run_id in (a_id, b_id)}
-    deltas = {f"{what}_delta_ns": times["b"][f"{what}_ns"] - times["a"][f"{what}_ns"] for what in ("total", "device", "host")}
+    deltas = {
+        f"{what}_delta_ns": times["b"][f"{what}_ns"] - times["a"][f"{what}_ns"] for what in ("total", "device", "host")
+    }
     return {
         "a": a_id,
         "b": b_id,
@@ -394,7 +425,12 @@ def _ops_by_name(session: Session, run_id: int) -> dict[str, _DiffOp]:
     records differ: decoding every op's took a diff of two 10k-op runs from 0.2 to 0.8 s."""
     rows = session.execute(
         select(
-            OpRecord.name, OpRecord.kind, OpRecord.duration_ns, OpRecord.memory, OpRecord.grid, OpRecord.fidelity,
+            OpRecord.name,
+            OpRecord.kind,
+            OpRecord.duration_ns,
+            OpRecord.memory,
+            OpRecord.grid,
+            OpRecord.fidelity,
             cast(OpRecord.tensors, Text),
         )
         .where(OpRecord.run_id == run_id)
@@ -474,11 +510,20 @@ def op_statistics(session: Session, run_id: int, by: str = "name") -> list[dict]
     for key, durations in groups.items():
         values = sorted(durations)  # most groups hold one op or a few: plain Python beats numpy's per-call cost
         total = sum(values)
-        rows.append({
-            by: key, "count": len(values), "total_ns": total, "self_ns": total, "mean_ns": total / len(values),
-            "min_ns": values[0], "max_ns": values[-1], "median_ns": _percentile(values, 50),
-            "p90_ns": _percentile(values, 90), "pct_of_run": total / device * 100,
-        })
+        rows.append(
+            {
+                by: key,
+                "count": len(values),
+                "total_ns": total,
+                "self_ns": total,
+                "mean_ns": total / len(values),
+                "min_ns": values[0],
+                "max_ns": values[-1],
+                "median_ns": _percentile(values, 50),
+                "p90_ns": _percentile(values, 90),
+                "pct_of_run": total / device * 100,
+            }
+        )
     return sorted(rows, key=lambda row: (-row["total_ns"], row[by]))
 
 

@@ -19,14 +19,36 @@ from .engine import DatabaseError
 from .schema import Model, Run, Target
 
 _OP_FIELDS = (
-    "name", "kind", "start_ns", "duration_ns", "flops", "bytes", "bound", "why",
-    "memory", "grid", "cores", "roofline_ns", "pct_peak", "dispatch_wait_ns",
-    "level", "fidelity", "tensors", "compute_ns", "bandwidth_ns",
+    "name",
+    "kind",
+    "start_ns",
+    "duration_ns",
+    "flops",
+    "bytes",
+    "bound",
+    "why",
+    "memory",
+    "grid",
+    "cores",
+    "roofline_ns",
+    "pct_peak",
+    "dispatch_wait_ns",
+    "level",
+    "fidelity",
+    "tensors",
+    "compute_ns",
+    "bandwidth_ns",
 )
 # optional fields; the rest are required
 _DEFAULTS = {
-    "why": "", "pct_peak": 0.0, "dispatch_wait_ns": 0.0, "level": "kernel", "fidelity": "", "tensors": [],
-    "compute_ns": 0.0, "bandwidth_ns": 0.0,
+    "why": "",
+    "pct_peak": 0.0,
+    "dispatch_wait_ns": 0.0,
+    "level": "kernel",
+    "fidelity": "",
+    "tensors": [],
+    "compute_ns": 0.0,
+    "bandwidth_ns": 0.0,
 }
 _JSON_FIELDS = {"bytes", "tensors"}  # stored as JSON text (the bulk path skips the ORM's types)
 _TEXT_FIELDS = ("name", "kind", "bound", "why", "memory", "grid", "level", "fidelity")
@@ -68,10 +90,15 @@ def save_run(session: Session, new: NewRun) -> int:
     timeline = run_blocks(tracks, zones, new.counters)
     with session.begin():
         run = Run(
-            model_id=_row_id(session, Model, name=new.model_name, source_hash=new.source_hash, source_text=new.source_text),
+            model_id=_row_id(
+                session, Model, name=new.model_name, source_hash=new.source_hash, source_text=new.source_text
+            ),
             model_ref=new.model_ref,
             target_id=_row_id(
-                session, Target, name=new.target, description_hash=hashlib.sha256(new.target_text.encode()).hexdigest(),
+                session,
+                Target,
+                name=new.target,
+                description_hash=hashlib.sha256(new.target_text.encode()).hexdigest(),
                 description=new.target_text,
             ),
             target_ref=new.target_ref or new.target,
@@ -89,11 +116,21 @@ def save_run(session: Session, new: NewRun) -> int:
         )
         session.add(run)
         session.flush()
-        bulk_insert(session.connection(), "op_records", ("run_id", *_OP_FIELDS), [
-            (run.id, *(json.dumps(v) if k in _JSON_FIELDS else v
-                       for k, v in ((k, op[k] if k not in _DEFAULTS else op.get(k, _DEFAULTS[k])) for k in _OP_FIELDS)))
-            for op in new.ops
-        ])
+        bulk_insert(
+            session.connection(),
+            "op_records",
+            ("run_id", *_OP_FIELDS),
+            [
+                (
+                    run.id,
+                    *(
+                        json.dumps(v) if k in _JSON_FIELDS else v
+                        for k, v in ((k, op[k] if k not in _DEFAULTS else op.get(k, _DEFAULTS[k])) for k in _OP_FIELDS)
+                    ),
+                )
+                for op in new.ops
+            ],
+        )
         write_blocks(session.connection(), run.id, timeline)
     return run.id
 
@@ -101,20 +138,18 @@ def save_run(session: Session, new: NewRun) -> int:
 def check_storable(new: NewRun) -> None:
     """One line naming the value, not a driver's error after part of the work, for what no column
     can hold: NUL in text (PostgreSQL's text refuses it) and integers wider than their column."""
-    for field in _RUN_TEXT:
-        if "\0" in getattr(new, field):
-            raise DatabaseError(f"cannot store the run: its {field} has a NUL character")
+    for name in _RUN_TEXT:
+        if "\0" in getattr(new, name):
+            raise DatabaseError(f"cannot store the run: its {name} has a NUL character")
     for op in new.ops:
-        for field, bits in _INT_BITS.items():
-            if not -(2 ** (bits - 1)) <= op[field] < 2 ** (bits - 1):
+        for column, bits in _INT_BITS.items():
+            if not -(2 ** (bits - 1)) <= op[column] < 2 ** (bits - 1):
                 raise DatabaseError(
-                    f"cannot store the run: op {op['name'][:80]!r} has {field} {op[field]:.3g}, past {bits} bits"
+                    f"cannot store the run: op {op['name'][:80]!r} has {column} {op[column]:.3g}, past {bits} bits"
                 )
-        for field in _TEXT_FIELDS:
-            if "\0" in (op.get(field) or ""):
-                raise DatabaseError(
-                    f"cannot store the run: op {op['name'][:80]!r} has a NUL character in its {field}"
-                )
+        for column in _TEXT_FIELDS:
+            if "\0" in (op.get(column) or ""):
+                raise DatabaseError(f"cannot store the run: op {op['name'][:80]!r} has a NUL character in its {column}")
 
 
 def _row_id(session: Session, table: type[Model] | type[Target], **row) -> int:
@@ -149,16 +184,21 @@ def zone_columns(zones, tracks: Sequence[str] = ()) -> tuple[list[str], ZoneColu
     (track, depth, name, start, end, op)."""
     if hasattr(zones, "track_names") and not tracks:
         return zones.track_names(), ZoneColumns(
-            zones.name_list(), *(np.asarray(c) for c in (zones.track, zones.depth, zones.name, zones.start, zones.end, zones.op))
+            zones.name_list(),
+            *(np.asarray(c) for c in (zones.track, zones.depth, zones.name, zones.start, zones.end, zones.op)),
         )
     rows = list(zones)
     index = {track: i for i, track in enumerate(tracks)}
     names: dict[str, int] = {}
     track_of, depth, name, start, end, op = zip(*rows) if rows else ((),) * 6  # transposed in C
     columns = ZoneColumns(
-        [], np.array([index.setdefault(t, len(index)) for t in track_of], np.int64), np.array(depth, np.int64),
-        np.array([names.setdefault(n, len(names)) for n in name], np.int64), np.array(start, np.float64),
-        np.array(end, np.float64), np.array([names.setdefault(o, len(names)) for o in op], np.int64),
+        [],
+        np.array([index.setdefault(t, len(index)) for t in track_of], np.int64),
+        np.array(depth, np.int64),
+        np.array([names.setdefault(n, len(names)) for n in name], np.int64),
+        np.array(start, np.float64),
+        np.array(end, np.float64),
+        np.array([names.setdefault(o, len(names)) for o in op], np.int64),
     )
     return list(index), columns._replace(names=list(names))
 
@@ -193,7 +233,9 @@ def run_blocks(tracks: list[str], zones: ZoneColumns, counters) -> list[blocks.B
         )
     if hasattr(counters, "track_names"):  # columns, as the simulator gives them
         counter_tracks = counters.track_names()
-        counter_name = np.array([names.setdefault(n, len(names)) for n in counters.name_list()], np.int64)[counters.name]
+        counter_name = np.array([names.setdefault(n, len(names)) for n in counters.name_list()], np.int64)[
+            counters.name
+        ]
         counter_track, t, value = np.asarray(counters.track, np.int64), counters.t, counters.value
     else:
         samples = list(counters)
@@ -210,9 +252,12 @@ def run_blocks(tracks: list[str], zones: ZoneColumns, counters) -> list[blocks.B
 
 
 def write_blocks(connection: Connection, run_id: int, found: list[blocks.Block]) -> None:
-    bulk_insert(connection, "timeline_blocks", _BLOCK_COLUMNS, [
-        (run_id, b.kind, b.level, b.top_level, b.track, b.start_ns, b.end_ns, b.rows, b.data) for b in found
-    ])
+    bulk_insert(
+        connection,
+        "timeline_blocks",
+        _BLOCK_COLUMNS,
+        [(run_id, b.kind, b.level, b.top_level, b.track, b.start_ns, b.end_ns, b.rows, b.data) for b in found],
+    )
 
 
 def bulk_insert(connection: Connection, table: str, columns: Sequence[str], rows: list[tuple]) -> None:

@@ -115,7 +115,10 @@ def pytest_configure(config) -> None:
     if not CORPUS.is_dir():
         notes.append(f"MLIR corpus: not found at {CORPUS}; its integration tests are skipped")
     if not (shutil.which("chromium") or shutil.which("chromium-browser")) or not shutil.which("chromedriver"):
-        notes.append("Chromium: chromium or chromedriver missing; the browser tests are skipped (./run test installs them on Debian)")
+        notes.append(
+            "Chromium: chromium or chromedriver missing; the browser tests are skipped "
+            "(./run test installs them on Debian)"
+        )
     config.tilescope_notes = notes
 
 
@@ -128,7 +131,9 @@ def pytest_sessionstart(session) -> None:
 
 @pytest.fixture(scope="session")
 def postgres_url(pytestconfig) -> str:
-    return pytestconfig.tilescope_services["PostgreSQL"] or pytest.skip("no PostgreSQL (see the note at the top of the run)")
+    return pytestconfig.tilescope_services["PostgreSQL"] or pytest.skip(
+        "no PostgreSQL (see the note at the top of the run)"
+    )
 
 
 @pytest.fixture(scope="session")

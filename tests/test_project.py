@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -31,7 +32,11 @@ def _run_script(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Co
     if not (ROOT / ".venv" / "bin" / "tilescope").exists():
         pytest.skip("no .venv in the checkout: the suite runs outside ./run")
     return subprocess.run(
-        [str(ROOT / "run"), *args], cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True,
+        [str(ROOT / "run"), *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
         timeout=300,
     )
 
@@ -58,3 +63,12 @@ def test_run_without_a_command_prints_its_usage_and_fails(tmp_path):
         "  ./run test [pytest options]           run the whole test suite (test paths relative to the checkout)",
         "  ./run tilescope ARGS...               any tilescope command inside the environment",
     ]
+
+
+@pytest.mark.parametrize("command", [["check"], ["format", "--check"]], ids=["lint", "format"])
+def test_the_code_is_lint_clean_and_formatted(command):
+    """ruff, configured in pyproject.toml: pycodestyle, pyflakes and bugbear, and its formatter."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", *command, "."], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1000:]

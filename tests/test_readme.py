@@ -56,7 +56,10 @@ SIGNED_IN = "Basic " + base64.b64encode(b"alice:readme-password").decode()
 def _git_status() -> str | None:
     try:
         done = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True, text=True,
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
             timeout=60,
         )
     except (OSError, subprocess.TimeoutExpired):
@@ -86,7 +89,13 @@ def _env(tmp_path: Path, **extra: str) -> dict:
 def _run(line: str, cwd: Path, env: dict) -> None:
     # what a command asks for on its standard input (a password) is typed
     done = subprocess.run(
-        ["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=600, input="readme-password\n",
+        ["bash", "-c", line],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        input="readme-password\n",
     )
     assert done.returncode == 0, f"`{line}` exited {done.returncode}:\n{done.stderr[-3000:]}"
     assert "Traceback" not in done.stderr, f"`{line}`:\n{done.stderr[-3000:]}"
@@ -108,7 +117,12 @@ def _lines(proc: subprocess.Popen) -> queue.Queue:
 def _until_up(line: str, cwd: Path, env: dict, up) -> None:
     """Start a serving command, wait until `up(output so far)` holds, then stop it and all it started."""
     proc = subprocess.Popen(
-        ["bash", "-c", line], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        ["bash", "-c", line],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,
     )
     output, lines, deadline = [], _lines(proc), time.monotonic() + STARTUP_S

@@ -92,7 +92,12 @@ def _timed(case: Case, name: str, work: Callable):
 
 
 def run_case(
-    name: str, model: str, text_of: Callable[[], str], target_name: str, db_dir: Path, compile_only: bool = False,
+    name: str,
+    model: str,
+    text_of: Callable[[], str],
+    target_name: str,
+    db_dir: Path,
+    compile_only: bool = False,
     full_rerun: bool = True,
 ) -> Case:
     """Every step on one model; after storing its run: the statistics and the graph view of the
@@ -200,8 +205,20 @@ def _synthetic(ops: int, cores: int, seed: int, scale: float = 1.0) -> NewRun:
             zones.append((f"{core}/compute", 1, "compute", start + length * 0.1, start + length * 0.9, name))
             zones.append((f"{core}/writer", 1, "write", start + length * 0.6, start + length, name))
     ops_rows = [
-        {"name": n, "kind": "matmul", "start_ns": s, "duration_ns": d, "flops": 1, "bytes": {"dram": 1.0},
-         "bound": "dram", "why": "", "memory": "dram", "grid": "8x8", "cores": 64, "roofline_ns": d / 2}
+        {
+            "name": n,
+            "kind": "matmul",
+            "start_ns": s,
+            "duration_ns": d,
+            "flops": 1,
+            "bytes": {"dram": 1.0},
+            "bound": "dram",
+            "why": "",
+            "memory": "dram",
+            "grid": "8x8",
+            "cores": 64,
+            "roofline_ns": d / 2,
+        }
         for n, s, d in zip(names, starts.tolist(), durations.tolist())
     ]
     total = float(starts[-1] + durations[-1])
@@ -234,15 +251,25 @@ def perfdb_bench(db_dir: Path) -> dict:
                 with sessions() as session:
                     items = timeline_window(session, run_id, t0, t1, (t1 - t0) / PIXELS, tracks)
                 times.append((time.perf_counter() - start) * 1e3)
-            windows.append({
-                "tracks": tracks_name, "zoom": zoom, "items": len(items), "first_ms": times[0], "ms": sorted(times)[1],
-            })
+            windows.append(
+                {
+                    "tracks": tracks_name,
+                    "zoom": zoom,
+                    "items": len(items),
+                    "first_ms": times[0],
+                    "ms": sorted(times)[1],
+                }
+            )
     start = time.perf_counter()
     with sessions() as session:
         diff = diff_runs(session, other_id, run_id)
     diff_ms = (time.perf_counter() - start) * 1e3
     return {
-        "zones": zones, "store_s": store_s, "windows": windows, "diff_ops": len(diff["ops"]), "diff_ms": diff_ms,
+        "zones": zones,
+        "store_s": store_s,
+        "windows": windows,
+        "diff_ops": len(diff["ops"]),
+        "diff_ms": diff_ms,
         "db_mb": (db_dir / "perfdb.db").stat().st_size / 2**20,
     }
 
@@ -254,7 +281,9 @@ def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
             cases.append(run_case("resnet50_xla", "resnet50_xla.mlir", CORPUS_RESNET.read_text, target, Path(tmp)))
         for name in QUICK if quick else SIZES:
             ref = SIZES[name]
-            cases.append(run_case(name, ref, lambda ref=ref: zoo.generate(ref), target, Path(tmp), full_rerun=name != "100k"))
+            cases.append(
+                run_case(name, ref, lambda ref=ref: zoo.generate(ref), target, Path(tmp), full_rerun=name != "100k")
+            )
         perfdb = perfdb_bench(Path(tmp))
     return {
         "perfdb": perfdb,
@@ -267,11 +296,16 @@ def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
         "target": target,
         "cases": [
             {
-                "name": c.name, "model": c.model, "ops": c.ops, "zones": c.zones, "total_s": c.total,
+                "name": c.name,
+                "model": c.model,
+                "ops": c.ops,
+                "zones": c.zones,
+                "total_s": c.total,
                 "us_per_op": c.total / c.ops * 1e6 if c.ops else 0.0,
                 "compile_s": c.compile_seconds,
                 "compile_us_per_op": c.compile_seconds / c.ops * 1e6 if c.ops else 0.0,
-                "override": c.override, "override_status": c.override_status,
+                "override": c.override,
+                "override_status": c.override_status,
                 "steps": {s.name: {"s": s.seconds, "peak_rss_mb": s.peak_rss_mb} for s in c.steps},
             }
             for c in cases
@@ -287,18 +321,29 @@ def format_table(report: dict) -> str:
     def cells(steps: dict, step_names: list[str], width: int) -> str:
         return "".join(f"{steps[n]['s']:>{width}.3f}" if n in steps else f"{'-':>{width}}" for n in step_names)
 
-    lines = [f"{'case':<14}{'ops':>8}{'zones':>10}" + "".join(f"{n:>10}" for n in to_stored) + f"{'total':>9}{'us/op':>7}{'RSS MB':>8}"]
+    lines = [
+        f"{'case':<14}{'ops':>8}{'zones':>10}"
+        + "".join(f"{n:>10}" for n in to_stored)
+        + f"{'total':>9}{'us/op':>7}{'RSS MB':>8}"
+    ]
     for c in report["cases"]:
         rss = [s["peak_rss_mb"] for n, s in c["steps"].items() if n in IMPORT_TO_STORED]
         lines.append(
-            f"{c['name']:<14}{c['ops']:>8}{c['zones']:>10}" + cells(c["steps"], to_stored, 10)
+            f"{c['name']:<14}{c['ops']:>8}{c['zones']:>10}"
+            + cells(c["steps"], to_stored, 10)
             + f"{c['total_s']:>9.2f}{c['total_s'] / max(1, c['ops']) * 1e6:>7.0f}{max(rss):>8.0f}"
         )
     if after:
-        lines += ["", "after the run is stored:", f"{'case':<14}" + "".join(f"{n:>12}" for n in after) + f"{'RSS MB':>8}  re-runs after"]
+        lines += [
+            "",
+            "after the run is stored:",
+            f"{'case':<14}" + "".join(f"{n:>12}" for n in after) + f"{'RSS MB':>8}  re-runs after",
+        ]
         for c in report["cases"]:
             lines.append(
-                f"{c['name']:<14}" + cells(c["steps"], after, 12) + f"{max(s['peak_rss_mb'] for s in c['steps'].values()):>8.0f}"
+                f"{c['name']:<14}"
+                + cells(c["steps"], after, 12)
+                + f"{max(s['peak_rss_mb'] for s in c['steps'].values()):>8.0f}"
                 + (f"  {c['override']} ({c['override_status']})" if c.get("override") else "")
             )
     perf = report.get("perfdb")
@@ -310,7 +355,10 @@ def format_table(report: dict) -> str:
         )
         lines.append(f"timeline window at {PIXELS} px, median of 3 (first) ms:")
         for w in perf["windows"]:
-            lines.append(f"  {w['tracks']:<15} zoom x{1 / w['zoom']:<7g} {w['ms']:>6.0f} ({w['first_ms']:.0f}) ms {w['items']:>7} items")
+            lines.append(
+                f"  {w['tracks']:<15} zoom x{1 / w['zoom']:<7g} {w['ms']:>6.0f} ({w['first_ms']:.0f}) ms "
+                f"{w['items']:>7} items"
+            )
     machine = report["machine"]
     lines.append(
         "seconds per step ('-': not measured at that size); total: generate to store, and its time per op; "

@@ -89,17 +89,31 @@ def _parser() -> argparse.ArgumentParser:
         if target:
             p.add_argument("--target", default=DEFAULT_TARGET, help=TARGET_HELP)
             p.add_argument(
-                "--override", action="append", default=[], metavar="SPEC",
-                help="op output layout, tt-mlir syntax: OP=RxC:l1|dram:interleaved|block_sharded|...:tile|row_major:DTYPE"
+                "--override",
+                action="append",
+                default=[],
+                metavar="SPEC",
+                help="op output layout, tt-mlir syntax: "
+                "OP=RxC:l1|dram:interleaved|block_sharded|...:tile|row_major:DTYPE"
                 " (repeatable)",
             )
             p.add_argument(
-                "--overrides", metavar="FILE",
-                help="overrides file: tilescope JSON, TT-Explorer JSON, or tt-mlir options (override-output-layout=...)",
+                "--overrides",
+                metavar="FILE",
+                help="overrides file: tilescope JSON, TT-Explorer JSON, "
+                "or tt-mlir options (override-output-layout=...)",
             )
-            p.add_argument("--policy", choices=POLICIES, default=None, help=f"layout policy before overrides (default {DEFAULT_POLICY})")
             p.add_argument(
-                "--l1-usage-cap", type=float, default=None, metavar="SHARE",
+                "--policy",
+                choices=POLICIES,
+                default=None,
+                help=f"layout policy before overrides (default {DEFAULT_POLICY})",
+            )
+            p.add_argument(
+                "--l1-usage-cap",
+                type=float,
+                default=None,
+                metavar="SHARE",
                 help=f"share of L1 that tensors may use (default {DEFAULT_L1_USAGE_CAP})",
             )
         if db:
@@ -108,12 +122,18 @@ def _parser() -> argparse.ArgumentParser:
     def web_limits(p: argparse.ArgumentParser, same: str = "") -> None:
         """What the page may name and compile; the command line itself has no such limits."""
         p.add_argument(
-            "--models-dir", action="append", default=[], metavar="DIR",
+            "--models-dir",
+            action="append",
+            default=[],
+            metavar="DIR",
             help=f"a directory whose .mlir files the page may open, besides zoo models, examples, uploads and stored "
             f"models (repeatable) {same}".strip(),
         )
         p.add_argument(
-            "--max-ops", type=int, default=DEFAULT_MAX_OPS, metavar="N",
+            "--max-ops",
+            type=int,
+            default=DEFAULT_MAX_OPS,
+            metavar="N",
             help=f"the most ops a model the page compiles may have (default {DEFAULT_MAX_OPS:,}) {same}".strip(),
         )
 
@@ -124,7 +144,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("model", help=MODEL_HELP)
     common(run)
     run.add_argument("--label", default="", help="a note to tell this run apart")
-    run.add_argument("--dispatch", choices=DISPATCH_MODES, default=None, help="host launches per op (default), or a captured trace")
+    run.add_argument(
+        "--dispatch", choices=DISPATCH_MODES, default=None, help="host launches per op (default), or a captured trace"
+    )
     run.add_argument("--keep-going", action="store_true", help="store the run even if an override is rejected")
     as_json(run, "the run (run_id, model, target, total_ns, ops, overrides, ...)")
 
@@ -151,7 +173,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     export.add_argument("run", type=run_ref, help=RUN_HELP)
     export.add_argument(
-        "--format", choices=list(EXPORT_FORMATS), default="overrides",
+        "--format",
+        choices=list(EXPORT_FORMATS),
+        default="overrides",
         help="overrides: tilescope JSON; tt-mlir: compiler options; tt-explorer: its JSON; chrome: trace JSON "
         "for Perfetto; csv: tt-metal's ops perf report (default overrides)",
     )
@@ -175,7 +199,9 @@ def _parser() -> argparse.ArgumentParser:
 
     stats = sub.add_parser("stats", help="where a run's device time goes, per op name or op kind")
     stats.add_argument("run", type=run_ref, help=RUN_HELP)
-    stats.add_argument("--by", choices=("name", "kind"), default="kind", help="group ops by name or by kind (default kind)")
+    stats.add_argument(
+        "--by", choices=("name", "kind"), default="kind", help="group ops by name or by kind (default kind)"
+    )
     as_json(stats, "the rows")
     common(stats, target=False)
 
@@ -191,22 +217,39 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="start the web app")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument(
-        "--port", type=port_number, default=None,
+        "--port",
+        type=port_number,
+        default=None,
         help=f"port to listen on (default ${PORT_ENV} or {DEFAULT_PORT})",
     )
-    serve.add_argument("--model", default=EXAMPLE_MODEL, help="model the page opens on, compiled and stored if it has no run yet: " + MODEL_HELP)
-    serve.add_argument("--target", default=DEFAULT_TARGET, help=TARGET_HELP)
-    serve.add_argument("--debug", action="store_true", help="Dash's debug mode on Flask's development server, one process: reload on code changes, errors in the page")
     serve.add_argument(
-        "--workers", type=int, default=1, metavar="N",
+        "--model",
+        default=EXAMPLE_MODEL,
+        help="model the page opens on, compiled and stored if it has no run yet: " + MODEL_HELP,
+    )
+    serve.add_argument("--target", default=DEFAULT_TARGET, help=TARGET_HELP)
+    serve.add_argument(
+        "--debug",
+        action="store_true",
+        help="Dash's debug mode on Flask's development server, one process: reload on code changes, errors in the page",
+    )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
         help="gunicorn worker processes, for several users at once (default 1)",
     )
     serve.add_argument(
-        "--auth", metavar="FILE", default=None,
-        help=f"users who may sign in (HTTP basic), one NAME:HASH a line as tilescope passwd writes (default ${AUTH_ENV})",
+        "--auth",
+        metavar="FILE",
+        default=None,
+        help=f"users who may sign in (HTTP basic), one NAME:HASH a line "
+        f"as tilescope passwd writes (default ${AUTH_ENV})",
     )
     serve.add_argument(
-        "--insecure", action="store_true",
+        "--insecure",
+        action="store_true",
         help="serve on an address other machines reach without signing in (anyone there reads every run)",
     )
     web_limits(serve)
@@ -217,7 +260,8 @@ def _parser() -> argparse.ArgumentParser:
     passwd.add_argument("name", help="user name: letters, digits, ._@+-")
 
     worker = sub.add_parser(
-        "worker", help="run compile and re-run jobs for the app on Celery ($TILESCOPE_CELERY_BROKER, e.g. redis://...)",
+        "worker",
+        help="run compile and re-run jobs for the app on Celery ($TILESCOPE_CELERY_BROKER, e.g. redis://...)",
     )
     worker.add_argument("--model", default=EXAMPLE_MODEL, help="the model the app opens on (as given to serve)")
     worker.add_argument("--target", default=DEFAULT_TARGET, help="the app's target (as given to serve)")
@@ -241,10 +285,20 @@ def _run_json(result: RunResult, model_ref: str) -> dict:
         "warnings": result.compilation.warnings,
         "ops": [
             {
-                "name": o.name, "type": o.kind, "start_ns": o.start_ns, "duration_ns": o.duration_ns,
-                "flops": o.flops, "bytes": o.bytes, "bound": o.bound, "memory": o.memory, "grid": o.grid,
-                "cores": o.cores, "roofline_ns": o.roofline_ns, "why": o.why,
-                "achieved_flops": o.achieved_flops, "pct_peak": o.pct_peak,
+                "name": o.name,
+                "type": o.kind,
+                "start_ns": o.start_ns,
+                "duration_ns": o.duration_ns,
+                "flops": o.flops,
+                "bytes": o.bytes,
+                "bound": o.bound,
+                "memory": o.memory,
+                "grid": o.grid,
+                "cores": o.cores,
+                "roofline_ns": o.roofline_ns,
+                "why": o.why,
+                "achieved_flops": o.achieved_flops,
+                "pct_peak": o.pct_peak,
                 "bandwidth": {path: o.bandwidth(path) for path in o.bytes},
                 "dispatch_wait_ns": o.dispatch_wait_ns,
             }
@@ -255,7 +309,10 @@ def _run_json(result: RunResult, model_ref: str) -> dict:
 
 def _print_table(result: RunResult, model_ref: str) -> None:
     sim = result.sim
-    print(f"run {result.run_id}  {model_ref} on {sim.target} ({sim.dispatch} dispatch, {result.compilation.policy} policy)")
+    print(
+        f"run {result.run_id}  {model_ref} on {sim.target} "
+        f"({sim.dispatch} dispatch, {result.compilation.policy} policy)"
+    )
     width = max([len(o.name) for o in sim.ops] + [4])
     print(f"{'op':<{width}}  {'type':<10} {'start us':>10} {'dur us':>9} {'GFLOP':>8} {'bound':<8} {'memory':<6} grid")
     for o in sim.ops:
@@ -300,8 +357,15 @@ def cmd_run(args) -> int:
     items, policy, dispatch, cap = _settings(args)
     sessions = session_factory(open_db(args.db))
     result = execute(
-        sessions, args.model, args.target, items,
-        label=args.label, dispatch=dispatch, policy=policy, l1_usage_cap=cap, keep_going=args.keep_going,
+        sessions,
+        args.model,
+        args.target,
+        items,
+        label=args.label,
+        dispatch=dispatch,
+        policy=policy,
+        l1_usage_cap=cap,
+        keep_going=args.keep_going,
     )
     _warn(result.compilation.warnings)
     for outcome in result.rejected:
@@ -321,8 +385,13 @@ def cmd_runs(args) -> int:
         runs = list_runs(session)
         rows = [
             {
-                "run_id": r.id, "label": r.label, "model": r.model_ref, "target": r.target.name,
-                "total_ns": r.total_ns, "overrides": len(r.overrides), "created_at": r.created_at.isoformat(),
+                "run_id": r.id,
+                "label": r.label,
+                "model": r.model_ref,
+                "target": r.target.name,
+                "total_ns": r.total_ns,
+                "overrides": len(r.overrides),
+                "created_at": r.created_at.isoformat(),
             }
             for r in runs
         ]
@@ -331,7 +400,10 @@ def cmd_runs(args) -> int:
         return 0
     print(f"{'id':>4}  {'model':<28} {'target':<14} {'total us':>10} {'ovr':>3}  label")
     for r in rows:
-        print(f"{r['run_id']:>4}  {r['model'][:28]:<28} {r['target']:<14} {r['total_ns'] / 1e3:>10.1f} {r['overrides']:>3}  {r['label']}")
+        print(
+            f"{r['run_id']:>4}  {r['model'][:28]:<28} {r['target']:<14} {r['total_ns'] / 1e3:>10.1f} "
+            f"{r['overrides']:>3}  {r['label']}"
+        )
     return 0
 
 
@@ -357,8 +429,12 @@ def cmd_check(args) -> int:
     policy = args.policy or loaded.policy or DEFAULT_POLICY
     cap = args.l1_usage_cap if args.l1_usage_cap is not None else loaded.l1_usage_cap
     report = validate(
-        unique, load_model(args.model), load_target(args.target), policy,
-        cap if cap is not None else DEFAULT_L1_USAGE_CAP, problems,
+        unique,
+        load_model(args.model),
+        load_target(args.target),
+        policy,
+        cap if cap is not None else DEFAULT_L1_USAGE_CAP,
+        problems,
     )
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
@@ -379,7 +455,9 @@ def cmd_worker(args) -> int:
     if url is None:
         raise TilescopeError(f"no broker: set {BROKER_ENV} (e.g. redis://127.0.0.1:6379/0), as for the app")
     # registers the app's background callbacks as tasks; the server stores the opening run
-    create_app(args.db, args.model, args.target, store_opening_run=False, access=ModelAccess.of(args.models_dir, args.max_ops))
+    create_app(
+        args.db, args.model, args.target, store_opening_run=False, access=ModelAccess.of(args.models_dir, args.max_ops)
+    )
     work(url, args.concurrency)
     return 0
 
@@ -405,9 +483,16 @@ def cmd_serve(args) -> int:
         raise TilescopeError(f"--workers {args.workers}: a number of processes is at least 1")
     port = args.port if args.port is not None else _port_from_env()
     serve(
-        db_url=args.db, model_ref=args.model, target=args.target, host=args.host, port=port, debug=args.debug,
-        workers=args.workers, access=ModelAccess.of(args.models_dir, args.max_ops),
-        users_file=args.auth or os.environ.get(AUTH_ENV) or None, insecure=args.insecure,
+        db_url=args.db,
+        model_ref=args.model,
+        target=args.target,
+        host=args.host,
+        port=port,
+        debug=args.debug,
+        workers=args.workers,
+        access=ModelAccess.of(args.models_dir, args.max_ops),
+        users_file=args.auth or os.environ.get(AUTH_ENV) or None,
+        insecure=args.insecure,
     )
     return 0
 
@@ -521,9 +606,19 @@ def cmd_db(args) -> int:
 
 
 COMMANDS = {
-    "run": cmd_run, "runs": cmd_runs, "show": cmd_show, "serve": cmd_serve, "worker": cmd_worker, "bench": cmd_bench,
+    "run": cmd_run,
+    "runs": cmd_runs,
+    "show": cmd_show,
+    "serve": cmd_serve,
+    "worker": cmd_worker,
+    "bench": cmd_bench,
     "export": cmd_export,
-    "diff": cmd_diff, "db": cmd_db, "stats": cmd_stats, "check": cmd_check, "import": cmd_import, "passwd": cmd_passwd,
+    "diff": cmd_diff,
+    "db": cmd_db,
+    "stats": cmd_stats,
+    "check": cmd_check,
+    "import": cmd_import,
+    "passwd": cmd_passwd,
 }
 
 

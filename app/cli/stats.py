@@ -15,7 +15,10 @@ def main(run_id: int, by: str, db: str | None, as_json: bool) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     width = max([len(str(row[by])) for row in rows] + [len(by)])
-    print(f"{by:<{width}}  {'count':>6} {'total us':>10} {'mean us':>9} {'min us':>9} {'median us':>10} {'p90 us':>9} {'max us':>9} {'% run':>6}")
+    print(
+        f"{by:<{width}}  {'count':>6} {'total us':>10} {'mean us':>9} {'min us':>9} {'median us':>10} "
+        f"{'p90 us':>9} {'max us':>9} {'% run':>6}"
+    )
     for row in rows:
         print(
             f"{row[by]:<{width}}  {row['count']:>6} {row['total_ns'] / 1e3:>10.2f} {row['mean_ns'] / 1e3:>9.2f} "

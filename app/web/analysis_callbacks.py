@@ -30,7 +30,9 @@ def _x_window(relayout: dict | None) -> tuple[float, float] | None:
 
 def _x_reset(relayout: dict | None) -> bool:
     """Whether the time axis went back to the whole run (a double click, or the home button)."""
-    return any(key.startswith("xaxis") and key.endswith(".autorange") and value for key, value in (relayout or {}).items())
+    return any(
+        key.startswith("xaxis") and key.endswith(".autorange") and value for key, value in (relayout or {}).items()
+    )
 
 
 def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
@@ -124,8 +126,10 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         return find_zone_histogram(explorer.find_zone(run_id, op=selected), selected or "")
 
     @app.callback(
-        Output(ids.MEMORY_VIEW, "figure"), Output(ids.MEMORY_PEAK, "children"),
-        Input(ids.RUN_SELECT, "value"), Input(ids.ANALYSIS_TABS, "value"),
+        Output(ids.MEMORY_VIEW, "figure"),
+        Output(ids.MEMORY_PEAK, "children"),
+        Input(ids.RUN_SELECT, "value"),
+        Input(ids.ANALYSIS_TABS, "value"),
     )
     def show_memory(run_id, tab="memory"):
         if run_id is None or tab != "memory":
@@ -135,7 +139,9 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
 
     @app.callback(
         Output(ids.ROOFLINE_VIEW, "figure"),
-        Input(ids.RUN_SELECT, "value"), Input(ids.SELECTED_OP, "data"), Input(ids.ANALYSIS_TABS, "value"),
+        Input(ids.RUN_SELECT, "value"),
+        Input(ids.SELECTED_OP, "data"),
+        Input(ids.ANALYSIS_TABS, "value"),
     )
     def show_roofline(run_id, selected, tab="roofline"):
         if run_id is None or tab != "roofline":
@@ -205,4 +211,18 @@ def register(app: Dash, explorer: Explorer) -> dict[str, Callable]:
         State(ids.TIMELINE_VIEW, "figure"),
         prevent_initial_call=True,
     )
-    return {f.__name__: f for f in (select_in_timeline, show_timeline, show_statistics, select_in_statistics, find_zone, show_memory, show_roofline, select_in_roofline, list_runs, show_diff)}
+    return {
+        f.__name__: f
+        for f in (
+            select_in_timeline,
+            show_timeline,
+            show_statistics,
+            select_in_statistics,
+            find_zone,
+            show_memory,
+            show_roofline,
+            select_in_roofline,
+            list_runs,
+            show_diff,
+        )
+    }

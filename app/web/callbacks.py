@@ -32,8 +32,17 @@ from .text_views import inspector_children, mlir_children, summary_children
 from ..workbench.runs import target_of
 
 FORM_FIELDS = (
-    ids.OV_MEMORY, ids.OV_MEMORY_LAYOUT, ids.OV_GRID_ROWS, ids.OV_GRID_COLS, ids.OV_LAYOUT, ids.OV_DTYPE, ids.OV_FIDELITY,
-    ids.OV_APPLIES_TO, ids.OV_TILE, ids.OV_BLOCK, ids.OV_DOUBLE_BUFFER,
+    ids.OV_MEMORY,
+    ids.OV_MEMORY_LAYOUT,
+    ids.OV_GRID_ROWS,
+    ids.OV_GRID_COLS,
+    ids.OV_LAYOUT,
+    ids.OV_DTYPE,
+    ids.OV_FIDELITY,
+    ids.OV_APPLIES_TO,
+    ids.OV_TILE,
+    ids.OV_BLOCK,
+    ids.OV_DOUBLE_BUFFER,
 )
 
 
@@ -41,7 +50,11 @@ def outcome_list(outcomes: list[dict]) -> html.Ul:
     return html.Ul(
         [
             html.Li(
-                [html.Span(o["status"], className=f"badge {o['status']}"), f" {o['spec']}", f" - {o['reason']}" if o["reason"] else ""]
+                [
+                    html.Span(o["status"], className=f"badge {o['status']}"),
+                    f" {o['spec']}",
+                    f" - {o['reason']}" if o["reason"] else "",
+                ]
             )
             for o in outcomes
         ],
@@ -63,7 +76,9 @@ def _reporter(set_progress, what: str):
     return lambda stage: set_progress([html.Span([html.Span(className="spinner"), f"{what}: {stage}..."])])
 
 
-def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackManager | None = None) -> dict[str, Callable]:
+def register(
+    app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackManager | None = None
+) -> dict[str, Callable]:
     """Wire the page; returns the callback functions by name so tests can call them directly.
     Re-runs go to `rerun_jobs` (the app's background callback manager if None)."""
 
@@ -119,9 +134,14 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
             return value
 
         return (
-            explorer.model_options(state.model) if state.model else no_update, given(state.model),
-            given(state.target, targets), given(state.policy, policies), given(state.level), given(state.op),
-            {"run": state.run, "diff": list(state.diff)}, True,
+            explorer.model_options(state.model) if state.model else no_update,
+            given(state.model),
+            given(state.target, targets),
+            given(state.policy, policies),
+            given(state.level),
+            given(state.op),
+            {"run": state.run, "diff": list(state.diff)},
+            True,
         )
 
     @app.callback(
@@ -139,9 +159,17 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
         if not applied:
             return no_update  # the link has not been read yet
         ticked = sorted(ticked or [])
-        return url_state.encode(url_state.ViewState(
-            model, target, policy, level, run_id, selected, tuple(ticked) if len(ticked) == 2 else (),
-        ))
+        return url_state.encode(
+            url_state.ViewState(
+                model,
+                target,
+                policy,
+                level,
+                run_id,
+                selected,
+                tuple(ticked) if len(ticked) == 2 else (),
+            )
+        )
 
     @app.callback(
         Output(ids.MODEL_SELECT, "options"),
@@ -166,7 +194,9 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
         explorer.in_new_process()
         # the upload's contents are cleared, so dropping the same file again loads it again
         try:
-            ref = explorer.upload(filename or "upload", contents, target, policy, on_stage=_reporter(set_progress, filename))
+            ref = explorer.upload(
+                filename or "upload", contents, target, policy, on_stage=_reporter(set_progress, filename)
+            )
         except TilescopeError as err:
             return no_update, no_update, html.P(str(err), className="error"), None
         return explorer.model_options(ref), ref, html.P(f"Loaded {filename}.", className="ok"), None
@@ -201,7 +231,12 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
             return no_update, no_update, html.P(str(err), className="error"), no_update
         status = outcome_list(outcomes)
         if new_id is None:
-            return no_update, no_update, [html.P("Not re-run: an override was rejected.", className="error"), status], no_update
+            return (
+                no_update,
+                no_update,
+                [html.P("Not re-run: an override was rejected.", className="error"), status],
+                no_update,
+            )
         run = explorer.run(new_id)
         return explorer.run_options(run.model_ref, target_of(run)), new_id, status, []
 
@@ -265,10 +300,18 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
     @app.callback(Output(ids.PENDING_LIST, "children"), Input(ids.PENDING_OVERRIDES, "data"))
     def show_pending(pending):
         if not pending:
-            return html.P("None. \"Add to pending\" keeps the form's override, to re-run several at once.", className="hint")
+            return html.P(
+                'None. "Add to pending" keeps the form\'s override, to re-run several at once.', className="hint"
+            )
         items = [
-            html.Li([html.Code(s), html.Button("×", id={"type": ids.PENDING_REMOVE, "index": i}, n_clicks=0,
-                                               className="remove", title="remove")])
+            html.Li(
+                [
+                    html.Code(s),
+                    html.Button(
+                        "×", id={"type": ids.PENDING_REMOVE, "index": i}, n_clicks=0, className="remove", title="remove"
+                    ),
+                ]
+            )
             for i, s in enumerate(pending[:SHOWN_PENDING])
         ]
         if len(pending) > SHOWN_PENDING:  # all are applied; a page of 100,000 rows would not be read
@@ -355,11 +398,16 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
         notes = []
         if len(view.nodes) > MAX_NODES:  # the last groups opened close again
             fits = tree.fitting(groups)
-            closed, groups = groups[len(fits):], fits
+            closed, groups = groups[len(fits) :], fits
             view = tree.view(groups)
             which = closed[0].removeprefix(GROUP) + (f" and {len(closed) - 1:,} more groups" if len(closed) > 1 else "")
-            notes = [html.Span(f"{which} stay{'s' * (len(closed) == 1)} closed: at most {MAX_NODES} nodes are drawn; "
-                               "open a group inside it, or close another", className="error")]
+            notes = [
+                html.Span(
+                    f"{which} stay{'s' * (len(closed) == 1)} closed: at most {MAX_NODES} nodes are drawn; "
+                    "open a group inside it, or close another",
+                    className="error",
+                )
+            ]
         try:
             matches = search_ops(graph, pattern)
         except TilescopeError as err:
@@ -372,10 +420,14 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
         if mode == "delta":
             pair = diff_pair(ticked or [], run)
             baseline = pair[0] if pair else None
-            notes.append(html.Span(
-                f"delta vs run #{baseline}" if baseline else "no baseline: this run has no parent; tick a run in Runs & diff",
-                className="hint" if baseline else "error",
-            ))
+            notes.append(
+                html.Span(
+                    f"delta vs run #{baseline}"
+                    if baseline
+                    else "no baseline: this run has no parent; tick a run in Runs & diff",
+                    className="hint" if baseline else "error",
+                )
+            )
         notes.insert(0, html.Span(f"{len(view.nodes)} nodes for {len(graph.ops):,} ops", className="hint"))
         metrics = explorer.op_metrics(run_id, compilation, baseline)
         figure = graph_figure(view, graph, metrics, mode, shown, matches)
@@ -424,8 +476,11 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
         shown = provenance(compilation, level, selected)
         no_op = values[0] is None
         return (
-            inspector_children(compilation, level, shown[0] if shown else selected, record), *values,
-            applies_to_choices(compilation, selected), no_op and not pending, no_op,
+            inspector_children(compilation, level, shown[0] if shown else selected, record),
+            *values,
+            applies_to_choices(compilation, selected),
+            no_op and not pending,
+            no_op,
         )
 
     @app.callback(
@@ -463,7 +518,21 @@ def register(app: Dash, explorer: Explorer, rerun_jobs: BaseBackgroundCallbackMa
     return {
         f.__name__: f
         for f in (
-            choose_model, open_link, write_link, upload_model, apply_override, refresh_runs, show_graph, show_mlir, show_summary,
-            stage_override, remove_pending, show_pending, import_overrides, export_run, inspect, form_choices,
+            choose_model,
+            open_link,
+            write_link,
+            upload_model,
+            apply_override,
+            refresh_runs,
+            show_graph,
+            show_mlir,
+            show_summary,
+            stage_override,
+            remove_pending,
+            show_pending,
+            import_overrides,
+            export_run,
+            inspect,
+            form_choices,
         )
     } | analysis

@@ -36,6 +36,7 @@ def refuse_past_limit(running: int) -> None:
     if running >= JOBS_AT_ONCE:
         raise TilescopeError(f"this server is running {running} jobs already; try again in a moment")
 
+
 # what this thread's (or task's) last poll found: (manager, job, result key, whether it had a result);
 # Dash asks whether the job runs right after reading its result, in the same request
 _POLLED: ContextVar[tuple | None] = ContextVar("polled", default=None)
@@ -65,8 +66,11 @@ class OwnResults(BaseBackgroundCallbackManager):
         alive, and their result neither written nor read. The read keys of the others are let go."""
         if self._read_keys is None:
             self._read_keys = set()
-        computing = {key: alive for key, alive in jobs.items()
-                     if key not in self._read_keys and not self.result_ready(key) and alive()}
+        computing = {
+            key: alive
+            for key, alive in jobs.items()
+            if key not in self._read_keys and not self.result_ready(key) and alive()
+        }
         self._read_keys &= computing.keys()
         return computing
 

@@ -33,8 +33,13 @@ ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 
 def create_app(
-    db_url: str | None = None, model_ref: str = "zoo:mlp", target: str = DEFAULT_TARGET, job_dir: str | None = None,
-    rerun_in_thread: bool = True, store_opening_run: bool = True, access: ModelAccess | None = None,
+    db_url: str | None = None,
+    model_ref: str = "zoo:mlp",
+    target: str = DEFAULT_TARGET,
+    job_dir: str | None = None,
+    rerun_in_thread: bool = True,
+    store_opening_run: bool = True,
+    access: ModelAccess | None = None,
 ) -> Dash:
     """The explorer on `db_url`, opened on `model_ref`; the model is compiled and stored if it has no
     run (unless `store_opening_run` is False: a Celery worker builds the app only for its tasks, and
@@ -55,7 +60,11 @@ def create_app(
     jobs = diskcache.Cache(job_dir or platformdirs.user_cache_dir("tilescope") + "/jobs")
     manager = celery_jobs.CeleryJobs(celery_jobs.celery_app(broker)) if broker else ProcessJobs(jobs)
     app = Dash(
-        __name__, assets_folder=str(ASSETS), title="tilescope", update_title=None, background_callback_manager=manager,
+        __name__,
+        assets_folder=str(ASSETS),
+        title="tilescope",
+        update_title=None,
+        background_callback_manager=manager,
         on_error=_callback_failed,
     )
     limit_requests(app.server)
@@ -76,8 +85,16 @@ def _callback_failed(err: Exception) -> None:
 
 
 def serve(
-    db_url: str | None, model_ref: str, target: str, host: str, port: int, debug: bool = False, workers: int = 1,
-    access: ModelAccess | None = None, users_file: str | None = None, insecure: bool = False,
+    db_url: str | None,
+    model_ref: str,
+    target: str,
+    host: str,
+    port: int,
+    debug: bool = False,
+    workers: int = 1,
+    access: ModelAccess | None = None,
+    users_file: str | None = None,
+    insecure: bool = False,
 ) -> None:
     """Serve the explorer under gunicorn with `workers` processes; `debug` serves one process on
     Flask's own server instead, for its reloader and in-page errors while changing the code.
@@ -112,8 +129,10 @@ def serve(
     # with several, the next poll of a job may reach another worker, so jobs run as processes
     in_thread = workers == 1 or debug
     if debug:
-        print(f"tilescope: serving {model_ref} on http://{host}:{port} ({open_to}; debug: Flask's development server)",
-              flush=True)
+        print(
+            f"tilescope: serving {model_ref} on http://{host}:{port} ({open_to}; debug: Flask's development server)",
+            flush=True,
+        )
         make_app().run(host=host, port=port, debug=True)
         return
     processes = f"{workers} gunicorn workers" if workers > 1 else "gunicorn, one worker"
@@ -129,7 +148,9 @@ def _check_address(host: str, port: int) -> None:
             pass
     except OSError as err:
         if err.errno == errno.EADDRINUSE:
-            raise TilescopeError(f"{host}:{port} is in use (choose another port with --port or $TILESCOPE_PORT)") from None
+            raise TilescopeError(
+                f"{host}:{port} is in use (choose another port with --port or $TILESCOPE_PORT)"
+            ) from None
         # create_server adds the address to the reason; the message names it once
         reason = os.strerror(err.errno) if err.errno and err.errno > 0 else "no such host"
         raise TilescopeError(f"cannot listen on {host}:{port}: {reason} (see --host)") from None
@@ -148,8 +169,13 @@ def _gunicorn(host: str, port: int, workers: int, serving: str, make_app) -> Non
     class Workers(BaseApplication):
         def load_config(self) -> None:
             for key, value in {
-                "bind": f"{host}:{port}", "workers": workers, "worker_class": PacedThreadWorker, "threads": THREADS_PER_WORKER,
-                "accesslog": None, "timeout": 120, "loglevel": "warning",
+                "bind": f"{host}:{port}",
+                "workers": workers,
+                "worker_class": PacedThreadWorker,
+                "threads": THREADS_PER_WORKER,
+                "accesslog": None,
+                "timeout": 120,
+                "loglevel": "warning",
                 "when_ready": lambda _arbiter: print(serving, flush=True),
             }.items():
                 self.cfg.set(key, value)

@@ -27,9 +27,12 @@ def mlir_children(text: str, spans: dict[str, tuple[int, int]], selected: Sequen
         hi = lo + page
     children: list = []
     if (lo, hi) != (0, len(lines)):
-        children.append(html.Div(
-            f"lines {lo + 1:,}-{hi:,} of {len(lines):,}; select an op to show its lines", className="mlir-window",
-        ))
+        children.append(
+            html.Div(
+                f"lines {lo + 1:,}-{hi:,} of {len(lines):,}; select an op to show its lines",
+                className="mlir-window",
+            )
+        )
     at = lo  # lines emitted so far
     for first, last in marked:
         if first - 1 < at or last > hi:
@@ -67,7 +70,10 @@ def inspector_children(compilation: Compilation, level: str, op_name: str | None
             ("bytes", ", ".join(f"{k} {v / 1e3:,.1f} KB" for k, v in sorted(record.bytes.items())) or "-"),
             ("cores", str(record.cores)),
             ("bound", record.bound),
-            ("achieved", f"{record.flops / max(record.duration_ns, 1e-9):,.1f} GFLOP/s, {record.pct_peak:.0f}% of peak"),
+            (
+                "achieved",
+                f"{record.flops / max(record.duration_ns, 1e-9):,.1f} GFLOP/s, {record.pct_peak:.0f}% of peak",
+            ),
         ]
         if record.dispatch_wait_ns:
             rows.append(("host wait", f"{record.dispatch_wait_ns / 1e3:,.2f} us before it"))

@@ -79,8 +79,17 @@ class RowOp(NamedTuple):
 def outline(start_us: float, end_us: float, row: int) -> dict:
     """The box around one of the selected op's zones (tilescope.js draws the same)."""
     return dict(
-        type="rect", name=SELECTED, xref="x", yref="y", x0=start_us, x1=end_us, y0=row - 0.45, y1=row + 0.45,
-        line=dict(color="#111827", width=2), fillcolor="rgba(0,0,0,0)", layer="above",
+        type="rect",
+        name=SELECTED,
+        xref="x",
+        yref="y",
+        x0=start_us,
+        x1=end_us,
+        y0=row - 0.45,
+        y1=row + 0.45,
+        line=dict(color="#111827", width=2),
+        fillcolor="rgba(0,0,0,0)",
+        layer="above",
     )
 
 
@@ -93,8 +102,13 @@ COUNTER_PLOTS = {
 
 
 def timeline_figure(
-    zones: Sequence, kinds: Mapping[str, str], selected: str | None, window: tuple[float, float] | None = None,
-    hidden_cores: int = 0, core_zones: int = 0, counters: Mapping[str, Sequence[tuple[float, float]]] | None = None,
+    zones: Sequence,
+    kinds: Mapping[str, str],
+    selected: str | None,
+    window: tuple[float, float] | None = None,
+    hidden_cores: int = 0,
+    core_zones: int = 0,
+    counters: Mapping[str, Sequence[tuple[float, float]]] | None = None,
 ) -> go.Figure:
     """One row per core (each followed by its engines' rows when their zones are given), one bar
     per zone, coloured by op kind; times in us. Bars are WebGL line segments, so tens of
@@ -117,46 +131,98 @@ def timeline_figure(
     labelled = [t for t in tracks if (zone_px - 40) / max(len(tracks), 1) >= MIN_LABEL_PX or "/" not in t]
     height = zone_px + 40 + COUNTER_PX * len(plots)
     fig = make_subplots(
-        rows=1 + len(plots), cols=1, shared_xaxes=True, vertical_spacing=0.025 if plots else 0,
+        rows=1 + len(plots),
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.025 if plots else 0,
         row_heights=[zone_px, *[COUNTER_PX] * len(plots)],
     )
     width = max(2.0, min(12.0, 0.7 * (zone_px - 40) / max(len(tracks), 1)))  # a bar fills ~70% of its row
     for kind in kind_order:
         x, y, ops, names = _segments([z for z in zones if kind_of(z) == kind], row)
-        fig.add_trace(go.Scattergl(
-            x=x, y=y, customdata=ops, text=names, mode="lines", name=plain(kind), connectgaps=False,
-            line=dict(color=colour[kind], width=width),
-            hovertemplate="<b>%{text}</b><br>%{x:.2f} us<extra>" + plain(kind) + "</extra>",
-        ), row=1, col=1)
+        fig.add_trace(
+            go.Scattergl(
+                x=x,
+                y=y,
+                customdata=ops,
+                text=names,
+                mode="lines",
+                name=plain(kind),
+                connectgaps=False,
+                line=dict(color=colour[kind], width=width),
+                hovertemplate="<b>%{text}</b><br>%{x:.2f} us<extra>" + plain(kind) + "</extra>",
+            ),
+            row=1,
+            col=1,
+        )
     for i, name in enumerate(plots, start=2):
         title, unit, label, short = COUNTER_PLOTS[name]
         steps = np.asarray(counters[name], dtype=np.float64).reshape(-1, 2)
-        fig.add_trace(go.Scatter(
-            x=steps[:, 0] / 1e3, y=steps[:, 1] / unit, mode="lines", line_shape="hv",
-            fill="tozeroy", line=dict(color="#2563eb" if name == "l1_bytes" else "#dc2626", width=1),
-            name=title, showlegend=False, hovertemplate="%{x:.2f} us<br>%{y:,.1f} " + label + "<extra>" + title + "</extra>",
-        ), row=i, col=1)
-        fig.update_yaxes(title=dict(text=f"{short} {label}", font=dict(size=10)), rangemode="tozero",
-                         gridcolor="#e4e7eb", row=i, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=steps[:, 0] / 1e3,
+                y=steps[:, 1] / unit,
+                mode="lines",
+                line_shape="hv",
+                fill="tozeroy",
+                line=dict(color="#2563eb" if name == "l1_bytes" else "#dc2626", width=1),
+                name=title,
+                showlegend=False,
+                hovertemplate="%{x:.2f} us<br>%{y:,.1f} " + label + "<extra>" + title + "</extra>",
+            ),
+            row=i,
+            col=1,
+        )
+        fig.update_yaxes(
+            title=dict(text=f"{short} {label}", font=dict(size=10)),
+            rangemode="tozero",
+            gridcolor="#e4e7eb",
+            row=i,
+            col=1,
+        )
     for i in range(1, 2 + len(plots)):
-        fig.update_xaxes(showgrid=True, gridcolor="#e4e7eb", zeroline=False, row=i, col=1,
-                         **({"range": list(window), "autorange": False} if window else {}))
+        fig.update_xaxes(
+            showgrid=True,
+            gridcolor="#e4e7eb",
+            zeroline=False,
+            row=i,
+            col=1,
+            **({"range": list(window), "autorange": False} if window else {}),
+        )
     fig.update_xaxes(title="time (us)", row=1 + len(plots), col=1)
     fig.update_yaxes(
-        tickvals=[row[t] for t in labelled], ticktext=[row_label(t) for t in labelled], tickfont=dict(size=9), fixedrange=True,
-        range=[len(tracks) - 0.5, -0.5], showgrid=False, zeroline=False, row=1, col=1,
+        tickvals=[row[t] for t in labelled],
+        ticktext=[row_label(t) for t in labelled],
+        tickfont=dict(size=9),
+        fixedrange=True,
+        range=[len(tracks) - 0.5, -0.5],
+        showgrid=False,
+        zeroline=False,
+        row=1,
+        col=1,
     )
     fig.update_layout(
         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=None),
-        hovermode="closest", hoverdistance=40, dragmode="zoom",
+        hovermode="closest",
+        hoverdistance=40,
+        dragmode="zoom",
         # outlines are layout shapes, not a trace: moving them (tilescope.js) redraws no WebGL trace
-        shapes=[outline(z.start_ns / 1e3, z.end_ns / 1e3, row[z.track]) for z in zones if selected and z.op == selected],
+        shapes=[
+            outline(z.start_ns / 1e3, z.end_ns / 1e3, row[z.track]) for z in zones if selected and z.op == selected
+        ],
     )
     if hidden_cores:
         fig.add_annotation(
             text=f"{hidden_cores} core rows hidden: {core_zones:,} zones in this window; zoom in to see them",
-            xref="x domain", yref="y domain", x=0, y=0.98, yanchor="top", xanchor="left", showarrow=False,
-            font=dict(size=11, color="#616e7c"), bgcolor="rgba(255,255,255,0.85)",
+            xref="x domain",
+            yref="y domain",
+            x=0,
+            y=0.98,
+            yanchor="top",
+            xanchor="left",
+            showarrow=False,
+            font=dict(size=11, color="#616e7c"),
+            bgcolor="rgba(255,255,255,0.85)",
         )
     fig = base_layout(fig, height)
     fig.update_layout(margin=dict(l=8, r=8, t=30, b=8))
@@ -169,7 +235,11 @@ def zones_drawn(figure: go.Figure) -> int:
 
 
 def aligned_timelines(
-    a: Sequence, b: Sequence, labels: tuple[str, str], kinds: Mapping[str, str], changed: set[str],
+    a: Sequence,
+    b: Sequence,
+    labels: tuple[str, str],
+    kinds: Mapping[str, str],
+    changed: set[str],
 ) -> go.Figure:
     """Two runs' ops (records with name, start_ns, duration_ns) as two rows on one time axis, so
     where B gains or loses time against A shows as the rows drifting apart. Ops an override
@@ -179,23 +249,53 @@ def aligned_timelines(
     fig = go.Figure()
     row = {"a": 0, "b": 1}
     for kind in order:
-        ops = [RowOp(label, r.name, r.start_ns, r.start_ns + r.duration_ns) for label, records in (("a", a), ("b", b))
-               for r in records if kinds.get(r.name, "?") == kind]
+        ops = [
+            RowOp(label, r.name, r.start_ns, r.start_ns + r.duration_ns)
+            for label, records in (("a", a), ("b", b))
+            for r in records
+            if kinds.get(r.name, "?") == kind
+        ]
         x, y, op_names, _ = _segments(ops, row)
         durations = [f"{plain(o.op)}<br>{(o.end_ns - o.start_ns) / 1e3:,.2f} us" for o in ops]
-        fig.add_trace(go.Scattergl(
-            x=x, y=y, text=_vertices(durations, ""), customdata=op_names, mode="lines",
-            name=plain(kind), connectgaps=False, line=dict(color=colour[kind], width=22),
-            hovertemplate="<b>%{text}</b><extra>" + plain(kind) + "</extra>",
-        ))
-    fig.update_layout(shapes=[
-        dict(type="rect", xref="x", yref="y", x0=r.start_ns / 1e3, x1=(r.start_ns + r.duration_ns) / 1e3,
-             y0=row - 0.4, y1=row + 0.4, line=dict(color="#111827", width=2), fillcolor="rgba(0,0,0,0)", layer="above")
-        for row, records in enumerate((a, b)) for r in records if r.name in changed
-    ])
+        fig.add_trace(
+            go.Scattergl(
+                x=x,
+                y=y,
+                text=_vertices(durations, ""),
+                customdata=op_names,
+                mode="lines",
+                name=plain(kind),
+                connectgaps=False,
+                line=dict(color=colour[kind], width=22),
+                hovertemplate="<b>%{text}</b><extra>" + plain(kind) + "</extra>",
+            )
+        )
+    fig.update_layout(
+        shapes=[
+            dict(
+                type="rect",
+                xref="x",
+                yref="y",
+                x0=r.start_ns / 1e3,
+                x1=(r.start_ns + r.duration_ns) / 1e3,
+                y0=row - 0.4,
+                y1=row + 0.4,
+                line=dict(color="#111827", width=2),
+                fillcolor="rgba(0,0,0,0)",
+                layer="above",
+            )
+            for row, records in enumerate((a, b))
+            for r in records
+            if r.name in changed
+        ]
+    )
     fig.update_xaxes(title="time (us)", showgrid=True, gridcolor="#e4e7eb", zeroline=False)
-    fig.update_yaxes(tickvals=[0, 1], ticktext=list(labels), range=[1.6, -0.6], fixedrange=True, showgrid=False, zeroline=False)
-    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=None), hovermode="closest", dragmode="zoom")
+    fig.update_yaxes(
+        tickvals=[0, 1], ticktext=list(labels), range=[1.6, -0.6], fixedrange=True, showgrid=False, zeroline=False
+    )
+    fig.update_layout(
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=None), hovermode="closest", dragmode="zoom"
+    )
     fig = base_layout(fig, 170)
     fig.update_layout(margin=dict(l=8, r=8, t=30, b=8))
     return fig

@@ -39,8 +39,12 @@ def parse(search: str | None) -> ViewState:
     diff = tuple(i for i in (_int(v) for v in query.get("diff", "").split(",")) if i is not None)
     level = query.get("level")
     return ViewState(
-        model=query.get("model"), target=query.get("target"), policy=query.get("policy"),
-        level=level if level in LEVELS else None, run=_int(query.get("run")), op=query.get("op"),
+        model=query.get("model"),
+        target=query.get("target"),
+        policy=query.get("policy"),
+        level=level if level in LEVELS else None,
+        run=_int(query.get("run")),
+        op=query.get("op"),
         diff=diff if len(diff) == 2 else (),
     )
 

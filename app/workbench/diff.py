@@ -28,7 +28,8 @@ def compare(session: Session, a: int, b: int) -> dict:
         x, y = asked_a.get(op["name"], {}), asked_b.get(op["name"], {})
         added = [
             {"param": param, "a": x.get(param, DEFAULT), "b": y.get(param, DEFAULT), "operand": None, "result": None}
-            for param in KERNEL_PARAMS if x.get(param) != y.get(param)
+            for param in KERNEL_PARAMS
+            if x.get(param) != y.get(param)
         ]
         if added:
             inputs = next((i for i, c in enumerate(op["changes"]) if c["operand"] is not None), len(op["changes"]))

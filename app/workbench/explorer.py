@@ -43,6 +43,7 @@ from .runs import compile_cached, execute, target_of
 @dataclass(frozen=True)
 class OpMetric:
     """What the graph can be coloured by, for one op of a run."""
+
     duration_ns: float
     bound: str
     pct_peak: float
@@ -83,7 +84,9 @@ class Explorer:
         files = self.access.files() if self.access else []
         return list(dict.fromkeys(([extra] if extra else []) + zoo.names() + example_names() + files + stored))
 
-    def upload(self, filename: str, contents: str, target: str, policy: str = DEFAULT_POLICY, on_stage=NO_STAGES) -> str:
+    def upload(
+        self, filename: str, contents: str, target: str, policy: str = DEFAULT_POLICY, on_stage=NO_STAGES
+    ) -> str:
         """Store an uploaded MLIR file (a data: URL's base64 body, as dcc.Upload gives it) as a
         model with a compiled, simulated baseline run; returns its model reference. Bad files
         raise TilescopeError with one line naming the cause."""
@@ -111,7 +114,12 @@ class Explorer:
             return queries.newest_run_id(session, model_ref, target)
 
     def ensure_run(
-        self, model_ref: str, target: str, policy: str = DEFAULT_POLICY, source_text: str | None = None, on_stage=NO_STAGES,
+        self,
+        model_ref: str,
+        target: str,
+        policy: str = DEFAULT_POLICY,
+        source_text: str | None = None,
+        on_stage=NO_STAGES,
     ) -> int:
         """The newest run of a model on a target under a policy, compiling and simulating one if
         there is none: from `source_text`, else the text stored with the model's runs (an upload,
@@ -130,9 +138,17 @@ class Explorer:
             if source_text is None:
                 source_text = self.access.source(model_ref)
             target_source = self.access.target_source(target, self._stored_target)
-            return self.access.compile_new(self.sessions, model_ref, target, policy, source_text, target_source, on_stage)
+            return self.access.compile_new(
+                self.sessions, model_ref, target, policy, source_text, target_source, on_stage
+            )
         result = execute(
-            self.sessions, model_ref, target, label="baseline", policy=policy, keep_going=True, source_text=source_text,
+            self.sessions,
+            model_ref,
+            target,
+            label="baseline",
+            policy=policy,
+            keep_going=True,
+            source_text=source_text,
             on_stage=on_stage,
         )
         assert result.run_id is not None
@@ -162,7 +178,12 @@ class Explorer:
 
     def compilation(self, run: Run) -> Compilation:
         compilation, _ = compile_cached(
-            run.model_ref, target_of(run), tuple(run.overrides), run.model.source_text, run.policy, run.l1_usage_cap,
+            run.model_ref,
+            target_of(run),
+            tuple(run.overrides),
+            run.model.source_text,
+            run.policy,
+            run.l1_usage_cap,
             run.target.description or None,
         )
         return compilation
@@ -184,7 +205,10 @@ class Explorer:
         placed = {op.name: layout.tensors[op.outputs[0]].layout for op in layout.ops if op.outputs}
         return {
             r.name: OpMetric(
-                r.duration_ns, r.bound, r.pct_peak, placed[r.name].memory if placed.get(r.name) else None,
+                r.duration_ns,
+                r.bound,
+                r.pct_peak,
+                placed[r.name].memory if placed.get(r.name) else None,
                 r.duration_ns - base[r.name] if r.name in base else None,
             )
             for r in records
@@ -220,11 +244,17 @@ class Explorer:
             if record is None:
                 return []
             # the op's own time window bounds the scan; the device row is not a core
-            zones = queries.zones(session, run_id, record.start_ns, record.start_ns + record.duration_ns, depth=0, op=op)
+            zones = queries.zones(
+                session, run_id, record.start_ns, record.start_ns + record.duration_ns, depth=0, op=op
+            )
             return [z.end_ns - z.start_ns for z in zones if z.track.startswith("core ")]
 
     def timeline(
-        self, run_id: int, window: tuple[float, float] | None = None, pixels: int = 1600, engines: bool = False,
+        self,
+        run_id: int,
+        window: tuple[float, float] | None = None,
+        pixels: int = 1600,
+        engines: bool = False,
     ) -> TimelineView:
         """The timeline over `window` (ns; default the whole run): a device row of the ops, then
         one row per core at the level of detail of `pixels` across (short zones come merged into
@@ -238,15 +268,20 @@ class Explorer:
             # every op on the device row, unless there are more than a figure draws quickly: then
             # the ops shorter than a pixel are merged, as on the core rows
             device = queries.merged(
-                DEVICE_ROW, [r.name for r in records], [r.start_ns for r in records],
-                [r.start_ns + r.duration_ns for r in records], (t1 - t0) / pixels if len(records) > CORE_ZONE_BUDGET else 0.0,
+                DEVICE_ROW,
+                [r.name for r in records],
+                [r.start_ns for r in records],
+                [r.start_ns + r.duration_ns for r in records],
+                (t1 - t0) / pixels if len(records) > CORE_ZONE_BUDGET else 0.0,
             )
             tracks = [t for t in run.tracks if t.startswith("core ") and (engines or "/" not in t)]
             cores = sum(1 for t in tracks if "/" not in t)
             core_zones = sum(r.cores for r in records) * (1 + len(ENGINES) if engines else 1)
             if core_zones > CORE_ZONE_BUDGET:
                 return TimelineView(device, cores, core_zones)
-            return TimelineView(device + queries.timeline_window(session, run_id, t0, t1, (t1 - t0) / pixels, tracks), 0, core_zones)
+            return TimelineView(
+                device + queries.timeline_window(session, run_id, t0, t1, (t1 - t0) / pixels, tracks), 0, core_zones
+            )
 
     def counters(self, run_id: int) -> dict[str, list[tuple[float, float]]]:
         """The timeline's counter plots: L1 in use on the fullest core, and each shared memory's
@@ -287,10 +322,16 @@ class Explorer:
                 moved, memory = record.bytes.get(local.name, 0.0), local.name
             if record.flops <= 0 or moved <= 0 or record.duration_ns <= 0:
                 continue  # data movement only: no point on a roofline
-            points.append({
-                "name": record.name, "kind": record.kind, "bound": record.bound, "memory": memory,
-                "intensity": record.flops / moved, "achieved": record.flops / (record.duration_ns * 1e-9),
-            })
+            points.append(
+                {
+                    "name": record.name,
+                    "kind": record.kind,
+                    "bound": record.bound,
+                    "memory": memory,
+                    "intensity": record.flops / moved,
+                    "achieved": record.flops / (record.duration_ns * 1e-9),
+                }
+            )
         roofs = {dram.name: dram.bytes_per_s, local.name: local.bytes_per_s * target.cores}
         return points, roofs, target.peak_flops("bf16")
 
@@ -308,11 +349,17 @@ class Explorer:
             return view
         op = max(placed, key=lambda o: o.meta["l1_bytes"])
         per_core = op.meta.get("l1_live_per_core")
-        core = tuple(int(i) for i in np.unravel_index(int(per_core.argmax()), per_core.shape)) if per_core is not None else (0, 0)
+        core = (
+            tuple(int(i) for i in np.unravel_index(int(per_core.argmax()), per_core.shape))
+            if per_core is not None
+            else (0, 0)
+        )
         work = op.meta.get("kernel")
         group = next((g for g in work.groups if core in g.cores), work.groups[0]) if work and work.groups else None
         view["peak"] = {
-            "op": op.name, "core": core, "bytes": op.meta["l1_bytes"],
+            "op": op.name,
+            "core": core,
+            "bytes": op.meta["l1_bytes"],
             "tensors": l1_live_at(kernel, target, op.name, core),
             "cbs": [(f"{cb.name} ({cb.tensor})", cb.bytes, cb.pages) for cb in group.cbs] if group else [],
         }
@@ -337,16 +384,26 @@ class Explorer:
     def apply_override(self, run_id: int, override: OpOverride) -> tuple[int | None, list[dict]]:
         return self.apply_overrides(run_id, [override])
 
-    def apply_overrides(self, run_id: int, overrides: Sequence[OpOverride], on_stage=NO_STAGES) -> tuple[int | None, list[dict]]:
+    def apply_overrides(
+        self, run_id: int, overrides: Sequence[OpOverride], on_stage=NO_STAGES
+    ) -> tuple[int | None, list[dict]]:
         """Re-run `run_id` with `overrides`, each replacing any earlier override of the same op
         (and operand or result).
 
         Returns the new run id (None when nothing was stored) and every override's outcome."""
         parent = self.run(run_id)
         result = execute(
-            self.sessions, parent.model_ref, target_of(parent), _combined(parent, overrides),
-            label=", ".join(format_item(o) for o in overrides), parent_id=parent.id, dispatch=parent.dispatch, policy=parent.policy,
-            l1_usage_cap=parent.l1_usage_cap, source_text=parent.model.source_text, target_source=parent.target.description or None,
+            self.sessions,
+            parent.model_ref,
+            target_of(parent),
+            _combined(parent, overrides),
+            label=", ".join(format_item(o) for o in overrides),
+            parent_id=parent.id,
+            dispatch=parent.dispatch,
+            policy=parent.policy,
+            l1_usage_cap=parent.l1_usage_cap,
+            source_text=parent.model.source_text,
+            target_source=parent.target.description or None,
             on_stage=on_stage,
         )
         return result.run_id, [o.as_dict() for o in result.compilation.override_outcomes]
@@ -395,8 +452,18 @@ _BLOCK = re.compile(r"\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)\s*")
 
 
 def form_override(
-    op: str, memory, memory_layout, rows, cols, layout, dtype, fidelity=None, applies_to=OUTPUT, tile=DEFAULT_CHOICE,
-    block=None, double_buffer=DEFAULT_CHOICE,
+    op: str,
+    memory,
+    memory_layout,
+    rows,
+    cols,
+    layout,
+    dtype,
+    fidelity=None,
+    applies_to=OUTPUT,
+    tile=DEFAULT_CHOICE,
+    block=None,
+    double_buffer=DEFAULT_CHOICE,
 ) -> OpOverride:
     """The override the form describes; every layout field is set, so it states the layout in full;
     the math fidelity, tile, matmul blocking and double buffering only when chosen. It is checked
@@ -412,7 +479,12 @@ def form_override(
             raise TilescopeError(f"block {block!r}: expected M x N x K tiles per core, e.g. 4x4x2")
         blocking = tuple(int(v) for v in found.groups())
     ov = OpOverride(
-        op, (int(rows), int(cols)), memory, memory_layout, layout, dtype,
+        op,
+        (int(rows), int(cols)),
+        memory,
+        memory_layout,
+        layout,
+        dtype,
         None if fidelity in (None, DEFAULT_FIDELITY_CHOICE) else fidelity,
         block=blocking,
         double_buffer=DOUBLE_BUFFER_CHOICES.get(double_buffer or DEFAULT_CHOICE),
@@ -472,7 +544,9 @@ def _uploaded(filename: str, contents: str, limit: int, what: str) -> bytes:
     """The bytes of a data: URL as dcc.Upload gives them; refused past `limit` before decoding."""
     body = (contents or "").partition(",")[2]
     if len(body) > (limit + 2) // 3 * 4:  # base64 of `limit` bytes
-        raise TilescopeError(f"{filename}: {len(body) * 3 / 4 / 2**20:,.1f} MiB is over the {limit // 2**20} MiB {what} limit")
+        raise TilescopeError(
+            f"{filename}: {len(body) * 3 / 4 / 2**20:,.1f} MiB is over the {limit // 2**20} MiB {what} limit"
+        )
     try:
         return base64.b64decode(body, validate=True)
     except (binascii.Error, ValueError):
@@ -539,8 +613,19 @@ def form_values(compilation: Compilation, op_name: str | None) -> tuple:
     current = layout_graph.tensors[op.outputs[0]].layout
     rows, cols = op.attrs.get("grid", (1, 1))
     fidelity = op.attrs.get("math_fidelity", DEFAULT_FIDELITY_CHOICE)
-    return (current.memory, current.memory_layout, rows, cols, current.layout, current.dtype, fidelity,
-            OUTPUT, DEFAULT_CHOICE, "", DEFAULT_CHOICE)
+    return (
+        current.memory,
+        current.memory_layout,
+        rows,
+        cols,
+        current.layout,
+        current.dtype,
+        fidelity,
+        OUTPUT,
+        DEFAULT_CHOICE,
+        "",
+        DEFAULT_CHOICE,
+    )
 
 
 def applies_to_choices(compilation: Compilation, op_name: str | None) -> list[str]:

@@ -74,7 +74,7 @@ class ScopeTree:
         """Node ids directly under `group` (None: the top), in graph order."""
         seen: dict[str, None] = {}
         depth = 0 if group is None else self.ancestors[self.members[group][0]].index(group) + 1
-        for name in (self.order if group is None else self.members[group]):
+        for name in self.order if group is None else self.members[group]:
             chain = self.ancestors[name]
             seen[chain[depth] if len(chain) > depth else name] = None
         return list(seen)
@@ -85,7 +85,7 @@ class ScopeTree:
         scope = group.removeprefix(GROUP)
         parent = self.parent.get(group)
         outer = parent.removeprefix(GROUP) if parent else ""
-        rel = scope[len(outer) + 1:] if outer and scope.startswith(outer + ".") else scope
+        rel = scope[len(outer) + 1 :] if outer and scope.startswith(outer + ".") else scope
         if rel.isdigit():
             words = scope.split(".")
             rel = ".".join(words[-2:])
@@ -98,7 +98,7 @@ class ScopeTree:
         scope = chain[-1].removeprefix(GROUP) if chain else ""
         if not scope or not name.startswith(scope + "."):
             return name
-        rel = name[len(scope) + 1:]
+        rel = name[len(scope) + 1 :]
         return ".".join(name.split(".")[-2:]) if rel.isdigit() else rel
 
     def ancestors_of(self, name: str) -> tuple[str, ...]:

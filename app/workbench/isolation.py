@@ -31,7 +31,9 @@ def run_isolated(work: Callable[[], T], what: str, memory_bytes: int, seconds: f
     """`work()` in a child process; its TilescopeError comes back as one, and so, in one line
     naming `what`, does running out of memory or time, or a crash."""
     if not _children.acquire(blocking=False):  # waiting would hold the request's thread
-        raise TilescopeError(f"{what}: this server is compiling {CHILDREN_AT_ONCE} models already; try again in a moment")
+        raise TilescopeError(
+            f"{what}: this server is compiling {CHILDREN_AT_ONCE} models already; try again in a moment"
+        )
     try:
         read_end, write_end = os.pipe()
         pid = os.fork()
@@ -49,8 +51,10 @@ def run_isolated(work: Callable[[], T], what: str, memory_bytes: int, seconds: f
     if late:
         raise TilescopeError(f"{what}: took longer than this server's limit of {seconds:.0f} s")
     if message is None:
-        raise TilescopeError(f"{what}: the compiler crashed ({_ended(status)}); "
-                             f"it may have needed more than this server's {memory_bytes / 2**30:.0f} GiB")
+        raise TilescopeError(
+            f"{what}: the compiler crashed ({_ended(status)}); "
+            f"it may have needed more than this server's {memory_bytes / 2**30:.0f} GiB"
+        )
     kind, value = message
     if kind == "ok":
         return value

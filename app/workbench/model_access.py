@@ -108,12 +108,20 @@ class ModelAccess:
         description = stored(target)
         if description:
             return description
-        raise NotAllowed(f"{target}: not an allowed target; this server has {', '.join(builtin_names())} "
-                         "and the targets of runs stored in its database")
+        raise NotAllowed(
+            f"{target}: not an allowed target; this server has {', '.join(builtin_names())} "
+            "and the targets of runs stored in its database"
+        )
 
     def compile_new(
-        self, sessions: sessionmaker[Session], model_ref: str, target: str, policy: str, source_text: str | None,
-        target_source: str | None, on_stage: Callable[[str], None],
+        self,
+        sessions: sessionmaker[Session],
+        model_ref: str,
+        target: str,
+        policy: str,
+        source_text: str | None,
+        target_source: str | None,
+        on_stage: Callable[[str], None],
     ) -> int:
         """Compile, simulate and store a model's first run in a child process; returns the run id."""
 
@@ -128,8 +136,15 @@ class ModelAccess:
                     "(tilescope serve --max-ops; the command line has none)"
                 )
             result = execute(
-                sessions, model_ref, target, label="baseline", policy=policy, keep_going=True,
-                source_text=text, target_source=target_source, on_stage=on_stage,
+                sessions,
+                model_ref,
+                target,
+                label="baseline",
+                policy=policy,
+                keep_going=True,
+                source_text=text,
+                target_source=target_source,
+                on_stage=on_stage,
             )
             assert result.run_id is not None
             return result.run_id

@@ -143,8 +143,16 @@ def execute(
     if result.rejected and not keep_going:
         return result
     new = new_run(
-        compilation, sim, model_ref, target, target_source,
-        policy=policy, l1_usage_cap=l1_usage_cap, overrides=list(items), label=label, parent_id=parent_id,
+        compilation,
+        sim,
+        model_ref,
+        target,
+        target_source,
+        policy=policy,
+        l1_usage_cap=l1_usage_cap,
+        overrides=list(items),
+        label=label,
+        parent_id=parent_id,
     )
     on_stage("storing the run")
     with sessions() as session:
@@ -152,7 +160,9 @@ def execute(
     return result
 
 
-def new_run(compilation: Compilation, sim: SimResult, model_ref: str, target_ref: str, target_source: str, **run) -> NewRun:
+def new_run(
+    compilation: Compilation, sim: SimResult, model_ref: str, target_ref: str, target_source: str, **run
+) -> NewRun:
     """What perfdb stores of a compiled, simulated run."""
     model = compilation.model
     return NewRun(

@@ -76,8 +76,13 @@ class InsertToLayout:
                 # runs on the consumer's cores; at the graph level it is part of the consumer
                 ops.append(
                     Op(
-                        converted, "to_layout", [name], [converted], {"grid": op.attrs["grid"]},
-                        source=op.source[:1], meta={"operand_of": (op.name, i)},
+                        converted,
+                        "to_layout",
+                        [name],
+                        [converted],
+                        {"grid": op.attrs["grid"]},
+                        source=op.source[:1],
+                        meta={"operand_of": (op.name, i)},
                     )
                 )
                 op.inputs[i] = converted

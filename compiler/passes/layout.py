@@ -65,7 +65,9 @@ def l1_layout_for(tensor: Tensor, grid: tuple[int, int], memory: str, tile: tupl
             if even_shards(tensor, candidate, grid, tile):
                 memory_layout = candidate
                 break
-    return Layout(memory=memory, memory_layout=memory_layout, grid=grid, dtype=tensor.layout.dtype, layout="tile", tile=tile)
+    return Layout(
+        memory=memory, memory_layout=memory_layout, grid=grid, dtype=tensor.layout.dtype, layout="tile", tile=tile
+    )
 
 
 @dataclass(frozen=True)
@@ -143,13 +145,18 @@ class AssignLayouts:
             need += pm * pn * tile_bytes((ov.dtype or out.layout.dtype), tile)
             capacity = self.target.core_memory.capacity_bytes
             if need > capacity:
-                return f"block {pm}x{pn}x{kb} needs {need / 1024:.0f} KiB of circular buffers per core, {capacity / 1024:.0f} KiB available"
+                return (
+                    f"block {pm}x{pn}x{kb} needs {need / 1024:.0f} KiB of circular buffers per core, "
+                    f"{capacity / 1024:.0f} KiB available"
+                )
         if ov.subblock is not None:
             h, w = ov.subblock
             if h * w > MAX_SUBBLOCK_TILES:
                 return f"subblock {h}x{w} holds {h * w} tiles; the destination registers hold {MAX_SUBBLOCK_TILES}"
             if pm % h or pn % w:
-                return f"subblock {h}x{w} does not divide the {pm}x{pn} block; would: h {_divisors(pm)}, w {_divisors(pn)}"
+                return (
+                    f"subblock {h}x{w} does not divide the {pm}x{pn} block; would: h {_divisors(pm)}, w {_divisors(pn)}"
+                )
         return ""
 
     def _check_tile(self, ov: OpOverride) -> str:
@@ -234,9 +241,7 @@ class AssignLayouts:
         if ov.grid is not None:
             rows, cols = ov.grid
             if rows < 1 or cols < 1 or rows > target.grid[0] or cols > target.grid[1]:
-                return rejected(
-                    f"grid {rows}x{cols} outside {target.name}'s {target.grid[0]}x{target.grid[1]} grid"
-                )
+                return rejected(f"grid {rows}x{cols} outside {target.name}'s {target.grid[0]}x{target.grid[1]} grid")
         if ov.memory_layout is not None and ov.memory_layout not in MEMORY_LAYOUTS:
             return rejected(f"memory layout {ov.memory_layout!r} unknown")
         if ov.layout is not None and ov.layout not in TENSOR_LAYOUTS:

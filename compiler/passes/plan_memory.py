@@ -27,6 +27,7 @@ from ..target import Target
 from ..override import REJECTED, OverrideOutcome
 from ..tiles import shard_bytes, tile_bytes
 
+
 @dataclass(frozen=True)
 class PlanMemory:
     name = "plan-memory"
@@ -49,7 +50,10 @@ class PlanMemory:
         of its inputs and outputs), so a placed tensor never leaves an op without buffers."""
         return max(
             (
-                sum(2 * tile_bytes(graph.tensors[t].layout.dtype, graph.tensors[t].layout.tile) for t in op.inputs + op.outputs)
+                sum(
+                    2 * tile_bytes(graph.tensors[t].layout.dtype, graph.tensors[t].layout.tile)
+                    for t in op.inputs + op.outputs
+                )
                 for op in graph.ops
             ),
             default=0.0,
@@ -78,9 +82,9 @@ class PlanMemory:
                     f"{allocator.capacity / 1024:.0f} KiB left beside circular buffers"
                 )
                 if not self._reject_override(outcomes, producer.get(tensor.name), reason):
+                    at = "" if op_name == tensor.name else f" at {op_name}"  # a tensor takes its producer's name
                     diagnostics.append(
-                        # a tensor takes its producer's name: "at" only when placed elsewhere
-                        f"{tensor.name} kept in {self.target.dram.name}{'' if op_name == tensor.name else f' at {op_name}'}: "
+                        f"{tensor.name} kept in {self.target.dram.name}{at}: "
                         f"needs {need / 1024:.1f} KiB "
                         f"of L1 per core, largest free range {allocator.largest_free() / 1024:.1f} KiB"
                     )
@@ -118,13 +122,18 @@ class PlanMemory:
             if fullest > top[0]:
                 r, c = (int(i) for i in np.unravel_index(int(usage.argmax()), usage.shape))
                 on_core = [
-                    (t.name, self._bytes(t), t.layout.address) for t in live.values()
+                    (t.name, self._bytes(t), t.layout.address)
+                    for t in live.values()
                     if self._cores_of(t)[0].stop > r and self._cores_of(t)[1].stop > c
                 ]
                 top = (fullest, (r, c), op.name, sorted(on_core, key=lambda t: t[2]))
             release(i)
         graph.meta["l1_peak"] = {
-            "bytes": top[0], "core": top[1], "op": top[2], "capacity": memory.capacity_bytes, "tensors": top[3],
+            "bytes": top[0],
+            "core": top[1],
+            "op": top[2],
+            "capacity": memory.capacity_bytes,
+            "tensors": top[3],
         }
         graph.meta["l1_per_core"] = {
             f"{r},{c}": float(peak[r, c]) for r in range(peak.shape[0]) for c in range(peak.shape[1])
@@ -180,7 +189,9 @@ class CheckL1:
         return graph
 
 
-def l1_live_at(graph: Graph, target: Target, op_name: str, core: tuple[int, int]) -> list[tuple[str, float, int | None]]:
+def l1_live_at(
+    graph: Graph, target: Target, op_name: str, core: tuple[int, int]
+) -> list[tuple[str, float, int | None]]:
     """The tensors in a core's own memory on `core` while `op_name` runs, as the planner placed
     them: (name, bytes on that core, address), by address. For the memory view's "what makes the
     peak"; a planned graph (the layout or kernel level) is expected."""

@@ -173,7 +173,9 @@ class SplitKernels:
                 share[core] = (_clamp(mt - i * bm, bm), nt, True, i == 0)
 
         cycles_per_tile = self.target.tile_cycles(compute_dtype, fidelity, rows=tile[0])
-        fused_cycles = self._vector_cycles(1, sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ())), tile)
+        fused_cycles = self._vector_cycles(
+            1, sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ())), tile
+        )
         a_tile, b_tile, out_tile = (tile_bytes(t.layout.dtype, t.layout.tile) for t in (a, b, out))
         extra_tiles = [tile_bytes(graph.tensors[t].layout.dtype, graph.tensors[t].layout.tile) for t in op.inputs[2:]]
         copies = 2 if op.attrs.get("double_buffer", True) else 1
@@ -220,14 +222,15 @@ class SplitKernels:
             cbs = (
                 CircularBuffer("in0", a.name, copies * pm * kb, copies * pm * kb * a_tile),
                 CircularBuffer("in1", b.name, copies * kb * pn, copies * kb * pn * b_tile),
-                *(CircularBuffer(f"in{i + 2}", t, pn, pn * size) for i, (t, size) in enumerate(zip(op.inputs[2:], extra_tiles))),
+                *(
+                    CircularBuffer(f"in{i + 2}", t, pn, pn * size)
+                    for i, (t, size) in enumerate(zip(op.inputs[2:], extra_tiles))
+                ),
                 CircularBuffer("out", out.name, pm * pn, pm * pn * out_tile),
             )
             if key == widest:  # the op's blocking as most of its cores run it
                 blocking = (bm, bn, kb)
-            result.append(
-                CoreWork(tuple(members), reads, compute, writes, passes * (kt // kb), cbs, copies == 2)
-            )
+            result.append(CoreWork(tuple(members), reads, compute, writes, passes * (kt // kb), cbs, copies == 2))
         return Kernel(grid, tuple(result), program, blocking, op.attrs.get("subblock"))
 
     def _extra_reads(self, graph: Graph, op: Op, n: int, nt: int, grid) -> tuple[Transfer, ...]:
@@ -265,7 +268,9 @@ class SplitKernels:
             n = _clamp(total - i * per_core, per_core)
             if n:
                 counts[n].append(core)
-        passes = cls.flops_per_element + sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ()))
+        passes = cls.flops_per_element + sum(
+            opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ())
+        )
         engine = "vector" if cls.engine == "vector" else "data"
         page_bytes = sum(tile_bytes(t.layout.dtype, t.layout.tile) for t in ins + outs)
         tile = outs[0].layout.tile if outs else self.target.tile
@@ -279,22 +284,31 @@ class SplitKernels:
             while block > 1 and copies * block * page_bytes > budget:
                 block //= 2
 
-            def tiles_of(t: Tensor) -> int:
+            def tiles_of(t: Tensor, frac: float = frac) -> int:
                 if t.name == looked_up:  # the rows gathered: as many tiles as the output's share
                     return max(1, round(num_tiles(outs[0].shape, outs[0].layout.tile) * frac))
                 return max(1, round(num_tiles(t.shape, t.layout.tile) * frac))
 
-            reads = tuple(m for t in ins for m in self._moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, t.layout.tile), grid))
-            writes = tuple(m for t in outs for m in self._moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, t.layout.tile), grid))
+            reads = tuple(
+                m for t in ins for m in self._moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, t.layout.tile), grid)
+            )
+            writes = tuple(
+                m for t in outs for m in self._moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, t.layout.tile), grid)
+            )
             cycles = self._vector_cycles(n, max(1.0, passes), tile) if engine == "vector" else 0.0
             cbs = tuple(
                 CircularBuffer(
-                    f"in{i}" if i < len(ins) else "out", t.name, copies * block, copies * block * tile_bytes(t.layout.dtype, t.layout.tile)
+                    f"in{i}" if i < len(ins) else "out",
+                    t.name,
+                    copies * block,
+                    copies * block * tile_bytes(t.layout.dtype, t.layout.tile),
                 )
                 for i, t in enumerate(ins + outs)
             )
             work.append(
-                CoreWork(tuple(members), reads, Compute(engine, n, cycles), writes, ceil_div(n, block), cbs, copies == 2)
+                CoreWork(
+                    tuple(members), reads, Compute(engine, n, cycles), writes, ceil_div(n, block), cbs, copies == 2
+                )
             )
         return Kernel(grid, tuple(work), "eltwise" if engine == "vector" else "data_movement")
 

@@ -33,8 +33,18 @@ from .transformers import bert_base, llama_3_2_1b
 PREFIX = "zoo:"
 
 __all__ = [
-    "PREFIX", "MlirBuilder", "bert_base", "generate", "is_zoo", "llama_3_2_1b", "matmul", "mlp", "names", "op_count",
-    "resnet50", "resnet_stages",
+    "PREFIX",
+    "MlirBuilder",
+    "bert_base",
+    "generate",
+    "is_zoo",
+    "llama_3_2_1b",
+    "matmul",
+    "mlp",
+    "names",
+    "op_count",
+    "resnet50",
+    "resnet_stages",
 ]
 
 

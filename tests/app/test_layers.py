@@ -25,10 +25,13 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("layer, forbidden", [
-    ("workbench", ("dash", "plotly", "app.web", "app.cli")),
-    ("web", ("app.cli",)),
-])
+@pytest.mark.parametrize(
+    "layer, forbidden",
+    [
+        ("workbench", ("dash", "plotly", "app.web", "app.cli")),
+        ("web", ("app.cli",)),
+    ],
+)
 def test_a_layer_imports_nothing_above_it(layer, forbidden):
     for path in sorted((APP / layer).rglob("*.py")):
         above = sorted(m for m in _imports(path) if m.split(".")[0] in forbidden or m.startswith(forbidden))
@@ -37,5 +40,8 @@ def test_a_layer_imports_nothing_above_it(layer, forbidden):
 
 def test_app_holds_only_its_layers():
     assert sorted(p.name for p in APP.iterdir() if p.suffix == ".py" or (p.is_dir() and p.name != "__pycache__")) == [
-        "__init__.py", "cli", "web", "workbench",
+        "__init__.py",
+        "cli",
+        "web",
+        "workbench",
     ]

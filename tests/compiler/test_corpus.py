@@ -24,7 +24,13 @@ CORPUS_OPS = {  # file -> ops in the entry function (counted with grep on '= "tt
     "gather_op.mlir": 1,
     "sdy_autoencoder_linear.mlir": 97,
 }
-ZOO = ["zoo:mlp", "zoo:bert-base?layers=2", "zoo:llama-3.2-1b?layers=2", "zoo:llama-3.2-1b?mode=decode&layers=2", "zoo:resnet50"]
+ZOO = [
+    "zoo:mlp",
+    "zoo:bert-base?layers=2",
+    "zoo:llama-3.2-1b?layers=2",
+    "zoo:llama-3.2-1b?mode=decode&layers=2",
+    "zoo:resnet50",
+]
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +69,17 @@ def test_llama_attention_facts(compiled):
     graph = c.model.graph
     kinds = Counter(op.kind.removeprefix("ttir.") for op in graph.ops)
     assert kinds == {
-        "transpose": 16, "matmul": 11, "multiply": 7, "unsqueeze": 6, "squeeze": 5, "reshape": 4,
-        "concat": 3, "add": 3, "cos": 1, "sin": 1, "softmax": 1,
+        "transpose": 16,
+        "matmul": 11,
+        "multiply": 7,
+        "unsqueeze": 6,
+        "squeeze": 5,
+        "reshape": 4,
+        "concat": 3,
+        "add": 3,
+        "cos": 1,
+        "sin": 1,
+        "softmax": 1,
     }
     # the only function is the entry even though it is named neither main nor forward
     assert graph.inputs == [f"arg{i}" for i in range(15)]
@@ -83,7 +98,11 @@ def test_resnet50_facts(compiled):
     graph = c.model.graph
     kinds = Counter(op.kind.removeprefix("ttir.") for op in graph.ops)
     assert (kinds["reshape"], kinds["permute"], kinds["conv2d"], kinds["batch_norm_inference"], kinds["maximum"]) == (
-        429, 56, 53, 53, 49,
+        429,
+        56,
+        53,
+        53,
+        49,
     )
     pool = graph.op("max_pool2d_0")
     assert pool.attrs["kernel"] == "array<i32: 3, 3>" and pool.attrs["stride"] == "array<i32: 2, 2>"

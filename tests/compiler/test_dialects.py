@@ -41,8 +41,12 @@ def test_linalg_tensor_arith(wormhole):
     graph = c.levels["graph"]
     kinds = {op.name: op.kind for op in graph.ops}
     assert kinds == {
-        "constant_0": "constant", "fill_0": "constant", "matmul_0": "matmul", "generic_0": "opaque",
-        "collapse_shape_0": "reshape", "expand_shape_0": "reshape",
+        "constant_0": "constant",
+        "fill_0": "constant",
+        "matmul_0": "matmul",
+        "generic_0": "opaque",
+        "collapse_shape_0": "reshape",
+        "expand_shape_0": "reshape",
     }
     assert opset.gemm_dims(graph, graph.op("matmul_0")) == (128, 256, 512)
     # tensor.empty only gave destinations: gone; the fill of a constant is computed at compile time

@@ -65,7 +65,13 @@ def flipped_bytes(draw) -> bytes:
 
 
 _CLOSERS = {
-    "[": "]", "{": "}", "(": ")", "<": ">", "tuple<": ">", '"t.r"() ({\n': "}) : () -> ()\n", "module {\n": "}\n",
+    "[": "]",
+    "{": "}",
+    "(": ")",
+    "<": ">",
+    "tuple<": ">",
+    '"t.r"() ({\n': "}) : () -> ()\n",
+    "module {\n": "}\n",
 }
 
 
@@ -122,10 +128,31 @@ def unknown_dialects(draw) -> str:
 _LOC_TEXT = st.one_of(
     st.text(max_size=40),
     st.lists(
-        st.sampled_from([
-            r"\00", r"\0A", r"\09", r"\7F", r"\FF", r"\C3\A9", r"\C3", r"\"", "\\\\", "\\", '"',
-            "\t", "\ud800", "\u2028", "\x85", ".", "#", ":", "é", "a", "a.b",
-        ]),
+        st.sampled_from(
+            [
+                r"\00",
+                r"\0A",
+                r"\09",
+                r"\7F",
+                r"\FF",
+                r"\C3\A9",
+                r"\C3",
+                r"\"",
+                "\\\\",
+                "\\",
+                '"',
+                "\t",
+                "\ud800",
+                "\u2028",
+                "\x85",
+                ".",
+                "#",
+                ":",
+                "é",
+                "a",
+                "a.b",
+            ]
+        ),
         max_size=20,
     ).map("".join),
     st.integers(1, 5000).map(lambda n: "a." * n),

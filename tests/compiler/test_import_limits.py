@@ -27,7 +27,8 @@ def _func(body: str, args: str = "%a: tensor<32x32xf32>", ret: str = "tensor<32x
 def _relu(loc: str = "", attrs: str = "", ty: str = "tensor<32x32xf32>") -> str:
     return _func(
         f'  %0 = "ttir.relu"(%a) {attrs}: ({ty}) -> {ty}{" loc(" + loc + ")" if loc else ""}\n  return %0 : {ty}',
-        args=f"%a: {ty}", ret=ty,
+        args=f"%a: {ty}",
+        ret=ty,
     )
 
 
@@ -201,8 +202,10 @@ def test_functions_are_found_in_modules_nested_past_the_recursion_limit():
         # \FF escapes are bytes that are not UTF-8: reading such a loc or op name aborted the process
         (_relu(loc=r'"a\FFb"'), "t.mlir:2:71: string escapes are not UTF-8 text"),
         (_relu().replace('"ttir.relu"', r'"ttir.re\FFlu"'), "t.mlir:2:8: string escapes are not UTF-8 text"),
-        (_TAIL.replace("%a: tensor<32x32xf32>)", r'%a: tensor<32x32xf32> {ttir.name = "\C3"})'),
-         "t.mlir:1:55: string escapes are not UTF-8 text"),
+        (
+            _TAIL.replace("%a: tensor<32x32xf32>)", r'%a: tensor<32x32xf32> {ttir.name = "\C3"})'),
+            "t.mlir:1:55: string escapes are not UTF-8 text",
+        ),
     ],
     ids=["nul", "surrogate", "loc-escape", "op-escape", "arg-escape"],
 )
@@ -220,10 +223,14 @@ def test_valid_escapes_in_strings_import():
     [
         (_relu(loc=r'"a\00b"'), r"t.mlir: op name 'a\x00b' has a control character or line break (U+0000)"),
         (_relu(loc=r'"a\0Ab"'), r"t.mlir: op name 'a\nb' has a control character or line break (U+000A)"),
-        (_TAIL.replace("%a: tensor<32x32xf32>)", r'%a: tensor<32x32xf32> {ttir.name = "x\01"})'),
-         r"t.mlir:1:20: argument name 'x\x01' has a control character or line break (U+0001)"),
-        (_relu().replace('"ttir.relu"', r'"ttir.re\1Blu"'),
-         r"t.mlir:2:8: op name 'ttir.re\x1blu' has a control character or line break (U+001B)"),
+        (
+            _TAIL.replace("%a: tensor<32x32xf32>)", r'%a: tensor<32x32xf32> {ttir.name = "x\01"})'),
+            r"t.mlir:1:20: argument name 'x\x01' has a control character or line break (U+0001)",
+        ),
+        (
+            _relu().replace('"ttir.relu"', r'"ttir.re\1Blu"'),
+            r"t.mlir:2:8: op name 'ttir.re\x1blu' has a control character or line break (U+001B)",
+        ),
         (_relu(loc='"a\u2028b"'), r"t.mlir: op name 'a\u2028b' has a control character or line break (U+2028)"),
     ],
     ids=["nul-loc", "newline-loc", "arg", "kind", "line-separator"],
@@ -253,8 +260,10 @@ def test_many_functions_are_listed_in_a_bounded_line():
     [
         ("tensor<?x4xf32>", "dynamic shapes are not supported: arg0 is tensor<?x4xf32>"),
         ("tensor<0x4xf32>", "zero-size tensors are not supported: arg0 is tensor<0x4xf32>"),
-        ("tensor<99999999999x99999999999xf32>",
-         "tensors of more than 2^48 elements are not supported: arg0 is tensor<99999999999x99999999999xf32>"),
+        (
+            "tensor<99999999999x99999999999xf32>",
+            "tensors of more than 2^48 elements are not supported: arg0 is tensor<99999999999x99999999999xf32>",
+        ),
         ("tensor<*xf32>", "unranked tensors are not supported: arg0 is tensor<*xf32>"),
     ],
     ids=["dynamic", "zero", "huge", "unranked"],
@@ -273,7 +282,8 @@ def _dot(contract: str, ty: str = "tensor<32x32xf32>") -> str:
         f'  %0 = "ttir.dot_general"(%a, %a) <{{batch_dims_lhs = array<i64>, batch_dims_rhs = array<i64>, '
         f"contract_dims_lhs = array<i64: {contract}>, contract_dims_rhs = array<i64: 0>}}> : ({ty}, {ty}) -> {ty} "
         f'loc("mm")\n  return %0 : {ty}',
-        args=f"%a: {ty}", ret=ty,
+        args=f"%a: {ty}",
+        ret=ty,
     )
 
 

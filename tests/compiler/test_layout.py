@@ -28,7 +28,13 @@ def test_applied_override_sets_layout_and_grid(tiny_path, wormhole):
     assert outcome.spec == "matmul_1=1x2:l1:block_sharded"
     layout = c.levels["layout"]
     out = layout.tensors["matmul_1"].layout
-    assert (out.memory, out.memory_layout, out.grid, out.dtype, out.layout) == ("l1", "block_sharded", (1, 2), "f32", "tile")
+    assert (out.memory, out.memory_layout, out.grid, out.dtype, out.layout) == (
+        "l1",
+        "block_sharded",
+        (1, 2),
+        "f32",
+        "tile",
+    )
     assert layout.op("matmul_1").attrs["grid"] == (1, 2)
     assert c.kernel.op("matmul_1").meta["kernel"].grid == (1, 2)
     # other ops keep the defaults; the graph level is untouched
@@ -148,11 +154,14 @@ def test_a_short_tile_on_a_one_row_matmul_reads_less_and_computes_less(wormhole,
     assert "tile 1x32" in tuned_c.mlir("layout")
 
 
-@pytest.mark.parametrize("spec, reason", [
-    ("matmul=tile#3x32", "tile 3x32 not supported on wormhole_n150; tiles: 1x32, 2x32, 4x32, 8x32, 16x32, 32x32"),
-    ("matmul=tile#32x16", "tile 32x16 not supported"),
-    ("matmul=tile#1x32:row_major", "tile 1x32 needs the tile layout, not row_major"),
-])
+@pytest.mark.parametrize(
+    "spec, reason",
+    [
+        ("matmul=tile#3x32", "tile 3x32 not supported on wormhole_n150; tiles: 1x32, 2x32, 4x32, 8x32, 16x32, 32x32"),
+        ("matmul=tile#32x16", "tile 32x16 not supported"),
+        ("matmul=tile#1x32:row_major", "tile 1x32 needs the tile layout, not row_major"),
+    ],
+)
 def test_unsupported_tiles_are_rejected(wormhole, spec, reason):
     outcome = _outcome(_compile("zoo:matmul:1x256x256", wormhole, spec))
     assert outcome.status == REJECTED and reason in outcome.reason
@@ -180,12 +189,15 @@ def test_an_operand_override_converts_that_input_before_the_op(wormhole, build):
     assert after.bytes.get("l1", 0) > 0
 
 
-@pytest.mark.parametrize("spec, reason", [
-    ("matmul=operand#2:l1", "matmul has 2 operand(s); operand#2 is not one"),
-    ("matmul=result#1:l1", "matmul has 1 result(s); result#1 is not one"),
-    ("matmul=operand#0:8x8:l1:height_sharded", "does not divide a (1x32 tiles of 32x32) evenly"),
-    ("matmul=operand#1:lls", "memory 'lls' not on wormhole_n150"),
-])
+@pytest.mark.parametrize(
+    "spec, reason",
+    [
+        ("matmul=operand#2:l1", "matmul has 2 operand(s); operand#2 is not one"),
+        ("matmul=result#1:l1", "matmul has 1 result(s); result#1 is not one"),
+        ("matmul=operand#0:8x8:l1:height_sharded", "does not divide a (1x32 tiles of 32x32) evenly"),
+        ("matmul=operand#1:lls", "memory 'lls' not on wormhole_n150"),
+    ],
+)
 def test_bad_operand_and_result_overrides_are_rejected(wormhole, spec, reason):
     outcome = _outcome(_compile("zoo:matmul:32x1024x1024", wormhole, spec))
     assert outcome.status == REJECTED and reason in outcome.reason, outcome.reason

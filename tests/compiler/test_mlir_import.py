@@ -34,7 +34,14 @@ def _shape(graph, tensor):
 def test_mnist_op_names_are_kind_counters(mnist_path):
     graph = load_model(mnist_path).graph
     assert [op.name for op in graph.ops] == [
-        "matmul_0", "add_0", "relu_0", "matmul_1", "add_1", "relu_1", "matmul_2", "add_2",
+        "matmul_0",
+        "add_0",
+        "relu_0",
+        "matmul_1",
+        "add_1",
+        "relu_1",
+        "matmul_2",
+        "add_2",
     ]
     assert [op.kind for op in graph.ops] == ["ttir.matmul", "ttir.add", "ttir.relu"] * 2 + ["ttir.matmul", "ttir.add"]
     assert graph.level == "input"
@@ -143,7 +150,11 @@ def test_unparsable_mlir_names_line_and_column(tmp_path):
 
 
 def test_truncated_mlir_names_line_and_column():
-    text = 'func.func @forward(%a: tensor<2xf32>) -> tensor<2xf32> {\n  %0 = "ttir.relu"(%a) : (tensor<2xf32>) -> tensor<2xf32>\n  return %0 : tensor<2xf32>\n'
+    text = (
+        "func.func @forward(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+        '  %0 = "ttir.relu"(%a) : (tensor<2xf32>) -> tensor<2xf32>\n'
+        "  return %0 : tensor<2xf32>\n"
+    )
     with pytest.raises(ModelLoadError, match=r"^x\.mlir:\d+:\d+: "):
         import_mlir(text, "x.mlir")
 
@@ -177,8 +188,11 @@ def test_zoo_mlp_has_hierarchical_names():
     model = load_model("zoo:mlp")
     names = [op.name for op in model.graph.ops]
     assert names[:5] == [
-        "mlp.layer.0.fc1.matmul", "mlp.layer.0.fc1.bias_add", "mlp.layer.0.gelu",
-        "mlp.layer.0.fc2.matmul", "mlp.layer.0.fc2.bias_add",
+        "mlp.layer.0.fc1.matmul",
+        "mlp.layer.0.fc1.bias_add",
+        "mlp.layer.0.gelu",
+        "mlp.layer.0.fc2.matmul",
+        "mlp.layer.0.fc2.bias_add",
     ]
     assert len(names) == 10  # 2 layers by default
     assert model.graph.inputs[:3] == ["input", "mlp.layer.0.fc1.weight", "mlp.layer.0.fc1.bias"]
@@ -274,6 +288,12 @@ def test_shipped_example_loads_by_file_name():
 def test_shipped_ffn_example_names_every_op_by_its_loc():
     graph = load_model("ffn.mlir").graph
     assert [op.name for op in graph.ops] == [
-        "ffn.fc1", "ffn.fc1.bias_add", "ffn.act", "ffn.fc2", "ffn.fc2.bias_add", "ffn.residual", "ffn.norm",
+        "ffn.fc1",
+        "ffn.fc1.bias_add",
+        "ffn.act",
+        "ffn.fc2",
+        "ffn.fc2.bias_add",
+        "ffn.residual",
+        "ffn.norm",
     ]
     assert _shape(graph, "ffn.norm") == ((256, 1024), "bf16")

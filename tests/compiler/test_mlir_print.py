@@ -84,7 +84,9 @@ def test_kernel_level_has_cores_reads_compute_writes(compiled):
             assert cores == op.meta["kernel"].cores_used
             read_bytes = sum(
                 ir.IntegerAttr(o.attributes["bytes"]).value * len(ir.DenseI64ArrayAttr(g.attributes["cores"])) // 2
-                for g in groups for o in _walk(g) if o.name == "ts.read"
+                for g in groups
+                for o in _walk(g)
+                if o.name == "ts.read"
             )
             expected = sum(round(t.bytes) * len(g.cores) for g in op.meta["kernel"].groups for t in g.reads)
             assert read_bytes == expected
@@ -125,7 +127,11 @@ def test_override_changes_the_layout_text_of_that_op(tiny_path, wormhole):
         (line,) = [ln for ln in text.splitlines() if ln.rstrip().endswith(f'loc("{name}")')]
         return line
 
-    assert line_of(plain, "matmul_0").endswith('-> tensor<32x128xf32, #ts.layout<dram, interleaved, grid 8x8, f32, tile 32x32>> loc("matmul_0")')
-    assert line_of(tuned, "matmul_0").endswith('-> tensor<32x128xf32, #ts.layout<l1, block_sharded, grid 1x4, f32, tile 32x32, addr 0x0>> loc("matmul_0")')
+    assert line_of(plain, "matmul_0").endswith(
+        '-> tensor<32x128xf32, #ts.layout<dram, interleaved, grid 8x8, f32, tile 32x32>> loc("matmul_0")'
+    )
+    assert line_of(tuned, "matmul_0").endswith(
+        '-> tensor<32x128xf32, #ts.layout<l1, block_sharded, grid 1x4, f32, tile 32x32, addr 0x0>> loc("matmul_0")'
+    )
     # the consumer sees the new operand type too
     assert "#ts.layout<l1, block_sharded" in line_of(tuned, "matmul_1")

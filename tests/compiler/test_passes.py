@@ -24,12 +24,18 @@ func.func @forward(%x: tensor<32x64xf32> {ttir.name = "x"}) -> tensor<32x64xf32>
 
 def test_canonicalize_drops_no_ops_and_folds_constants(wormhole):
     graph = compile_model(import_mlir(CANON, "canon.mlir"), wormhole).levels["graph"]
-    assert [(op.name, op.kind) for op in graph.ops] == [("constant_0", "constant"), ("broadcast_0", "constant"), ("add_0", "add")]
+    assert [(op.name, op.kind) for op in graph.ops] == [
+        ("constant_0", "constant"),
+        ("broadcast_0", "constant"),
+        ("add_0", "add"),
+    ]
     assert graph.op("broadcast_0").attrs == {"folded": "broadcast"}
     assert graph.op("add_0").inputs == ["x", "broadcast_0"]  # the reshape and permute are gone
     assert graph.outputs == ["add_0"]  # the no-op typecast's reader (the return) reads add_0
     assert dict(graph.meta["canonicalized"]) == {
-        "reshape_0": "no-op reshape", "permute_0": "no-op permute", "typecast_0": "no-op typecast",
+        "reshape_0": "no-op reshape",
+        "permute_0": "no-op permute",
+        "typecast_0": "no-op typecast",
     }
 
 

@@ -142,10 +142,17 @@ def test_op_count_in_text(compiled):
 
 
 def _sim_rows(sim):
-    return [(o.name, o.start_ns, o.duration_ns, o.bound, o.why, o.bytes) for o in sim.ops], list(sim.zones), list(sim.counters)
+    return (
+        [(o.name, o.start_ns, o.duration_ns, o.bound, o.why, o.bytes) for o in sim.ops],
+        list(sim.zones),
+        list(sim.counters),
+    )
 
 
-@pytest.mark.parametrize("item", ["encoder.layer.0.attention.self.query.matmul=l1:interleaved", "encoder.layer.1.output.LayerNorm.layer_norm=2x2"])
+@pytest.mark.parametrize(
+    "item",
+    ["encoder.layer.0.attention.self.query.matmul=l1:interleaved", "encoder.layer.1.output.LayerNorm.layer_norm=2x2"],
+)
 def test_a_compile_and_simulation_since_an_earlier_one_equal_those_from_scratch(wormhole, item):
     """The incremental path (since=, known=) reuses the graph level and the unchanged ops' kernels
     and timings, and gives what compiling and simulating from nothing gives."""
@@ -167,7 +174,9 @@ def test_a_compile_and_simulation_since_an_earlier_one_equal_those_from_scratch(
     kept = [name for name, kernel in kernels.items() if kernel is not None and kernel is before[name]]
     changed = [name for name, kernel in kernels.items() if kernel != before[name]]
     assert item.split("=")[0] in changed and len(kept) > 0.8 * len(kernels)  # its neighbourhood only
-    assert _sim_rows(simulate(since.kernel, wormhole, known=base_sim.costs)) == _sim_rows(simulate(fresh.kernel, wormhole))
+    assert _sim_rows(simulate(since.kernel, wormhole, known=base_sim.costs)) == _sim_rows(
+        simulate(fresh.kernel, wormhole)
+    )
 
 
 def test_an_earlier_compilation_of_another_model_or_target_is_not_reused(wormhole):

@@ -68,7 +68,9 @@ def test_hifi4_is_four_times_slower_than_lofi_where_the_engine_has_fidelity(targ
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ref", ["zoo:bert-base?layers=1&seq=128", "zoo:resnet50?batch=1", "zoo:llama-3.2-1b?mode=decode&layers=1"])
+@pytest.mark.parametrize(
+    "ref", ["zoo:bert-base?layers=1&seq=128", "zoo:resnet50?batch=1", "zoo:llama-3.2-1b?mode=decode&layers=1"]
+)
 def test_no_op_beats_its_roofline(target, ref):
     sim = _op(ref, target)
     assert sim.ops

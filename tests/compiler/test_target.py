@@ -70,7 +70,11 @@ def test_path_that_is_not_a_toml_file(tmp_path):
 @pytest.mark.parametrize(
     "old, new, key",
     [
-        ("flops_per_cycle = { bf16 = 4096, f16 = 4096, bfp8 = 4096, bfp4 = 4096, f32 = 4096 }\n", "", "matrix.flops_per_cycle"),
+        (
+            "flops_per_cycle = { bf16 = 4096, f16 = 4096, bfp8 = 4096, bfp4 = 4096, f32 = 4096 }\n",
+            "",
+            "matrix.flops_per_cycle",
+        ),
         ("lofi = 1, ", "", "matrix.fidelity_passes.lofi"),
         ("elements_per_cycle = 128\n", "", "vector.elements_per_cycle"),
         ("clock_hz = 1.0e9\n", "", "clock_hz"),
@@ -208,48 +212,90 @@ def test_a_grid_of_ten_billion_cores_is_refused_before_anything_is_allocated(tmp
     assert str(err.value) == f"{path}: grid 100000x100000: at most 256x256 cores"
     # through the CLI: one line, where the simulator's per-core arrays took 75 GB
     assert main(["show", tiny_path, "--target", path]) == 2
-    assert capsys.readouterr().err.splitlines() == [f"tilescope: error: {path}: grid 100000x100000: at most 256x256 cores"]
+    assert capsys.readouterr().err.splitlines() == [
+        f"tilescope: error: {path}: grid 100000x100000: at most 256x256 cores"
+    ]
     assert load_target(_write(tmp_path, _edit("rows = 8\ncols = 8", "rows = 256\ncols = 256"))).cores == 65536
 
 
-@pytest.mark.parametrize("old, key", [
-    ("clock_hz = 1.0e9", "clock_hz"),
-    ("bytes_per_s = 258.0e9", "memory.dram.bytes_per_s"),
-    ("bytes_per_cycle = 256", "memory.l1.bytes_per_cycle"),
-    ("host_ns = 100_000", "dispatch.host_ns"),
-    ("trace_ns = 0", "dispatch.trace_ns"),
-])
+@pytest.mark.parametrize(
+    "old, key",
+    [
+        ("clock_hz = 1.0e9", "clock_hz"),
+        ("bytes_per_s = 258.0e9", "memory.dram.bytes_per_s"),
+        ("bytes_per_cycle = 256", "memory.l1.bytes_per_cycle"),
+        ("host_ns = 100_000", "dispatch.host_ns"),
+        ("trace_ns = 0", "dispatch.trace_ns"),
+    ],
+)
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "+nan"])
 def test_nan_and_infinity_are_refused(tmp_path, old, key, value):
     path = _write(tmp_path, _edit(old, f"{old.split(' = ')[0]} = {value}"))
-    with pytest.raises(TargetError, match=re.escape(f"{path}: key '{key}' must be ") + ".*" + re.escape(f"got {value.lstrip('+')}")):
+    with pytest.raises(
+        TargetError, match=re.escape(f"{path}: key '{key}' must be ") + ".*" + re.escape(f"got {value.lstrip('+')}")
+    ):
         load_target(path)
 
 
-@pytest.mark.parametrize("old, new, message", [
-    ("clock_hz = 1.0e9", "clock_hz = 1000.0", "key 'clock_hz' must be between 1e+06 and 1e+10, got 1000.0"),
-    ("clock_hz = 1.0e9", "clock_hz = 1e12", "key 'clock_hz' must be between 1e+06 and 1e+10, got 1000000000000.0"),
-    ("rows = 32\ncols = 32", "rows = 32\ncols = 100000", "key 'tile.cols' must be between 1 and 1,024, got 100000"),
-    ("min_rows = 8", "min_rows = 1000000000", "key 'matrix.min_rows' must be between 1 and 1,024"),
-    ("bf16 = 4096", "bf16 = 9223372036854775807", "key 'matrix.flops_per_cycle.bf16' must be between 1 and 1,073,741,824"),
-    ("hifi4 = 4", "hifi4 = 100", "key 'matrix.fidelity_passes.hifi4' must be between 1 and 64, got 100"),
-    ("elements_per_cycle = 128", "elements_per_cycle = 0", "key 'vector.elements_per_cycle' must be positive, got 0"),
-    ("capacity_bytes = 1499136", "capacity_bytes = 9223372036854775807", "key 'memory.l1.capacity_bytes' must be between 1 and 1,125,899,906,842,624"),
-    ("bytes_per_s = 258.0e9", "bytes_per_s = 1e300", "key 'memory.dram.bytes_per_s' must be between 1000 and 1e+16, got 1e+300"),
-    ("bytes_per_s = 258.0e9", "bytes_per_s = 1e-300", "key 'memory.dram.bytes_per_s' must be between 1000 and 1e+16, got 1e-300"),
-    ("channels = 6", "channels = 6\nlatency_ns = -1", "key 'memory.dram.latency_ns' must be between 0 and 1e+09, got -1"),
-    ("channels = 6", "channels = 100000", "key 'memory.dram.channels' must be between 1 and 1,024"),
-    ("count = 2", "count = 1000", "key 'noc.count' must be between 1 and 64"),
-    ("hop_cycles = 9", "hop_cycles = 10000000", "key 'noc.hop_cycles' must be between 1 and 1,000,000"),
-    ("host_ns = 100_000", "host_ns = 1e300", "key 'dispatch.host_ns' must be between 0 and 1e+09, got 1e+300"),
-    # a 400-digit integer: float() of it overflows, so it is compared first
-    ("clock_hz = 1.0e9", "clock_hz = 1" + "0" * 400, "key 'clock_hz' must be between 1e+06 and 1e+10, got 1000"),
-    ('name = "wormhole_n150"', 'name = "' + "n" * 300 + '"', "key 'name' must have 1 to 256 characters, got 300"),
-    ('description = "Tenstorrent', 'description = { a = 1 }\nx = "Tenstorrent', "key 'description' must be str, got {'a': 1}"),
-    ("[memory.l1]", '[memory."l1 \\n 2"]', "key 'memory.l1 \\n 2': a memory's name is 1 to 32 letters, digits, _ or -"),
-    ("[memory.dram]", "[memory." + "d" * 40 + "]", f"key 'memory.{'d' * 40}': a memory's name is 1 to 32 letters"),
-    ('bf16 = "hifi2"', "bogus = 3, bf16 = \"hifi2\"", "key 'matrix.default_fidelity.bogus' is not a dtype"),
-])
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        ("clock_hz = 1.0e9", "clock_hz = 1000.0", "key 'clock_hz' must be between 1e+06 and 1e+10, got 1000.0"),
+        ("clock_hz = 1.0e9", "clock_hz = 1e12", "key 'clock_hz' must be between 1e+06 and 1e+10, got 1000000000000.0"),
+        ("rows = 32\ncols = 32", "rows = 32\ncols = 100000", "key 'tile.cols' must be between 1 and 1,024, got 100000"),
+        ("min_rows = 8", "min_rows = 1000000000", "key 'matrix.min_rows' must be between 1 and 1,024"),
+        (
+            "bf16 = 4096",
+            "bf16 = 9223372036854775807",
+            "key 'matrix.flops_per_cycle.bf16' must be between 1 and 1,073,741,824",
+        ),
+        ("hifi4 = 4", "hifi4 = 100", "key 'matrix.fidelity_passes.hifi4' must be between 1 and 64, got 100"),
+        (
+            "elements_per_cycle = 128",
+            "elements_per_cycle = 0",
+            "key 'vector.elements_per_cycle' must be positive, got 0",
+        ),
+        (
+            "capacity_bytes = 1499136",
+            "capacity_bytes = 9223372036854775807",
+            "key 'memory.l1.capacity_bytes' must be between 1 and 1,125,899,906,842,624",
+        ),
+        (
+            "bytes_per_s = 258.0e9",
+            "bytes_per_s = 1e300",
+            "key 'memory.dram.bytes_per_s' must be between 1000 and 1e+16, got 1e+300",
+        ),
+        (
+            "bytes_per_s = 258.0e9",
+            "bytes_per_s = 1e-300",
+            "key 'memory.dram.bytes_per_s' must be between 1000 and 1e+16, got 1e-300",
+        ),
+        (
+            "channels = 6",
+            "channels = 6\nlatency_ns = -1",
+            "key 'memory.dram.latency_ns' must be between 0 and 1e+09, got -1",
+        ),
+        ("channels = 6", "channels = 100000", "key 'memory.dram.channels' must be between 1 and 1,024"),
+        ("count = 2", "count = 1000", "key 'noc.count' must be between 1 and 64"),
+        ("hop_cycles = 9", "hop_cycles = 10000000", "key 'noc.hop_cycles' must be between 1 and 1,000,000"),
+        ("host_ns = 100_000", "host_ns = 1e300", "key 'dispatch.host_ns' must be between 0 and 1e+09, got 1e+300"),
+        # a 400-digit integer: float() of it overflows, so it is compared first
+        ("clock_hz = 1.0e9", "clock_hz = 1" + "0" * 400, "key 'clock_hz' must be between 1e+06 and 1e+10, got 1000"),
+        ('name = "wormhole_n150"', 'name = "' + "n" * 300 + '"', "key 'name' must have 1 to 256 characters, got 300"),
+        (
+            'description = "Tenstorrent',
+            'description = { a = 1 }\nx = "Tenstorrent',
+            "key 'description' must be str, got {'a': 1}",
+        ),
+        (
+            "[memory.l1]",
+            '[memory."l1 \\n 2"]',
+            "key 'memory.l1 \\n 2': a memory's name is 1 to 32 letters, digits, _ or -",
+        ),
+        ("[memory.dram]", "[memory." + "d" * 40 + "]", f"key 'memory.{'d' * 40}': a memory's name is 1 to 32 letters"),
+        ('bf16 = "hifi2"', 'bogus = 3, bf16 = "hifi2"', "key 'matrix.default_fidelity.bogus' is not a dtype"),
+    ],
+)
 def test_numbers_outside_their_documented_range_are_refused(tmp_path, old, new, message):
     path = _write(tmp_path, _edit(old, new))
     with pytest.raises(TargetError) as err:
@@ -258,11 +304,14 @@ def test_numbers_outside_their_documented_range_are_refused(tmp_path, old, new, 
     assert len(str(err.value)) < 400  # a huge value is quoted cut
 
 
-@pytest.mark.parametrize("extra, message", [
-    ("x = " + "[" * 100_000 + "]" * 100_000, "not valid TOML: arrays or tables nested too deeply"),
-    ("x = " + "{a=" * 100_000 + "1" + "}" * 100_000, "not valid TOML: arrays or tables nested too deeply"),
-    ("x = " + "9" * 5000, "not valid TOML: a number with too many digits"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ("x = " + "[" * 100_000 + "]" * 100_000, "not valid TOML: arrays or tables nested too deeply"),
+        ("x = " + "{a=" * 100_000 + "1" + "}" * 100_000, "not valid TOML: arrays or tables nested too deeply"),
+        ("x = " + "9" * 5000, "not valid TOML: a number with too many digits"),
+    ],
+)
 def test_deep_nesting_and_endless_digits_are_one_line(tmp_path, extra, message):
     path = _write(tmp_path, SOURCE + "\n" + extra + "\n")
     with pytest.raises(TargetError) as err:

@@ -23,7 +23,9 @@ from tests.fuzzing import case, fuzz_settings, one_line
 SOURCE = (BUILTIN_DIR / "wormhole_n150.toml").read_text()
 LINES = SOURCE.splitlines()
 ASSIGNMENTS = [i for i, line in enumerate(LINES) if "=" in line and not line.lstrip().startswith("#")]
-KEYS = sorted({LINES[i].split("=")[0].strip() for i in ASSIGNMENTS} | {"latency_ns", "bytes_per_s", "bytes_per_cycle", "channels"})
+KEYS = sorted(
+    {LINES[i].split("=")[0].strip() for i in ASSIGNMENTS} | {"latency_ns", "bytes_per_s", "bytes_per_cycle", "channels"}
+)
 MODEL = load_model(str(DATA / "tiny_mlp.mlir"))
 
 
@@ -32,17 +34,55 @@ def _nested(depth: int, inner: str, table: bool) -> str:
 
 
 VALUES = (
-    st.sampled_from([
-        "nan", "+nan", "-nan", "inf", "+inf", "-inf", "0", "-0", "-1", "0.0", "-0.0", "1e-400", "1e400", "1e308", "5e-324",
-        "9223372036854775807", "-9223372036854775808", "0x7fffffffffffffff", "0b1", "0o7", "1_000_000_000_000",
-        "true", "false", '""', '"x"', "'lofi'", "[]", "[1, 2]", "{}", "{ a = 1 }", "1979-05-27", "07:32:00", "1.", "--1",
-    ])
+    st.sampled_from(
+        [
+            "nan",
+            "+nan",
+            "-nan",
+            "inf",
+            "+inf",
+            "-inf",
+            "0",
+            "-0",
+            "-1",
+            "0.0",
+            "-0.0",
+            "1e-400",
+            "1e400",
+            "1e308",
+            "5e-324",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "0x7fffffffffffffff",
+            "0b1",
+            "0o7",
+            "1_000_000_000_000",
+            "true",
+            "false",
+            '""',
+            '"x"',
+            "'lofi'",
+            "[]",
+            "[1, 2]",
+            "{}",
+            "{ a = 1 }",
+            "1979-05-27",
+            "07:32:00",
+            "1.",
+            "--1",
+        ]
+    )
     | st.integers().map(str)
     | st.integers(20, 5000).map("9".__mul__)
     | st.floats().map(repr)  # Python spells nan, inf, 1e+300 as TOML does
     | st.integers(-10, 400).map(lambda n: f"{n}")  # around the grid's bound
     | st.text(max_size=12).map(lambda s: '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"')
-    | st.builds(_nested, st.integers(1, 3000) | st.sampled_from([100_000]), st.sampled_from(["1", "nan", '"x"', ""]), st.booleans())
+    | st.builds(
+        _nested,
+        st.integers(1, 3000) | st.sampled_from([100_000]),
+        st.sampled_from(["1", "nan", '"x"', ""]),
+        st.booleans(),
+    )
 )
 
 
@@ -63,7 +103,14 @@ def mutated_targets(draw) -> str:
         elif what == "insert":
             lines.insert(index, f"{draw(st.sampled_from(KEYS))} = {draw(VALUES)}")
         else:
-            lines.insert(index, draw(st.sampled_from(["[grid]", "[memory.l1]", "[memory.sram]", "[memory]", "[[noc]]", "[grid.rows]", "[x.y.z]"])))
+            lines.insert(
+                index,
+                draw(
+                    st.sampled_from(
+                        ["[grid]", "[memory.l1]", "[memory.sram]", "[memory]", "[[noc]]", "[grid.rows]", "[x.y.z]"]
+                    )
+                ),
+            )
     text = "\n".join(lines) + "\n"
     return text[: draw(st.integers(0, len(text)))] if draw(st.integers(0, 9)) == 0 else text
 
@@ -105,7 +152,13 @@ def _toml(value) -> str:
     """TOML of a target's data, every table inline: `memory = { l1 = { scope = "core", ... } }`."""
     if isinstance(value, dict):
         return "{ " + ", ".join(f"{key} = {_toml(v)}" for key, v in value.items()) + " }"
-    return str(value).lower() if isinstance(value, bool) else repr(value) if isinstance(value, float) else json.dumps(value)
+    return (
+        str(value).lower()
+        if isinstance(value, bool)
+        else repr(value)
+        if isinstance(value, float)
+        else json.dumps(value)
+    )
 
 
 def _limits_key(path: tuple[str, ...]) -> str | None:

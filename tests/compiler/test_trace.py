@@ -14,9 +14,11 @@ def test_zones_added_for_track_sets_spread_over_their_tracks_in_order():
     table.add(alone, 1, table.name_id("read"), 2.0, 4.0, op)
     table.add(both, 0, table.name_id("add_1"), 10.0, 12.0, table.name_id("add_1"))
     assert list(table) == [
-        Zone("core 0,0", 0, "matmul_0", 0.0, 10.0, "matmul_0"), Zone("core 0,1", 0, "matmul_0", 0.0, 10.0, "matmul_0"),
+        Zone("core 0,0", 0, "matmul_0", 0.0, 10.0, "matmul_0"),
+        Zone("core 0,1", 0, "matmul_0", 0.0, 10.0, "matmul_0"),
         Zone("core 1,0", 1, "read", 2.0, 4.0, "matmul_0"),
-        Zone("core 0,0", 0, "add_1", 10.0, 12.0, "add_1"), Zone("core 0,1", 0, "add_1", 10.0, 12.0, "add_1"),
+        Zone("core 0,0", 0, "add_1", 10.0, 12.0, "add_1"),
+        Zone("core 0,1", 0, "add_1", 10.0, 12.0, "add_1"),
     ]
     assert len(table) == 5 and table.track.tolist() == [a, b, c, a, b] and table.start.tolist() == [0, 0, 2, 10, 10]
     table.add(alone, 0, op, 20.0, 30.0, op)  # columns read before are read again after an add

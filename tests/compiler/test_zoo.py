@@ -149,7 +149,7 @@ def assert_consistent(g: Graph) -> None:
 
 def test_the_checker_catches_what_the_parser_lets_through():
     text = zoo.generate("zoo:bert-base?layers=1")
-    line = next(l for l in text.splitlines() if 'loc("encoder.layer.0.attention.self.key.permute_heads")' in l)
+    line = next(li for li in text.splitlines() if 'loc("encoder.layer.0.attention.self.key.permute_heads")' in li)
     bad = text.replace(line, line.replace("array<i64: 0, 2, 1, 3>", "array<i64: 0, 1, 2, 3>"))
     g = import_mlir(bad, "bad.mlir").graph  # parses: MLIR does not verify unregistered ops
     with pytest.raises(AssertionError, match="key.permute_heads"):
@@ -208,7 +208,9 @@ def test_bert_shapes():
     assert shape(g, g.outputs[0]) == ((8, 384, 768), "bf16")
     op = g.op(f"{a}.scores.matmul")
     assert (op.attrs["batch_dims_lhs"], op.attrs["contract_dims_lhs"], op.attrs["contract_dims_rhs"]) == (
-        "array<i64: 0, 1>", "array<i64: 3>", "array<i64: 2>",
+        "array<i64: 0, 1>",
+        "array<i64: 3>",
+        "array<i64: 2>",
     )
     assert g.op(f"{a}.softmax").attrs["dimension"] == "-1 : si32"
     assert g.op(f"{a}.query.split_heads").attrs["shape"] == "[8 : i32, 384 : i32, 12 : i32, 64 : i32]"
@@ -264,7 +266,9 @@ def test_resnet_shapes():
     assert g.outputs == ["resnet.fc.bias_add"] and shape(g, g.outputs[0]) == ((8, 1000), "bf16")
     conv = g.op("resnet.stage.1.block.0.conv2")
     assert (conv.attrs["stride"], conv.attrs["padding"], conv.attrs["groups"]) == (
-        "array<i32: 2, 2>", "array<i32: 1, 1, 1, 1>", "1 : i32",
+        "array<i32: 2, 2>",
+        "array<i32: 1, 1, 1, 1>",
+        "1 : i32",
     )
     assert g.op("resnet.stage.1.block.0.shortcut.conv").attrs["stride"] == "array<i32: 2, 2>"
     assert not g.has_op("resnet.stage.1.block.1.shortcut.conv")
@@ -332,7 +336,11 @@ def test_bad_parameters_are_one_line_model_errors(ref, fragment):
 
 def test_names_list_the_models():
     assert zoo.names() == [
-        "zoo:mlp", "zoo:bert-base", "zoo:llama-3.2-1b", "zoo:llama-3.2-1b?mode=decode", "zoo:resnet50",
+        "zoo:mlp",
+        "zoo:bert-base",
+        "zoo:llama-3.2-1b",
+        "zoo:llama-3.2-1b?mode=decode",
+        "zoo:resnet50",
         "zoo:matmul:2048x2048x2048",
     ]
     assert all(zoo.is_zoo(n) for n in zoo.names())

@@ -13,7 +13,14 @@ from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
 from compiler.override import OpOverride
 from compiler.target import FIDELITIES
 from overrides.formats import (
-    OverrideSet, dump, format_explorer, format_json, format_ttmlir, parse_explorer, parse_json, parse_text,
+    OverrideSet,
+    dump,
+    format_explorer,
+    format_json,
+    format_ttmlir,
+    parse_explorer,
+    parse_json,
+    parse_text,
     parse_ttmlir,
 )
 
@@ -37,7 +44,9 @@ def test_ttmlir_option_string():
 
 
 def test_ttmlir_accepts_tt_mlirs_own_example_as_is():
-    parsed = parse_ttmlir("override-output-layout=op1=1x1:dram:interleaved:tile:f32,op2=4x4:l1:block_sharded:row_major:f16")
+    parsed = parse_ttmlir(
+        "override-output-layout=op1=1x1:dram:interleaved:tile:f32,op2=4x4:l1:block_sharded:row_major:f16"
+    )
     assert [(o.op, o.grid, o.memory, o.memory_layout, o.layout, o.dtype) for o in parsed.items] == [
         ("op1", (1, 1), "dram", "interleaved", "tile", "f32"),
         ("op2", (4, 4), "l1", "block_sharded", "row_major", "f16"),
@@ -49,8 +58,11 @@ def test_explorer_json_shape_and_round_trip():
     entry = data['loc("matmul_0")']
     assert entry["named_location"] == "matmul_0" and entry["full_location"] == 'loc("matmul_0")'
     assert {a["key"]: a["value"] for a in entry["attributes"]} == {
-        "grid_shape": "4x4", "buffer_type": "l1", "tensor_memory_layout": "block_sharded",
-        "memory_layout": "tile", "data_type": "bf16",
+        "grid_shape": "4x4",
+        "buffer_type": "l1",
+        "tensor_memory_layout": "block_sharded",
+        "memory_layout": "tile",
+        "data_type": "bf16",
     }
     assert parse_explorer(json.loads(json.dumps(data))).items == [
         o.__class__(**{**o.__dict__, "spec": p.spec}) for o, p in zip(EXAMPLE.items, parse_explorer(data).items)
@@ -63,22 +75,32 @@ def test_explorer_export_from_tt_explorer_itself():
         'loc("relu_3"("MNISTLinear":4294967295:6))': {
             "named_location": "relu_3",
             "attributes": [
-                {"key": "data_type", "value": "f32"}, {"key": "memory_layout", "value": "tile"},
-                {"key": "buffer_type", "value": "dram"}, {"key": "tensor_memory_layout", "value": "interleaved"},
+                {"key": "data_type", "value": "f32"},
+                {"key": "memory_layout", "value": "tile"},
+                {"key": "buffer_type", "value": "dram"},
+                {"key": "tensor_memory_layout", "value": "interleaved"},
                 {"key": "grid_shape", "value": "[2, 4]"},
             ],
         }
     }
     (ov,) = parse_explorer(data).items
     assert (ov.op, ov.grid, ov.memory, ov.memory_layout, ov.layout, ov.dtype) == (
-        "relu_3", (2, 4), "dram", "interleaved", "tile", "f32",
+        "relu_3",
+        (2, 4),
+        "dram",
+        "interleaved",
+        "tile",
+        "f32",
     )
 
 
 def test_tilescope_json_round_trip_and_schema():
     data = format_json(OverrideSet(EXAMPLE.items, "greedy-l1", "trace", 0.75))
     assert data["version"] == 1 and data["policy"] == "greedy-l1" and data["overrides"][0]["grid"] == [4, 4]
-    assert parse_json(json.loads(json.dumps(data))).canonical() == OverrideSet(EXAMPLE.items, "greedy-l1", "trace", 0.75).canonical()
+    assert (
+        parse_json(json.loads(json.dumps(data))).canonical()
+        == OverrideSet(EXAMPLE.items, "greedy-l1", "trace", 0.75).canonical()
+    )
 
 
 @pytest.mark.parametrize(
@@ -92,7 +114,10 @@ def test_tilescope_json_round_trip_and_schema():
         ('{"version": 1, "overrides": [{"op": "a", "colour": "red"}]}', "'colour' was unexpected"),
         ('{"version": 2, "overrides": []}', "version"),
         ('{"version": 1,\n "overrides": [}', ":2:"),
-        ('{"x": {"named_location": "x", "attributes": [{"key": "shard_spec", "value": "1"}]}}', "unknown attribute key 'shard_spec'"),
+        (
+            '{"x": {"named_location": "x", "attributes": [{"key": "shard_spec", "value": "1"}]}}',
+            "unknown attribute key 'shard_spec'",
+        ),
         ("override-output-layout=a=l1,a=dram", "override for 'a' given twice"),
         ('module {\n  func.func @main(%a: tensor<4xf32>) {\n    %0 = "ttir.relu"(%a)', "f.json: not an overrides file"),
     ],
@@ -175,13 +200,31 @@ DEEP = 100_000  # levels: far past the recursion limit of Python's JSON parser
 EXPLORER_BAD_TYPES = [  # (file, fragment of the error)
     ('{"x": {"named_location": 5, "attributes": "str"}}', "expected {named_location, attributes"),
     ('{"x": {"named_location": 5, "attributes": []}}', "named_location must be a string, got 5"),
-    ('{"x": {"named_location": ["a"], "attributes": [{"key": "grid_shape", "value": "4x4"}]}}', "named_location must be a string"),
-    ('{"x": {"named_location": "a", "attributes": {"key": "grid_shape", "value": "4x4"}}}', "expected {named_location, attributes"),
-    ('{"x": {"named_location": "a", "attributes": [{"key": ["grid_shape"], "value": "4x4"}]}}', "attribute {'key': ['grid_shape']"),
-    ('{"x": {"named_location": "a", "attributes": [{"key": {}, "value": "l1"}]}}', 'expected {"key": string, "value": string}'),
-    ('{"x": {"named_location": "a", "attributes": [{"key": 5, "value": "l1"}]}}', 'expected {"key": string, "value": string}'),
+    (
+        '{"x": {"named_location": ["a"], "attributes": [{"key": "grid_shape", "value": "4x4"}]}}',
+        "named_location must be a string",
+    ),
+    (
+        '{"x": {"named_location": "a", "attributes": {"key": "grid_shape", "value": "4x4"}}}',
+        "expected {named_location, attributes",
+    ),
+    (
+        '{"x": {"named_location": "a", "attributes": [{"key": ["grid_shape"], "value": "4x4"}]}}',
+        "attribute {'key': ['grid_shape']",
+    ),
+    (
+        '{"x": {"named_location": "a", "attributes": [{"key": {}, "value": "l1"}]}}',
+        'expected {"key": string, "value": string}',
+    ),
+    (
+        '{"x": {"named_location": "a", "attributes": [{"key": 5, "value": "l1"}]}}',
+        'expected {"key": string, "value": string}',
+    ),
     ('{"x": {"named_location": "a", "attributes": [{"key": "grid_shape", "value": null}]}}', "'value': None"),
-    ('{"x": {"named_location": "a", "attributes": [{"key": "fidelity#"}]}}', 'expected {"key": string, "value": string}'),
+    (
+        '{"x": {"named_location": "a", "attributes": [{"key": "fidelity#"}]}}',
+        'expected {"key": string, "value": string}',
+    ),
     ('{"x": {"named_location": "a", "attributes": [{"key": "buffer_type", "value": [1]}]}}', "'value': [1]"),
     ('{"x": {"named_location": "a", "attributes": [7]}}', "attribute 7: expected"),
     ('{"x": null}', "expected {named_location, attributes"),
@@ -193,7 +236,10 @@ HOSTILE = [  # (file, fragment of the error) in every format
     ('{"version": 1, "overrides": ' + "[" * 900 + "]" * 900 + "}", "JSON nested more than 16 levels deep"),
     ('{"version": 1, "overrides": [{"op": "a", "grid": [' + "9" * 5000 + ", 1]}]}", "a number with too many digits"),
     ('{"version": 1, "overrides": [], "l1_usage_cap": NaN}', "NaN is not a number JSON allows"),
-    ('{"x": {"named_location": "a", "attributes": [{"key": "grid_shape", "value": Infinity}]}}', "Infinity is not a number JSON allows"),
+    (
+        '{"x": {"named_location": "a", "attributes": [{"key": "grid_shape", "value": Infinity}]}}',
+        "Infinity is not a number JSON allows",
+    ),
     ('{"version": 1, "overrides": [], "policy": "' + "p" * 100_000 + '"}', "is not one of"),
     ("override-output-layout=" + "a" * 100_000 + "=zz", "unknown token 'zz'"),
     *EXPLORER_BAD_TYPES,
@@ -216,7 +262,12 @@ def test_a_hostile_file_is_one_short_line_whether_read_strictly_or_leniently(tex
 
 def test_only_strings_make_a_tt_explorer_override():
     # before, a number became the op name "5", and a list the token "[1]"
-    assert parse_explorer({"x": {"named_location": "relu_0", "attributes": [{"key": "buffer_type", "value": "l1"}]}}).items[0].op == "relu_0"
+    assert (
+        parse_explorer({"x": {"named_location": "relu_0", "attributes": [{"key": "buffer_type", "value": "l1"}]}})
+        .items[0]
+        .op
+        == "relu_0"
+    )
     with pytest.raises(OverrideError, match="named_location must be a string, got 5"):
         parse_explorer({"x": {"named_location": 5, "attributes": [{"key": "buffer_type", "value": "l1"}]}})
 

@@ -18,18 +18,48 @@ from overrides.formats import L1_USAGE_CAP, OUTPUT_LAYOUT, OverrideSet, dump, fo
 from overrides.spec import EXTENSIONS, parse_item
 from tests.fuzzing import case, fuzz_settings, one_line
 
-OPS = st.sampled_from(["matmul_0", "relu_0", "a", 'loc("x")', "", " ", "a=b", "a:b", "a,b", "a b", "\x00"]) | st.text(max_size=12)
+OPS = st.sampled_from(["matmul_0", "relu_0", "a", 'loc("x")', "", " ", "a=b", "a:b", "a,b", "a b", "\x00"]) | st.text(
+    max_size=12
+)
 NUMBERS = (
-    st.sampled_from(["0", "1", "4", "-1", "1.5", "99999999999999999999", "1e308", "nan", "inf", "-0", "0x10", "1_0", "\u0663", ""])
+    st.sampled_from(
+        ["0", "1", "4", "-1", "1.5", "99999999999999999999", "1e308", "nan", "inf", "-0", "0x10", "1_0", "\u0663", ""]
+    )
     | st.integers().map(str)
     | st.integers(4000, 5000).map("9".__mul__)  # past the digits Python converts
 )
 WORDS = st.sampled_from(
-    ["dram", "l1", "lls", "system", "system_memory", *MEMORY_LAYOUTS, *TENSOR_LAYOUTS, "bf16", "bfp8", "f32", "mxint8",
-     "bfloat16", "lofi", "hifi4", "true", "false", "#", ":", "=", ",", "x"]
+    [
+        "dram",
+        "l1",
+        "lls",
+        "system",
+        "system_memory",
+        *MEMORY_LAYOUTS,
+        *TENSOR_LAYOUTS,
+        "bf16",
+        "bfp8",
+        "f32",
+        "mxint8",
+        "bfloat16",
+        "lofi",
+        "hifi4",
+        "true",
+        "false",
+        "#",
+        ":",
+        "=",
+        ",",
+        "x",
+    ]
 )
 DIMS = st.lists(NUMBERS, min_size=1, max_size=4).map("x".join)
-TOKENS = WORDS | DIMS | st.builds("{}#{}".format, st.sampled_from([*EXTENSIONS, "bogus", ""]), WORDS | DIMS) | st.text(max_size=8)
+TOKENS = (
+    WORDS
+    | DIMS
+    | st.builds("{}#{}".format, st.sampled_from([*EXTENSIONS, "bogus", ""]), WORDS | DIMS)
+    | st.text(max_size=8)
+)
 ITEMS = st.builds("{}={}".format, OPS, st.lists(TOKENS, max_size=6).map(":".join)) | st.text(max_size=24)
 OPTIONS = st.lists(
     st.builds((OUTPUT_LAYOUT + "={}").format, st.lists(ITEMS, max_size=6).map(",".join))
@@ -41,45 +71,80 @@ OPTIONS = st.lists(
 OPTION_STRINGS = st.builds(lambda options, sep: sep.join(options), OPTIONS, st.sampled_from([" ", "\n", "\t ", "\r\n"]))
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
-JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=16)
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=16,
+)
 
 
 def _or_anything(strategy):
     return strategy | JSON
 
 
-TILESCOPE_ENTRY = st.fixed_dictionaries({}, optional={
-    "op": _or_anything(OPS),
-    "grid": _or_anything(st.lists(st.integers(-2, 300), max_size=3)),
-    "memory": _or_anything(WORDS),
-    "memory_layout": _or_anything(WORDS),
-    "layout": _or_anything(WORDS),
-    "dtype": _or_anything(WORDS),
-    "fidelity": _or_anything(WORDS),
-    "block": _or_anything(st.lists(st.integers(-1, 10**12), max_size=4)),
-    "subblock": _or_anything(st.lists(st.integers(-1, 64), max_size=3)),
-    "double_buffer": _or_anything(st.booleans()),
-    "tile": _or_anything(st.lists(st.integers(-1, 64), max_size=3)),
-    "operand": _or_anything(st.integers(-1, 10**9)),
-    "result": _or_anything(st.integers(-1, 10**9)),
-    "colour": JSON,
-})
-TILESCOPE = st.fixed_dictionaries({"version": st.just(1) | JSON}, optional={
-    "overrides": _or_anything(st.lists(_or_anything(TILESCOPE_ENTRY), max_size=5)),
-    "policy": _or_anything(st.sampled_from(["dram-interleaved", "greedy-l1", "fast"])),
-    "dispatch": _or_anything(st.sampled_from(["host", "trace"])),
-    "l1_usage_cap": _or_anything(st.floats()),
-})
-ATTRIBUTE = st.fixed_dictionaries({}, optional={
-    "key": _or_anything(st.sampled_from(["grid_shape", "buffer_type", "tensor_memory_layout", "memory_layout", "data_type",
-                                         "fidelity#", "block#", "operand#", "shard_spec", "#", ""])),
-    "value": _or_anything(WORDS | DIMS | st.sampled_from(["[2, 4]", "4x4x4", "[]"])),
-})
+TILESCOPE_ENTRY = st.fixed_dictionaries(
+    {},
+    optional={
+        "op": _or_anything(OPS),
+        "grid": _or_anything(st.lists(st.integers(-2, 300), max_size=3)),
+        "memory": _or_anything(WORDS),
+        "memory_layout": _or_anything(WORDS),
+        "layout": _or_anything(WORDS),
+        "dtype": _or_anything(WORDS),
+        "fidelity": _or_anything(WORDS),
+        "block": _or_anything(st.lists(st.integers(-1, 10**12), max_size=4)),
+        "subblock": _or_anything(st.lists(st.integers(-1, 64), max_size=3)),
+        "double_buffer": _or_anything(st.booleans()),
+        "tile": _or_anything(st.lists(st.integers(-1, 64), max_size=3)),
+        "operand": _or_anything(st.integers(-1, 10**9)),
+        "result": _or_anything(st.integers(-1, 10**9)),
+        "colour": JSON,
+    },
+)
+TILESCOPE = st.fixed_dictionaries(
+    {"version": st.just(1) | JSON},
+    optional={
+        "overrides": _or_anything(st.lists(_or_anything(TILESCOPE_ENTRY), max_size=5)),
+        "policy": _or_anything(st.sampled_from(["dram-interleaved", "greedy-l1", "fast"])),
+        "dispatch": _or_anything(st.sampled_from(["host", "trace"])),
+        "l1_usage_cap": _or_anything(st.floats()),
+    },
+)
+ATTRIBUTE = st.fixed_dictionaries(
+    {},
+    optional={
+        "key": _or_anything(
+            st.sampled_from(
+                [
+                    "grid_shape",
+                    "buffer_type",
+                    "tensor_memory_layout",
+                    "memory_layout",
+                    "data_type",
+                    "fidelity#",
+                    "block#",
+                    "operand#",
+                    "shard_spec",
+                    "#",
+                    "",
+                ]
+            )
+        ),
+        "value": _or_anything(WORDS | DIMS | st.sampled_from(["[2, 4]", "4x4x4", "[]"])),
+    },
+)
 EXPLORER = st.dictionaries(
     st.sampled_from(['loc("matmul_0")', 'loc("relu_0"("f":1:2))', "x"]) | st.text(max_size=16),
-    _or_anything(st.fixed_dictionaries({}, optional={
-        "named_location": _or_anything(OPS), "full_location": JSON, "attributes": _or_anything(st.lists(_or_anything(ATTRIBUTE), max_size=5)),
-    })),
+    _or_anything(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "named_location": _or_anything(OPS),
+                "full_location": JSON,
+                "attributes": _or_anything(st.lists(_or_anything(ATTRIBUTE), max_size=5)),
+            },
+        )
+    ),
     max_size=4,
 )
 # where a deep structure is put in an otherwise good file
@@ -166,8 +231,11 @@ def files(tmp_path_factory) -> Path:
 @fuzz_settings()
 @given(
     st.binary(max_size=200)
-    | st.builds(lambda text, codec: text.encode(codec, "replace"), OPTION_STRINGS | TILESCOPE.map(json.dumps),
-                st.sampled_from(["utf-8", "utf-16", "latin-1", "utf-8-sig"]))
+    | st.builds(
+        lambda text, codec: text.encode(codec, "replace"),
+        OPTION_STRINGS | TILESCOPE.map(json.dumps),
+        st.sampled_from(["utf-8", "utf-16", "latin-1", "utf-8-sig"]),
+    )
     | st.just(json.dumps(format_json(OverrideSet([OpOverride("a", memory="l1")]))).encode())
 )
 def test_fuzz_override_files(files, data):

@@ -12,7 +12,7 @@ from compiler.models import load_model
 from compiler.override import OpOverride
 from compiler.pipeline import compile_model
 from compiler.simulator import simulate
-from compiler.target import FIDELITIES, load_target
+from compiler.target import load_target
 
 MODELS = {name: load_model(name) for name in ("zoo:mlp?layers=1", "zoo:bert-base?layers=1&seq=128&batch=1")}
 TARGETS = {name: load_target(name) for name in ("wormhole_n150", "mtia_v1", "corsair")}
@@ -89,7 +89,13 @@ def test_a_smaller_dtype_speeds_up_a_memory_bound_op(target_name):
 
 
 def test_a_block_format_the_engine_lacks_is_rejected():
-    c = compile_model(load_model("zoo:mlp?layers=1"), load_target("wormhole_n150"), [OpOverride("mlp.layer.0.fc1.matmul", dtype="mxint8", spec="x")])
+    c = compile_model(
+        load_model("zoo:mlp?layers=1"),
+        load_target("wormhole_n150"),
+        [OpOverride("mlp.layer.0.fc1.matmul", dtype="mxint8", spec="x")],
+    )
     (outcome,) = c.override_outcomes
     assert outcome.status == "rejected"
-    assert outcome.reason == "wormhole_n150 cannot compute in mxint8 (its matrix engine takes bf16, bfp4, bfp8, f16, f32)"
+    assert (
+        outcome.reason == "wormhole_n150 cannot compute in mxint8 (its matrix engine takes bf16, bfp4, bfp8, f16, f32)"
+    )

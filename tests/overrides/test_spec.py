@@ -22,7 +22,12 @@ def test_parse_fields():
 def test_all_five_categories():
     ov = parse_item("add_0=1x4:dram:interleaved:row_major:bf16")
     assert (ov.op, ov.grid, ov.memory, ov.memory_layout, ov.layout, ov.dtype) == (
-        "add_0", (1, 4), "dram", "interleaved", "row_major", "bf16",
+        "add_0",
+        (1, 4),
+        "dram",
+        "interleaved",
+        "row_major",
+        "bf16",
     )
 
 
@@ -120,7 +125,9 @@ def test_errors_are_one_line():
 
 
 def test_tile_operand_and_result_tokens():
-    assert parse_item("matmul_0=tile#1x32:bf16") == OpOverride("matmul_0", dtype="bf16", tile=(1, 32), spec="matmul_0=tile#1x32:bf16")
+    assert parse_item("matmul_0=tile#1x32:bf16") == OpOverride(
+        "matmul_0", dtype="bf16", tile=(1, 32), spec="matmul_0=tile#1x32:bf16"
+    )
     weights = parse_item("matmul_0=operand#1:l1:width_sharded:8x1")
     assert (weights.operand, weights.result, weights.memory, weights.grid) == (1, None, "l1", (8, 1))
     assert weights.target == "matmul_0 operand 1" and weights.key == ("matmul_0", 1, None)

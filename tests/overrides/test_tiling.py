@@ -59,10 +59,19 @@ def test_a_subblock_is_recorded_in_the_kernel(wormhole):
     "item, reason",
     [
         ("matmul=block#8x8x3", "block K 3 does not divide K = 64 tiles; would: 1, 2, 4, 8, 16, 32, 64"),
-        ("matmul=block#3x8x8", "block 3x8 does not divide the 8x8 output tiles per core; would: rows 1, 2, 4, 8, columns 1, 2, 4, 8"),
+        (
+            "matmul=block#3x8x8",
+            "block 3x8 does not divide the 8x8 output tiles per core; would: rows 1, 2, 4, 8, columns 1, 2, 4, 8",
+        ),
         ("matmul=subblock#4x4", "subblock 4x4 holds 16 tiles; the destination registers hold 8"),
-        ("matmul=block#8x8x8:subblock#3x1", "subblock 3x1 does not divide the 8x8 block; would: h 1, 2, 4, 8, w 1, 2, 4, 8"),
-        ("matmul=1x1:block#64x64x64", "block 64x64x64 needs 40960 KiB of circular buffers per core, 1464 KiB available"),
+        (
+            "matmul=block#8x8x8:subblock#3x1",
+            "subblock 3x1 does not divide the 8x8 block; would: h 1, 2, 4, 8, w 1, 2, 4, 8",
+        ),
+        (
+            "matmul=1x1:block#64x64x64",
+            "block 64x64x64 needs 40960 KiB of circular buffers per core, 1464 KiB available",
+        ),
     ],
 )
 def test_tilings_that_do_not_fit_the_work_are_rejected_with_what_would(wormhole, item, reason):

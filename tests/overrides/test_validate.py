@@ -81,7 +81,9 @@ def test_validate_lists_every_problem_of_a_file_at_once(wormhole):
         "override 'mlp.layer.0.fc2.matmul=9x9' rejected: grid 9x9 outside wormhole_n150's 8x8 grid",
     ]
     # the good one still compiles and is reported
-    assert [(o.op, o.status) for o in report.outcomes if o.status == "applied"] == [("mlp.layer.1.fc1.matmul", "applied")]
+    assert [(o.op, o.status) for o in report.outcomes if o.status == "applied"] == [
+        ("mlp.layer.1.fc1.matmul", "applied")
+    ]
 
 
 def test_a_clean_batch_validates(wormhole):
@@ -96,10 +98,16 @@ def test_json_file_problems_are_all_reported():
 
     from overrides.formats import parse_text
 
-    data = {"version": 1, "l1_usage_cap": 3, "overrides": [
-        {"op": "a", "grid": [0, 2]}, {"op": "b", "memory": "l1"}, {"op": "c", "fidelity": "max"},
-        {"op": "d", "operand": 1, "block": [1, 1, 1]},
-    ]}
+    data = {
+        "version": 1,
+        "l1_usage_cap": 3,
+        "overrides": [
+            {"op": "a", "grid": [0, 2]},
+            {"op": "b", "memory": "l1"},
+            {"op": "c", "fidelity": "max"},
+            {"op": "d", "operand": 1, "block": [1, 1, 1]},
+        ],
+    }
     errors: list[str] = []
     loaded = parse_text(json.dumps(data), "o.json", errors)
     assert [o.op for o in loaded.items] == ["b"]

@@ -46,7 +46,9 @@ def test_blocks_hold_one_track_by_level_then_start_and_at_most_block_rows():
     level[:3] = 5
     split = list(blocks.split(level, np.zeros(len(many), int), many[::-1]))
     assert [len(rows) for rows in split] == [blocks.BLOCK_ROWS, blocks.BLOCK_ROWS, 1]
-    assert level[split[0]].tolist()[:4] == [5, 5, 5, 0] and sorted(np.concatenate(split).tolist()) == list(range(len(many)))
+    assert level[split[0]].tolist()[:4] == [5, 5, 5, 0] and sorted(np.concatenate(split).tolist()) == list(
+        range(len(many))
+    )
     # once a block holds SHARED_ROWS, the next level starts a block of its own
     level = np.repeat([3, 2], blocks.SHARED_ROWS)
     split = list(blocks.split(level, np.zeros(len(level), int), np.arange(len(level), dtype=float)))
@@ -64,15 +66,19 @@ def test_a_long_track_is_stored_in_several_blocks_and_read_back_whole(db_url):
     with sessions() as s:
         stored = s.execute(
             select(TimelineBlock.track, func.count(), func.sum(TimelineBlock.rows), func.max(TimelineBlock.rows))
-            .where(TimelineBlock.run_id == run_id, TimelineBlock.kind == blocks.ZONES).group_by(TimelineBlock.track)
+            .where(TimelineBlock.run_id == run_id, TimelineBlock.kind == blocks.ZONES)
+            .group_by(TimelineBlock.track)
         ).all()
         assert {track: (total, largest <= blocks.BLOCK_ROWS) for track, _, total, largest in stored} == {
-            "core 0,0": (n, True), "core 0,0/reader": (n, True),
+            "core 0,0": (n, True),
+            "core 0,0/reader": (n, True),
         }
         assert all(count >= 4 for _, count, _, _ in stored)
         every = zones(s, run_id)
         assert sorted((z.track, z.depth, z.name, z.start_ns, z.end_ns, z.op) for z in every) == sorted(trace)
-        assert [z.start_ns for z in zones(s, run_id, op="op_1", tracks=["core 0,0"])] == [2e3 * i for i in range(1, n, 2)]
+        assert [z.start_ns for z in zones(s, run_id, op="op_1", tracks=["core 0,0"])] == [
+            2e3 * i for i in range(1, n, 2)
+        ]
         assert zones(s, run_id, op="no such op") == []
         # zoomed in on the middle: exactly the zones there, from whichever blocks hold them
         t0, t1 = 2e3 * 3000, 2e3 * 3010
@@ -104,7 +110,10 @@ def test_cores_with_the_same_zones_store_them_once_and_each_reads_them_back(db_u
         assert sorted((z.track, z.end_ns) for z in twice) == [("core 0,0", 40.0), ("core 0,1", 40.0)]
         window = timeline_window(s, run_id, 0.0, 100.0, 1.0, ["core 1,0", "core 0,1"])
         assert [(i.track, i.name, i.end_ns) for i in window] == [
-            ("core 1,0", "op_a", 100.0), ("core 1,0", "read", 20.0), ("core 0,1", "op_a", 100.0), ("core 0,1", "read", 40.0),
+            ("core 1,0", "op_a", 100.0),
+            ("core 1,0", "read", 20.0),
+            ("core 0,1", "op_a", 100.0),
+            ("core 0,1", "read", 40.0),
         ]
 
 

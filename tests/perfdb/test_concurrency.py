@@ -45,8 +45,12 @@ def test_two_writers_at_once_lose_nothing(db_url):
     root = Path(__file__).resolve().parents[2]
     writers = [
         subprocess.Popen(
-            [sys.executable, "-c", WRITER, db_url, f"p{i}"], cwd=root, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [sys.executable, "-c", WRITER, db_url, f"p{i}"],
+            cwd=root,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         for i in range(2)
     ]
@@ -72,5 +76,7 @@ def test_two_writers_at_once_lose_nothing(db_url):
         assert all(len(zones(s, run_id)) == OPS * ZONES_PER_OP for run_id in every)
         assert all(len(counters(s, run_id)) == COUNTERS for run_id in every)
         # both stored the same new model and target first thing: one row each, shared by all runs
-        assert s.scalar(select(func.count()).select_from(Model)) == s.scalar(select(func.count()).select_from(Target)) == 1
+        assert (
+            s.scalar(select(func.count()).select_from(Model)) == s.scalar(select(func.count()).select_from(Target)) == 1
+        )
         assert set(s.scalars(select(Run.model_id))) == set(s.scalars(select(Model.id)))

@@ -71,12 +71,14 @@ def test_every_zone_in_the_window_is_drawn_alone_or_merged_and_the_count_is_boun
     alone = {(i.track, i.start_ns) for i in items if i.count == 1 and i.op}
     markers = [i for i in items if not i.op]
     level = lod.level_for(resolution)
-    for track, depth, name, start, stop, op in inside:
+    for track, depth, name, start, stop, _op in inside:
         if (track, start) in alone:
             continue
         # merged: too short to draw at this zoom, and inside a marker of its track
         assert stop - start < lod.width(level), (name, stop - start, resolution)
-        assert any(m.track == track and m.depth == depth and m.start_ns <= start and stop <= m.end_ns for m in markers), name
+        assert any(
+            m.track == track and m.depth == depth and m.start_ns <= start and stop <= m.end_ns for m in markers
+        ), name
     # zones long enough to see are always drawn alone
     assert all((z[0], z[3]) in alone for z in inside if z[4] - z[3] >= lod.width(level))
     for track in TRACKS:
@@ -114,6 +116,11 @@ def test_the_window_on_postgresql_matches_sqlite(db_url, stored):
     end = max(z[4] for z in trace)
     for resolution in (end / 1500, end / 1e5, 50.0):
         with sessions() as a, other() as b:
-            mine = [(i.track, i.name, i.start_ns, i.end_ns, i.count) for i in timeline_window(a, run_id, 0, end, resolution)]
-            theirs = [(i.track, i.name, i.start_ns, i.end_ns, i.count) for i in timeline_window(b, other_id, 0, end, resolution)]
+            mine = [
+                (i.track, i.name, i.start_ns, i.end_ns, i.count) for i in timeline_window(a, run_id, 0, end, resolution)
+            ]
+            theirs = [
+                (i.track, i.name, i.start_ns, i.end_ns, i.count)
+                for i in timeline_window(b, other_id, 0, end, resolution)
+            ]
         assert mine == theirs

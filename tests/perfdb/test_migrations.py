@@ -66,23 +66,47 @@ def pre_alembic(url: str):
     tables.create_all(engine)
     new = _new_run(counters=COUNTERS)
     with engine.begin() as connection:
-        run_id = connection.execute(tables.tables["runs"].insert().values(
-            model_ref=new.model_ref, model_name=new.model_name, source_hash=new.source_hash,
-            source_text=new.source_text, target=new.target, target_ref=new.target, target_text="",
-            dispatch=new.dispatch, policy=new.policy, l1_usage_cap=new.l1_usage_cap, overrides=new.overrides,
-            override_outcomes=new.override_outcomes, label=new.label, created_at=datetime.now(timezone.utc),
-            status="ok", total_ns=new.total_ns, device_ns=new.device_ns,
-        )).inserted_primary_key[0]
-        connection.execute(tables.tables["op_records"].insert(), [
-            {"run_id": run_id, **{k: v for k, v in op.items()}, "pct_peak": 0.0, "dispatch_wait_ns": 0.0} for op in new.ops
-        ])
-        connection.execute(tables.tables["zones"].insert(), [
-            {"run_id": run_id, "track": t, "depth": d, "name": n, "start_ns": s, "end_ns": e, "op": o}
-            for t, d, n, s, e, o in ZONES
-        ])
-        connection.execute(tables.tables["counters"].insert(), [
-            {"run_id": run_id, "track": t, "name": n, "t_ns": at, "value": v} for t, n, at, v in COUNTERS
-        ])
+        run_id = connection.execute(
+            tables.tables["runs"]
+            .insert()
+            .values(
+                model_ref=new.model_ref,
+                model_name=new.model_name,
+                source_hash=new.source_hash,
+                source_text=new.source_text,
+                target=new.target,
+                target_ref=new.target,
+                target_text="",
+                dispatch=new.dispatch,
+                policy=new.policy,
+                l1_usage_cap=new.l1_usage_cap,
+                overrides=new.overrides,
+                override_outcomes=new.override_outcomes,
+                label=new.label,
+                created_at=datetime.now(timezone.utc),
+                status="ok",
+                total_ns=new.total_ns,
+                device_ns=new.device_ns,
+            )
+        ).inserted_primary_key[0]
+        connection.execute(
+            tables.tables["op_records"].insert(),
+            [
+                {"run_id": run_id, **{k: v for k, v in op.items()}, "pct_peak": 0.0, "dispatch_wait_ns": 0.0}
+                for op in new.ops
+            ],
+        )
+        connection.execute(
+            tables.tables["zones"].insert(),
+            [
+                {"run_id": run_id, "track": t, "depth": d, "name": n, "start_ns": s, "end_ns": e, "op": o}
+                for t, d, n, s, e, o in ZONES
+            ],
+        )
+        connection.execute(
+            tables.tables["counters"].insert(),
+            [{"run_id": run_id, "track": t, "name": n, "t_ns": at, "value": v} for t, n, at, v in COUNTERS],
+        )
     return engine, run_id
 
 
@@ -92,9 +116,18 @@ def test_upgrade_from_empty_creates_the_tables_of_schema_py(new_db):
     engine = create_engine(created)
     Base.metadata.create_all(engine)
     engine.dispose()
-    assert set(shape(migrated)) == set(Base.metadata.tables) == {
-        "models", "targets", "runs", "op_records", "timeline_blocks", "measured_imports",
-    }
+    assert (
+        set(shape(migrated))
+        == set(Base.metadata.tables)
+        == {
+            "models",
+            "targets",
+            "runs",
+            "op_records",
+            "timeline_blocks",
+            "measured_imports",
+        }
+    )
     assert shape(migrated) == shape(created)  # same columns, types, keys, index names
     assert revision(migrated) == head()
 
@@ -157,7 +190,12 @@ def test_a_pre_alembic_database_missing_columns_and_tables_gains_them(db_url):
         assert len(op_records(s, run_id)) == 3 and counters(s, run_id) == []
     adopted = shape(db_url)
     assert set(adopted) == {
-        "models", "targets", "runs", "op_records", "timeline_blocks", "measured_imports",
+        "models",
+        "targets",
+        "runs",
+        "op_records",
+        "timeline_blocks",
+        "measured_imports",
     }
     assert ("ix_timeline_blocks_run_kind_track_start", ("run_id", "kind", "track", "start_ns"), False) in (
         adopted["timeline_blocks"]["indexes"]
@@ -211,7 +249,9 @@ def test_runs_inline_models_and_targets_move_to_their_tables_and_back(db_url):
     with engine.begin() as connection:
         command.downgrade(config(connection=connection), "0002")
     with engine.connect() as connection:
-        back = connection.execute(text("SELECT id, model_name, source_text, target, target_text FROM runs ORDER BY id")).all()
+        back = connection.execute(
+            text("SELECT id, model_name, source_text, target, target_text FROM runs ORDER BY id")
+        ).all()
         assert [tuple(r) for r in back] == [
             (first, row["model_name"], row["source_text"], row["target"], ""),
             (second, row["model_name"], row["source_text"], row["target"], 'name = "x"\n'),

@@ -16,10 +16,29 @@ from perfdb.queries import counters, diff_runs, get_run, op_records
 from perfdb.schema import MeasuredImport
 
 ANCHOR_COLUMNS = [  # what users' scripts read (tt-metal ops perf report)
-    "OP CODE", "OP TYPE", "GLOBAL CALL COUNT", "DEVICE ID", "MATH FIDELITY", "CORE COUNT",
-    "DEVICE KERNEL DURATION [ns]", "DEVICE FW DURATION [ns]", "OP TO OP LATENCY [ns]", "INPUT_0_MEMORY",
-    "OUTPUT_0_MEMORY", "INPUT_0_W", "INPUT_0_Z", "INPUT_0_Y", "INPUT_0_X", "INPUT_0_DATATYPE", "INPUT_0_LAYOUT",
-    "PM IDEAL [ns]", "PM COMPUTE [ns]", "PM BANDWIDTH [ns]", "DRAM BW UTIL (%)", "NOC UTIL (%)", "LOC",
+    "OP CODE",
+    "OP TYPE",
+    "GLOBAL CALL COUNT",
+    "DEVICE ID",
+    "MATH FIDELITY",
+    "CORE COUNT",
+    "DEVICE KERNEL DURATION [ns]",
+    "DEVICE FW DURATION [ns]",
+    "OP TO OP LATENCY [ns]",
+    "INPUT_0_MEMORY",
+    "OUTPUT_0_MEMORY",
+    "INPUT_0_W",
+    "INPUT_0_Z",
+    "INPUT_0_Y",
+    "INPUT_0_X",
+    "INPUT_0_DATATYPE",
+    "INPUT_0_LAYOUT",
+    "PM IDEAL [ns]",
+    "PM COMPUTE [ns]",
+    "PM BANDWIDTH [ns]",
+    "DRAM BW UTIL (%)",
+    "NOC UTIL (%)",
+    "LOC",
 ]
 
 
@@ -50,7 +69,11 @@ def test_csv_has_the_ops_perf_report_columns_and_the_run_values(sessions, base):
     assert first["MATH FIDELITY"] == "HiFi4"  # f32 runs at full fidelity
     # x: 32x64 f32 in DRAM, as W, Z, Y, X
     assert [first[f"INPUT_0_{d}"] for d in "WZYX"] == ["1", "1", "32", "64"]
-    assert (first["INPUT_0_DATATYPE"], first["INPUT_0_LAYOUT"], first["INPUT_0_MEMORY"]) == ("FLOAT32", "TILE", "DEV_0_DRAM_INTERLEAVED")
+    assert (first["INPUT_0_DATATYPE"], first["INPUT_0_LAYOUT"], first["INPUT_0_MEMORY"]) == (
+        "FLOAT32",
+        "TILE",
+        "DEV_0_DRAM_INTERLEAVED",
+    )
     assert second["OUTPUT_0_MEMORY"] == "DEV_0_L1_BLOCK_SHARDED"
     assert int(first["PM IDEAL [ns]"]) == round(max(ops[0].compute_ns, ops[0].bandwidth_ns)) > 0
     dram = ops[0].bytes["dram"] / (ops[0].duration_ns / 1e9) / 258e9 * 100
@@ -67,7 +90,12 @@ def test_a_report_round_trips_as_a_measured_run(sessions, tiny_path, dispatch):
     assert problems == []
     with sessions() as s:
         run = get_run(s, measured)
-        assert (run.kind, run.parent_id, run.label, run.model_ref) == ("measured", base, "measured: ops.csv", get_run(s, base).model_ref)
+        assert (run.kind, run.parent_id, run.label, run.model_ref) == (
+            "measured",
+            base,
+            "measured: ops.csv",
+            get_run(s, base).model_ref,
+        )
         diff = diff_runs(s, base, measured)
         record = s.query(MeasuredImport).filter_by(run_id=measured).one()
         assert (record.source, record.rows, record.matched, record.problems) == ("ops.csv", 2, 2, [])
@@ -116,16 +144,20 @@ def test_bad_rows_are_reported_and_skipped(sessions, base):
     with sessions() as s:
         ops = op_records(s, measured)
         assert [(o.name, o.start_ns, o.duration_ns, o.fidelity) for o in ops] == [
-            ("matmul_0", 0.0, 1500.0, "lofi"), ("matmul_1", 1750.0, 2500.0, ops[1].fidelity),
+            ("matmul_0", 0.0, 1500.0, "lofi"),
+            ("matmul_1", 1750.0, 2500.0, ops[1].fidelity),
         ]
         assert get_run(s, measured).total_ns == 4250.0
 
 
-@pytest.mark.parametrize("text, message", [
-    ("LOC,CORE COUNT\nmatmul_0,4\n", "no 'DEVICE KERNEL DURATION [ns]' column"),
-    (f"OP CODE,{DURATION}\nmatmul,4\n", "no LOC or OP NAME column"),
-    (f"LOC,{DURATION}\nnope,4\n", "no row matched an op of run"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("LOC,CORE COUNT\nmatmul_0,4\n", "no 'DEVICE KERNEL DURATION [ns]' column"),
+        (f"OP CODE,{DURATION}\nmatmul,4\n", "no LOC or OP NAME column"),
+        (f"LOC,{DURATION}\nnope,4\n", "no row matched an op of run"),
+    ],
+)
 def test_unusable_files_are_one_error_and_store_nothing(sessions, base, text, message):
     with sessions() as s:
         before = len(s.query(MeasuredImport).all())
@@ -148,7 +180,9 @@ def test_cli_export_and_import(capsys, tmp_path, db_url, base):
     bad.write_text("hello\n")
     assert main(["import", str(base), str(bad), "--db", db_url]) == 2
     err = capsys.readouterr().err
-    assert err.strip().splitlines() == [f"tilescope: error: bad.csv: no {DURATION!r} column (an ops perf report has it)"]
+    assert err.strip().splitlines() == [
+        f"tilescope: error: bad.csv: no {DURATION!r} column (an ops perf report has it)"
+    ]
 
 
 # --- malformed and hostile reports: one line, or a stored run with every bad row listed ---------------
@@ -161,17 +195,29 @@ UNUSABLE = [  # (file, what the one line says); none stores anything
     (bytes(range(256)).decode("latin-1") * 4, f"x.csv: no {DURATION!r} column"),
     ("LOC\x00,x\n\x00\x00\n", f"x.csv: no {DURATION!r} column"),
     (HEADER.replace(",", ";") + "matmul_0;100;0\n", "columns must be separated by commas"),
-    (HEADER + "matmul_0," + "1" * 200_000 + ",0\n", "x.csv: not a CSV ops report: field larger than field limit (131072)"),
+    (
+        HEADER + "matmul_0," + "1" * 200_000 + ",0\n",
+        "x.csv: not a CSV ops report: field larger than field limit (131072)",
+    ),
     (HEADER + "matmul_0,100,0\n" + '"' + "x" * 200_000 + '"\n', "field larger than field limit"),
     (f"LOC,{DURATION},{DURATION}\nmatmul_0,100,200\n", f"x.csv: column {DURATION!r} appears 2 times"),
     (f"LOC, LOC ,{DURATION}\nmatmul_0,matmul_1,200\n", "x.csv: column 'LOC' appears 2 times"),
     (HEADER + "matmul_0,1,0\n" * 100_001, "x.csv: more than 100,000 rows; import the report in parts"),
-    (HEADER + "matmul_0,1e308,0\nmatmul_1,1e308,0\n", "(x.csv:2: matmul_0: DEVICE KERNEL DURATION [ns] '1e308' is not a duration in ns (0 to 1e+15))"),
-    (HEADER + "matmul_0,1,1e308\n", "(x.csv:2: matmul_0: OP TO OP LATENCY [ns] '1e308' is not a latency in ns (0 to 1e+15))"),
+    (
+        HEADER + "matmul_0,1e308,0\nmatmul_1,1e308,0\n",
+        "(x.csv:2: matmul_0: DEVICE KERNEL DURATION [ns] '1e308' is not a duration in ns (0 to 1e+15))",
+    ),
+    (
+        HEADER + "matmul_0,1,1e308\n",
+        "(x.csv:2: matmul_0: OP TO OP LATENCY [ns] '1e308' is not a latency in ns (0 to 1e+15))",
+    ),
     (HEADER + "matmul_0,1,-1\n", "OP TO OP LATENCY [ns] '-1' is not a latency"),
     (HEADER + "matmul_0," + "9" * 5000 + ",0\n", "is not a duration in ns"),
     (f"LOC,{DURATION},CORE COUNT\nmatmul_0,1," + "9" * 5000 + "\n", "is not a number of cores (1 to 65,536)"),
-    (f"LOC,{DURATION},CORE COUNT\nmatmul_0,1,99999999999999999999999\n", "CORE COUNT '99999999999999999999999' is not a number of cores"),
+    (
+        f"LOC,{DURATION},CORE COUNT\nmatmul_0,1,99999999999999999999999\n",
+        "CORE COUNT '99999999999999999999999' is not a number of cores",
+    ),
 ]
 
 
@@ -188,14 +234,20 @@ def test_an_unusable_report_is_one_line_and_stores_nothing(sessions, base, text,
 
 def test_times_past_the_bound_are_row_problems_and_the_total_stays_finite(sessions, base):
     """1e308 ns twice made the total infinite, and the run's CSV export then crashed."""
-    text = HEADER + "".join(f"matmul_{i % 2},{value},0\n" for i, value in enumerate(["1e308", "inf", "nan", "1e16", "1e15", "2.5"]))
+    text = HEADER + "".join(
+        f"matmul_{i % 2},{value},0\n" for i, value in enumerate(["1e308", "inf", "nan", "1e16", "1e15", "2.5"])
+    )
     text += "matmul_0,3,1e308\nmatmul_1,4,0\n"
     with sessions() as s:
         measured, problems = import_csv(s, text, base, "lab.csv")
         total = get_run(s, measured).total_ns
         exported = _rows(write_csv(s, measured))
     assert [p.split(": ", 2)[2].split(" is ")[0] for p in problems] == [
-        f"{DURATION} '1e308'", f"{DURATION} 'inf'", f"{DURATION} 'nan'", f"{DURATION} '1e16'", "OP TO OP LATENCY [ns] '1e308'",
+        f"{DURATION} '1e308'",
+        f"{DURATION} 'inf'",
+        f"{DURATION} 'nan'",
+        f"{DURATION} '1e16'",
+        "OP TO OP LATENCY [ns] '1e308'",
     ]
     assert total == 1e15 + 2.5 + 4
     assert [r[DURATION] for r in exported] == [str(10**15), "2", "4"]
@@ -218,7 +270,10 @@ def test_a_run_stored_with_an_infinite_time_still_exports(sessions, base):
         s.query(OpRecord).filter_by(run_id=measured, name="matmul_1").update({"duration_ns": float("inf")})
         s.commit()
         rows = _rows(write_csv(s, measured, {"dram": 258e9}))
-    assert [(r["LOC"], r[DURATION], r["HOST END TS"]) for r in rows] == [("matmul_0", "100", "100"), ("matmul_1", "", "")]
+    assert [(r["LOC"], r[DURATION], r["HOST END TS"]) for r in rows] == [
+        ("matmul_0", "100", "100"),
+        ("matmul_1", "", ""),
+    ]
 
 
 def test_a_vanishing_duration_stores_no_infinite_bandwidth(sessions, base):

@@ -20,20 +20,51 @@ from perfdb.schema import Run
 from tests.fuzzing import case, fuzz_settings, one_line
 from tests.perfdb.test_ops_csv import base, sessions  # noqa: F401  (fixtures: a stored run per database)
 
-COLUMNS = st.sampled_from(["LOC", "OP NAME", DURATION, LATENCY, "CORE COUNT", "MATH FIDELITY", "OP CODE", " LOC ", ""]) | st.text(max_size=10)
+COLUMNS = st.sampled_from(
+    ["LOC", "OP NAME", DURATION, LATENCY, "CORE COUNT", "MATH FIDELITY", "OP CODE", " LOC ", ""]
+) | st.text(max_size=10)
 CELLS = (
-    st.sampled_from([
-        "matmul_0", "matmul_1", 'loc("matmul_0")', 'loc("matmul_1"("f":1:2))', "add_0", "nope", "", "LoFi", "HiFi4", "hifi2",
-        "0", "1", "64", "65537", "2.5", "1e15", "1e16", "1e308", "-1", "nan", "inf", "-inf", "1_000", "0x10", "\u0663",
-        "\x00", '"', "\r", "\n", ",", ";", "\ufeff",
-    ])
+    st.sampled_from(
+        [
+            "matmul_0",
+            "matmul_1",
+            'loc("matmul_0")',
+            'loc("matmul_1"("f":1:2))',
+            "add_0",
+            "nope",
+            "",
+            "LoFi",
+            "HiFi4",
+            "hifi2",
+            "0",
+            "1",
+            "64",
+            "65537",
+            "2.5",
+            "1e15",
+            "1e16",
+            "1e308",
+            "-1",
+            "nan",
+            "inf",
+            "-inf",
+            "1_000",
+            "0x10",
+            "\u0663",
+            "\x00",
+            '"',
+            "\r",
+            "\n",
+            ",",
+            ";",
+            "\ufeff",
+        ]
+    )
     | st.floats().map(repr)
     | st.integers().map(str)
     | st.integers(4000, 5000).map("9".__mul__)
     | st.text(max_size=12)
 )
-
-
 
 
 def _mostly(good: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
@@ -44,8 +75,12 @@ def _mostly(good: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 NAMES = _mostly(st.sampled_from(["matmul_0", "matmul_1", 'loc("matmul_1")']))
 TIMES = _mostly(st.floats(0, 2e15).map(repr) | st.integers(0, 10**6).map(str))
 BY_COLUMN = {
-    "LOC": NAMES, "OP NAME": NAMES, DURATION: TIMES, LATENCY: TIMES,
-    "CORE COUNT": _mostly(st.integers(-1, 70_000).map(str)), "MATH FIDELITY": _mostly(st.sampled_from(["LoFi", "HiFi2", "hifi4"])),
+    "LOC": NAMES,
+    "OP NAME": NAMES,
+    DURATION: TIMES,
+    LATENCY: TIMES,
+    "CORE COUNT": _mostly(st.integers(-1, 70_000).map(str)),
+    "MATH FIDELITY": _mostly(st.sampled_from(["LoFi", "HiFi2", "hifi4"])),
 }
 
 
@@ -54,8 +89,12 @@ def reports(draw) -> str:
     if draw(st.integers(0, 9)) == 0:
         return draw(st.binary(max_size=300)).decode("latin-1")  # garbage
     header = draw(st.lists(COLUMNS, max_size=3))
-    usable = [["LOC", DURATION, LATENCY, "CORE COUNT"], ["LOC", DURATION], ["OP NAME", DURATION, LATENCY, "MATH FIDELITY"]]
-    header[draw(st.integers(0, len(header))):0] = draw(st.sampled_from([*usable * 3, [DURATION], []]))
+    usable = [
+        ["LOC", DURATION, LATENCY, "CORE COUNT"],
+        ["LOC", DURATION],
+        ["OP NAME", DURATION, LATENCY, "MATH FIDELITY"],
+    ]
+    header[draw(st.integers(0, len(header))) : 0] = draw(st.sampled_from([*usable * 3, [DURATION], []]))
     rows = []
     for _ in range(draw(st.integers(0, 12))):
         row = [draw(BY_COLUMN.get(column.strip(), CELLS)) for column in header]

@@ -13,8 +13,20 @@ from perfdb.queries import RunNotFound, diff_runs, get_run
 from perfdb.store import NewRun, save_run
 
 KEYS = [
-    "a", "b", "warnings", "settings", "total_delta_ns", "device_delta_ns", "host_delta_ns", "times", "ops", "removed", "inserted",
-    "overrides", "top_regressions", "top_improvements",
+    "a",
+    "b",
+    "warnings",
+    "settings",
+    "total_delta_ns",
+    "device_delta_ns",
+    "host_delta_ns",
+    "times",
+    "ops",
+    "removed",
+    "inserted",
+    "overrides",
+    "top_regressions",
+    "top_improvements",
 ]
 MLP = "zoo:mlp?layers=1"  # two matmuls, each with its bias add and activation fused in
 FC1, FC2 = "mlp.layer.0.fc1.matmul", "mlp.layer.0.fc2.matmul"
@@ -37,15 +49,32 @@ def store(sessions, *ops, total_ns=None) -> int:
     """A run of ops given as (name, duration_ns, memory, grid), one after the other."""
     rows, start = [], 0.0
     for name, duration, memory, grid in ops:
-        rows.append({
-            "name": name, "kind": "matmul", "start_ns": start, "duration_ns": duration, "flops": 10**9,
-            "bytes": {"dram": 100.0}, "bound": "dram", "memory": memory, "grid": grid, "cores": 64,
-            "roofline_ns": duration / 2,
-        })
+        rows.append(
+            {
+                "name": name,
+                "kind": "matmul",
+                "start_ns": start,
+                "duration_ns": duration,
+                "flops": 10**9,
+                "bytes": {"dram": 100.0},
+                "bound": "dram",
+                "memory": memory,
+                "grid": grid,
+                "cores": 64,
+                "roofline_ns": duration / 2,
+            }
+        )
         start += duration
     new = NewRun(
-        model_ref="zoo:mlp", model_name="mlp", source_hash="h", source_text="t", target="wormhole_n150",
-        total_ns=start if total_ns is None else total_ns, device_ns=start, ops=rows, zones=[],
+        model_ref="zoo:mlp",
+        model_name="mlp",
+        source_hash="h",
+        source_text="t",
+        target="wormhole_n150",
+        total_ns=start if total_ns is None else total_ns,
+        device_ns=start,
+        ops=rows,
+        zones=[],
     )
     with sessions() as s:
         return save_run(s, new)
@@ -57,10 +86,22 @@ def diff(sessions, a, b) -> dict:
 
 
 def test_matched_ops_their_deltas_ratios_changes_and_order(sessions):
-    a = store(sessions, ("fc1", 100.0, "dram", "8x8"), ("fc2", 200.0, "dram", "8x8"), ("act", 50.0, "dram", "8x8"),
-              ("gone", 7.0, "dram", "8x8"), ("free", 0.0, "dram", "8x8"))
-    b = store(sessions, ("new", 3.0, "l1", "1x1"), ("fc1", 40.0, "l1", "2x2"), ("fc2", 260.0, "dram", "4x8"),
-              ("act", 50.0, "dram", "8x8"), ("free", 5.0, "l1", "8x8"))
+    a = store(
+        sessions,
+        ("fc1", 100.0, "dram", "8x8"),
+        ("fc2", 200.0, "dram", "8x8"),
+        ("act", 50.0, "dram", "8x8"),
+        ("gone", 7.0, "dram", "8x8"),
+        ("free", 0.0, "dram", "8x8"),
+    )
+    b = store(
+        sessions,
+        ("new", 3.0, "l1", "1x1"),
+        ("fc1", 40.0, "l1", "2x2"),
+        ("fc2", 260.0, "dram", "4x8"),
+        ("act", 50.0, "dram", "8x8"),
+        ("free", 5.0, "l1", "8x8"),
+    )
     d = diff(sessions, a, b)
     assert list(d) == KEYS
     assert (d["a"], d["b"]) == (a, b)
@@ -69,13 +110,20 @@ def test_matched_ops_their_deltas_ratios_changes_and_order(sessions):
     assert [op["name"] for op in d["ops"]] == ["fc1", "fc2", "free", "act"]  # by |delta| descending
     # records without tensors: the memory column is the output's memory
     assert ops["fc1"] == {
-        "name": "fc1", "a_ns": 100.0, "b_ns": 40.0, "delta_ns": -60.0, "ratio": pytest.approx(0.4),
+        "name": "fc1",
+        "a_ns": 100.0,
+        "b_ns": 40.0,
+        "delta_ns": -60.0,
+        "ratio": pytest.approx(0.4),
         "changes": [output("memory", "dram", "l1"), change("grid", "8x8", "2x2")],
     }
     assert (ops["fc2"]["delta_ns"], ops["fc2"]["changes"]) == (60.0, [change("grid", "8x8", "4x8")])
     assert ops["fc2"]["ratio"] == pytest.approx(1.3)
     assert (ops["act"]["delta_ns"], ops["act"]["ratio"], ops["act"]["changes"]) == (0.0, 1.0, [])
-    assert (ops["free"]["ratio"], ops["free"]["changes"]) == (None, [output("memory", "dram", "l1")])  # took no time in a
+    assert (ops["free"]["ratio"], ops["free"]["changes"]) == (
+        None,
+        [output("memory", "dram", "l1")],
+    )  # took no time in a
     assert d["removed"] == [{"name": "gone", "kind": "matmul", "ns": 7.0}]
     assert d["inserted"] == [{"name": "new", "kind": "matmul", "ns": 3.0}]
     assert d["top_regressions"] == ["fc2", "free"]
@@ -135,13 +183,18 @@ def test_a_sharded_low_precision_output_lists_every_parameter_it_changed(session
     d = diff(sessions, plain, tuned)
     ops = {op["name"]: op for op in d["ops"]}
     assert ops[FC1]["changes"] == [
-        output("memory", "dram", "l1"), output("memory_layout", "interleaved", "width_sharded"),
-        output("dtype", "bf16", "bfp8"), change("grid", "8x8", "1x8"), change("fidelity", "hifi2", "lofi"),
+        output("memory", "dram", "l1"),
+        output("memory_layout", "interleaved", "width_sharded"),
+        output("dtype", "bf16", "bfp8"),
+        change("grid", "8x8", "1x8"),
+        change("fidelity", "hifi2", "lofi"),
     ]
     # the consumer reads that tensor as it now is, and computes in the fidelity its dtype implies
     assert ops[FC2]["changes"] == [
-        change("fidelity", "hifi2", "lofi"), change("memory", "dram", "l1", operand=0),
-        change("memory_layout", "interleaved", "width_sharded", operand=0), change("dtype", "bf16", "bfp8", operand=0),
+        change("fidelity", "hifi2", "lofi"),
+        change("memory", "dram", "l1", operand=0),
+        change("memory_layout", "interleaved", "width_sharded", operand=0),
+        change("dtype", "bf16", "bfp8", operand=0),
         change("grid", "8x8", "1x8", operand=0),
     ]
     assert d["overrides"] == {"a": [], "b": [f"{FC1}=1x8:l1:width_sharded:bfp8:fidelity#lofi"]}
@@ -166,7 +219,9 @@ def test_the_total_splits_into_device_time_and_host_dispatch(sessions, mlp):
     assert d["host_delta_ns"] == pytest.approx(-ops[FC1]["delta_ns"])
     assert d["total_delta_ns"] == pytest.approx(ops[FC2]["delta_ns"])
     # a captured trace issues ops at once: the device never waits, the total is the ops' time
-    traced = diff(sessions, mlp(dispatch="trace"), mlp(f"{FC1}=1x8:l1:width_sharded:bfp8:fidelity#lofi", dispatch="trace"))
+    traced = diff(
+        sessions, mlp(dispatch="trace"), mlp(f"{FC1}=1x8:l1:width_sharded:bfp8:fidelity#lofi", dispatch="trace")
+    )
     assert traced["host_delta_ns"] == pytest.approx(0, abs=1e-6)
     assert traced["total_delta_ns"] == pytest.approx(traced["device_delta_ns"]) == pytest.approx(d["device_delta_ns"])
 
@@ -176,7 +231,8 @@ def test_an_operand_override_names_its_operand_and_the_op_it_inserted(sessions, 
     d = diff(sessions, plain, tuned)
     ops = {op["name"]: op for op in d["ops"]}
     assert ops[FC2]["changes"] == [
-        change("memory", "dram", "l1", operand=1), change("memory_layout", "interleaved", "width_sharded", operand=1),
+        change("memory", "dram", "l1", operand=1),
+        change("memory_layout", "interleaved", "width_sharded", operand=1),
         change("grid", "1x1", "1x8", operand=1),
     ]
     assert ops[FC1]["changes"] == [] and d["removed"] == []
@@ -197,7 +253,8 @@ def test_layout_and_tile_changes(sessions, mlp):
     d = diff(sessions, plain, mlp(f"{FC1}=tile#16x32"))
     # the output's tiles, and the activation retiled to match (by a to_layout)
     assert {op["name"]: op["changes"] for op in d["ops"]}[FC1] == [
-        output("tile", "32x32", "16x32"), change("tile", "32x32", "16x32", operand=0),
+        output("tile", "32x32", "16x32"),
+        change("tile", "32x32", "16x32", operand=0),
     ]
     assert [op["name"] for op in d["inserted"]] == [f"{FC1}.in0.to_layout", f"{FC2}.in0.to_layout"]
 
@@ -216,7 +273,9 @@ def test_runs_of_other_models_or_targets_are_compared_with_a_warning(sessions, m
     assert warning == f"different targets: run {plain} ran on wormhole_n150, run {blackhole} on blackhole_p150"
     retuned = mlp(target_source=target_text("wormhole_n150")[0] + "\n# edited\n")
     (warning,) = diff(sessions, plain, retuned)["warnings"]
-    assert warning.startswith(f"target wormhole_n150 differs between run {plain} and run {retuned} (description sha256 ")
+    assert warning.startswith(
+        f"target wormhole_n150 differs between run {plain} and run {retuned} (description sha256 "
+    )
     assert len(diff(sessions, other, blackhole)["warnings"]) == 2
 
 

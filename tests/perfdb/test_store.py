@@ -14,9 +14,18 @@ from perfdb.store import NewRun, save_run
 
 def _op(name, start, duration, **extra):
     row = {
-        "name": name, "kind": "matmul", "start_ns": start, "duration_ns": duration, "flops": 2 * 10**12,
-        "bytes": {"dram": 1024.5, "l1": 64.0}, "bound": "dram", "why": "DRAM-bound: x", "memory": "l1",
-        "grid": "2x4", "cores": 8, "roofline_ns": duration / 2,
+        "name": name,
+        "kind": "matmul",
+        "start_ns": start,
+        "duration_ns": duration,
+        "flops": 2 * 10**12,
+        "bytes": {"dram": 1024.5, "l1": 64.0},
+        "bound": "dram",
+        "why": "DRAM-bound: x",
+        "memory": "l1",
+        "grid": "2x4",
+        "cores": 8,
+        "roofline_ns": duration / 2,
     }
     row.update(extra)
     return row
@@ -33,10 +42,17 @@ ZONES = [
 
 def _new_run(**extra):
     fields = dict(
-        model_ref="zoo:mlp", model_name="zoo:mlp", source_hash="ab" * 32, source_text="func.func @f() {}",
-        target="wormhole_n150", total_ns=40.0, device_ns=30.0,
+        model_ref="zoo:mlp",
+        model_name="zoo:mlp",
+        source_hash="ab" * 32,
+        source_text="func.func @f() {}",
+        target="wormhole_n150",
+        total_ns=40.0,
+        device_ns=30.0,
         ops=[_op("op_b", 10.0, 10.0), _op("op_a", 0.0, 10.0, kind="add"), _op("op_c", 30.0, 10.0)],
-        zones=iter(ZONES), dispatch="trace", overrides=["op_a=l1"],
+        zones=iter(ZONES),
+        dispatch="trace",
+        overrides=["op_a=l1"],
         override_outcomes=[{"op": "op_a", "spec": "op_a=l1", "status": "applied", "reason": ""}],
         label="first try",
     )
@@ -79,8 +95,10 @@ def test_a_database_of_an_older_schema_gains_the_new_columns_and_keeps_its_runs(
             " source_text TEXT, target VARCHAR, dispatch VARCHAR, overrides JSON, override_outcomes JSON,"
             " label VARCHAR, parent_id INTEGER, created_at DATETIME, status VARCHAR, total_ns FLOAT, device_ns FLOAT)"
         )
-        db.execute("INSERT INTO runs VALUES (1, 'zoo:mlp', 'zoo:mlp', 'h', 't', 'wormhole_n150', 'host', '[]', '[]',"
-                   " 'kept', NULL, '2026-11-01 00:00:00', 'ok', 5.0, 5.0)")
+        db.execute(
+            "INSERT INTO runs VALUES (1, 'zoo:mlp', 'zoo:mlp', 'h', 't', 'wormhole_n150', 'host', '[]', '[]',"
+            " 'kept', NULL, '2026-11-01 00:00:00', 'ok', 5.0, 5.0)"
+        )
     sessions = session_factory(open_db(f"sqlite:///{path}"))
     with sessions() as s:
         (old,) = list_runs(s)
@@ -100,7 +118,10 @@ def test_save_and_get_run_round_trip(sessions):
         run = get_run(s, run_id)
         assert run.id == run_id
         assert (run.model_ref, run.model.name, run.model.source_hash, run.model.source_text) == (
-            "zoo:mlp", "zoo:mlp", "ab" * 32, "func.func @f() {}",
+            "zoo:mlp",
+            "zoo:mlp",
+            "ab" * 32,
+            "func.func @f() {}",
         )
         assert (run.target.name, run.dispatch, run.label, run.status) == ("wormhole_n150", "trace", "first try", "ok")
         assert (run.total_ns, run.device_ns) == (40.0, 30.0)
@@ -120,7 +141,12 @@ def test_op_records_round_trip(sessions):
     assert [r.name for r in records] == ["op_a", "op_b", "op_c"]  # by start time
     a = records[0]
     assert (a.kind, a.start_ns, a.duration_ns, a.flops, a.bound, a.why) == (
-        "add", 0.0, 10.0, 2 * 10**12, "dram", "DRAM-bound: x",
+        "add",
+        0.0,
+        10.0,
+        2 * 10**12,
+        "dram",
+        "DRAM-bound: x",
     )
     assert a.bytes == {"dram": 1024.5, "l1": 64.0}
     assert (a.memory, a.grid, a.cores, a.roofline_ns, a.run_id) == ("l1", "2x4", 8, 5.0, run_id)
@@ -144,7 +170,8 @@ def test_zones_round_trip_and_filters(sessions):
         assert {z.name for z in zones(s, run_id, t0=21, t1=29)} == set()
         assert [z.name for z in zones(s, run_id, t1=5, tracks=["core 0,0/reader"])] == ["read"]
         assert {z.track for z in zones(s, run_id, tracks=["core 0,1", "core 0,0/reader"])} == {
-            "core 0,1", "core 0,0/reader",
+            "core 0,1",
+            "core 0,0/reader",
         }
         assert zones(s, run_id, tracks=[]) == []
         assert zones(s, run_id + 1) == []
@@ -231,8 +258,10 @@ def test_counter_envelope_is_the_fullest_track_at_each_time(sessions):
     from perfdb.queries import counter_envelope
 
     samples = [
-        ("core 0,0", "l1_bytes", 0.0, 100.0), ("core 0,1", "l1_bytes", 0.0, 300.0),
-        ("core 0,0", "l1_bytes", 10.0, 500.0), ("core 0,1", "l1_bytes", 10.0, 200.0),
+        ("core 0,0", "l1_bytes", 0.0, 100.0),
+        ("core 0,1", "l1_bytes", 0.0, 300.0),
+        ("core 0,0", "l1_bytes", 10.0, 500.0),
+        ("core 0,1", "l1_bytes", 10.0, 200.0),
         ("dram", "dram_bytes_per_s", 10.0, 9e9),  # another counter: not in the envelope
     ]
     with sessions() as s:
@@ -282,13 +311,20 @@ def _model(ty: str, loc: str = "", op: str = "relu", b: str | None = None) -> st
     [
         (_model("tensor<?x4xf32>"), "h.mlir:1:20: dynamic shapes are not supported: arg0 is tensor<?x4xf32>"),
         (_model("tensor<0x4xf32>"), "h.mlir:1:20: zero-size tensors are not supported: arg0 is tensor<0x4xf32>"),
-        (_model("tensor<99999999999x99999999999xf32>"), "h.mlir:1:20: tensors of more than 2^48 elements are not "
-         "supported: arg0 is tensor<99999999999x99999999999xf32>"),
-        (_model("tensor<32x32xf32>", loc=r'"a\00b"'),
-         r"h.mlir: op name 'a\x00b' has a control character or line break (U+0000)"),
+        (
+            _model("tensor<99999999999x99999999999xf32>"),
+            "h.mlir:1:20: tensors of more than 2^48 elements are not "
+            "supported: arg0 is tensor<99999999999x99999999999xf32>",
+        ),
+        (
+            _model("tensor<32x32xf32>", loc=r'"a\00b"'),
+            r"h.mlir: op name 'a\x00b' has a control character or line break (U+0000)",
+        ),
         (_model("tensor<32x32xf32>") + "// \0\n", "h.mlir:5:4: NUL character (MLIR is text)"),
-        (_model("tensor<16777216x16777216xf32>", op="matmul", b="tensor<16777216x16777216xf32>"),
-         "op matmul_0: 9.44e+21 FLOPs, more than tilescope counts (2^63)"),
+        (
+            _model("tensor<16777216x16777216xf32>", op="matmul", b="tensor<16777216x16777216xf32>"),
+            "op matmul_0: 9.44e+21 FLOPs, more than tilescope counts (2^63)",
+        ),
     ],
     ids=["dynamic", "zero", "huge", "nul-loc", "nul-text", "flops"],
 )

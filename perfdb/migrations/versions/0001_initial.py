@@ -34,7 +34,8 @@ ROW_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 def schema() -> sa.MetaData:
     metadata = sa.MetaData(naming_convention=NAMING)
     sa.Table(
-        "runs", metadata,
+        "runs",
+        metadata,
         sa.Column("id", sa.Integer(), primary_key=True),
         sa.Column("model_ref", sa.String(1024), nullable=False),
         sa.Column("model_name", sa.String(256), nullable=False),
@@ -56,7 +57,8 @@ def schema() -> sa.MetaData:
         sa.Column("device_ns", sa.Float(), nullable=False),
     )
     sa.Table(
-        "op_records", metadata,
+        "op_records",
+        metadata,
         sa.Column("id", ROW_ID, primary_key=True),
         sa.Column("run_id", sa.Integer(), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True),
         sa.Column("name", sa.String(512), nullable=False),
@@ -75,7 +77,8 @@ def schema() -> sa.MetaData:
         sa.Column("dispatch_wait_ns", sa.Float(), nullable=False, default=0.0),
     )
     sa.Table(
-        "zones", metadata,
+        "zones",
+        metadata,
         sa.Column("id", ROW_ID, primary_key=True),
         sa.Column("run_id", sa.Integer(), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
         sa.Column("track", sa.String(64), nullable=False),
@@ -87,7 +90,8 @@ def schema() -> sa.MetaData:
         sa.Index("ix_zones_run_start", "run_id", "start_ns"),
     )
     sa.Table(
-        "counters", metadata,
+        "counters",
+        metadata,
         sa.Column("id", ROW_ID, primary_key=True),
         sa.Column("run_id", sa.Integer(), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
         sa.Column("track", sa.String(64), nullable=False),

@@ -51,17 +51,25 @@ def upgrade() -> None:
         runs.add_column(sa.Column("target_id", sa.Integer(), nullable=True))
     bind = op.get_bind()
     # one model per (name, hash) and one target per (name, description), with the runs pointed at them
-    bind.execute(sa.text(
-        "INSERT INTO models (name, source_hash, source_text, created_at) "
-        "SELECT model_name, source_hash, MIN(source_text), MIN(created_at) FROM runs GROUP BY model_name, source_hash"
-    ))
-    bind.execute(sa.text(
-        "UPDATE runs SET model_id = (SELECT models.id FROM models "
-        "WHERE models.name = runs.model_name AND models.source_hash = runs.source_hash)"
-    ))
-    targets = bind.execute(sa.text(
-        "SELECT target, COALESCE(target_text, ''), MIN(created_at) FROM runs GROUP BY target, COALESCE(target_text, '')"
-    )).all()
+    bind.execute(
+        sa.text(
+            "INSERT INTO models (name, source_hash, source_text, created_at) "
+            "SELECT model_name, source_hash, MIN(source_text), MIN(created_at) FROM runs "
+            "GROUP BY model_name, source_hash"
+        )
+    )
+    bind.execute(
+        sa.text(
+            "UPDATE runs SET model_id = (SELECT models.id FROM models "
+            "WHERE models.name = runs.model_name AND models.source_hash = runs.source_hash)"
+        )
+    )
+    targets = bind.execute(
+        sa.text(
+            "SELECT target, COALESCE(target_text, ''), MIN(created_at) FROM runs "
+            "GROUP BY target, COALESCE(target_text, '')"
+        )
+    ).all()
     for name, description, created_at in targets:  # the hash is computed here: SQL has no portable sha256
         digest = hashlib.sha256(description.encode()).hexdigest()
         bind.execute(
@@ -72,10 +80,13 @@ def upgrade() -> None:
             {"name": name, "hash": digest, "description": description, "created_at": created_at},
         )
         target_id = bind.execute(
-            sa.text("SELECT id FROM targets WHERE name = :name AND description_hash = :hash"), {"name": name, "hash": digest}
+            sa.text("SELECT id FROM targets WHERE name = :name AND description_hash = :hash"),
+            {"name": name, "hash": digest},
         ).scalar_one()
         bind.execute(
-            sa.text("UPDATE runs SET target_id = :id WHERE target = :name AND COALESCE(target_text, '') = :description"),
+            sa.text(
+                "UPDATE runs SET target_id = :id WHERE target = :name AND COALESCE(target_text, '') = :description"
+            ),
             {"id": target_id, "name": name, "description": description},
         )
     with op.batch_alter_table("runs") as runs:
@@ -98,12 +109,20 @@ def downgrade() -> None:
         runs.add_column(sa.Column("target_text", sa.Text(), nullable=True))
     bind = op.get_bind()
     for column, source in (("model_name", "name"), ("source_hash", "source_hash"), ("source_text", "source_text")):
-        bind.execute(sa.text(f"UPDATE runs SET {column} = (SELECT models.{source} FROM models WHERE models.id = runs.model_id)"))
+        bind.execute(
+            sa.text(f"UPDATE runs SET {column} = (SELECT models.{source} FROM models WHERE models.id = runs.model_id)")
+        )
     for column, source in (("target", "name"), ("target_text", "description")):
-        bind.execute(sa.text(f"UPDATE runs SET {column} = (SELECT targets.{source} FROM targets WHERE targets.id = runs.target_id)"))
+        bind.execute(
+            sa.text(
+                f"UPDATE runs SET {column} = (SELECT targets.{source} FROM targets WHERE targets.id = runs.target_id)"
+            )
+        )
     with op.batch_alter_table("runs") as runs:
         for column in ("model_name", "source_hash", "source_text", "target"):
-            runs.alter_column(column, existing_type=sa.Text() if column == "source_text" else sa.String(256), nullable=False)
+            runs.alter_column(
+                column, existing_type=sa.Text() if column == "source_text" else sa.String(256), nullable=False
+            )
         runs.drop_index("ix_runs_target_id")
         runs.drop_index("ix_runs_model_id")
         runs.drop_constraint("fk_runs_target_id_targets", type_="foreignkey")

@@ -40,16 +40,19 @@ def upgrade() -> None:
         sa.Column("rows", sa.Integer(), nullable=False),
         sa.Column("data", sa.LargeBinary(), nullable=False),
     )
-    op.create_index("ix_timeline_blocks_run_kind_track_start", "timeline_blocks", ["run_id", "kind", "track", "start_ns"])
+    op.create_index(
+        "ix_timeline_blocks_run_kind_track_start", "timeline_blocks", ["run_id", "kind", "track", "start_ns"]
+    )
     bind = op.get_bind()
     runs = sa.table("runs", sa.column("id", sa.Integer()), sa.column("tracks", sa.JSON()))
     for run_id, tracks in bind.execute(sa.select(runs.c.id, runs.c.tracks).order_by(runs.c.id)).all():
-        zones = bind.execute(sa.text(
-            "SELECT track, depth, name, start_ns, end_ns, op FROM zones WHERE run_id = :run ORDER BY id"
-        ), {"run": run_id}).all()
-        counters = bind.execute(sa.text(
-            "SELECT track, name, t_ns, value FROM counters WHERE run_id = :run ORDER BY id"
-        ), {"run": run_id}).all()
+        zones = bind.execute(
+            sa.text("SELECT track, depth, name, start_ns, end_ns, op FROM zones WHERE run_id = :run ORDER BY id"),
+            {"run": run_id},
+        ).all()
+        counters = bind.execute(
+            sa.text("SELECT track, name, t_ns, value FROM counters WHERE run_id = :run ORDER BY id"), {"run": run_id}
+        ).all()
         tracks = list(tracks or [])
         listed, columns = zone_columns(zones, tracks)
         if listed != tracks:  # runs before 0002 listed none
@@ -104,7 +107,9 @@ def downgrade() -> None:
         shown[run_id] = {}
         for alias, track in same_as.items():
             shown[run_id].setdefault(track, []).append(alias)
-    for block in bind.execute(sa.text("SELECT run_id, kind, track, data FROM timeline_blocks WHERE kind != 'names' ORDER BY id")):
+    for block in bind.execute(
+        sa.text("SELECT run_id, kind, track, data FROM timeline_blocks WHERE kind != 'names' ORDER BY id")
+    ):
         shared = shown[block.run_id].get(block.track, []) if block.kind != blocks.COUNTERS else []
         for track in [block.track, *shared]:
             _unpack(bind, (zones, markers, counters), names[block.run_id], block, track)
@@ -117,18 +122,30 @@ def _unpack(bind, tables, strings, block, track) -> None:
     rows = blocks.unpack(block.data)[0]
     common = {"run_id": block.run_id, "track": track}
     if block.kind == blocks.COUNTERS:
-        bind.execute(counters.insert(), [
-            {**common, "name": strings[n], "t_ns": t, "value": v}
-            for n, t, v in zip(*(rows[c].tolist() for c in ("name", "t", "value")))
-        ])
+        bind.execute(
+            counters.insert(),
+            [
+                {**common, "name": strings[n], "t_ns": t, "value": v}
+                for n, t, v in zip(*(rows[c].tolist() for c in ("name", "t", "value")))
+            ],
+        )
     elif block.kind == blocks.ZONES:
-        bind.execute(zones.insert(), [
-            {**common, "depth": d, "name": strings[n], "start_ns": s, "end_ns": e, "op": strings[o], "lod": lod}
-            for d, s, e, n, o, lod in zip(*(rows[c].tolist() for c in ("depth", "start", "end", "name", "op", "lod")))
-        ])
+        bind.execute(
+            zones.insert(),
+            [
+                {**common, "depth": d, "name": strings[n], "start_ns": s, "end_ns": e, "op": strings[o], "lod": lod}
+                for d, s, e, n, o, lod in zip(
+                    *(rows[c].tolist() for c in ("depth", "start", "end", "name", "op", "lod"))
+                )
+            ],
+        )
     else:
-        bind.execute(markers.insert(), [
-            {**common, "level": lv, "depth": d, "start_ns": s, "end_ns": e, "count": n, "busy_ns": b}
-            for lv, d, s, e, n, b in zip(*(rows[c].tolist() for c in ("level", "depth", "start", "end", "count", "busy")))
-        ])
-
+        bind.execute(
+            markers.insert(),
+            [
+                {**common, "level": lv, "depth": d, "start_ns": s, "end_ns": e, "count": n, "busy_ns": b}
+                for lv, d, s, e, n, b in zip(
+                    *(rows[c].tolist() for c in ("level", "depth", "start", "end", "count", "busy"))
+                )
+            ],
+        )

@@ -9,7 +9,17 @@ from compiler import zoo
 def test_a_case_runs_every_step_and_reports_sizes(tmp_path, capsys):
     case = run_case("tiny", "zoo:mlp?layers=1", lambda: zoo.generate("zoo:mlp?layers=1"), "wormhole_n150", tmp_path)
     assert [s.name for s in case.steps] == [
-        "generate", "import", "graph", "layout", "kernel", "simulate", "store", "stats", "graph view", "full rerun", "incr rerun",
+        "generate",
+        "import",
+        "graph",
+        "layout",
+        "kernel",
+        "simulate",
+        "store",
+        "stats",
+        "graph view",
+        "full rerun",
+        "incr rerun",
     ]
     assert case.ops == 5 and case.zones > 0
     assert case.override.endswith("=l1:interleaved") and case.override_status == "applied"
@@ -29,15 +39,20 @@ def test_compile_only_cases_stop_at_the_kernel_level_and_print_dashes(tmp_path):
     report = {
         "machine": {"cores": 2, "system": "test", "python": "3.11"},
         "cases": [
-            {"name": c.name, "ops": c.ops, "zones": c.zones, "total_s": c.total,
-             "compile_us_per_op": c.compile_seconds / c.ops * 1e6,
-             "steps": {s.name: {"s": s.seconds, "peak_rss_mb": s.peak_rss_mb} for s in c.steps}}
+            {
+                "name": c.name,
+                "ops": c.ops,
+                "zones": c.zones,
+                "total_s": c.total,
+                "compile_us_per_op": c.compile_seconds / c.ops * 1e6,
+                "steps": {s.name: {"s": s.seconds, "peak_rss_mb": s.peak_rss_mb} for s in c.steps},
+            }
             for c in (full, case)
         ],
     }
     table = format_table(report).splitlines()
     assert table[0].split()[:3] == ["case", "ops", "zones"] and "store" in table[0]
     assert table[2].startswith("big") and table[2].split().count("-") == 2
-    after = table[table.index("after the run is stored:") + 1:]
+    after = table[table.index("after the run is stored:") + 1 :]
     assert after[0].split()[:3] == ["case", "stats", "graph"] and "incr rerun" in after[0]
     assert after[1].startswith("small") and after[2].startswith("big") and after[2].split().count("-") == 4

@@ -154,7 +154,7 @@ def test_show_prints_each_level(capsys, model_file, level):
 def test_show_with_override(capsys, tiny_path):
     code, out, _ = cli(capsys, "show", tiny_path, "--level", "layout", "--override", "matmul_0=1x4:l1:block_sharded")
     assert code == 0
-    assert "#ts.layout<l1, block_sharded, grid 1x4, f32, tile 32x32, addr 0x0>> loc(\"matmul_0\")" in out
+    assert '#ts.layout<l1, block_sharded, grid 1x4, f32, tile 32x32, addr 0x0>> loc("matmul_0")' in out
 
 
 def test_show_default_level_is_graph(capsys):
@@ -310,8 +310,12 @@ def test_process_run_and_list(tmp_path, tiny_path):
 
 def test_show_every_level_of_every_corpus_file_and_zoo_model(capsys, corpus):
     refs = [str(p) for p in sorted(corpus.glob("*.mlir"))] + [
-        "zoo:mlp", "zoo:bert-base?layers=1", "zoo:llama-3.2-1b?layers=1", "zoo:llama-3.2-1b?mode=decode&layers=1",
-        "zoo:resnet50?batch=1", "zoo:matmul:256x512x128",
+        "zoo:mlp",
+        "zoo:bert-base?layers=1",
+        "zoo:llama-3.2-1b?layers=1",
+        "zoo:llama-3.2-1b?mode=decode&layers=1",
+        "zoo:resnet50?batch=1",
+        "zoo:matmul:256x512x128",
     ]
     for ref in refs:
         for level in ("input", "graph", "layout", "kernel"):
@@ -346,8 +350,11 @@ def _twenty_overrides(corpus):
     graph = compile_model(load_model(str(corpus / "resnet50_xla.mlir")), load_target("wormhole_n150")).levels["graph"]
     names = [op.name for op in graph.ops if op.kind in ("conv2d", "matmul")][:20]
     kinds = [
-        dict(grid=(4, 4)), dict(memory="l1", memory_layout="height_sharded"), dict(dtype="bfp8"),
-        dict(fidelity="lofi"), dict(grid=(8, 4), memory="dram", memory_layout="interleaved"),
+        dict(grid=(4, 4)),
+        dict(memory="l1", memory_layout="height_sharded"),
+        dict(dtype="bfp8"),
+        dict(fidelity="lofi"),
+        dict(grid=(8, 4), memory="dram", memory_layout="interleaved"),
     ]
     return OverrideSet([OpOverride(name, **kinds[i % len(kinds)]) for i, name in enumerate(names)], l1_usage_cap=0.7)
 
@@ -361,7 +368,9 @@ def test_twenty_overrides_give_the_same_run_through_every_format(capsys, corpus,
     for fmt in ("tilescope", "tt-explorer", "tt-mlir"):
         path = tmp_path / f"o.{fmt}"
         path.write_text(dump(overrides, fmt))
-        data = run_json(capsys, str(corpus / "resnet50_xla.mlir"), "--db", db_url, "--overrides", str(path), "--keep-going")
+        data = run_json(
+            capsys, str(corpus / "resnet50_xla.mlir"), "--db", db_url, "--overrides", str(path), "--keep-going"
+        )
         assert len(data["overrides"]) == 20
         assert all(o["status"] == "applied" for o in data["overrides"]), data["overrides"]
         runs[fmt] = {o["name"]: (o["duration_ns"], o["memory"], o["grid"]) for o in data["ops"]}
@@ -372,8 +381,18 @@ def test_twenty_overrides_give_the_same_run_through_every_format(capsys, corpus,
 
 def test_export_writes_what_a_run_was_compiled_with(capsys, tmp_path, tiny_path, db_url):
     data = run_json(
-        capsys, tiny_path, "--db", db_url, "--override", "matmul_0=1x2:l1:block_sharded", "--override",
-        "matmul_1=fidelity#lofi", "--policy", "greedy-l1", "--l1-usage-cap", "0.5",
+        capsys,
+        tiny_path,
+        "--db",
+        db_url,
+        "--override",
+        "matmul_0=1x2:l1:block_sharded",
+        "--override",
+        "matmul_1=fidelity#lofi",
+        "--policy",
+        "greedy-l1",
+        "--l1-usage-cap",
+        "0.5",
     )
     code, text, _ = cli(capsys, "export", str(data["run_id"]), "--db", db_url, "--format", "tt-mlir")
     assert code == 0
@@ -394,7 +413,9 @@ def test_bad_overrides_file_is_one_line(capsys, tmp_path, tiny_path, db_url):
     bad.write_text('{"version": 1, "overrides": [{"op": "matmul_0", "grid": "big"}]}')
     code, out, err = cli(capsys, "run", tiny_path, "--db", db_url, "--overrides", str(bad))
     assert code == 2 and out == ""
-    assert err.strip().splitlines() == ["tilescope: error: overrides file: overrides/0/grid: 'big' is not of type 'array'"]
+    assert err.strip().splitlines() == [
+        "tilescope: error: overrides file: overrides/0/grid: 'big' is not of type 'array'"
+    ]
     code, _, err = cli(capsys, "run", tiny_path, "--db", db_url, "--overrides", str(tmp_path / "none.json"))
     assert code == 2 and "none.json: no such file" in err
     code, _, err = cli(capsys, "export", "999", "--db", db_url)
@@ -402,7 +423,9 @@ def test_bad_overrides_file_is_one_line(capsys, tmp_path, tiny_path, db_url):
 
 
 def test_two_overrides_of_one_op_are_refused(capsys, tiny_path, db_url):
-    code, _, err = cli(capsys, "run", tiny_path, "--db", db_url, "--override", "matmul_0=l1", "--override", "matmul_0=dram")
+    code, _, err = cli(
+        capsys, "run", tiny_path, "--db", db_url, "--override", "matmul_0=l1", "--override", "matmul_0=dram"
+    )
     assert code == 2 and "override for 'matmul_0' given twice" in err
 
 
@@ -417,7 +440,9 @@ def test_warnings_are_summarised(capsys, db_url):
 def test_check_lists_every_problem_and_exits_1(capsys, tmp_path):
     bad = tmp_path / "o.txt"
     bad.write_text("override-output-layout=mlp.layer.0.fc2.matmul=9x9,nope=l1,mlp.layer.1.gelu=zz\n")
-    code, out, err = cli(capsys, "check", "zoo:mlp", "--overrides", str(bad), "--override", "mlp.layer.1.fc1.matmul=4x8:l1")
+    code, out, err = cli(
+        capsys, "check", "zoo:mlp", "--overrides", str(bad), "--override", "mlp.layer.1.fc1.matmul=4x8:l1"
+    )
     assert code == 1 and not err
     lines = out.splitlines()
     assert lines[-1] == "3 problem(s); 1 override(s) apply"
@@ -502,7 +527,9 @@ def test_ctrl_c_during_a_run_is_one_line_and_stores_nothing(tmp_path):
     db = tmp_path / "perf.db"
     proc = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "run", "zoo:bert-base?layers=24", "--db", f"sqlite:///{db}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
     def migrated() -> bool:

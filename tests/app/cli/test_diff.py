@@ -42,7 +42,9 @@ def test_json_of_a_tuned_run_against_the_plain_one(capsys, db_url, runs):
     ops = {op["name"]: op for op in d["ops"]}
     assert set(ops) == {"matmul_0", "matmul_1"} and d["removed"] == d["inserted"] == []
     assert ops["matmul_1"]["changes"] == [
-        output("memory", "dram", "l1"), output("memory_layout", "interleaved", "block_sharded"), change("grid", "8x8", "1x2"),
+        output("memory", "dram", "l1"),
+        output("memory_layout", "interleaved", "block_sharded"),
+        change("grid", "8x8", "1x2"),
     ]
     assert ops["matmul_1"]["delta_ns"] == pytest.approx(ops["matmul_1"]["b_ns"] - ops["matmul_1"]["a_ns"])
     assert ops["matmul_1"]["delta_ns"] != 0 and ops["matmul_0"]["changes"] == []
@@ -67,7 +69,9 @@ def test_table(capsys, db_url, runs):
     assert re.match(r"op\s+a us\s+b us\s+delta us\s+ratio\s+changes$", lines[1])
     assert re.search(
         r"^matmul_1\s+[\d.]+\s+[\d.]+\s+[-+][\d.]+\s+[\d.]+x\s+"
-        r"memory dram->l1, memory_layout interleaved->block_sharded, grid 8x8->1x2$", out, re.M,
+        r"memory dram->l1, memory_layout interleaved->block_sharded, grid 8x8->1x2$",
+        out,
+        re.M,
     )
     assert re.search(r"^matmul_0\s+", out, re.M)
     assert lines[-3] == f"overrides only in run {tuned}: matmul_1=1x2:l1:block_sharded"
@@ -119,7 +123,9 @@ def test_json_lists_the_kernel_parameters_override_items_set(capsys, db_url, mlp
     d = diff_json(capsys, plain, blocked, db_url)
     ops = {op["name"]: op for op in d["ops"]}
     assert ops[FC1]["changes"] == [
-        change("block", "default", "1x2x4"), change("subblock", "default", "1x2"), change("double_buffer", "default", "false"),
+        change("block", "default", "1x2x4"),
+        change("subblock", "default", "1x2"),
+        change("double_buffer", "default", "false"),
     ]
     assert ops[FC2]["changes"] == [] and ops[FC1]["delta_ns"] > 0  # one step at a time, the engines take turns
     back = {op["name"]: op for op in diff_json(capsys, blocked, plain, db_url)["ops"]}
@@ -128,7 +134,11 @@ def test_json_lists_the_kernel_parameters_override_items_set(capsys, db_url, mlp
     both = mlp(f"{FC2}=fidelity#lofi:double_buffer#false", f"{FC2}=operand#1:l1:width_sharded:1x8")
     ops = {op["name"]: op for op in diff_json(capsys, plain, both, db_url)["ops"]}
     assert [(c["param"], c["operand"]) for c in ops[FC2]["changes"]] == [
-        ("fidelity", None), ("double_buffer", None), ("memory", 1), ("memory_layout", 1), ("grid", 1),
+        ("fidelity", None),
+        ("double_buffer", None),
+        ("memory", 1),
+        ("memory_layout", 1),
+        ("grid", 1),
     ]
 
 
@@ -148,12 +158,15 @@ def test_text_of_a_host_dispatch_bound_pair_says_where_the_time_went(capsys, db_
     assert captured.err == ""
     assert re.search(
         rf"^{re.escape(FC1)}\s+.*  memory dram->l1, memory_layout interleaved->width_sharded, dtype bf16->bfp8, "
-        r"grid 8x8->1x8, fidelity hifi2->lofi$", captured.out, re.M,
+        r"grid 8x8->1x8, fidelity hifi2->lofi$",
+        captured.out,
+        re.M,
     )
     assert re.search(rf"^{re.escape(FC2)}\s+.*  fidelity hifi2->lofi, operand 0 memory dram->l1, ", captured.out, re.M)
     # the device got slower by both ops' deltas, the total only by the last op's
     assert captured.out.splitlines()[-1] == (
-        f"host dispatch bound: device {d['device_delta_ns'] / 1e3:+z.2f} us, host/idle {d['host_delta_ns'] / 1e3:+z.2f} us "
+        f"host dispatch bound: device {d['device_delta_ns'] / 1e3:+z.2f} us, "
+        f"host/idle {d['host_delta_ns'] / 1e3:+z.2f} us "
         "(the device waits on the host to issue ops, so op time turns into idle time)"
     )
 
@@ -163,14 +176,16 @@ def test_text_of_two_models_warns_and_keeps_its_lines_short(capsys, db_url, tiny
     tiny = execute(sessions, tiny_path).run_id
     big = execute(sessions, "zoo:mlp?layers=4").run_id  # eight ops, none named as the tiny model's
     d = diff_json(capsys, tiny, big, db_url)
-    assert d["ops"] == [] and len(d["inserted"]) == 8 and [op["name"] for op in d["removed"]] == ["matmul_0", "matmul_1"]
+    assert (
+        d["ops"] == [] and len(d["inserted"]) == 8 and [op["name"] for op in d["removed"]] == ["matmul_0", "matmul_1"]
+    )
     assert d["warnings"] and d["warnings"][0].startswith("different models")
     assert main(tiny, big, db_url, False) == 0
     captured = capsys.readouterr()
     assert captured.err == f"tilescope: warning: {d['warnings'][0]}\n"
     lines = captured.out.splitlines()
     at = lines.index(f"inserted (only in run {big}): 8 ops, {sum(op['ns'] for op in d['inserted']) / 1e3:.2f} us")
-    assert [line.split()[0] for line in lines[at + 1:at + 1 + SHOWN]] == [op["name"] for op in d["inserted"][:SHOWN]]
+    assert [line.split()[0] for line in lines[at + 1 : at + 1 + SHOWN]] == [op["name"] for op in d["inserted"][:SHOWN]]
     assert lines[at + 1 + SHOWN] == f"  ... and {8 - SHOWN} more"
     assert max(len(line) for line in lines) < 120
     assert "device " in lines[-1] and "(6 more ops to issue)" in lines[-1]
@@ -187,7 +202,9 @@ def test_an_op_line_lists_the_first_changes_and_counts_the_rest(capsys, db_url, 
     assert changes[-1] == change("grid", "1x1", "1x8", operand=1)
     assert main(plain, tuned, db_url, False) == 0
     (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{FC1} ")]
-    assert line.endswith(", block default->4x2x2, double_buffer default->false, operand 1 memory dram->l1, ... and 2 more")
+    assert line.endswith(
+        ", block default->4x2x2, double_buffer default->false, operand 1 memory dram->l1, ... and 2 more"
+    )
 
 
 def test_text_names_the_settings_that_differ(capsys, db_url, mlp):

@@ -65,7 +65,8 @@ def start(model: str, db_url: str, *extra: str, logs: Path, env: dict | None = N
         port = free_port()
         proc = Process(
             [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--db", db_url, "--model", model, *extra],
-            logs / f"serve-{port}.log", env,
+            logs / f"serve-{port}.log",
+            env,
         )
         url = f"http://127.0.0.1:{port}/"
         deadline = time.monotonic() + START_S
@@ -90,7 +91,8 @@ def start_worker(model: str, db_url: str, logs: Path, env: dict) -> Process:
     """`tilescope worker`, once Celery says it is ready; its output goes to `logs`."""
     proc = Process(
         [sys.executable, "-m", "app.cli", "worker", "--db", db_url, "--model", model, "--concurrency", "2"],
-        logs / "worker.log", env,
+        logs / "worker.log",
+        env,
     )
     deadline = time.monotonic() + START_S
     while " ready." not in proc.output():
@@ -99,4 +101,3 @@ def start_worker(model: str, db_url: str, logs: Path, env: dict) -> Process:
             pytest.fail("tilescope worker did not start: " + proc.output()[-3000:])
         time.sleep(0.2)
     return proc
-

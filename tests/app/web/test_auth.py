@@ -51,12 +51,15 @@ class _Lines:
         return self.text
 
 
-@pytest.mark.parametrize("content, fault", [
-    ("", "no users"),
-    ("alice\n", ":1: expected NAME:HASH"),
-    ("# team\nal ice:pbkdf2$x$y\n", ":2: expected NAME:HASH"),
-    ("alice:plaintext\n", ":1: expected NAME:HASH"),
-])
+@pytest.mark.parametrize(
+    "content, fault",
+    [
+        ("", "no users"),
+        ("alice\n", ":1: expected NAME:HASH"),
+        ("# team\nal ice:pbkdf2$x$y\n", ":2: expected NAME:HASH"),
+        ("alice:plaintext\n", ":1: expected NAME:HASH"),
+    ],
+)
 def test_a_malformed_users_file_is_one_line(tmp_path, content, fault):
     path = tmp_path / "users"
     path.write_text(content)
@@ -101,8 +104,13 @@ def test_the_door_refuses_without_right_credentials_and_never_fails(tmp_path):
     assert client.get("/_dash-layout").status_code == 401
     assert client.get("/", headers=_basic(b"alice:s3cret")).status_code == 200
     for header in (
-        _basic(b"alice:wrong"), _basic(b"nobody:s3cret"), _basic(b"no colon"), _basic(b"\xff\xfe:x"),
-        {"Authorization": "Bearer token"}, {"Authorization": "Basic !!!"}, {"Authorization": ""},
+        _basic(b"alice:wrong"),
+        _basic(b"nobody:s3cret"),
+        _basic(b"no colon"),
+        _basic(b"\xff\xfe:x"),
+        {"Authorization": "Bearer token"},
+        {"Authorization": "Basic !!!"},
+        {"Authorization": ""},
     ):
         assert client.get("/_dash-layout", headers=header).status_code == 401, header
 
@@ -118,6 +126,7 @@ def test_a_stranger_is_refused_before_the_server_reads_a_body(tmp_path):
     for body in (b"[]", b"{}", b"not json"):
         answer = client.post("/_dash-update-component", data=body, headers={"Content-Type": "application/json"})
         assert answer.status_code == 401 and "WWW-Authenticate" in answer.headers, body
-    signed = client.post("/_dash-update-component", data=b"[]",
-                         headers={"Content-Type": "application/json", **_basic(b"alice:s3cret")})
+    signed = client.post(
+        "/_dash-update-component", data=b"[]", headers={"Content-Type": "application/json", **_basic(b"alice:s3cret")}
+    )
     assert signed.status_code == 400  # read, once signed in

@@ -54,8 +54,15 @@ def browser():
 def _chrome():
     options = Options()
     for arg in (
-        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1300",
-        "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1600,1300",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-sync",
     ):
         options.add_argument(arg)
     options.binary_location = CHROMIUM
@@ -84,7 +91,8 @@ def _prop(driver, element_id: str, prop: str):
     """A component's property as Dash holds it (what its callbacks get), not as the page shows it."""
     return driver.execute_script(
         "var c = window.dash_component_api.getLayout(arguments[0]); return c ? c.props[arguments[1]] : null;",
-        element_id, prop,
+        element_id,
+        prop,
     )
 
 
@@ -101,9 +109,7 @@ def _pick(driver, element_id: str, value: str) -> None:
     driver.find_element(By.ID, element_id).click()
     option = _wait(
         driver,
-        lambda d: next(
-            (o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]") if o.text.strip() == value), None
-        ),
+        lambda d: next((o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]") if o.text.strip() == value), None),
         timeout=10,
     )
     option.click()
@@ -144,8 +150,15 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     _wait(d, lambda d: _timeline_zones(d) > 0)
     # of the timeline's relayouts only moves of its time axis go to the server: a request for a
     # resize would replace the one drawing a new run, and draw nothing
-    assert d.execute_script("return window.tilescope.timeAxisChange({autosize: true}) === window.dash_clientside.no_update")
-    assert d.execute_script("return window.tilescope.timeAxisChange({'xaxis.range[0]': 1, 'xaxis.range[1]': 2})['xaxis.range[1]']") == 2
+    assert d.execute_script(
+        "return window.tilescope.timeAxisChange({autosize: true}) === window.dash_clientside.no_update"
+    )
+    assert (
+        d.execute_script(
+            "return window.tilescope.timeAxisChange({'xaxis.range[0]': 1, 'xaxis.range[1]': 2})['xaxis.range[1]']"
+        )
+        == 2
+    )
     # the bare address gets the view's state at once, so it can be copied as a link
     _wait(d, lambda d: "model=" in d.current_url and "run=" in d.current_url)
     _shot(d, "01-graph-level")
@@ -164,18 +177,32 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     # the op's zones are outlined on the timeline (in the browser, without a new figure): its cores and the device row
     cores = d.execute_script(
         "var g = document.querySelector('#timeline-view .js-plotly-plot'), op = arguments[0], n = 0;"
-        "g.data.forEach(function (t) { var c = t.customdata || []; for (var i = 0; i < c.length; i += 4) { if (c[i] === op) n++; } });"
-        "return n;", "mlp.layer.0.fc1.matmul")
-    _wait(d, lambda d: d.execute_script(
-        "var g = document.querySelector('#timeline-view .js-plotly-plot');"
-        "return (g.layout.shapes || []).filter(function (s) { return s.name === 'selected'; }).length;") == cores)
+        "g.data.forEach(function (t) { var c = t.customdata || []; "
+        "for (var i = 0; i < c.length; i += 4) { if (c[i] === op) n++; } });"
+        "return n;",
+        "mlp.layer.0.fc1.matmul",
+    )
+    _wait(
+        d,
+        lambda d: (
+            d.execute_script(
+                "var g = document.querySelector('#timeline-view .js-plotly-plot');"
+                "return (g.layout.shapes || []).filter(function (s) { return s.name === 'selected'; }).length;"
+            )
+            == cores
+        ),
+    )
     assert cores > 1
     _shot(d, "03-op-selected")
     # a click on an edge (no customdata) selects nothing else: once Dash has the click and has run
     # what it set off, the op is still the one selected
     d.execute_script(GRAPH + "gd.emit('plotly_click', {points: [{curveNumber: 1, pointNumber: 0}], event: {}});")
-    _wait(d, lambda d: (_prop(d, "graph-view", "clickData") or {}).get("points", [{}])[0].get("curveNumber") == 1
-          and _settled(d))
+    _wait(
+        d,
+        lambda d: (
+            (_prop(d, "graph-view", "clickData") or {}).get("points", [{}])[0].get("curveNumber") == 1 and _settled(d)
+        ),
+    )
     assert _prop(d, "selected-op", "data") == "mlp.layer.0.fc1.matmul"
     assert "mlp.layer.0.fc1.matmul" in _text(d, "op-inspector")
 
@@ -249,7 +276,9 @@ act();
 """
 GRAPH = "var gd = document.querySelector('#graph-view .js-plotly-plot');"
 # a click on the node named arguments[...]: plotly's click event, as dcc.Graph hears it
-CLICK_NODE = GRAPH + """
+CLICK_NODE = (
+    GRAPH
+    + """
 for (var c = 0; c < gd.data.length; c++) {
   var ids = gd.data[c].customdata || [];
   var p = ids.indexOf(%r);
@@ -257,6 +286,7 @@ for (var c = 0; c < gd.data.length; c++) {
 }
 throw new Error('no such node');
 """
+)
 
 
 def _timed(driver, act: str, ready: str) -> float:
@@ -287,24 +317,34 @@ def test_bert_base_grouped_graph_and_interaction_latency(bert_server, browser):
     # five selections in turn: the first finds the server's per-run caches cold, the rest as a
     # user clicking around finds them
     selections = []
-    for op in ("embeddings.add_token_type", "attention_mask.reshape", "attention_mask.typecast",
-               "attention_mask.invert", "embeddings.add_position"):
-        selections.append(_timed(
-            d, CLICK_NODE % op,
-            f"return document.getElementById('op-inspector').innerText.indexOf({op!r}) >= 0"
-            f" && document.querySelector('#mlir-view mark').innerText.indexOf({op!r}) >= 0",
-        ))
+    for op in (
+        "embeddings.add_token_type",
+        "attention_mask.reshape",
+        "attention_mask.typecast",
+        "attention_mask.invert",
+        "embeddings.add_position",
+    ):
+        selections.append(
+            _timed(
+                d,
+                CLICK_NODE % op,
+                f"return document.getElementById('op-inspector').innerText.indexOf({op!r}) >= 0"
+                f" && document.querySelector('#mlir-view mark').innerText.indexOf({op!r}) >= 0",
+            )
+        )
         _wait(d, _settled)  # the next selection is timed from a page at rest
     timings["select_op_first_ms"] = selections[0]
     timings["select_op_ms"] = sorted(selections)[len(selections) // 2]  # the median
     timings["level_switch_ms"] = _timed(
-        d, "document.evaluate(\"//div[@id='level-select']//label[normalize-space()='kernel']\", document, null, 9, null)"
-           ".singleNodeValue.click()",
+        d,
+        "document.evaluate(\"//div[@id='level-select']//label[normalize-space()='kernel']\", document, null, 9, null)"
+        ".singleNodeValue.click()",
         "return document.getElementById('mlir-view').innerText.indexOf('ts.level = \"kernel\"') >= 0",
     )
     _pick(d, "override-memory", "l1")
     timings["override_rerun_ms"] = _timed(
-        d, "document.getElementById('apply-overrides').click()",
+        d,
+        "document.getElementById('apply-overrides').click()",
         "return document.getElementById('run-summary').innerText.indexOf('run #2') >= 0"
         " && document.getElementById('override-status').innerText.indexOf('applied') >= 0",
     )
@@ -312,18 +352,40 @@ def test_bert_base_grouped_graph_and_interaction_latency(bert_server, browser):
     _shot(d, "10-bert-after-override")
 
     # a click on a group opens it; a search rings its matches; colour by bound gets a legend
-    layers = len(d.find_element(By.ID, "graph-groups").find_elements(By.CSS_SELECTOR, ".Select-value, [class*=multi-value]"))
+    layers = len(
+        d.find_element(By.ID, "graph-groups").find_elements(By.CSS_SELECTOR, ".Select-value, [class*=multi-value]")
+    )
     d.execute_script(CLICK_NODE % "group:encoder.layer.3")
-    _wait(d, lambda d: "layer.3" in _text(d, "graph-groups") or layers < len(
-        d.find_element(By.ID, "graph-groups").find_elements(By.CSS_SELECTOR, ".Select-value, [class*=multi-value]")))
-    _wait(d, lambda d: d.execute_script(GRAPH + "return gd.data.some(function (t) {"
-                                        " return (t.customdata || []).indexOf('group:encoder.layer.3.attention') >= 0; });"))
+    _wait(
+        d,
+        lambda d: (
+            "layer.3" in _text(d, "graph-groups")
+            or layers
+            < len(
+                d.find_element(By.ID, "graph-groups").find_elements(
+                    By.CSS_SELECTOR, ".Select-value, [class*=multi-value]"
+                )
+            )
+        ),
+    )
+    _wait(
+        d,
+        lambda d: d.execute_script(
+            GRAPH + "return gd.data.some(function (t) {"
+            " return (t.customdata || []).indexOf('group:encoder.layer.3.attention') >= 0; });"
+        ),
+    )
     search = d.find_element(By.ID, "graph-search")
     search.send_keys("layer\\.3\\..*matmul\n")
     _wait(d, lambda d: "ops match" in _text(d, "graph-note"))
     assert "8 ops match" in _text(d, "graph-note")  # query, key, value, scores, context, and 3 dense layers
     _pick(d, "graph-colour", "bound by")
-    _wait(d, lambda d: d.execute_script(GRAPH + "return gd.data.some(function (t) { return t.showlegend && t.name === 'dram'; });"))
+    _wait(
+        d,
+        lambda d: d.execute_script(
+            GRAPH + "return gd.data.some(function (t) { return t.showlegend && t.name === 'dram'; });"
+        ),
+    )
     _shot(d, "11-bert-group-open-search-bound")
 
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -356,9 +418,9 @@ def test_two_users_rerun_at_once_on_two_workers(request, tmp_path, db_url, brows
             try:
                 _wait(d, lambda d: "run #1" in _text(d, "run-summary"), timeout=60)
                 _wait(d, lambda d: len(_op_nodes(d)) == 2)
-            except Exception:
+            except Exception as err:
                 _shot(d, "debug-two-users")
-                raise AssertionError(proc.stop()[-3000:] + str(d.get_log("browser"))[:3000])
+                raise AssertionError(proc.stop()[-3000:] + str(d.get_log("browser"))[:3000]) from err
             d.execute_script(CLICK_NODE % op)
             _wait(d, lambda d, op=op: op in _text(d, "op-inspector"))
             _pick(d, "override-memory", "l1")
@@ -418,8 +480,12 @@ def test_a_server_with_users_lets_in_only_who_signs_in(tmp_path, browser):
     signed_in = _chrome()
     try:
         browser.get(url)  # Chromium asks for credentials; headless, it shows the refusal's empty page
-        _wait(browser, lambda d: d.execute_script(
-            "var n = performance.getEntriesByType('navigation')[0]; return n && n.responseStatus === 401;"))
+        _wait(
+            browser,
+            lambda d: d.execute_script(
+                "var n = performance.getEntriesByType('navigation')[0]; return n && n.responseStatus === 401;"
+            ),
+        )
         assert not browser.find_elements(By.ID, "graph-view")
         with pytest.raises(urllib.error.HTTPError) as refused:  # the page's data too, not only the page
             urllib.request.urlopen(url + "_dash-layout", timeout=30)
@@ -441,7 +507,9 @@ def test_a_server_with_users_lets_in_only_who_signs_in(tmp_path, browser):
 
 
 def test_an_open_server_on_every_address_says_so(tmp_path):
-    url, proc = serving.start(MODEL, f"sqlite:///{tmp_path / 'ui.db'}", "--host", "0.0.0.0", "--insecure", logs=tmp_path)
+    url, proc = serving.start(
+        MODEL, f"sqlite:///{tmp_path / 'ui.db'}", "--host", "0.0.0.0", "--insecure", logs=tmp_path
+    )
     output = proc.stop()
     assert "on http://0.0.0.0:" in output and "insecure: no signing in" in output
 
@@ -449,7 +517,7 @@ def test_an_open_server_on_every_address_says_so(tmp_path):
 # Nested regions as a fuzzer found them: deep enough to overflow the MLIR parser's stack
 NESTED = "func.func @forward() {\n" + '"test.region"() ({\n' * 3000 + "}) : () -> ()\n" * 3000 + "  return\n}\n"
 LONG_LOC = (
-    'func.func @forward(%x: tensor<32x32xbf16>) -> tensor<32x32xbf16> {\n'
+    "func.func @forward(%x: tensor<32x32xbf16>) -> tensor<32x32xbf16> {\n"
     '  %0 = "ttir.exp"(%x) : (tensor<32x32xbf16>) -> tensor<32x32xbf16> loc("' + "a." * 40_000 + 'e")\n'
     "  return %0 : tensor<32x32xbf16>\n}\n"
 )

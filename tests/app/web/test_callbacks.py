@@ -40,8 +40,12 @@ def _graph(cb, run_id, level="graph", selected=None, expanded=None, mode="durati
 
 
 def _ops_drawn(figure) -> set[str]:
-    return {n for t in figure.data if t.name not in ("selected", "matches", "tensors") and t.customdata is not None
-            for n in t.customdata}
+    return {
+        n
+        for t in figure.data
+        if t.name not in ("selected", "matches", "tensors") and t.customdata is not None
+        for n in t.customdata
+    }
 
 
 def _records(app, run_id):
@@ -86,8 +90,19 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     selected = FC1  # a click on its node (tilescope.js clickNode, in the browser tests)
     _, _, _, rows, cols, layout, dtype, fidelity, *_ = cb["inspect"](selected, base_id, "graph")
 
-    options, new_id, status, pending = cb["apply_override"](_progress,
-        1, base_id, selected, [], "l1", "width_sharded", rows, cols, layout, dtype, fidelity  # 128 tile columns over 64 cores
+    options, new_id, status, pending = cb["apply_override"](
+        _progress,
+        1,
+        base_id,
+        selected,
+        [],
+        "l1",
+        "width_sharded",
+        rows,
+        cols,
+        layout,
+        dtype,
+        fidelity,  # 128 tile columns over 64 cores
     )
 
     assert new_id != base_id
@@ -96,7 +111,9 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     run = app.explorer.run(new_id)
     kernel_ops = len(app.explorer.compilation(run).kernel.ops)
     assert [s.children[1] for s in STAGES[-3:]] == [  # the progress line's stages
-        "re-run: compiling...", f"re-run: simulating {kernel_ops} ops...", "re-run: storing the run...",
+        "re-run: compiling...",
+        f"re-run: simulating {kernel_ops} ops...",
+        "re-run: storing the run...",
     ]
     assert run.parent_id == base_id
     assert run.overrides == [f"{FC1}=8x8:l1:width_sharded:tile:bf16"]
@@ -131,8 +148,8 @@ def test_impossible_override_is_reported_and_stores_nothing(app, cb):
     wide = "zoo:mlp?layers=1&hidden=8192"
     _, wide_id, _, _ = cb["choose_model"](wide, TARGET, "dram-interleaved")
     runs_before = len(app.explorer.run_options(wide, TARGET))
-    options, value, status, _ = cb["apply_override"](_progress,
-        1, wide_id, "mlp.layer.0.fc1.matmul", [], "l1", "block_sharded", 1, 1, "tile", "bf16"
+    options, value, status, _ = cb["apply_override"](
+        _progress, 1, wide_id, "mlp.layer.0.fc1.matmul", [], "l1", "block_sharded", 1, 1, "tile", "bf16"
     )
     assert options is no_update and value is no_update
     assert "rejected" in str(status) and "KiB" in str(status)
@@ -157,7 +174,9 @@ def test_a_run_on_a_target_file_reopens_and_reruns_from_what_it_stored(tmp_path)
     from compiler.target import BUILTIN_DIR
 
     target_file = tmp_path / "mine.toml"
-    target_file.write_text((BUILTIN_DIR / "wormhole_n150.toml").read_text().replace('name = "wormhole_n150"', 'name = "mine"'))
+    target_file.write_text(
+        (BUILTIN_DIR / "wormhole_n150.toml").read_text().replace('name = "wormhole_n150"', 'name = "mine"')
+    )
     app = create_app(f"sqlite:///{tmp_path}/ui.db", MODEL, str(target_file), job_dir=str(tmp_path / "jobs"))
     cb = app.tilescope_callbacks
     options, run_id, _, _ = cb["choose_model"](MODEL, str(target_file), "dram-interleaved")
@@ -168,7 +187,9 @@ def test_a_run_on_a_target_file_reopens_and_reruns_from_what_it_stored(tmp_path)
     target_file.unlink()  # the run keeps its own copy of the target
     figure = _graph(cb, run_id, "kernel")[0]
     assert figure.data
-    _, new_id, status, _ = cb["apply_override"](_progress, 1, run_id, FC1, [], "l1", "block_sharded", 4, 8, "tile", "bf16")
+    _, new_id, status, _ = cb["apply_override"](
+        _progress, 1, run_id, FC1, [], "l1", "block_sharded", 4, 8, "tile", "bf16"
+    )
     assert "applied" in str(status) and app.explorer.run(new_id).target.name == "mine"
 
 
@@ -182,7 +203,9 @@ def test_the_override_form_offers_what_the_selected_target_has(cb):
 
 def test_the_form_can_ask_for_a_math_fidelity(app, cb):
     _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
-    _, new_id, status, _ = cb["apply_override"](_progress, 1, base_id, FC1, [], "dram", "interleaved", 8, 8, "tile", "bf16", "lofi")
+    _, new_id, status, _ = cb["apply_override"](
+        _progress, 1, base_id, FC1, [], "dram", "interleaved", 8, 8, "tile", "bf16", "lofi"
+    )
     assert app.explorer.run(new_id).overrides == [f"{FC1}=8x8:dram:interleaved:tile:bf16:fidelity#lofi"]
     fidelity = cb["inspect"](FC1, new_id, "graph")[7]
     assert fidelity == "lofi"
@@ -299,13 +322,17 @@ def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):
 def test_the_diff_shows_the_inserted_op_the_time_split_and_warns_of_other_targets(app, cb):
     _, base_id, _, _ = cb["choose_model"](MODEL, TARGET, "dram-interleaved")
     operand = f"{CONSUMER}=operand#1:l1:width_sharded:1x8"
-    _, run_id, _, _ = cb["apply_override"](_progress, 1, base_id, None, [operand], "dram", "interleaved", 8, 8, "tile", "bf16")
+    _, run_id, _, _ = cb["apply_override"](
+        _progress, 1, base_id, None, [operand], "dram", "interleaved", 8, 8, "tile", "bf16"
+    )
     found = app.explorer.diff(base_id, run_id)
     view = str(cb["show_diff"]([], run_id))
     (inserted,) = found["inserted"]
     assert f"Inserted (only in B #{run_id}): 1 op, {inserted['ns'] / 1e3:,.2f} us" in view
     assert f"{CONSUMER}.in1.to_layout  to_layout" in view and "Removed" not in view
-    assert "operand 1 memory dram->l1, operand 1 memory_layout interleaved->width_sharded, operand 1 grid 1x1->1x8" in view
+    assert (
+        "operand 1 memory dram->l1, operand 1 memory_layout interleaved->width_sharded, operand 1 grid 1x1->1x8" in view
+    )
     assert f"device {found['device_delta_ns'] / 1e3:+.2f} us, host/idle {found['host_delta_ns'] / 1e3:+.2f} us" in view
     assert "Warning" not in view
     _, other_id, _, _ = cb["choose_model"](MODEL, "blackhole_p150", "dram-interleaved")
@@ -328,11 +355,15 @@ def _data_url(data: bytes) -> str:
 
 
 def test_an_uploaded_mlir_file_becomes_a_model_with_a_run(app, cb):
-    options, ref, message, cleared = cb["upload_model"](_progress, _data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved")
+    options, ref, message, cleared = cb["upload_model"](
+        _progress, _data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved"
+    )
     assert ref.startswith("upload/") and ref.endswith("/tiny.mlir") and ref in options
     assert "Loaded tiny.mlir" in str(message) and cleared is None  # so the same file can be dropped again
     # any case of the suffix; a '#' is not read as a function selector
-    _, odd, message, _ = cb["upload_model"](_progress, _data_url(SMALL_MLIR.encode()), "v#2.MLIR", TARGET, "dram-interleaved")
+    _, odd, message, _ = cb["upload_model"](
+        _progress, _data_url(SMALL_MLIR.encode()), "v#2.MLIR", TARGET, "dram-interleaved"
+    )
     assert odd.endswith("/v_2.MLIR") and "Loaded" in str(message)
     runs, run_id, status, _ = cb["choose_model"](ref, TARGET, "dram-interleaved")
     assert status is None and [r["value"] for r in runs] == [run_id]
@@ -361,7 +392,9 @@ def test_a_bad_upload_is_one_line_on_the_page_and_changes_nothing(app, cb, name,
 
 def test_an_upload_over_the_size_limit_is_refused(app, cb, monkeypatch):
     monkeypatch.setattr(explorer_module, "MAX_SOURCE_BYTES", 100)
-    _, _, message, _ = cb["upload_model"](_progress, _data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved")
+    _, _, message, _ = cb["upload_model"](
+        _progress, _data_url(SMALL_MLIR.encode()), "tiny.mlir", TARGET, "dram-interleaved"
+    )
     assert message.children.startswith("tiny.mlir: ") and "MiB is over the" in message.children
 
 
@@ -390,7 +423,15 @@ def test_the_graph_colours_by_bound_memory_peak_and_delta_against_the_parent_run
     _, new_id, _, _ = cb["apply_override"](_progress, 1, base_id, FC1, [], "l1", "width_sharded", 8, 8, "tile", "bf16")
 
     bound = _graph(cb, new_id, "kernel", mode="bound")[0]
-    assert {t.name for t in bound.data if t.showlegend} <= {"compute", "dram", "l1", "noc", "vector", "dispatch", "balanced"}
+    assert {t.name for t in bound.data if t.showlegend} <= {
+        "compute",
+        "dram",
+        "l1",
+        "noc",
+        "vector",
+        "dispatch",
+        "balanced",
+    }
     memory = _graph(cb, new_id, "kernel", mode="memory")[0]
     assert {"l1", "dram"} <= {t.name for t in memory.data if t.showlegend}
     fc1_in_l1 = next(t for t in memory.data if t.name == "l1")
@@ -443,7 +484,10 @@ def test_pending_overrides_re_run_together_in_one_child_run(app, cb):
     # staging the same op again replaces its entry; another op joins the list
     pending, _ = cb["stage_override"](2, FC1, pending, "l1", "block_sharded", 4, 8, "tile", "bf16")
     pending, _ = cb["stage_override"](3, CONSUMER, pending, "dram", "interleaved", 8, 8, "tile", "bf16", "hifi2")
-    assert pending == [f"{FC1}=4x8:l1:block_sharded:tile:bf16", f"{CONSUMER}=8x8:dram:interleaved:tile:bf16:fidelity#hifi2"]
+    assert pending == [
+        f"{FC1}=4x8:l1:block_sharded:tile:bf16",
+        f"{CONSUMER}=8x8:dram:interleaved:tile:bf16:fidelity#hifi2",
+    ]
     assert "Add to pending" in str(cb["show_pending"]([])) and CONSUMER in str(cb["show_pending"](pending))
 
     # the form still shows the selected consumer as it is: only the pending list is applied
@@ -460,14 +504,31 @@ def test_the_form_sets_an_operand_tile_blocking_and_buffering_and_rejects_a_bad_
         1, FC1, [], "l1", "interleaved", 8, 8, "tile", "bf16", "default", "operand 0", "default", "", "default"
     )
     assert pending == [f"{FC1}=8x8:l1:interleaved:tile:bf16:operand#0"]
-    _, new_id, status, _ = cb["apply_override"](_progress,
-        1, base_id, FC1, [], "dram", "interleaved", 8, 8, "tile", "bf16", "hifi2", "output", "32x32", "4x2x2", "off"
+    _, new_id, status, _ = cb["apply_override"](
+        _progress,
+        1,
+        base_id,
+        FC1,
+        [],
+        "dram",
+        "interleaved",
+        8,
+        8,
+        "tile",
+        "bf16",
+        "hifi2",
+        "output",
+        "32x32",
+        "4x2x2",
+        "off",
     )
     assert "rejected" not in str(status)
     assert app.explorer.run(new_id).overrides == [
         f"{FC1}=8x8:dram:interleaved:tile:bf16:fidelity#hifi2:block#4x2x2:double_buffer#false:tile#32x32"
     ]
-    _, status = cb["stage_override"](1, FC1, [], "l1", "interleaved", 8, 8, "tile", "bf16", "default", "output", "default", "4x4")
+    _, status = cb["stage_override"](
+        1, FC1, [], "l1", "interleaved", 8, 8, "tile", "bf16", "default", "output", "default", "4x4"
+    )
     assert "expected M x N x K" in str(status)
 
 
@@ -478,10 +539,18 @@ def test_an_overrides_file_of_any_format_joins_the_pending_list_and_bad_items_ar
     pending, status, cleared = cb["import_overrides"](_upload(text), "opts.txt", [f"{FC1}=8x8:dram:interleaved"])
     assert pending == [f"{FC1}=4x4:l1:block_sharded"] and cleared is None
     assert "1 override(s) added" in str(status) and "nope" in str(status)
-    explorer_json = json.dumps({f'loc("{CONSUMER}")': {"named_location": CONSUMER, "attributes": [
-        {"key": "grid_shape", "value": "[8, 1]"}, {"key": "buffer_type", "value": "L1"},
-        {"key": "tensor_memory_layout", "value": "HEIGHT_SHARDED"},
-    ]}})
+    explorer_json = json.dumps(
+        {
+            f'loc("{CONSUMER}")': {
+                "named_location": CONSUMER,
+                "attributes": [
+                    {"key": "grid_shape", "value": "[8, 1]"},
+                    {"key": "buffer_type", "value": "L1"},
+                    {"key": "tensor_memory_layout", "value": "HEIGHT_SHARDED"},
+                ],
+            }
+        }
+    )
     pending, status, _ = cb["import_overrides"](_upload(explorer_json), "tt-explorer.json", [])
     assert pending and pending[0].startswith(f"{CONSUMER}=8x1:l1:height_sharded")
     pending, status, _ = cb["import_overrides"]("data:;base64,@@@", "broken.json", [])
@@ -496,7 +565,9 @@ def test_a_file_of_many_overrides_joins_the_pending_list_in_one_pass_and_a_page_
     from app.web.callbacks import SHOWN_PENDING
 
     text = "override-output-layout=" + ",".join(f"op{i}=2x2:dram:interleaved" for i in range(50_000))
-    pending, status, _ = cb["import_overrides"](_upload(text), "many.txt", ["op3=1x1:l1:interleaved", "other=1x1:l1:interleaved"])
+    pending, status, _ = cb["import_overrides"](
+        _upload(text), "many.txt", ["op3=1x1:l1:interleaved", "other=1x1:l1:interleaved"]
+    )
     assert len(pending) == 50_001 and "50000 override(s) added" in str(status)
     assert pending[:3] == ["other=1x1:l1:interleaved", "op0=2x2:dram:interleaved", "op1=2x2:dram:interleaved"]
     assert "op3=2x2:dram:interleaved" in pending and "op3=1x1:l1:interleaved" not in pending
@@ -515,7 +586,9 @@ def test_a_pending_list_past_a_files_limit_is_one_line_before_any_item_is_read(c
     assert pending is no_update and status.children == said
     _, _, status, _ = cb["apply_override"](_progress, 1, run_id, None, huge, *[None] * 11)
     assert status.children == said
-    _, status, _ = cb["import_overrides"](_upload(f"override-output-layout={FC1}=4x4:l1:interleaved"), "x.txt", huge[:-1])
+    _, status, _ = cb["import_overrides"](
+        _upload(f"override-output-layout={FC1}=4x4:l1:interleaved"), "x.txt", huge[:-1]
+    )
     assert status.children == said
 
 
@@ -555,7 +628,9 @@ def test_a_link_reopens_the_model_level_run_op_and_diff_pair_it_names(app, cb):
     rows, ticked, ticked_ids, linked = cb["list_runs"](None, MODEL, linked)
     assert sorted(rows[i]["id"] for i in ticked) == sorted(ticked_ids) == [base_id, new_id] and linked["diff"] == []
     # what the diff reads: the table sets the ids of ticked rows only on a user's click
-    assert f"#{base_id}" in str(cb["show_diff"](ticked_ids, base_id)) and f"#{new_id}" in str(cb["show_diff"](ticked_ids, base_id))
+    assert f"#{base_id}" in str(cb["show_diff"](ticked_ids, base_id)) and f"#{new_id}" in str(
+        cb["show_diff"](ticked_ids, base_id)
+    )
 
     assert cb["open_link"](f"http://host/{search}", True) == (no_update,) * 8  # read once per page load
     *_, op, linked, _ = cb["open_link"]("http://host/?level=nonsense&run=abc&diff=1", False)
@@ -638,7 +713,9 @@ def test_runs_stored_elsewhere_join_the_run_list_without_a_reload(app, cb):
     assert cb["refresh_runs"](3, MODEL, TARGET, fresh) is no_update
 
 
-@pytest.mark.parametrize("query", ["run=99999999999999999999&diff=1,99999999999999999999", "run=%C2%B2", "run=-1&diff=0,1"])
+@pytest.mark.parametrize(
+    "query", ["run=99999999999999999999&diff=1,99999999999999999999", "run=%C2%B2", "run=-1&diff=0,1"]
+)
 def test_a_link_with_run_ids_no_database_holds_opens_the_newest_run(cb, query):
     *_, linked, _ = cb["open_link"](f"http://host/?{query}", False)
     assert linked == {"run": None, "diff": []}
@@ -648,7 +725,9 @@ def test_a_link_with_run_ids_no_database_holds_opens_the_newest_run(cb, query):
 
 def test_a_link_to_a_target_or_policy_the_page_does_not_offer_keeps_the_menus(cb):
     offered = [{"label": t, "value": t} for t in ("wormhole_n150", "blackhole_p150")]
-    result = cb["open_link"]("http://host/?target=/etc/x.toml&policy=nosuch&level=kernel", False, offered, ["dram-interleaved"])
+    result = cb["open_link"](
+        "http://host/?target=/etc/x.toml&policy=nosuch&level=kernel", False, offered, ["dram-interleaved"]
+    )
     assert result[2] is no_update and result[3] is no_update and result[4] == "kernel"
 
 
@@ -683,13 +762,17 @@ def _texts(figure) -> list[str]:
 
 
 def test_op_names_show_as_text_in_every_figure_never_as_markup(app, cb):
-    _, ref, message, _ = cb["upload_model"](_progress, _data_url(MARKUP_MLIR.encode()), "markup.mlir", TARGET, "dram-interleaved")
+    _, ref, message, _ = cb["upload_model"](
+        _progress, _data_url(MARKUP_MLIR.encode()), "markup.mlir", TARGET, "dram-interleaved"
+    )
     assert "Loaded" in str(message)
     _, run_id, _, _ = cb["choose_model"](ref, TARGET, "dram-interleaved")
     mm = "<a href='https://evil.example'>mm</a>"
     figures = [
-        _graph(cb, run_id, "input", selected=mm)[0], cb["show_timeline"](run_id, None, [], mm),
-        cb["show_roofline"](run_id, mm), cb["find_zone"](run_id, mm, None, "statistics", "name"),
+        _graph(cb, run_id, "input", selected=mm)[0],
+        cb["show_timeline"](run_id, None, [], mm),
+        cb["show_roofline"](run_id, mm),
+        cb["find_zone"](run_id, mm, None, "statistics", "name"),
     ]
     shown = [text for figure in figures for text in _texts(figure)]
     assert any("&lt;a href='https://evil.example'&gt;mm&lt;/a&gt;" in t for t in shown)
@@ -699,7 +782,9 @@ def test_op_names_show_as_text_in_every_figure_never_as_markup(app, cb):
     assert cb["select_in_roofline"]({"points": [{"customdata": mm}]}) == mm
 
 
-@pytest.mark.parametrize("pattern", ["(a+)+$", "(a|aa)+$", "(a*)*" * 50 + "b", "(.*a){60}", "^(([a-z])+.)+[A-Z]([a-z])+$"])
+@pytest.mark.parametrize(
+    "pattern", ["(a+)+$", "(a|aa)+$", "(a*)*" * 50 + "b", "(.*a){60}", "^(([a-z])+.)+[A-Z]([a-z])+$"]
+)
 def test_a_catastrophic_search_pattern_matches_in_linear_time(pattern):
     """Patterns that make a backtracking engine run for hours on a 50-character name: RE2 answers
     (a hang here would be the regression), and says no op matches."""
@@ -717,8 +802,12 @@ def test_a_search_pattern_re2_cannot_take_is_one_line():
     from compiler.ir import Graph
 
     graph = Graph("g", "graph", {}, [], [], [])
-    for pattern, reason in ((r"(a)\1", "invalid escape sequence"), ("(?=a)", "invalid perl operator"),
-                            ("x" * 1001, "at most 1000 characters"), ("((a{100}){100}){100}", "invalid repetition size")):
+    for pattern, reason in (
+        (r"(a)\1", "invalid escape sequence"),
+        ("(?=a)", "invalid perl operator"),
+        ("x" * 1001, "at most 1000 characters"),
+        ("((a{100}){100}){100}", "invalid repetition size"),
+    ):
         with pytest.raises(TilescopeError) as err:
             search_ops(graph, pattern)
         assert reason in str(err.value) and "\n" not in str(err.value)

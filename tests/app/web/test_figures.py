@@ -8,7 +8,7 @@ from app.web.figures import duration_histogram
 
 
 def _ticks_us(figure) -> list[float]:
-    return [10.0 ** t for t in figure.layout.xaxis.tickvals]
+    return [10.0**t for t in figure.layout.xaxis.tickvals]
 
 
 def test_duration_histogram_ticks_durations_within_one_decade():

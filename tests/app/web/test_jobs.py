@@ -69,7 +69,7 @@ def test_app_processes_starting_at_once_sign_job_handles_with_one_secret(redis_b
         at_once = threading.Barrier(len(managers))
         secrets = []
 
-        def start(manager):
+        def start(manager, at_once=at_once, secrets=secrets):
             manager.handle.backend.client.ping()  # connected before the race
             at_once.wait()
             secrets.append(manager.get_or_create_signing_secret(lambda: uuid.uuid4().hex.encode()))
@@ -126,7 +126,9 @@ def test_a_job_past_the_limit_is_refused_not_queued(tmp_path, manager_class):
     while not all(path.exists() for path in started):
         time.sleep(0.01)
     late = manager.make_job_fn(_token, progress=False)
-    with pytest.raises(TilescopeError, match=rf"^this server is running {JOBS_AT_ONCE} jobs already; try again in a moment$"):
+    with pytest.raises(
+        TilescopeError, match=rf"^this server is running {JOBS_AT_ONCE} jobs already; try again in a moment$"
+    ):
         manager.call_job_fn("late", late, [], {})
     release.touch()
     assert sorted(_result(manager, key, job) for key, job in jobs) == sorted(p.name for p in started)

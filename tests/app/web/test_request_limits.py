@@ -21,9 +21,7 @@ def server(tmp_path_factory):
 
 
 def _post(server, body: bytes):
-    return server.test_client().post(
-        "/_dash-update-component", data=body, headers={"Content-Type": "application/json"}
-    )
+    return server.test_client().post("/_dash-update-component", data=body, headers={"Content-Type": "application/json"})
 
 
 def _one_line(response) -> str:
@@ -42,10 +40,17 @@ def test_a_body_of_too_many_values_is_refused_before_it_is_parsed(server, capsys
     )
 
 
-@pytest.mark.parametrize("body", [
-    b"[" * 100_000 + b"]" * 100_000,  # past Python's recursion limit
-    b"[]", b'{"output": 5}', b'{"output": "x.y", "inputs": "nope"}', b"not json", b"\xff\xfe",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 100_000 + b"]" * 100_000,  # past Python's recursion limit
+        b"[]",
+        b'{"output": 5}',
+        b'{"output": "x.y", "inputs": "nope"}',
+        b"not json",
+        b"\xff\xfe",
+    ],
+)
 def test_a_malformed_callback_body_is_one_line_in_the_answer_and_the_log(server, capsys, body):
     response = _post(server, body)
     assert 400 <= response.status_code < 500
@@ -64,8 +69,10 @@ def test_an_upload_is_one_value_however_large(server):
 
 def test_large_bodies_are_taken_in_at_most_two_at_once(server):
     big = {"environ_overrides": {"CONTENT_LENGTH": str(LARGE_BODY_BYTES + 1)}}
-    contexts = [server.test_request_context("/_dash-update-component", method="POST", **big)
-                for _ in range(LARGE_BODIES_AT_ONCE)]
+    contexts = [
+        server.test_request_context("/_dash-update-component", method="POST", **big)
+        for _ in range(LARGE_BODIES_AT_ONCE)
+    ]
     for context in contexts:
         context.push()
         assert server.preprocess_request() is None  # admitted

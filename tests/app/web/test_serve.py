@@ -38,7 +38,9 @@ def test_workers_serve_the_page_from_one_database(workers, db_url):
         layout = json.loads(urllib.request.urlopen(url + "_dash-layout", timeout=10).read())
         assert "run-select" in json.dumps(layout)
     # the page's scripts come from whichever worker, whether or not it rendered the page itself
-    scripts = re.findall(r'src="/(_dash-component-suites/[^"]+)"', urllib.request.urlopen(url, timeout=10).read().decode())
+    scripts = re.findall(
+        r'src="/(_dash-component-suites/[^"]+)"', urllib.request.urlopen(url, timeout=10).read().decode()
+    )
     assert scripts
     for _ in range(6):
         for script in scripts[:3]:
@@ -99,10 +101,13 @@ def test_a_worker_without_a_broker_is_one_line(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("command", ["worker", "serve"])
-@pytest.mark.parametrize("broker, cause", [
-    ("redis://127.0.0.1:1/0", "Connection refused"),  # nothing listens on port 1
-    ("amqq://127.0.0.1/0", "unknown transport"),
-])
+@pytest.mark.parametrize(
+    "broker, cause",
+    [
+        ("redis://127.0.0.1:1/0", "Connection refused"),  # nothing listens on port 1
+        ("amqq://127.0.0.1/0", "unknown transport"),
+    ],
+)
 def test_an_unreachable_broker_is_one_line_and_nothing_starts(capsys, monkeypatch, tmp_path, command, broker, cause):
     from app.cli import main
 
@@ -145,7 +150,9 @@ def _peak_resident(pid: int) -> int:
 def test_requests_of_many_small_json_values_cost_the_server_little_memory(tmp_path):
     """80 MB of `{},` parses to ~1 GB of dicts; four such requests at once held 4 GB of the
     worker's memory for good before bodies were counted and taken in two at a time."""
-    url, proc = serving.start(MODEL, f"sqlite:///{tmp_path}/one.db", logs=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
+    url, proc = serving.start(
+        MODEL, f"sqlite:///{tmp_path}/one.db", logs=tmp_path, env={**os.environ, "HOME": str(tmp_path)}
+    )
     try:
         (worker,) = psutil.Process(proc.pid).children()
         before = _peak_resident(worker.pid)
@@ -178,7 +185,9 @@ def test_clients_that_stop_sending_are_dropped_and_free_the_worker_threads(tmp_p
     from app.web.slow_clients import GRACE_SECONDS, READ_SECONDS
     from app.web.server import THREADS_PER_WORKER
 
-    url, proc = serving.start(MODEL, f"sqlite:///{tmp_path}/one.db", logs=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
+    url, proc = serving.start(
+        MODEL, f"sqlite:///{tmp_path}/one.db", logs=tmp_path, env={**os.environ, "HOME": str(tmp_path)}
+    )
     try:
         host, port = url.split("//")[1].rstrip("/").split(":")
         stalled = []
@@ -186,7 +195,8 @@ def test_clients_that_stop_sending_are_dropped_and_free_the_worker_threads(tmp_p
             connection = socket.create_connection((host, int(port)), timeout=GRACE_SECONDS + READ_SECONDS + 20)
             connection.sendall(
                 b"POST /_dash-update-component HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n0123456789"
-                if i % 2 else b"GET / HTTP/1.1\r\nHost: x\r\n"
+                if i % 2
+                else b"GET / HTTP/1.1\r\nHost: x\r\n"
             )
             stalled.append(connection)
         for connection in stalled:

@@ -47,14 +47,22 @@ def test_counter_plots_share_the_time_axis_under_the_zones():
     assert plots[0].xaxis == "x2" and plots[1].xaxis == "x3"
     assert figure.layout.xaxis.matches == figure.layout.xaxis2.matches == "x3"  # one time axis
     # a zoomed window holds on every axis
-    assert [list(a.range) for a in (figure.layout.xaxis, figure.layout.xaxis2, figure.layout.xaxis3)] == [[1.0, 3.0]] * 3
+    assert [list(a.range) for a in (figure.layout.xaxis, figure.layout.xaxis2, figure.layout.xaxis3)] == [
+        [1.0, 3.0]
+    ] * 3
     assert zones_drawn(figure) == len(ZONES)  # counter plots are not zones
     assert len([t for t in timeline_figure(ZONES, {}, None, counters={}).data if isinstance(t, go.Scatter)]) == 0
 
 
 def test_two_runs_align_on_one_axis_with_the_changed_op_outlined_in_both():
-    a = [SimpleNamespace(name="x", start_ns=0.0, duration_ns=1000.0), SimpleNamespace(name="y", start_ns=1000.0, duration_ns=3000.0)]
-    b = [SimpleNamespace(name="x", start_ns=0.0, duration_ns=1000.0), SimpleNamespace(name="y", start_ns=1000.0, duration_ns=1000.0)]
+    a = [
+        SimpleNamespace(name="x", start_ns=0.0, duration_ns=1000.0),
+        SimpleNamespace(name="y", start_ns=1000.0, duration_ns=3000.0),
+    ]
+    b = [
+        SimpleNamespace(name="x", start_ns=0.0, duration_ns=1000.0),
+        SimpleNamespace(name="y", start_ns=1000.0, duration_ns=1000.0),
+    ]
     figure = aligned_timelines(a, b, ("A #1", "B #2"), {"x": "ttir.add", "y": "ttir.matmul"}, {"y"})
     assert list(figure.layout.yaxis.ticktext) == ["A #1", "B #2"]
     assert {t.name for t in figure.data} == {"ttir.add", "ttir.matmul"}

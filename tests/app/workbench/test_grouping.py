@@ -45,7 +45,9 @@ def test_edges_join_the_nodes_holding_producer_and_consumer_and_never_loop(bert)
     producer = {t: op.name for op in bert.ops for t in op.outputs}
     crossing = {
         (view.node_of[producer[t]], view.node_of[op.name])
-        for op in bert.ops for t in op.inputs if t in producer and view.node_of[producer[t]] != view.node_of[op.name]
+        for op in bert.ops
+        for t in op.inputs
+        if t in producer and view.node_of[producer[t]] != view.node_of[op.name]
     }
     assert crossing == {(e.src, e.dst) for e in view.edges}
 

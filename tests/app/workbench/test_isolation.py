@@ -67,13 +67,17 @@ def test_a_compile_past_those_at_once_is_refused_not_queued(tmp_path):
         return n
 
     results = []
-    threads = [threading.Thread(target=lambda n=n: results.append(run_isolated(lambda: work(n), f"{n}.mlir", GIB, 60)))
-               for n in range(CHILDREN_AT_ONCE)]
+    threads = [
+        threading.Thread(target=lambda n=n: results.append(run_isolated(lambda: work(n), f"{n}.mlir", GIB, 60)))
+        for n in range(CHILDREN_AT_ONCE)
+    ]
     for thread in threads:
         thread.start()
     while not all((tmp_path / f"started{n}").exists() for n in range(CHILDREN_AT_ONCE)):
         time.sleep(0.01)
-    with pytest.raises(TilescopeError, match=rf"^late.mlir: this server is compiling {CHILDREN_AT_ONCE} models already"):
+    with pytest.raises(
+        TilescopeError, match=rf"^late.mlir: this server is compiling {CHILDREN_AT_ONCE} models already"
+    ):
         run_isolated(lambda: 1, "late.mlir", GIB, 60)
     release.touch()
     for thread in threads:

@@ -144,7 +144,10 @@ def test_a_target_file_is_not_an_allowed_target(tmp_path, target):
 def test_a_model_over_the_ops_limit_is_refused_and_nothing_is_stored(tmp_path):
     app = _app(tmp_path, ModelAccess.of([], max_ops=50))
     text = _message(_choose(app, "zoo:mlp?layers=20"))
-    assert text == "zoo:mlp?layers=20: 100 ops is over this server's limit of 50 (tilescope serve --max-ops; the command line has none)"
+    assert (
+        text == "zoo:mlp?layers=20: 100 ops is over this server's limit of 50 "
+        "(tilescope serve --max-ops; the command line has none)"
+    )
     with app.explorer.sessions() as session:
         assert len(queries.list_runs(session)) == 1  # the opening model's run only
 
@@ -152,16 +155,21 @@ def test_a_model_over_the_ops_limit_is_refused_and_nothing_is_stored(tmp_path):
 def test_a_zoo_model_far_over_the_default_limit_is_refused(tmp_path):
     app = _app(tmp_path, ModelAccess.of([]))
     text = _message(_choose(app, "zoo:llama-3.2-1b?layers=1000"))
-    assert text == ("zoo:llama-3.2-1b?layers=1000: 75,021 ops is over this server's limit of 50,000 "
-                    "(tilescope serve --max-ops; the command line has none)")
+    assert text == (
+        "zoo:llama-3.2-1b?layers=1000: 75,021 ops is over this server's limit of 50,000 "
+        "(tilescope serve --max-ops; the command line has none)"
+    )
 
 
 def test_an_upload_is_compiled_in_a_child_and_its_failure_is_one_line(tmp_path):
     app = _app(tmp_path, ModelAccess.of([], max_ops=3))
     text = (Path(__file__).parents[2] / "data" / "tiny_mlp.mlir").read_bytes()  # four ops
-    _, _, message, _ = app.tilescope_callbacks["upload_model"](_progress, _data_url(text), "tiny.mlir", TARGET, "dram-interleaved")
-    assert message.children.endswith("tiny.mlir: 4 ops is over this server's limit of 3 (tilescope serve --max-ops; "
-                                     "the command line has none)")
+    _, _, message, _ = app.tilescope_callbacks["upload_model"](
+        _progress, _data_url(text), "tiny.mlir", TARGET, "dram-interleaved"
+    )
+    assert message.children.endswith(
+        "tiny.mlir: 4 ops is over this server's limit of 3 (tilescope serve --max-ops; the command line has none)"
+    )
 
 
 def test_models_directories_and_limits_are_checked_at_start(tmp_path):
@@ -176,7 +184,11 @@ def test_models_directories_and_limits_are_checked_at_start(tmp_path):
 def test_an_upload_name_with_a_newline_stays_one_line(tmp_path):
     app = _app(tmp_path)
     _, _, message, _ = app.tilescope_callbacks["upload_model"](
-        _progress, _data_url(b"\xff\xfe not text"), "evil\nname\r.mlir", TARGET, "dram-interleaved",
+        _progress,
+        _data_url(b"\xff\xfe not text"),
+        "evil\nname\r.mlir",
+        TARGET,
+        "dram-interleaved",
     )
     assert message.children == "evil?name?.mlir: not MLIR text (not UTF-8)"
 
