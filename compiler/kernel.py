@@ -51,14 +51,6 @@ class CoreWork:
     double_buffered: bool = True  # False: each buffer holds one step, so engines take turns
 
     @property
-    def read_bytes(self) -> float:
-        return sum(t.bytes for t in self.reads)
-
-    @property
-    def write_bytes(self) -> float:
-        return sum(t.bytes for t in self.writes)
-
-    @property
     def cb_bytes(self) -> float:
         return sum(cb.bytes for cb in self.cbs)
 

@@ -20,7 +20,8 @@ from .kernel import Kernel
 from .mlir_import import ImportedModel
 from .mlir_print import print_graph
 from .override import OpOverride, OverrideOutcome
-from .passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, AssignLayouts
+from .passes.layout import AssignLayouts
+from .policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
 from .passes.canonicalize import Canonicalize
 from .passes.fuse_eltwise import FuseEltwise
 from .passes.insert_to_layout import InsertToLayout

@@ -206,7 +206,7 @@ class Simulator:
         timing.compute_ns, timing.bandwidth_ns = compute_s * NS, bandwidth_s * NS
         timing.roofline_ns = max(timing.compute_ns, timing.bandwidth_ns)
         timing.pct_peak = timing.achieved_flops / peak * 100 if peak and flops else 0.0
-        timing.why = self._why(timing, slowest, users)
+        timing.why = self._why(timing, users)
         return timing, core_times
 
     def _group_times(self, kernel: Kernel, shared_s: dict[str, float]) -> list[_CoreTime]:
@@ -341,7 +341,7 @@ class Simulator:
             return "balanced"
         return max(terms, key=terms.get)
 
-    def _why(self, t: OpTiming, slowest: _CoreTime, users: dict[str, int]) -> str:
+    def _why(self, t: OpTiming, users: dict[str, int]) -> str:
         if t.bound == "none":
             return "no work"
         cores = f"{t.cores} core{'s' if t.cores != 1 else ''}"

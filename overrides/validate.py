@@ -17,7 +17,7 @@ from compiler.errors import OverrideError
 from compiler.ir import Graph
 from compiler.mlir_import import ImportedModel
 from compiler.override import REJECTED, OpOverride, OverrideOutcome
-from compiler.passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
+from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
 from compiler.pipeline import compile_model
 from compiler.target import Target, shown
 

@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from compiler.errors import TilescopeError
 from compiler.ir import LEVELS
 from compiler.models import load_model
-from compiler.passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
+from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
 from compiler.target import DISPATCH_MODES, builtin_names, load_target
 from overrides import format_item, parse_item, validate
 from overrides.formats import OverrideSet, load_file, unique_items

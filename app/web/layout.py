@@ -6,7 +6,7 @@ from __future__ import annotations
 from dash import dcc, html
 
 from compiler.ir import LEVELS, MEMORY_LAYOUTS, TENSOR_LAYOUTS
-from compiler.passes.layout import DEFAULT_POLICY, POLICIES
+from compiler.policies import DEFAULT_POLICY, POLICIES
 from compiler.target import FIDELITIES, Target, builtin_names
 
 from . import ids

@@ -229,11 +229,6 @@ def timeline_figure(
     return fig
 
 
-def zones_drawn(figure: go.Figure) -> int:
-    """How many zones (or merged markers) a timeline figure draws."""
-    return sum(len(trace.x) // 4 for trace in figure.data if isinstance(trace, go.Scattergl))
-
-
 def aligned_timelines(
     a: Sequence,
     b: Sequence,

@@ -23,7 +23,7 @@ from compiler import zoo
 from compiler.errors import TilescopeError
 from compiler.models import example_names
 from compiler.override import OpOverride
-from compiler.passes.layout import DEFAULT_POLICY
+from compiler.policies import DEFAULT_POLICY
 from compiler.passes.plan_memory import l1_live_at
 from compiler.pipeline import Compilation
 from compiler.simulator import ENGINES
@@ -230,10 +230,6 @@ class Explorer:
         with self.sessions() as session:
             return queries.op_record(session, run_id, name)
 
-    def zones(self, run_id: int, depth: int | None = None):
-        with self.sessions() as session:
-            return queries.zones(session, run_id, depth=depth)
-
     def find_zone(self, run_id: int, op: str | None = None, kind: str | None = None) -> list[float]:
         """Tracy's find zone: the durations (ns) of one op's zones, one per core it ran on, or of
         every op of one kind."""
@@ -380,9 +376,6 @@ class Explorer:
         return found
 
     # --- overrides --------------------------------------------------------------------------------
-
-    def apply_override(self, run_id: int, override: OpOverride) -> tuple[int | None, list[dict]]:
-        return self.apply_overrides(run_id, [override])
 
     def apply_overrides(
         self, run_id: int, overrides: Sequence[OpOverride], on_stage=NO_STAGES

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from compiler.models import load_model, read_source
 from compiler.errors import TilescopeError
 from compiler.override import REJECTED, OverrideOutcome
-from compiler.passes.layout import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
+from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
 from compiler.pipeline import Compilation, compile_model
 from compiler.simulator import KernelCosts, SimResult, simulate
 from compiler.target import Target, load_target, target_text

@@ -22,16 +22,11 @@ from ..ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Tensor
 from ..l1_allocator import FirstFit, last_uses
 from ..override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome
 from ..target import Target
+from ..policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, GREEDY_L1
 from ..tiles import ceil_div, shard_bytes, tile_bytes, tile_grid
 from .insert_to_layout import InsertToLayout
 from .split_kernels import matmul_split
 
-DEFAULT_POLICY = "dram-interleaved"
-GREEDY_L1 = "greedy-l1"
-POLICIES = (DEFAULT_POLICY, GREEDY_L1)
-# Share of each core's L1 that tensors may take; the rest is left for circular buffers.
-# tt-mlir calls this tensor-l1-usage-cap.
-DEFAULT_L1_USAGE_CAP = 0.8
 # Output tiles a matmul sub-block may hold: tt-metal's destination registers take 8 tiles of 16-bit
 # data (matmul program configs require out_subblock_h * out_subblock_w <= 8)
 MAX_SUBBLOCK_TILES = 8

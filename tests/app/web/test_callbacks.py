@@ -7,10 +7,11 @@ from dash import no_update
 
 from app.workbench import explorer as explorer_module
 from app.web.callbacks import diff_pair
-from app.web.timelines import zones_drawn
 from app.workbench.grouping import MAX_NODES
 from app.web.server import create_app
 from perfdb import queries
+
+from .test_timelines import zones_drawn
 
 MODEL = "zoo:mlp?layers=1"
 TARGET = "wormhole_n150"
@@ -129,7 +130,7 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     assert "#ts.layout<l1, width_sharded" in highlighted and FC1 in highlighted
     assert "overrides" in str(summary)
     timeline = cb["show_timeline"](new_id, None, [], FC1)
-    op_zones = [z for z in app.explorer.zones(new_id) if z.depth == 0]
+    op_zones = [z for z in _zones(app, new_id) if z.depth == 0]
     # a device row with each op once, then every core's op zones
     assert zones_drawn(timeline) == len(app.explorer.durations(new_id)) + len(op_zones)
     outlines = [s for s in timeline.layout.shapes if s.name == "selected"]
@@ -217,7 +218,7 @@ def test_the_timeline_shows_the_zoomed_window_with_short_zones_merged(app, cb):
     everything = cb["show_timeline"](run_id, None, [], None)
     assert "merged" not in [t.name for t in everything.data]  # ops are microseconds long: all drawn
     # zoom into the first op: only the zones in that window, and the axis stays there
-    first = min(app.explorer.zones(run_id, depth=0), key=lambda z: z.start_ns)
+    first = min(_zones(app, run_id, depth=0), key=lambda z: z.start_ns)
     window = [first.start_ns / 1e3, (first.start_ns + first.end_ns) / 2e3]
     zoomed = cb["show_timeline"](run_id, {"xaxis.range[0]": window[0], "xaxis.range[1]": window[1]}, [], None)
     assert list(zoomed.layout.xaxis.range) == window
@@ -645,7 +646,7 @@ def test_the_timeline_adds_engine_rows_and_counter_plots_and_keeps_a_counter_zoo
     engines = cb["show_timeline"](run_id, None, ["engines"], None)
     rows = list(engines.layout.yaxis.ticktext)
     assert len(rows) == 1 + 64 * 4 and rows[1:5] == ["core 0,0", "↳ reader", "↳ compute", "↳ writer"]
-    phases = [z for z in app.explorer.zones(run_id, depth=1)]
+    phases = [z for z in _zones(app, run_id, depth=1)]
     assert zones_drawn(engines) == zones_drawn(plain) + len(phases)
 
     with_counters = cb["show_timeline"](run_id, None, ["counters"], None)
@@ -811,3 +812,8 @@ def test_a_search_pattern_re2_cannot_take_is_one_line():
         with pytest.raises(TilescopeError) as err:
             search_ops(graph, pattern)
         assert reason in str(err.value) and "\n" not in str(err.value)
+
+
+def _zones(app, run_id: int, depth: int | None = None) -> list:
+    with app.explorer.sessions() as session:
+        return queries.zones(session, run_id, depth=depth)
