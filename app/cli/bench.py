@@ -36,7 +36,7 @@ from ..web.figures import graph_figure
 from ..workbench.grouping import ScopeTree
 from ..workbench.runs import new_run
 
-CORPUS_RESNET = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "ttmlir" / "resnet50_xla.mlir"
+CORPUS_RESNET = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "ttmlir" / "resnet50_xla.mlir"
 SIZES = {  # name -> zoo reference
     "1k": "zoo:bert-base",
     "10k": "zoo:bert-base?layers=104",

@@ -29,7 +29,7 @@ from .request_limits import limit_requests
 from ..workbench.runs import DEFAULT_TARGET
 from .thread_jobs import ThreadJobManager
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
 
 def create_app(
