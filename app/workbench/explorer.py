@@ -35,6 +35,7 @@ from perfdb.schema import Run
 
 from .diff import compare
 from .grouping import ScopeTree
+from .kept import Kept
 from .model_access import MAX_SOURCE_BYTES, ModelAccess
 from .run_export import export_run
 from .runs import compile_cached, execute, target_of
@@ -63,14 +64,21 @@ class TimelineView:
     core_zones: int  # zones the core rows hold in the window
 
 
+KEPT_PER_VIEW = 32  # runs (or run and level) whose derived views each cache keeps
+
+
+def _views() -> Kept:
+    return Kept(KEPT_PER_VIEW)
+
+
 @dataclass
 class Explorer:
     sessions: sessionmaker[Session]
-    _trees: dict = field(default_factory=dict, repr=False)  # (run id, level) -> ScopeTree
-    _metrics: dict = field(default_factory=dict, repr=False)  # (run id, baseline id) -> op metrics
-    _rooflines: dict = field(default_factory=dict, repr=False)  # run id -> roofline points, roofs, peak
-    _counters: dict = field(default_factory=dict, repr=False)  # run id -> the timeline's counter steps
-    _records: dict = field(default_factory=dict, repr=False)  # run id -> its op records
+    _trees: Kept = field(default_factory=_views, repr=False)  # (run id, level) -> ScopeTree
+    _metrics: Kept = field(default_factory=_views, repr=False)  # (run id, baseline id) -> op metrics
+    _rooflines: Kept = field(default_factory=_views, repr=False)  # run id -> roofline points, roofs, peak
+    _counters: Kept = field(default_factory=_views, repr=False)  # run id -> the timeline's counter steps
+    _records: Kept = field(default_factory=_views, repr=False)  # run id -> its op records
     _pid: int = field(default_factory=os.getpid, repr=False)  # the process whose connections the pool holds
     # what requests may name, and the limits on compiling it; None: the operator's own process,
     # which compiles what it is given
@@ -190,12 +198,12 @@ class Explorer:
 
     def scope_tree(self, run: Run, level: str) -> ScopeTree:
         """The groups of a run's graph at a level (kept: a selection or a search reuses them)."""
-        return _kept(self._trees, (run.id, level), lambda: ScopeTree(self.compilation(run).graph_at(level)))
+        return self._trees.of((run.id, level), lambda: ScopeTree(self.compilation(run).graph_at(level)))
 
     def op_metrics(self, run_id: int, compilation: Compilation, baseline_id: int | None = None) -> dict[str, OpMetric]:
         """Each timed op's duration, bound, % of peak, output memory and delta vs a baseline run
         (kept: a stored run never changes, and every selection recolours the graph)."""
-        return _kept(self._metrics, (run_id, baseline_id), lambda: self._op_metrics(run_id, compilation, baseline_id))
+        return self._metrics.of((run_id, baseline_id), lambda: self._op_metrics(run_id, compilation, baseline_id))
 
     def _op_metrics(self, run_id: int, compilation: Compilation, baseline_id: int | None) -> dict[str, OpMetric]:
         layout = compilation.levels["layout"]
@@ -217,7 +225,7 @@ class Explorer:
     def op_records(self, run_id: int) -> list:
         """The run's op records, by start, without their bytes by path (kept: most views read them,
         and a stored run never changes)."""
-        return _kept(self._records, run_id, lambda: self._op_records(run_id))
+        return self._records.of(run_id, lambda: self._op_records(run_id))
 
     def _op_records(self, run_id: int, moved: bool = False) -> list:
         with self.sessions() as session:
@@ -282,7 +290,7 @@ class Explorer:
     def counters(self, run_id: int) -> dict[str, list[tuple[float, float]]]:
         """The timeline's counter plots: L1 in use on the fullest core, and each shared memory's
         bandwidth in use, as (t_ns, value) steps. Kept: a stored run never changes."""
-        return _kept(self._counters, run_id, lambda: self._counter_steps(run_id))
+        return self._counters.of(run_id, lambda: self._counter_steps(run_id))
 
     def _counter_steps(self, run_id: int) -> dict[str, list[tuple[float, float]]]:
         with self.sessions() as session:
@@ -301,7 +309,7 @@ class Explorer:
 
     def roofline(self, run_id: int) -> tuple[list[dict], dict[str, float], float]:
         # kept: a stored run never changes, and a selection redraws it
-        return _kept(self._rooflines, run_id, lambda: self._roofline(run_id))
+        return self._rooflines.of(run_id, lambda: self._roofline(run_id))
 
     def _roofline(self, run_id: int) -> tuple[list[dict], dict[str, float], float]:
         """The run's compute ops as roofline points, the roofs (bytes/s of DRAM and of all cores'
@@ -417,18 +425,6 @@ def _combined(parent: Run, overrides: Sequence[OpOverride]) -> list[str]:
     """The parent run's overrides, each replaced by any of `overrides` of the same op part, then `overrides`."""
     replaced = {o.key for o in overrides}
     return [*(s for s in parent.overrides if parse_item(s).key not in replaced), *(format_item(o) for o in overrides)]
-
-
-KEPT_PER_VIEW = 32  # runs (or run and level) whose derived views each cache keeps
-
-
-def _kept(cache: dict, key, make):
-    """cache[key], made once; the oldest entry goes when the cache is full."""
-    if key not in cache:
-        if len(cache) >= KEPT_PER_VIEW:
-            cache.pop(next(iter(cache)))
-        cache[key] = make()
-    return cache[key]
 
 
 def run_label(run: Run) -> str:

@@ -21,6 +21,8 @@ from overrides import check_op_names, format_item, parse_item
 from perfdb.schema import Run
 from perfdb.store import NewRun, save_run
 
+from .kept import Kept
+
 DEFAULT_TARGET = "wormhole_n150"
 
 
@@ -87,23 +89,14 @@ def _compile(ref: str, text: str, target: Target, override_items: tuple[str, ...
     # override leaves alone is taken from it (compile_model's `since`)
     key = (ref, text, target)
     compilation = compile_model(model, target, parsed, policy, l1_usage_cap, since=_LATEST.get(key))
-    _remember(_LATEST, key, compilation)
+    _LATEST.keep(key, compilation)
     return compilation, tuple(format_item(o) for o in parsed)
 
 
-_LATEST: dict[tuple, Compilation] = {}  # per model and target, the latest compilation
-_COSTS: dict[tuple, KernelCosts] = {}  # per model, target and dispatch, the latest simulation's costs
 _KEPT = 8  # models (or targets) kept in each
+_LATEST: Kept[Compilation] = Kept(_KEPT)  # per model and target, the latest compilation
+_COSTS: Kept[KernelCosts] = Kept(_KEPT)  # per model, target and dispatch, the latest simulation's costs
 _KEEPING = threading.Lock()  # for _COSTS (_LATEST is written under _COMPILING)
-
-
-def _remember(kept: dict, key, value) -> None:
-    """Keep `value` as the newest of `kept`, dropping the oldest beyond _KEPT (the caller holds
-    the lock that guards `kept`)."""
-    kept.pop(key, None)
-    kept[key] = value
-    while len(kept) > _KEPT:
-        kept.pop(next(iter(kept)), None)
 
 
 def execute(
@@ -138,7 +131,7 @@ def execute(
         known = _COSTS.get(key)
     sim = simulate(compilation.kernel, compilation.target, dispatch, known)
     with _KEEPING:  # re-runs run in threads side by side
-        _remember(_COSTS, key, sim.costs)
+        _COSTS.keep(key, sim.costs)
     result = RunResult(None, compilation, sim, list(items))
     if result.rejected and not keep_going:
         return result

@@ -43,8 +43,10 @@ def test_a_rerun_after_an_override_stores_what_a_run_from_nothing_stores(db_url)
 
 
 def test_models_and_targets_kept_for_reruns_are_bounded():
-    kept = {}
+    """Kept (tests/app/workbench/test_kept.py) bounds both: _KEPT models or targets each."""
     for i in range(runs._KEPT + 3):
-        runs._remember(kept, i, str(i))
-    runs._remember(kept, runs._KEPT + 1, "again")  # used again: kept longest
-    assert len(kept) == runs._KEPT and 0 not in kept and list(kept)[-1] == runs._KEPT + 1
+        runs._COSTS.keep(("model", i), i)
+    assert len(runs._COSTS) == runs._KEPT and runs._COSTS.get(("model", 0)) is None
+    assert runs._COSTS.get(("model", runs._KEPT + 2)) == runs._KEPT + 2
+    assert runs._LATEST.size == runs._KEPT
+    runs._COSTS.clear()
