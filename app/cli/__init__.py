@@ -1,4 +1,5 @@
-"""The `tilescope` command line: one module per command group beside the parser (commands.py)."""
+"""The `tilescope` command line: a module per command group (runs, stored, serving), joined by
+the parser in commands.py."""
 
 from .commands import main
 

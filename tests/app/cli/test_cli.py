@@ -430,9 +430,9 @@ def test_two_overrides_of_one_op_are_refused(capsys, tiny_path, db_url):
 
 
 def test_warnings_are_summarised(capsys, db_url):
-    from app.cli.commands import MAX_WARNINGS, _warn
+    from app.cli.runs import MAX_WARNINGS, warn
 
-    _warn([f"w{i}" for i in range(MAX_WARNINGS + 3)])
+    warn([f"w{i}" for i in range(MAX_WARNINGS + 3)])
     err = capsys.readouterr().err.splitlines()
     assert len(err) == MAX_WARNINGS + 1 and err[-1].startswith("tilescope: warning: ... and 3 more")
 

@@ -1,0 +1,229 @@
+"""`tilescope run`, `runs`, `show` and `check`: compile a model with overrides, simulate it and
+store the run; list runs; print a level; check overrides without storing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from compiler.errors import TilescopeError
+from compiler.ir import LEVELS
+from compiler.models import load_model
+from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
+from compiler.target import DISPATCH_MODES, load_target
+from overrides import format_item, parse_item, validate
+from overrides.formats import OverrideSet, load_file, unique_items
+from perfdb.engine import open_db, session_factory
+from perfdb.queries import list_runs
+
+from ..workbench.runs import RunResult, compile_cached, execute
+from .options import MODEL_HELP, add_common, add_json
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    run = sub.add_parser("run", help="compile, simulate and store a run; print per-op timings")
+    run.add_argument("model", help=MODEL_HELP)
+    add_common(run)
+    run.add_argument("--label", default="", help="a note to tell this run apart")
+    run.add_argument(
+        "--dispatch", choices=DISPATCH_MODES, default=None, help="host launches per op (default), or a captured trace"
+    )
+    run.add_argument("--keep-going", action="store_true", help="store the run even if an override is rejected")
+    add_json(run, "the run (run_id, model, target, total_ns, ops, overrides, ...)")
+
+    runs = sub.add_parser("runs", help="list stored runs, newest first")
+    add_common(runs, target=False)
+    add_json(runs, "the runs")
+
+    show = sub.add_parser("show", help="print a model at one compiler level as MLIR")
+    show.add_argument("model", help=MODEL_HELP)
+    show.add_argument("--level", choices=LEVELS, default="graph", help="compiler level to print (default graph)")
+    add_common(show, db=False)
+
+    check = sub.add_parser(
+        "check", help="list every problem of a set of overrides on a model at once, without storing a run"
+    )
+    check.add_argument("model", help=MODEL_HELP)
+    add_common(check, db=False)
+    add_json(check, "{ok, problems, overrides}")
+    run.set_defaults(command_fn=cmd_run)
+    runs.set_defaults(command_fn=cmd_runs)
+    show.set_defaults(command_fn=cmd_show)
+    check.set_defaults(command_fn=cmd_check)
+
+
+def _run_json(result: RunResult, model_ref: str) -> dict:
+    sim = result.sim
+    return {
+        "run_id": result.run_id,
+        "model": model_ref,
+        "target": sim.target,
+        "dispatch": sim.dispatch,
+        "policy": result.compilation.policy,
+        "total_ns": sim.total_ns,
+        "device_ns": sim.device_ns,
+        "overrides": [o.as_dict() for o in result.compilation.override_outcomes],
+        "warnings": result.compilation.warnings,
+        "ops": [
+            {
+                "name": o.name,
+                "type": o.kind,
+                "start_ns": o.start_ns,
+                "duration_ns": o.duration_ns,
+                "flops": o.flops,
+                "bytes": o.bytes,
+                "bound": o.bound,
+                "memory": o.memory,
+                "grid": o.grid,
+                "cores": o.cores,
+                "roofline_ns": o.roofline_ns,
+                "why": o.why,
+                "achieved_flops": o.achieved_flops,
+                "pct_peak": o.pct_peak,
+                "bandwidth": {path: o.bandwidth(path) for path in o.bytes},
+                "dispatch_wait_ns": o.dispatch_wait_ns,
+            }
+            for o in sim.ops
+        ],
+    }
+
+
+def _print_table(result: RunResult, model_ref: str) -> None:
+    sim = result.sim
+    print(
+        f"run {result.run_id}  {model_ref} on {sim.target} "
+        f"({sim.dispatch} dispatch, {result.compilation.policy} policy)"
+    )
+    width = max([len(o.name) for o in sim.ops] + [4])
+    print(f"{'op':<{width}}  {'type':<10} {'start us':>10} {'dur us':>9} {'GFLOP':>8} {'bound':<8} {'memory':<6} grid")
+    for o in sim.ops:
+        print(
+            f"{o.name:<{width}}  {o.kind:<10} {o.start_ns / 1e3:>10.1f} {o.duration_ns / 1e3:>9.2f} "
+            f"{o.flops / 1e9:>8.3f} {o.bound:<8} {o.memory:<6} {o.grid}"
+        )
+    print(f"total {sim.total_ns / 1e3:.1f} us (device busy {sim.device_ns / 1e3:.1f} us)")
+    for outcome in result.compilation.override_outcomes:
+        print(f"override {outcome.spec}: {outcome.status}{': ' + outcome.reason if outcome.reason else ''}")
+
+
+MAX_WARNINGS = 5
+
+
+def warn(warnings: list[str]) -> None:
+    """Print the first few warnings and how many more there are; the kernel level lists them all."""
+    for warning in warnings[:MAX_WARNINGS]:
+        print(f"tilescope: warning: {warning}", file=sys.stderr)
+    if len(warnings) > MAX_WARNINGS:
+        print(
+            f"tilescope: warning: ... and {len(warnings) - MAX_WARNINGS} more (tilescope show MODEL --level kernel)",
+            file=sys.stderr,
+        )
+
+
+def settings(args) -> tuple[list[str], str, str, float]:
+    """Override items and globals: command-line flags win over an overrides file, which wins over
+    the defaults."""
+    loaded = load_file(args.overrides) if args.overrides else OverrideSet()
+    items = [format_item(o) for o in loaded.items] + list(args.override)
+    OverrideSet([parse_item(item) for item in items])  # one override per op, across file and flags
+    policy = args.policy or loaded.policy or DEFAULT_POLICY
+    dispatch = getattr(args, "dispatch", None) or loaded.dispatch or "host"
+    cap = args.l1_usage_cap if args.l1_usage_cap is not None else loaded.l1_usage_cap
+    if cap is not None and not 0 < cap <= 1:
+        raise TilescopeError(f"--l1-usage-cap must be in (0, 1], got {cap:g}")
+    return items, policy, dispatch, cap if cap is not None else DEFAULT_L1_USAGE_CAP
+
+
+def cmd_run(args) -> int:
+    items, policy, dispatch, cap = settings(args)
+    sessions = session_factory(open_db(args.db))
+    result = execute(
+        sessions,
+        args.model,
+        args.target,
+        items,
+        label=args.label,
+        dispatch=dispatch,
+        policy=policy,
+        l1_usage_cap=cap,
+        keep_going=args.keep_going,
+    )
+    warn(result.compilation.warnings)
+    for outcome in result.rejected:
+        print(f"tilescope: override {outcome.spec!r} rejected: {outcome.reason}", file=sys.stderr)
+    if result.rejected and not args.keep_going:
+        print("tilescope: error: run not stored (use --keep-going to store it anyway)", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(_run_json(result, args.model), indent=1))
+    else:
+        _print_table(result, args.model)
+    return 0
+
+
+def cmd_runs(args) -> int:
+    with session_factory(open_db(args.db))() as session:
+        runs = list_runs(session)
+        rows = [
+            {
+                "run_id": r.id,
+                "label": r.label,
+                "model": r.model_ref,
+                "target": r.target.name,
+                "total_ns": r.total_ns,
+                "overrides": len(r.overrides),
+                "created_at": r.created_at.isoformat(),
+            }
+            for r in runs
+        ]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    print(f"{'id':>4}  {'model':<28} {'target':<14} {'total us':>10} {'ovr':>3}  label")
+    for r in rows:
+        print(
+            f"{r['run_id']:>4}  {r['model'][:28]:<28} {r['target']:<14} {r['total_ns'] / 1e3:>10.1f} "
+            f"{r['overrides']:>3}  {r['label']}"
+        )
+    return 0
+
+
+def cmd_show(args) -> int:
+    items, policy, _, cap = settings(args)
+    compilation, _ = compile_cached(args.model, args.target, tuple(items), policy=policy, l1_usage_cap=cap)
+    warn(compilation.warnings)
+    sys.stdout.write(compilation.mlir(args.level))
+    return 0
+
+
+def cmd_check(args) -> int:
+    """Read the file leniently, then compile once: every problem is listed, not just the first."""
+    problems: list[str] = []
+    loaded = load_file(args.overrides, problems) if args.overrides else OverrideSet()
+    items = list(loaded.items)
+    for item in args.override:
+        try:
+            items.append(parse_item(item))
+        except TilescopeError as err:
+            problems.append(str(err))
+    unique = unique_items(items, problems)  # across file and flags
+    policy = args.policy or loaded.policy or DEFAULT_POLICY
+    cap = args.l1_usage_cap if args.l1_usage_cap is not None else loaded.l1_usage_cap
+    report = validate(
+        unique,
+        load_model(args.model),
+        load_target(args.target),
+        policy,
+        cap if cap is not None else DEFAULT_L1_USAGE_CAP,
+        problems,
+    )
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+        return 0 if report.ok else 1
+    for problem in report.problems:
+        print(problem)
+    applied = sum(o.status != "rejected" for o in report.outcomes)
+    summary = f"{len(report.problems)} problem(s); {applied} override(s) apply"
+    print(summary if report.problems else f"no problems; {applied} override(s) apply")
+    return 0 if report.ok else 1

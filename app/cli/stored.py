@@ -1,0 +1,162 @@
+"""`tilescope export`, `import`, `diff`, `stats`, `db` and `bench`: what is done with stored runs,
+and the benchmark."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from compiler.errors import TilescopeError
+from perfdb.engine import open_db, session_factory
+from perfdb.ops_csv import CsvImportError, import_csv
+from perfdb.queries import op_records
+
+from ..workbench.run_export import EXPORT_FORMATS, export_run
+from ..workbench.runs import DEFAULT_TARGET
+from .options import RUN_HELP, TARGET_HELP, add_common, add_json, resolve_run, run_ids, run_ref
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    export = sub.add_parser(
+        "export",
+        help="write a stored run: its overrides (overrides, tt-mlir, tt-explorer), its trace (chrome) or its "
+        "ops in tt-metal's ops perf report columns (csv)",
+    )
+    export.add_argument("run", type=run_ref, help=RUN_HELP)
+    export.add_argument(
+        "--format",
+        choices=list(EXPORT_FORMATS),
+        default="overrides",
+        help="overrides: tilescope JSON; tt-mlir: compiler options; tt-explorer: its JSON; chrome: trace JSON "
+        "for Perfetto; csv: tt-metal's ops perf report (default overrides)",
+    )
+    export.add_argument("-o", "--output", metavar="FILE", help="file to write (default: standard output)")
+    export.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    add_common(export, target=False)
+
+    measured = sub.add_parser(
+        "import", help="store a measured ops perf CSV (tt-metal's columns) as a measured run beside a simulated one"
+    )
+    measured.add_argument("run", type=run_ref, help="the simulated run of the same model: " + RUN_HELP)
+    measured.add_argument("csv", help="ops perf report: LOC (or OP NAME) and DEVICE KERNEL DURATION [ns] per row")
+    measured.add_argument("--label", default="", help="a note for the measured run (default: measured: FILE)")
+    add_common(measured, target=False)
+
+    diff = sub.add_parser("diff", help="compare run B with run A, op by op")
+    diff.add_argument("a", type=run_ref, help="the baseline: " + RUN_HELP)
+    diff.add_argument("b", type=run_ref, help="the run to compare with it, given the same way")
+    add_json(diff, "the diff")
+    add_common(diff, target=False)
+
+    stats = sub.add_parser("stats", help="where a run's device time goes, per op name or op kind")
+    stats.add_argument("run", type=run_ref, help=RUN_HELP)
+    stats.add_argument(
+        "--by", choices=("name", "kind"), default="kind", help="group ops by name or by kind (default kind)"
+    )
+    add_json(stats, "the rows")
+    add_common(stats, target=False)
+
+    database = sub.add_parser("db", help="manage the perf database")
+    database_sub = database.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    add_common(database_sub.add_parser("upgrade", help="upgrade its schema to the newest revision"), target=False)
+
+    bench = sub.add_parser("bench", help="time import, each compiler level, simulation and storage at 1k-100k ops")
+    bench.add_argument("--quick", action="store_true", help="the 1k and 10k sizes (and the corpus ResNet-50) only")
+    add_json(bench, "the figures")
+    bench.add_argument("--target", default=DEFAULT_TARGET, help=TARGET_HELP)
+    export.set_defaults(command_fn=cmd_export)
+    measured.set_defaults(command_fn=cmd_import)
+    diff.set_defaults(command_fn=cmd_diff)
+    stats.set_defaults(command_fn=cmd_stats)
+    database.set_defaults(command_fn=cmd_db)
+    bench.set_defaults(command_fn=cmd_bench)
+
+
+def cmd_bench(args) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(quick=args.quick, as_json=args.json, target=args.target)
+
+
+def cmd_export(args) -> int:
+    output = Path(args.output) if args.output else None
+    if output is not None:  # said before the export's work
+        if output.is_dir() or not output.parent.is_dir():
+            raise TilescopeError(f"{output}: cannot write: {'a directory' if output.is_dir() else 'no such directory'}")
+        if os.path.lexists(output) and not args.force:
+            raise TilescopeError(f"{output}: exists; give --force to replace it")
+    with session_factory(open_db(args.db))() as session:
+        text, _ = export_run(session, resolve_run(session, args.run), args.format)
+    if output is None:
+        sys.stdout.write(text)
+        return 0
+    _replace(output, text)
+    return 0
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write `text` to a new file beside `path`, then rename it over `path`: a link at `path` is
+    replaced, not written through, and a failed write leaves the old file whole."""
+    try:
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    except OSError as err:
+        raise TilescopeError(f"{path}: cannot write: {err.strerror or err}") from None
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        os.chmod(temporary, 0o666 & ~_umask())  # as a plain new file would be, not mkstemp's 0600
+        os.replace(temporary, path)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise TilescopeError(f"{path}: cannot write: {err.strerror or err}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def cmd_import(args) -> int:
+    path = Path(args.csv)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise TilescopeError(f"{args.csv}: no such file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise TilescopeError(f"{args.csv}: cannot read: {err}") from None
+    with session_factory(open_db(args.db))() as session:
+        simulated = resolve_run(session, args.run)
+        try:
+            run_id, problems = import_csv(session, text, simulated, path.name, args.label)
+        except CsvImportError as err:
+            raise TilescopeError(str(err)) from None
+        matched = len(op_records(session, run_id))
+    for problem in problems:
+        print(f"tilescope: warning: {problem}", file=sys.stderr)
+    print(f"run {run_id}: measured, {matched} op(s) from {path.name}; {len(problems)} bad row(s) skipped")
+    print(f"compare: tilescope diff {simulated} {run_id}")
+    return 0
+
+
+def cmd_diff(args) -> int:
+    from .diff import main as diff_main
+
+    return diff_main(*run_ids(args.db, args.a, args.b), args.db, args.json)
+
+
+def cmd_stats(args) -> int:
+    from .stats import main as stats_main
+
+    return stats_main(*run_ids(args.db, args.run), args.by, args.db, args.json)
+
+
+def cmd_db(args) -> int:
+    from .db import upgrade_main
+
+    return upgrade_main(args.db)
