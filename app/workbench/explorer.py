@@ -38,7 +38,7 @@ from .grouping import ScopeTree
 from .kept import Kept
 from .model_access import MAX_SOURCE_BYTES, ModelAccess
 from .run_export import export_run
-from .runs import compile_cached, execute, target_of
+from .runs import no_progress, compile_cached, execute, store_baseline, target_of
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,6 @@ class OpMetric:
     delta_ns: float | None  # its duration minus the baseline run's (None without a baseline)
 
 
-NO_STAGES = lambda stage: None  # noqa: E731  # a caller that shows no progress
 DEVICE_ROW = "device"  # the timeline's top row: each op once, from its start to its end
 CORE_ZONE_BUDGET = 12_000  # core zones one timeline figure draws at once (WebGL keeps this smooth)
 
@@ -93,7 +92,7 @@ class Explorer:
         return list(dict.fromkeys(([extra] if extra else []) + zoo.names() + example_names() + files + stored))
 
     def upload(
-        self, filename: str, contents: str, target: str, policy: str = DEFAULT_POLICY, on_stage=NO_STAGES
+        self, filename: str, contents: str, target: str, policy: str = DEFAULT_POLICY, on_stage=no_progress
     ) -> str:
         """Store an uploaded MLIR file (a data: URL's base64 body, as dcc.Upload gives it) as a
         model with a compiled, simulated baseline run; returns its model reference. Bad files
@@ -127,7 +126,7 @@ class Explorer:
         target: str,
         policy: str = DEFAULT_POLICY,
         source_text: str | None = None,
-        on_stage=NO_STAGES,
+        on_stage=no_progress,
     ) -> int:
         """The newest run of a model on a target under a policy, compiling and simulating one if
         there is none: from `source_text`, else the text stored with the model's runs (an upload,
@@ -149,18 +148,7 @@ class Explorer:
             return self.access.compile_new(
                 self.sessions, model_ref, target, policy, source_text, target_source, on_stage
             )
-        result = execute(
-            self.sessions,
-            model_ref,
-            target,
-            label="baseline",
-            policy=policy,
-            keep_going=True,
-            source_text=source_text,
-            on_stage=on_stage,
-        )
-        assert result.run_id is not None
-        return result.run_id
+        return store_baseline(self.sessions, model_ref, target, policy, source_text, on_stage=on_stage)
 
     def target(self, target_ref: str | None) -> Target:
         """The target a page names (under `access`: a built-in one, or one a stored run kept)."""
@@ -386,7 +374,7 @@ class Explorer:
     # --- overrides --------------------------------------------------------------------------------
 
     def apply_overrides(
-        self, run_id: int, overrides: Sequence[OpOverride], on_stage=NO_STAGES
+        self, run_id: int, overrides: Sequence[OpOverride], on_stage=no_progress
     ) -> tuple[int | None, list[dict]]:
         """Re-run `run_id` with `overrides`, each replacing any earlier override of the same op
         (and operand or result).

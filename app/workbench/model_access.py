@@ -24,7 +24,7 @@ from compiler.models import EXAMPLES, count_ops, example_names, read_source, spl
 from compiler.target import builtin_names
 
 from .isolation import run_isolated
-from .runs import execute
+from .runs import store_baseline
 
 MAX_SOURCE_BYTES = 64 * 2**20  # an upload or a file under --models-dir; larger models: the CLI
 DEFAULT_MAX_OPS = 50_000  # ~20 s and ~1.5 GB to compile and store on a 2-core machine
@@ -135,19 +135,7 @@ class ModelAccess:
                     f"{model_ref}: {ops:,} ops is over this server's limit of {self.max_ops:,} "
                     "(tilescope serve --max-ops; the command line has none)"
                 )
-            result = execute(
-                sessions,
-                model_ref,
-                target,
-                label="baseline",
-                policy=policy,
-                keep_going=True,
-                source_text=text,
-                target_source=target_source,
-                on_stage=on_stage,
-            )
-            assert result.run_id is not None
-            return result.run_id
+            return store_baseline(sessions, model_ref, target, policy, text, target_source, on_stage)
 
         return run_isolated(work, model_ref, self.memory_bytes, self.seconds)
 

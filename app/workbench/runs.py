@@ -26,6 +26,10 @@ from .kept import Kept
 DEFAULT_TARGET = "wormhole_n150"
 
 
+def no_progress(stage: str) -> None:
+    """The `on_stage` of a caller that shows no progress."""
+
+
 @dataclass
 class RunResult:
     run_id: int | None  # None when nothing was stored (a rejected override without keep_going)
@@ -113,7 +117,7 @@ def execute(
     source_text: str | None = None,
     target_source: str | None = None,
     keep_going: bool = False,
-    on_stage: Callable[[str], None] = lambda stage: None,
+    on_stage: Callable[[str], None] = no_progress,
 ) -> RunResult:
     """Compile, simulate and store. `source_text` and `target_source` re-run a stored run from the
     model text and target description it kept, whatever has happened to the files since.
@@ -151,6 +155,31 @@ def execute(
     with sessions() as session:
         result.run_id = save_run(session, new)
     return result
+
+
+def store_baseline(
+    sessions: sessionmaker[Session],
+    model_ref: str,
+    target: str,
+    policy: str,
+    source_text: str | None = None,
+    target_source: str | None = None,
+    on_stage: Callable[[str], None] = no_progress,
+) -> int:
+    """Compile, simulate and store a model's first run, with no overrides; returns its id."""
+    result = execute(
+        sessions,
+        model_ref,
+        target,
+        label="baseline",
+        policy=policy,
+        keep_going=True,
+        source_text=source_text,
+        target_source=target_source,
+        on_stage=on_stage,
+    )
+    assert result.run_id is not None  # keep_going: stored whatever the overrides did
+    return result.run_id
 
 
 def new_run(
