@@ -21,7 +21,6 @@ import copy
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
 
 import numpy as np
 
@@ -30,9 +29,9 @@ from .ir import Graph, Op
 from .kernel import MCAST, NOC, CoreWork, Kernel, Transfer
 from .target import Target
 from .trace import CounterTable, ZoneTable
+from .tracks import ENGINES, core_track, engine_track
 
 NS = 1e9
-ENGINES = ("reader", "compute", "writer")  # a core's three engines, one timeline row each
 PHASES = ("read", "compute", "write")  # what each engine does for an op
 # ttnn-visualizer's rule: an op close to two peaks at once (>= 65% of each) is bound by both
 BALANCED_SHARE = 0.65
@@ -398,9 +397,9 @@ class Simulator:
     @staticmethod
     def _core_tracks(zones: ZoneTable, core: tuple[int, int]) -> tuple[int, int, int, int]:
         """A core's row and its engines' rows, numbered together so the timeline lists them so."""
-        track = _core_track(core)
+        track = core_track(core)
         if track not in zones.tracks:
-            for row in (track, *(f"{track}/{engine}" for engine in ENGINES)):
+            for row in (track, *(engine_track(track, engine) for engine in ENGINES)):
                 zones.track_id(row)
         first = zones.tracks[track]
         return first, first + 1, first + 2, first + 3
@@ -414,7 +413,7 @@ class Simulator:
             key = tuple(group.cores)
             if key not in self._counter_rows:
                 self._counter_rows[key] = (
-                    array("q", (counters.track_id(_core_track(core)) for core in group.cores)),
+                    array("q", (counters.track_id(core_track(core)) for core in group.cores)),
                     np.array(key).reshape(-1, 2).T,
                 )
             tracks, (rows, cols) = self._counter_rows[key]
@@ -429,11 +428,6 @@ class Simulator:
                 track, name = [counters.track_id(path)], counters.name_id(f"{path}_bytes_per_s")
                 counters.add(track, name, timing.start_ns, [timing.bandwidth(path)])
                 counters.add(track, name, timing.end_ns, [0.0])
-
-
-@cache
-def _core_track(core: tuple[int, int]) -> str:
-    return f"core {core[0]},{core[1]}"
 
 
 def _mb(nbytes: float) -> str:

@@ -8,23 +8,21 @@ Chrome Trace Event JSON, as Perfetto and Tracy's `tracy-import-chrome` load it: 
 
 from __future__ import annotations
 
-import re
-
 from sqlalchemy.orm import Session
+
+from compiler.tracks import parse_track
 
 from . import queries
 
 DEVICE_PID = 0
-ENGINES = ("", "/reader", "/compute", "/writer")  # a core's row, then its engines' rows
-_CORE = re.compile(r"^core (\d+),(\d+)(/.*)?$")
 
 
 def _track_order(track: str) -> tuple:
-    match = _CORE.match(track)
-    if not match:
+    """Cores in row-major order, each followed by its engines; then the other tracks by name."""
+    core = parse_track(track)
+    if core is None:
         return (1, track)
-    engine = match.group(3) or ""
-    return (0, int(match.group(1)), int(match.group(2)), ENGINES.index(engine) if engine in ENGINES else 9, track)
+    return (0, core.row, core.col, core.rank, track)
 
 
 def chrome_trace(session: Session, run_id: int) -> dict:

@@ -5,8 +5,9 @@ tt-perf-report) read tilescope's output. `import_csv` reads a measured report of
 stores it as a measured run beside a simulated one, ops matched by `LOC` (the MLIR location, i.e.
 the stable op name) or `OP NAME`: the UI and `diff` then compare simulated with measured per op.
 Bad rows are reported, never fatal; a file with no usable row, or one that is not CSV at all, is one
-CsvImportError line. Work is bounded (at most MAX_ROWS rows) and every stored time finite (each
-duration and latency at most MAX_NS).
+CsvImportError line. The run and the record of its import are stored together or not at all. Work
+is bounded (at most MAX_ROWS rows) and every stored time finite (each duration and latency at most
+MAX_NS).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from collections.abc import Mapping
 from sqlalchemy.orm import Session
 
 from . import queries
+from .records import CounterColumns, NewOp, NewRun, ZoneColumns
 from .schema import MeasuredImport
-from .store import NewRun, save_run
+from .store import add_run
 
 
 class CsvImportError(ValueError):
@@ -176,7 +178,7 @@ def import_csv(
     for sample in queries.counters(session, base_run_id, "l1_bytes"):
         l1_at.setdefault(sample.t_ns, []).append((sample.track, sample.value))
     shared = [n.removesuffix(_BANDWIDTH) for n in queries.counter_names(session, base_run_id) if n.endswith(_BANDWIDTH)]
-    session.commit()  # end the reading transaction; save_run writes in its own
+    session.commit()  # end the reading transaction: the run and its import record are written in one
     try:
         ops, zones, counters, problems, rows, clock = _read(text, source, base_run_id, simulated, l1_at, shared)
     except csv.Error as err:  # a field over csv's limit, a stray carriage return in a field
@@ -185,31 +187,29 @@ def import_csv(
         raise CsvImportError(
             f"{source}: no row matched an op of run {base_run_id}" + (f" ({problems[0]})" if problems else "")
         )
-    run_id = save_run(
-        session,
-        NewRun(
-            model_ref=base.model_ref,
-            model_name=base.model.name,
-            source_hash=base.model.source_hash,
-            source_text=base.model.source_text,
-            target=base.target.name,
-            target_ref=base.target_ref or base.target.name,
-            target_text=base.target.description,
-            total_ns=clock,
-            device_ns=sum(o["duration_ns"] for o in ops),
-            ops=ops,
-            zones=zones,
-            counters=counters,
-            dispatch=base.dispatch,
-            policy=base.policy,
-            l1_usage_cap=base.l1_usage_cap,
-            overrides=list(base.overrides),
-            label=label or f"measured: {source}",
-            parent_id=base.id,
-            kind="measured",
-        ),
+    measured = NewRun(
+        model_ref=base.model_ref,
+        model_name=base.model.name,
+        source_hash=base.model.source_hash,
+        source_text=base.model.source_text,
+        target=base.target.name,
+        target_ref=base.target_ref or base.target.name,
+        target_text=base.target.description,
+        total_ns=clock,
+        device_ns=sum(o.duration_ns for o in ops),
+        ops=ops,
+        zones=ZoneColumns.from_rows(zones),
+        counters=CounterColumns.from_rows(counters),
+        dispatch=base.dispatch,
+        policy=base.policy,
+        l1_usage_cap=base.l1_usage_cap,
+        overrides=list(base.overrides),
+        label=label or f"measured: {source}",
+        parent_id=base.id,
+        kind="measured",
     )
     with session.begin():
+        run_id = add_run(session, measured)
         session.add(MeasuredImport(run_id=run_id, source=source, rows=rows, matched=len(ops), problems=problems))
     return run_id, problems
 
@@ -280,27 +280,26 @@ def _read(text: str, source: str, base_run_id: int, simulated: dict, l1_at: dict
         start = clock + gap
         fidelity = _FIDELITY_OF.get(row.get("MATH FIDELITY", "").lower(), sim.fidelity)
         ops.append(
-            {
-                "name": name,
-                "kind": sim.kind,
-                "start_ns": start,
-                "duration_ns": duration,
-                "flops": sim.flops,
+            NewOp(
+                name=name,
+                kind=sim.kind,
+                start_ns=start,
+                duration_ns=duration,
+                flops=sim.flops,
                 # the program the hardware ran moves what the compiler planned: the base run's bytes
-                "bytes": dict(sim.bytes),
-                "bound": "measured",
-                "why": f"measured ({source}:{line})",
-                "memory": sim.memory,
-                "grid": sim.grid,
-                "cores": int(cores) if cores else sim.cores,
-                "roofline_ns": sim.roofline_ns,
-                "pct_peak": 0.0,
-                "fidelity": fidelity,
-                "tensors": sim.tensors,
-                "compute_ns": sim.compute_ns,
-                "bandwidth_ns": sim.bandwidth_ns,
-                "level": "measured",
-            }
+                bytes=dict(sim.bytes),
+                bound="measured",
+                why=f"measured ({source}:{line})",
+                memory=sim.memory,
+                grid=sim.grid,
+                cores=int(cores) if cores else sim.cores,
+                roofline_ns=sim.roofline_ns,
+                fidelity=fidelity,
+                tensors=sim.tensors,
+                compute_ns=sim.compute_ns,
+                bandwidth_ns=sim.bandwidth_ns,
+                level="measured",
+            )
         )
         zones.append(("device", 0, name, start, start + duration, name))
         # L1 holds what it held in the base run while the op ran; a shared memory's bandwidth in

@@ -498,13 +498,16 @@ def op_statistics(session: Session, run_id: int, by: str = "name") -> list[dict]
     Ops do not nest inside each other, so an op's self time is its total."""
     if by not in STAT_KEYS:
         raise ValueError(f"statistics by {by!r}; one of {', '.join(STAT_KEYS)}")
-    get_run(session, run_id)
+    if not 0 < run_id <= MAX_ID:
+        raise RunNotFound(run_id)
     groups: dict[str, list[float]] = {}
     # the two columns, not whole records: their tensors and bytes are JSON to decode
     for key, duration in session.execute(
         select(getattr(OpRecord, by), OpRecord.duration_ns).where(OpRecord.run_id == run_id).order_by(OpRecord.start_ns)
     ):
         groups.setdefault(key, []).append(duration)
+    if not groups and session.scalar(select(Run.id).where(Run.id == run_id)) is None:
+        raise RunNotFound(run_id)
     device = sum(sum(d) for d in groups.values()) or 1.0
     rows = []
     for key, durations in groups.items():

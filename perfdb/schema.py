@@ -101,7 +101,6 @@ class Run(Base):
     label: Mapped[str] = mapped_column(String(512), default="")
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=_now)
-    status: Mapped[str] = mapped_column(String(16), default="ok")
     total_ns: Mapped[float] = mapped_column(Float)
     device_ns: Mapped[float] = mapped_column(Float)
     kind: Mapped[str] = mapped_column(String(16), default="simulated", server_default="simulated")  # or measured

@@ -19,7 +19,8 @@ from compiler.simulator import KernelCosts, SimResult, simulate
 from compiler.target import Target, load_target, target_text
 from overrides import check_op_names, format_item, parse_item
 from perfdb.schema import Run
-from perfdb.store import NewRun, save_run
+from perfdb.records import CounterColumns, NewOp, NewRun, ZoneColumns
+from perfdb.store import save_run
 
 from .kept import Kept
 
@@ -186,7 +187,7 @@ def new_run(
     compilation: Compilation, sim: SimResult, model_ref: str, target_ref: str, target_source: str, **run
 ) -> NewRun:
     """What perfdb stores of a compiled, simulated run."""
-    model = compilation.model
+    model, z, c = compilation.model, sim.zones, sim.counters
     return NewRun(
         model_ref=model_ref,
         model_name=model.name,
@@ -197,9 +198,9 @@ def new_run(
         target_text=target_source,
         total_ns=sim.total_ns,
         device_ns=sim.device_ns,
-        ops=[vars(o) for o in sim.ops],  # flat records: their tensors are dicts already
-        zones=sim.zones,  # tuples of track, depth, name, start, end, op
-        counters=sim.counters,  # tuples of track, name, t_ns, value
+        ops=[NewOp(**vars(o)) for o in sim.ops],  # the simulator's OpTiming has the record's fields
+        zones=ZoneColumns(z.track_names(), z.name_list(), z.track, z.depth, z.name, z.start, z.end, z.op),
+        counters=CounterColumns(c.track_names(), c.name_list(), c.track, c.name, c.t, c.value),
         dispatch=sim.dispatch,
         override_outcomes=[o.as_dict() for o in compilation.override_outcomes],
         **run,

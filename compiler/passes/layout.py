@@ -20,12 +20,12 @@ from .. import opset
 from ..dtypes import BYTES_PER_ELEMENT
 from ..ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Tensor
 from ..l1_allocator import FirstFit, last_uses
+from ..matmul_blocking import matmul_split
+from ..operand_layout import required_layout
 from ..override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome
 from ..target import Target
 from ..policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, GREEDY_L1
 from ..tiles import ceil_div, shard_bytes, tile_bytes, tile_grid
-from .insert_to_layout import InsertToLayout
-from .split_kernels import matmul_split
 
 # Output tiles a matmul sub-block may hold: tt-metal's destination registers take 8 tiles of 16-bit
 # data (matmul program configs require out_subblock_h * out_subblock_w <= 8)
@@ -296,7 +296,7 @@ class AssignLayouts:
         problem = self._placement_problem(tensor, layout)
         if problem:
             return problem
-        readable = InsertToLayout(self.target).required(graph, op, replace(tensor, layout=layout))
+        readable = required_layout(self.target, graph, op, replace(tensor, layout=layout))
         if readable != layout:
             return (
                 f"{op.name} ({op.kind}) cannot read operand {index} as {layout.memory} {layout.memory_layout} "

@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from perfdb import blocks
 from perfdb.engine import open_db, session_factory
 from perfdb.queries import timeline_window, zones
+from perfdb.records import ZoneColumns
 from perfdb.schema import TimelineBlock
 from perfdb.store import save_run
 
@@ -62,7 +63,7 @@ def test_a_long_track_is_stored_in_several_blocks_and_read_back_whole(db_url):
     trace += [("core 0,0/reader", 1, "read", 2e3 * i, 2e3 * i + 500, f"op_{i % 2}") for i in range(n)]
     sessions = session_factory(open_db(db_url))
     with sessions() as s:
-        run_id = save_run(s, _new_run(zones=iter(trace)))
+        run_id = save_run(s, _new_run(zones=ZoneColumns.from_rows(trace)))
     with sessions() as s:
         stored = s.execute(
             select(TimelineBlock.track, func.count(), func.sum(TimelineBlock.rows), func.max(TimelineBlock.rows))
@@ -98,7 +99,7 @@ TWINS = [
 def test_cores_with_the_same_zones_store_them_once_and_each_reads_them_back(db_url):
     sessions = session_factory(open_db(db_url))
     with sessions() as s:
-        run_id = save_run(s, _new_run(zones=iter(TWINS)))
+        run_id = save_run(s, _new_run(zones=ZoneColumns.from_rows(TWINS)))
     with sessions() as s:
         stored = s.scalars(
             select(TimelineBlock.track).where(TimelineBlock.run_id == run_id, TimelineBlock.kind == blocks.ZONES)

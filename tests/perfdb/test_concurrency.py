@@ -20,21 +20,23 @@ RUNS, OPS, ZONES_PER_OP, COUNTERS = 8, 40, 50, 30
 WRITER = f"""
 import json, sys
 from perfdb.engine import open_db, session_factory
-from perfdb.store import NewRun, save_run
+from perfdb.records import CounterColumns, NewOp, NewRun, ZoneColumns
+from perfdb.store import save_run
 
 url, label = sys.argv[1], sys.argv[2]
 sys.stdin.readline()  # start together
 sessions = session_factory(open_db(url))
 ids = []
 for k in range({RUNS}):
-    ops = [dict(name=f"op_{{i}}", kind="matmul", start_ns=float(i), duration_ns=1.0, flops=10**12,
+    ops = [NewOp(name=f"op_{{i}}", kind="matmul", start_ns=float(i), duration_ns=1.0, flops=10**12,
                 bytes={{"dram": 1.0}}, bound="dram", memory="dram", grid="8x8", cores=64, roofline_ns=0.5)
            for i in range({OPS})]
     zones = [(f"core {{z}}", 0, f"op_{{i}}", float(i), i + 1.0, f"op_{{i}}")
              for i in range({OPS}) for z in range({ZONES_PER_OP})]
     counters = [("dram", "dram_bw", float(t), 1e9) for t in range({COUNTERS})]
     new = NewRun(model_ref="zoo:mlp", model_name="mlp", source_hash="h", source_text="t", target="wormhole_n150",
-                 total_ns={OPS}.0, device_ns={OPS}.0, ops=ops, zones=zones, counters=counters, label=f"{{label}}-{{k}}")
+                 total_ns={OPS}.0, device_ns={OPS}.0, ops=ops, zones=ZoneColumns.from_rows(zones),
+                 counters=CounterColumns.from_rows(counters), label=f"{{label}}-{{k}}")
     with sessions() as s:
         ids.append(save_run(s, new))
 print(json.dumps(ids))

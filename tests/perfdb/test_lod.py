@@ -9,6 +9,7 @@ import pytest
 from perfdb import lod
 from perfdb.engine import open_db, session_factory
 from perfdb.queries import timeline_window, zones
+from perfdb.records import ZoneColumns
 from perfdb.store import save_run
 
 from .test_store import _new_run
@@ -35,7 +36,7 @@ def stored(tmp_path_factory):
     trace = _trace(1)
     sessions = session_factory(open_db(url))
     with sessions() as s:
-        run_id = save_run(s, _new_run(zones=iter(trace)))
+        run_id = save_run(s, _new_run(zones=ZoneColumns.from_rows(trace)))
     return sessions, run_id, trace
 
 
@@ -112,7 +113,7 @@ def test_the_window_on_postgresql_matches_sqlite(db_url, stored):
     sessions, run_id, trace = stored
     other = session_factory(open_db(db_url))
     with other() as s:
-        other_id = save_run(s, _new_run(zones=iter(trace)))
+        other_id = save_run(s, _new_run(zones=ZoneColumns.from_rows(trace)))
     end = max(z[4] for z in trace)
     for resolution in (end / 1500, end / 1e5, 50.0):
         with sessions() as a, other() as b:

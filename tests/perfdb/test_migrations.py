@@ -12,6 +12,7 @@ from sqlalchemy import create_engine, inspect, text
 from perfdb.engine import DatabaseError, open_db, session_factory
 from perfdb.migrate import config, current, head, upgrade
 from perfdb.queries import counters, get_run, list_runs, op_records, timeline_window, zones
+from perfdb.records import ZoneColumns
 from perfdb.schema import Base
 from perfdb.store import save_run
 
@@ -64,7 +65,7 @@ def pre_alembic(url: str):
     engine = create_engine(url)
     tables = initial_schema()
     tables.create_all(engine)
-    new = _new_run(counters=COUNTERS)
+    new = _new_run()
     with engine.begin() as connection:
         run_id = connection.execute(
             tables.tables["runs"]
@@ -89,12 +90,10 @@ def pre_alembic(url: str):
                 device_ns=new.device_ns,
             )
         ).inserted_primary_key[0]
+        records = tables.tables["op_records"]
+        columns = [c.name for c in records.columns if c.name not in ("id", "run_id")]
         connection.execute(
-            tables.tables["op_records"].insert(),
-            [
-                {"run_id": run_id, **{k: v for k, v in op.items()}, "pct_peak": 0.0, "dispatch_wait_ns": 0.0}
-                for op in new.ops
-            ],
+            records.insert(), [{"run_id": run_id, **{c: getattr(op, c) for c in columns}} for op in new.ops]
         )
         connection.execute(
             tables.tables["zones"].insert(),
@@ -302,7 +301,7 @@ def test_downgrading_packed_zones_gives_every_core_that_shared_its_zones_its_own
 
     sessions = session_factory(open_db(db_url))
     with sessions() as s:
-        save_run(s, _new_run(zones=iter(TWINS)))
+        save_run(s, _new_run(zones=ZoneColumns.from_rows(TWINS)))
     engine = create_engine(db_url)
     with engine.begin() as connection:
         command.downgrade(config(connection=connection), "0004")
@@ -310,3 +309,26 @@ def test_downgrading_packed_zones_gives_every_core_that_shared_its_zones_its_own
         rows = connection.execute(text("SELECT track, depth, name, start_ns, end_ns, op FROM zones")).all()
     engine.dispose()
     assert sorted(tuple(r) for r in rows) == sorted(TWINS)
+
+
+def test_runs_of_the_previous_revision_keep_their_rows_and_lose_their_status(db_url):
+    """Revision 0006: a database at 0005 keeps its runs, ops and zones, without `status`; downgrading
+    gives them "ok" again."""
+    old, run_id = pre_alembic(db_url)
+    with old.begin() as connection:
+        command.stamp(config(connection=connection), "0001")
+        command.upgrade(config(connection=connection), "0005")
+    with old.connect() as connection:
+        assert connection.execute(text("SELECT id, status FROM runs")).all() == [(run_id, "ok")]
+    old.dispose()
+    with session_factory(open_db(db_url))() as s:
+        run = get_run(s, run_id)
+        assert (run.label, len(op_records(s, run_id)), len(zones(s, run_id))) == ("first try", 3, len(ZONES))
+    assert revision(db_url) == head()
+    assert "status" not in [c[0] for c in shape(db_url)["runs"]["columns"]]
+    engine = create_engine(db_url)
+    with engine.begin() as connection:
+        command.downgrade(config(connection=connection), "0005")
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT id, label, status FROM runs")).all() == [(run_id, "first try", "ok")]
+    engine.dispose()

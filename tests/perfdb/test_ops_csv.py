@@ -284,3 +284,30 @@ def test_a_vanishing_duration_stores_no_infinite_bandwidth(sessions, base):
         rows = _rows(write_csv(s, measured, {"dram": 258e9}))
     assert problems == [] and bandwidth == []
     assert [r["DRAM BW UTIL (%)"] for r in rows] == ["", ""]
+
+
+@pytest.mark.parametrize("failure", ["too many rows", "import record refused"])
+def test_a_report_failing_on_a_late_row_stores_nothing(sessions, base, monkeypatch, failure):
+    """The measured run, its ops, zones and counters and its import record go in one transaction."""
+    from perfdb import ops_csv
+    from perfdb.schema import OpRecord, Run, TimelineBlock
+
+    text = HEADER + "matmul_0,100,0\nmatmul_1,200,0\nnope,5,0\n"  # the last row names no op of the run
+    if failure == "too many rows":
+        monkeypatch.setattr(ops_csv, "MAX_ROWS", 2)
+    else:  # the database refuses the record of the import, written after the run and its ops
+
+        def refused(**record):
+            raise CsvImportError(f"refused: {record['problems'][-1]}")
+
+        monkeypatch.setattr(ops_csv, "MeasuredImport", refused)
+
+    def stored() -> list[int]:
+        with sessions() as s:
+            return [s.query(table).count() for table in (Run, OpRecord, TimelineBlock, MeasuredImport)]
+
+    before = stored()
+    with sessions() as s:
+        with pytest.raises(CsvImportError, match="more than 2 rows" if failure == "too many rows" else "nope"):
+            import_csv(s, text, base, "x.csv")
+    assert stored() == before

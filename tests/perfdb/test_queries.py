@@ -10,7 +10,8 @@ from app.workbench.runs import execute
 from compiler.target import target_text
 from perfdb.engine import open_db, session_factory
 from perfdb.queries import RunNotFound, diff_runs, get_run
-from perfdb.store import NewRun, save_run
+from perfdb.records import NewOp, NewRun, ZoneColumns
+from perfdb.store import save_run
 
 KEYS = [
     "a",
@@ -50,19 +51,19 @@ def store(sessions, *ops, total_ns=None) -> int:
     rows, start = [], 0.0
     for name, duration, memory, grid in ops:
         rows.append(
-            {
-                "name": name,
-                "kind": "matmul",
-                "start_ns": start,
-                "duration_ns": duration,
-                "flops": 10**9,
-                "bytes": {"dram": 100.0},
-                "bound": "dram",
-                "memory": memory,
-                "grid": grid,
-                "cores": 64,
-                "roofline_ns": duration / 2,
-            }
+            NewOp(
+                name=name,
+                kind="matmul",
+                start_ns=start,
+                duration_ns=duration,
+                flops=10**9,
+                bytes={"dram": 100.0},
+                bound="dram",
+                memory=memory,
+                grid=grid,
+                cores=64,
+                roofline_ns=duration / 2,
+            )
         )
         start += duration
     new = NewRun(
@@ -74,7 +75,7 @@ def store(sessions, *ops, total_ns=None) -> int:
         total_ns=start if total_ns is None else total_ns,
         device_ns=start,
         ops=rows,
-        zones=[],
+        zones=ZoneColumns.from_rows([]),
     )
     with sessions() as s:
         return save_run(s, new)

@@ -9,7 +9,8 @@ from sqlalchemy import func, inspect, select
 from perfdb.engine import DatabaseError, open_db, session_factory
 from perfdb.queries import RunNotFound, get_run, list_runs, op_records, zones
 from perfdb.schema import OpRecord, Run, TimelineBlock
-from perfdb.store import NewRun, save_run
+from perfdb.records import CounterColumns, NewOp, NewRun, ZoneColumns
+from perfdb.store import save_run
 
 
 def _op(name, start, duration, **extra):
@@ -28,7 +29,7 @@ def _op(name, start, duration, **extra):
         "roofline_ns": duration / 2,
     }
     row.update(extra)
-    return row
+    return NewOp(**row)
 
 
 ZONES = [
@@ -50,7 +51,7 @@ def _new_run(**extra):
         total_ns=40.0,
         device_ns=30.0,
         ops=[_op("op_b", 10.0, 10.0), _op("op_a", 0.0, 10.0, kind="add"), _op("op_c", 30.0, 10.0)],
-        zones=iter(ZONES),
+        zones=ZoneColumns.from_rows(ZONES),
         dispatch="trace",
         overrides=["op_a=l1"],
         override_outcomes=[{"op": "op_a", "spec": "op_a=l1", "status": "applied", "reason": ""}],
@@ -123,7 +124,7 @@ def test_save_and_get_run_round_trip(sessions):
             "ab" * 32,
             "func.func @f() {}",
         )
-        assert (run.target.name, run.dispatch, run.label, run.status) == ("wormhole_n150", "trace", "first try", "ok")
+        assert (run.target.name, run.dispatch, run.label) == ("wormhole_n150", "trace", "first try")
         assert (run.total_ns, run.device_ns) == (40.0, 30.0)
         assert run.overrides == ["op_a=l1"]
         assert run.override_outcomes == [{"op": "op_a", "spec": "op_a=l1", "status": "applied", "reason": ""}]
@@ -181,7 +182,9 @@ def test_runs_are_kept_apart(sessions):
     with sessions() as s:
         first = save_run(s, _new_run())
     with sessions() as s:
-        second = save_run(s, _new_run(model_ref="m.mlir", ops=[_op("x", 0.0, 1.0)], zones=[], parent_id=first))
+        second = save_run(
+            s, _new_run(model_ref="m.mlir", ops=[_op("x", 0.0, 1.0)], zones=ZoneColumns.from_rows([]), parent_id=first)
+        )
     with sessions() as s:
         assert [r.id for r in list_runs(s)] == [second, first]  # newest first
         assert [r.id for r in list_runs(s, model_ref="m.mlir")] == [second]
@@ -199,12 +202,32 @@ def test_missing_run(sessions):
     assert isinstance(err.value, LookupError)
 
 
+def test_an_op_record_is_the_op_records_row_and_takes_the_simulators_timing():
+    from dataclasses import fields
+
+    from compiler.simulator import OpTiming
+    from perfdb.records import OP_FIELDS
+
+    assert set(OP_FIELDS) == {c.name for c in OpRecord.__table__.c} - {"id", "run_id"}
+    assert {f.name for f in fields(OpTiming)} <= set(OP_FIELDS)
+
+
+def test_rows_become_columns_numbered_in_the_order_seen():
+    zones = ZoneColumns.from_rows(ZONES[:3])
+    assert (zones.tracks, zones.names, len(zones)) == (["core 0,0", "core 0,0/reader", "core 0,1"], ["op_a", "read"], 3)
+    assert (zones.track.tolist(), zones.name.tolist(), zones.op.tolist()) == ([0, 1, 2], [0, 1, 0], [0, 0, 0])
+    samples = CounterColumns.from_rows([("dram", "bw", 1.0, 5.0), ("core 0,0", "l1", 1.0, 2.0)])
+    assert (samples.tracks, samples.names, samples.value.tolist()) == (["dram", "core 0,0"], ["bw", "l1"], [5.0, 2.0])
+    with pytest.raises(ValueError, match="columns of different lengths"):
+        CounterColumns(["dram"], ["bw"], [0, 0], [0], [1.0], [5.0])
+
+
 def test_failed_save_stores_nothing(sessions):
-    broken = _op("op_a", 0.0, 1.0)
-    del broken["bound"]
+    # fails once the run's row is written: its last op's bytes are no JSON
+    broken = _op("op_c", 30.0, 10.0, bytes={"dram": object()})
     with sessions() as s:
-        with pytest.raises(KeyError):
-            save_run(s, _new_run(ops=[broken]))
+        with pytest.raises(TypeError):
+            save_run(s, _new_run(ops=[_op("op_a", 0.0, 10.0), broken]))
     with sessions() as s:
         assert list_runs(s) == []
         assert s.scalars(select(TimelineBlock)).all() == []
@@ -265,7 +288,7 @@ def test_counter_envelope_is_the_fullest_track_at_each_time(sessions):
         ("dram", "dram_bytes_per_s", 10.0, 9e9),  # another counter: not in the envelope
     ]
     with sessions() as s:
-        run_id = save_run(s, _new_run(counters=samples))
+        run_id = save_run(s, _new_run(counters=CounterColumns.from_rows(samples)))
     with sessions() as s:
         assert counter_envelope(s, run_id, "l1_bytes") == [(0.0, 300.0), (10.0, 500.0)]
         assert counter_envelope(s, run_id, "nothing") == []
