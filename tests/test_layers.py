@@ -50,3 +50,23 @@ def test_app_holds_only_its_layers():
         "web",
         "workbench",
     ]
+
+
+MAX_FUNCTION_LINES = 80
+MAX_MODULE_LINES = 400
+
+
+def test_the_app_is_in_rooms_of_readable_size():
+    """Each module of app/ and each function in it fits on a screen or two: a panel is one file,
+    a callback translates and calls the workbench."""
+    found = []
+    for path in sorted(APP.rglob("*.py")):
+        text = path.read_text()
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            found.append(f"{path.relative_to(ROOT)}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {length} lines")
+    assert not found, found

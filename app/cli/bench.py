@@ -26,13 +26,16 @@ from compiler.ir import Graph
 from compiler.pipeline import Compilation, compile_model, stages
 from compiler.simulator import SimResult, simulate
 from compiler.target import load_target
+from compiler.tracks import core_track, engine_track
 from overrides import parse_item
 from perfdb.engine import open_db, session_factory
 from perfdb.queries import diff_runs, op_statistics, timeline_window
-from perfdb.store import NewRun, save_run
+from perfdb.records import NewOp, NewRun, ZoneColumns
+from perfdb.store import save_run
 
 from ..workbench.explorer import Explorer
-from ..web.figures import graph_figure
+from ..web.panels.graph import graph_figure
+from ..workbench.graph_view import op_metrics
 from ..workbench.grouping import ScopeTree
 from ..workbench.runs import new_run
 
@@ -171,7 +174,7 @@ def graph_view(explorer: Explorer, run_id: int, compilation: Compilation) -> int
     graph = compilation.graph_at("graph")
     tree = ScopeTree(graph)
     view = tree.view(tree.default_expansion())
-    figure = graph_figure(view, graph, explorer.op_metrics(run_id, compilation), "duration")
+    figure = graph_figure(view, graph, op_metrics(compilation, explorer.op_records(run_id), {}), "duration")
     figure.to_json()
     return len(view.nodes)
 
@@ -198,31 +201,32 @@ def _synthetic(ops: int, cores: int, seed: int, scale: float = 1.0) -> NewRun:
         zones.append(("device", 0, name, start, start + op_length, name))
         for c, share in enumerate((0.9 + 0.1 * rng.random(cores)).tolist()):
             r, col = divmod(c, 8)
-            core = f"core {r},{col}"
+            core = core_track((r, col))
             length = share * op_length
             zones.append((core, 0, name, start, start + length, name))
-            zones.append((f"{core}/reader", 1, "read", start, start + length * 0.4, name))
-            zones.append((f"{core}/compute", 1, "compute", start + length * 0.1, start + length * 0.9, name))
-            zones.append((f"{core}/writer", 1, "write", start + length * 0.6, start + length, name))
+            zones.append((engine_track(core, "reader"), 1, "read", start, start + length * 0.4, name))
+            zones.append(
+                (engine_track(core, "compute"), 1, "compute", start + length * 0.1, start + length * 0.9, name)
+            )
+            zones.append((engine_track(core, "writer"), 1, "write", start + length * 0.6, start + length, name))
     ops_rows = [
-        {
-            "name": n,
-            "kind": "matmul",
-            "start_ns": s,
-            "duration_ns": d,
-            "flops": 1,
-            "bytes": {"dram": 1.0},
-            "bound": "dram",
-            "why": "",
-            "memory": "dram",
-            "grid": "8x8",
-            "cores": 64,
-            "roofline_ns": d / 2,
-        }
+        NewOp(
+            name=n,
+            kind="matmul",
+            start_ns=s,
+            duration_ns=d,
+            flops=1,
+            bytes={"dram": 1.0},
+            bound="dram",
+            memory="dram",
+            grid="8x8",
+            cores=64,
+            roofline_ns=d / 2,
+        )
         for n, s, d in zip(names, starts.tolist(), durations.tolist())
     ]
     total = float(starts[-1] + durations[-1])
-    return NewRun("bench", "bench", "0" * 64, "", "wormhole_n150", total, total, ops_rows, zones)
+    return NewRun("bench", "bench", "0" * 64, "", "wormhole_n150", total, total, ops_rows, ZoneColumns.from_rows(zones))
 
 
 def perfdb_bench(db_dir: Path) -> dict:
@@ -240,7 +244,8 @@ def perfdb_bench(db_dir: Path) -> dict:
     with sessions() as session:
         other_id = save_run(session, other)
     windows = []
-    few = ["device", *(f"core 0,{c}" for c in range(4)), *(f"core 0,0/{e}" for e in ("reader", "compute"))]
+    first = core_track((0, 0))
+    few = ["device", *(core_track((0, c)) for c in range(4)), *(engine_track(first, e) for e in ("reader", "compute"))]
     for tracks_name, tracks in (("7 tracks", few), ("all 101 tracks", None)):
         for zoom in ZOOMS:
             t0 = big.total_ns * (1 - zoom) / 2

@@ -21,7 +21,7 @@ from functools import partial
 from contextvars import ContextVar
 
 import psutil
-from dash import DiskcacheManager
+from dash import DiskcacheManager, html
 from dash.background_callback.managers import BaseBackgroundCallbackManager
 
 from compiler.errors import TilescopeError
@@ -30,6 +30,12 @@ from compiler.errors import TilescopeError
 # as fast as it sends requests. Beyond, a job is refused (one line on the page), not queued: a
 # queue of compiles would hold the request threads that poll for them.
 JOBS_AT_ONCE = 4
+JOB_POLL_MS = 100  # how often the page asks after a job (Dash's default, 1 s, adds up to 1 s to a re-run)
+
+
+def reporter(set_progress, what: str) -> Callable[[str], None]:
+    """An `on_stage` that shows a job's stage on the page (a background callback's progress)."""
+    return lambda stage: set_progress([html.Span([html.Span(className="spinner"), f"{what}: {stage}..."])])
 
 
 def refuse_past_limit(running: int) -> None:

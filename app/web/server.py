@@ -19,12 +19,13 @@ from compiler.errors import TilescopeError
 from compiler.target import load_target
 from perfdb.engine import open_db, session_factory
 
-from . import callbacks, celery_jobs, ids
+from . import celery_jobs, ids, panels
 from ..workbench.explorer import Explorer
 from .auth import Users, is_loopback, new_secret, read_users, require_door
 from .jobs import ProcessJobs
 from ..workbench.model_access import ModelAccess
-from .layout import page
+from .page import page
+from .panel import PageContext, Wiring
 from .request_limits import limit_requests
 from ..workbench.runs import DEFAULT_TARGET
 from .thread_jobs import ThreadJobManager
@@ -68,9 +69,10 @@ def create_app(
         on_error=_callback_failed,
     )
     limit_requests(app.server)
-    app.layout = page(explorer.model_options(model_ref), model_ref, load_target(target))
+    app.layout = page(PageContext(explorer.model_options(model_ref), model_ref, load_target(target)))
     rerun_jobs = ThreadJobManager(jobs) if rerun_in_thread and not broker else None
-    app.tilescope_callbacks = callbacks.register(app, explorer, rerun_jobs)  # type: ignore[attr-defined]  # for tests
+    wiring = Wiring(app, explorer, rerun_jobs)
+    app.tilescope_callbacks = panels.register(wiring)  # type: ignore[attr-defined]  # for tests
     app.explorer = explorer  # type: ignore[attr-defined]
     return app
 

@@ -307,7 +307,7 @@ def test_the_apps_import_control_gets_an_override_error_not_a_500(text, fragment
     package; the page shows an OverrideError's line, anything else was an HTTP 500."""
     import base64
 
-    from app.workbench.explorer import imported_overrides
+    from app.workbench.override_form import imported_overrides
 
     contents = "data:application/json;base64," + base64.b64encode(text.encode()).decode()
     try:

@@ -350,6 +350,17 @@ def test_bert_base_grouped_graph_and_interaction_latency(bert_server, browser):
     )
     assert f"{op}=8x8:l1:interleaved" in _text(d, "run-summary")
     _shot(d, "10-bert-after-override")
+    # from Apply to every view of the new run drawn: Dash's queue of callbacks empty again
+    _wait(d, _settled)
+    _pick(d, "override-memory", "dram")
+    timings["override_rerun_all_views_ms"] = _timed(
+        d,
+        "document.getElementById('apply-overrides').click()",
+        "return document.getElementById('run-summary').innerText.indexOf('run #3') >= 0"
+        " && document.getElementById('override-status').innerText.indexOf('applied') >= 0"
+        " && (function () {" + SETTLED + "})()",
+    )
+    assert f"{op}=8x8:dram:interleaved" in _text(d, "run-summary")
 
     # a click on a group opens it; a search rings its matches; colour by bound gets a legend
     layers = len(

@@ -11,7 +11,7 @@ from werkzeug.exceptions import ServiceUnavailable
 from app.web.request_limits import LARGE_BODIES_AT_ONCE, LARGE_BODY_BYTES, MAX_JSON_VALUES, BoundedJSON
 from app.web.server import create_app
 
-from .test_callbacks import MODEL, TARGET
+from .panels.conftest import MODEL, TARGET
 
 
 @pytest.fixture(scope="module")

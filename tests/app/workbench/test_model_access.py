@@ -17,7 +17,9 @@ from app.workbench.model_access import MAX_SOURCE_BYTES, ModelAccess
 from app.web.server import create_app
 from perfdb import queries
 
-from ..web.test_callbacks import MODEL, TARGET, _data_url, _progress
+from ..web.panels.conftest import MODEL, TARGET
+from ..web.panels.conftest import data_url as _data_url
+from ..web.panels.conftest import progress as _progress
 
 OPENED: list[str] | None = None  # paths opened while a test records them
 
@@ -49,10 +51,9 @@ def _choose(app, model, target=TARGET):
     return app.tilescope_callbacks["choose_model"](model, target, "dram-interleaved")
 
 
-def _message(result) -> str:
-    options, run_id, status, _ = result
-    assert options is no_update and run_id is no_update, "nothing is shown for a refused model"
-    text = status.children
+def _message(chosen: dict) -> str:
+    assert chosen["run_options"] is no_update and chosen["run_id"] is no_update, "nothing is shown for a refused model"
+    text = chosen["status"].children
     assert "\n" not in text and "Traceback" not in text
     return text
 
@@ -94,7 +95,8 @@ def test_a_file_under_a_models_directory_opens(tmp_path, secret):
     app = _app(tmp_path, ModelAccess.of([models]))
     assert str(models / "mlp.mlir") in app.explorer.model_options()  # offered in the menu
     for ref in (str(models / "mlp.mlir"), "mlp.mlir"):
-        options, run_id, status, _ = _choose(app, ref)
+        chosen = _choose(app, ref)
+        run_id, status = chosen["run_id"], chosen["status"]
         assert status is None and isinstance(run_id, int), status
         assert app.explorer.run(run_id).model.source_text == secret.read_text()
 
@@ -115,7 +117,8 @@ def test_shipped_examples_open_from_the_package_not_from_the_working_directory(t
     (tmp_path / "ffn.mlir").write_text("not the example")
     app = _app(tmp_path)
     with recording() as opened:
-        options, run_id, status, _ = _choose(app, "ffn.mlir")
+        chosen = _choose(app, "ffn.mlir")
+    run_id, status = chosen["run_id"], chosen["status"]
     assert status is None and "ffn.fc1" in app.explorer.run(run_id).model.source_text
     assert str(tmp_path / "ffn.mlir") not in opened and "ffn.mlir" not in opened
 
@@ -126,7 +129,8 @@ def test_a_stored_model_opens_from_its_stored_text_on_another_target(tmp_path, s
 
     execute(app.explorer.sessions, str(secret))  # stored by the command line, which reads any path
     with recording() as opened:
-        options, run_id, status, _ = _choose(app, str(secret), "blackhole_p150")
+        chosen = _choose(app, str(secret), "blackhole_p150")
+    run_id, status = chosen["run_id"], chosen["status"]
     assert status is None and app.explorer.run(run_id).target.name == "blackhole_p150"
     assert str(secret) not in opened
 
@@ -136,7 +140,7 @@ def test_a_target_file_is_not_an_allowed_target(tmp_path, target):
     app = _app(tmp_path)
     with recording() as opened:
         text = _message(_choose(app, "zoo:mlp?layers=2", target))
-        assert app.tilescope_callbacks["form_choices"](target) == (no_update,) * 4
+        assert app.tilescope_callbacks["form_choices"](target) is no_update
     assert text.startswith(f"{target}: not an allowed target;")
     assert not [p for p in opened if p.endswith(".toml") and "targets" not in p]
 
@@ -164,9 +168,9 @@ def test_a_zoo_model_far_over_the_default_limit_is_refused(tmp_path):
 def test_an_upload_is_compiled_in_a_child_and_its_failure_is_one_line(tmp_path):
     app = _app(tmp_path, ModelAccess.of([], max_ops=3))
     text = (Path(__file__).parents[2] / "data" / "tiny_mlp.mlir").read_bytes()  # four ops
-    _, _, message, _ = app.tilescope_callbacks["upload_model"](
+    message = app.tilescope_callbacks["upload_model"](
         _progress, _data_url(text), "tiny.mlir", TARGET, "dram-interleaved"
-    )
+    )["message"]
     assert message.children.endswith(
         "tiny.mlir: 4 ops is over this server's limit of 3 (tilescope serve --max-ops; the command line has none)"
     )
@@ -183,26 +187,26 @@ def test_models_directories_and_limits_are_checked_at_start(tmp_path):
 
 def test_an_upload_name_with_a_newline_stays_one_line(tmp_path):
     app = _app(tmp_path)
-    _, _, message, _ = app.tilescope_callbacks["upload_model"](
+    message = app.tilescope_callbacks["upload_model"](
         _progress,
         _data_url(b"\xff\xfe not text"),
         "evil\nname\r.mlir",
         TARGET,
         "dram-interleaved",
-    )
+    )["message"]
     assert message.children == "evil?name?.mlir: not MLIR text (not UTF-8)"
 
 
 def test_an_overrides_file_past_its_limit_is_refused_before_decoding():
-    from app.workbench import explorer as explorer_module
+    from app.workbench import override_form
     from compiler.errors import TilescopeError
 
     with pytest.raises(TilescopeError, match=r"^o.json: 4.0 MiB is over the 4 MiB overrides file limit$"):
-        explorer_module.imported_overrides("o.json", "data:;base64," + "A" * (4 * 2**20 // 3 * 4 + 8))
+        override_form.imported_overrides("o.json", "data:;base64," + "A" * (4 * 2**20 // 3 * 4 + 8))
 
 
 def test_an_overrides_file_of_many_bad_items_lists_the_first_few(tmp_path):
-    from app.workbench.explorer import SHOWN_PROBLEMS, imported_overrides
+    from app.workbench.override_form import SHOWN_PROBLEMS, imported_overrides
 
     text = "override-output-layout=" + ",".join(f"op{i}=nonsense" for i in range(500))
     found, problems = imported_overrides("many.txt", _data_url(text.encode()))

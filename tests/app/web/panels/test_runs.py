@@ -1,10 +1,16 @@
-"""Figure builders: axes that name what they show."""
+"""The runs & diff tab: the runs table, two runs compared, their ops aligned, their durations overlaid."""
 
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
-from app.web.figures import duration_histogram
+from dash import no_update
+
+from app.web.callback_context import diff_pair
+from app.web.panels.runs import aligned_timelines, duration_histogram
+
+from .conftest import CONSUMER, FC1, apply, rerun, shown_run
 
 
 def _ticks_us(figure) -> list[float]:
@@ -24,3 +30,68 @@ def test_duration_histogram_ticks_decades_at_one_two_five():
     mantissas = {round(t / 10 ** math.floor(math.log10(t)), 6) for t in _ticks_us(figure)}
     assert mantissas == {1.0, 2.0, 5.0}
     assert min(_ticks_us(figure)) <= 1.0 and max(_ticks_us(figure)) >= 500.0
+
+
+def test_two_runs_align_on_one_axis_with_the_changed_op_outlined_in_both():
+    a = [
+        SimpleNamespace(name="x", start_ns=0.0, duration_ns=1000.0),
+        SimpleNamespace(name="y", start_ns=1000.0, duration_ns=3000.0),
+    ]
+    b = [
+        SimpleNamespace(name="x", start_ns=0.0, duration_ns=1000.0),
+        SimpleNamespace(name="y", start_ns=1000.0, duration_ns=1000.0),
+    ]
+    figure = aligned_timelines(a, b, ("A #1", "B #2"), {"x": "ttir.add", "y": "ttir.matmul"}, {"y"})
+    assert list(figure.layout.yaxis.ticktext) == ["A #1", "B #2"]
+    assert {t.name for t in figure.data} == {"ttir.add", "ttir.matmul"}
+    boxes = [(s.x0, s.x1, round(s.y0 + 0.4)) for s in figure.layout.shapes]
+    assert boxes == [(1.0, 4.0, 0), (1.0, 2.0, 1)]  # y: 3 us in A, 1 us in B
+
+
+def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):
+    base_id = shown_run(cb)
+    run_id = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)
+    listed = cb["list_runs"](None, "zoo:mlp?layers=1")
+    rows = listed["rows"]
+    assert [r["id"] for r in rows] == [run_id, base_id] and listed["ticked"] == listed["ticked_ids"] == []
+    assert listed["url_state"] is no_update
+    assert rows[0]["overrides"] == 1 and rows[0]["parent"] == str(base_id)
+    shown = app.explorer.view(run_id)
+    assert diff_pair([], shown) == (base_id, run_id)
+    assert diff_pair([run_id, base_id], shown) == (base_id, run_id)
+    assert diff_pair([base_id], shown) == (base_id, run_id)
+    assert diff_pair([], app.explorer.view(base_id)) is None
+    view = str(cb["show_diff"]([], run_id))
+    assert f"#{base_id} baseline" in view and f"#{run_id}" in view and FC1 in view
+    assert "memory dram->l1" in view  # the layout change of the op
+    assert "no parent run" in str(cb["show_diff"]([], base_id))
+
+
+def test_the_diff_shows_the_inserted_op_the_time_split_and_warns_of_other_targets(app, cb):
+    base_id = shown_run(cb)
+    operand = f"{CONSUMER}=operand#1:l1:width_sharded:1x8"
+    run_id = apply(cb, base_id, None, [operand], memory="dram", memory_layout="interleaved", rows=8, cols=8)["run_id"]
+    found = app.explorer.diff(base_id, run_id)
+    view = str(cb["show_diff"]([], run_id))
+    (inserted,) = found["inserted"]
+    assert f"Inserted (only in B #{run_id}): 1 op, {inserted['ns'] / 1e3:,.2f} us" in view
+    assert f"{CONSUMER}.in1.to_layout  to_layout" in view and "Removed" not in view
+    assert (
+        "operand 1 memory dram->l1, operand 1 memory_layout interleaved->width_sharded, operand 1 grid 1x1->1x8" in view
+    )
+    assert f"device {found['device_delta_ns'] / 1e3:+.2f} us, host/idle {found['host_delta_ns'] / 1e3:+.2f} us" in view
+    assert "Warning" not in view
+    other_id = shown_run(cb, target="blackhole_p150")
+    view = str(cb["show_diff"]([base_id, other_id], other_id))
+    assert f"Warning: different targets: run {base_id} ran on wormhole_n150, run {other_id} on blackhole_p150" in view
+
+
+def test_the_diff_aligns_the_two_runs_timelines_and_outlines_the_changed_op(app, cb):
+    base_id = shown_run(cb)
+    run_id = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)
+    view = cb["show_diff"]([], run_id)
+    aligned = next(c for c in view if getattr(c, "id", None) == "diff-timelines").figure
+    assert list(aligned.layout.yaxis.ticktext) == [f"A #{base_id}", f"B #{run_id}"]
+    a, b = (app.explorer.op_record(i, FC1) for i in (base_id, run_id))
+    boxes = {(round(s.x0, 6), round(s.x1, 6)) for s in aligned.layout.shapes}
+    assert {(round(r.start_ns / 1e3, 6), round((r.start_ns + r.duration_ns) / 1e3, 6)) for r in (a, b)} <= boxes

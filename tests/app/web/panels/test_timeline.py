@@ -1,14 +1,17 @@
-"""The timeline figures: rows by core with engine sub-rows, counter plots on the same time axis,
-and two runs' ops aligned for a diff."""
+"""The timeline tab: rows by core with engine sub-rows, counter plots on the same time axis, zoom
+at a level of detail, and a click that selects an op."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import plotly.graph_objects as go
+from dash import no_update
 
-from app.web.timelines import aligned_timelines, row_key, row_label, timeline_figure
+from app.web.panels.timeline import row_key, row_label, timeline_figure
+from app.workbench import timeline_view
+from perfdb import queries
 from perfdb.queries import WindowItem
+
+from .conftest import CONSUMER, FC1, shown_run, zones
 
 
 def zones_drawn(figure: go.Figure) -> int:
@@ -59,17 +62,76 @@ def test_counter_plots_share_the_time_axis_under_the_zones():
     assert len([t for t in timeline_figure(ZONES, {}, None, counters={}).data if isinstance(t, go.Scatter)]) == 0
 
 
-def test_two_runs_align_on_one_axis_with_the_changed_op_outlined_in_both():
-    a = [
-        SimpleNamespace(name="x", start_ns=0.0, duration_ns=1000.0),
-        SimpleNamespace(name="y", start_ns=1000.0, duration_ns=3000.0),
-    ]
-    b = [
-        SimpleNamespace(name="x", start_ns=0.0, duration_ns=1000.0),
-        SimpleNamespace(name="y", start_ns=1000.0, duration_ns=1000.0),
-    ]
-    figure = aligned_timelines(a, b, ("A #1", "B #2"), {"x": "ttir.add", "y": "ttir.matmul"}, {"y"})
-    assert list(figure.layout.yaxis.ticktext) == ["A #1", "B #2"]
-    assert {t.name for t in figure.data} == {"ttir.add", "ttir.matmul"}
-    boxes = [(s.x0, s.x1, round(s.y0 + 0.4)) for s in figure.layout.shapes]
-    assert boxes == [(1.0, 4.0, 0), (1.0, 2.0, 1)]  # y: 3 us in A, 1 us in B
+def test_a_click_on_a_zone_selects_its_op_and_a_click_on_anything_else_nothing(cb):
+    assert cb["select_in_timeline"]({"points": [{"customdata": CONSUMER}]}) == CONSUMER
+    assert cb["select_in_timeline"]({"points": [{"x": 1, "y": 2}]}) is no_update
+    assert cb["select_in_timeline"](None) is no_update
+
+
+def test_the_timeline_shows_the_zoomed_window_with_short_zones_merged(app, cb):
+    run_id = shown_run(cb)
+    run = app.explorer.view(run_id)
+    everything = cb["show_timeline"](run_id, None, [], None)
+    assert "merged" not in [t.name for t in everything.data]  # ops are microseconds long: all drawn
+    # zoom into the first op: only the zones in that window, and the axis stays there
+    first = min(zones(app, run_id, depth=0), key=lambda z: z.start_ns)
+    window = [first.start_ns / 1e3, (first.start_ns + first.end_ns) / 2e3]
+    zoomed = cb["show_timeline"](run_id, {"xaxis.range[0]": window[0], "xaxis.range[1]": window[1]}, [], None)
+    assert list(zoomed.layout.xaxis.range) == window
+    assert 0 < zones_drawn(zoomed) < zones_drawn(everything)
+    # a view a few pixels wide merges whole ops into grey "N zones" bars, one per core
+    coarse = app.explorer.timeline(run, (0.0, run.total_ns), pixels=2).items
+    merged = [z for z in coarse if z.count > 1]
+    assert merged and all(z.name == f"{z.count} zones" and z.op == "" for z in merged)
+    figure = timeline_figure(coarse, {}, None)
+    markers = next(t for t in figure.data if t.name == "merged")
+    # a marker shows its count on hover but selects no op when clicked
+    assert set(markers.customdata) == {None} and any(n and n.endswith(" zones") for n in markers.text)
+    assert cb["select_in_timeline"]({"points": [{"customdata": None}]}) is no_update
+    # the device row draws every op while a figure can (a 100k-op run's would be 40 MB)
+    assert sum(z.count for z in coarse if z.track == "device") == len([z for z in coarse if z.track == "device"])
+
+
+def test_the_device_row_merges_short_ops_when_a_run_has_more_than_a_figure_draws(app, cb, monkeypatch):
+    run = app.explorer.view(shown_run(cb))
+    monkeypatch.setattr(timeline_view, "CORE_ZONE_BUDGET", 1)  # fewer than the model's two ops
+    device = [z for z in app.explorer.timeline(run, (0.0, run.total_ns), pixels=2).items if z.track == "device"]
+    ops = len(app.explorer.op_records(run.id))
+    assert len(device) < ops and sum(z.count for z in device) == ops
+    assert any(z.count > 1 and z.name == f"{z.count} zones" for z in device)
+
+
+def test_core_rows_wait_for_a_zoom_when_a_window_holds_too_many_zones(app, cb, monkeypatch):
+    run_id = shown_run(cb)
+    ops = len(app.explorer.durations(run_id))
+    monkeypatch.setattr(timeline_view, "CORE_ZONE_BUDGET", 10)
+    view = app.explorer.timeline(app.explorer.view(run_id))
+    assert view.hidden_cores == 64 and view.core_zones > 10
+    assert [i.track for i in view.items] == ["device"] * ops
+    figure = cb["show_timeline"](run_id, None, [], None)
+    assert zones_drawn(figure) == ops and "64 core rows hidden" in figure.layout.annotations[0].text
+
+
+def test_the_timeline_adds_engine_rows_and_counter_plots_and_keeps_a_counter_zoom(app, cb):
+    run_id = shown_run(cb)
+    plain = cb["show_timeline"](run_id, None, [], None)
+    engines = cb["show_timeline"](run_id, None, ["engines"], None)
+    rows = list(engines.layout.yaxis.ticktext)
+    assert len(rows) == 1 + 64 * 4 and rows[1:5] == ["core 0,0", "↳ reader", "↳ compute", "↳ writer"]
+    assert zones_drawn(engines) == zones_drawn(plain) + len(zones(app, run_id, depth=1))
+
+    with_counters = cb["show_timeline"](run_id, None, ["counters"], None)
+    plots = {t.name: t for t in with_counters.data if t.type == "scatter"}
+    assert set(plots) == {"L1 in use, fullest core", "DRAM bandwidth"}
+    memory = app.explorer.memory(app.explorer.view(run_id))
+    assert max(plots["L1 in use, fullest core"].y) == max(v for _, v in memory.envelope) / 1024
+    # while an op that reads DRAM runs, the plot shows its bytes over its time
+    with app.explorer.sessions() as session:
+        record = next(r for r in queries.op_records(session, run_id) if r.bytes.get("dram"))
+    at = list(plots["DRAM bandwidth"].x).index(record.start_ns / 1e3)
+    expected = record.bytes["dram"] / (record.duration_ns / 1e9) / 1e9
+    assert abs(plots["DRAM bandwidth"].y[at] - expected) < 1e-6 * expected
+    # a zoom on a counter plot's axis is a zoom of the timeline
+    zoomed = cb["show_timeline"](run_id, {"xaxis2.range[0]": 1.0, "xaxis2.range[1]": 2.0}, ["counters"], None)
+    assert list(zoomed.layout.xaxis.range) == [1.0, 2.0]
+    assert FC1 in {z.op for z in zones(app, run_id, depth=0)}

@@ -1,0 +1,83 @@
+"""The op inspector: the selected op's operands and results, its place in the run and why it
+takes the time it takes."""
+
+from __future__ import annotations
+
+from dash import Input, Output, html, no_update
+
+from compiler.pipeline import Compilation
+
+from .. import ids
+from ..panel import PageContext, Panel, Wiring
+from ...workbench.graph_view import provenance
+
+HINT = "Click an op in the graph or the timeline."
+
+
+def layout(_page: PageContext) -> html.Div:
+    return html.Div([html.H3("Op inspector"), html.Div(HINT, id=ids.OP_INSPECTOR)], className="panel")
+
+
+def register(wiring: Wiring) -> dict:
+    explorer = wiring.explorer
+
+    @wiring.app.callback(
+        output=Output(ids.OP_INSPECTOR, "children"),
+        inputs=dict(
+            selected=Input(ids.SELECTED_OP, "data"),
+            run_id=Input(ids.RUN_SELECT, "value"),
+            level=Input(ids.LEVEL_SELECT, "value"),
+        ),
+    )
+    def inspect(selected, run_id, level="graph"):
+        if run_id is None:
+            return no_update
+        compilation = explorer.view(run_id).compilation
+        record = explorer.op_record(run_id, selected) if selected else None
+        shown = provenance(compilation, level, selected)
+        return inspector_children(compilation, level, shown[0] if shown else selected, record)
+
+    return {"inspect": inspect}
+
+
+PANEL = Panel("side", "Op inspector", "inspector", layout, register)
+
+
+def inspector_children(compilation: Compilation, level: str, op_name: str | None, record) -> list:
+    if not op_name:
+        return [html.P(HINT, className="hint")]
+    graph = compilation.graph_at(level)
+    if not graph.has_op(op_name):
+        return [html.P(f"{op_name} is not at the {level} level.", className="hint")]
+    op = graph.op(op_name)
+    rows: list[tuple[str, str]] = [("op", op.name), ("kind", op.kind)]
+    if op.source and op.source != (op.name,):
+        rows.append(("from", ", ".join(op.source)))
+    for label, names in (("in", op.inputs), ("out", op.outputs)):
+        for t in names:
+            tensor = graph.tensors[t]
+            placed = f"  {tensor.layout.mlir()}" if tensor.layout else ""
+            rows.append((label, f"{t}: {tensor.type_str()}{placed}"))
+    if "grid" in op.attrs:
+        rows.append(("grid", "x".join(map(str, op.attrs["grid"]))))
+    if record is not None:
+        rows += _timing_rows(record)
+    table = html.Table([html.Tr([html.Th(k), html.Td(v)]) for k, v in rows], className="kv")
+    why = [html.P(record.why, className="why")] if record is not None else []
+    return [table, *why]
+
+
+def _timing_rows(record) -> list[tuple[str, str]]:
+    rows = [
+        ("start", f"{record.start_ns / 1e3:,.2f} us"),
+        ("duration", f"{record.duration_ns / 1e3:,.2f} us"),
+        ("roofline", f"{record.roofline_ns / 1e3:,.2f} us"),
+        ("FLOPs", f"{record.flops:,}"),
+        ("bytes", ", ".join(f"{k} {v / 1e3:,.1f} KB" for k, v in sorted(record.bytes.items())) or "-"),
+        ("cores", str(record.cores)),
+        ("bound", record.bound),
+        ("achieved", f"{record.flops / max(record.duration_ns, 1e-9):,.1f} GFLOP/s, {record.pct_peak:.0f}% of peak"),
+    ]
+    if record.dispatch_wait_ns:
+        rows.append(("host wait", f"{record.dispatch_wait_ns / 1e3:,.2f} us before it"))
+    return rows

@@ -1,0 +1,300 @@
+"""The override form: the selected op's placement, grid, tiling, dtype and math fidelity, a list
+of overrides pending for the next re-run (added from the form or a file), and "Apply and re-run"."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from dash import ALL, Input, Output, State, dcc, html, no_update
+
+from compiler.errors import TilescopeError
+from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
+from compiler.target import FIDELITIES
+
+from .. import ids
+from ..callback_context import triggered
+from ..jobs import JOB_POLL_MS, reporter
+from ..panel import PageContext, Panel, Wiring, outputs
+from ..style import error, labelled, menu
+from ...workbench.override_form import (
+    DEFAULT_CHOICE,
+    DEFAULT_FIDELITY_CHOICE,
+    DOUBLE_BUFFER_CHOICES,
+    OUTPUT,
+    TILE_CHOICES,
+    FormValues,
+    applies_to_choices,
+    form_override,
+    form_values,
+    imported_overrides,
+    override_choices,
+    rerun_overrides,
+    with_pending,
+)
+
+# the form's fields (FormValues) and the components that hold them
+FIELDS = {
+    "memory": ids.OV_MEMORY,
+    "memory_layout": ids.OV_MEMORY_LAYOUT,
+    "rows": ids.OV_GRID_ROWS,
+    "cols": ids.OV_GRID_COLS,
+    "layout": ids.OV_LAYOUT,
+    "dtype": ids.OV_DTYPE,
+    "fidelity": ids.OV_FIDELITY,
+    "applies_to": ids.OV_APPLIES_TO,
+    "tile": ids.OV_TILE,
+    "block": ids.OV_BLOCK,
+    "double_buffer": ids.OV_DOUBLE_BUFFER,
+}
+SHOWN_PENDING = 100  # pending overrides listed on the page, each with its remove button
+
+
+def layout(page: PageContext) -> html.Div:
+    memories, rows, cols, dtypes = override_choices(page.target)
+    block = dcc.Input(
+        id=ids.OV_BLOCK, type="text", value="", placeholder="default", debounce=True, className="text-input"
+    )
+    fields = [
+        labelled("Applies to", menu(ids.OV_APPLIES_TO, [OUTPUT], OUTPUT)),
+        labelled("Memory", menu(ids.OV_MEMORY, memories)),
+        labelled("Memory layout", menu(ids.OV_MEMORY_LAYOUT, list(MEMORY_LAYOUTS))),
+        labelled("Grid rows", menu(ids.OV_GRID_ROWS, rows)),
+        labelled("Grid cols", menu(ids.OV_GRID_COLS, cols)),
+        labelled("Layout", menu(ids.OV_LAYOUT, list(TENSOR_LAYOUTS))),
+        labelled("Dtype", menu(ids.OV_DTYPE, dtypes)),
+        labelled("Tile", menu(ids.OV_TILE, list(TILE_CHOICES), DEFAULT_CHOICE)),
+        labelled("Math fidelity", menu(ids.OV_FIDELITY, [DEFAULT_FIDELITY_CHOICE, *FIDELITIES])),
+        labelled("Matmul block MxNxK", block),
+        labelled("Double buffer", menu(ids.OV_DOUBLE_BUFFER, list(DOUBLE_BUFFER_CHOICES), DEFAULT_CHOICE)),
+    ]
+    buttons = [
+        html.Button("Apply and re-run", id=ids.APPLY_OVERRIDES, n_clicks=0, className="primary", disabled=True),
+        html.Button("Add to pending", id=ids.STAGE_OVERRIDE, n_clicks=0, className="secondary", disabled=True),
+    ]
+    importer = dcc.Upload(
+        id=ids.OVERRIDES_UPLOAD, children=html.Span("import overrides file"), className="import", multiple=False
+    )
+    pending = html.Div(
+        [
+            html.Div([html.Span("Pending", className="field-label"), importer], className="pending-head"),
+            html.Div(id=ids.PENDING_LIST),
+        ],
+        className="pending",
+    )
+    return html.Div(
+        [
+            html.H3("Override"),
+            html.Div(fields, className="form-grid"),
+            html.Div(buttons, className="buttons"),
+            html.Div(id=ids.APPLY_PROGRESS, className="progress"),
+            html.Div(id=ids.OVERRIDE_STATUS, className="status"),
+            pending,
+        ],
+        id=ids.OVERRIDE_FORM,
+        className="panel",
+    )
+
+
+def _form_state() -> dict:
+    return {name: State(component, "value") for name, component in FIELDS.items()}
+
+
+def outcome_list(outcomes: list[dict]) -> html.Ul:
+    return html.Ul(
+        [
+            html.Li(
+                [
+                    html.Span(o["status"], className=f"badge {o['status']}"),
+                    f" {o['spec']}",
+                    f" - {o['reason']}" if o["reason"] else "",
+                ]
+            )
+            for o in outcomes
+        ],
+        className="outcomes",
+    )
+
+
+FILLED = ("form", "applies_to_options", "apply_disabled", "stage_disabled")
+
+
+def register(wiring: Wiring) -> dict:
+    explorer, app = wiring.explorer, wiring.app
+
+    @app.callback(
+        output=dict(
+            form={name: Output(component, "value") for name, component in FIELDS.items()},
+            applies_to_options=Output(ids.OV_APPLIES_TO, "options"),
+            apply_disabled=Output(ids.APPLY_OVERRIDES, "disabled"),
+            stage_disabled=Output(ids.STAGE_OVERRIDE, "disabled"),
+        ),
+        inputs=dict(
+            selected=Input(ids.SELECTED_OP, "data"),
+            run_id=Input(ids.RUN_SELECT, "value"),
+            pending=Input(ids.PENDING_OVERRIDES, "data"),
+        ),
+    )
+    def fill_form(selected, run_id, pending=None):
+        """The selected op's current settings, and whether Apply and Add have something to do."""
+        if run_id is None:
+            return no_update
+        if triggered() == ids.PENDING_OVERRIDES:  # only whether Apply has something to apply
+            return outputs(FILLED, apply_disabled=not selected and not pending)
+        compilation = explorer.view(run_id).compilation
+        values = form_values(compilation, selected)
+        no_op = values.memory is None
+        return dict(
+            form=asdict(values),
+            applies_to_options=applies_to_choices(compilation, selected),
+            apply_disabled=no_op and not pending,
+            stage_disabled=no_op,
+        )
+
+    @app.callback(
+        output=dict(
+            memories=Output(ids.OV_MEMORY, "options"),
+            rows=Output(ids.OV_GRID_ROWS, "options"),
+            cols=Output(ids.OV_GRID_COLS, "options"),
+            dtypes=Output(ids.OV_DTYPE, "options"),
+        ),
+        inputs=dict(target=Input(ids.TARGET_SELECT, "value")),
+    )
+    def form_choices(target):
+        try:
+            memories, rows, cols, dtypes = override_choices(explorer.target(target))
+        except TilescopeError:
+            return no_update
+        return dict(memories=memories, rows=rows, cols=cols, dtypes=dtypes)
+
+    callbacks = {"fill_form": fill_form, "form_choices": form_choices}
+    callbacks |= _register_pending(app)
+    callbacks |= _register_apply(wiring)
+    return callbacks
+
+
+def _register_pending(app) -> dict:
+    """The pending list: added to from the form or a file, an item removed by its button."""
+
+    @app.callback(
+        output=dict(pending=Output(ids.PENDING_OVERRIDES, "data"), status=Output(ids.OVERRIDE_STATUS, "children")),
+        inputs=dict(_clicks=Input(ids.STAGE_OVERRIDE, "n_clicks")),
+        state=dict(
+            selected=State(ids.SELECTED_OP, "data"), pending=State(ids.PENDING_OVERRIDES, "data"), form=_form_state()
+        ),
+        prevent_initial_call=True,
+    )
+    def stage_override(_clicks, selected, pending, form):
+        """Keep the form's override for the next re-run, to change several ops at once."""
+        try:
+            return dict(
+                pending=with_pending(pending or [], form_override(selected, FormValues.sent(form))), status=None
+            )
+        except TilescopeError as err:
+            return dict(pending=no_update, status=error(str(err)))
+
+    @app.callback(
+        output=Output(ids.PENDING_OVERRIDES, "data", allow_duplicate=True),
+        inputs=dict(clicks=Input({"type": ids.PENDING_REMOVE, "index": ALL}, "n_clicks")),
+        state=dict(pending=State(ids.PENDING_OVERRIDES, "data")),
+        prevent_initial_call=True,
+    )
+    def remove_pending(clicks, pending):
+        which = triggered()
+        if not isinstance(which, dict) or not any(clicks):
+            return no_update  # the list was redrawn, nothing clicked
+        return [s for i, s in enumerate(pending or []) if i != which["index"]]
+
+    @app.callback(
+        output=Output(ids.PENDING_LIST, "children"), inputs=dict(pending=Input(ids.PENDING_OVERRIDES, "data"))
+    )
+    def show_pending(pending):
+        if not pending:
+            return html.P(
+                'None. "Add to pending" keeps the form\'s override, to re-run several at once.', className="hint"
+            )
+        remove = dict(n_clicks=0, className="remove", title="remove")
+        items = [
+            html.Li([html.Code(s), html.Button("×", id={"type": ids.PENDING_REMOVE, "index": i}, **remove)])
+            for i, s in enumerate(pending[:SHOWN_PENDING])
+        ]
+        if len(pending) > SHOWN_PENDING:  # all are applied; a page of 100,000 rows would not be read
+            items.append(html.Li(f"... and {len(pending) - SHOWN_PENDING:,} more", className="hint"))
+        return html.Ul(items, className="pending-items")
+
+    @app.callback(
+        output=dict(
+            pending=Output(ids.PENDING_OVERRIDES, "data", allow_duplicate=True),
+            status=Output(ids.OVERRIDE_STATUS, "children", allow_duplicate=True),
+            contents=Output(ids.OVERRIDES_UPLOAD, "contents"),
+        ),
+        inputs=dict(contents=Input(ids.OVERRIDES_UPLOAD, "contents")),
+        state=dict(filename=State(ids.OVERRIDES_UPLOAD, "filename"), pending=State(ids.PENDING_OVERRIDES, "data")),
+        prevent_initial_call=True,
+    )
+    def import_overrides(contents, filename, pending):
+        """A file of overrides (tilescope JSON, TT-Explorer JSON or tt-mlir options) joins the
+        pending list; the items it could not read are listed, one line each."""
+        if not contents:
+            return no_update
+        try:
+            found, problems = imported_overrides(filename or "overrides", contents)
+            pending = with_pending(pending or [], *found)
+        except TilescopeError as err:
+            return dict(pending=no_update, status=error(str(err)), contents=None)
+        lines = [html.P(f"{filename}: {len(found)} override(s) added to pending", className="ok")]
+        lines += [error(p) for p in problems]
+        return dict(pending=pending or [], status=lines, contents=None)
+
+    return {f.__name__: f for f in (stage_override, remove_pending, show_pending, import_overrides)}
+
+
+APPLIED = ("run_options", "run_id", "status", "pending")
+
+
+def _register_apply(wiring: Wiring) -> dict:
+    explorer = wiring.explorer
+
+    @wiring.app.callback(
+        output=dict(
+            run_options=Output(ids.RUN_SELECT, "options", allow_duplicate=True),
+            run_id=Output(ids.RUN_SELECT, "value", allow_duplicate=True),
+            status=Output(ids.OVERRIDE_STATUS, "children", allow_duplicate=True),
+            pending=Output(ids.PENDING_OVERRIDES, "data", allow_duplicate=True),
+        ),
+        inputs=dict(_clicks=Input(ids.APPLY_OVERRIDES, "n_clicks")),
+        state=dict(
+            run_id=State(ids.RUN_SELECT, "value"),
+            selected=State(ids.SELECTED_OP, "data"),
+            pending=State(ids.PENDING_OVERRIDES, "data"),
+            form=_form_state(),
+        ),
+        prevent_initial_call=True,
+        background=True,
+        manager=wiring.rerun_jobs,  # in a thread: the new run's views then find it kept
+        interval=JOB_POLL_MS,
+        progress=[Output(ids.APPLY_PROGRESS, "children")],
+        progress_default=[""],
+        running=[(Output(ids.APPLY_OVERRIDES, "disabled"), True, False)],
+    )
+    def apply_override(set_progress, _clicks, run_id, selected, pending, form):
+        """Re-run with the pending overrides and the form's override of the selected op."""
+        if run_id is None:
+            return no_update
+        explorer.in_new_process()
+        try:
+            items = rerun_overrides(explorer.view(run_id).compilation, selected, pending or [], FormValues.sent(form))
+            new_id, outcomes = explorer.apply_overrides(run_id, items, on_stage=reporter(set_progress, "re-run"))
+        except TilescopeError as err:
+            return outputs(APPLIED, status=error(str(err)))
+        status = outcome_list(outcomes)
+        if new_id is None:
+            return outputs(APPLIED, status=[error("Not re-run: an override was rejected."), status])
+        run = explorer.view(new_id)
+        return dict(
+            run_options=explorer.run_options(run.model_ref, run.target_ref), run_id=new_id, status=status, pending=[]
+        )
+
+    return {"apply_override": apply_override}
+
+
+PANEL = Panel("side", "Override", "override", layout, register)

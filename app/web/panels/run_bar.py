@@ -1,0 +1,239 @@
+"""The run bar: which model, target, policy, level and run the page shows; an uploaded model;
+and the address bar, which names the view so a link reproduces it."""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from dash import Input, Output, State, dcc, html, no_update
+
+from compiler.errors import TilescopeError
+from compiler.ir import LEVELS
+from compiler.policies import DEFAULT_POLICY, POLICIES
+from compiler.target import builtin_names
+
+from .. import ids, url_state
+from ..jobs import JOB_POLL_MS, reporter
+from ..panel import PageContext, Panel, Wiring, outputs
+from ..style import error, labelled, menu
+from ...workbench.model_access import MAX_SOURCE_BYTES
+from ...workbench.runs import target_of
+
+
+def layout(page: PageContext) -> list:
+    upload = dcc.Upload(
+        id=ids.MODEL_UPLOAD,
+        children=html.Div(
+            ["Drop an ", html.B(".mlir"), " file or click"],
+            title=f"up to {MAX_SOURCE_BYTES // 2**20} MiB; larger models: tilescope run on the command line",
+        ),
+        # a larger file is not sent at all (the server would refuse the request)
+        className="upload",
+        accept=".mlir",
+        multiple=False,
+        max_size=MAX_SOURCE_BYTES,
+    )
+    levels = dcc.RadioItems(
+        id=ids.LEVEL_SELECT, options=list(LEVELS), value="graph", inline=True, className="segmented"
+    )
+    targets = list(dict.fromkeys([*builtin_names(), page.target.name]))
+    bar = html.Header(
+        [
+            html.Div(
+                [html.Span("tile", className="brand-a"), html.Span("scope", className="brand-b")], className="brand"
+            ),
+            labelled("Model", menu(ids.MODEL_SELECT, page.model_options, page.model), "field model"),
+            upload,
+            labelled("Target", menu(ids.TARGET_SELECT, targets, page.target.name)),
+            labelled("Policy", menu(ids.POLICY_SELECT, list(POLICIES), DEFAULT_POLICY)),
+            labelled("Level", levels, "field level"),
+            labelled("Run", menu(ids.RUN_SELECT, [], None), "field run"),
+        ],
+        className="run-bar",
+    )
+    message = html.Div(
+        [html.Div(id=ids.UPLOAD_PROGRESS, className="progress"), html.Div(id=ids.PAGE_MESSAGE)],
+        className="page-message",
+    )
+    return [bar, message]
+
+
+def _values(options: list) -> set:
+    """The values a dcc menu offers, given as plain values or {label, value} dicts."""
+    return {o["value"] if isinstance(o, dict) else o for o in options or []}
+
+
+def register(wiring: Wiring) -> dict:
+    return _register_runs(wiring) | _register_link(wiring) | _register_upload(wiring)
+
+
+def _register_runs(wiring: Wiring) -> dict:
+    """The run menu: the shown run of the chosen model, and runs others store."""
+    explorer, app = wiring.explorer, wiring.app
+
+    @app.callback(
+        output=dict(
+            run_options=Output(ids.RUN_SELECT, "options"),
+            run_id=Output(ids.RUN_SELECT, "value"),
+            status=Output(ids.OVERRIDE_STATUS, "children"),
+            url_state=Output(ids.URL_STATE, "data"),
+        ),
+        inputs=dict(
+            model=Input(ids.MODEL_SELECT, "value"),
+            target=Input(ids.TARGET_SELECT, "value"),
+            policy=Input(ids.POLICY_SELECT, "value"),
+            linked=Input(ids.URL_STATE, "data"),
+        ),
+    )
+    def choose_model(model, target, policy, linked=None):
+        """The newest run of the model on the target under the policy, or the run a link names."""
+        try:
+            run_id = explorer.ensure_run(model, target, policy)
+        except TilescopeError as err:
+            return outputs(("run_options", "run_id", "status", "url_state"), status=error(str(err)))
+        wanted = (linked or {}).get("run")
+        if wanted is not None:
+            run = explorer.find_run(wanted)
+            if run is not None and (run.model_ref, target_of(run), run.policy) == (model, target, policy):
+                run_id = run.id
+            linked = {**linked, "run": None}  # shown once; later choices are the user's
+        return dict(
+            run_options=explorer.run_options(model, target),
+            run_id=run_id,
+            status=None,
+            url_state=linked if wanted is not None else no_update,
+        )
+
+    @app.callback(
+        output=Output(ids.RUN_SELECT, "options", allow_duplicate=True),
+        inputs=dict(_ticks=Input(ids.RUNS_POLL, "n_intervals")),
+        state=dict(
+            model=State(ids.MODEL_SELECT, "value"),
+            target=State(ids.TARGET_SELECT, "value"),
+            options=State(ids.RUN_SELECT, "options"),
+        ),
+        prevent_initial_call=True,
+    )
+    def refresh_runs(_ticks, model, target, options):
+        """Runs stored by others on a shared database (a CI pipeline, a teammate, the CLI) join the
+        run list, and so the runs table, without a reload; the shown run stays."""
+        if not model or not target:
+            return no_update
+        newest = explorer.newest_run_id(model, target)
+        if newest is None or newest <= max((o["value"] for o in options or []), default=0):
+            return no_update
+        return explorer.run_options(model, target)
+
+    return {"choose_model": choose_model, "refresh_runs": refresh_runs}
+
+
+def _register_link(wiring: Wiring) -> dict:
+    """The address bar: read once as the page opens, then written as the view changes."""
+    explorer, app = wiring.explorer, wiring.app
+
+    @app.callback(
+        output=dict(
+            model_options=Output(ids.MODEL_SELECT, "options", allow_duplicate=True),
+            model=Output(ids.MODEL_SELECT, "value", allow_duplicate=True),
+            target=Output(ids.TARGET_SELECT, "value"),
+            policy=Output(ids.POLICY_SELECT, "value"),
+            level=Output(ids.LEVEL_SELECT, "value"),
+            selected=Output(ids.SELECTED_OP, "data", allow_duplicate=True),
+            url_state=Output(ids.URL_STATE, "data", allow_duplicate=True),
+            applied=Output(ids.URL_APPLIED, "data"),
+        ),
+        inputs=dict(href=Input(ids.URL, "href")),
+        state=dict(
+            applied=State(ids.URL_APPLIED, "data"),
+            targets=State(ids.TARGET_SELECT, "options"),
+            policies=State(ids.POLICY_SELECT, "options"),
+        ),
+        prevent_initial_call="initial_duplicate",
+    )
+    def open_link(href, applied=False, targets=None, policies=None):
+        """On page load, show the view the address names (later address changes are the page's own).
+        A target or policy the page does not offer is left as it is: a menu would drop it."""
+        if applied or href is None:
+            return no_update
+        state = url_state.parse(urlparse(href).query)
+
+        def given(value, offered=None):
+            if value is None or (offered is not None and value not in _values(offered)):
+                return no_update
+            return value
+
+        return dict(
+            model_options=explorer.model_options(state.model) if state.model else no_update,
+            model=given(state.model),
+            target=given(state.target, targets),
+            policy=given(state.policy, policies),
+            level=given(state.level),
+            selected=given(state.op),
+            url_state={"run": state.run, "diff": list(state.diff)},
+            applied=True,
+        )
+
+    @app.callback(
+        output=Output(ids.URL, "search"),
+        inputs=dict(
+            model=Input(ids.MODEL_SELECT, "value"),
+            target=Input(ids.TARGET_SELECT, "value"),
+            policy=Input(ids.POLICY_SELECT, "value"),
+            level=Input(ids.LEVEL_SELECT, "value"),
+            run_id=Input(ids.RUN_SELECT, "value"),
+            selected=Input(ids.SELECTED_OP, "data"),
+            ticked=Input(ids.RUNS_TABLE, "selected_row_ids"),
+        ),
+        state=dict(applied=State(ids.URL_APPLIED, "data")),
+    )
+    def write_link(model, target, policy, level, run_id, selected, ticked, applied):
+        if not applied:
+            return no_update  # the link has not been read yet
+        ticked = sorted(ticked or [])
+        pair = tuple(ticked) if len(ticked) == 2 else ()
+        return url_state.encode(url_state.ViewState(model, target, policy, level, run_id, selected, pair))
+
+    return {"open_link": open_link, "write_link": write_link}
+
+
+def _register_upload(wiring: Wiring) -> dict:
+    explorer, app = wiring.explorer, wiring.app
+
+    @app.callback(
+        output=dict(
+            model_options=Output(ids.MODEL_SELECT, "options"),
+            model=Output(ids.MODEL_SELECT, "value"),
+            message=Output(ids.PAGE_MESSAGE, "children"),
+            contents=Output(ids.MODEL_UPLOAD, "contents"),
+        ),
+        inputs=dict(contents=Input(ids.MODEL_UPLOAD, "contents")),
+        state=dict(
+            filename=State(ids.MODEL_UPLOAD, "filename"),
+            target=State(ids.TARGET_SELECT, "value"),
+            policy=State(ids.POLICY_SELECT, "value"),
+        ),
+        prevent_initial_call=True,
+        background=True,
+        interval=JOB_POLL_MS,
+        progress=[Output(ids.UPLOAD_PROGRESS, "children")],
+        progress_default=[""],
+        running=[(Output(ids.MODEL_UPLOAD, "disabled"), True, False)],
+    )
+    def upload_model(set_progress, contents, filename, target, policy):
+        """Compile and simulate an uploaded file, then show it; a bad file is one line on the page.
+        The upload's contents are cleared, so dropping the same file again loads it again."""
+        if not contents:
+            return no_update
+        explorer.in_new_process()
+        on_stage = reporter(set_progress, filename)
+        try:
+            ref = explorer.upload(filename or "upload", contents, target, policy, on_stage=on_stage)
+        except TilescopeError as err:
+            return dict(model_options=no_update, model=no_update, message=error(str(err)), contents=None)
+        ok = html.P(f"Loaded {filename}.", className="ok")
+        return dict(model_options=explorer.model_options(ref), model=ref, message=ok, contents=None)
+
+    return {"upload_model": upload_model}
+
+
+PANEL = Panel("bar", "Run", "run", layout, register)

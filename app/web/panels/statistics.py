@@ -1,0 +1,156 @@
+"""The statistics tab, as Tracy's statistics window: per op or per op type, counts and times;
+under it, find zone: how the selected op's zones (or one type's ops) spread."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+from dash import Input, Output, State, dash_table, dcc, html, no_update
+
+from .. import ids
+from ..callback_context import triggered
+from ..panel import PageContext, Panel, Wiring
+from ..style import TABLE_STYLE, base_layout, graph_config, plain, us
+
+STAT_COLUMNS = (
+    ("count", "count"),
+    ("total_ns", "total us"),
+    ("mean_ns", "mean us"),
+    ("min_ns", "min us"),
+    ("max_ns", "max us"),
+    ("median_ns", "median us"),
+    ("p90_ns", "p90 us"),
+    ("pct_of_run", "% of run"),
+)
+TAB = "statistics"
+
+
+def layout(_page: PageContext) -> list:
+    by = dcc.RadioItems(
+        id=ids.STATS_BY,
+        options={"name": "per op", "kind": "per op type"},
+        value="name",
+        inline=True,
+        className="segmented light",
+    )
+    table = dash_table.DataTable(
+        id=ids.STATS_TABLE,
+        data=[],
+        columns=stats_columns("name"),
+        **TABLE_STYLE,
+        style_cell_conditional=[{"if": {"column_id": c}, "textAlign": "left"} for c in ("name", "kind")],
+    )
+    hint = html.P(
+        "Select an op for the spread of its zones over the cores, or click a row of the "
+        "per-type table for the spread of that type's ops.",
+        className="hint",
+    )
+    find_zone = dcc.Graph(id=ids.FIND_ZONE, config=graph_config("find-zone"))
+    return [by, table, html.H4("Find zone", className="subhead"), hint, find_zone]
+
+
+def stats_columns(by: str) -> list[dict]:
+    return [{"name": by, "id": by}] + [{"name": label, "id": k, "type": "numeric"} for k, label in STAT_COLUMNS]
+
+
+def stats_data(rows: Sequence[dict], by: str) -> list[dict]:
+    """Per op name or kind, Tracy's statistics window: times in us, the share of the run in %."""
+
+    def value(row: dict, key: str):
+        if key == "count":
+            return row[key]
+        return round(row[key], 2) if key == "pct_of_run" else us(row[key])
+
+    # a row's id is its op name (or type), so a click on the table names it (active_cell.row_id)
+    return [{"id": r[by], by: r[by], **{k: value(r, k) for k, _ in STAT_COLUMNS}} for r in rows]
+
+
+def register(wiring: Wiring) -> dict:
+    explorer, app = wiring.explorer, wiring.app
+
+    @app.callback(
+        output=dict(data=Output(ids.STATS_TABLE, "data"), columns=Output(ids.STATS_TABLE, "columns")),
+        inputs=dict(
+            run_id=Input(ids.RUN_SELECT, "value"),
+            by=Input(ids.STATS_BY, "value"),
+            tab=Input(ids.ANALYSIS_TABS, "value"),
+        ),
+    )
+    def show_statistics(run_id, by="name", tab=TAB):
+        if run_id is None or tab != TAB:
+            return no_update
+        return dict(data=stats_data(explorer.statistics(run_id, by), by), columns=stats_columns(by))
+
+    @app.callback(
+        output=Output(ids.SELECTED_OP, "data", allow_duplicate=True),
+        inputs=dict(cell=Input(ids.STATS_TABLE, "active_cell")),
+        state=dict(by=State(ids.STATS_BY, "value")),
+        prevent_initial_call=True,
+    )
+    def select_in_statistics(cell, by):
+        """A row of the per-op table is an op: select it (rows of the per-type table are not)."""
+        if not cell or by != "name" or cell.get("row_id") is None:
+            return no_update
+        return cell["row_id"]
+
+    @app.callback(
+        output=Output(ids.FIND_ZONE, "figure"),
+        inputs=dict(
+            run_id=Input(ids.RUN_SELECT, "value"),
+            selected=Input(ids.SELECTED_OP, "data"),
+            cell=Input(ids.STATS_TABLE, "active_cell"),
+            tab=Input(ids.ANALYSIS_TABS, "value"),
+        ),
+        state=dict(by=State(ids.STATS_BY, "value")),
+    )
+    def find_zone(run_id, selected=None, cell=None, tab=TAB, by="name"):
+        """The spread of the selected op's zones over its cores, or of the ops of the type whose
+        row was clicked in the per-type table. Drawn when its tab is open: a selection elsewhere
+        should not wait for it."""
+        if run_id is None or tab != TAB:
+            return no_update
+        if triggered() == ids.STATS_TABLE and by == "kind" and cell and cell.get("row_id"):
+            kind = cell["row_id"]
+            return find_zone_histogram(explorer.find_zone(run_id, kind=kind), f"ops of type {kind}")
+        return find_zone_histogram(explorer.find_zone(run_id, op=selected), selected or "")
+
+    return {f.__name__: f for f in (show_statistics, select_in_statistics, find_zone)}
+
+
+PANEL = Panel("tab", "Statistics", TAB, layout, register)
+
+
+def find_zone_histogram(durations_ns: Sequence[float], what: str) -> go.Figure:
+    """Tracy's find zone: how the durations of `what` spread, with their mean and median."""
+    fig = go.Figure()
+    zones = sorted(d / 1e3 for d in durations_ns)
+    if zones:
+        fig.add_trace(
+            go.Histogram(
+                x=zones,
+                nbinsx=min(60, max(10, len(zones) // 2)),
+                marker_color="#2563eb",
+                hovertemplate="%{x} us: %{y}<extra></extra>",
+                name=plain(what),
+            )
+        )
+        half = len(zones) // 2
+        mean, median = sum(zones) / len(zones), zones[half] if len(zones) % 2 else (zones[half - 1] + zones[half]) / 2
+        marks = [(mean, "mean", "top right"), (median, "median", "top left")]
+        if abs(mean - median) <= 1e-6 * max(abs(mean), 1e-9):
+            marks = [(mean, "mean = median", "top right")]  # equal zones, as cores given equal shares are
+        for value, label, side in marks:
+            fig.add_vline(
+                x=value,
+                line=dict(color="#b91c1c" if label == "mean" else "#111827", dash="dash", width=1),
+                annotation_text=f"{label} {value:,.2f} us",
+                annotation_position=side,
+            )
+        title = f"{plain(what)}: {len(zones):,} zones, {zones[0]:,.2f} .. {zones[-1]:,.2f} us"
+    else:
+        title = f"{plain(what)}: no zones" if what else "nothing selected"
+    fig.update_xaxes(title="duration (us)", gridcolor="#e4e7eb")
+    fig.update_yaxes(title="zones", gridcolor="#e4e7eb")
+    fig.update_layout(title=dict(text=title, font=dict(size=12), x=0), showlegend=False, bargap=0.05)
+    return base_layout(fig, 260, top=34)

@@ -1,0 +1,102 @@
+"""What every panel draws alike: fonts, colours, a figure's frame and toolbar, a table's look,
+and how text from a model is made safe to show."""
+
+from __future__ import annotations
+
+import html as text_html
+
+import plotly.colors
+import plotly.graph_objects as go
+from dash import dcc, html
+
+FONT = "Inter, system-ui, -apple-system, Segoe UI, sans-serif"
+KIND_COLOURS = tuple(plotly.colors.qualitative.Dark24)  # one colour per op kind, 24 before any repeats
+BOUND_COLOURS = {
+    "compute": "#2563eb",
+    "dram": "#dc2626",
+    "l1": "#16a34a",
+    "noc": "#9333ea",
+    "vector": "#0891b2",
+    "dispatch": "#6b7280",
+    "balanced": "#f59e0b",
+    "measured": "#111827",
+}
+SELECTED = "selected"  # the name of the selection's ring (graph, roofline) and outlines (timeline)
+
+
+def plain(text: str) -> str:
+    """Text from a model (op names, kinds, tensors) as Plotly shows it: Plotly reads <b>, <a href>
+    and the like in every label as markup, and shows the entities &lt; &gt; &amp; as characters."""
+    return text_html.escape(str(text), quote=False)
+
+
+def us(ns: float) -> float:
+    """Nanoseconds as the microseconds tables show, to the nanosecond."""
+    return round(ns / 1e3, 3)
+
+
+def graph_config(name: str) -> dict:
+    """A figure's toolbar: wheel zoom, and the camera button saves an SVG named after the view."""
+    return {
+        "displaylogo": False,
+        "scrollZoom": True,
+        "toImageButtonOptions": {"format": "svg", "filename": f"tilescope-{name}"},
+    }
+
+
+def base_layout(fig: go.Figure, height: int, top: int = 8) -> go.Figure:
+    """The frame every figure shares; `top` leaves room for a legend or title above the plot."""
+    fig.update_layout(
+        height=height,
+        margin=dict(l=8, r=8, t=top, b=8),
+        paper_bgcolor="rgba(0,0,0,0)",
+        plot_bgcolor="rgba(0,0,0,0)",
+        font=dict(family=FONT, size=12, color="#1f2933"),
+        hoverlabel=dict(font=dict(family=FONT, size=12)),
+        uirevision="keep",  # zoom and pan survive a refresh of the same view
+    )
+    return fig
+
+
+TOP_LEGEND = dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=None)
+
+
+def labelled(label: str, control, class_name: str = "field") -> html.Div:
+    return html.Div([html.Label(label, className="field-label"), control], className=class_name)
+
+
+def menu(component_id: str, options, value=None, **more) -> dcc.Dropdown:
+    """A dropdown that always holds a choice."""
+    return dcc.Dropdown(id=component_id, options=options, value=value, clearable=False, **more)
+
+
+TABLE_STYLE = dict(
+    style_table={"overflowX": "auto", "maxHeight": "360px", "overflowY": "auto"},
+    style_cell={
+        "fontFamily": "Inter, system-ui, sans-serif",
+        "fontSize": "12px",
+        "padding": "3px 8px",
+        "border": "none",
+        "borderBottom": "1px solid #e4e7eb",
+        "maxWidth": "420px",
+        "minWidth": "64px",
+        "overflow": "hidden",
+        "textOverflow": "ellipsis",
+    },
+    style_header={
+        "fontWeight": "600",
+        "color": "#616e7c",
+        "backgroundColor": "#f5f7fa",
+        "border": "none",
+        "borderBottom": "1px solid #cbd2d9",
+    },
+    style_data_conditional=[{"if": {"state": "active"}, "backgroundColor": "#eff6ff", "border": "1px solid #2563eb"}],
+    fixed_rows={"headers": True},
+    sort_action="native",
+    page_action="none",
+    cell_selectable=True,
+)
+
+
+def error(text: str) -> html.P:
+    return html.P(text, className="error")

@@ -1,0 +1,44 @@
+"""The roofline panel's data: a run's compute ops as points under its target's roofs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from compiler.target import Target
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    name: str
+    kind: str
+    bound: str
+    memory: str  # the memory its intensity counts bytes of
+    intensity: float  # FLOPs per byte of `memory`
+    achieved: float  # FLOP/s
+
+
+@dataclass(frozen=True)
+class Roofline:
+    points: list[RooflinePoint]
+    roofs: dict[str, float]  # bytes/s of DRAM and of all cores' own memories
+    peak_flops: float  # the matrix engines' bf16 peak
+
+
+def roofline(target: Target, records: Sequence) -> Roofline:
+    """The compute ops of a run (op records with their bytes by path) on the roofline of the
+    target it ran on. An op is placed by its DRAM bytes, or by its own-memory bytes if it read
+    no DRAM."""
+    dram, local = target.dram, target.core_memory
+    points = []
+    for record in records:
+        moved = record.bytes.get(dram.name, 0.0)
+        memory = dram.name
+        if not moved:
+            moved, memory = record.bytes.get(local.name, 0.0), local.name
+        if record.flops <= 0 or moved <= 0 or record.duration_ns <= 0:
+            continue  # data movement only: no point on a roofline
+        achieved = record.flops / (record.duration_ns * 1e-9)
+        points.append(RooflinePoint(record.name, record.kind, record.bound, memory, record.flops / moved, achieved))
+    roofs = {dram.name: dram.bytes_per_s, local.name: local.bytes_per_s * target.cores}
+    return Roofline(points, roofs, target.peak_flops("bf16"))

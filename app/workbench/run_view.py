@@ -1,0 +1,52 @@
+"""One stored run as every panel shows it, read once: its settings and totals, and its
+compilation at every level. A stored run never changes, so a view of it is kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compiler.pipeline import Compilation
+from perfdb.schema import Run
+
+from .runs import target_of
+
+
+@dataclass(frozen=True)
+class RunView:
+    id: int
+    label: str
+    model_ref: str
+    model_name: str
+    target_ref: str  # as it was asked for: a built-in name or a target file
+    target_name: str
+    policy: str
+    dispatch: str
+    l1_usage_cap: float
+    target_source: str | None  # the target description it kept (None: a built-in, as it is now)
+    overrides: tuple[str, ...]  # the override items it ran with, as stored
+    parent_id: int | None
+    total_ns: float
+    device_ns: float
+    tracks: tuple[str, ...]  # the timeline's rows, in order
+    compilation: Compilation
+
+    @classmethod
+    def of(cls, run: Run, compilation: Compilation) -> RunView:
+        return cls(
+            id=run.id,
+            label=run.label or "baseline",
+            model_ref=run.model_ref,
+            model_name=run.model.name,
+            target_ref=target_of(run),
+            target_name=run.target.name,
+            policy=run.policy,
+            dispatch=run.dispatch,
+            l1_usage_cap=run.l1_usage_cap,
+            target_source=run.target.description or None,
+            overrides=tuple(run.overrides),
+            parent_id=run.parent_id,
+            total_ns=run.total_ns,
+            device_ns=run.device_ns,
+            tracks=tuple(run.tracks),
+            compilation=compilation,
+        )

@@ -1,0 +1,77 @@
+"""The timeline panel's data: a window of a run's zones at one level of detail, its counter
+plots, and Tracy's find zone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from compiler.tracks import ENGINES, parse_track
+from perfdb import queries
+
+from .run_view import RunView
+
+DEVICE_ROW = "device"  # the timeline's top row: each op once, from its start to its end
+CORE_ZONE_BUDGET = 12_000  # core zones one timeline figure draws at once (WebGL keeps this smooth)
+
+
+@dataclass(frozen=True)
+class TimelineView:
+    items: list  # the device row's ops, then the core rows' zones and markers
+    hidden_cores: int  # core rows left out of this window (too many zones), 0 when drawn
+    core_zones: int  # zones the core rows hold in the window
+
+
+def timeline(
+    session: Session,
+    run: RunView,
+    window: tuple[float, float] | None = None,
+    pixels: int = 1600,
+    engines: bool = False,
+) -> TimelineView:
+    """The timeline over `window` (ns; default the whole run): a device row of the ops, then
+    one row per core at the level of detail of `pixels` across (short zones come merged into
+    "N zones" markers), each with its engines' rows (reader, compute, writer) if `engines`.
+    When the window holds more core zones than a figure draws quickly (each op has one per
+    core it runs on, and one per engine), the core rows wait until the user zooms in."""
+    t0, t1 = window or (0.0, max(run.total_ns, 1.0))
+    records = queries.op_records_between(session, run.id, t0, t1)
+    # every op on the device row, unless there are more than a figure draws quickly: then
+    # the ops shorter than a pixel are merged, as on the core rows
+    device = queries.merged(
+        DEVICE_ROW,
+        [r.name for r in records],
+        [r.start_ns for r in records],
+        [r.start_ns + r.duration_ns for r in records],
+        (t1 - t0) / pixels if len(records) > CORE_ZONE_BUDGET else 0.0,
+    )
+    rows = [(t, parse_track(t)) for t in run.tracks]
+    tracks = [t for t, core in rows if core is not None and (engines or not core.engine)]
+    cores = sum(1 for t, core in rows if core is not None and not core.engine)
+    core_zones = sum(r.cores for r in records) * (1 + len(ENGINES) if engines else 1)
+    if core_zones > CORE_ZONE_BUDGET:
+        return TimelineView(device, cores, core_zones)
+    items = queries.timeline_window(session, run.id, t0, t1, (t1 - t0) / pixels, tracks)
+    return TimelineView(device + items, 0, core_zones)
+
+
+def counter_steps(session: Session, run_id: int) -> dict[str, list[tuple[float, float]]]:
+    """The timeline's counter plots: L1 in use on the fullest core, and each shared memory's
+    bandwidth in use, as (t_ns, value) steps."""
+    steps = {"l1_bytes": queries.counter_envelope(session, run_id, "l1_bytes")}
+    for name in queries.counter_names(session, run_id):
+        if name.endswith("_bytes_per_s"):
+            # an op's end (0) and the next op's start share a time: the start holds after it
+            steps[name] = sorted((c.t_ns, c.value) for c in queries.counters(session, run_id, name))
+    return {name: s for name, s in steps.items() if s}
+
+
+def zone_durations(session: Session, run_id: int, op: str | None) -> list[float]:
+    """Tracy's find zone for one op: the durations (ns) of its zones, one per core it ran on."""
+    record = queries.op_record(session, run_id, op) if op else None
+    if record is None:
+        return []
+    # the op's own time window bounds the scan; the device row is not a core
+    zones = queries.zones(session, run_id, record.start_ns, record.start_ns + record.duration_ns, depth=0, op=op)
+    return [z.end_ns - z.start_ns for z in zones if parse_track(z.track) is not None]

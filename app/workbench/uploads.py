@@ -1,0 +1,30 @@
+"""Files a page sends (an uploaded model, an overrides file): their names as messages show them,
+and their bytes, refused past a limit before they are decoded."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from pathlib import PurePosixPath
+
+from compiler.errors import TilescopeError
+
+
+def upload_name(filename: str | None, default: str = "upload") -> str:
+    """An uploaded file's name as messages and model references show it: its last part, without
+    control characters (a newline would break a one-line message), at most 200 characters."""
+    name = "".join(ch if ch.isprintable() else "?" for ch in PurePosixPath(filename or default).name)[:200]
+    return name or default
+
+
+def uploaded_bytes(filename: str, contents: str, limit: int, what: str) -> bytes:
+    """The bytes of a data: URL as dcc.Upload gives them; refused past `limit` before decoding."""
+    body = (contents or "").partition(",")[2]
+    if len(body) > (limit + 2) // 3 * 4:  # base64 of `limit` bytes
+        raise TilescopeError(
+            f"{filename}: {len(body) * 3 / 4 / 2**20:,.1f} MiB is over the {limit // 2**20} MiB {what} limit"
+        )
+    try:
+        return base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        raise TilescopeError(f"{filename}: the upload is damaged (not base64)") from None

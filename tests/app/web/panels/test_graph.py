@@ -1,0 +1,188 @@
+"""The graph panel: grouping, colouring, search, and names shown as text."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.workbench.graph_view import search_ops
+from app.workbench.grouping import MAX_NODES
+from compiler.errors import TilescopeError
+from compiler.ir import Graph, Op
+
+from .conftest import CONSUMER, FC1, TARGET, POLICY, data_url, progress, rerun, shown_run
+
+
+def _ops_drawn(figure) -> set[str]:
+    return {
+        n
+        for t in figure.data
+        if t.name not in ("selected", "matches", "tensors") and t.customdata is not None
+        for n in t.customdata
+    }
+
+
+def test_a_small_graph_opens_with_every_group_open_and_every_op_drawn(app, cb):
+    run_id = shown_run(cb)
+    shown = cb["show_graph"](run_id)
+    assert shown["groups"] == ["group:mlp.layer.0"]
+    assert _ops_drawn(shown["figure"]) == {op.name for op in app.explorer.view(run_id).compilation.kernel.ops}
+
+
+def test_level_switch_keeps_the_selection_and_maps_it_through_provenance(cb):
+    run_id = shown_run(cb)
+    for level in ("input", "graph", "layout", "kernel"):
+        figure, mlir = cb["show_graph"](run_id, level, FC1)["figure"], cb["show_mlir"](run_id, level, FC1)
+        assert len(next(t for t in figure.data if t.name == "selected").x) >= 1, level
+        assert FC1 in str(mlir[1].children) or level == "input"
+
+
+def test_a_large_graph_opens_grouped_a_click_opens_a_group_and_an_op_selected_elsewhere_is_revealed(cb):
+    run_id = shown_run(cb, "zoo:mlp?layers=60")
+    shown = cb["show_graph"](run_id, "input")
+    drawn = _ops_drawn(shown["figure"])
+    closed = sorted(d for d in drawn if d.startswith("group:"))
+    groups = shown["groups"]
+    assert closed and len(drawn) <= 200 and "nodes for 300 ops" in str(shown["note"])
+    assert {o["value"] for o in shown["group_options"]} >= set(groups) | set(closed)
+
+    opened = [*groups, closed[0]]  # a click on the group (tilescope.js clickNode, in the browser tests)
+    after = cb["show_graph"](run_id, "input", expanded=opened)
+    assert closed[0] not in _ops_drawn(after["figure"]) and closed[0] in after["groups"]
+
+    hidden = "mlp.layer.59.fc2.matmul"
+    assert hidden not in drawn
+    revealed = cb["show_graph"](run_id, "input", selected=hidden, expanded=groups)
+    assert hidden in _ops_drawn(revealed["figure"]) and set(revealed["groups"]) > set(groups)
+    ring = next(t for t in revealed["figure"].data if t.name == "selected")
+    assert len(ring.x) == 1
+
+
+def test_the_graph_colours_by_bound_memory_peak_and_delta_against_the_parent_run(cb):
+    base_id = shown_run(cb)
+    new_id = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)
+
+    def figure(run_id, mode):
+        return cb["show_graph"](run_id, "kernel", mode=mode)["figure"]
+
+    bound = figure(new_id, "bound")
+    assert {t.name for t in bound.data if t.showlegend} <= {
+        "compute",
+        "dram",
+        "l1",
+        "noc",
+        "vector",
+        "dispatch",
+        "balanced",
+    }
+    memory = figure(new_id, "memory")
+    assert {"l1", "dram"} <= {t.name for t in memory.data if t.showlegend}
+    assert FC1 in next(t for t in memory.data if t.name == "l1").customdata
+
+    ops = next(t for t in figure(new_id, "pct_peak").data if t.name == "ops")
+    assert all(0 <= v <= 100 for v in ops.marker.color) and "% of peak" in ops.marker.colorbar.title.text
+
+    delta = cb["show_graph"](new_id, "kernel", mode="delta")
+    assert f"delta vs run #{base_id}" in str(delta["note"])
+    ops = next(t for t in delta["figure"].data if t.name == "ops")
+    by_op = dict(zip(ops.customdata, ops.marker.color))
+    assert by_op[FC1] < 0 and by_op[CONSUMER] < 0  # both got faster (red is slower)
+    assert ops.marker.cmin == -ops.marker.cmax
+    assert "no baseline" in str(cb["show_graph"](base_id, "kernel", mode="delta")["note"])
+
+
+def test_regex_search_rings_the_matching_ops_and_a_bad_pattern_is_one_line(cb):
+    run_id = shown_run(cb)
+    found = cb["show_graph"](run_id, "kernel", pattern=r"fc\d\.matmul")
+    ring = next(t for t in found["figure"].data if t.name == "matches")
+    assert len(ring.x) == 2 and "2 ops match" in str(found["note"])
+    bad = cb["show_graph"](run_id, "kernel", pattern="fc1(")
+    assert "not a regular expression" in str(bad["note"]) and not any(t.name == "matches" for t in bad["figure"].data)
+
+
+def test_opening_more_groups_than_a_view_can_draw_keeps_the_last_ones_closed(app, cb):
+    run_id = shown_run(cb, "zoo:mlp?layers=100")
+    everything = app.explorer.scope_tree(app.explorer.view(run_id), "input").groups
+    shown = cb["show_graph"](run_id, "input", expanded=everything)
+    opened = shown["groups"]
+    assert len(_ops_drawn(shown["figure"])) <= MAX_NODES < 500  # 100 layers of 5 ops
+    assert opened == everything[: len(opened)] and len(opened) < len(everything)
+    assert "more groups stay closed: at most" in str(shown["note"])
+    # the groups offered to open: those open, and those drawn closed, not every group of the model
+    drawn = {
+        g for t in shown["figure"].data for g in (t.customdata or []) if isinstance(g, str) and g.startswith("group:")
+    }
+    offered = {o["value"] for o in shown["group_options"]}
+    assert offered == set(opened) | (drawn & set(everything)) and len(offered) < len(everything)
+
+
+MARKUP_MLIR = """
+func.func @forward(%x: tensor<256x256xbf16> {ttir.name = "x"}, %w: tensor<256x256xbf16> {ttir.name = "w"}) -> tensor<256x256xbf16> {
+  %0 = "ttir.matmul"(%x, %w) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("<a href='https://evil.example'>mm</a>")
+  %1 = "ttir.exp"(%0) : (tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("<b>e</b>&amp;")
+  return %1 : tensor<256x256xbf16>
+}
+"""
+
+
+def _texts(figure) -> list[str]:
+    """Every string a figure shows: trace names, texts, hover texts and templates, titles, ticks, annotations."""
+    found = []
+
+    def walk(value) -> None:
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                if key not in ("customdata", "uid", "type", "id"):
+                    walk(inner)
+        elif isinstance(value, (list, tuple)):
+            for inner in value:
+                walk(inner)
+        elif hasattr(value, "tolist"):
+            walk(value.tolist())
+
+    walk(figure.to_plotly_json())
+    return found
+
+
+def test_op_names_show_as_text_in_every_figure_never_as_markup(cb):
+    loaded = cb["upload_model"](progress, data_url(MARKUP_MLIR), "markup.mlir", TARGET, POLICY)
+    assert "Loaded" in str(loaded["message"])
+    run_id = shown_run(cb, loaded["model"])
+    mm = "<a href='https://evil.example'>mm</a>"
+    figures = [
+        cb["show_graph"](run_id, "input", selected=mm)["figure"],
+        cb["show_timeline"](run_id, None, [], mm),
+        cb["show_roofline"](run_id, mm),
+        cb["find_zone"](run_id, mm, None, "statistics", "name"),
+    ]
+    shown = [text for figure in figures for text in _texts(figure)]
+    assert any("&lt;a href='https://evil.example'&gt;mm&lt;/a&gt;" in t for t in shown)
+    assert any("&lt;b&gt;e&lt;/b&gt;&amp;amp;" in t for t in shown)
+    assert not [t for t in shown if "<a " in t or "<b>e" in t], "a name reached a figure as markup"
+    # selecting still works on the names as they are
+    assert cb["select_in_roofline"]({"points": [{"customdata": mm}]}) == mm
+
+
+@pytest.mark.parametrize(
+    "pattern", ["(a+)+$", "(a|aa)+$", "(a*)*" * 50 + "b", "(.*a){60}", "^(([a-z])+.)+[A-Z]([a-z])+$"]
+)
+def test_a_catastrophic_search_pattern_matches_in_linear_time(pattern):
+    """Patterns that make a backtracking engine run for hours on a 50-character name: RE2 answers
+    (a hang here would be the regression), and says no op matches."""
+    names = ["a" * 50 + "!", "a" * 55 + "." * 40 + "!"]  # no pattern matches them; a backtracker takes hours to say so
+    graph = Graph("g", "graph", {}, [Op(name, "ts.op!", [], []) for name in names], [], [])
+    assert search_ops(graph, pattern) == []
+
+
+def test_a_search_pattern_re2_cannot_take_is_one_line():
+    graph = Graph("g", "graph", {}, [], [], [])
+    for pattern, reason in (
+        (r"(a)\1", "invalid escape sequence"),
+        ("(?=a)", "invalid perl operator"),
+        ("x" * 1001, "at most 1000 characters"),
+        ("((a{100}){100}){100}", "invalid repetition size"),
+    ):
+        with pytest.raises(TilescopeError) as err:
+            search_ops(graph, pattern)
+        assert reason in str(err.value) and "\n" not in str(err.value)

@@ -1,0 +1,31 @@
+"""The op inspector and the form it fills."""
+
+from __future__ import annotations
+
+from .conftest import FC1, shown_run
+
+
+def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
+    run_id = shown_run(cb)
+    text = str(cb["inspect"](FC1, run_id, "graph"))
+    assert FC1 in text and "duration" in text and "bound" in text
+    filled = cb["fill_form"](FC1, run_id)
+    assert filled["form"] == {
+        "memory": "dram",
+        "memory_layout": "interleaved",
+        "rows": 8,
+        "cols": 8,
+        "layout": "tile",
+        "dtype": "bf16",
+        "fidelity": "default",
+        "applies_to": "output",
+        "tile": "default",
+        "block": "",
+        "double_buffer": "default",
+    }
+    assert filled["applies_to_options"] == ["output", "operand 0", "operand 1", "operand 2"]  # activation, weight, bias
+    assert filled["apply_disabled"] is False and filled["stage_disabled"] is False
+    nothing = cb["fill_form"](None, run_id)
+    assert nothing["apply_disabled"] is True and nothing["stage_disabled"] is True
+    assert cb["fill_form"](None, run_id, [f"{FC1}=8x8:l1:block_sharded"])["apply_disabled"] is False  # pending alone
+    assert "Click an op" in str(cb["inspect"](None, run_id, "graph"))

@@ -1,0 +1,147 @@
+"""The run bar: the shown run, uploads, runs stored elsewhere, and links that name a view."""
+
+from __future__ import annotations
+
+import pytest
+from dash import no_update
+
+from app.workbench import explorer as explorer_module
+from app.web.server import create_app
+from app.workbench.runs import execute
+from perfdb import queries
+
+from .conftest import FC1, MODEL, POLICY, TARGET, data_url, progress, rerun, shown_run
+
+SMALL_MLIR = """
+func.func @forward(%x: tensor<256x256xbf16> {ttir.name = "x"}) -> tensor<256x256xbf16> {
+  %0 = "ttir.exp"(%x) : (tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("e")
+  return %0 : tensor<256x256xbf16>
+}
+"""
+
+
+def test_page_opens_on_a_stored_run_of_the_example_model(app, cb):
+    chosen = cb["choose_model"](MODEL, TARGET, POLICY)
+    assert chosen["status"] is None
+    assert [o["value"] for o in chosen["run_options"]] == [chosen["run_id"]]
+    assert "baseline" in chosen["run_options"][0]["label"]
+    mlir = cb["show_mlir"](chosen["run_id"], "graph", None)
+    assert mlir[0].startswith('module @"zoo:mlp?layers=1"')
+
+
+def test_a_run_on_a_target_file_reopens_and_reruns_from_what_it_stored(tmp_path):
+    from compiler.target import BUILTIN_DIR
+
+    target_file = tmp_path / "mine.toml"
+    target_file.write_text(
+        (BUILTIN_DIR / "wormhole_n150.toml").read_text().replace('name = "wormhole_n150"', 'name = "mine"')
+    )
+    app = create_app(f"sqlite:///{tmp_path}/ui.db", MODEL, str(target_file), job_dir=str(tmp_path / "jobs"))
+    cb = app.tilescope_callbacks
+    first = cb["choose_model"](MODEL, str(target_file), POLICY)
+    again = cb["choose_model"](MODEL, str(target_file), POLICY)
+    assert again["run_id"] == first["run_id"] and len(again["run_options"]) == len(first["run_options"]) == 1
+    run = app.explorer.run(first["run_id"])
+    assert (run.target.name, run.target_ref) == ("mine", str(target_file)) and 'name = "mine"' in run.target.description
+    target_file.unlink()  # the run keeps its own copy of the target
+    assert cb["show_graph"](first["run_id"], "kernel")["figure"].data
+    new_id = rerun(cb, first["run_id"], memory="l1", memory_layout="block_sharded", rows=4, cols=8)
+    assert app.explorer.run(new_id).target.name == "mine"
+
+
+def test_an_uploaded_mlir_file_becomes_a_model_with_a_run(app, cb):
+    loaded = cb["upload_model"](progress, data_url(SMALL_MLIR), "tiny.mlir", TARGET, POLICY)
+    ref = loaded["model"]
+    assert ref.startswith("upload/") and ref.endswith("/tiny.mlir") and ref in loaded["model_options"]
+    assert "Loaded tiny.mlir" in str(loaded["message"])
+    assert loaded["contents"] is None  # so the same file can be dropped again
+    # any case of the suffix; a '#' is not read as a function selector
+    odd = cb["upload_model"](progress, data_url(SMALL_MLIR), "v#2.MLIR", TARGET, POLICY)
+    assert odd["model"].endswith("/v_2.MLIR") and "Loaded" in str(odd["message"])
+    chosen = cb["choose_model"](ref, TARGET, POLICY)
+    assert chosen["status"] is None and [r["value"] for r in chosen["run_options"]] == [chosen["run_id"]]
+    assert set(app.explorer.durations(chosen["run_id"])) == {"e"}
+    # another policy re-compiles from the stored text: there is no such file
+    other = cb["choose_model"](ref, TARGET, "greedy-l1")
+    assert other["status"] is None and other["run_id"] != chosen["run_id"]
+    assert app.explorer.run(other["run_id"]).model.source_text == SMALL_MLIR
+
+
+@pytest.mark.parametrize(
+    "name, data, reason",
+    [
+        ("notes.txt", b"hello", "not an .mlir file"),
+        ("bad.mlir", b"this is not MLIR {", "bad.mlir"),
+        ("binary.mlir", b"\xff\xfe\x00\x81", "not MLIR text (not UTF-8)"),
+    ],
+)
+def test_a_bad_upload_is_one_line_on_the_page_and_changes_nothing(app, cb, name, data, reason):
+    before = len(queries.list_runs(app.explorer.sessions()))
+    loaded = cb["upload_model"](progress, data_url(data), name, TARGET, POLICY)
+    assert loaded["model_options"] is no_update and loaded["model"] is no_update
+    text = loaded["message"].children
+    assert reason in text and "\n" not in text and "Traceback" not in text
+    assert len(queries.list_runs(app.explorer.sessions())) == before
+
+
+def test_an_upload_over_the_size_limit_is_refused(cb, monkeypatch):
+    monkeypatch.setattr(explorer_module, "MAX_SOURCE_BYTES", 100)
+    message = cb["upload_model"](progress, data_url(SMALL_MLIR), "tiny.mlir", TARGET, POLICY)["message"]
+    assert message.children.startswith("tiny.mlir: ") and "MiB is over the" in message.children
+
+
+def test_runs_stored_elsewhere_join_the_run_list_without_a_reload(app, cb):
+    options = cb["choose_model"](MODEL, TARGET, POLICY)["run_options"]
+    run_id = options[0]["value"]
+    assert cb["refresh_runs"](1, MODEL, TARGET, options) is no_update  # nothing new
+    # a CI pipeline stores a run of the same model on the shared database
+    other = execute(app.explorer.sessions, MODEL, TARGET, [f"{FC1}=l1"], label="from CI").run_id
+    fresh = cb["refresh_runs"](2, MODEL, TARGET, options)
+    assert [o["value"] for o in fresh] == [other, run_id] and "from CI" in fresh[0]["label"]
+    assert cb["refresh_runs"](3, MODEL, TARGET, fresh) is no_update
+
+
+def test_a_link_reopens_the_model_level_run_op_and_diff_pair_it_names(cb):
+    base_id = shown_run(cb)
+    new_id = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)
+    search = cb["write_link"](MODEL, TARGET, POLICY, "kernel", base_id, FC1, [new_id, base_id], True)
+    assert "level=kernel" in search and f"run={base_id}" in search and f"diff={base_id}%2C{new_id}" in search
+    assert cb["write_link"](MODEL, TARGET, POLICY, "kernel", base_id, FC1, [], False) is no_update
+
+    opened = cb["open_link"](f"http://host/{search}", False)
+    view = tuple(opened[k] for k in ("model", "target", "policy", "level", "selected", "applied"))
+    assert view == (MODEL, TARGET, POLICY, "kernel", FC1, True)
+    assert MODEL in opened["model_options"] and opened["url_state"] == {"run": base_id, "diff": [base_id, new_id]}
+    # the link's run is shown, not the newest, and only once
+    chosen = cb["choose_model"](MODEL, TARGET, POLICY, opened["url_state"])
+    assert chosen["run_id"] == base_id and chosen["url_state"]["run"] is None
+    assert shown_run(cb, linked=chosen["url_state"]) == new_id
+    listed = cb["list_runs"](None, MODEL, chosen["url_state"])
+    ticked = sorted(listed["rows"][i]["id"] for i in listed["ticked"])
+    assert ticked == sorted(listed["ticked_ids"]) == [base_id, new_id] and listed["url_state"]["diff"] == []
+    # what the diff reads: the table sets the ids of ticked rows only on a user's click
+    diff = str(cb["show_diff"](listed["ticked_ids"], base_id))
+    assert f"#{base_id}" in diff and f"#{new_id}" in diff
+
+    assert cb["open_link"](f"http://host/{search}", True) is no_update  # read once per page load
+    odd = cb["open_link"]("http://host/?level=nonsense&run=abc&diff=1", False)
+    assert odd["selected"] is no_update and odd["url_state"] == {"run": None, "diff": []}
+    # a run the database does not hold: the newest instead
+    assert shown_run(cb, linked={"run": 99999, "diff": []}) == new_id
+
+
+@pytest.mark.parametrize(
+    "query", ["run=99999999999999999999&diff=1,99999999999999999999", "run=%C2%B2", "run=-1&diff=0,1"]
+)
+def test_a_link_with_run_ids_no_database_holds_opens_the_newest_run(cb, query):
+    assert cb["open_link"](f"http://host/?{query}", False)["url_state"] == {"run": None, "diff": []}
+    chosen = cb["choose_model"](MODEL, TARGET, POLICY, {"run": 2**70, "diff": []})
+    assert chosen["status"] is None and isinstance(chosen["run_id"], int)
+
+
+def test_a_link_to_a_target_or_policy_the_page_does_not_offer_keeps_the_menus(cb):
+    offered = [{"label": t, "value": t} for t in ("wormhole_n150", "blackhole_p150")]
+    opened = cb["open_link"](
+        "http://host/?target=/etc/x.toml&policy=nosuch&level=kernel", False, offered, ["dram-interleaved"]
+    )
+    assert opened["target"] is no_update and opened["policy"] is no_update and opened["level"] == "kernel"
