@@ -12,7 +12,8 @@ from compiler.ir import LEVELS
 from compiler.models import load_model
 from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
 from compiler.target import DISPATCH_MODES, load_target
-from overrides import format_item, parse_item, validate
+from compiler.override import OpOverride
+from overrides import parse_item, validate
 from overrides.formats import OverrideSet, load_file, unique_items
 from perfdb.engine import open_db, session_factory
 from perfdb.queries import list_runs
@@ -121,12 +122,12 @@ def warn(warnings: list[str]) -> None:
         )
 
 
-def settings(args) -> tuple[list[str], str, str, float]:
-    """Override items and globals: command-line flags win over an overrides file, which wins over
+def settings(args) -> tuple[list[OpOverride], str, str, float]:
+    """Overrides and globals: command-line flags win over an overrides file, which wins over
     the defaults."""
     loaded = load_file(args.overrides) if args.overrides else OverrideSet()
-    items = [format_item(o) for o in loaded.items] + list(args.override)
-    OverrideSet([parse_item(item) for item in items])  # one override per op, across file and flags
+    items = [*loaded.items, *(parse_item(item) for item in args.override)]
+    OverrideSet(items)  # one override per op, across file and flags
     policy = args.policy or loaded.policy or DEFAULT_POLICY
     dispatch = getattr(args, "dispatch", None) or loaded.dispatch or "host"
     cap = args.l1_usage_cap if args.l1_usage_cap is not None else loaded.l1_usage_cap
@@ -191,7 +192,7 @@ def cmd_runs(args) -> int:
 
 def cmd_show(args) -> int:
     items, policy, _, cap = settings(args)
-    compilation, _ = compile_cached(args.model, args.target, tuple(items), policy=policy, l1_usage_cap=cap)
+    compilation = compile_cached(args.model, args.target, tuple(items), policy=policy, l1_usage_cap=cap)
     warn(compilation.warnings)
     sys.stdout.write(compilation.mlir(args.level))
     return 0

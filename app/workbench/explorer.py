@@ -149,16 +149,15 @@ class Explorer:
         return RunView.of(run, compilation or self.compilation(run))
 
     def compilation(self, run: Run) -> Compilation:
-        compilation, _ = runs.compile_cached(
+        return runs.compile_cached(
             run.model_ref,
             runs.target_of(run),
-            tuple(run.overrides),
+            tuple(parse_item(item) for item in run.overrides),  # read from the database, as text
             run.model.source_text,
             run.policy,
             run.l1_usage_cap,
             run.target.description or None,
         )
-        return compilation
 
     def runs_of(self, model_ref: str) -> list[Run]:
         with self.sessions() as session:
@@ -280,10 +279,10 @@ class Explorer:
             return export_run(session, run_id, fmt)
 
 
-def _combined(before: Sequence[str], overrides: Sequence[OpOverride]) -> list[str]:
+def _combined(before: Sequence[OpOverride], overrides: Sequence[OpOverride]) -> list[OpOverride]:
     """A run's overrides, each replaced by any of `overrides` of the same op part, then `overrides`."""
     replaced = {o.key for o in overrides}
-    return [*(s for s in before if parse_item(s).key not in replaced), *(format_item(o) for o in overrides)]
+    return [*(o for o in before if o.key not in replaced), *overrides]
 
 
 def run_label(run: Run) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compiler.override import OpOverride
 from compiler.pipeline import Compilation
+from overrides import parse_item
 from perfdb.schema import Run
 
 from .runs import target_of
@@ -23,7 +25,7 @@ class RunView:
     dispatch: str
     l1_usage_cap: float
     target_source: str | None  # the target description it kept (None: a built-in, as it is now)
-    overrides: tuple[str, ...]  # the override items it ran with, as stored
+    overrides: tuple[OpOverride, ...]  # what it ran with, read once from their stored text
     parent_id: int | None
     total_ns: float
     device_ns: float
@@ -43,7 +45,7 @@ class RunView:
             dispatch=run.dispatch,
             l1_usage_cap=run.l1_usage_cap,
             target_source=run.target.description or None,
-            overrides=tuple(run.overrides),
+            overrides=tuple(parse_item(item) for item in run.overrides),
             parent_id=run.parent_id,
             total_ns=run.total_ns,
             device_ns=run.device_ns,

@@ -12,12 +12,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from compiler.models import load_model, read_source
 from compiler.errors import TilescopeError
-from compiler.override import REJECTED, OverrideOutcome
+from compiler.override import REJECTED, OpOverride, OverrideOutcome
 from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
 from compiler.pipeline import Compilation, compile_model
 from compiler.simulator import KernelCosts, SimResult, simulate
 from compiler.target import Target, load_target, target_text
-from overrides import check_op_names, format_item, parse_item
+from overrides import check_op_names, format_item
 from perfdb.schema import Run
 from perfdb.records import CounterColumns, NewOp, NewRun, ZoneColumns
 from perfdb.store import save_run
@@ -36,7 +36,7 @@ class RunResult:
     run_id: int | None  # None when nothing was stored (a rejected override without keep_going)
     compilation: Compilation
     sim: SimResult
-    overrides: list[str]
+    overrides: list[OpOverride]
 
     @property
     def rejected(self) -> list[OverrideOutcome]:
@@ -46,13 +46,13 @@ class RunResult:
 def compile_cached(
     ref: str,
     target: str,
-    override_items: Sequence[str],
+    overrides: Sequence[OpOverride] = (),
     text: str | None = None,
     policy: str = DEFAULT_POLICY,
     l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
     target_source: str | None = None,
-) -> tuple[Compilation, tuple[str, ...]]:
-    """Compile `ref` with overrides given as tt-mlir items; returns the items in canonical form.
+) -> Compilation:
+    """Compile `ref` with `overrides`.
 
     Compilation is deterministic, so results are cached on the model text, the target and the
     overrides: the UI gets any stored run's levels again for free, and an edited file is recompiled.
@@ -63,7 +63,7 @@ def compile_cached(
     # one compile at a time: the views a re-run refreshes ask for its compilation at once, and
     # all but the first should find it cached rather than compile it again beside it
     with _COMPILING:
-        return _compile(ref, source, load_target(target, target_source), tuple(override_items), policy, l1_usage_cap)
+        return _compile(ref, source, load_target(target, target_source), tuple(overrides), policy, l1_usage_cap)
 
 
 _COMPILING = threading.Lock()
@@ -86,16 +86,17 @@ def _model(ref: str, text: str):
 
 
 @lru_cache(maxsize=64)
-def _compile(ref: str, text: str, target: Target, override_items: tuple[str, ...], policy: str, l1_usage_cap: float):
+def _compile(
+    ref: str, text: str, target: Target, overrides: tuple[OpOverride, ...], policy: str, l1_usage_cap: float
+) -> Compilation:
     model = _model(ref, text)
-    parsed = [parse_item(item) for item in override_items]
-    check_op_names(parsed, model.graph)
+    check_op_names(overrides, model.graph)
     # incremental: what the last compilation of this model on this target did for the ops an
     # override leaves alone is taken from it (compile_model's `since`)
     key = (ref, text, target)
-    compilation = compile_model(model, target, parsed, policy, l1_usage_cap, since=_LATEST.get(key))
+    compilation = compile_model(model, target, list(overrides), policy, l1_usage_cap, since=_LATEST.get(key))
     _LATEST.keep(key, compilation)
-    return compilation, tuple(format_item(o) for o in parsed)
+    return compilation
 
 
 _KEPT = 8  # models (or targets) kept in each
@@ -108,7 +109,7 @@ def execute(
     sessions: sessionmaker[Session],
     model_ref: str,
     target: str = DEFAULT_TARGET,
-    override_items: Sequence[str] = (),
+    overrides: Sequence[OpOverride] = (),
     *,
     label: str = "",
     parent_id: int | None = None,
@@ -126,9 +127,7 @@ def execute(
     if target_source is None:
         target_source = target_text(target)[0]
     on_stage("compiling")
-    compilation, items = compile_cached(
-        model_ref, target, override_items, source_text, policy, l1_usage_cap, target_source
-    )
+    compilation = compile_cached(model_ref, target, overrides, source_text, policy, l1_usage_cap, target_source)
     on_stage(f"simulating {len(compilation.kernel.ops):,} ops")
     # ops whose kernels did not change since the last simulation of this model keep their timing
     key = (compilation.model.source_hash, compilation.target.name, dispatch)
@@ -137,7 +136,7 @@ def execute(
     sim = simulate(compilation.kernel, compilation.target, dispatch, known)
     with _KEEPING:  # re-runs run in threads side by side
         _COSTS.keep(key, sim.costs)
-    result = RunResult(None, compilation, sim, list(items))
+    result = RunResult(None, compilation, sim, list(overrides))
     if result.rejected and not keep_going:
         return result
     new = new_run(
@@ -148,7 +147,7 @@ def execute(
         target_source,
         policy=policy,
         l1_usage_cap=l1_usage_cap,
-        overrides=list(items),
+        overrides=[format_item(o) for o in overrides],  # as text only where it is stored
         label=label,
         parent_id=parent_id,
     )

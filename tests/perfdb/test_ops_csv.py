@@ -3,6 +3,8 @@ bad rows reported and skipped; on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+from overrides import parse_item
+
 import csv
 import io
 
@@ -47,9 +49,12 @@ def sessions(db_url):
     return session_factory(open_db(db_url))
 
 
+SHARDED = [parse_item("matmul_1=1x2:l1:block_sharded")]
+
+
 @pytest.fixture
 def base(sessions, tiny_path):
-    return execute(sessions, tiny_path, override_items=["matmul_1=1x2:l1:block_sharded"], dispatch="trace").run_id
+    return execute(sessions, tiny_path, overrides=SHARDED, dispatch="trace").run_id
 
 
 def _rows(text: str) -> list[dict]:
@@ -83,7 +88,7 @@ def test_csv_has_the_ops_perf_report_columns_and_the_run_values(sessions, base):
 
 @pytest.mark.parametrize("dispatch", ["trace", "host"])
 def test_a_report_round_trips_as_a_measured_run(sessions, tiny_path, dispatch):
-    base = execute(sessions, tiny_path, override_items=["matmul_1=1x2:l1:block_sharded"], dispatch=dispatch).run_id
+    base = execute(sessions, tiny_path, overrides=SHARDED, dispatch=dispatch).run_id
     with sessions() as s:
         text = write_csv(s, base)
         measured, problems = import_csv(s, text, base, "ops.csv")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from overrides import parse_item
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -176,7 +178,7 @@ def test_the_total_delta_is_the_runs_totals_not_the_ops(sessions):
 @pytest.fixture
 def mlp(sessions):
     """run(*override_items, **execute's options) -> the id of a stored run of MLP."""
-    return lambda *items, **options: execute(sessions, MLP, override_items=list(items), **options).run_id
+    return lambda *items, **options: execute(sessions, MLP, overrides=[parse_item(i) for i in items], **options).run_id
 
 
 def test_a_sharded_low_precision_output_lists_every_parameter_it_changed(sessions, mlp):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dash import Input, Output, State, dcc, html, no_update
 
 from compiler.errors import TilescopeError
+from overrides import format_item
 
 from .. import ids
 from ..panel import PageContext, Panel, Wiring
@@ -72,5 +73,5 @@ def summary_children(run: RunView) -> list:
         html.Span(f"{run.policy} policy, {run.dispatch} dispatch"),
     ]
     if run.overrides:
-        parts.append(html.Span("overrides: " + ", ".join(run.overrides), className="overrides"))
+        parts.append(html.Span("overrides: " + ", ".join(format_item(o) for o in run.overrides), className="overrides"))
     return parts

@@ -3,6 +3,8 @@ for real; app.db.upgrade_main."""
 
 from __future__ import annotations
 
+from overrides import parse_item
+
 import json
 import re
 
@@ -25,7 +27,7 @@ def runs(db_url, tiny_path):
     """(plain, tuned): the tiny MLP, then with matmul_1 sharded in L1 on 1x2 cores."""
     sessions = session_factory(open_db(db_url))
     plain = execute(sessions, tiny_path).run_id
-    tuned = execute(sessions, tiny_path, override_items=["matmul_1=1x2:l1:block_sharded"]).run_id
+    tuned = execute(sessions, tiny_path, overrides=[parse_item("matmul_1=1x2:l1:block_sharded")]).run_id
     return plain, tuned
 
 
@@ -114,7 +116,7 @@ def test_table_lists_the_ops_in_one_run_only_with_their_time(capsys, db_url):
 def mlp(db_url):
     """run(*override_items, **execute's options) -> the id of a stored run of MLP."""
     sessions = session_factory(open_db(db_url))
-    return lambda *items, **options: execute(sessions, MLP, override_items=list(items), **options).run_id
+    return lambda *items, **options: execute(sessions, MLP, overrides=[parse_item(i) for i in items], **options).run_id
 
 
 def test_json_lists_the_kernel_parameters_override_items_set(capsys, db_url, mlp):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from overrides import parse_item
+
 import pytest
 from dash import no_update
 
@@ -95,7 +97,7 @@ def test_runs_stored_elsewhere_join_the_run_list_without_a_reload(app, cb):
     run_id = options[0]["value"]
     assert cb["refresh_runs"](1, MODEL, TARGET, options) is no_update  # nothing new
     # a CI pipeline stores a run of the same model on the shared database
-    other = execute(app.explorer.sessions, MODEL, TARGET, [f"{FC1}=l1"], label="from CI").run_id
+    other = execute(app.explorer.sessions, MODEL, TARGET, [parse_item(f"{FC1}=l1")], label="from CI").run_id
     fresh = cb["refresh_runs"](2, MODEL, TARGET, options)
     assert [o["value"] for o in fresh] == [other, run_id] and "from CI" in fresh[0]["label"]
     assert cb["refresh_runs"](3, MODEL, TARGET, fresh) is no_update
