@@ -161,6 +161,13 @@ def _check_address(host: str, port: int) -> None:
 THREADS_PER_WORKER = 8  # a page sends several callbacks at once; a worker serves them side by side
 
 
+def _worker_gone(arbiter, worker) -> None:
+    """One line when a worker ends while the server still serves: gunicorn says nothing of a worker
+    that exits cleanly, and starts another in its place."""
+    if arbiter.LISTENERS:  # emptied as the server stops
+        sys.stderr.write(f"tilescope: server worker {worker.pid} ended; a new one starts\n")
+
+
 def _gunicorn(host: str, port: int, workers: int, serving: str, make_app) -> None:
     """gunicorn's workers, each with an app from `make_app`, until gunicorn is stopped; `serving`
     is printed once the socket listens, so the line never names an address that does not answer."""
@@ -179,6 +186,7 @@ def _gunicorn(host: str, port: int, workers: int, serving: str, make_app) -> Non
                 "timeout": 120,
                 "loglevel": "warning",
                 "when_ready": lambda _arbiter: print(serving, flush=True),
+                "child_exit": _worker_gone,
             }.items():
                 self.cfg.set(key, value)
 

@@ -33,7 +33,7 @@ def workers(request, db_url, tmp_path):
 def test_workers_serve_the_page_from_one_database(workers, db_url):
     url, proc, count = workers
     children = psutil.Process(proc.pid).children()
-    assert len(children) == count and all(c.is_running() for c in children)
+    assert len(children) == count and all(c.is_running() for c in children), proc.output()[-3000:]
     for _ in range(6):  # requests spread over the workers; each answers with the whole page
         layout = json.loads(urllib.request.urlopen(url + "_dash-layout", timeout=10).read())
         assert "run-select" in json.dumps(layout)
@@ -49,6 +49,7 @@ def test_workers_serve_the_page_from_one_database(workers, db_url):
         assert [r.label for r in list_runs(session, MODEL)] == ["baseline"]  # stored once, not per worker
     output = proc.output()
     assert "development server" not in output and "Traceback" not in output
+    assert "server worker" not in output  # none ended while it served
     assert f"serving {MODEL} on {url.rstrip('/')}" in output  # the address, once it answers
 
 
