@@ -146,13 +146,14 @@ class Explorer:
 
     def _read_view(self, run_id: int, compilation: Compilation | None = None) -> RunView:
         run = self.run(run_id)
-        return RunView.of(run, compilation or self.compilation(run))
+        overrides = tuple(parse_item(item) for item in run.overrides)  # read from the database, as text
+        return RunView.of(run, overrides, compilation or self._compile(run, overrides))
 
-    def compilation(self, run: Run) -> Compilation:
+    def _compile(self, run: Run, overrides: tuple[OpOverride, ...]) -> Compilation:
         return runs.compile_cached(
             run.model_ref,
             runs.target_of(run),
-            tuple(parse_item(item) for item in run.overrides),  # read from the database, as text
+            overrides,
             run.model.source_text,
             run.policy,
             run.l1_usage_cap,

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from compiler.override import OpOverride
 from compiler.pipeline import Compilation
-from overrides import parse_item
 from perfdb.schema import Run
 
 from .runs import target_of
@@ -33,7 +32,7 @@ class RunView:
     compilation: Compilation
 
     @classmethod
-    def of(cls, run: Run, compilation: Compilation) -> RunView:
+    def of(cls, run: Run, overrides: tuple[OpOverride, ...], compilation: Compilation) -> RunView:
         return cls(
             id=run.id,
             label=run.label or "baseline",
@@ -45,7 +44,7 @@ class RunView:
             dispatch=run.dispatch,
             l1_usage_cap=run.l1_usage_cap,
             target_source=run.target.description or None,
-            overrides=tuple(parse_item(item) for item in run.overrides),
+            overrides=overrides,
             parent_id=run.parent_id,
             total_ns=run.total_ns,
             device_ns=run.device_ns,

@@ -70,19 +70,19 @@ def layout(_page: PageContext) -> html.Div:
     )
 
 
-SHOWN = ("figure", "group_options", "groups", "note")
+SHOWN = dict(
+    figure=Output(ids.GRAPH_VIEW, "figure"),
+    group_options=Output(ids.GRAPH_GROUPS, "options"),
+    groups=Output(ids.GRAPH_GROUPS, "value"),
+    note=Output(ids.GRAPH_NOTE, "children"),
+)
 
 
 def register(wiring: Wiring) -> dict:
     explorer = wiring.explorer
 
     @wiring.app.callback(
-        output=dict(
-            figure=Output(ids.GRAPH_VIEW, "figure"),
-            group_options=Output(ids.GRAPH_GROUPS, "options"),
-            groups=Output(ids.GRAPH_GROUPS, "value"),
-            note=Output(ids.GRAPH_NOTE, "children"),
-        ),
+        output=SHOWN,
         inputs=dict(
             run_id=Input(ids.RUN_SELECT, "value"),
             level=Input(ids.LEVEL_SELECT, "value"),

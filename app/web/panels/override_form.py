@@ -115,19 +115,19 @@ def outcome_list(outcomes: list[dict]) -> html.Ul:
     )
 
 
-FILLED = ("form", "applies_to_options", "apply_disabled", "stage_disabled")
+FILLED = dict(
+    form={name: Output(component, "value") for name, component in FIELDS.items()},
+    applies_to_options=Output(ids.OV_APPLIES_TO, "options"),
+    apply_disabled=Output(ids.APPLY_OVERRIDES, "disabled"),
+    stage_disabled=Output(ids.STAGE_OVERRIDE, "disabled"),
+)
 
 
 def register(wiring: Wiring) -> dict:
     explorer, app = wiring.explorer, wiring.app
 
     @app.callback(
-        output=dict(
-            form={name: Output(component, "value") for name, component in FIELDS.items()},
-            applies_to_options=Output(ids.OV_APPLIES_TO, "options"),
-            apply_disabled=Output(ids.APPLY_OVERRIDES, "disabled"),
-            stage_disabled=Output(ids.STAGE_OVERRIDE, "disabled"),
-        ),
+        output=FILLED,
         inputs=dict(
             selected=Input(ids.SELECTED_OP, "data"),
             run_id=Input(ids.RUN_SELECT, "value"),
@@ -248,19 +248,19 @@ def _register_pending(app) -> dict:
     return {f.__name__: f for f in (stage_override, remove_pending, show_pending, import_overrides)}
 
 
-APPLIED = ("run_options", "run_id", "status", "pending")
+APPLIED = dict(
+    run_options=Output(ids.RUN_SELECT, "options", allow_duplicate=True),
+    run_id=Output(ids.RUN_SELECT, "value", allow_duplicate=True),
+    status=Output(ids.OVERRIDE_STATUS, "children", allow_duplicate=True),
+    pending=Output(ids.PENDING_OVERRIDES, "data", allow_duplicate=True),
+)
 
 
 def _register_apply(wiring: Wiring) -> dict:
     explorer = wiring.explorer
 
     @wiring.app.callback(
-        output=dict(
-            run_options=Output(ids.RUN_SELECT, "options", allow_duplicate=True),
-            run_id=Output(ids.RUN_SELECT, "value", allow_duplicate=True),
-            status=Output(ids.OVERRIDE_STATUS, "children", allow_duplicate=True),
-            pending=Output(ids.PENDING_OVERRIDES, "data", allow_duplicate=True),
-        ),
+        output=APPLIED,
         inputs=dict(_clicks=Input(ids.APPLY_OVERRIDES, "n_clicks")),
         state=dict(
             run_id=State(ids.RUN_SELECT, "value"),

@@ -67,17 +67,20 @@ def register(wiring: Wiring) -> dict:
     return _register_runs(wiring) | _register_link(wiring) | _register_upload(wiring)
 
 
+CHOSEN = dict(
+    run_options=Output(ids.RUN_SELECT, "options"),
+    run_id=Output(ids.RUN_SELECT, "value"),
+    status=Output(ids.OVERRIDE_STATUS, "children"),
+    url_state=Output(ids.URL_STATE, "data"),
+)
+
+
 def _register_runs(wiring: Wiring) -> dict:
     """The run menu: the shown run of the chosen model, and runs others store."""
     explorer, app = wiring.explorer, wiring.app
 
     @app.callback(
-        output=dict(
-            run_options=Output(ids.RUN_SELECT, "options"),
-            run_id=Output(ids.RUN_SELECT, "value"),
-            status=Output(ids.OVERRIDE_STATUS, "children"),
-            url_state=Output(ids.URL_STATE, "data"),
-        ),
+        output=CHOSEN,
         inputs=dict(
             model=Input(ids.MODEL_SELECT, "value"),
             target=Input(ids.TARGET_SELECT, "value"),
@@ -90,7 +93,7 @@ def _register_runs(wiring: Wiring) -> dict:
         try:
             run_id = explorer.ensure_run(model, target, policy)
         except TilescopeError as err:
-            return outputs(("run_options", "run_id", "status", "url_state"), status=error(str(err)))
+            return outputs(CHOSEN, status=error(str(err)))
         wanted = (linked or {}).get("run")
         if wanted is not None:
             run = explorer.find_run(wanted)
