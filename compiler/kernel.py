@@ -25,9 +25,13 @@ class Transfer:
 class Compute:
     engine: str  # matrix | vector | data
     tiles: int
-    cycles: float
+    cycles: float  # the engine's own cycles at its peak rate
     fidelity: str | None = None
     dtype: str | None = None  # what the matrix engine computes in
+    # bytes the unpacker moves from L1 into the engine's registers, and the packer back: a
+    # matmul unpacks one operand's tile per tile multiply and the other once per sub-block row
+    unpack_bytes: float = 0.0
+    pack_bytes: float = 0.0
 
 
 @dataclass(frozen=True)

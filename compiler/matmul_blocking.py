@@ -40,3 +40,22 @@ def fit_blocks(m: int, n: int, kt: int, step_bytes, budget: float) -> tuple[int,
         else:
             pn = ceil_div(pn, 2)
     return pm, pn, kb
+
+
+def subblock(pm: int, pn: int, dest_tiles: int) -> tuple[int, int]:
+    """The output sub-block (h, w) in tiles a core accumulates in its destination registers at
+    once: the largest h x w up to `dest_tiles` that divides its pass, wider first on a tie (as
+    tt-metal's matmul configs pick out_subblock_h and out_subblock_w)."""
+    best = (1, 1)
+    for h in range(1, min(pm, dest_tiles) + 1):
+        for w in range(1, min(pn, dest_tiles // h) + 1):
+            if pm % h == 0 and pn % w == 0 and (h * w, w) > (best[0] * best[1], best[1]):
+                best = (h, w)
+    return best
+
+
+def unpacked_per_multiply(a_tile: float, b_tile: float, block: tuple[int, int]) -> float:
+    """Bytes unpacked per tile multiply with sub-block (h, w): the operand along the sub-block's
+    longer side is unpacked once and reused for each tile of that side; the other, every time."""
+    h, w = block
+    return b_tile + a_tile / w if w >= h else a_tile + b_tile / h

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import opset
 from .ir import Graph, Op
-from .kernel import MCAST, NOC, CoreWork, Kernel, Transfer
+from .kernel import MCAST, NOC, Compute, CoreWork, Kernel, Transfer
 from .target import Target
 from .trace import CounterTable, ZoneTable
 from .tracks import ENGINES, core_track, engine_track
@@ -210,7 +210,8 @@ class Simulator:
 
     def _group_times(self, kernel: Kernel, shared_s: dict[str, float]) -> list[_CoreTime]:
         """Every group's time; multicast receivers after their senders, whose reads they wait for."""
-        times = [self._core_time(group, shared_s) for group in kernel.groups]
+        multicast = frozenset(t.tensor for g in kernel.groups for t in g.reads if t.path == MCAST)
+        times = [self._core_time(group, shared_s, multicast) for group in kernel.groups]
         senders = [t for g, t in zip(kernel.groups, times) if not any(x.path == MCAST for x in g.reads)]
         sender_read = max((t.read for t in senders), default=0.0)
         for group, t in zip(kernel.groups, times):
@@ -239,20 +240,28 @@ class Simulator:
                 total[path] = total.get(path, 0.0) + nbytes * len(group.cores)
                 most[path] = max(most.get(path, 0.0), nbytes)
         busy = {
-            path: max(nbytes / self.target.memories[path].bytes_per_s, most[path] / self.target.noc_bytes_per_s)
+            path: max(nbytes / self.target.memories[path].bytes_per_s, most[path] / self._core_rate(path))
             + self.target.memories[path].latency_ns / NS
             for path, nbytes in total.items()
         }
         return users, busy
 
+    def _core_rate(self, path: str) -> float:
+        """The most one core moves to or from a shared memory per second: its NoC link, or fewer
+        when its outstanding requests cannot cover the memory's latency."""
+        limit = self.target.memories[path].core_bytes_per_s
+        return min(self.target.noc_bytes_per_s, limit) if limit else self.target.noc_bytes_per_s
+
     def _bandwidth(self, path: str) -> float:
         """Bytes/s one core gets on a private path: one NoC link for L1-to-L1 and multicast
         traffic, its own L1's rate locally."""
-        if path in (NOC, MCAST):
+        if path == MCAST:
+            return self.target.multicast_bytes_per_s
+        if path == NOC:
             return self.target.noc_bytes_per_s
         return self.target.memories[path].bytes_per_s
 
-    def _core_time(self, group: CoreWork, shared_s: dict[str, float]) -> _CoreTime:
+    def _core_time(self, group: CoreWork, shared_s: dict[str, float], multicast: frozenset[str]) -> _CoreTime:
         on_shared: dict[str, float] = {}
         for t in group.reads + group.writes:
             if t.path in shared_s:
@@ -274,8 +283,13 @@ class Simulator:
         # core's own reader fetches: the two overlap
         fetched = seconds(tuple(t for t in group.reads if t.path != MCAST))
         pushed = seconds(tuple(t for t in group.reads if t.path == MCAST))
+        # a sender's reader fetches a block, then multicasts it, one after the other
+        sent = sum(t.bytes for t in group.reads if t.path != MCAST and t.tensor in multicast)
+        if sent:
+            terms[MCAST] = terms.get(MCAST, 0.0) + sent / self.target.multicast_bytes_per_s
+            fetched += sent / self.target.multicast_bytes_per_s
         read, write = max(fetched, pushed), seconds(group.writes)
-        compute = group.compute.cycles / self.target.clock_hz
+        compute = self._engine_cycles(group.compute) / self.target.clock_hz
         terms["compute"] = compute
         phases = (read, compute, write)
         longest = max(phases)
@@ -283,6 +297,7 @@ class Simulator:
             total = longest + (sum(phases) - longest) / max(1, group.blocks)
         else:  # one slot per buffer: each step is read, then computed, then written
             total = sum(phases)
+        total += group.blocks * self._step_sync_cycles(group) / self.target.clock_hz
         # Reader and writer overlap, but a memory serves both, one after the other: a shared one
         # at its share of the bandwidth, the core's own at its banks' rate.
         local: dict[str, float] = {}
@@ -292,11 +307,37 @@ class Simulator:
         total = max([total, *(shared_s[p] for p in on_shared), *local.values()])
         return _CoreTime(read, compute, write, total, terms)
 
+    def _engine_cycles(self, compute: Compute) -> float:
+        """The compute phase: the unpacker feeds the engine and the packer drains it, each on its
+        own thread, so the slowest of the three sets the pace; the others show only through the
+        handoffs between them (the target's overlap loss)."""
+        pipe = self.target.pipeline
+        if compute.engine == "data":
+            return compute.cycles
+        stages = (
+            compute.cycles,
+            compute.unpack_bytes / pipe.unpack_bytes_per_cycle if pipe.unpack_bytes_per_cycle else 0.0,
+            compute.pack_bytes / pipe.pack_bytes_per_cycle if pipe.pack_bytes_per_cycle else 0.0,
+        )
+        longest = max(stages)
+        return longest + pipe.overlap_loss * (sum(stages) - longest)
+
+    def _step_sync_cycles(self, group: CoreWork) -> float:
+        """Each pipeline step's handshakes: the circular buffers' waits and frees, and for a
+        multicast receiver a semaphore round trip to its sender before the data may come."""
+        target = self.target
+        cycles = target.pipeline.step_sync_cycles
+        if cycles and any(t.path == MCAST for t in group.reads):
+            cycles += 2 * (target.noc_interface_cycles + target.noc_hop_cycles * max(target.grid) / 2)
+        return cycles
+
     def _latency(self, kernel: Kernel) -> float:
-        """One NoC traversal to start the pipeline: interface plus average hops across the grid."""
+        """Starting the op: its kernels launched on every core, then one NoC traversal to start
+        the pipeline (interface plus average hops across the grid)."""
         target = self.target
         hops = (kernel.grid[0] + kernel.grid[1]) / 2
-        return (target.noc_interface_cycles + hops * target.noc_hop_cycles) / target.clock_hz
+        traversal = (target.noc_interface_cycles + hops * target.noc_hop_cycles) / target.clock_hz
+        return target.pipeline.launch_ns / NS + traversal
 
     def _bytes_by_path(self, kernel: Kernel) -> dict[str, float]:
         moved: dict[str, float] = {}

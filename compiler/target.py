@@ -51,6 +51,14 @@ LIMITS: dict[str, tuple[float, float]] = {
     "memory.<name>.bytes_per_s": (1e3, 1e16),  # 1 kB/s to 10 PB/s
     "memory.<name>.latency_ns": (0, 1e9),  # at most a second
     "memory.<name>.channels": (1, 1024),
+    "memory.<name>.core_bytes_per_cycle": (1 / 1024, 1 << 30),
+    "noc.multicast_bytes_per_cycle": (1 / 1024, 1 << 20),
+    "pipeline.unpack_bytes_per_cycle": (1 / 1024, 1 << 20),
+    "pipeline.pack_bytes_per_cycle": (1 / 1024, 1 << 20),
+    "pipeline.overlap_loss": (0, 1),  # a share of the shorter engines' time
+    "pipeline.step_sync_cycles": (0, 1_000_000),
+    "pipeline.launch_ns": (0, 1e9),
+    "pipeline.dest_tiles": (1, 1024),
     "noc.count": (1, 64),
     "noc.link_bytes_per_cycle": (1, 1 << 20),
     "noc.hop_cycles": (1, 1_000_000),
@@ -67,6 +75,9 @@ class Memory:
     bytes_per_s: float  # per core for scope=core, shared by all cores otherwise
     latency_ns: float = 0.0
     channels: int = 1
+    # the most one core moves to or from it per second: its outstanding requests over the
+    # round-trip latency (None: only the core's NoC link limits it)
+    core_bytes_per_s: float | None = None
 
     @property
     def shared(self) -> bool:
@@ -80,6 +91,20 @@ class MatrixEngine:
     default_fidelity: dict[str, str]  # fidelity the compiler picks per dtype
     min_rows: int  # rows of a tile the engine processes at once (fewer still cost a full pass)
     fallback_dtype: str  # the engine computes inputs of a dtype it lacks in this one
+
+
+@dataclass(frozen=True)
+class CorePipeline:
+    """What a core spends besides its engines' peak work: the unpacker and packer that move
+    tiles between L1 and the engines' registers, how well the engines overlap, and the fixed
+    costs of each pipeline step and each op. The defaults model none of it (a pure roofline)."""
+
+    unpack_bytes_per_cycle: float | None = None  # operand bytes from L1 into the engines' registers
+    pack_bytes_per_cycle: float | None = None  # result bytes from the destination registers to L1
+    overlap_loss: float = 0.0  # share of the shorter engines' time the longest one does not hide
+    step_sync_cycles: float = 0.0  # per pipeline step: circular-buffer and semaphore handshakes
+    launch_ns: float = 0.0  # per op: its kernels started on every core, buffers set up
+    dest_tiles: int = 8  # output tiles the matrix engine accumulates at once: the sub-block limit
 
 
 @dataclass(frozen=True, eq=False)  # identity: one object per file content (see load_target)
@@ -98,8 +123,10 @@ class Target:
     noc_interface_cycles: int
     noc_multicast: bool
     dispatch_ns: dict[str, float]
+    pipeline: CorePipeline
     fusion: dict[str, bool]  # which element-wise ops the target's kernels can fuse: activation, bias
     assumed: tuple[str, ...]  # keys whose values no public document gives (see the file's comments)
+    noc_multicast_bytes_per_cycle: float | None = None  # what a multicast delivers to each receiver
 
     @property
     def cores(self) -> int:
@@ -117,6 +144,13 @@ class Target:
     def noc_bytes_per_s(self) -> float:
         """One NoC link's bandwidth: the most one core's reader (or writer) moves per second."""
         return self.noc_link_bytes_per_cycle * self.clock_hz
+
+    @property
+    def multicast_bytes_per_s(self) -> float:
+        """What one multicast delivers per second: below a link's rate when each transfer
+        reserves its path and collects every receiver's acknowledgement."""
+        per_cycle = self.noc_multicast_bytes_per_cycle or self.noc_link_bytes_per_cycle
+        return per_cycle * self.clock_hz
 
     def compute_dtype(self, dtype: str) -> str:
         """The dtype the matrix engine computes `dtype` inputs in."""
@@ -297,12 +331,35 @@ def _memories(data: dict, where: str) -> dict[str, Memory]:
             bytes_per_s=bandwidth,
             latency_ns=number("latency_ns", float, default=0.0),
             channels=number("channels", int, default=1),
+            core_bytes_per_s=_times(number("core_bytes_per_cycle", float, default=None), clock),
         )
     if sum(m.scope == "core" for m in memories.values()) != 1:
         raise TargetError(f"{where}: key 'memory' must declare exactly one memory with scope = \"core\"")
     if sum(m.scope == "device" for m in memories.values()) != 1:
         raise TargetError(f"{where}: key 'memory' must declare exactly one memory with scope = \"device\"")
     return memories
+
+
+def _times(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
+
+
+def _pipeline(data: dict, where: str) -> CorePipeline:
+    """Optional [pipeline] table; an absent key keeps the default (that cost not modelled)."""
+    _get(data, "pipeline", dict, where, default={})
+    defaults = CorePipeline()
+
+    def number(key: str, kind: type) -> Any:
+        return _get(data, f"pipeline.{key}", kind, where, default=getattr(defaults, key))
+
+    return CorePipeline(
+        unpack_bytes_per_cycle=number("unpack_bytes_per_cycle", float),
+        pack_bytes_per_cycle=number("pack_bytes_per_cycle", float),
+        overlap_loss=number("overlap_loss", float),
+        step_sync_cycles=number("step_sync_cycles", float),
+        launch_ns=number("launch_ns", float),
+        dest_tiles=number("dest_tiles", int),
+    )
 
 
 def _dtype_keys(data: dict, key: str, where: str, default: Any = _MISSING) -> dict:
@@ -367,6 +424,8 @@ def _target_from(data: dict, where: str, assumed: tuple[str, ...] = ()) -> Targe
         noc_interface_cycles=_get(data, "noc.interface_cycles", int, where),
         noc_multicast=_get(data, "noc.multicast", bool, where, default=False),
         dispatch_ns={mode: _dispatch_ns(data, mode, where) for mode in DISPATCH_MODES},
+        pipeline=_pipeline(data, where),
         fusion=_fusion(data, where),
         assumed=assumed,
+        noc_multicast_bytes_per_cycle=_get(data, "noc.multicast_bytes_per_cycle", float, where, default=None),
     )

@@ -15,9 +15,9 @@ from compiler.errors import TilescopeError
 from perfdb.engine import DatabaseError
 from perfdb.queries import RunNotFound
 
-from . import runs, serving, stored
+from . import runs, serving, stored, validate
 
-GROUPS = (runs, stored, serving)  # in the order `tilescope --help` lists their commands
+GROUPS = (runs, stored, validate, serving)  # in the order `tilescope --help` lists their commands
 
 
 def _version() -> str:

@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .. import opset
+from ..dtypes import BYTES_PER_ELEMENT
 from ..ir import Graph, Layout, Op, Tensor
 from ..kernel import MCAST, NOC, CircularBuffer, Compute, CoreWork, Kernel, Transfer
-from ..matmul_blocking import fit_blocks, matmul_split
+from ..matmul_blocking import fit_blocks, matmul_split, subblock, unpacked_per_multiply
 from ..target import Target
 from ..tiles import ceil_div, num_tiles, shard_bytes, tile_bytes
 
@@ -183,8 +184,17 @@ class SplitKernels:
         for key, members in groups.items():
             m, n, (pm, pn, kb), reads = work[key]
             writes = self._moves(out, m * n * out_tile, grid)
+            # 32-bit results halve the destination registers' tiles
+            dest = self.target.pipeline.dest_tiles // (2 if BYTES_PER_ELEMENT[out.layout.dtype] >= 4 else 1)
+            sub = op.attrs.get("subblock") or subblock(pm, pn, max(1, dest))
             compute = Compute(
-                "matrix", m * n * kt, m * n * (kt * cycles_per_tile + fused_cycles), fidelity, compute_dtype
+                "matrix",
+                m * n * kt,
+                m * n * (kt * cycles_per_tile + fused_cycles),
+                fidelity,
+                compute_dtype,
+                unpack_bytes=m * n * kt * unpacked_per_multiply(a_tile, b_tile, sub),
+                pack_bytes=m * n * out_tile,
             )
             passes = ceil_div(m, pm) * ceil_div(n, pn)
             cbs = (
@@ -264,6 +274,9 @@ class SplitKernels:
                 m for t in outs for m in self._moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, t.layout.tile), grid)
             )
             cycles = self._vector_cycles(n, max(1.0, passes), tile) if engine == "vector" else 0.0
+            # the vector engine works on registers: its operands are unpacked in, its results packed out
+            unpacked = sum(t.bytes for t in reads) if engine == "vector" else 0.0
+            packed = sum(t.bytes for t in writes) if engine == "vector" else 0.0
             cbs = tuple(
                 CircularBuffer(
                     f"in{i}" if i < len(ins) else "out",
@@ -275,7 +288,13 @@ class SplitKernels:
             )
             work.append(
                 CoreWork(
-                    tuple(members), reads, Compute(engine, n, cycles), writes, ceil_div(n, block), cbs, copies == 2
+                    tuple(members),
+                    reads,
+                    Compute(engine, n, cycles, unpack_bytes=unpacked, pack_bytes=packed),
+                    writes,
+                    ceil_div(n, block),
+                    cbs,
+                    copies == 2,
                 )
             )
         return Kernel(grid, tuple(work), "eltwise" if engine == "vector" else "data_movement")

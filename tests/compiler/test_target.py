@@ -32,8 +32,14 @@ def test_wormhole_n150_numbers(wormhole):
     assert t.core_memory.name == "l1"
     assert t.core_memory.capacity_bytes == 1499136
     assert t.core_memory.bytes_per_s == 256e9  # 256 B/cycle at 1 GHz
-    assert t.dram.bytes_per_s == 258e9
+    assert t.dram.bytes_per_s == 192e9
     assert t.dram.scope == "device" and t.dram.channels == 6
+    assert t.dram.core_bytes_per_s == 22e9 and t.multicast_bytes_per_s == 22e9
+    pipe = t.pipeline
+    assert pipe.pack_bytes_per_cycle == 64 and pipe.dest_tiles == 8
+    # the fitted constants stay within what the hardware allows (compiler/validation.py, FITTED)
+    assert 16 <= pipe.unpack_bytes_per_cycle <= 80 and 0 <= pipe.overlap_loss <= 1
+    assert 0 < pipe.step_sync_cycles < 2000 and 0 < pipe.launch_ns < 20_000
     assert [t.tile_cycles("bf16", f) for f in ("lofi", "hifi2", "hifi3", "hifi4")] == [16, 32, 48, 64]
     assert t.matrix.flops_per_cycle["bf16"] == 4096
     assert t.peak_flops("bf16") == 4096 * 64 * 1e9
@@ -52,7 +58,7 @@ def test_builtin_names():
 
 def test_a_copy_of_the_file_loads_by_path(tmp_path):
     t = load_target(_write(tmp_path, SOURCE))
-    assert t.grid == (8, 8) and t.dram.bytes_per_s == 258e9
+    assert t.grid == (8, 8) and t.dram.bytes_per_s == 192e9
 
 
 def test_unknown_target_lists_builtins():
@@ -101,7 +107,7 @@ def test_missing_key_is_named(tmp_path, old, new, key):
         ("rows = 8\n", "rows = true\n", "grid.rows", "must be int"),
         ("rows = 8\n", "rows = 0\n", "grid.rows", "must be positive"),
         ('name = "wormhole_n150"', "name = 3", "name", "must be str"),
-        ("bytes_per_s = 258.0e9", 'bytes_per_s = "fast"', "memory.dram.bytes_per_s", "must be float"),
+        ("bytes_per_s = 192.0e9", 'bytes_per_s = "fast"', "memory.dram.bytes_per_s", "must be float"),
         ('scope = "core"', 'scope = "l3"', "memory.l1.scope", "must be one of core, chip, device, host"),
         ("host_ns = 100_000", "host_ns = -1", "dispatch.host_ns", "must be between 0 and 1e+09, got -1"),
     ],
@@ -149,8 +155,8 @@ def test_dispatch_not_a_table_is_a_target_error(tmp_path):
 
 
 BUILTIN = {  # name: (grid, clock, core memory KiB, DRAM GB/s, bf16 peak TFLOPS at the fastest fidelity, memories)
-    "wormhole_n150": ((8, 8), 1.0e9, 1464, 258, 262.144, {"l1", "dram"}),
-    "blackhole_p150": ((13, 10), 1.35e9, 1536, 512, 718.848, {"l1", "dram"}),
+    "wormhole_n150": ((8, 8), 1.0e9, 1464, 192, 262.144, {"l1", "dram"}),
+    "blackhole_p150": ((10, 13), 1.35e9, 1536, 344, 718.848, {"l1", "dram"}),
     "mtia_v1": ((8, 8), 0.8e9, 128, 176, 51.2, {"l1", "lls", "dram"}),
     "corsair": ((4, 8), 1.0e9, 65536, 400, 600.0, {"l1", "dram"}),
 }
@@ -222,7 +228,7 @@ def test_a_grid_of_ten_billion_cores_is_refused_before_anything_is_allocated(tmp
     "old, key",
     [
         ("clock_hz = 1.0e9", "clock_hz"),
-        ("bytes_per_s = 258.0e9", "memory.dram.bytes_per_s"),
+        ("bytes_per_s = 192.0e9", "memory.dram.bytes_per_s"),
         ("bytes_per_cycle = 256", "memory.l1.bytes_per_cycle"),
         ("host_ns = 100_000", "dispatch.host_ns"),
         ("trace_ns = 0", "dispatch.trace_ns"),
@@ -261,12 +267,12 @@ def test_nan_and_infinity_are_refused(tmp_path, old, key, value):
             "key 'memory.l1.capacity_bytes' must be between 1 and 1,125,899,906,842,624",
         ),
         (
-            "bytes_per_s = 258.0e9",
+            "bytes_per_s = 192.0e9",
             "bytes_per_s = 1e300",
             "key 'memory.dram.bytes_per_s' must be between 1000 and 1e+16, got 1e+300",
         ),
         (
-            "bytes_per_s = 258.0e9",
+            "bytes_per_s = 192.0e9",
             "bytes_per_s = 1e-300",
             "key 'memory.dram.bytes_per_s' must be between 1000 and 1e+16, got 1e-300",
         ),
@@ -276,6 +282,18 @@ def test_nan_and_infinity_are_refused(tmp_path, old, key, value):
             "key 'memory.dram.latency_ns' must be between 0 and 1e+09, got -1",
         ),
         ("channels = 6", "channels = 100000", "key 'memory.dram.channels' must be between 1 and 1,024"),
+        ("overlap_loss = 0.15", "overlap_loss = 1.5", "key 'pipeline.overlap_loss' must be between 0 and 1, got 1.5"),
+        (
+            "unpack_bytes_per_cycle = 59.5",
+            "unpack_bytes_per_cycle = 0",
+            "key 'pipeline.unpack_bytes_per_cycle' must be positive, got 0",
+        ),
+        ("launch_ns = 2779", "launch_ns = -5", "key 'pipeline.launch_ns' must be between 0 and 1e+09, got -5"),
+        (
+            "core_bytes_per_cycle = 22",
+            "core_bytes_per_cycle = 1e40",
+            "key 'memory.dram.core_bytes_per_cycle' must be between",
+        ),
         ("count = 2", "count = 1000", "key 'noc.count' must be between 1 and 64"),
         ("hop_cycles = 9", "hop_cycles = 10000000", "key 'noc.hop_cycles' must be between 1 and 1,000,000"),
         ("host_ns = 100_000", "host_ns = 1e300", "key 'dispatch.host_ns' must be between 0 and 1e+09, got 1e+300"),

@@ -232,10 +232,10 @@ def _only_in(title: str, ops: Sequence[dict]) -> list:
     if not ops:
         return []
     total = sum(op["ns"] for op in ops)
-    items = [html.Li(f"{op['name']}  {op['kind']}  {us(op['ns']):,.2f} us") for op in ops[:SHOWN_ONLY_IN]]
+    items = [html.Li(f"{op['name']}  {op['kind']}  {op['ns'] / 1e3:,.2f} us") for op in ops[:SHOWN_ONLY_IN]]
     items += [html.Li(line) for line in more(len(ops) - SHOWN_ONLY_IN)]
     return [
-        html.P(f"{title}: {len(ops)} op{'s' * (len(ops) != 1)}, {us(total):,.2f} us", className="hint"),
+        html.P(f"{title}: {len(ops)} op{'s' * (len(ops) != 1)}, {total / 1e3:,.2f} us", className="hint"),
         html.Ul(items, className="outcomes"),
     ]
 

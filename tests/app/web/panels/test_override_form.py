@@ -144,7 +144,7 @@ def test_the_override_form_offers_what_the_selected_target_has(cb):
     mtia = cb["form_choices"]("mtia_v1")
     assert mtia["memories"] == ["l1", "lls", "dram"] and mtia["rows"] == list(range(1, 9)) and "i8" in mtia["dtypes"]
     blackhole = cb["form_choices"]("blackhole_p150")
-    assert "lls" not in blackhole["memories"] and blackhole["rows"][-1] == 13 and blackhole["cols"][-1] == 10
+    assert "lls" not in blackhole["memories"] and blackhole["rows"][-1] == 10 and blackhole["cols"][-1] == 13
     assert cb["form_choices"]("no-such-target") is no_update
 
 
