@@ -31,8 +31,8 @@ KEYS = [
     "top_regressions",
     "top_improvements",
 ]
-# two matmuls, each with its bias add and activation fused in; each shorter than host dispatch
-MLP = "zoo:mlp?layers=1&hidden=2048"
+MLP = "zoo:mlp?layers=1"  # two matmuls, each with its bias add and activation fused in
+NARROW_MLP = "zoo:mlp?layers=1&hidden=2048"  # the same, each matmul shorter than host dispatch
 FC1, FC2 = "mlp.layer.0.fc1.matmul", "mlp.layer.0.fc2.matmul"
 
 
@@ -207,7 +207,16 @@ def test_a_sharded_low_precision_output_lists_every_parameter_it_changed(session
     assert {op["name"]: op["changes"] for op in back["ops"]}[FC1][0] == output("memory", "l1", "dram")
 
 
-def test_the_total_splits_into_device_time_and_host_dispatch(sessions, mlp):
+@pytest.fixture
+def narrow_mlp(sessions):
+    """run(*override_items, **execute's options) -> the id of a stored run of NARROW_MLP."""
+    return lambda *items, **options: (
+        execute(sessions, NARROW_MLP, overrides=[parse_item(i) for i in items], **options).run_id
+    )
+
+
+def test_the_total_splits_into_device_time_and_host_dispatch(sessions, narrow_mlp):
+    mlp = narrow_mlp
     plain, tuned = mlp(), mlp(f"{FC1}=1x8:l1:width_sharded:bfp8:fidelity#lofi")
     d = diff(sessions, plain, tuned)
     ops = {op["name"]: op for op in d["ops"]}
