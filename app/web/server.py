@@ -5,7 +5,9 @@ from __future__ import annotations
 import binascii
 import contextlib
 import errno
+import faulthandler
 import os
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -158,6 +160,8 @@ def _check_address(host: str, port: int) -> None:
         raise TilescopeError(f"cannot listen on {host}:{port}: {reason} (see --host)") from None
 
 
+# gunicorn takes the USR signals (reopen logs, upgrade); real-time signals are free
+STACKS_SIGNAL = signal.SIGRTMIN
 THREADS_PER_WORKER = 8  # a page sends several callbacks at once; a worker serves them side by side
 
 
@@ -166,6 +170,12 @@ def _worker_gone(arbiter, worker) -> None:
     that exits cleanly, and starts another in its place."""
     if arbiter.LISTENERS:  # emptied as the server stops
         sys.stderr.write(f"tilescope: server worker {worker.pid} ended; a new one starts\n")
+
+
+def _stacks_on_request(_arbiter=None, _worker=None) -> None:
+    """STACKS_SIGNAL makes the process write every thread's stack to its log: what a stuck server
+    is doing, without stopping it."""
+    faulthandler.register(STACKS_SIGNAL, all_threads=True)
 
 
 def _gunicorn(host: str, port: int, workers: int, serving: str, make_app) -> None:
@@ -187,12 +197,14 @@ def _gunicorn(host: str, port: int, workers: int, serving: str, make_app) -> Non
                 "loglevel": "warning",
                 "when_ready": lambda _arbiter: print(serving, flush=True),
                 "child_exit": _worker_gone,
+                "post_fork": _stacks_on_request,
             }.items():
                 self.cfg.set(key, value)
 
         def load(self):
             return make_app().server
 
+    _stacks_on_request()
     Workers().run()
 
 

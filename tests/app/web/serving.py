@@ -3,6 +3,7 @@ until they answer."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -31,6 +32,21 @@ class Process(subprocess.Popen):
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
+
+    def stacks(self) -> str:
+        """Every thread's stack of the server and its workers (they dump them on STACKS_SIGNAL), then its
+        output: what it was doing when a test gave up on it."""
+        from app.web.server import STACKS_SIGNAL  # noqa: PLC0415
+
+        try:
+            tree = [psutil.Process(self.pid), *psutil.Process(self.pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return self.output()
+        for process in tree:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.send_signal(STACKS_SIGNAL)
+        time.sleep(1)  # the dumps are written by the processes themselves
+        return self.output()
 
     def stop(self, timeout: float = 30) -> str:
         """Terminate it, wait for it to exit, and return its output."""

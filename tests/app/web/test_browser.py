@@ -438,8 +438,12 @@ def test_two_users_rerun_at_once_on_two_workers(request, tmp_path, db_url, brows
         for d in users.values():
             d.execute_script("document.getElementById('apply-overrides').click()")
         for op, d in users.items():
-            _wait(d, lambda d: "applied" in _text(d, "override-status"), timeout=90)
-            _wait(d, lambda d, op=op: f"{op}=" in _text(d, "run-summary"), timeout=30)
+            try:
+                _wait(d, lambda d: "applied" in _text(d, "override-status"), timeout=90)
+                _wait(d, lambda d, op=op: f"{op}=" in _text(d, "run-summary"), timeout=30)
+            except Exception as err:
+                status = _text(d, "override-status")
+                raise AssertionError(f"status {status!r}; server:\n{proc.stacks()[-20000:]}") from err
     finally:
         other.quit()
         proc.stop()
