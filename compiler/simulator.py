@@ -138,6 +138,11 @@ class Simulator:
         self.dispatch = dispatch
         self.dispatch_ns = target.dispatch_ns[dispatch]
         self.known = known.by_kernel if known is not None and known.target is target else {}
+        # cycles of each pipeline step's handshakes: circular-buffer waits and frees, and for a
+        # multicast receiver a semaphore round trip to its sender before the data may come
+        pipe_sync = target.pipeline.step_sync_cycles
+        round_trip = 2 * (target.noc_interface_cycles + target.noc_hop_cycles * max(target.grid) / 2)
+        self.step_sync_cycles = {False: pipe_sync, True: pipe_sync + round_trip if pipe_sync else 0.0}
 
     def run(self, kernel_graph: Graph) -> SimResult:
         result = SimResult(self.target.name, self.dispatch, 0.0, [], costs=KernelCosts(self.target))
@@ -210,12 +215,12 @@ class Simulator:
 
     def _group_times(self, kernel: Kernel, shared_s: dict[str, float]) -> list[_CoreTime]:
         """Every group's time; multicast receivers after their senders, whose reads they wait for."""
+        receives = [any(t.path == MCAST for t in g.reads) for g in kernel.groups]
         multicast = frozenset(t.tensor for g in kernel.groups for t in g.reads if t.path == MCAST)
-        times = [self._core_time(group, shared_s, multicast) for group in kernel.groups]
-        senders = [t for g, t in zip(kernel.groups, times) if not any(x.path == MCAST for x in g.reads)]
-        sender_read = max((t.read for t in senders), default=0.0)
-        for group, t in zip(kernel.groups, times):
-            if any(x.path == MCAST for x in group.reads) and sender_read:
+        times = [self._core_time(g, shared_s, multicast, r) for g, r in zip(kernel.groups, receives)]
+        sender_read = max((t.read for t, r in zip(times, receives) if not r), default=0.0)
+        for group, t, receiver in zip(kernel.groups, times, receives):
+            if receiver and sender_read:
                 # the last block arrives once the sender has fetched it; then compute and write it
                 steps = max(1, group.blocks)
                 tail = (t.compute + t.write) / steps
@@ -261,7 +266,9 @@ class Simulator:
             return self.target.noc_bytes_per_s
         return self.target.memories[path].bytes_per_s
 
-    def _core_time(self, group: CoreWork, shared_s: dict[str, float], multicast: frozenset[str]) -> _CoreTime:
+    def _core_time(
+        self, group: CoreWork, shared_s: dict[str, float], multicast: frozenset[str], receiver: bool
+    ) -> _CoreTime:
         on_shared: dict[str, float] = {}
         for t in group.reads + group.writes:
             if t.path in shared_s:
@@ -297,7 +304,7 @@ class Simulator:
             total = longest + (sum(phases) - longest) / max(1, group.blocks)
         else:  # one slot per buffer: each step is read, then computed, then written
             total = sum(phases)
-        total += group.blocks * self._step_sync_cycles(group) / self.target.clock_hz
+        total += group.blocks * self.step_sync_cycles[receiver] / self.target.clock_hz
         # Reader and writer overlap, but a memory serves both, one after the other: a shared one
         # at its share of the bandwidth, the core's own at its banks' rate.
         local: dict[str, float] = {}
@@ -321,15 +328,6 @@ class Simulator:
         )
         longest = max(stages)
         return longest + pipe.overlap_loss * (sum(stages) - longest)
-
-    def _step_sync_cycles(self, group: CoreWork) -> float:
-        """Each pipeline step's handshakes: the circular buffers' waits and frees, and for a
-        multicast receiver a semaphore round trip to its sender before the data may come."""
-        target = self.target
-        cycles = target.pipeline.step_sync_cycles
-        if cycles and any(t.path == MCAST for t in group.reads):
-            cycles += 2 * (target.noc_interface_cycles + target.noc_hop_cycles * max(target.grid) / 2)
-        return cycles
 
     def _latency(self, kernel: Kernel) -> float:
         """Starting the op: its kernels launched on every core, then one NoC traversal to start

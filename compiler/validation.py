@@ -239,6 +239,18 @@ def with_pipeline(target: Target, **values: float) -> Target:
     return replace(target, pipeline=replace(target.pipeline, **values))
 
 
+def fitted_targets(fitted: dict[str, float]) -> Callable[[str], Target]:
+    """Targets by name, those that take the calibrated target's constants (TENSIX_TARGETS) with
+    `fitted` in their place; each loaded once."""
+
+    @cache
+    def target(name: str) -> Target:
+        base = load_target(name)
+        return with_pipeline(base, **fitted) if name in TENSIX_TARGETS else base
+
+    return target
+
+
 def gemm_rows(measurements: Sequence[GemmMeasurement], targets: Callable[[str], Target] = load_target) -> list[Row]:
     shapes = calibration_shapes(measurements)
     rows = []

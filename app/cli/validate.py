@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import asdict
 
 from compiler import validation
 from compiler.errors import TilescopeError
-from compiler.target import Target, load_target
+from compiler.target import load_target
 
 SPLIT_NOTE = {
     validation.FIT: "constants fitted on these",
@@ -45,7 +44,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     targets = load_target
     if args.fit:
         fitted = _fit(gemm)
-        targets = _with_fitted(fitted)
+        targets = validation.fitted_targets(fitted)
     rows = validation.gemm_rows(gemm, targets) + validation.eltwise_rows(validation.load_eltwise(), targets)
     summaries = validation.summaries(rows)
     if args.json:
@@ -71,20 +70,6 @@ def _fit(gemm: list[validation.GemmMeasurement]) -> dict[str, float]:
         raise TilescopeError("validate --fit needs scipy: pip install 'tilescope[calibrate]'") from None
 
 
-def _with_fitted(fitted: dict[str, float]):
-    """Targets whose files take Wormhole's fitted constants (all the Tensix ones) with the new fit."""
-    cache: dict[str, Target] = {}
-
-    def target(name: str) -> Target:
-        if name not in cache:
-            base = load_target(name)
-            inherits = name in validation.TENSIX_TARGETS
-            cache[name] = validation.with_pipeline(base, **fitted) if inherits else base
-        return cache[name]
-
-    return target
-
-
 def _print_rows(rows: list[validation.Row]) -> None:
     print(
         f"{'target':<15} {'split':<9} {'shape':<34} {'layout':<17} {'config':<11} "
@@ -108,6 +93,5 @@ def _print_summaries(summaries: list[validation.Summary]) -> None:
         )
     print(
         "error: simulated over measured throughput, minus one (device time, as the benchmark's profiler "
-        "measured it); sources: compiler/measurements/SOURCES.md",
-        file=sys.stdout,
+        "measured it); sources: compiler/measurements/SOURCES.md"
     )

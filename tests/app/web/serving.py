@@ -16,6 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from app.web.server import STACKS_SIGNAL
+
 START_S = 90  # a server compiles and stores the opening model before it listens
 
 
@@ -36,7 +38,6 @@ class Process(subprocess.Popen):
     def stacks(self) -> str:
         """Every thread's stack of the server and its workers (they dump them on STACKS_SIGNAL), then its
         output: what it was doing when a test gave up on it."""
-        from app.web.server import STACKS_SIGNAL  # noqa: PLC0415
 
         try:
             tree = [psutil.Process(self.pid), *psutil.Process(self.pid).children(recursive=True)]
