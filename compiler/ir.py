@@ -52,7 +52,10 @@ class Tensor:
     shape: tuple[int, ...]
     dtype: str
     layout: Layout | None = None
-    is_constant: bool = False
+    is_constant: bool = False  # known when compiling: a constant, or computed from constants only
+    # known once the model is loaded: a weight the runtime loads before the first step (an argument
+    # with ttcore.argument_type parameter or constant), or computed from such tensors and constants
+    is_parameter: bool = False
 
     @property
     def numel(self) -> int:

@@ -24,6 +24,7 @@ from .ir import Graph, Op, Tensor
 
 ENTRY_NAMES = ("main", "forward")
 _MAX_ATTR_CHARS = 200  # huge splat constants are summarised, not copied into every level
+LOADED_ONCE = ("#ttcore.argument_type<parameter>", "#ttcore.argument_type<constant>")
 
 
 @dataclass
@@ -492,13 +493,26 @@ def _loc_name(location: ir.Location) -> str | None:
         return None
 
 
-def _arg_name(func_op, index: int, arg) -> str | None:
+def _arg_attrs(func_op, index: int) -> ir.DictAttr | None:
     attrs = func_op.arg_attrs
-    if attrs is not None and index < len(attrs):
-        arg_attrs = ir.DictAttr(attrs[index])
-        if "ttir.name" in arg_attrs and isinstance(arg_attrs["ttir.name"], ir.StringAttr):
-            return ir.StringAttr(arg_attrs["ttir.name"]).value
+    return ir.DictAttr(attrs[index]) if attrs is not None and index < len(attrs) else None
+
+
+def _arg_name(func_op, index: int, arg) -> str | None:
+    arg_attrs = _arg_attrs(func_op, index)
+    if arg_attrs is not None and "ttir.name" in arg_attrs and isinstance(arg_attrs["ttir.name"], ir.StringAttr):
+        return ir.StringAttr(arg_attrs["ttir.name"]).value
     return _loc_name(arg.location)
+
+
+def _loaded_once(func_op, index: int) -> bool:
+    """Whether an argument is a weight the runtime loads before the first step: tt-xla and
+    tt-torch mark weights `#ttcore.argument_type<parameter>` and buffers `<constant>`; anything
+    else (unmarked, `<input>`) may change every step."""
+    arg_attrs = _arg_attrs(func_op, index)
+    if arg_attrs is None or "ttcore.argument_type" not in arg_attrs:
+        return False
+    return str(arg_attrs["ttcore.argument_type"]) in LOADED_ONCE
 
 
 def _attr_text(attr: ir.Attribute) -> str:
@@ -551,6 +565,7 @@ def _graph_of(func_op, model_name: str, ref: str) -> Graph:
         given = checked(_arg_name(func_op, index, arg), "argument", arg.location)
         name = namer.name(given, "arg")[0] if given is not None else namer.name(f"arg{index}", "arg")[0]
         tensors[name] = _tensor_of(name, arg.type, ref, arg.location)
+        tensors[name].is_parameter = _loaded_once(func_op, index)
         value_names[arg] = name
         inputs.append(name)
 

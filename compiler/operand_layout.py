@@ -15,7 +15,7 @@ from dataclasses import replace
 from . import opset
 from .ir import Graph, Layout, Op, Tensor
 from .target import Target
-from .tiles import shard_bytes
+from .tiles import same_bytes, shard_bytes
 
 _STREAMING = (*opset.ELTWISE_CLASSES, opset.NORM, opset.REDUCE, opset.POOL)
 
@@ -27,6 +27,8 @@ def required_layout(target: Target, graph: Graph, op: Op, tensor: Tensor) -> Lay
     cls = opset.op_class(op.kind).kind_class
     if cls in (opset.CONSTANT, opset.OPAQUE):
         return have
+    if op.kind == "reshape" and op.outputs and same_bytes(tensor, graph.tensors[op.outputs[0]]):
+        return have  # a view: read where it is
     if have.layout == "row_major" and cls != opset.DATA_MOVEMENT:
         need = replace(need, layout="tile")
     if need.layout == "tile" and cls != opset.DATA_MOVEMENT and op.outputs:

@@ -16,9 +16,8 @@ from .ir import Graph, Op
 
 MAX_FLOPS = 2**63 - 1  # what a run stores per op (a 64-bit integer column)
 
-MATMUL, CONV, ELTWISE_UNARY, ELTWISE_BINARY, ELTWISE_TERNARY, REDUCE, NORM, POOL, DATA_MOVEMENT, CONSTANT, OPAQUE = (
-    "matmul",
-    "conv",
+MATMUL, CONV, ATTENTION = "matmul", "conv", "attention"
+ELTWISE_UNARY, ELTWISE_BINARY, ELTWISE_TERNARY, REDUCE, NORM, POOL, DATA_MOVEMENT, CONSTANT, OPAQUE = (
     "eltwise_unary",
     "eltwise_binary",
     "eltwise_ternary",
@@ -49,6 +48,8 @@ def _kinds(kind_class: str, engine: str, flops: float, *names: str) -> dict[str,
 KINDS: dict[str, OpClass] = {
     **_kinds(MATMUL, "matrix", 0, "matmul"),
     **_kinds(CONV, "matrix", 0, "conv2d"),
+    # softmax(Q K^T * scale + mask) V in one kernel; the softmax's vector work per score
+    **_kinds(ATTENTION, "matrix", 5, "scaled_dot_product_attention", "scaled_dot_product_attention_decode"),
     **_kinds(
         ELTWISE_BINARY,
         "vector",
@@ -138,6 +139,9 @@ KINDS: dict[str, OpClass] = {
     **_kinds(CONSTANT, "none", 0, "constant"),
 }
 
+# Ops that write state outside the graph's values (a KV cache): never folded, never hoisted to load time
+STATEFUL = frozenset({"fill_cache", "update_cache", "scatter"})
+
 # Source op names that are the same kind under another spelling (dialect prefix removed).
 ALIASES: dict[str, str] = {
     "dot_general": "matmul",
@@ -218,6 +222,19 @@ def op_class(kind: str) -> OpClass:
     return KINDS.get(kind, OpClass(OPAQUE, "data"))
 
 
+def attention_dims(graph: Graph, op: Op) -> tuple[int, int, int, int, int]:
+    """(batch x query heads, batch x KV heads, query positions, key positions, head dim) of an
+    attention op, as fuse-attention recorded them (its operands may hold the heads side by side)."""
+    a = op.attrs
+    try:
+        batch, heads, kv_heads = int(a["batch"]), int(a["heads"]), int(a["kv_heads"])
+        return batch * heads, batch * kv_heads, int(a["q_len"]), int(a["kv_len"]), int(a["head_dim"])
+    except (KeyError, ValueError):
+        raise ModelLoadError(
+            f"op {op.name}: {op.kind} needs integer batch, heads, kv_heads, q_len, kv_len and head_dim attributes"
+        ) from None
+
+
 def gemm_dims(graph: Graph, op: Op) -> tuple[int, int, int]:
     """(rows, K, cols) of the GEMM a matmul or convolution performs; batch dims fold into rows.
 
@@ -266,6 +283,10 @@ def _flops(graph: Graph, op: Op) -> int:
     if cls.kind_class in MATRIX_CLASSES and len(op.inputs) >= 2:
         rows, k, cols = gemm_dims(graph, op)
         return 2 * rows * k * cols + int(out.numel * fused)
+    if cls.kind_class == ATTENTION and len(op.inputs) >= 3:
+        heads, _, sq, sk, d = attention_dims(graph, op)
+        scores = heads * sq * sk
+        return 2 * 2 * scores * d + int(scores * cls.flops_per_element)  # Q K^T and P V, softmax
     if cls.kind_class in (REDUCE, POOL):
         return int(graph.tensors[op.inputs[0]].numel * cls.flops_per_element) if op.inputs else 0
     return int(math.ceil(out.numel * (cls.flops_per_element + fused)))

@@ -1,7 +1,11 @@
 """The compiler: a short list of named stages, each producing one inspectable level.
 
 input  --normalize-->       graph    one op vocabulary, whatever the source dialect
-       --canonicalize-->             no-op reshapes/converts dropped, constants folded
+       --canonicalize-->             no-op reshapes/casts dropped, chains of them shortened, constants folded
+       --fold-broadcasts-->          broadcasts into element-wise ops left to the ops (implicit broadcast)
+       --fold-transposes-->          transposes into matmuls become how the matmul reads (transpose_a/b)
+       --fuse-attention-->           attention written op by op becomes scaled_dot_product_attention
+       --const-eval-->               work on weights and constants only marked load-time (runs once)
        --fuse-eltwise-->             bias adds and activations fused into their producers
        --assign-layouts-->  layout   every tensor placed (memory, sharding, grid, dtype)
        --insert-to-layout-->         conversions where a consumer needs another layout
@@ -23,6 +27,10 @@ from .override import OpOverride, OverrideOutcome
 from .passes.layout import AssignLayouts
 from .policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
 from .passes.canonicalize import Canonicalize
+from .passes.const_eval import ConstEval
+from .passes.fold_broadcasts import FoldBroadcasts
+from .passes.fold_transposes import FoldTransposes
+from .passes.fuse_attention import FuseAttention
 from .passes.fuse_eltwise import FuseEltwise
 from .passes.insert_to_layout import InsertToLayout
 from .passes.normalize import Normalize
@@ -81,7 +89,18 @@ def stages(
     """Each level and the passes that produce it, in order. `known_kernels`: kernels split before
     (SplitKernels reuses them for ops that have not changed)."""
     return [
-        ("graph", [Normalize(), Canonicalize(), FuseEltwise(target)]),
+        (
+            "graph",
+            [
+                Normalize(),
+                Canonicalize(),
+                FoldBroadcasts(),
+                FoldTransposes(),
+                FuseAttention(),
+                ConstEval(),
+                FuseEltwise(target),
+            ],
+        ),
         (
             "layout",
             [AssignLayouts(target, tuple(overrides), policy, l1_usage_cap), InsertToLayout(target), PlanMemory(target)],

@@ -105,10 +105,17 @@ class SimResult:
     zones: ZoneTable = field(default_factory=ZoneTable)
     counters: CounterTable = field(default_factory=CounterTable)
     costs: KernelCosts | None = field(default=None, repr=False, compare=False)
+    # ops the compiler hoisted into load-time evaluation (const-eval): run once when the model is
+    # loaded, before the first step, on a clock of their own; neither in `ops` nor in `total_ns`
+    load_ops: list[OpTiming] = field(default_factory=list)
 
     @property
     def device_ns(self) -> float:
         return sum(o.duration_ns for o in self.ops)
+
+    @property
+    def load_ns(self) -> float:
+        return self.load_ops[-1].end_ns if self.load_ops else 0.0
 
 
 @dataclass
@@ -153,6 +160,11 @@ class Simulator:
         for op in kernel_graph.ops:
             kernel: Kernel | None = op.meta.get("kernel")
             if kernel is None:  # constants: no launch, no time
+                continue
+            if op.attrs.get("const_eval"):  # once, at load: on the load clock, not in the step
+                timing, _ = self._cost(kernel_graph, op, kernel, result.costs.by_kernel)
+                timing.start_ns = result.load_ns
+                result.load_ops.append(timing)
                 continue
             host_issued += self.dispatch_ns
             start = max(device_free, host_issued)

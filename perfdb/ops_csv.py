@@ -18,6 +18,7 @@ import math
 import re
 import reprlib
 from collections.abc import Mapping
+from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
@@ -169,10 +170,13 @@ def import_csv(
     """Store a measured ops perf report as a run of `base_run_id`'s model; returns (run id, problems).
 
     Rows follow the measured order; each op starts where the one before ended plus its OP TO OP
-    LATENCY. An op measured twice keeps both records (diff sums them). Rows without a duration, or
-    naming an op the base run lacks, are listed in the problems and skipped."""
+    LATENCY. An op measured twice keeps both records (diff sums them). A row of an op the base run
+    does once per model load (const-eval) is measured load-time work: it goes to the measured run's
+    load ops, not its step. Rows without a duration, or naming an op the base run lacks, are listed
+    in the problems and skipped."""
     base = queries.get_run(session, base_run_id)
     simulated = {op.name: op for op in queries.op_records(session, base_run_id, tensors=True)}
+    loaded = {op.name: op for op in queries.load_ops(base)}
     # the base run's L1 samples, by the start of the op they were taken at
     l1_at: dict[float, list[tuple[str, float]]] = {}
     for sample in queries.counters(session, base_run_id, "l1_bytes"):
@@ -180,10 +184,12 @@ def import_csv(
     shared = [n.removesuffix(_BANDWIDTH) for n in queries.counter_names(session, base_run_id) if n.endswith(_BANDWIDTH)]
     session.commit()  # end the reading transaction: the run and its import record are written in one
     try:
-        ops, zones, counters, problems, rows, clock = _read(text, source, base_run_id, simulated, l1_at, shared)
+        ops, load, zones, counters, problems, rows, clock = _read(
+            text, source, base_run_id, simulated, loaded, l1_at, shared
+        )
     except csv.Error as err:  # a field over csv's limit, a stray carriage return in a field
         raise CsvImportError(f"{source}: not a CSV ops report: {err}") from None
-    if not ops:
+    if not ops and not load:
         raise CsvImportError(
             f"{source}: no row matched an op of run {base_run_id}" + (f" ({problems[0]})" if problems else "")
         )
@@ -207,10 +213,13 @@ def import_csv(
         label=label or f"measured: {source}",
         parent_id=base.id,
         kind="measured",
+        load_ops=load,
+        load_ns=sum(op.duration_ns for op in load),
     )
+    matched = len(ops) + len(load)
     with session.begin():
         run_id = add_run(session, measured)
-        session.add(MeasuredImport(run_id=run_id, source=source, rows=rows, matched=len(ops), problems=problems))
+        session.add(MeasuredImport(run_id=run_id, source=source, rows=rows, matched=matched, problems=problems))
     return run_id, problems
 
 
@@ -240,13 +249,13 @@ def _ns(row: dict, column: str, default: str = "") -> float | None:
     return value if 0 <= value <= MAX_NS else None  # NaN is in no range
 
 
-def _read(text: str, source: str, base_run_id: int, simulated: dict, l1_at: dict, shared: list[str]):
-    """(ops, zones, counters, problems, rows, total ns) of the report `text`."""
+def _read(text: str, source: str, base_run_id: int, simulated: dict, loaded: dict, l1_at: dict, shared: list[str]):
+    """(ops, load ops, zones, counters, problems, rows, total ns of the step) of the report `text`."""
     # newline="": csv itself tells line ends (CR, LF, CRLF) from line breaks inside quoted fields
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff"), newline=""))
     _header(reader, source)
     problems: list[str] = []
-    ops, zones, counters = [], [], []
+    ops, load, zones, counters = [], [], [], []
     clock = 0.0
     rows = 0
     for line, raw in enumerate(reader, start=2):
@@ -259,7 +268,7 @@ def _read(text: str, source: str, base_run_id: int, simulated: dict, l1_at: dict
         if not name:
             problems.append(f"{where}: no LOC or OP NAME")
             continue
-        if name not in simulated:
+        if name not in simulated and name not in loaded:
             problems.append(f"{where}: op {_SHOWN.repr(name)} is not in run {base_run_id}")
             continue
         duration, gap = _ns(row, DURATION), _ns(row, LATENCY, "0")
@@ -275,6 +284,9 @@ def _read(text: str, source: str, base_run_id: int, simulated: dict, l1_at: dict
             problems.append(
                 f"{where}: {name}: CORE COUNT {_SHOWN.repr(cores)} is not a number of cores (1 to {MAX_CORES:,})"
             )
+            continue
+        if name not in simulated:  # run once when the model is loaded: not on the step's clock
+            load.append(replace(loaded[name], duration_ns=duration, bound="measured"))
             continue
         sim = simulated[name]
         start = clock + gap
@@ -313,4 +325,4 @@ def _read(text: str, source: str, base_run_id: int, simulated: dict, l1_at: dict
                     (path, path + _BANDWIDTH, start + duration, 0.0),
                 ]
         clock = start + duration
-    return ops, zones, counters, problems, rows, clock
+    return ops, load, zones, counters, problems, rows, clock

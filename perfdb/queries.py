@@ -9,9 +9,10 @@ from typing import NamedTuple
 import numpy as np
 
 from sqlalchemy import Row, Text, cast, func, select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session, selectinload, undefer
 
 from . import blocks, lod
+from .records import LoadOp
 from .schema import Model, OpRecord, Run, TimelineBlock
 
 
@@ -40,10 +41,17 @@ def get_run(session: Session, run_id: int) -> Run:
     """The run with its model's source text, enough to re-compile it once the session is closed."""
     if not 0 < run_id <= MAX_ID:
         raise RunNotFound(run_id)
-    run = session.get(Run, run_id, options=[selectinload(Run.model).undefer(Model.source_text)])
+    run = session.get(Run, run_id, options=[selectinload(Run.model).undefer(Model.source_text), undefer(Run.load_ops)])
     if run is None:
         raise RunNotFound(run_id)
+    run.load_ops  # noqa: B018  # read now, should the run have been in the session without them
     return run
+
+
+def load_ops(run: Run) -> list[LoadOp]:
+    """The ops a run (as get_run reads it) evaluated once when its model was loaded, in the order
+    they ran; none for runs stored before load-time work was kept."""
+    return [LoadOp.of(op) for op in run.load_ops]
 
 
 def target_description(session: Session, target_ref: str) -> str | None:
@@ -317,12 +325,14 @@ def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
     - `settings`: the run settings that differ, [{setting, a, b}] of RUN_SETTINGS as strings: a
       layout policy places tensors before any override, and dispatch moves the total, not the ops.
     - `total_delta_ns`: b's total time minus a's, split into `device_delta_ns` (Run.device_ns: the
-      ops' device time, i.e. the per-op deltas plus inserted minus removed ops) and
-      `host_delta_ns` (the rest of the total: the device idle, mostly waiting for the host to
-      issue ops).
+      ops' device time, i.e. the per-op deltas plus inserted minus removed ops, minus the ops moved
+      to load time plus those moved into the step) and `host_delta_ns` (the rest of the total: the
+      device idle, mostly waiting for the host to issue ops).
       On a host-dispatch-bound run an op that gets faster mostly turns into idle time, so the
       total moves far less than the ops.
-    - `times`: {a, b} -> {total_ns, device_ns, host_ns} of each run.
+    - `load_delta_ns`: b's load time minus a's: the work done once per model load (the compiler's
+      const-eval), which is not in the total.
+    - `times`: {a, b} -> {total_ns, device_ns, host_ns, load_ns, load_ops (how many)} of each run.
     - `ops`: the ops of both runs, [{name, a_ns, b_ns, delta_ns, ratio (b/a, None when a took no
       time), changes}], by |delta_ns| descending. `changes` lists what the op records say changed,
       [{param, a, b, operand, result}]: `param` is one of TENSOR_PARAMS of a tensor (`operand` N:
@@ -332,6 +342,9 @@ def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
       op, then the inputs. A parameter that one run did not record is not compared.
     - `removed`, `inserted`: the ops only in a, only in b (a `to_layout` an override inserted),
       [{name, kind, ns}] in execution order.
+    - `moved_to_load`: the ops in a's step that b evaluates once at load time instead, and
+      `moved_into_step` the reverse, [{name, kind, step_ns, load_ns}] in the order of the run that
+      has them in its step; they are neither removed nor inserted.
     - `overrides`: {a, b} -> the override items only that run was compiled with, in its order.
     - `top_regressions`, `top_improvements`: the names of the TOP ops that got slower, faster.
 
@@ -356,13 +369,21 @@ def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
     slower = sorted((op for op in ops if op["delta_ns"] > 0), key=lambda op: (-op["delta_ns"], op["name"]))
     faster = sorted((op for op in ops if op["delta_ns"] < 0), key=lambda op: (op["delta_ns"], op["name"]))
     times = {
-        side: {"total_ns": run.total_ns, "device_ns": run.device_ns, "host_ns": run.total_ns - run.device_ns}
+        side: {
+            "total_ns": run.total_ns,
+            "device_ns": run.device_ns,
+            "host_ns": run.total_ns - run.device_ns,
+            "load_ns": run.load_ns,
+            "load_ops": len(run.load_ops),
+        }
         for side, run in (("a", runs[a_id]), ("b", runs[b_id]))
     }
     overrides = {run_id: set(runs[run_id].overrides) for run_id in (a_id, b_id)}
     deltas = {
-        f"{what}_delta_ns": times["b"][f"{what}_ns"] - times["a"][f"{what}_ns"] for what in ("total", "device", "host")
+        f"{what}_delta_ns": times["b"][f"{what}_ns"] - times["a"][f"{what}_ns"]
+        for what in ("total", "device", "host", "load")
     }
+    load_a, load_b = _load_by_name(runs[a_id]), _load_by_name(runs[b_id])
     return {
         "a": a_id,
         "b": b_id,
@@ -375,8 +396,20 @@ def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
         **deltas,
         "times": times,
         "ops": ops,
-        "removed": [{"name": n, "kind": op.kind, "ns": op.ns} for n, op in a.items() if n not in b],
-        "inserted": [{"name": n, "kind": op.kind, "ns": op.ns} for n, op in b.items() if n not in a],
+        "removed": [{"name": n, "kind": op.kind, "ns": op.ns} for n, op in a.items() if n not in b and n not in load_b],
+        "inserted": [
+            {"name": n, "kind": op.kind, "ns": op.ns} for n, op in b.items() if n not in a and n not in load_a
+        ],
+        "moved_to_load": [
+            {"name": n, "kind": op.kind, "step_ns": op.ns, "load_ns": load_b[n]}
+            for n, op in a.items()
+            if n not in b and n in load_b
+        ],
+        "moved_into_step": [
+            {"name": n, "kind": op.kind, "step_ns": op.ns, "load_ns": load_a[n]}
+            for n, op in b.items()
+            if n not in a and n in load_a
+        ],
         "overrides": {
             "a": [item for item in runs[a_id].overrides if item not in overrides[b_id]],
             "b": [item for item in runs[b_id].overrides if item not in overrides[a_id]],
@@ -408,6 +441,14 @@ def _warnings(a: Run, b: Run) -> list[str]:
             f"(description sha256 {a.target.description_hash[:12]} vs {b.target.description_hash[:12]})"
         )
     return warnings
+
+
+def _load_by_name(run: Run) -> dict[str, float]:
+    """name -> load time of a run's load ops, summed should a name occur twice."""
+    found: dict[str, float] = {}
+    for op in run.load_ops:
+        found[op["name"]] = found.get(op["name"], 0.0) + op["duration_ns"]
+    return found
 
 
 _Key = tuple[int | None, int | None, str]  # a parameter of an op's input (operand), output (result) or its own

@@ -1,4 +1,5 @@
-"""What save_run stores: a run, its op records and its timeline (zones and counter samples) as columns.
+"""What save_run stores: a run, its op records, its timeline (zones and counter samples) as columns,
+and the ops it runs once per model load.
 
 perfdb declares these types and every writer builds them: the app from the simulator's results,
 ops_csv from a measured report. Timelines are columns because a simulated run holds hundreds of
@@ -40,6 +41,30 @@ class NewOp:
 
 
 OP_FIELDS = tuple(f.name for f in fields(NewOp))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoadOp:
+    """An op evaluated once when the model is loaded (the compiler's const-eval: a weight's
+    transpose, reshape, typecast or broadcast), as a run keeps it: on a clock of its own, so
+    without a start, and with no zones."""
+
+    name: str
+    kind: str
+    duration_ns: float
+    bytes: dict[str, float]  # by path: dram, lls, l1, noc, mcast
+    bound: str
+    memory: str  # where the op's output lives
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def of(cls, op) -> LoadOp:
+        """The load op of anything with its fields: the simulator's OpTiming, or a stored dict."""
+        if isinstance(op, dict):
+            return cls(**{f.name: op[f.name] for f in fields(cls)})
+        return cls(**{f.name: getattr(op, f.name) for f in fields(cls)})
 
 
 def _columns(record, integers: Sequence[str], floats: Sequence[str]) -> None:
@@ -140,3 +165,6 @@ class NewRun:
     label: str = ""
     parent_id: int | None = None
     kind: str = "simulated"  # or measured (an imported ops perf report)
+    # the ops run once per model load, in the order they ran, and their total: neither is in total_ns
+    load_ops: Sequence[LoadOp] = ()
+    load_ns: float = 0.0

@@ -107,6 +107,11 @@ class Run(Base):
     tracks: Mapped[list] = mapped_column(JSON, default=list, server_default="[]")  # timeline tracks, in order
     model_id: Mapped[int] = mapped_column(ForeignKey("models.id"), index=True)
     target_id: Mapped[int] = mapped_column(ForeignKey("targets.id"), index=True)
+    # the ops the compiler hoisted into load-time evaluation (const-eval), run once per model load
+    # and not in total_ns: [{name, kind, duration_ns, bytes (by path), bound, memory}] in the
+    # order they ran (perfdb.records.LoadOp); deferred: the run lists never show them
+    load_ops: Mapped[list] = mapped_column(JSON, default=list, server_default="[]", deferred=True)
+    load_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")  # their total
 
     model: Mapped[Model] = relationship(lazy="selectin")
     target: Mapped[Target] = relationship(lazy="selectin")

@@ -1,10 +1,11 @@
-"""Write a run with its per-op records, zones (in blocks) and counters in one transaction; its
-model and target are stored once and shared by every run of them."""
+"""Write a run with its per-op records, zones (in blocks), counters and load-time ops in one
+transaction; its model and target are stored once and shared by every run of them."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -57,6 +58,8 @@ def add_run(session: Session, new: NewRun) -> int:
         device_ns=new.device_ns,
         kind=new.kind,
         tracks=list(new.zones.tracks),
+        load_ops=[op.as_dict() for op in new.load_ops],
+        load_ns=new.load_ns,
     )
     session.add(run)
     session.flush()
@@ -89,6 +92,17 @@ def check_storable(new: NewRun) -> None:
         for column in _TEXT_FIELDS:
             if "\0" in (getattr(op, column) or ""):
                 raise DatabaseError(f"cannot store the run: op {op.name[:80]!r} has a NUL character in its {column}")
+    for op in new.load_ops:
+        for column in ("name", "kind", "bound", "memory"):
+            if "\0" in getattr(op, column):
+                raise DatabaseError(
+                    f"cannot store the run: load op {op.name[:80]!r} has a NUL character in its {column}"
+                )
+        # load ops are JSON, and JSON has no NaN or infinity (PostgreSQL refuses Python's spelling)
+        if not all(math.isfinite(v) for v in (op.duration_ns, *op.bytes.values())):
+            raise DatabaseError(f"cannot store the run: load op {op.name[:80]!r} has a time or byte count not finite")
+    if not math.isfinite(new.load_ns):
+        raise DatabaseError(f"cannot store the run: its load time is {new.load_ns}")
 
 
 def _row_id(session: Session, table: type[Model] | type[Target], **row) -> int:

@@ -7,7 +7,17 @@ import sys
 
 from perfdb.engine import open_db, session_factory
 
-from ..workbench.diff import SHOWN, changes_text, compare, more, settings_text, time_split
+from ..workbench.diff import (
+    SHOWN,
+    changes_text,
+    compare,
+    load_times_text,
+    more,
+    moved_sections,
+    moved_text,
+    settings_text,
+    time_split,
+)
 
 
 def main(a: int, b: int, db: str | None, as_json: bool) -> int:
@@ -31,20 +41,22 @@ def main(a: int, b: int, db: str | None, as_json: bool) -> int:
         print(line.rstrip())
     for key, side in (("removed", "a"), ("inserted", "b")):
         ops = found[key]
-        if ops:
-            total = sum(op["ns"] for op in ops) / 1e3
-            print(f"{key} (only in run {found[side]}): {len(ops)} op{'s' * (len(ops) != 1)}, {total:.2f} us")
-            shown = max(len(op["name"]) for op in ops[:SHOWN])
-            for op in ops[:SHOWN]:
-                print(f"  {op['name']:<{shown}}  {op['kind']:<12} {op['ns'] / 1e3:>10.2f} us")
-            for line in more(len(ops) - SHOWN):
-                print(f"  {line}")
+        total = sum(op["ns"] for op in ops) / 1e3
+        _print_ops(
+            f"{key} (only in run {found[side]})", ops, f"{total:.2f} us", lambda op: f"{op['ns'] / 1e3:>10.2f} us"
+        )
+    for title, ops in moved_sections(found):
+        total = sum(op["step_ns"] for op in ops) / 1e3
+        _print_ops(title, ops, f"{total:.2f} us per step", moved_text)
     if found["settings"]:
         print(f"settings: {settings_text(found['settings'])}")
     for side in ("a", "b"):
         items = found["overrides"][side]
         if items:
             print(f"overrides only in run {found[side]}: {', '.join(items[:SHOWN] + more(len(items) - SHOWN))}")
+    load = load_times_text(found)
+    if load:
+        print(load)
     times = found["times"]
     print(
         f"total delta {found['total_delta_ns'] / 1e3:+z.2f} us "
@@ -52,3 +64,15 @@ def main(a: int, b: int, db: str | None, as_json: bool) -> int:
     )
     print(time_split(found))
     return 0
+
+
+def _print_ops(title: str, ops: list[dict], total: str, describe) -> None:
+    """A heading with the ops' count and total, then the first SHOWN ops, the rest counted."""
+    if not ops:
+        return
+    print(f"{title}: {len(ops)} op{'s' * (len(ops) != 1)}, {total}")
+    shown = max(len(op["name"]) for op in ops[:SHOWN])
+    for op in ops[:SHOWN]:
+        print(f"  {op['name']:<{shown}}  {op['kind']:<12} {describe(op)}")
+    for line in more(len(ops) - SHOWN):
+        print(f"  {line}")

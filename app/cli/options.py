@@ -18,7 +18,7 @@ from ..workbench.runs import DEFAULT_TARGET
 EXAMPLE_MODEL = "zoo:mlp"
 MODEL_HELP = (
     "an .mlir file (file.mlir#func picks a function), a shipped example (classifier.mlir) or a zoo model: "
-    "zoo:mlp, zoo:bert-base, zoo:llama-3.2-1b[?mode=decode], zoo:resnet50, zoo:matmul:MxKxN "
+    "zoo:mlp, zoo:bert-{base,large}, zoo:llama-{3.2-1b,3.2-3b,3.1-8b}[?mode=decode], zoo:resnet50, zoo:matmul:MxKxN "
     "(parameters by query string, e.g. zoo:bert-base?layers=2&seq=128)"
 )
 

@@ -1,16 +1,21 @@
-"""`tilescope stats RUN`: where a run's device time goes, per op name or per op kind."""
+"""`tilescope stats RUN`: where a run's device time goes, per op name or per op kind, and under it
+the work done once per model load, which the per-step shares leave out."""
 
 from __future__ import annotations
 
 import json
 
 from perfdb.engine import open_db, session_factory
-from perfdb.queries import op_statistics
+from perfdb.queries import get_run, load_ops, op_statistics
+
+from ..workbench.load_time import kinds_text, load_line
 
 
 def main(run_id: int, by: str, db: str | None, as_json: bool) -> int:
     with session_factory(open_db(db))() as session:
         rows = op_statistics(session, run_id, by)
+        run = get_run(session, run_id)
+        load, load_ns = load_ops(run), run.load_ns
     if as_json:
         print(json.dumps(rows, indent=1))
         return 0
@@ -25,4 +30,6 @@ def main(run_id: int, by: str, db: str | None, as_json: bool) -> int:
             f"{row['min_ns'] / 1e3:>9.2f} {row['median_ns'] / 1e3:>10.2f} {row['p90_ns'] / 1e3:>9.2f} "
             f"{row['max_ns'] / 1e3:>9.2f} {row['pct_of_run']:>6.1f}"
         )
+    if load:
+        print(f"{load_line(len(load), load_ns)}, not in % run: {kinds_text(load)}")
     return 0

@@ -10,6 +10,8 @@ from overrides import format_item, format_value, parse_item
 from perfdb.queries import diff_runs, get_run
 from perfdb.schema import Run
 
+from .load_time import LOAD_TIME, duration_text, ops_text
+
 # Kernel parameters op records do not keep: what override items asked for is all there is to
 # compare, and an op without one ran with the compiler's choice, shown as DEFAULT.
 KERNEL_PARAMS = ("block", "subblock", "double_buffer")
@@ -90,12 +92,40 @@ def time_split(found: dict) -> str:
     """Why the total delta can differ from the sum of the per-op deltas: the device's share and the
     host's. When the host issues ops slower than the device runs them, the device waits on it, so
     op time gained or lost turns into idle time and the total barely moves; each op more or fewer
-    is one launch more or fewer for the host."""
+    is one launch more or fewer for the host, an op moved to load time too."""
     device, host = found["device_delta_ns"], found["host_delta_ns"]
     split = f"device {device / 1e3:+z.2f} us, host/idle {host / 1e3:+z.2f} us"
-    added = len(found["inserted"]) - len(found["removed"])
+    added = len(found["inserted"]) - len(found["removed"]) + len(found["moved_into_step"]) - len(found["moved_to_load"])
     why = [f"{abs(added)} {'more' if added > 0 else 'fewer'} op{'s' * (abs(added) != 1)} to issue"] if added else []
     if device * host < 0 and abs(host) >= abs(device) / 2:
         why.append("the device waits on the host to issue ops, so op time turns into idle time")
         split = f"host dispatch bound: {split}"
     return split + (f" ({'; '.join(why)})" if why else "")
+
+
+def load_times_text(found: dict) -> str | None:
+    """`load time (const-eval, once per model load): 0 ops, 0 ns -> 24 ops, 1.23 ms (+1.23 ms)`,
+    when either run does work once per model load; else None."""
+    a, b = found["times"]["a"], found["times"]["b"]
+    if not (a["load_ops"] or b["load_ops"]):
+        return None
+    delta = found["load_delta_ns"]
+    sign = "-" if delta < 0 else "+"
+    return (
+        f"{LOAD_TIME}: {ops_text(a['load_ops'], a['load_ns'])} -> {ops_text(b['load_ops'], b['load_ns'])} "
+        f"({sign}{duration_text(abs(delta))})"
+    )
+
+
+def moved_sections(found: dict) -> list[tuple[str, list[dict]]]:
+    """(title, ops) of the ops one run does in every step and the other once per model load."""
+    sections = [
+        (f"moved to load time in run {found['b']} (per step in run {found['a']})", found["moved_to_load"]),
+        (f"moved into the step in run {found['b']} (load time in run {found['a']})", found["moved_into_step"]),
+    ]
+    return [(title, ops) for title, ops in sections if ops]
+
+
+def moved_text(op: dict) -> str:
+    """`0.50 us per step, 420 ns at load`"""
+    return f"{op['step_ns'] / 1e3:,.2f} us per step, {duration_text(op['load_ns'])} at load"

@@ -1,5 +1,6 @@
-"""One stored run as every panel shows it, read once: its settings and totals, and its
-compilation at every level. A stored run never changes, so a view of it is kept."""
+"""One stored run as every panel shows it, read once: its settings, its totals per step and its
+work once per model load, and its compilation at every level. A stored run never changes, so a
+view of it is kept."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from dataclasses import dataclass
 
 from compiler.override import OpOverride
 from compiler.pipeline import Compilation
+from perfdb.queries import load_ops
+from perfdb.records import LoadOp
 from perfdb.schema import Run
 
 from .runs import target_of
@@ -30,6 +33,10 @@ class RunView:
     device_ns: float
     tracks: tuple[str, ...]  # the timeline's rows, in order
     compilation: Compilation
+    # what is evaluated once when the model is loaded (const-eval), not in each step: its ops, in
+    # the order they ran, and their total; not in total_ns, and not on the timeline
+    load_ops: tuple[LoadOp, ...] = ()
+    load_ns: float = 0.0
 
     @classmethod
     def of(cls, run: Run, overrides: tuple[OpOverride, ...], compilation: Compilation) -> RunView:
@@ -50,4 +57,6 @@ class RunView:
             device_ns=run.device_ns,
             tracks=tuple(run.tracks),
             compilation=compilation,
+            load_ops=tuple(load_ops(run)),
+            load_ns=run.load_ns,
         )

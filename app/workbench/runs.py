@@ -19,7 +19,7 @@ from compiler.simulator import KernelCosts, SimResult, simulate
 from compiler.target import Target, load_target, target_text
 from overrides import check_op_names, format_item
 from perfdb.schema import Run
-from perfdb.records import CounterColumns, NewOp, NewRun, ZoneColumns
+from perfdb.records import CounterColumns, LoadOp, NewOp, NewRun, ZoneColumns
 from perfdb.store import save_run
 
 from .kept import Kept
@@ -202,6 +202,8 @@ def new_run(
         counters=CounterColumns(c.track_names(), c.name_list(), c.track, c.name, c.t, c.value),
         dispatch=sim.dispatch,
         override_outcomes=[o.as_dict() for o in compilation.override_outcomes],
+        load_ops=[LoadOp.of(o) for o in sim.load_ops],
+        load_ns=sim.load_ns,
         **run,
     )
 

@@ -2,6 +2,8 @@
 
     %1 = reshape(%0) : 1x512 -> 1x512        dropped, readers of %1 read %0
     %2 = broadcast(constant) -> 8x512         becomes a constant (computed at compile time)
+    %3 = reshape(reshape(%0))                 one reshape of %0 (dropped if it gives %0's shape)
+    %4 = typecast(typecast(%0 : bf16) : f32) : bf16    %0: a widening cast and back loses nothing
 
 Removed ops are listed in `graph.meta["canonicalized"]` as (op, reason), so views can say where an
 op of the input went.
@@ -13,11 +15,42 @@ from dataclasses import dataclass
 
 from .. import attrs, opset
 from ..ir import Graph, Op
+from ..rewrite import drop_unread
 
 # Ops whose output equals their input when shapes and dtypes match.
 _IDENTITY_WHEN_SAME_TYPE = {"reshape", "broadcast", "typecast", "slice", "to_layout", "repeat"}
-# Ops that change state or inputs outside the graph's values; never folded.
-_NEVER_FOLD = {"fill_cache", "update_cache", "scatter"}
+# (from, to) casts that keep every value, so casting back restores the original exactly
+WIDENING = {
+    ("bf16", "f32"),
+    ("f16", "f32"),
+    ("bfp8", "bf16"),
+    ("bfp8", "f32"),
+    ("bfp4", "bf16"),
+    ("bfp4", "f32"),
+    ("i8", "i16"),
+    ("i8", "i32"),
+    ("i16", "i32"),
+    ("ui8", "i16"),
+    ("ui8", "i32"),
+    ("ui8", "ui32"),
+    ("i32", "i64"),
+    ("ui32", "i64"),
+    ("i1", "i32"),
+}
+
+
+def _skip_chain(graph: Graph, op: Op, producer: dict[str, Op]) -> Op | None:
+    """The inner op `op` can read past: a reshape of a reshape, or a cast of a widening cast.
+    None when there is none."""
+    inner = producer.get(op.inputs[0]) if op.inputs else None
+    if inner is None or inner.kind != op.kind or len(inner.inputs) != 1 or len(op.inputs) != 1:
+        return None
+    if op.kind == "reshape":
+        return inner
+    if op.kind == "typecast":
+        source, middle = graph.tensors[inner.inputs[0]].dtype, graph.tensors[inner.outputs[0]].dtype
+        return inner if (source, middle) in WIDENING else None
+    return None
 
 
 def _is_identity(graph: Graph, op: Op) -> bool:
@@ -45,7 +78,15 @@ class Canonicalize:
         removed: list[tuple[str, str]] = list(graph.meta.get("canonicalized", []))
         kept: list[Op] = []
         constants = {name for name, t in graph.tensors.items() if t.is_constant}
+        producer: dict[str, Op] = {}
+        skipped: list[Op] = []
         for op in graph.ops:
+            inner = _skip_chain(graph, op, producer)
+            if inner is not None:  # read past it; it goes if nothing else reads it
+                op.inputs = [inner.inputs[0]]
+                skipped.append(inner)
+            for t in op.outputs:
+                producer[t] = op
             if _is_identity(graph, op) and op.outputs[0] not in graph.inputs:
                 graph.replace_uses(op.outputs[0], op.inputs[0])
                 graph.tensors.pop(op.outputs[0], None)
@@ -54,7 +95,7 @@ class Canonicalize:
             cls = opset.op_class(op.kind)
             foldable = (
                 cls.kind_class not in (opset.CONSTANT, opset.OPAQUE, *opset.MATRIX_CLASSES)
-                and op.kind not in _NEVER_FOLD
+                and op.kind not in opset.STATEFUL
                 and all(t in constants for t in op.inputs)
             )
             if foldable:
@@ -67,4 +108,5 @@ class Canonicalize:
             kept.append(op)
         graph.ops = kept
         graph.meta["canonicalized"] = removed
+        drop_unread(graph, skipped, "read past by the op after it")
         return graph

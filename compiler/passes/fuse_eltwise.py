@@ -65,6 +65,8 @@ class FuseEltwise:
             host = producer.get(t)
             if host is None or readers.get(t, 0) != 1 or t in graph.outputs or len(host.outputs) != 1:
                 continue
+            if bool(host.attrs.get("const_eval")) != bool(op.attrs.get("const_eval")):
+                continue  # load-time work and step work run apart
             host_cls = opset.op_class(host.kind).kind_class
             if cls == opset.ELTWISE_UNARY and op.kind != "typecast" and fusion.get("activation"):
                 if host_cls in _ACTIVATION_HOSTS:

@@ -32,6 +32,9 @@ class InsertToLayout:
                     continue
                 converted = f"{op.name}.in{i}.to_layout"
                 graph.tensors[converted] = Tensor(converted, tensor.shape, tensor.dtype, need)
+                attrs = {"grid": op.attrs["grid"]}
+                if op.attrs.get("const_eval"):  # converting for load-time work is load-time work
+                    attrs["const_eval"] = True
                 # runs on the consumer's cores; at the graph level it is part of the consumer
                 ops.append(
                     Op(
@@ -39,7 +42,7 @@ class InsertToLayout:
                         "to_layout",
                         [name],
                         [converted],
-                        {"grid": op.attrs["grid"]},
+                        attrs,
                         source=op.source[:1],
                         meta={"operand_of": (op.name, i)},
                     )

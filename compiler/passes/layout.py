@@ -24,7 +24,7 @@ from ..matmul_blocking import matmul_split
 from ..operand_layout import required_layout
 from ..override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome
 from ..target import Target
-from ..policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, GREEDY_L1
+from ..policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, GREEDY_L1, OPTIMIZER
 from ..tiles import ceil_div, shard_bytes, tile_bytes, tile_grid
 
 # Output tiles a matmul sub-block may hold: tt-metal's destination registers take 8 tiles of 16-bit
@@ -32,6 +32,9 @@ from ..tiles import ceil_div, shard_bytes, tile_bytes, tile_grid
 MAX_SUBBLOCK_TILES = 8
 # Block floating-point formats are specific to an engine: another vendor's cannot be converted to.
 BLOCK_FORMATS = ("bfp8", "bfp4", "mxint8", "mxint4", "mxint16")
+# 8-bit block formats weights are stored in under the optimizer policy, per target that has one
+WEIGHT_BLOCK_FORMATS = ("bfp8", "mxint8")
+FLOAT_WEIGHTS = ("f32", "bf16", "f16")
 
 
 def _divisors(n: int) -> str:
@@ -83,8 +86,10 @@ class AssignLayouts:
             op.attrs["grid"] = grid
             for t in op.outputs:
                 graph.tensors[t].layout = replace(graph.tensors[t].layout, grid=grid)
-        if self.policy == GREEDY_L1:
+        if self.policy in (GREEDY_L1, OPTIMIZER):
             self._greedy_l1(graph)
+        if self.policy == OPTIMIZER:
+            self._block_float_weights(graph)
         graph.meta["policy"] = self.policy
         # operand overrides after the output ones: whether an op can read an operand depends on
         # the grid and layout its own output ended up with
@@ -103,7 +108,7 @@ class AssignLayouts:
         for i, op in enumerate(graph.ops):
             if len(op.outputs) == 1 and opset.op_class(op.kind).engine != "none":
                 tensor = graph.tensors[op.outputs[0]]
-                if tensor.name not in graph.outputs and not tensor.is_constant:
+                if tensor.name not in graph.outputs and not (tensor.is_constant or tensor.is_parameter):
                     layout = l1_layout_for(tensor, op.attrs["grid"], core_memory.name, self.target.tile)
                     need = shard_bytes(tensor, layout)
                     if allocator.allocate(int(need), tensor.name) is not None:
@@ -111,6 +116,20 @@ class AssignLayouts:
                         frees.setdefault(last[tensor.name], []).append(tensor.name)
             for name in frees.pop(i, []):
                 allocator.free(name)
+
+    def _block_float_weights(self, graph: Graph) -> None:
+        """Weights a matmul or convolution reads (its B operand, loaded once) stored in the
+        target's 8-bit block floating point, as tt-mlir's experimental-bfp8-weights does: half
+        the bytes of bf16 for a mantissa per element. Targets without one keep their weights."""
+        block = next((d for d in WEIGHT_BLOCK_FORMATS if d in self.target.matrix.flops_per_cycle), None)
+        if block is None:
+            return
+        for op in graph.ops:
+            if opset.op_class(op.kind).kind_class not in opset.MATRIX_CLASSES or len(op.inputs) < 2:
+                continue
+            weight = graph.tensors[op.inputs[1]]
+            if weight.is_parameter and weight.layout.dtype in FLOAT_WEIGHTS:
+                weight.layout = replace(weight.layout, dtype=block)
 
     def _check_tiling(self, graph: Graph, op, ov: OpOverride) -> str:
         """Why a block or sub-block cannot tile this op's work, or '' when it can."""

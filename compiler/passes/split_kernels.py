@@ -22,10 +22,14 @@ from ..ir import Graph, Layout, Op, Tensor
 from ..kernel import MCAST, NOC, CircularBuffer, Compute, CoreWork, Kernel, Transfer
 from ..matmul_blocking import fit_blocks, matmul_split, subblock, unpacked_per_multiply
 from ..target import Target
-from ..tiles import ceil_div, num_tiles, shard_bytes, tile_bytes
+from ..tiles import ceil_div, num_tiles, same_bytes, shard_bytes, tile_bytes
 
 MAX_ELTWISE_BLOCK = 8  # tiles per step of a streaming (eltwise, data movement) kernel
+# query rows and key rows per step of flash attention: tt-transformers' SDPA program configs use
+# chunks of 256 for long prompts (models/tt_transformers/tt/model_config.py, q/k_chunk_size)
+Q_CHUNK_ROWS = K_CHUNK_ROWS = 256
 LOOKUPS = ("embedding", "gather")
+CACHE_WRITES = ("update_cache", "fill_cache")
 
 
 def fidelity_of(op: Op, dtype: str, target: Target) -> str:
@@ -73,10 +77,12 @@ class SplitKernels:
 
     def _split(self, graph: Graph, op: Op) -> Kernel | None:
         cls = opset.op_class(op.kind)
-        if cls.engine == "none":
+        if cls.engine == "none" or _is_view(graph, op):
             return None
         if cls.kind_class in opset.MATRIX_CLASSES and len(op.inputs) >= 2:
             return self._gemm(graph, op)
+        if cls.kind_class == opset.ATTENTION and len(op.inputs) >= 3:
+            return self._attention(graph, op, cls)
         return self._tiled(graph, op, cls)
 
     # --- paths ------------------------------------------------------------------------------
@@ -220,6 +226,83 @@ class SplitKernels:
             extra += self._moves(t, max(1.0, share) * tile_bytes(t.layout.dtype, t.layout.tile), grid)
         return extra
 
+    # --- attention ----------------------------------------------------------------------------
+
+    def _attention(self, graph: Graph, op: Op, cls: opset.OpClass) -> Kernel:
+        """Flash attention, as ttnn's SDPA kernels run it: each unit of work is one user's query
+        head (for prefill, a chunk of its query rows; for decode, the query heads sharing one KV
+        head, in one tile of rows), reading its keys and values once, chunk by chunk, keeping the
+        scores in the core. Units spread evenly over the grid."""
+        grid = op.attrs["grid"]
+        cores = [(r, c) for r in range(grid[0]) for c in range(grid[1])]
+        q, k, v = (graph.tensors[t] for t in op.inputs[:3])
+        mask = graph.tensors[op.inputs[3]] if len(op.inputs) > 3 else None
+        out = graph.tensors[op.outputs[0]]
+        heads, kv_units, sq, sk, d = opset.attention_dims(graph, op)
+        rows, cols = self.target.tile
+        decode = op.kind.endswith("_decode")
+        kt, dt = ceil_div(sk, cols), ceil_div(d, cols)
+        tiles = {
+            name: tile_bytes(t.layout.dtype, t.layout.tile) for name, t in (("q", q), ("k", k), ("v", v), ("o", out))
+        }
+        score_tile = tile_bytes("f32", self.target.tile)
+        budget = self.target.core_memory.capacity_bytes - op.meta.get("l1_live", 0.0)
+
+        def buffers(q_rows: int, chunk: int) -> tuple[CircularBuffer, ...]:
+            return (
+                CircularBuffer("q", q.name, q_rows * dt, q_rows * dt * tiles["q"]),
+                CircularBuffer("k", k.name, 2 * chunk * dt, 2 * chunk * dt * tiles["k"]),
+                CircularBuffer("v", v.name, 2 * chunk * dt, 2 * chunk * dt * tiles["v"]),
+                CircularBuffer("scores", out.name, q_rows * chunk, q_rows * chunk * score_tile),
+                CircularBuffer("out", out.name, q_rows * dt, q_rows * dt * tiles["o"]),
+            )
+
+        # query and key rows per step: the chunks, halved (keys first) until the buffers fit in L1;
+        # for decode the group's query heads are the rows of one tile
+        q_chunk = rows if decode else min(sq, Q_CHUNK_ROWS)
+        k_chunk = min(sk, K_CHUNK_ROWS)
+        while sum(cb.bytes for cb in buffers(ceil_div(q_chunk, rows), ceil_div(k_chunk, rows))) > budget:
+            if k_chunk > rows:
+                k_chunk = max(rows, k_chunk // 2)
+            elif q_chunk > rows:
+                q_chunk = max(rows, q_chunk // 2)
+            else:
+                break  # the smallest steps: check-l1 reports what does not fit
+        q_rows, chunk = ceil_div(q_chunk, rows), ceil_div(k_chunk, rows)
+        units = kv_units if decode else heads * ceil_div(sq, q_chunk)
+        cbs = buffers(q_rows, chunk)
+        fidelity = fidelity_of(op, q.layout.dtype, self.target)
+        compute_dtype = self.target.compute_dtype(q.layout.dtype)
+        counts = _spread(units, cores)
+        multiplies = 2 * q_rows * kt * dt  # Q K^T, then P V, per unit
+        dest = max(1, self.target.pipeline.dest_tiles)
+        work = []
+        for n, members in counts.items():
+            reads = (
+                self._moves(q, n * q_rows * dt * tiles["q"], grid)
+                + self._moves(k, n * kt * dt * tiles["k"], grid)
+                + self._moves(v, n * kt * dt * tiles["v"], grid)
+            )
+            if mask is not None:
+                reads += self._moves(mask, n * q_rows * kt * tile_bytes(mask.layout.dtype, mask.layout.tile), grid)
+            writes = self._moves(out, n * q_rows * dt * tiles["o"], grid)
+            cycles = n * multiplies * self.target.tile_cycles(compute_dtype, fidelity) + self._vector_cycles(
+                n * q_rows * kt, cls.flops_per_element
+            )
+            compute = Compute(
+                "matrix",
+                n * multiplies,
+                cycles,
+                fidelity,
+                compute_dtype,
+                unpack_bytes=n * multiplies * unpacked_per_multiply(tiles["q"], tiles["k"], subblock(q_rows, kt, dest)),
+                # the scores and probabilities go through the core's buffers, then the output
+                pack_bytes=n * (2 * q_rows * kt * tile_bytes("bf16", self.target.tile) + q_rows * dt * tiles["o"]),
+            )
+            steps = n * ceil_div(sk, k_chunk)
+            work.append(CoreWork(tuple(members), reads, compute, writes, steps, cbs, True))
+        return Kernel(grid, tuple(work), "sdpa_decode" if op.kind.endswith("_decode") else "sdpa")
+
     # --- everything else: stream tiles --------------------------------------------------------
 
     def _vector_cycles(self, tiles: int, passes: float, tile: tuple[int, int] | None = None) -> float:
@@ -235,17 +318,17 @@ class SplitKernels:
         cores = [(r, c) for r in range(grid[0]) for c in range(grid[1])]
         ins = [graph.tensors[t] for t in op.inputs]
         outs = [graph.tensors[t] for t in op.outputs]
+        if op.kind in CACHE_WRITES and len(ins) >= 2:
+            # the cache is written in place where the new rows go: as many tiles as they have,
+            # stored in the cache's layout; the rest of the cache is not touched
+            cache, ins = ins[0], ins[1:]
+            outs = [Tensor(cache.name, ins[0].shape, cache.dtype, cache.layout)]
         # A lookup (embedding, gather) reads only the rows it gathers from its table: as many
         # bytes as it writes, not the whole table.
         looked_up = max(ins, key=lambda t: t.numel).name if op.kind in LOOKUPS and ins and outs else None
         sized = [t for t in ins + outs if t.name != looked_up]
         total = max([num_tiles(t.shape, t.layout.tile) for t in sized] + [1])
-        per_core = ceil_div(total, len(cores))
-        counts: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        for i, core in enumerate(cores):
-            n = _clamp(total - i * per_core, per_core)
-            if n:
-                counts[n].append(core)
+        counts = _spread(total, cores)
         passes = cls.flops_per_element + sum(
             opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ())
         )
@@ -298,6 +381,25 @@ class SplitKernels:
                 )
             )
         return Kernel(grid, tuple(work), "eltwise" if engine == "vector" else "data_movement")
+
+
+def _is_view(graph: Graph, op: Op) -> bool:
+    """A reshape that only adds or drops size-1 dims of a tensor laid out the same way: the same
+    bytes under another shape, so no kernel runs (ttnn returns a view)."""
+    if op.kind != "reshape" or len(op.inputs) != 1 or len(op.outputs) != 1:
+        return False
+    return same_bytes(graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]])
+
+
+def _spread(units: int, cores: list[tuple[int, int]]) -> dict[int, list[tuple[int, int]]]:
+    """`units` of work in even shares over the cores in row-major order: share -> the cores with it."""
+    per_core = ceil_div(units, len(cores))
+    counts: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for i, core in enumerate(cores):
+        n = _clamp(units - i * per_core, per_core)
+        if n:
+            counts[n].append(core)
+    return counts
 
 
 def _clamp(remaining: int, block: int) -> int:

@@ -2,43 +2,57 @@
 
 Zoo models go through the same MLIR parser as user files, so the `input` level of a zoo model is
 real MLIR and every later stage sees one kind of input. Ops carry hierarchical loc names
-(`encoder.layer.3.attention.self.query.matmul`) so views can group them by scope; weights are
-function arguments named by `{ttir.name = "..."}`. Op spellings and properties follow real TTIR
-exports from tt-mlir (`ttir.dot_general` with batch/contract dims, `ttir.reshape` with
-`shape = [..]`, `ttir.permute`, `ttir.broadcast`, `ttir.typecast`, `ttir.conv2d` with explicit
-NHWC dims, `ttir.update_cache`, ...), including the reshapes, broadcasts and typecasts around the
-compute ops that make real exports fine-grained.
+(`encoder.layer.3.attention.self.query.matmul`) so views can group them by scope; function
+arguments are named by `ttir.name` and marked by `ttcore.argument_type` as tt-xla marks them:
+weights `parameter`, registered buffers `constant` (both loaded once), and what changes every step
+(tokens, masks, images, KV caches) `input`. Op spellings and properties follow real TTIR exports
+from tt-mlir (`ttir.dot_general` with batch/contract dims, `ttir.reshape` with `shape = [..]`,
+`ttir.permute`, `ttir.broadcast`, `ttir.typecast`, `ttir.conv2d` with explicit NHWC dims,
+`ttir.update_cache`, ...), including the reshapes, broadcasts and typecasts around the compute ops
+that make real exports fine-grained.
 
 References:
     zoo:mlp                      zoo:mlp?batch=64&hidden=2048&layers=3
     zoo:matmul:2048x2048x2048
-    zoo:bert-base                BERT-base encoder; batch, seq (<= 512), layers, dtype
-    zoo:llama-3.2-1b             Llama 3.2 1B prefill; batch, seq, layers, cache, dtype
-    zoo:llama-3.2-1b?mode=decode one token against a KV cache of `cache` (1024) positions
+    zoo:bert-base                BERT-base encoder; batch (8), seq (384, at most 512), layers, dtype
+    zoo:bert-large               BERT-large encoder; the same parameters
+    zoo:llama-3.2-1b             Llama 3.2 1B prefill; batch (1), seq (128), layers, cache, dtype
+    zoo:llama-3.2-1b?mode=decode one token per user against a KV cache of `cache` positions (128)
+    zoo:llama-3.2-3b             Llama 3.2 3B; the same parameters and modes
+    zoo:llama-3.1-8b             Llama 3.1 8B; the same parameters and modes
     zoo:resnet50                 ResNet-50, NHWC; batch, size (image side), layers (depth), dtype
+
+`cache` is the number of positions the KV cache holds: the prompt in prefill (default `seq`),
+the filled positions in decode.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, partial
 from urllib.parse import parse_qsl
 
 from ..errors import ModelLoadError
-from .builder import DTYPES, MAX_INT, MAX_LAYERS, MlirBuilder
+from .bert import BERTS, BertConfig, bert
+from .builder import ARG_KINDS, DTYPES, MAX_INT, MAX_LAYERS, MlirBuilder
+from .llama import LLAMAS, LlamaConfig, llama
 from .mlp import matmul, mlp
 from .resnet import resnet50, resnet_stages
-from .transformers import bert_base, llama_3_2_1b
 
 PREFIX = "zoo:"
 
 __all__ = [
+    "ARG_KINDS",
+    "BERTS",
+    "LLAMAS",
     "PREFIX",
+    "BertConfig",
+    "LlamaConfig",
     "MlirBuilder",
-    "bert_base",
+    "bert",
     "generate",
     "is_zoo",
-    "llama_3_2_1b",
+    "llama",
     "matmul",
     "mlp",
     "names",
@@ -68,26 +82,28 @@ def _choice(*allowed: str) -> Callable[[str, str, str], str]:
 
 
 _DTYPE = _choice(*DTYPES)
+_BERT_PARAMS = {"batch": _positive_int, "seq": _positive_int, "layers": _positive_int, "dtype": _DTYPE}
+_LLAMA_PARAMS = {
+    "batch": _positive_int,
+    "seq": _positive_int,
+    "layers": _positive_int,
+    "mode": _choice("prefill", "decode"),
+    "cache": _positive_int,
+    "dtype": _DTYPE,
+}
 MODELS: dict[str, Callable[..., str]] = {
     "mlp": mlp,
-    "bert-base": bert_base,
-    "llama-3.2-1b": llama_3_2_1b,
+    **{name: partial(bert, config) for name, config in BERTS.items()},
+    **{name: partial(llama, config) for name, config in LLAMAS.items()},
     "resnet50": resnet50,
 }
 PARAMS: dict[str, dict[str, Callable[[str, str, str], object]]] = {
     "mlp": {**{k: _positive_int for k in ("batch", "width", "hidden", "layers")}, "dtype": _DTYPE},
-    "bert-base": {"batch": _positive_int, "seq": _positive_int, "layers": _positive_int, "dtype": _DTYPE},
-    "llama-3.2-1b": {
-        "batch": _positive_int,
-        "seq": _positive_int,
-        "layers": _positive_int,
-        "mode": _choice("prefill", "decode"),
-        "cache": _positive_int,
-        "dtype": _DTYPE,
-    },
+    **dict.fromkeys(BERTS, _BERT_PARAMS),
+    **dict.fromkeys(LLAMAS, _LLAMA_PARAMS),
     "resnet50": {"batch": _positive_int, "size": _positive_int, "layers": _positive_int, "dtype": _DTYPE},
 }
-VARIANTS = {"llama-3.2-1b": ["mode=decode"]}  # listed by names() next to the default
+VARIANTS = dict.fromkeys(LLAMAS, ["mode=decode"])  # listed by names() next to the default
 
 
 def names() -> list[str]:
@@ -127,7 +143,7 @@ def generate(ref: str) -> str:
         kwargs[key] = spec[key](key, value, ref)
     try:
         return MODELS[body](**kwargs)
-    except ModelLoadError as err:  # a constraint between parameters, e.g. bert-base's seq <= 512
+    except ModelLoadError as err:  # a constraint between parameters, e.g. BERT's seq <= 512
         raise ModelLoadError(f"{ref}: {err}") from None
 
 

@@ -11,6 +11,9 @@ DTYPES = ("bf16", "f32", "f16")  # element types a zoo model may be generated in
 ACC = "f32"  # attention scores and softmax run in f32, as real exports do
 MAX_INT = 1 << 20  # upper bound of any integer parameter
 MAX_LAYERS = 10_000  # ~1M ops for the transformers; more is a typo, not a model
+# `ttcore.argument_type` of a function argument, as tt-xla and tt-torch mark them: `parameter` (a
+# weight) and `constant` (a registered buffer) are loaded once, `input` may change every step
+ARG_KINDS = ("input", "parameter", "constant")
 
 
 # --- property text ------------------------------------------------------------------------------
@@ -64,11 +67,15 @@ class MlirBuilder:
     def dtype(self, value: str) -> str:
         return self.shapes[value][1]
 
-    def arg(self, name: str, shape: Sequence[int], dtype: str) -> str:
+    def arg(self, name: str, shape: Sequence[int], dtype: str, kind: str = "input") -> str:
+        """A function argument named `name`, marked with its `ttcore.argument_type` `kind`."""
+        if kind not in ARG_KINDS:
+            raise ValueError(f"{name}: argument kind {kind!r} is not one of {', '.join(ARG_KINDS)}")
         value = f"%arg{len(self.args)}"
         shape = tuple(shape)
         ttype = self._type(shape, dtype)
-        self.args.append(f'{value}: {ttype} {{ttir.name = "{name}"}}')
+        attrs = f'ttcore.argument_type = #ttcore.argument_type<{kind}>, ttir.name = "{name}"'
+        self.args.append(f"{value}: {ttype} {{{attrs}}}")
         self.types[value] = ttype
         self.shapes[value] = (shape, dtype)
         return value
@@ -292,6 +299,3 @@ class MlirBuilder:
         if (uh, ud) != (heads, dim) or seq > length or user >= users:
             raise self._fail(loc, f"fill_cache of {self.shape(cache)} with {self.shape(update)}")
         self.emit("fill_cache", [cache, update], [], loc, f"batch_offset = {user} : i32")
-
-
-# --- small models ---------------------------------------------------------------------------------

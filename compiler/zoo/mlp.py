@@ -6,8 +6,8 @@ from .builder import MlirBuilder
 
 
 def _linear(b: MlirBuilder, x: str, m: int, k: int, n: int, dtype: str, scope: str) -> str:
-    weight = b.arg(f"{scope}.weight", (k, n), dtype)
-    bias = b.arg(f"{scope}.bias", (1, n), dtype)
+    weight = b.arg(f"{scope}.weight", (k, n), dtype, "parameter")
+    bias = b.arg(f"{scope}.bias", (1, n), dtype, "parameter")
     y = b.op("matmul", [x, weight], (m, n), dtype, f"{scope}.matmul")
     return b.op("add", [y, bias], (m, n), dtype, f"{scope}.bias_add")
 
@@ -15,7 +15,7 @@ def _linear(b: MlirBuilder, x: str, m: int, k: int, n: int, dtype: str, scope: s
 def mlp(batch: int = 128, width: int = 1024, hidden: int = 4096, layers: int = 2, dtype: str = "bf16") -> str:
     """A transformer-style MLP stack: per layer fc1 (width->hidden), gelu, fc2 (hidden->width)."""
     b = MlirBuilder()
-    x = b.arg("input", (batch, width), dtype)
+    x = b.arg("input", (batch, width), dtype, "input")
     for i in range(layers):
         scope = f"mlp.layer.{i}"
         h = _linear(b, x, batch, width, hidden, dtype, f"{scope}.fc1")
@@ -25,10 +25,8 @@ def mlp(batch: int = 128, width: int = 1024, hidden: int = 4096, layers: int = 2
 
 
 def matmul(m: int, k: int, n: int, dtype: str = "bf16") -> str:
+    """One matmul, as an op benchmark runs it: both operands arrive with each run."""
     b = MlirBuilder()
-    a = b.arg("a", (m, k), dtype)
-    w = b.arg("b", (k, n), dtype)
+    a = b.arg("a", (m, k), dtype, "input")
+    w = b.arg("b", (k, n), dtype, "input")
     return b.text([b.op("matmul", [a, w], (m, n), dtype, "matmul")])
-
-
-# --- transformer pieces, spelled as torch-xla / tt-forge exports spell them ---------------------------

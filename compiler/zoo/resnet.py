@@ -33,7 +33,7 @@ def resnet50(batch: int = 8, size: int = 224, layers: int = 50, dtype: str = "bf
     of widths 64/128/256/512 (x4 out) with a projection shortcut (and the stride, on the 3x3 conv) in
     each stage's first block; global average pool (a sum and a multiply, as exports spell it); fc."""
     b = MlirBuilder()
-    x = b.arg("pixel_values", (batch, size, size, 3), dtype)
+    x = b.arg("pixel_values", (batch, size, size, 3), dtype, "input")
     x = _conv_bn(b, x, 64, 7, 2, 3, "resnet.stem.conv", "resnet.stem.bn")
     x = b.op("relu", [x], b.shape(x), dtype, "resnet.stem.relu")
     x = b.max_pool2d(x, "resnet.stem.maxpool", kernel=3, stride=2, padding=1)
@@ -51,9 +51,11 @@ def resnet50(batch: int = 8, size: int = 224, layers: int = 50, dtype: str = "bf
 
 def _conv_bn(b: MlirBuilder, x: str, out: int, kernel: int, stride: int, padding: int, conv: str, bn: str) -> str:
     dtype = b.dtype(x)
-    w = b.arg(f"{conv}.weight", (out, b.shape(x)[3], kernel, kernel), dtype)
+    w = b.arg(f"{conv}.weight", (out, b.shape(x)[3], kernel, kernel), dtype, "parameter")
     y = b.conv2d(x, w, conv, stride=stride, padding=padding)
-    params = [b.arg(f"{bn}.{p}", (out,), dtype) for p in ("weight", "bias", "running_mean", "running_var")]
+    # the running statistics are registered buffers, not parameters, as exports mark them
+    params = [b.arg(f"{bn}.{p}", (out,), dtype, "parameter") for p in ("weight", "bias")]
+    params += [b.arg(f"{bn}.{p}", (out,), dtype, "constant") for p in ("running_mean", "running_var")]
     return b.batch_norm(y, params, bn)
 
 
@@ -76,11 +78,8 @@ def _dense_1d_bias(b: MlirBuilder, x: str, out: int, scope: str) -> str:
     reshaped to 1xN and broadcast over the batch."""
     rows, width = b.shape(x)
     dtype = b.dtype(x)
-    w = b.permute(b.arg(f"{scope}.weight", (out, width), dtype), (1, 0), f"{scope}.weight.transpose")
+    w = b.permute(b.arg(f"{scope}.weight", (out, width), dtype, "parameter"), (1, 0), f"{scope}.weight.transpose")
     y = b.dot_general(x, w, f"{scope}.matmul")
-    c = b.reshape(b.arg(f"{scope}.bias", (out,), dtype), (1, out), f"{scope}.bias.reshape")
+    c = b.reshape(b.arg(f"{scope}.bias", (out,), dtype, "parameter"), (1, out), f"{scope}.bias.reshape")
     c = b.broadcast(c, (rows, out), f"{scope}.bias.broadcast")
     return b.eltwise("add", [y, c], f"{scope}.bias_add")
-
-
-# --- references -------------------------------------------------------------------------------------

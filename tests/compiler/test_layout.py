@@ -123,9 +123,11 @@ def test_uneven_shards_are_rejected_with_the_grids_that_would_divide(tiny_path, 
 def test_greedy_l1_only_makes_even_shards(wormhole):
     from compiler.passes.layout import even_shards
 
-    c = compile_model(load_model("zoo:bert-base?layers=1&seq=100&batch=1"), wormhole, policy="greedy-l1")
+    # 100 positions: 4 tile rows a user, which divide a grid for 8 users but not for one
+    c = compile_model(load_model("zoo:bert-base?layers=1&seq=100&batch=8"), wormhole, policy="greedy-l1")
     sharded = [t for t in c.levels["layout"].tensors.values() if t.layout.sharded]
     assert sharded
+    assert any(t.layout.memory == "l1" and not t.layout.sharded for t in c.levels["layout"].tensors.values())
     for t in sharded:
         assert even_shards(t, t.layout.memory_layout, t.layout.grid, t.layout.tile), (t.name, t.shape, t.layout)
 

@@ -136,15 +136,16 @@ def test_overflow_names_op_tensor_and_bytes(wormhole):
 
 
 def test_a_tensor_the_policy_cannot_fit_stays_in_dram_with_one_line_saying_why():
-    """greedy-l1 on MTIA (128 KiB of local memory per PE) leaves too little room for the mask's typecast."""
+    """greedy-l1 on MTIA (128 KiB of local memory per PE) leaves too little room for the value projection."""
     from compiler.models import load_model
     from compiler.target import load_target
 
-    c = compile_model(load_model("zoo:bert-base?layers=1"), load_target("mtia_v1"), policy="greedy-l1")
-    (line,) = [d for d in c.levels["layout"].meta["diagnostics"] if d.startswith("attention_mask.typecast ")]
+    c = compile_model(load_model("zoo:bert-base?layers=1&batch=2"), load_target("mtia_v1"), policy="greedy-l1")
+    name = "encoder.layer.0.attention.self.value.matmul"
+    (line,) = [d for d in c.levels["layout"].meta["diagnostics"] if d.startswith(f"{name} ")]
     # placed at its producer, whose name it has: the op is not named twice
-    assert line == "attention_mask.typecast kept in dram: needs 8.0 KiB of L1 per core, largest free range 6.0 KiB"
-    assert c.levels["layout"].tensors["attention_mask.typecast"].layout.memory == "dram"
+    assert line == f"{name} kept in dram: needs 18.0 KiB of L1 per core, largest free range 16.0 KiB"
+    assert c.levels["layout"].tensors[name].layout.memory == "dram"
 
 
 LATE_BIAS = """

@@ -173,7 +173,8 @@ def test_a_compile_and_simulation_since_an_earlier_one_equal_those_from_scratch(
     before = {op.name: op.meta["kernel"] for op in base.kernel.ops}
     kept = [name for name, kernel in kernels.items() if kernel is not None and kernel is before[name]]
     changed = [name for name, kernel in kernels.items() if kernel != before[name]]
-    assert item.split("=")[0] in changed and len(kept) > 0.8 * len(kernels)  # its neighbourhood only
+    split = sum(kernel is not None for kernel in kernels.values())  # views and constants have none
+    assert item.split("=")[0] in changed and len(kept) > 0.8 * split  # its neighbourhood only
     assert _sim_rows(simulate(since.kernel, wormhole, known=base_sim.costs)) == _sim_rows(
         simulate(fresh.kernel, wormhole)
     )

@@ -1,9 +1,11 @@
-"""The model zoo: BERT-base, Llama 3.2 1B (prefill and decode) and ResNet-50 as TTIR text.
+"""The model zoo: BERT-base and -large, Llama 3.2 1B, 3.2 3B and 3.1 8B (prefill and decode) and
+ResNet-50 as TTIR text.
 
 MLIR parses unregistered (generic-form) ops without verifying them, so these tests check what the
 parser does not: every op's result shape follows from its operands and properties (an independent
 shape checker per TTIR op kind below), values are defined before use, names are hierarchical and
-unique, op counts match the architecture, and parameters scale the model or fail in one line.
+unique, op counts match the architecture, arguments carry the kind a real export gives them, and
+parameters scale the model or fail in one line.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections import Counter
 from functools import lru_cache
 
 import pytest
+from iree.compiler import ir
 
 from compiler import zoo
 from compiler.errors import ModelLoadError
@@ -23,6 +26,7 @@ from compiler.models import load_model
 from compiler.pipeline import compile_model
 
 BERT, LLAMA, DECODE, RESNET = "zoo:bert-base", "zoo:llama-3.2-1b", "zoo:llama-3.2-1b?mode=decode", "zoo:resnet50"
+BERT_LARGE, LLAMA_3B, LLAMA_8B = "zoo:bert-large", "zoo:llama-3.2-3b", "zoo:llama-3.1-8b"
 
 
 @lru_cache(maxsize=None)
@@ -41,6 +45,20 @@ def kinds(g: Graph) -> Counter:
 
 def with_query(ref: str, query: str) -> str:
     return f"{ref}{'&' if '?' in ref else '?'}{query}"
+
+
+def argument_kinds(text: str) -> dict[str, str]:
+    """Each function argument's `ttir.name` -> its `ttcore.argument_type`, as MLIR parses them."""
+    with ir.Context() as ctx:
+        ctx.allow_unregistered_dialects = True
+        func = ir.Module.parse(text).body.operations[0]
+        kinds = {}
+        for attrs in ir.ArrayAttr(func.attributes["arg_attrs"]):
+            attrs = ir.DictAttr(attrs)
+            kind = str(attrs["ttcore.argument_type"])
+            assert kind.startswith("#ttcore.argument_type<") and kind.endswith(">")
+            kinds[ir.StringAttr(attrs["ttir.name"]).value] = kind.removeprefix("#ttcore.argument_type<")[:-1]
+        return kinds
 
 
 # --- an independent shape checker ------------------------------------------------------------------
@@ -159,7 +177,21 @@ def test_the_checker_catches_what_the_parser_lets_through():
 # --- the models -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("ref", [BERT, LLAMA, DECODE, RESNET, "zoo:llama-3.2-1b?batch=2&seq=16&layers=2"])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        BERT,
+        LLAMA,
+        DECODE,
+        RESNET,
+        "zoo:llama-3.2-1b?batch=2&seq=16&layers=2",
+        "zoo:bert-large?layers=2",
+        "zoo:llama-3.2-3b?layers=2",
+        "zoo:llama-3.2-3b?mode=decode&layers=2",
+        "zoo:llama-3.1-8b?batch=2&seq=16&layers=2",
+        "zoo:llama-3.1-8b?mode=decode&batch=4&layers=2",
+    ],
+)
 def test_every_op_is_consistent(ref):
     assert_consistent(graph(ref))
 
@@ -172,6 +204,12 @@ def test_every_op_is_consistent(ref):
         # 21 embedding/rotary/head ops, then 75 per layer: 7 projections + 2 attention matmuls
         (LLAMA, 21 + 75 * 16, {"dot_general": 9 * 16 + 2, "rms_norm": 2 * 16 + 1, "fill_cache": 2 * 16, "silu": 16}),
         (DECODE, 21 + 73 * 16, {"dot_general": 9 * 16 + 2, "update_cache": 2 * 16, "softmax": 16}),
+        # the larger models: the same ops per layer, more layers
+        (BERT_LARGE, 27 + 96 * 24, {"dot_general": 8 * 24, "layer_norm": 1 + 2 * 24, "softmax": 24, "gelu": 24}),
+        (LLAMA_3B, 21 + 75 * 28, {"dot_general": 9 * 28 + 2, "rms_norm": 2 * 28 + 1, "fill_cache": 2 * 28}),
+        (LLAMA_3B + "?mode=decode", 21 + 73 * 28, {"update_cache": 2 * 28, "softmax": 28}),
+        (LLAMA_8B, 21 + 75 * 32, {"dot_general": 9 * 32 + 2, "rms_norm": 2 * 32 + 1, "silu": 32}),
+        (LLAMA_8B + "?mode=decode", 21 + 73 * 32, {"update_cache": 2 * 32, "softmax": 32}),
         # stem 4, 16 bottlenecks x 10 + 4 projection shortcuts x 2, pool + fc 8
         (RESNET, 4 + 16 * 10 + 4 * 2 + 8, {"conv2d": 53, "batch_norm_inference": 53, "relu": 49, "max_pool2d": 1}),
     ],
@@ -229,9 +267,14 @@ def test_llama_prefill_shapes():
     assert shape(g, "model.layers.0.mlp.act_fn.silu") == ((1, 128, 8192), "bf16")
     assert shape(g, "lm_head.matmul") == ((128, 128256), "bf16")
     assert g.outputs[0] == "lm_head.unflatten" and shape(g, g.outputs[0]) == ((1, 128, 128256), "bf16")
-    assert shape(g, f"{a}.k_cache") == ((1, 8, 1024, 64), "bf16")
+    assert shape(g, f"{a}.k_cache") == ((1, 8, 128, 64), "bf16")  # the cache holds the prompt
     assert g.op(f"{a}.k_cache.fill").inputs == [f"{a}.k_cache", f"{a}.rotary.k.add"]
     assert kinds(g)["update_cache"] == 0
+    short = graph("zoo:llama-3.2-1b?seq=32&layers=1")
+    assert shape(short, "model.layers.0.self_attn.k_cache") == ((1, 8, 32, 64), "bf16")
+    room = graph("zoo:llama-3.2-1b?seq=32&cache=256&layers=1")
+    assert shape(room, "model.layers.0.self_attn.k_cache") == ((1, 8, 256, 64), "bf16")
+    assert shape(room, "model.layers.0.self_attn.scores.matmul") == ((1, 32, 32, 32), "f32")  # the prompt only
 
 
 def test_llama_decode_has_one_token_and_updates_the_cache():
@@ -240,7 +283,7 @@ def test_llama_decode_has_one_token_and_updates_the_cache():
     assert shape(g, "input_ids") == ((1, 1), "i64")
     assert shape(g, f"{a}.q_proj.matmul") == ((1, 2048), "bf16")
     assert shape(g, f"{a}.k_proj.matmul") == ((1, 512), "bf16")
-    assert shape(g, f"{a}.scores.matmul") == ((1, 32, 1, 1024), "f32")
+    assert shape(g, f"{a}.scores.matmul") == ((1, 32, 1, 128), "f32")
     assert shape(g, "lm_head.unflatten") == ((1, 1, 128256), "bf16")
     update = g.op(f"{a}.k_cache.update")
     assert update.outputs == [] and update.attrs["batch_offset"] == "0 : i32"
@@ -251,6 +294,115 @@ def test_llama_decode_has_one_token_and_updates_the_cache():
     longer = graph("zoo:llama-3.2-1b?mode=decode&cache=4096&batch=4&layers=1")
     assert shape(longer, f"{a}.scores.matmul") == ((4, 32, 1, 4096), "f32")
     assert shape(longer, f"{a}.k_cache.permute") == ((1, 8, 4, 64), "bf16")
+
+
+def test_decode_defaults_to_a_cache_of_128_positions():
+    """Decode throughput is published with 128 positions filled; an explicit cache overrides it."""
+    for ref in (DECODE, LLAMA_3B + "?mode=decode&layers=1", LLAMA_8B + "?mode=decode&layers=1"):
+        g = graph(ref)
+        assert shape(g, "model.layers.0.self_attn.k_cache")[0][2] == 128
+        assert shape(g, "model.layers.0.self_attn.v_cache")[0][2] == 128
+        assert shape(g, "attention_mask")[0] == (1, 1, 1, 128)
+        assert shape(g, "model.layers.0.self_attn.scores.matmul")[0][-1] == 128
+    g = graph("zoo:llama-3.2-1b?mode=decode&batch=32&cache=1024&layers=1")
+    assert shape(g, "model.layers.0.self_attn.k_cache") == ((32, 8, 1024, 64), "bf16")
+    assert shape(g, "attention_mask") == ((32, 1, 1, 1024), "bf16")
+
+
+def test_bert_large_shapes():
+    g = graph(BERT_LARGE)
+    a = "encoder.layer.23.attention.self"
+    assert shape(g, "embeddings.word_embeddings.weight") == ((30522, 1024), "bf16")
+    assert shape(g, "embeddings.position_embeddings.weight") == ((512, 1024), "bf16")
+    assert shape(g, f"{a}.query.weight") == ((1024, 1024), "bf16")
+    assert shape(g, f"{a}.query.matmul") == ((3072, 1024), "bf16")
+    assert shape(g, f"{a}.key.permute_heads") == ((8, 16, 384, 64), "bf16")
+    assert shape(g, f"{a}.scores.matmul") == ((8, 16, 384, 384), "f32")
+    assert shape(g, "encoder.layer.23.intermediate.dense.weight") == ((4096, 1024), "bf16")
+    assert shape(g, "encoder.layer.23.intermediate.gelu") == ((8, 384, 4096), "bf16")
+    assert g.outputs == ["encoder.layer.23.output.LayerNorm.layer_norm"]
+    assert shape(g, g.outputs[0]) == ((8, 384, 1024), "bf16")
+    assert not g.has_op("encoder.layer.24.attention.self.softmax")
+    small = graph("zoo:bert-large?batch=2&seq=128&layers=3")
+    assert shape(small, "encoder.layer.2.attention.self.softmax") == ((2, 16, 128, 128), "f32")
+    assert kinds(small)["softmax"] == 3
+
+
+@pytest.mark.parametrize(
+    "ref, hidden, heads, head_dim, ffn, layers",
+    [
+        (LLAMA, 2048, 32, 64, 8192, 16),
+        (LLAMA_3B, 3072, 24, 128, 8192, 28),
+        (LLAMA_8B, 4096, 32, 128, 14336, 32),
+    ],
+)
+def test_llama_family_shapes(ref, hidden, heads, head_dim, ffn, layers):
+    g = graph(ref)
+    last = f"model.layers.{layers - 1}"
+    a = f"{last}.self_attn"
+    assert shape(g, "model.embed_tokens.weight") == ((128256, hidden), "bf16")
+    assert shape(g, f"{a}.q_proj.weight") == ((heads * head_dim, hidden), "bf16")
+    assert shape(g, f"{a}.k_proj.weight") == ((8 * head_dim, hidden), "bf16")
+    assert shape(g, f"{a}.v_proj.weight") == ((8 * head_dim, hidden), "bf16")
+    assert shape(g, f"{a}.o_proj.weight") == ((hidden, heads * head_dim), "bf16")
+    assert shape(g, f"{last}.mlp.gate_proj.weight") == ((ffn, hidden), "bf16")
+    assert shape(g, f"{last}.mlp.down_proj.weight") == ((hidden, ffn), "bf16")
+    assert shape(g, f"{a}.k_cache") == ((1, 8, 128, head_dim), "bf16")
+    assert shape(g, f"{a}.repeat_kv.k.reshape.1") == ((1, heads, 128, head_dim), "bf16")
+    assert shape(g, f"{a}.scores.matmul") == ((1, heads, 128, 128), "f32")
+    assert shape(g, "model.rotary_emb.inv_freq") == ((head_dim // 2,), "f32")
+    assert not g.has_op(f"model.layers.{layers}.self_attn.softmax")
+    assert shape(g, "lm_head.unflatten") == ((1, 128, 128256), "bf16")
+
+
+def test_llama_3b_and_8b_weights():
+    assert shape(graph(LLAMA_3B), "model.layers.0.self_attn.q_proj.weight") == ((3072, 3072), "bf16")
+    assert shape(graph(LLAMA_3B), "model.layers.0.self_attn.k_proj.weight") == ((1024, 3072), "bf16")
+    assert shape(graph(LLAMA_8B), "model.layers.0.self_attn.q_proj.weight") == ((4096, 4096), "bf16")
+    assert shape(graph(LLAMA_8B), "model.layers.0.self_attn.k_proj.weight") == ((1024, 4096), "bf16")
+    assert shape(graph(LLAMA_8B), "model.layers.0.mlp.gate_proj.weight") == ((14336, 4096), "bf16")
+
+
+def test_arguments_are_marked_as_exports_mark_them():
+    """Weights are parameters and registered buffers constants (both loaded once); what changes
+    every step is an input, the KV caches included."""
+    bert = argument_kinds(zoo.generate("zoo:bert-base?layers=1"))
+    assert {n: k for n, k in bert.items() if k != "parameter"} == {
+        "input_ids": "input",
+        "token_type_ids": "input",
+        "attention_mask": "input",
+        "embeddings.position_ids": "constant",
+    }
+    assert bert["encoder.layer.0.attention.self.query.weight"] == "parameter"
+    assert bert["encoder.layer.0.attention.self.query.bias"] == "parameter"
+    assert bert["encoder.layer.0.output.LayerNorm.weight"] == "parameter"
+    assert bert["embeddings.word_embeddings.weight"] == "parameter"
+    assert argument_kinds(zoo.generate("zoo:bert-large?layers=1")) == bert  # the same arguments, larger
+
+    for mode in ("prefill", "decode"):
+        llama = argument_kinds(zoo.generate(f"zoo:llama-3.1-8b?mode={mode}&layers=2"))
+        inputs = {"input_ids", "cache_position", "attention_mask"} | {
+            f"model.layers.{i}.self_attn.{part}" for i in range(2) for part in ("k_cache", "v_cache")
+        }
+        assert {n for n, k in llama.items() if k == "input"} == inputs
+        assert {n for n, k in llama.items() if k == "constant"} == {"model.rotary_emb.inv_freq"}
+        assert llama["model.layers.1.self_attn.q_proj.weight"] == "parameter"
+        assert llama["model.layers.1.post_attention_layernorm.weight"] == "parameter"
+        assert llama["model.embed_tokens.weight"] == llama["lm_head.weight"] == "parameter"
+
+    resnet = argument_kinds(zoo.generate("zoo:resnet50?batch=1&size=64"))
+    assert Counter(resnet.values()) == {"input": 1, "parameter": 161, "constant": 106}  # as the export has it
+    assert resnet["pixel_values"] == "input"
+    assert resnet["resnet.stem.conv.weight"] == resnet["resnet.stem.bn.weight"] == "parameter"
+    assert resnet["resnet.stem.bn.running_mean"] == resnet["resnet.stem.bn.running_var"] == "constant"
+
+    mlp = argument_kinds(zoo.generate("zoo:mlp?layers=1"))
+    assert mlp == {
+        "input": "input",
+        **dict.fromkeys(("mlp.layer.0.fc1.weight", "mlp.layer.0.fc1.bias"), "parameter"),
+        **dict.fromkeys(("mlp.layer.0.fc2.weight", "mlp.layer.0.fc2.bias"), "parameter"),
+    }
+    assert argument_kinds(zoo.generate("zoo:matmul:64x64x64")) == {"a": "input", "b": "input"}
 
 
 def test_resnet_shapes():
@@ -299,7 +451,7 @@ def test_parameters():
     assert shape(g, "model.layers.1.self_attn.q_proj.matmul") == ((32, 2048), "bf16")
     assert kinds(g)["fill_cache"] == 2 * 2 * 2  # one per user, keys and values, per layer
     assert g.op("model.layers.0.self_attn.v_cache.user.1.fill").attrs["batch_offset"] == "1 : i32"
-    assert shape(g, "model.layers.0.self_attn.k_cache") == ((2, 8, 1024, 64), "bf16")
+    assert shape(g, "model.layers.0.self_attn.k_cache") == ((2, 8, 16, 64), "bf16")
     g = graph("zoo:resnet50?batch=1&size=128&layers=101")
     assert kinds(g)["conv2d"] == 1 + 3 * 33 + 4
     assert shape(g, "resnet.stage.3.block.2.relu3") == ((1, 4, 4, 2048), "bf16")
@@ -322,6 +474,10 @@ def test_parameters():
         ("zoo:llama-3.2-1b?seq=256&cache=128", "parameter cache (128) must hold the prompt"),
         ("zoo:llama-3.2-1b?cache=0", "parameter cache must be a positive integer"),
         ("zoo:llama-3.2-1b?size=3", "unknown parameter 'size'"),
+        ("zoo:bert-large?seq=513", "parameter seq must be at most 512"),
+        ("zoo:bert-large?mode=decode", "unknown parameter 'mode'"),
+        ("zoo:llama-3.2-3b?mode=decode&seq=2", "parameter seq is 1 in decode mode"),
+        ("zoo:llama-3.1-8b?seq=256&cache=255", "parameter cache (255) must hold the prompt"),
         ("zoo:resnet50?layers=51", "parameter layers is the ResNet depth"),
         ("zoo:resnet50?seq=3", "unknown parameter 'seq'"),
         ("zoo:resnet50?dtype=int8", "parameter dtype must be one of bf16, f32, f16"),
@@ -338,8 +494,13 @@ def test_names_list_the_models():
     assert zoo.names() == [
         "zoo:mlp",
         "zoo:bert-base",
+        "zoo:bert-large",
         "zoo:llama-3.2-1b",
         "zoo:llama-3.2-1b?mode=decode",
+        "zoo:llama-3.2-3b",
+        "zoo:llama-3.2-3b?mode=decode",
+        "zoo:llama-3.1-8b",
+        "zoo:llama-3.1-8b?mode=decode",
         "zoo:resnet50",
         "zoo:matmul:2048x2048x2048",
     ]
@@ -347,7 +508,15 @@ def test_names_list_the_models():
 
 
 @pytest.mark.parametrize(
-    "ref", ["zoo:bert-base?layers=1", "zoo:llama-3.2-1b?layers=1", "zoo:llama-3.2-1b?mode=decode&layers=1", RESNET]
+    "ref",
+    [
+        "zoo:bert-base?layers=1",
+        "zoo:bert-large?layers=1",
+        "zoo:llama-3.2-1b?layers=1",
+        "zoo:llama-3.2-1b?mode=decode&layers=1",
+        "zoo:llama-3.1-8b?mode=decode&batch=32&layers=1",
+        RESNET,
+    ],
 )
 def test_compiles_for_wormhole(ref, wormhole):
     compilation = compile_model(load_model(ref), wormhole)
@@ -372,6 +541,19 @@ def test_builder_emits_ops_with_several_or_no_results():
     assert g.op("add").inputs == ["split:0", "split:1"]
     assert g.op("print").outputs == []
     assert zoo.MlirBuilder.tensor_type((), "f32") == "tensor<f32>"
+
+
+def test_builder_marks_each_argument_with_its_kind():
+    b = zoo.MlirBuilder()
+    x = b.arg("x", (4, 8), "bf16")  # an input unless said otherwise
+    w = b.arg("w", (8, 8), "bf16", "parameter")
+    t = b.arg("table", (8,), "i64", "constant")
+    text = b.text([b.op("matmul", [x, w], (4, 8), "bf16", "mm"), t])
+    assert '%arg1: tensor<8x8xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttir.name = "w"}' in text
+    assert argument_kinds(text) == {"x": "input", "w": "parameter", "table": "constant"}
+    assert import_mlir(text, "kinds.mlir").graph.inputs == ["x", "w", "table"]  # the importer still names them
+    with pytest.raises(ValueError, match="argument kind 'weight' is not one of input, parameter, constant"):
+        b.arg("v", (8,), "bf16", "weight")
 
 
 def test_builder_rejects_inconsistent_ops():

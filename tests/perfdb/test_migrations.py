@@ -332,3 +332,38 @@ def test_runs_of_the_previous_revision_keep_their_rows_and_lose_their_status(db_
     with engine.connect() as connection:
         assert connection.execute(text("SELECT id, label, status FROM runs")).all() == [(run_id, "first try", "ok")]
     engine.dispose()
+
+
+def test_runs_of_the_previous_revision_get_no_load_work_and_keep_their_rows(db_url):
+    """Revision 0007: a database at 0006 keeps its runs, which did no work at load time (0 ns, no
+    ops); a new run's load ops are stored beside them; downgrading drops them, keeping the runs."""
+    from perfdb.queries import load_ops
+
+    from .test_store import BIAS_BROADCAST
+
+    old, run_id = pre_alembic(db_url)
+    with old.begin() as connection:
+        command.stamp(config(connection=connection), "0001")
+        command.upgrade(config(connection=connection), "0006")
+    old.dispose()
+    assert "load_ns" not in [c[0] for c in shape(db_url)["runs"]["columns"]]
+    sessions = session_factory(open_db(db_url))
+    with sessions() as s:
+        run = get_run(s, run_id)
+        assert (run.label, run.total_ns, run.load_ns, load_ops(run)) == ("first try", 40.0, 0.0, [])
+        assert (len(op_records(s, run_id)), len(zones(s, run_id))) == (3, len(ZONES))
+    with sessions() as s:
+        new_id = save_run(s, _new_run(label="loads", load_ops=[BIAS_BROADCAST], load_ns=420.5))
+    with sessions() as s:
+        assert (load_ops(get_run(s, new_id)), get_run(s, new_id).load_ns) == ([BIAS_BROADCAST], 420.5)
+    assert revision(db_url) == head()
+    engine = create_engine(db_url)
+    with engine.begin() as connection:
+        command.downgrade(config(connection=connection), "0006")
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT id, label FROM runs ORDER BY id")).all() == [
+            (run_id, "first try"),
+            (new_id, "loads"),
+        ]
+    engine.dispose()
+    assert not {"load_ns", "load_ops"} & {c[0] for c in shape(db_url)["runs"]["columns"]}

@@ -316,3 +316,33 @@ def test_a_report_failing_on_a_late_row_stores_nothing(sessions, base, monkeypat
         with pytest.raises(CsvImportError, match="more than 2 rows" if failure == "too many rows" else "nope"):
             import_csv(s, text, base, "x.csv")
     assert stored() == before
+
+
+def test_a_measured_row_of_a_load_time_op_is_measured_load_time_work(sessions):
+    """The device runs a const-eval op too, once, when the model is loaded: its row in a report is
+    load-time work of the measured run, not an op of its step nor a row the run lacks."""
+    from perfdb.queries import load_ops
+
+    from .load_work import store_hoisted
+
+    fc1, fc2 = "mlp.layer.0.fc1.matmul", "mlp.layer.0.fc2.matmul"
+    base, sim = store_hoisted(sessions, {fc1})
+    (simulated,) = [op for op in sim.load_ops if op.name == fc1]
+    text = f"LOC,{DURATION},OP TO OP LATENCY [ns]\n{fc1},9000,100\n{fc2},4000,500\nnope,1,0\n"
+    with sessions() as s:
+        measured, problems = import_csv(s, text, base, "lab.csv")
+    assert problems == [f"lab.csv:4: op 'nope' is not in run {base}"]
+    with sessions() as s:
+        run = get_run(s, measured)
+        ops = op_records(s, measured)
+        record = s.query(MeasuredImport).filter_by(run_id=measured).one()
+    (loaded,) = [op for op in load_ops(run) if op.name == fc1]
+    assert (loaded.duration_ns, loaded.bound, loaded.kind, loaded.bytes) == (
+        9000.0,
+        "measured",
+        "matmul",
+        simulated.bytes,
+    )
+    assert run.load_ns == sum(op.duration_ns for op in load_ops(run)) and len(load_ops(run)) == 1
+    assert [(o.name, o.start_ns, o.duration_ns) for o in ops] == [(fc2, 500.0, 4000.0)]  # the step's clock alone
+    assert run.total_ns == 4500.0 and record.matched == 2

@@ -12,7 +12,7 @@ from app.workbench.runs import execute
 from compiler.target import target_text
 from perfdb.engine import open_db, session_factory
 from perfdb.queries import RunNotFound, diff_runs, get_run
-from perfdb.records import NewOp, NewRun, ZoneColumns
+from perfdb.records import LoadOp, NewOp, NewRun, ZoneColumns
 from perfdb.store import save_run
 
 KEYS = [
@@ -23,10 +23,13 @@ KEYS = [
     "total_delta_ns",
     "device_delta_ns",
     "host_delta_ns",
+    "load_delta_ns",
     "times",
     "ops",
     "removed",
     "inserted",
+    "moved_to_load",
+    "moved_into_step",
     "overrides",
     "top_regressions",
     "top_improvements",
@@ -49,8 +52,9 @@ def sessions(db_url):
     return session_factory(open_db(db_url))
 
 
-def store(sessions, *ops, total_ns=None) -> int:
-    """A run of ops given as (name, duration_ns, memory, grid), one after the other."""
+def store(sessions, *ops, total_ns=None, load=()) -> int:
+    """A run of ops given as (name, duration_ns, memory, grid), one after the other, and the ops
+    given as (name, duration_ns) in `load` run once at load."""
     rows, start = [], 0.0
     for name, duration, memory, grid in ops:
         rows.append(
@@ -79,6 +83,11 @@ def store(sessions, *ops, total_ns=None) -> int:
         device_ns=start,
         ops=rows,
         zones=ZoneColumns.from_rows([]),
+        load_ops=[
+            LoadOp(name=name, kind="broadcast", duration_ns=ns, bytes={"dram": 64.0}, bound="dram", memory="dram")
+            for name, ns in load
+        ],
+        load_ns=sum(ns for _, ns in load),
     )
     with sessions() as s:
         return save_run(s, new)
@@ -168,9 +177,57 @@ def test_the_total_delta_is_the_runs_totals_not_the_ops(sessions):
     d = diff(sessions, a, b)
     assert (d["total_delta_ns"], d["device_delta_ns"], d["host_delta_ns"]) == (-600.0, 0.0, -600.0)
     assert d["times"] == {
-        "a": {"total_ns": 1000.0, "device_ns": 100.0, "host_ns": 900.0},
-        "b": {"total_ns": 400.0, "device_ns": 100.0, "host_ns": 300.0},
+        "a": {"total_ns": 1000.0, "device_ns": 100.0, "host_ns": 900.0, "load_ns": 0.0, "load_ops": 0},
+        "b": {"total_ns": 400.0, "device_ns": 100.0, "host_ns": 300.0, "load_ns": 0.0, "load_ops": 0},
     }
+    assert d["load_delta_ns"] == 0.0 and d["moved_to_load"] == d["moved_into_step"] == []
+
+
+def test_ops_moved_to_load_time_are_listed_as_moved_not_as_removed(sessions):
+    a = store(
+        sessions, ("bias.broadcast", 30.0, "dram", "8x8"), ("fc1", 100.0, "dram", "8x8"), ("gone", 5.0, "l1", "1x1")
+    )
+    b = store(
+        sessions,
+        ("fc1", 100.0, "dram", "8x8"),
+        ("new", 7.0, "l1", "1x1"),
+        load=[("weight.transpose", 400.0), ("bias.broadcast", 20.0)],
+    )
+    d = diff(sessions, a, b)
+    assert d["moved_to_load"] == [{"name": "bias.broadcast", "kind": "matmul", "step_ns": 30.0, "load_ns": 20.0}]
+    assert d["moved_into_step"] == []
+    assert d["removed"] == [{"name": "gone", "kind": "matmul", "ns": 5.0}]
+    assert d["inserted"] == [{"name": "new", "kind": "matmul", "ns": 7.0}]
+    assert [op["name"] for op in d["ops"]] == ["fc1"]
+    assert (d["times"]["a"]["load_ns"], d["times"]["a"]["load_ops"]) == (0.0, 0)
+    assert (d["times"]["b"]["load_ns"], d["times"]["b"]["load_ops"]) == (420.0, 2)
+    assert d["load_delta_ns"] == 420.0
+    # the step lost the moved op's time; the load time is not in the total
+    assert d["device_delta_ns"] == pytest.approx(7.0 - 5.0 - 30.0) and d["total_delta_ns"] == d["device_delta_ns"]
+    back = diff(sessions, b, a)
+    assert back["moved_into_step"] == [{"name": "bias.broadcast", "kind": "matmul", "step_ns": 30.0, "load_ns": 20.0}]
+    assert back["moved_to_load"] == [] and back["load_delta_ns"] == -420.0
+    assert [op["name"] for op in back["removed"]] == ["new"] and [op["name"] for op in back["inserted"]] == ["gone"]
+
+
+def test_simulated_ops_moved_to_load_time(sessions):
+    from .load_work import MLP, simulated, store_hoisted
+
+    plain = execute(sessions, MLP).run_id
+    moved = {"mlp.layer.0.fc1.matmul", "mlp.layer.1.fc1.matmul"}
+    loads, sim = store_hoisted(sessions, moved)
+    d = diff(sessions, plain, loads)
+    step = {op.name: op for op in simulated()[1].ops}
+    load = {op.name: op.duration_ns for op in sim.load_ops}
+    assert d["moved_to_load"] == [
+        {"name": name, "kind": op.kind, "step_ns": op.duration_ns, "load_ns": load[name]}
+        for name, op in step.items()
+        if name in moved
+    ]
+    assert len(d["moved_to_load"]) == 2
+    assert d["removed"] == d["inserted"] == [] and {op["name"] for op in d["ops"]} == set(step) - moved
+    assert d["times"]["b"]["load_ns"] == pytest.approx(sim.load_ns) and d["times"]["b"]["load_ops"] == len(sim.load_ops)
+    assert d["load_delta_ns"] == pytest.approx(sim.load_ns - d["times"]["a"]["load_ns"])
 
 
 # --- real runs: compiled with overrides, simulated, stored --------------------------------------

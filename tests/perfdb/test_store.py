@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+
 import pytest
 from sqlalchemy import func, inspect, select
 
 from perfdb.engine import DatabaseError, open_db, session_factory
-from perfdb.queries import RunNotFound, get_run, list_runs, op_records, zones
+from perfdb.queries import RunNotFound, get_run, list_runs, load_ops, op_records, zones
 from perfdb.schema import OpRecord, Run, TimelineBlock
-from perfdb.records import CounterColumns, NewOp, NewRun, ZoneColumns
+from perfdb.records import CounterColumns, LoadOp, NewOp, NewRun, ZoneColumns
 from perfdb.store import save_run
 
 
@@ -372,3 +374,63 @@ def test_the_largest_tensor_tilescope_takes_stores_its_flops(db_url):
     with sessions() as s:
         (record,) = op_records(s, run_id)
     assert record.flops == 2**48
+
+
+# --- load-time work -------------------------------------------------------------------------------
+
+BIAS_BROADCAST = LoadOp(
+    name="fc1.bias.broadcast", kind="broadcast", duration_ns=420.5, bytes={"dram": 8192.0}, bound="dram", memory="dram"
+)
+WEIGHT_TRANSPOSE = LoadOp(
+    name="fc1.weight.transpose",
+    kind="transpose",
+    duration_ns=1500.0,
+    bytes={"dram": 2.0**21, "noc": 2.0**20},
+    bound="noc",
+    memory="dram",
+)
+
+
+def test_a_runs_load_ops_read_back_as_stored(sessions):
+    with sessions() as s:
+        run_id = save_run(s, _new_run(load_ops=[WEIGHT_TRANSPOSE, BIAS_BROADCAST], load_ns=1920.5))
+        plain = save_run(s, _new_run())
+    with sessions() as s:
+        run, other = get_run(s, run_id), get_run(s, plain)
+    # read after the session closed: get_run has read them
+    assert load_ops(run) == [WEIGHT_TRANSPOSE, BIAS_BROADCAST] and run.load_ns == 1920.5
+    assert (load_ops(other), other.load_ns) == ([], 0.0)
+    assert (run.total_ns, run.device_ns) == (40.0, 30.0)  # the step's times leave load time out
+
+
+def test_a_simulated_runs_load_ops_read_back_equal(sessions):
+    from .load_work import store_hoisted
+
+    run_id, sim = store_hoisted(sessions, {"mlp.layer.0.fc1.matmul", "mlp.layer.1.fc1.matmul"})
+    with sessions() as s:
+        run = get_run(s, run_id)
+        records = op_records(s, run_id)
+    assert load_ops(run) == [LoadOp.of(op) for op in sim.load_ops] and len(sim.load_ops) >= 2
+    assert run.load_ns == sim.load_ns == pytest.approx(sum(op.duration_ns for op in sim.load_ops))
+    assert {"mlp.layer.0.fc1.matmul", "mlp.layer.1.fc1.matmul"} <= {op.name for op in load_ops(run)}
+    assert [r.name for r in records] == [op.name for op in sim.ops]  # the step's records are the step's ops
+
+
+@pytest.mark.parametrize(
+    "op, message",
+    [
+        (replace(BIAS_BROADCAST, name="b\0"), r"load op 'b\x00' has a NUL character in its name"),
+        (replace(BIAS_BROADCAST, kind="x\0"), "load op 'fc1.bias.broadcast' has a NUL character in its kind"),
+        (replace(BIAS_BROADCAST, duration_ns=float("nan")), "has a time or byte count not finite"),
+        (replace(BIAS_BROADCAST, bytes={"dram": float("inf")}), "has a time or byte count not finite"),
+    ],
+    ids=["nul-name", "nul-kind", "nan-time", "infinite-bytes"],
+)
+def test_a_load_op_no_column_holds_is_one_line_and_stores_nothing(sessions, op, message):
+    with sessions() as s:
+        with pytest.raises(DatabaseError) as err:
+            save_run(s, _new_run(load_ops=[op], load_ns=1.0))
+    assert str(err.value).startswith("cannot store the run: ") and message in str(err.value)
+    assert "\n" not in str(err.value)
+    with sessions() as s:
+        assert list_runs(s) == []

@@ -3,7 +3,7 @@ a regex search; a click selects an op or opens a group."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import plotly.graph_objects as go
 from dash import Input, Output, State, dcc, html, no_update
@@ -29,6 +29,7 @@ COLOUR_MODES = {
 _UNITS = {"duration": " (us)", "delta": " (us)", "pct_peak": " (%)", "bound": "", "memory": ""}
 MEMORY_COLOURS = {"dram": "#dc2626", "l1": "#16a34a", "lls": "#9333ea", "mixed": "#f59e0b"}
 NO_DATA = "#cbd2d9"
+AT_LOAD = "#c4b5fd"  # ops run once per model load: no time in the step to colour them by
 MAX_LABELLED_NODES = 60
 
 
@@ -122,7 +123,8 @@ def register(wiring: Wiring) -> dict:
         matches = _search(graph, pattern, view, notes)
         baseline = _baseline(run, mode, ticked, notes)
         notes.insert(0, html.Span(f"{len(view.nodes)} nodes for {len(graph.ops):,} ops", className="hint"))
-        figure = graph_figure(view, graph, explorer.op_metrics(run, baseline), mode, shown, matches)
+        loaded = {op.name for op in run.load_ops}
+        figure = graph_figure(view, graph, explorer.op_metrics(run, baseline), mode, shown, matches, loaded)
         # the groups open and those drawn closed, which can be opened next (all of a 100k-op
         # model's groups, tens of thousands, made the page's dropdown freeze the browser)
         offered = dict.fromkeys([*groups, *(n.id for n in view.nodes if n.id in tree.members)])
@@ -228,17 +230,21 @@ def graph_figure(
     mode: str = "duration",
     selected: Sequence[str] = (),
     matches: Sequence[str] = (),
+    loaded: Collection[str] = (),
 ) -> go.Figure:
     """The grouped graph: ops as small squares, collapsed groups as big ones (click to open), tensors
     as edges with their types on hover; coloured by `mode` with a colour bar or a legend. The nodes
-    holding a `selected` op are outlined in blue, those holding a search match ringed in amber."""
+    holding a `selected` op are outlined in blue, those holding a search match ringed in amber.
+    Nodes whose ops all run once per model load (`loaded`: const-eval) have no time in the step:
+    they get a colour of their own rather than "no data"."""
     positions = layered_positions([n.id for n in view.nodes], [(e.src, e.dst) for e in view.edges])
     # always there, and first: a new selection changes only this trace (graph_rings)
     fig = go.Figure(graph_rings(view, selected, positions))
     for trace in _edge_traces(view, graph, positions):
         fig.add_trace(trace)
     values = {n.id: node_value(mode, n.ops, metrics) for n in view.nodes}
-    nodes = _Nodes(fig, graph, positions, mode, values, labelled=len(view.nodes) <= MAX_LABELLED_NODES)
+    loaded = set(loaded)
+    nodes = _Nodes(fig, graph, positions, mode, values, loaded)
     valued = [n for n in view.nodes if values[n.id] is not None]
     if mode in ("bound", "memory"):
         for category in sorted({values[n.id] for n in valued}):
@@ -247,7 +253,10 @@ def graph_figure(
     elif valued:
         nodes.add(valued, "ops", _colour_scale(mode, [values[n.id] for n in valued]), False)
     blank = [n for n in view.nodes if values[n.id] is None]
-    nodes.add(blank, "no data", {"color": NO_DATA}, mode in ("bound", "memory") or bool(valued))
+    at_load = [n for n in blank if n.ops and loaded.issuperset(n.ops)]
+    nodes.add(at_load, "once per model load", {"color": AT_LOAD}, True)
+    blank = [n for n in blank if not (n.ops and loaded.issuperset(n.ops))]
+    nodes.add(blank, "no data", {"color": NO_DATA}, mode in ("bound", "memory") or bool(valued) or bool(at_load))
     ringed = [n for n in view.nodes if set(matches).intersection(n.ops)]
     if ringed:
         fig.add_trace(_rings(ringed, positions, "matches", "#f59e0b", 40))
@@ -306,9 +315,10 @@ def _colour_scale(mode: str, numbers: list[float]) -> dict:
 class _Nodes:
     """Adds the graph's nodes to a figure, one trace per colour category."""
 
-    def __init__(self, fig: go.Figure, graph: Graph, positions: Mapping, mode: str, values: dict, labelled: bool):
+    def __init__(self, fig: go.Figure, graph: Graph, positions: Mapping, mode: str, values: dict, loaded: set[str]):
         self.fig, self.graph, self.positions, self.mode, self.values = fig, graph, positions, mode, values
-        self.labelled = labelled  # beyond a few dozen nodes, labels only overlap: hover instead
+        self.labelled = len(positions) <= MAX_LABELLED_NODES  # beyond, labels only overlap: hover instead
+        self.loaded = loaded  # ops run once per model load
 
     def hover(self, node) -> str:
         value = self.values[node.id]
@@ -326,7 +336,8 @@ class _Nodes:
         out = self.graph.tensors[op.outputs[0]] if op.outputs else None
         shape = f"<br>{plain(out.type_str())}" if out else ""
         placed = f"<br>{plain(out.layout.mlir())}" if out is not None and out.layout else ""
-        return f"<b>{plain(op.name)}</b><br>{plain(op.kind)}{shape}{placed}{shown}"
+        once = "<br>once per model load (const-eval), not in each step" if op.name in self.loaded else ""
+        return f"<b>{plain(op.name)}</b><br>{plain(op.kind)}{shape}{placed}{shown}{once}"
 
     def add(self, nodes, name: str, marker: dict, showlegend: bool) -> None:
         if not nodes:

@@ -1,15 +1,17 @@
-"""The op inspector: the selected op's operands and results, its place in the run and why it
-takes the time it takes."""
+"""The op inspector: the selected op's operands and results, its place in the run (in each step,
+or once per model load) and why it takes the time it takes."""
 
 from __future__ import annotations
 
 from dash import Input, Output, html, no_update
 
 from compiler.pipeline import Compilation
+from perfdb.records import LoadOp
 
 from .. import ids
 from ..panel import PageContext, Panel, Wiring
 from ...workbench.graph_view import provenance
+from ...workbench.load_time import duration_text
 
 HINT = "Click an op in the graph or the timeline."
 
@@ -32,10 +34,12 @@ def register(wiring: Wiring) -> dict:
     def inspect(selected, run_id, level="graph"):
         if run_id is None:
             return no_update
-        compilation = explorer.view(run_id).compilation
+        view = explorer.view(run_id)
         record = explorer.op_record(run_id, selected) if selected else None
-        shown = provenance(compilation, level, selected)
-        return inspector_children(compilation, level, shown[0] if shown else selected, record)
+        # an op the compiler moved to load time has no record of the step: its load-time timing instead
+        loaded = next((op for op in view.load_ops if op.name == selected), None) if record is None else None
+        shown = provenance(view.compilation, level, selected)
+        return inspector_children(view.compilation, level, shown[0] if shown else selected, record, loaded)
 
     return {"inspect": inspect}
 
@@ -43,7 +47,9 @@ def register(wiring: Wiring) -> dict:
 PANEL = Panel("side", "Op inspector", "inspector", layout, register)
 
 
-def inspector_children(compilation: Compilation, level: str, op_name: str | None, record) -> list:
+def inspector_children(
+    compilation: Compilation, level: str, op_name: str | None, record, loaded: LoadOp | None = None
+) -> list:
     if not op_name:
         return [html.P(HINT, className="hint")]
     graph = compilation.graph_at(level)
@@ -62,6 +68,13 @@ def inspector_children(compilation: Compilation, level: str, op_name: str | None
         rows.append(("grid", "x".join(map(str, op.attrs["grid"]))))
     if record is not None:
         rows += _timing_rows(record)
+    elif loaded is not None:
+        rows += [
+            ("runs", "once per model load (const-eval), not in each step"),
+            ("load time", duration_text(loaded.duration_ns)),
+            ("bytes", _bytes(loaded.bytes)),
+            ("bound", loaded.bound),
+        ]
     table = html.Table([html.Tr([html.Th(k), html.Td(v)]) for k, v in rows], className="kv")
     why = [html.P(record.why, className="why")] if record is not None else []
     return [table, *why]
@@ -73,7 +86,7 @@ def _timing_rows(record) -> list[tuple[str, str]]:
         ("duration", f"{record.duration_ns / 1e3:,.2f} us"),
         ("roofline", f"{record.roofline_ns / 1e3:,.2f} us"),
         ("FLOPs", f"{record.flops:,}"),
-        ("bytes", ", ".join(f"{k} {v / 1e3:,.1f} KB" for k, v in sorted(record.bytes.items())) or "-"),
+        ("bytes", _bytes(record.bytes)),
         ("cores", str(record.cores)),
         ("bound", record.bound),
         ("achieved", f"{record.flops / max(record.duration_ns, 1e-9):,.1f} GFLOP/s, {record.pct_peak:.0f}% of peak"),
@@ -81,3 +94,7 @@ def _timing_rows(record) -> list[tuple[str, str]]:
     if record.dispatch_wait_ns:
         rows.append(("host wait", f"{record.dispatch_wait_ns / 1e3:,.2f} us before it"))
     return rows
+
+
+def _bytes(by_path: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v / 1e3:,.1f} KB" for k, v in sorted(by_path.items())) or "-"

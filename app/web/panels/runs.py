@@ -1,6 +1,7 @@
 """The runs & diff tab: every run of the model; two runs compared as Tracy's compare view does,
-with the totals and how they split, the overrides that differ, both runs on one time axis, the
-per-op deltas and the overlaid duration histograms."""
+with the totals and how they split, both runs' work once per model load, the overrides that
+differ, both runs on one time axis, the per-op deltas (and the ops moved between the step and the
+model's load) and the overlaid duration histograms."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from ..callback_context import diff_pair
 from ..panel import PageContext, Panel, Wiring
 from ..style import KIND_COLOURS, TABLE_STYLE, TOP_LEGEND, base_layout, graph_config, plain, us
 from ..zone_segments import segments, vertices
-from ...workbench.diff import changes_text, more, settings_text, time_split
+from ...workbench.diff import changes_text, more, moved_text, settings_text, time_split
+from ...workbench.load_time import duration_text, ops_text
 
 TAB = "runs"
 RUN_COLUMNS = (
@@ -28,6 +30,7 @@ RUN_COLUMNS = (
     ("target", "target", "text"),
     ("policy", "policy", "text"),
     ("total_us", "total us", "numeric"),
+    ("load_us", "load us (once)", "numeric"),  # const-eval: once per model load, not in the total
     ("overrides", "overrides", "numeric"),
     ("parent", "parent", "text"),
     ("created", "created (UTC)", "text"),
@@ -62,6 +65,7 @@ def runs_data(runs: Sequence[Run]) -> list[dict]:
             "target": r.target.name,
             "policy": r.policy,
             "total_us": us(r.total_ns),
+            "load_us": us(r.load_ns),
             "overrides": len(r.overrides),
             "parent": str(r.parent_id or ""),
             "created": r.created_at.strftime("%Y-%m-%d %H:%M"),
@@ -137,6 +141,8 @@ def diff_children(found: dict, timelines: go.Figure | None = None, limit: int = 
         extra.append(html.P(f"The {limit} ops of largest |delta| of {len(found['ops'])}.", className="hint"))
     extra += _only_in(f"Removed (only in A #{a.id})", found["removed"])
     extra += _only_in(f"Inserted (only in B #{b.id})", found["inserted"])
+    extra += _moved(f"Moved to load time in B #{b.id} (per step in A #{a.id})", found["moved_to_load"])
+    extra += _moved(f"Moved into the step in B #{b.id} (load time in A #{a.id})", found["moved_into_step"])
     labels = (f"A #{a.id}", f"B #{b.id}")
     histogram = dcc.Graph(
         id=ids.DIFF_HISTOGRAM,
@@ -150,6 +156,7 @@ def diff_children(found: dict, timelines: go.Figure | None = None, limit: int = 
     return [
         *warnings,
         _diff_head(found, a, b),
+        *_diff_load(found),
         _diff_overrides(found),
         *aligned,
         html.Div([table, histogram], className="diff-body"),
@@ -174,6 +181,29 @@ def _diff_head(found: dict, a: Run, b: Run) -> html.Div:
         ],
         className="diff-head",
     )
+
+
+def _diff_load(found: dict) -> list:
+    """Both runs' work once per model load (const-eval), when either has any: apart from the totals
+    above, which are per step."""
+    a, b = found["times"]["a"], found["times"]["b"]
+    if not (a["load_ops"] or b["load_ops"]):
+        return []
+    delta = found["load_delta_ns"]
+    return [
+        html.Div(
+            [
+                html.Span("load time, once per model load (const-eval, not in the totals):", className="muted"),
+                html.Span(
+                    f"{ops_text(a['load_ops'], a['load_ns'])} -> {ops_text(b['load_ops'], b['load_ns'])}",
+                    className="metric",
+                ),
+                html.Span(f"({'-' if delta < 0 else '+'}{duration_text(abs(delta))})", className="muted"),
+            ],
+            id=ids.DIFF_LOAD,
+            className="diff-head",
+        )
+    ]
 
 
 def _diff_overrides(found: dict) -> html.Div:
@@ -226,18 +256,26 @@ def _delta_table(ops: Sequence[dict]) -> dash_table.DataTable:
     )
 
 
-def _only_in(title: str, ops: Sequence[dict]) -> list:
-    """Ops found in one run only (a to_layout an override inserted), with their time: the first
-    SHOWN_ONLY_IN by name, the rest counted."""
+def _op_list(title: str, ops: Sequence[dict], total_ns: float, describe, per: str = "") -> list:
+    """A titled list of ops with their total: the first SHOWN_ONLY_IN by name, the rest counted."""
     if not ops:
         return []
-    total = sum(op["ns"] for op in ops)
-    items = [html.Li(f"{op['name']}  {op['kind']}  {op['ns'] / 1e3:,.2f} us") for op in ops[:SHOWN_ONLY_IN]]
+    items = [html.Li(f"{op['name']}  {op['kind']}  {describe(op)}") for op in ops[:SHOWN_ONLY_IN]]
     items += [html.Li(line) for line in more(len(ops) - SHOWN_ONLY_IN)]
     return [
-        html.P(f"{title}: {len(ops)} op{'s' * (len(ops) != 1)}, {total / 1e3:,.2f} us", className="hint"),
+        html.P(f"{title}: {len(ops)} op{'s' * (len(ops) != 1)}, {total_ns / 1e3:,.2f} us{per}", className="hint"),
         html.Ul(items, className="outcomes"),
     ]
+
+
+def _only_in(title: str, ops: Sequence[dict]) -> list:
+    """Ops found in one run only (a to_layout an override inserted), with their time."""
+    return _op_list(title, ops, sum(op["ns"] for op in ops), lambda op: f"{op['ns'] / 1e3:,.2f} us")
+
+
+def _moved(title: str, ops: Sequence[dict]) -> list:
+    """Ops one run does in every step and the other once per model load, with both times."""
+    return _op_list(title, ops, sum(op["step_ns"] for op in ops), moved_text, per=" per step")
 
 
 def duration_histogram(a: Sequence[float], b: Sequence[float], labels: tuple[str, str]) -> go.Figure:

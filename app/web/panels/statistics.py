@@ -1,5 +1,6 @@
-"""The statistics tab, as Tracy's statistics window: per op or per op type, counts and times;
-under it, find zone: how the selected op's zones (or one type's ops) spread."""
+"""The statistics tab, as Tracy's statistics window: per op or per op type, counts and times; the
+ops done once per model load, when the run has any; under them, find zone: how the selected op's
+zones (or one type's ops) spread."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from .. import ids
 from ..callback_context import triggered
 from ..panel import PageContext, Panel, Wiring
 from ..style import TABLE_STYLE, base_layout, graph_config, plain, us
+from ...workbench.load_time import kinds_text, ops_text
+from ...workbench.run_view import RunView
 
 STAT_COLUMNS = (
     ("count", "count"),
@@ -47,7 +50,7 @@ def layout(_page: PageContext) -> list:
         className="hint",
     )
     find_zone = dcc.Graph(id=ids.FIND_ZONE, config=graph_config("find-zone"))
-    return [by, table, html.H4("Find zone", className="subhead"), hint, find_zone]
+    return [by, table, html.Div(id=ids.LOAD_OPS_VIEW), html.H4("Find zone", className="subhead"), hint, find_zone]
 
 
 def stats_columns(by: str) -> list[dict]:
@@ -70,7 +73,11 @@ def register(wiring: Wiring) -> dict:
     explorer, app = wiring.explorer, wiring.app
 
     @app.callback(
-        output=dict(data=Output(ids.STATS_TABLE, "data"), columns=Output(ids.STATS_TABLE, "columns")),
+        output=dict(
+            data=Output(ids.STATS_TABLE, "data"),
+            columns=Output(ids.STATS_TABLE, "columns"),
+            load=Output(ids.LOAD_OPS_VIEW, "children"),
+        ),
         inputs=dict(
             run_id=Input(ids.RUN_SELECT, "value"),
             by=Input(ids.STATS_BY, "value"),
@@ -80,7 +87,11 @@ def register(wiring: Wiring) -> dict:
     def show_statistics(run_id, by="name", tab=TAB):
         if run_id is None or tab != TAB:
             return no_update
-        return dict(data=stats_data(explorer.statistics(run_id, by), by), columns=stats_columns(by))
+        return dict(
+            data=stats_data(explorer.statistics(run_id, by), by),
+            columns=stats_columns(by),
+            load=load_ops_children(explorer.view(run_id)),
+        )
 
     @app.callback(
         output=Output(ids.SELECTED_OP, "data", allow_duplicate=True),
@@ -119,6 +130,41 @@ def register(wiring: Wiring) -> dict:
 
 
 PANEL = Panel("tab", "Statistics", TAB, layout, register)
+
+LOAD_COLUMNS = (
+    ("name", "load-time op", "text"),
+    ("kind", "kind", "text"),
+    ("us", "us", "numeric"),
+    ("bound", "bound", "text"),
+    ("memory", "memory", "text"),
+)
+
+
+def load_ops_children(run: RunView) -> list:
+    """The ops the run does once when its model is loaded (const-eval), in the order they run: they
+    are not in the table above, whose shares are of the time per step."""
+    if not run.load_ops:
+        return []
+    rows = [
+        {"name": op.name, "kind": op.kind, "us": us(op.duration_ns), "bound": op.bound, "memory": op.memory}
+        for op in run.load_ops
+    ]
+    table = dash_table.DataTable(
+        id=ids.LOAD_OPS_TABLE,
+        data=rows,
+        columns=[{"name": label, "id": key, "type": kind} for key, label, kind in LOAD_COLUMNS],
+        **TABLE_STYLE,
+        style_cell_conditional=[{"if": {"column_id": c}, "textAlign": "left"} for c in ("name", "kind")],
+    )
+    return [
+        html.H4(f"Once per model load: {ops_text(len(run.load_ops), run.load_ns)}", className="subhead"),
+        html.P(
+            "Ops on weights and constants only, which the compiler evaluates once when the model is loaded "
+            f"(const-eval): not in the time per step, nor in the shares above. By kind: {kinds_text(run.load_ops)}.",
+            className="hint",
+        ),
+        table,
+    ]
 
 
 def find_zone_histogram(durations_ns: Sequence[float], what: str) -> go.Figure:

@@ -1,9 +1,9 @@
-"""The run summary under the run bar: the shown run's totals, settings and overrides, and its
-export (overrides, trace or ops table)."""
+"""The run summary under the run bar: the shown run's totals per step and its work once per model
+load, its settings and overrides, and its export (overrides, trace or ops table)."""
 
 from __future__ import annotations
 
-from dash import Input, Output, State, dcc, html, no_update
+from dash import ALL, Input, Output, State, dcc, html, no_update
 
 from compiler.errors import TilescopeError
 from overrides import format_item
@@ -11,6 +11,8 @@ from overrides import format_item
 from .. import ids
 from ..panel import PageContext, Panel, Wiring
 from ..style import error
+from .statistics import TAB as STATISTICS
+from ...workbench.load_time import duration_text
 from ...workbench.run_export import EXPORT_FORMATS
 from ...workbench.run_view import RunView
 
@@ -58,20 +60,56 @@ def register(wiring: Wiring) -> dict:
             return dict(download=no_update, message=error(str(err)))
         return dict(download={"content": text, "filename": filename}, message=None)
 
-    return {"show_summary": show_summary, "export_run": export_run}
+    @wiring.app.callback(
+        output=Output(ids.ANALYSIS_TABS, "value", allow_duplicate=True),
+        inputs=dict(clicks=Input({"type": ids.SHOW_LOAD_OPS, "index": ALL}, "n_clicks")),
+        prevent_initial_call=True,
+    )
+    def show_load_ops(clicks):
+        """The load-time ops are listed in the statistics tab: a click on their count opens it."""
+        return STATISTICS if any(clicks) else no_update  # else the summary was redrawn, nothing clicked
+
+    return {"show_summary": show_summary, "export_run": export_run, "show_load_ops": show_load_ops}
 
 
 PANEL = Panel("bar", "Summary", "summary", layout, register)
 
 
 def summary_children(run: RunView) -> list:
+    """The run, its time per step and, when it has any, its work once per model load beside it."""
+    per_step = " per step" if run.load_ops else ""
     parts = [
         html.Span(f"run #{run.id}", className="pill"),
         html.Span(f"{run.model_name} on {run.target_name}"),
-        html.Span(f"total {run.total_ns / 1e3:,.1f} us", className="metric"),
+        html.Span(f"total {run.total_ns / 1e3:,.1f} us{per_step}", className="metric"),
         html.Span(f"device busy {run.device_ns / 1e3:,.1f} us", className="metric"),
+        *load_time(run),
         html.Span(f"{run.policy} policy, {run.dispatch} dispatch"),
     ]
     if run.overrides:
         parts.append(html.Span("overrides: " + ", ".join(format_item(o) for o in run.overrides), className="overrides"))
     return parts
+
+
+def load_time(run: RunView) -> list:
+    """The work the compiler moved out of the step (const-eval), which the model does once when it
+    is loaded: not in the total, and not on the timeline."""
+    if not run.load_ops:
+        return []
+    count = len(run.load_ops)
+    ops = html.Button(
+        f"{count} const-eval op{'s' * (count != 1)}",
+        id={"type": ids.SHOW_LOAD_OPS, "index": run.id},
+        n_clicks=0,
+        className="link",
+        title="list them (Statistics tab)",
+    )
+    return [
+        html.Span(
+            [html.Span(f"load {duration_text(run.load_ns)}", className="metric"), " once per model load: ", ops],
+            id=ids.RUN_LOAD_TIME,
+            className="load-time",
+            title="Ops on weights and constants only (transposes, reshapes, typecasts, broadcasts), evaluated "
+            "once when the model is loaded: not in the time per step.",
+        )
+    ]

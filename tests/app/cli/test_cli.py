@@ -119,6 +119,87 @@ def test_trace_dispatch(capsys, db_url, tiny_path):
     assert trace["ops"][0]["start_ns"] == 0
 
 
+LOAD_LINE = re.compile(r"^load time \(const-eval, once per model load\): (\d+) ops?, ([\d.,]+) (ms|us|ns)$", re.M)
+
+
+def test_run_prints_its_load_time_on_one_line_and_its_json_lists_the_load_ops(capsys, db_url):
+    """A run whose compiler moved two ops to load time: one line for them under the step's total,
+    and in the JSON, beside the step's ops (which no longer hold them)."""
+    from app.cli.runs import _print_table, _run_json
+    from app.workbench.load_time import duration_text
+    from app.workbench.runs import RunResult
+    from tests.perfdb.load_work import MLP, hoisted, simulated
+
+    compilation, sim = simulated(MLP)
+    step = {op.name for op in sim.ops}
+    moved = {"mlp.layer.0.fc1.matmul", "mlp.layer.1.fc1.matmul"}
+    sim = hoisted(sim, moved)
+    result = RunResult(7, compilation, sim, [])
+    _print_table(result, MLP)
+    out = capsys.readouterr().out
+    (line,) = LOAD_LINE.findall(out)
+    assert line == (str(len(sim.load_ops)), *duration_text(sim.load_ns).split()) and sim.load_ns > 0
+    lines = out.splitlines()
+    assert lines[lines.index(LOAD_LINE.search(out).group(0)) - 1].startswith("total ")
+    assert not any(re.match(rf"^{re.escape(name)}\s", out, re.M) for name in moved)  # not in the step's table
+    data = _run_json(result, MLP)
+    assert data["load_ns"] == sim.load_ns
+    assert [op["name"] for op in data["load_ops"]] == [op.name for op in sim.load_ops]
+    assert moved <= {op["name"] for op in data["load_ops"]} and OP_KEYS <= set(data["load_ops"][0])
+    assert {op["name"] for op in data["ops"]} == step - moved
+    assert sum(op["duration_ns"] for op in data["load_ops"]) == pytest.approx(data["load_ns"])
+    json.dumps(data)  # all of it JSON
+
+
+def test_a_run_without_load_work_prints_no_load_line(capsys, db_url, tiny_path):
+    data = run_json(capsys, tiny_path, "--db", db_url)
+    code, out, _ = cli(capsys, "run", tiny_path, "--db", db_url)
+    assert code == 0 and (data["load_ns"], data["load_ops"]) == (0.0, [])
+    assert "load time" not in out
+
+
+def test_runs_json_gives_each_runs_load_time(capsys, db_url):
+    from tests.perfdb.load_work import store_hoisted
+
+    sessions = session_factory(open_db(db_url))
+    plain = run_json(capsys, "zoo:mlp?layers=2", "--db", db_url)
+    loads, sim = store_hoisted(sessions, {"mlp.layer.0.fc1.matmul"})
+    code, out, _ = cli(capsys, "runs", "--db", db_url, "--json")
+    listed = {row["run_id"]: row["load_ns"] for row in json.loads(out)}
+    assert code == 0 and listed == {plain["run_id"]: plain["load_ns"], loads: sim.load_ns}
+    assert sim.load_ns > plain["load_ns"]
+
+
+def test_a_model_with_weight_only_ops_prints_and_stores_its_load_time(capsys, db_url):
+    """BERT's bias reshapes depend on weights alone: the compiler runs them once at load."""
+    from app.workbench.load_time import load_line
+    from perfdb.queries import get_run, load_ops
+    from perfdb.records import LoadOp
+
+    ref = "zoo:bert-base?layers=1"
+    data = run_json(capsys, ref, "--db", db_url)
+    assert data["load_ops"] and data["load_ns"] > 0
+    assert data["load_ns"] == pytest.approx(sum(op["duration_ns"] for op in data["load_ops"]))
+    assert not {op["name"] for op in data["load_ops"]} & {op["name"] for op in data["ops"]}
+    assert data["load_ns"] < data["total_ns"]  # once per load, apart from the step
+    with session_factory(open_db(db_url))() as s:
+        run = get_run(s, data["run_id"])
+    assert run.load_ns == data["load_ns"] and run.total_ns == data["total_ns"]
+    assert load_ops(run) == [
+        LoadOp(
+            name=op["name"],
+            kind=op["type"],
+            duration_ns=op["duration_ns"],
+            bytes=op["bytes"],
+            bound=op["bound"],
+            memory=op["memory"],
+        )
+        for op in data["load_ops"]
+    ]
+    code, out, _ = cli(capsys, "run", ref, "--db", db_url)
+    assert code == 0 and load_line(len(data["load_ops"]), data["load_ns"]) in out.splitlines()
+
+
 def test_runs_on_an_empty_db(capsys, db_url):
     code, out, _ = cli(capsys, "runs", "--db", db_url, "--json")
     assert code == 0 and json.loads(out) == []

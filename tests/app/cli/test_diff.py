@@ -217,3 +217,35 @@ def test_text_names_the_settings_that_differ(capsys, db_url, mlp):
     assert d["device_delta_ns"] == pytest.approx(0) and d["host_delta_ns"] < 0
     assert main(plain, traced, db_url, False) == 0
     assert "settings: dispatch host->trace" in capsys.readouterr().out.splitlines()
+
+
+def test_table_lists_the_ops_moved_between_the_step_and_load_time(capsys, db_url):
+    from tests.perfdb.test_queries import store
+
+    sessions = session_factory(open_db(db_url))
+    a = store(sessions, ("bias.broadcast", 300.0, "dram", "8x8"), ("fc1", 1000.0, "dram", "8x8"))
+    b = store(sessions, ("fc1", 1000.0, "dram", "8x8"), load=[("weight.transpose", 4000.0), ("bias.broadcast", 200.0)])
+    assert main(a, b, db_url, False) == 0
+    assert capsys.readouterr().out.splitlines()[-5:] == [
+        f"moved to load time in run {b} (per step in run {a}): 1 op, 0.30 us per step",
+        "  bias.broadcast  matmul       0.30 us per step, 200 ns at load",
+        "load time (const-eval, once per model load): none -> 2 ops, 4.20 us (+4.20 us)",
+        "total delta -0.30 us (1.30 us -> 1.00 us)",
+        "device -0.30 us, host/idle +0.00 us (1 fewer op to issue)",
+    ]
+    assert main(b, a, db_url, False) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-5:-2] == [
+        f"moved into the step in run {a} (load time in run {b}): 1 op, 0.30 us per step",
+        "  bias.broadcast  matmul       0.30 us per step, 200 ns at load",
+        "load time (const-eval, once per model load): 2 ops, 4.20 us -> none (-4.20 us)",
+    ]
+    assert not any(line.startswith(("removed", "inserted")) for line in lines)
+    d = diff_json(capsys, a, b, db_url)
+    assert [op["name"] for op in d["moved_to_load"]] == ["bias.broadcast"] and d["load_delta_ns"] == 4200.0
+
+
+def test_the_diff_of_runs_without_load_work_says_nothing_of_it(capsys, db_url, runs):
+    assert main(*runs, db_url, False) == 0
+    out = capsys.readouterr().out
+    assert "load time" not in out and "moved" not in out

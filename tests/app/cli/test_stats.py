@@ -44,3 +44,30 @@ def test_stats_command_per_name(capsys, db_url):
     table = capsys.readouterr().out.splitlines()
     assert table[0].split()[:3] == ["kind", "count", "total"] and table[1].startswith("matmul")
     assert main(["stats", "999", "--db", db_url]) == 2
+
+
+def test_stats_ends_with_the_load_time_apart_from_the_shares_per_step(capsys, db_url):
+    from app.workbench.load_time import kinds_text, load_line
+    from perfdb.records import LoadOp
+    from tests.perfdb.load_work import store_hoisted
+
+    sessions = session_factory(open_db(db_url))
+    moved = {"mlp.layer.0.fc1.matmul", "mlp.layer.1.fc1.matmul"}
+    run_id, sim = store_hoisted(sessions, moved)
+    assert main(["stats", str(run_id), "--by", "name", "--db", db_url]) == 0
+    table = capsys.readouterr().out.splitlines()
+    load = [LoadOp.of(op) for op in sim.load_ops]
+    assert table[-1] == f"{load_line(len(load), sim.load_ns)}, not in % run: {kinds_text(load)}"
+    assert table[-1].startswith(f"load time (const-eval, once per model load): {len(load)} ops, ")
+    rows = table[1:-1]
+    assert {row.split()[0] for row in rows} == {op.name for op in sim.ops}  # the step's ops alone
+    assert sum(float(row.split()[-1]) for row in rows) == pytest.approx(100, abs=0.2)
+    assert main(["stats", str(run_id), "--db", db_url, "--json"]) == 0
+    per_kind = json.loads(capsys.readouterr().out)
+    assert sum(row["total_ns"] for row in per_kind) == pytest.approx(sim.device_ns)  # load time left out
+
+
+def test_stats_of_a_run_without_load_work_has_no_footer(capsys, db_url):
+    run = _run(capsys, db_url, "zoo:mlp?layers=1")
+    assert main(["stats", str(run["run_id"]), "--db", db_url]) == 0
+    assert "load time" not in capsys.readouterr().out

@@ -186,3 +186,19 @@ def test_a_search_pattern_re2_cannot_take_is_one_line():
         with pytest.raises(TilescopeError) as err:
             search_ops(graph, pattern)
         assert reason in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_op_run_once_per_model_load_is_drawn_as_such_not_as_no_data(app, cb):
+    from tests.perfdb.load_work import store_hoisted
+
+    from .conftest import MODEL
+
+    plain = cb["show_graph"](shown_run(cb))["figure"]
+    assert "once per model load" not in {t.name for t in plain.data}
+    run_id, _ = store_hoisted(app.explorer.sessions, {FC1}, ref=MODEL)
+    figure = cb["show_graph"](run_id)["figure"]
+    (loaded,) = [t for t in figure.data if t.name == "once per model load"]
+    assert list(loaded.customdata) == [FC1] and loaded.showlegend
+    assert "once per model load (const-eval)" in loaded.hovertext[0]
+    assert FC1 not in {n for t in figure.data if t.name == "no data" for n in t.customdata}
+    assert CONSUMER in {n for t in figure.data if t.name == "ops" for n in t.customdata}

@@ -29,3 +29,18 @@ def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
     assert nothing["apply_disabled"] is True and nothing["stage_disabled"] is True
     assert cb["fill_form"](None, run_id, [f"{FC1}=8x8:l1:block_sharded"])["apply_disabled"] is False  # pending alone
     assert "Click an op" in str(cb["inspect"](None, run_id, "graph"))
+
+
+def test_an_op_moved_to_load_time_shows_its_load_time(app, cb):
+    from app.workbench.load_time import duration_text
+    from tests.perfdb.load_work import store_hoisted
+
+    from .conftest import MODEL
+
+    plain = shown_run(cb)
+    run_id, sim = store_hoisted(app.explorer.sessions, {FC1}, ref=MODEL)
+    (loaded,) = [op for op in sim.load_ops if op.name == FC1]
+    text = str(cb["inspect"](FC1, run_id, "graph"))
+    assert "once per model load (const-eval), not in each step" in text
+    assert duration_text(loaded.duration_ns) in text and "start" not in text  # no place in the step
+    assert "once per model load" not in str(cb["inspect"](FC1, plain, "graph"))

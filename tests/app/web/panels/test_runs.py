@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
+import pytest
 from dash import no_update
 
 from app.web.callback_context import diff_pair
@@ -95,3 +96,26 @@ def test_the_diff_aligns_the_two_runs_timelines_and_outlines_the_changed_op(app,
     a, b = (app.explorer.op_record(i, FC1) for i in (base_id, run_id))
     boxes = {(round(s.x0, 6), round(s.x1, 6)) for s in aligned.layout.shapes}
     assert {(round(r.start_ns / 1e3, 6), round((r.start_ns + r.duration_ns) / 1e3, 6)) for r in (a, b)} <= boxes
+
+
+def test_the_diff_shows_both_runs_load_time_and_the_ops_moved_to_load_time(app, cb):
+    from app.workbench.load_time import ops_text
+    from tests.perfdb.load_work import store_hoisted
+
+    from .conftest import MODEL
+
+    base_id = shown_run(cb)
+    assert "diff-load" not in str(
+        cb["show_diff"]([], rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8))
+    )  # neither loads anything
+    run_id, sim = store_hoisted(app.explorer.sessions, {FC1}, ref=MODEL)
+    rows = {r["id"]: r for r in cb["list_runs"](None, MODEL)["rows"]}
+    assert rows[run_id]["load_us"] == pytest.approx(sim.load_ns / 1e3, abs=1e-3) and rows[base_id]["load_us"] == 0
+    view = cb["show_diff"]([base_id, run_id], run_id)
+    (load,) = [part for part in view if getattr(part, "id", None) == "diff-load"]
+    assert f"none -> {ops_text(len(sim.load_ops), sim.load_ns)}" in str(load)
+    text = str(view)
+    assert f"Moved to load time in B #{run_id} (per step in A #{base_id}): 1 op" in text
+    assert f"{FC1}  matmul  " in text and "Removed" not in text
+    back = str(cb["show_diff"]([base_id, run_id], base_id))  # the older run stays A
+    assert "Moved to load time" in back

@@ -34,3 +34,23 @@ def test_find_zone_shows_the_spread_of_an_op_over_its_cores_and_of_an_op_type(ap
     by_kind = app.explorer.find_zone(run_id, kind=kind)
     assert len(by_kind) == sum(1 for r in app.explorer.op_records(run_id) if r.kind == kind)
     assert "nothing selected" in cb["find_zone"](run_id, None, None, "statistics", "name").layout.title.text
+
+
+def test_the_statistics_list_the_load_time_ops_apart_from_the_shares_per_step(app, cb):
+    from app.workbench.load_time import ops_text
+    from tests.perfdb.load_work import store_hoisted
+
+    from .conftest import MODEL
+
+    assert cb["show_statistics"](shown_run(cb), "name")["load"] == []  # no load-time work: nothing shown
+    run_id, sim = store_hoisted(app.explorer.sessions, {FC1}, ref=MODEL)
+    shown = cb["show_statistics"](run_id, "name")
+    assert FC1 not in {r["name"] for r in shown["data"]}
+    assert sum(r["pct_of_run"] for r in shown["data"]) == pytest.approx(100, abs=0.1)  # of the step alone
+    heading, hint, table = shown["load"]
+    assert heading.children == f"Once per model load: {ops_text(len(sim.load_ops), sim.load_ns)}"
+    assert "const-eval" in hint.children and "not in the time per step" in hint.children
+    assert [(r["name"], r["kind"], r["us"]) for r in table.data] == [
+        (op.name, op.kind, pytest.approx(op.duration_ns / 1e3, abs=1e-3)) for op in sim.load_ops
+    ]
+    assert FC1 in [r["name"] for r in table.data]

@@ -30,3 +30,27 @@ def test_the_shown_run_exports_its_trace_ops_and_overrides(cb):
     assert json.loads(ours["content"])["overrides"]
     refused = cb["export_run"](1, run_id, "pdf")
     assert refused["download"] is no_update and "unknown export format" in str(refused["message"])
+
+
+def test_the_summary_shows_the_load_time_beside_the_time_per_step(app, cb):
+    from app.workbench.load_time import duration_text
+    from tests.perfdb.load_work import store_hoisted
+
+    from .conftest import MODEL
+
+    plain = str(cb["show_summary"](shown_run(cb)))
+    assert "once per model load" not in plain and "per step" not in plain  # no load-time work: as before
+    run_id, sim = store_hoisted(app.explorer.sessions, {FC1}, ref=MODEL)
+    summary = cb["show_summary"](run_id)
+    (load,) = [part for part in summary if getattr(part, "id", None) == "run-load-time"]
+    text = str(load)
+    assert f"load {duration_text(sim.load_ns)}" in text and sim.load_ns > 0
+    assert " once per model load: " in text
+    (link,) = [c for c in load.children if getattr(c, "id", None) == {"type": "show-load-ops", "index": run_id}]
+    assert link.children == f"{len(sim.load_ops)} const-eval op"
+    assert cb["show_load_ops"]([1]) == "statistics"  # a click on it opens the tab that lists them
+    assert cb["show_load_ops"]([0]) is no_update and cb["show_load_ops"]([]) is no_update  # redrawn, not clicked
+    assert f"total {sim.total_ns / 1e3:,.1f} us per step" in str(summary)
+    # beside the step's times, after them
+    order = [str(part) for part in summary]
+    assert order.index(text) == 1 + next(i for i, part in enumerate(order) if "device busy" in part)

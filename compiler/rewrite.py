@@ -1,0 +1,53 @@
+"""What the graph-level rewrites share: who reads a tensor, and dropping ops a rewrite left unread.
+
+A dropped op is listed in `graph.meta["canonicalized"]` as (op, reason), as canonicalize lists
+its own, so a view can say where an op of the input went.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .ir import Graph, Op
+
+
+def readers(graph: Graph) -> dict[str, list[Op]]:
+    """Tensor -> the ops that read it, in program order (an op reading it twice is listed twice)."""
+    found: dict[str, list[Op]] = {}
+    for op in graph.ops:
+        for t in op.inputs:
+            found.setdefault(t, []).append(op)
+    return found
+
+
+def producers(graph: Graph) -> dict[str, Op]:
+    return {t: op for op in graph.ops for t in op.outputs}
+
+
+def drop_unread(graph: Graph, candidates: Iterable[Op], reason: str) -> list[str]:
+    """Drop the candidates no op and no graph output reads any more, and, in turn, the candidates
+    only they read. Returns the dropped ops' names."""
+    pending = {id(op): op for op in candidates}
+    made_by = {t: op for op in pending.values() for t in op.outputs}
+    count: dict[str, int] = {t: 1 for t in graph.outputs}
+    for op in graph.ops:
+        for t in op.inputs:
+            count[t] = count.get(t, 0) + 1
+    dropped: dict[int, Op] = {}
+    work = list(pending.values())
+    while work:
+        op = work.pop()
+        if id(op) in dropped or not op.outputs or any(count.get(t, 0) for t in op.outputs):
+            continue
+        dropped[id(op)] = op
+        for t in op.outputs:
+            graph.tensors.pop(t, None)
+        for t in op.inputs:
+            count[t] -= 1
+            if count[t] == 0 and t in made_by:
+                work.append(made_by[t])
+    if dropped:
+        graph.ops = [op for op in graph.ops if id(op) not in dropped]
+    names = [op.name for op in dropped.values()]
+    graph.meta["canonicalized"] = [*graph.meta.get("canonicalized", []), *((n, reason) for n in names)]
+    return names

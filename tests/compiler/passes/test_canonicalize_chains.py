@@ -1,0 +1,41 @@
+from compiler.passes.canonicalize import Canonicalize
+
+from .golden import lines, run
+
+CHAINS = """
+func.func @f(%x: tensor<32x2048xbf16> {ttir.name = "x"}) -> (tensor<32x1x2048xbf16>, tensor<32x2048xbf16>, tensor<32x2048xf32>) {
+  %a = "ttir.reshape"(%x) <{shape = [1 : i32, 32 : i32, 2048 : i32]}> : (tensor<32x2048xbf16>) -> tensor<1x32x2048xbf16> loc("r0")
+  %b = "ttir.reshape"(%a) <{shape = [32 : i32, 1 : i32, 2048 : i32]}> : (tensor<1x32x2048xbf16>) -> tensor<32x1x2048xbf16> loc("r1")
+  %c = "ttir.typecast"(%x) : (tensor<32x2048xbf16>) -> tensor<32x2048xf32> loc("up")
+  %d = "ttir.typecast"(%c) : (tensor<32x2048xf32>) -> tensor<32x2048xbf16> loc("down")
+  %e = "ttir.typecast"(%d) : (tensor<32x2048xbf16>) -> tensor<32x2048xf32> loc("up_again")
+  return %b, %d, %e : tensor<32x1x2048xbf16>, tensor<32x2048xbf16>, tensor<32x2048xf32>
+}
+"""
+
+NARROWING = """
+func.func @f(%x: tensor<64xf32> {ttir.name = "x"}) -> tensor<64xf32> {
+  %a = "ttir.typecast"(%x) : (tensor<64xf32>) -> tensor<64xbf16> loc("down")
+  %b = "ttir.typecast"(%a) : (tensor<64xbf16>) -> tensor<64xf32> loc("up")
+  return %b : tensor<64xf32>
+}
+"""
+
+
+def test_a_reshape_of_a_reshape_reads_the_first_input_and_a_widening_round_trip_goes():
+    graph = run(CHAINS, Canonicalize())
+    # r1 reads x directly (r0 had no other reader); bf16 -> f32 -> bf16 is x itself; the last
+    # cast, of a value equal to x, reads x
+    assert lines(graph) == ["r1 = reshape(x)", "up_again = typecast(x)"]
+    assert graph.outputs == ["r1", "x", "up_again"]
+    assert dict(graph.meta["canonicalized"]) == {
+        "down": "no-op typecast",
+        "r0": "read past by the op after it",
+        "up": "read past by the op after it",
+    }
+
+
+def test_a_narrowing_cast_and_back_is_kept():
+    """f32 -> bf16 drops mantissa bits: casting back does not restore x."""
+    graph = run(NARROWING, Canonicalize())
+    assert lines(graph) == ["down = typecast(x)", "up = typecast(down)"]
