@@ -12,7 +12,9 @@ seen); the summaries are per split.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +46,7 @@ COLUMNS = (
     "release",
     "split",
 )
+OPTIONAL_COLUMNS = ("grid",)  # empty or absent: the card's whole compute grid
 WITHIN = 2.0  # a prediction within this factor of the published time counts as close
 
 
@@ -93,6 +96,9 @@ class ModelMeasurement:
     dispatch: str
     release: str  # the TT-Metalium release the table gives; "" where it gives none
     split: str
+    # rows x columns of cores the published implementation's ops run on, when fewer than the
+    # card's (its program configs name the grid); None: the whole compute grid
+    grid: tuple[int, int] | None = None
 
     @property
     def published_s(self) -> float:
@@ -170,6 +176,10 @@ def _measurement(path: Path, line: int, r: dict[str, str]) -> ModelMeasurement:
     if r["split"] not in SPLITS:
         raise _bad(path, line, f"split must be one of {', '.join(SPLITS)}, got {r['split']!r}")
     seq = r["seq"].strip()
+    grid = (r.get("grid") or "").strip()
+    cores = re.fullmatch(r"([1-9][0-9]?)x([1-9][0-9]?)", grid)
+    if grid and not cores:
+        raise _bad(path, line, f"grid must be rows x columns of cores such as 8x6, got {grid!r}")
     return ModelMeasurement(
         model=r["model"].strip(),
         hardware=r["hardware"],
@@ -183,6 +193,7 @@ def _measurement(path: Path, line: int, r: dict[str, str]) -> ModelMeasurement:
         dispatch=r["dispatch"],
         release=r["release"].strip(),
         split=r["split"],
+        grid=(int(cores[1]), int(cores[2])) if cores else None,
     )
 
 
@@ -199,7 +210,9 @@ def load_models(path: Path | str | None = None) -> list[ModelMeasurement]:
             measurements, seen = [], set()
             for r in reader:
                 line = reader.line_num
-                if None in r or any(r[c] is None for c in COLUMNS):  # more or fewer cells than the header
+                if None in r or any(
+                    r[c] is None for c in (*COLUMNS, *OPTIONAL_COLUMNS) if c in r
+                ):  # more or fewer cells than the header
                     raise _bad(path, line, f"expected {len(reader.fieldnames)} cells")
                 m = _measurement(path, line, r)
                 key = (m.model, m.hardware, m.metric)
@@ -225,13 +238,13 @@ def model_rows(
     """Each figure with its prediction. Each distinct model is compiled once per target and
     simulated once per dispatch; one that cannot be loaded or compiled gives its rows an error,
     and the others are still predicted."""
-    compiled: dict[tuple[str, str], Compilation | str] = {}
-    steps: dict[tuple[str, str, str], float | str] = {}
+    compiled: dict[tuple, Compilation | str] = {}
+    steps: dict[tuple, float | str] = {}
     rows = []
     for m in measurements:
-        key = (m.ref, m.target)
+        key = (m.ref, m.target, m.grid)
         if key not in compiled:
-            compiled[key] = _compile(m.ref, m.target, targets)
+            compiled[key] = _compile(m.ref, m.target, m.grid, targets)
         compilation = compiled[key]
         if isinstance(compilation, str):
             rows.append(ModelRow(m, None, compilation))
@@ -243,11 +256,18 @@ def model_rows(
     return rows
 
 
-def _compile(ref: str, target: str, targets: Callable[[str], Target]) -> Compilation | str:
+def _compile(
+    ref: str, target: str, grid: tuple[int, int] | None, targets: Callable[[str], Target]
+) -> Compilation | str:
     """The compilation, or what went wrong in one line: a row reports it rather than stopping
-    the others."""
+    the others. With `grid`, the target's compute grid is cut to it."""
     try:
-        return compile_model(load_model(ref), targets(target), (), POLICY)
+        card = targets(target)
+        if grid is not None:
+            if grid[0] > card.grid[0] or grid[1] > card.grid[1]:
+                return f"grid {grid[0]}x{grid[1]} is larger than {target}'s {card.grid[0]}x{card.grid[1]}"
+            card = dataclasses.replace(card, grid=grid)
+        return compile_model(load_model(ref), card, (), POLICY)
     except TilescopeError as err:
         return str(err)
     except Exception as err:  # a compiler failure on one model must not hide the other rows

@@ -145,7 +145,7 @@ def _print_model_rows(rows: list[model_validation.ModelRow]) -> None:
     width = max([len(r.measurement.model) for r in rows] + [5])
     print(
         f"{'model':<{width}} {'hardware':<8} {'metric':<11} {'published':>10} {'predicted':>10} {'ratio':>7}  "
-        f"{'split':<8}  formats"
+        f"{'split':<8}  {'grid':<5}  formats"
     )
     for r in rows:
         m = r.measurement
@@ -153,7 +153,8 @@ def _print_model_rows(rows: list[model_validation.ModelRow]) -> None:
         if r.error:
             print(f"{start}  error: {r.error}")
             continue
-        print(f"{start} {r.predicted:>10.4g} {r.ratio:>6.2f}x  {m.split:<8}  {m.formats}")
+        grid = f"{m.grid[0]}x{m.grid[1]}" if m.grid else "all"
+        print(f"{start} {r.predicted:>10.4g} {r.ratio:>6.2f}x  {m.split:<8}  {grid:<5}  {m.formats}")
     print()
 
 

@@ -79,6 +79,15 @@ def test_the_shipped_table_is_the_published_one(shipped):
     assert "tt_metal_models.csv" in sources and "Oct 15, 2025" in sources
 
 
+def test_a_row_states_the_grid_its_demo_ran_on(shipped):
+    grids = {m.model: m.grid for m in shipped}
+    # the demos' program configs: compute_with_storage_grid_size=(6, 8), i.e. 6 columns of 8 rows
+    # (models/demos/sentence_bert/ttnn/common.py); BERT-Large's BFLOAT8_B-SHARDED config 8 x batch 8
+    assert grids["Sentence-Bert (backbone: bert-base)"] == (8, 6)
+    assert grids["BERT-Large"] == (8, 8)
+    assert grids["Llama 3.2 1B"] is None  # the card's whole grid
+
+
 def test_each_zoo_reference_has_the_published_configuration(shipped):
     for m in shipped:
         params = dict(parse_qsl(m.ref.partition("?")[2]))
@@ -162,6 +171,17 @@ def test_a_malformed_file_is_one_line(tmp_path):
         assert str(err.value).startswith(str(path)) and fragment in str(err.value), str(err.value)
 
 
+def test_the_grid_column_is_optional_and_checked(tmp_path):
+    columns = (*mv.COLUMNS, "grid")
+    path = write_table(tmp_path / "t.csv", {"grid": "8x6"}, {"model": "n", "grid": ""}, columns=columns)
+    cut, whole = mv.load_models(path)
+    assert cut.grid == (8, 6) and whole.grid is None
+    for bad in ("6 by 8", "0x8", "8x"):
+        path = write_table(tmp_path / "bad.csv", {"grid": bad}, columns=columns)
+        with pytest.raises(TilescopeError, match=r"row 2: grid must be rows x columns of cores such as 8x6"):
+            mv.load_models(path)
+
+
 # --- predictions ----------------------------------------------------------------------------------
 
 
@@ -233,6 +253,15 @@ def test_blackhole_rows_compile_for_blackhole(tmp_path):
     wormhole, blackhole = mv.model_rows(mv.load_models(write_table(tmp_path / "t.csv", SMALL[0], row)))
     assert blackhole.step_ns == pytest.approx(_step_ns(SMALL[0]["ref"], "blackhole_p150"))
     assert blackhole.step_ns != wormhole.step_ns
+
+
+def test_a_row_on_fewer_cores_is_compiled_for_them(tmp_path):
+    bert = SMALL[3]
+    columns = (*mv.COLUMNS, "grid")
+    rows = [bert, {**bert, "model": "48 cores", "grid": "8x6"}, {**bert, "model": "too many", "grid": "8x9"}]
+    whole, cut, too_many = mv.model_rows(mv.load_models(write_table(tmp_path / "t.csv", *rows, columns=columns)))
+    assert cut.step_ns > whole.step_ns  # the same work on 48 cores instead of 64
+    assert too_many.error == "grid 8x9 is larger than wormhole_n150's 8x8" and too_many.step_ns is None
 
 
 # --- summaries ------------------------------------------------------------------------------------

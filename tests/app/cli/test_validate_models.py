@@ -44,7 +44,7 @@ def test_models_prints_every_published_figure_and_a_summary_per_split(capsys):
     code, out, err = cli(capsys, "--models")
     assert code == 0 and "Traceback" not in err
     lines = out.splitlines()
-    assert lines[0].split()[:8] == [
+    assert lines[0].split()[:9] == [
         "model",
         "hardware",
         "metric",
@@ -52,6 +52,7 @@ def test_models_prints_every_published_figure_and_a_summary_per_split(capsys):
         "predicted",
         "ratio",
         "split",
+        "grid",
         "formats",
     ]
     shipped = mv.load_models()
@@ -62,6 +63,7 @@ def test_models_prints_every_published_figure_and_a_summary_per_split(capsys):
         ratio = float(next(w for w in line.split() if w.endswith("x") and w[:-1].replace(".", "").isdigit())[:-1])
         assert 1 / 4 < ratio < 4, line  # whole models within 4x of the chip, either way
         assert line.rstrip().endswith(m.formats)
+        assert f"  {f'{m.grid[0]}x{m.grid[1]}' if m.grid else 'all'}  " in line  # the cores the demo ran on
     summary = {line.split()[0]: line.split() for line in lines if line.startswith(("dev ", "held-out "))}
     assert set(summary) == {"dev", "held-out"}
     assert int(summary["dev"][1]) + int(summary["held-out"][1]) == len(shipped)

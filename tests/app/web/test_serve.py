@@ -8,6 +8,7 @@ import json
 import os
 import re
 import socket
+import time
 import urllib.request
 
 import psutil
@@ -26,6 +27,11 @@ def workers(request, db_url, tmp_path):
     count = request.param
     args = ["--workers", str(count)] if count > 1 else []  # one is the default
     url, proc = serving.start(MODEL, db_url, *args, logs=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
+    # gunicorn forks its workers one after another, the next after a pause of up to 0.1 s; the
+    # first can answer before the last is forked
+    deadline = time.monotonic() + serving.START_S
+    while len(psutil.Process(proc.pid).children()) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
     yield url, proc, count
     proc.stop()
 
