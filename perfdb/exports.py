@@ -3,7 +3,9 @@
 Chrome Trace Event JSON, as Perfetto and Tracy's `tracy-import-chrome` load it: `{"traceEvents":
 [...]}` with complete events (`ph: "X"`, `ts`/`dur` in microseconds), integer `pid` per device and
 `tid` per core and engine, `M` events naming the process and every thread, and `C` counter events
-(one plot per counter: L1 bytes in use per core, shared-memory bandwidth).
+(one plot per counter: L1 bytes in use per core, shared-memory bandwidth). The work done once per
+model load (const-eval) is a process of its own, its ops one after the other from time zero on a
+clock of their own: it is not part of the step.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from compiler.tracks import parse_track
 from . import queries
 
 DEVICE_PID = 0
+LOAD_PID = 1
 
 
 def _track_order(track: str) -> tuple:
@@ -71,4 +74,32 @@ def chrome_trace(session: Session, run_id: int) -> dict:
         events.append(
             {"ph": "C", "name": label, "pid": DEVICE_PID, "tid": 0, "ts": c.t_ns / 1e3, "args": {c.name: c.value}}
         )
+    events.extend(_load_events(queries.load_ops(run)))
     return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"run": run.id, "model": run.model_ref}}
+
+
+def _load_events(load: list) -> list[dict]:
+    """The ops run once per model load, back to back on one thread of their own process."""
+    if not load:
+        return []
+    name = "model load (const-eval: once per load, not in the step)"
+    events = [
+        {"ph": "M", "name": "process_name", "pid": LOAD_PID, "tid": 0, "args": {"name": name}},
+        {"ph": "M", "name": "thread_name", "pid": LOAD_PID, "tid": 1, "args": {"name": "load"}},
+    ]
+    t_ns = 0.0
+    for op in load:
+        events.append(
+            {
+                "ph": "X",
+                "name": op.name,
+                "cat": "load",
+                "pid": LOAD_PID,
+                "tid": 1,
+                "ts": t_ns / 1e3,
+                "dur": op.duration_ns / 1e3,
+                "args": {"op": op.name, "kind": op.kind},
+            }
+        )
+        t_ns += op.duration_ns
+    return events

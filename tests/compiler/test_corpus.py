@@ -144,6 +144,15 @@ def test_every_level_of_zoo_models_reparses_and_simulates(ref, wormhole):
     assert all(o.duration_ns >= o.roofline_ns * (1 - 1e-9) for o in sim.ops)
 
 
+@pytest.mark.parametrize("ref", ["zoo:llama-3.2-1b?mode=decode&layers=2", "zoo:bert-large?layers=2"])
+def test_every_level_reparses_under_the_optimizer_policy(ref, wormhole):
+    c = compile_model(load_model(ref), wormhole, policy="optimizer")
+    for level in LEVELS:
+        again = import_mlir(c.mlir(level), f"{ref}:{level}")
+        assert [op.name for op in again.graph.ops] == [op.name for op in c.graph_at(level).ops], level
+    assert "bfp8" in c.mlir("layout")  # the weights the policy stores in block floating point
+
+
 def test_greedy_l1_fits_and_speeds_up_resnet(compiled, corpus, wormhole):
     greedy = compile_model(load_model(str(corpus / "resnet50_xla.mlir")), wormhole, policy="greedy-l1")
     assert greedy.levels["kernel"].meta["diagnostics"] == []

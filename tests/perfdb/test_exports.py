@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from app.cli import main
 from perfdb.engine import open_db, session_factory
 from perfdb.exports import chrome_trace
@@ -43,3 +45,22 @@ def test_export_command_writes_the_trace(capsys, db_url, tiny_path, tmp_path):
     assert main(["export", str(run_id), "--db", db_url, "--format", "chrome", "-o", str(out)]) == 0
     trace = json.loads(out.read_text())
     assert sum(1 for e in trace["traceEvents"] if e["ph"] == "X") > 0
+
+
+def test_load_time_work_is_a_process_of_its_own(capsys, db_url):
+    ref = "zoo:llama-3.2-1b?mode=decode&layers=1"  # weights transposed and cast once, at load
+    assert main(["run", ref, "--db", db_url, "--json", "--dispatch", "trace"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    with session_factory(open_db(db_url))() as session:
+        events = chrome_trace(session, run["run_id"])["traceEvents"]
+    load = [e for e in events if e["ph"] == "X" and e["cat"] == "load"]
+    assert [e["name"] for e in load] == [o["name"] for o in run["load_ops"]] and load
+    assert {e["pid"] for e in load} == {1} and not any(
+        e["pid"] == 1 and e["cat"] != "load" for e in events if e["ph"] == "X"
+    )
+    assert load[0]["ts"] == 0 and all(a["ts"] + a["dur"] == pytest.approx(b["ts"]) for a, b in zip(load, load[1:]))
+    assert sum(e["dur"] for e in load) == pytest.approx(run["load_ns"] / 1e3)
+    step = {e["args"]["op"] for e in events if e["ph"] == "X" and e["pid"] == 0}
+    assert step.isdisjoint(e["name"] for e in load)  # not in the step
+    process = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert "once per load" in process[1]
