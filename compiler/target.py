@@ -127,6 +127,23 @@ class Target:
     fusion: dict[str, bool]  # which element-wise ops the target's kernels can fuse: activation, bias
     assumed: tuple[str, ...]  # keys whose values no public document gives (see the file's comments)
     noc_multicast_bytes_per_cycle: float | None = None  # what a multicast delivers to each receiver
+    short_tiles: bool = False  # the engine also takes tiles of fewer rows (a power of two) of full width
+
+    @property
+    def tile_shapes(self) -> list[tuple[int, int]]:
+        """The tile shapes a tensor may be stored in: the full tile, and with `short_tiles` the ones
+        of fewer rows, tallest first."""
+        rows, cols = self.tile
+        if not self.short_tiles:
+            return [self.tile]
+        return [(r, cols) for r in (2**i for i in range(rows.bit_length() - 1, -1, -1)) if rows % r == 0]
+
+    @property
+    def fidelities(self) -> list[str]:
+        """The math fidelities that change what the matrix engine does: none where every one costs
+        the same (an engine without Tenstorrent's multi-pass multiplies)."""
+        passes = self.matrix.fidelity_passes
+        return [f for f in FIDELITIES if f in passes] if len(set(passes.values())) > 1 else []
 
     @property
     def cores(self) -> int:
@@ -428,4 +445,5 @@ def _target_from(data: dict, where: str, assumed: tuple[str, ...] = ()) -> Targe
         fusion=_fusion(data, where),
         assumed=assumed,
         noc_multicast_bytes_per_cycle=_get(data, "noc.multicast_bytes_per_cycle", float, where, default=None),
+        short_tiles=_get(data, "tile.short_rows", bool, where, default=False),
     )

@@ -4,13 +4,38 @@ and how text from a model is made safe to show."""
 from __future__ import annotations
 
 import html as text_html
+import zlib
 
 import plotly.colors
 import plotly.graph_objects as go
 from dash import dcc, html
 
 FONT = "Inter, system-ui, -apple-system, Segoe UI, sans-serif"
-KIND_COLOURS = tuple(plotly.colors.qualitative.Dark24)  # one colour per op kind, 24 before any repeats
+KIND_COLOURS = tuple(plotly.colors.qualitative.Dark24)
+# The kinds most of a run's time goes to, each a colour of its own that a reader learns; any other
+# kind takes one by its name's hash, as Tracy colours zones. Either way a kind's colour does not
+# depend on what else is on screen: the same in every window of a zoom, every run and every panel.
+_KNOWN_KINDS = {
+    "matmul": 0,
+    "conv2d": 19,
+    "scaled_dot_product_attention": 7,
+    "scaled_dot_product_attention_decode": 17,
+    "add": 2,
+    "subtract": 10,
+    "multiply": 14,
+    "softmax": 4,
+    "layernorm": 6,
+    "rmsnorm": 21,
+    "to_layout": 3,
+    "reshape": 15,
+    "permute": 8,
+    "typecast": 13,
+    "embedding": 16,
+    "update_cache": 9,
+    "relu": 1,
+    "gelu": 12,
+    "silu": 11,
+}
 BOUND_COLOURS = {
     "compute": "#2563eb",
     "dram": "#dc2626",
@@ -22,6 +47,14 @@ BOUND_COLOURS = {
     "measured": "#111827",
 }
 SELECTED = "selected"  # the name of the selection's ring (graph, roofline) and outlines (timeline)
+
+
+def kind_colour(kind: str) -> str:
+    """The colour of an op kind, wherever it is drawn."""
+    index = _KNOWN_KINDS.get(kind)
+    if index is None:
+        index = zlib.crc32(kind.encode()) % len(KIND_COLOURS)
+    return KIND_COLOURS[index]
 
 
 def plain(text: str) -> str:

@@ -250,12 +250,13 @@ class Explorer:
         (and operand or result). Returns the new run id (None when nothing was stored) and every
         override's outcome; the new run's view is kept, for the panels that show it next."""
         parent = self.view(run_id)
+        combined = _combined(parent.overrides, overrides)
         result = runs.execute(
             self.sessions,
             parent.model_ref,
             parent.target_ref,
-            _combined(parent.overrides, overrides),
-            label=", ".join(format_item(o) for o in overrides),
+            combined,
+            label=overrides_label(combined, overrides),
             parent_id=parent.id,
             dispatch=parent.dispatch,
             policy=parent.policy,
@@ -284,6 +285,18 @@ def _combined(before: Sequence[OpOverride], overrides: Sequence[OpOverride]) -> 
     """A run's overrides, each replaced by any of `overrides` of the same op part, then `overrides`."""
     replaced = {o.key for o in overrides}
     return [*(o for o in before if o.key not in replaced), *overrides]
+
+
+LABELLED_OVERRIDES = 3  # beyond, a label counts them and names the newest
+
+
+def overrides_label(overrides: Sequence[OpOverride], new: Sequence[OpOverride] = ()) -> str:
+    """A run's label from all its overrides: each of them when few, else how many and the `new`
+    ones (what this run changed), then "..."."""
+    if len(overrides) <= LABELLED_OVERRIDES:
+        return ", ".join(format_item(o) for o in overrides)
+    shown = [format_item(o) for o in (new or overrides)[:LABELLED_OVERRIDES]]
+    return f"{len(overrides)} overrides: {', '.join(shown)}, ..."
 
 
 def run_label(run: Run) -> str:

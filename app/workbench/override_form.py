@@ -19,7 +19,6 @@ from .uploads import upload_name, uploaded_bytes
 DEFAULT_FIDELITY_CHOICE = "default"
 DEFAULT_CHOICE = "default"  # tile and double buffering as the compiler picks them
 OUTPUT = "output"  # the override lays out the op's outputs (else "operand N": that input)
-TILE_CHOICES = (DEFAULT_CHOICE, "32x32", "16x32", "8x32", "4x32", "2x32", "1x32")  # tt-metal's tile shapes
 DOUBLE_BUFFER_CHOICES = {DEFAULT_CHOICE: None, "on": True, "off": False}
 _BLOCK = re.compile(r"\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)\s*")
 
@@ -108,11 +107,27 @@ def form_values(compilation: Compilation, op_name: str | None) -> FormValues:
     )
 
 
-def override_choices(target: Target) -> tuple[list, list, list, list]:
-    """What the override form offers on a target: its memories, grid sizes up to its grid, and
-    the dtypes its matrix engine computes plus the float formats it converts."""
-    dtypes = sorted(set(target.matrix.flops_per_cycle) | {"f32", "bf16", "f16"})
-    return list(target.memories), list(range(1, target.grid[0] + 1)), list(range(1, target.grid[1] + 1)), dtypes
+@dataclass(frozen=True)
+class Choices:
+    """What the override form offers on a target, in the target's own terms."""
+
+    memories: list[str]  # by the target's names (l1, lls, dram, ...)
+    rows: list[int]  # grid sizes up to its grid
+    cols: list[int]
+    dtypes: list[str]  # what its matrix engine computes, and the float formats it converts
+    tiles: list[str]  # DEFAULT_CHOICE, then the shapes its tensors may be stored in
+    fidelities: list[str]  # DEFAULT_FIDELITY_CHOICE, then those that change its engine's work
+
+
+def override_choices(target: Target) -> Choices:
+    return Choices(
+        memories=list(target.memories),
+        rows=list(range(1, target.grid[0] + 1)),
+        cols=list(range(1, target.grid[1] + 1)),
+        dtypes=sorted(set(target.matrix.flops_per_cycle) | {"f32", "bf16", "f16"}),
+        tiles=[DEFAULT_CHOICE, *(f"{r}x{c}" for r, c in target.tile_shapes)],
+        fidelities=[DEFAULT_FIDELITY_CHOICE, *target.fidelities],
+    )
 
 
 def applies_to_choices(compilation: Compilation, op_name: str | None) -> list[str]:

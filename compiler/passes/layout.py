@@ -174,17 +174,15 @@ class AssignLayouts:
         return ""
 
     def _check_tile(self, ov: OpOverride) -> str:
-        """Why the tile shape cannot be used, or ''. Short tiles keep the engine's row pitch: fewer
-        rows (a power of two) of full width, as Tenstorrent's tiny tiles do."""
+        """Why the tile shape cannot be used, or ''. The target names its shapes: short tiles keep
+        the engine's row pitch (fewer rows of full width), as Tenstorrent's tiny tiles do."""
         if ov.tile is None:
             return ""
         rows, cols = ov.tile
-        full_rows, full_cols = self.target.tile
         if ov.layout == "row_major":
             return f"tile {rows}x{cols} needs the tile layout, not row_major"
-        allowed = [2**i for i in range(full_rows.bit_length()) if full_rows % 2**i == 0]
-        if cols != full_cols or rows not in allowed:
-            shapes = ", ".join(f"{r}x{full_cols}" for r in allowed)
+        if ov.tile not in self.target.tile_shapes:
+            shapes = ", ".join(f"{r}x{c}" for r, c in sorted(self.target.tile_shapes))
             return f"tile {rows}x{cols} not supported on {self.target.name}; tiles: {shapes}"
         return ""
 
@@ -274,6 +272,8 @@ class AssignLayouts:
 
         if ov.fidelity is not None and opset.op_class(op.kind).engine != "matrix":
             return rejected(f"fidelity applies to matrix ops; {op.name} is {op.kind}")
+        if ov.fidelity is not None and not self.target.fidelities:
+            return rejected(f"{self.target.name} has no math fidelity setting (its engine costs the same at each)")
         tiling = self._check_tiling(graph, op, ov)
         if tiling:
             return rejected(tiling)

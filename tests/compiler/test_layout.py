@@ -9,6 +9,7 @@ import pytest
 from compiler.models import load_model
 from compiler.override import APPLIED, REJECTED, OpOverride
 from compiler.pipeline import compile_model
+from compiler.target import load_target
 from overrides import parse_item
 
 
@@ -166,6 +167,19 @@ def test_a_short_tile_on_a_one_row_matmul_reads_less_and_computes_less(wormhole,
 )
 def test_unsupported_tiles_are_rejected(wormhole, spec, reason):
     outcome = _outcome(_compile("zoo:matmul:1x256x256", wormhole, spec))
+    assert outcome.status == REJECTED and reason in outcome.reason
+
+
+@pytest.mark.parametrize(
+    "target, spec, reason",
+    [
+        ("mtia_v1", "matmul=tile#16x32", "tile 16x32 not supported on mtia_v1; tiles: 32x32"),
+        ("corsair", "matmul=tile#32x64", "tile 32x64 not supported on corsair; tiles: 64x64"),
+        ("mtia_v1", "matmul=fidelity#hifi4", "mtia_v1 has no math fidelity setting"),
+    ],
+)
+def test_tenstorrent_tiles_and_fidelities_are_refused_where_the_engine_has_none(target, spec, reason):
+    outcome = _outcome(_compile("zoo:matmul:64x256x256", load_target(target), spec))
     assert outcome.status == REJECTED and reason in outcome.reason
 
 

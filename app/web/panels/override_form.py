@@ -9,7 +9,6 @@ from dash import ALL, Input, Output, State, dcc, html, no_update
 
 from compiler.errors import TilescopeError
 from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
-from compiler.target import FIDELITIES
 
 from .. import ids
 from ..callback_context import triggered
@@ -18,10 +17,8 @@ from ..panel import PageContext, Panel, Wiring, outputs
 from ..style import error, labelled, menu
 from ...workbench.override_form import (
     DEFAULT_CHOICE,
-    DEFAULT_FIDELITY_CHOICE,
     DOUBLE_BUFFER_CHOICES,
     OUTPUT,
-    TILE_CHOICES,
     FormValues,
     applies_to_choices,
     form_override,
@@ -50,20 +47,20 @@ SHOWN_PENDING = 100  # pending overrides listed on the page, each with its remov
 
 
 def layout(page: PageContext) -> html.Div:
-    memories, rows, cols, dtypes = override_choices(page.target)
+    offered = override_choices(page.target)
     block = dcc.Input(
         id=ids.OV_BLOCK, type="text", value="", placeholder="default", debounce=True, className="text-input"
     )
     fields = [
         labelled("Applies to", menu(ids.OV_APPLIES_TO, [OUTPUT], OUTPUT)),
-        labelled("Memory", menu(ids.OV_MEMORY, memories)),
+        labelled("Memory", menu(ids.OV_MEMORY, offered.memories)),
         labelled("Memory layout", menu(ids.OV_MEMORY_LAYOUT, list(MEMORY_LAYOUTS))),
-        labelled("Grid rows", menu(ids.OV_GRID_ROWS, rows)),
-        labelled("Grid cols", menu(ids.OV_GRID_COLS, cols)),
+        labelled("Grid rows", menu(ids.OV_GRID_ROWS, offered.rows)),
+        labelled("Grid cols", menu(ids.OV_GRID_COLS, offered.cols)),
         labelled("Layout", menu(ids.OV_LAYOUT, list(TENSOR_LAYOUTS))),
-        labelled("Dtype", menu(ids.OV_DTYPE, dtypes)),
-        labelled("Tile", menu(ids.OV_TILE, list(TILE_CHOICES), DEFAULT_CHOICE)),
-        labelled("Math fidelity", menu(ids.OV_FIDELITY, [DEFAULT_FIDELITY_CHOICE, *FIDELITIES])),
+        labelled("Dtype", menu(ids.OV_DTYPE, offered.dtypes)),
+        labelled("Tile", menu(ids.OV_TILE, offered.tiles, DEFAULT_CHOICE)),
+        labelled("Math fidelity", menu(ids.OV_FIDELITY, offered.fidelities)),
         labelled("Matmul block MxNxK", block),
         labelled("Double buffer", menu(ids.OV_DOUBLE_BUFFER, list(DOUBLE_BUFFER_CHOICES), DEFAULT_CHOICE)),
     ]
@@ -156,15 +153,17 @@ def register(wiring: Wiring) -> dict:
             rows=Output(ids.OV_GRID_ROWS, "options"),
             cols=Output(ids.OV_GRID_COLS, "options"),
             dtypes=Output(ids.OV_DTYPE, "options"),
+            tiles=Output(ids.OV_TILE, "options"),
+            fidelities=Output(ids.OV_FIDELITY, "options"),
         ),
         inputs=dict(target=Input(ids.TARGET_SELECT, "value")),
     )
     def form_choices(target):
+        """The form in the target's terms: its memories, grid, dtypes, tile shapes and fidelities."""
         try:
-            memories, rows, cols, dtypes = override_choices(explorer.target(target))
+            return asdict(override_choices(explorer.target(target)))
         except TilescopeError:
             return no_update
-        return dict(memories=memories, rows=rows, cols=cols, dtypes=dtypes)
 
     callbacks = {"fill_form": fill_form, "form_choices": form_choices}
     callbacks |= _register_pending(app)

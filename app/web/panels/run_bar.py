@@ -196,7 +196,25 @@ def _register_link(wiring: Wiring) -> dict:
         pair = tuple(ticked) if len(ticked) == 2 else ()
         return url_state.encode(url_state.ViewState(model, target, policy, level, run_id, selected, pair))
 
-    return {"open_link": open_link, "write_link": write_link}
+    @app.callback(
+        output=dict(
+            selected=Output(ids.SELECTED_OP, "data", allow_duplicate=True),
+            pattern=Output(ids.GRAPH_SEARCH, "value"),
+        ),
+        inputs=dict(model=Input(ids.MODEL_SELECT, "value")),
+        state=dict(search=State(ids.URL, "search")),
+        prevent_initial_call=True,
+    )
+    def forget_on_model_switch(model, search):
+        """Another model: the selected op and the graph search were the last model's, so they go
+        (and with them op= in the address; the ticked pair goes with the run list). A model the
+        address names is a link being opened, whose op is kept."""
+        named = url_state.parse(search).model
+        if named is None or model == named:
+            return no_update
+        return dict(selected=None, pattern="")
+
+    return {"open_link": open_link, "write_link": write_link, "forget_on_model_switch": forget_on_model_switch}
 
 
 def _register_upload(wiring: Wiring) -> dict:

@@ -17,7 +17,7 @@ from perfdb.schema import Run
 from .. import ids
 from ..callback_context import diff_pair
 from ..panel import PageContext, Panel, Wiring
-from ..style import KIND_COLOURS, TABLE_STYLE, TOP_LEGEND, base_layout, graph_config, plain, us
+from ..style import TABLE_STYLE, TOP_LEGEND, base_layout, graph_config, kind_colour, plain, us
 from ..zone_segments import segments, vertices
 from ...workbench.diff import changes_text, more, moved_text, settings_text, time_split
 from ...workbench.load_time import duration_text, ops_text
@@ -339,7 +339,7 @@ def aligned_timelines(
     where B gains or loses time against A shows as the rows drifting apart. Ops an override
     changed are outlined in both rows."""
     order = sorted({kinds.get(r.name, "?") for r in (*a, *b)})
-    colour = {k: KIND_COLOURS[i % len(KIND_COLOURS)] for i, k in enumerate(order)}
+    colour = {k: kind_colour(k) for k in order}
     fig = go.Figure()
     row = {"a": 0, "b": 1}
     for kind in order:

@@ -26,6 +26,7 @@ STAT_COLUMNS = (
     ("p90_ns", "p90 us"),
     ("pct_of_run", "% of run"),
 )
+SPREAD = ("mean_ns", "min_ns", "max_ns", "median_ns", "p90_ns")  # of a row's several ops
 TAB = "statistics"
 
 
@@ -58,11 +59,15 @@ def stats_columns(by: str) -> list[dict]:
 
 
 def stats_data(rows: Sequence[dict], by: str) -> list[dict]:
-    """Per op name or kind, Tracy's statistics window: times in us, the share of the run in %."""
+    """Per op name or kind, Tracy's statistics window: times in us, the share of the run in %. A
+    row of one op has no spread: its mean, min, max, median and p90 are left empty rather than
+    repeating its time five times."""
 
     def value(row: dict, key: str):
         if key == "count":
             return row[key]
+        if key in SPREAD and row["count"] == 1:
+            return None
         return round(row[key], 2) if key == "pct_of_run" else us(row[key])
 
     # a row's id is its op name (or type), so a click on the table names it (active_cell.row_id)

@@ -16,7 +16,7 @@ from compiler.tracks import parse_track
 from .. import ids
 from ..callback_context import clicked_op, only_triggered, triggered
 from ..panel import PageContext, Panel, Wiring
-from ..style import KIND_COLOURS, SELECTED, TOP_LEGEND, base_layout, graph_config, plain
+from ..style import SELECTED, TOP_LEGEND, base_layout, graph_config, kind_colour, plain
 from ..zone_segments import segments
 
 MERGED = "merged"  # legend entry of "N zones" markers
@@ -244,8 +244,7 @@ def _add_zones(fig: go.Figure, zones: Sequence, kinds: Mapping[str, str], row: M
         return kinds.get(z.op, "?") if z.op else MERGED
 
     kind_order = sorted({kind_of(z) for z in zones} - {MERGED}) + ([MERGED] if any(not z.op for z in zones) else [])
-    colour = {k: KIND_COLOURS[i % len(KIND_COLOURS)] for i, k in enumerate(kind_order)}
-    colour[MERGED] = MERGED_COLOUR
+    colour = {k: kind_colour(k) for k in kind_order} | {MERGED: MERGED_COLOUR}
     for kind in kind_order:
         x, y, ops, names = segments([z for z in zones if kind_of(z) == kind], row)
         fig.add_trace(

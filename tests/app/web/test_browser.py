@@ -254,6 +254,15 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     _wait(d, lambda d: "#1 baseline" in _text(d, "diff-view") and "#2" in _text(d, "diff-view"))
     assert "memory dram->l1" in _text(d, "diff-view")
 
+    # another model: the last one's op, search and ticked pair are forgotten, in the page and the address
+    _wait(d, lambda d: "op=" in d.current_url and "diff=" in d.current_url)
+    d.find_element(By.ID, "graph-search").send_keys("fc1")
+    _pick(d, "model-select", "classifier.mlir")
+    _wait(d, lambda d: "classifier on wormhole_n150" in _text(d, "run-summary"))
+    _wait(d, lambda d: "op=" not in d.current_url and "diff=" not in d.current_url)
+    assert _prop(d, "selected-op", "data") is None and _prop(d, "graph-search", "value") == ""
+    assert "no parent run" in _text(d, "diff-view")
+
     severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
     assert not severe, severe
 

@@ -146,6 +146,12 @@ def test_the_override_form_offers_what_the_selected_target_has(cb):
     blackhole = cb["form_choices"]("blackhole_p150")
     assert "lls" not in blackhole["memories"] and blackhole["rows"][-1] == 10 and blackhole["cols"][-1] == 13
     assert cb["form_choices"]("no-such-target") is no_update
+    # Tenstorrent's tiny tiles and math fidelities only where the engine has them
+    assert blackhole["tiles"] == ["default", "32x32", "16x32", "8x32", "4x32", "2x32", "1x32"]
+    assert blackhole["fidelities"] == ["default", "lofi", "hifi2", "hifi3", "hifi4"]
+    assert mtia["tiles"] == ["default", "32x32"] and mtia["fidelities"] == ["default"]
+    corsair = cb["form_choices"]("corsair")
+    assert corsair["tiles"] == ["default", "64x64"] and corsair["fidelities"] == ["default"]
 
 
 def test_the_form_can_ask_for_a_math_fidelity(app, cb):
@@ -256,3 +262,22 @@ def test_a_form_value_the_menus_do_not_offer_is_one_line(cb, field, value):
     fields = {"memory": "l1", "memory_layout": "interleaved", "rows": 8, "cols": 8, field: value}
     applied = apply(cb, shown_run(cb), **fields)
     assert applied["run_id"] is no_update and applied["status"].children.startswith("override form: ")
+
+
+def test_a_reruns_label_names_every_override_it_runs_with(app, cb):
+    first = rerun(cb, shown_run(cb), memory="l1", memory_layout="width_sharded", rows=8, cols=8)
+    second = rerun(
+        cb, first, selected=CONSUMER, memory="dram", memory_layout="interleaved", rows=8, cols=8, fidelity="lofi"
+    )
+    parent, label = app.explorer.view(first).label, app.explorer.view(second).label
+    # the parent's override and the new one, not only what this Apply changed
+    assert label.startswith(parent + ", " + CONSUMER + "=") and "lofi" in label, (parent, label)
+
+
+def test_a_label_of_many_overrides_counts_them_and_names_the_new_ones():
+    from app.workbench.explorer import overrides_label
+    from overrides import parse_item
+
+    items = [parse_item(f"op{i}=l1") for i in range(5)]
+    assert overrides_label(items[:3]) == "op0=l1, op1=l1, op2=l1"
+    assert overrides_label(items, items[4:]) == "5 overrides: op4=l1, ..."

@@ -132,6 +132,19 @@ def test_a_link_reopens_the_model_level_run_op_and_diff_pair_it_names(cb):
     assert shown_run(cb, linked={"run": 99999, "diff": []}) == new_id
 
 
+def test_switching_model_forgets_the_selection_and_search_a_link_keeps_them(cb):
+    search = cb["write_link"](MODEL, TARGET, POLICY, "graph", shown_run(cb), FC1, [], True)
+    # the page opening a link sets the model the address names: its op stays selected
+    assert cb["forget_on_model_switch"](MODEL, search) is no_update
+    # the user picks another model: the last one's op and search go, and op= leaves the address
+    forgot = cb["forget_on_model_switch"]("classifier.mlir", search)
+    assert forgot == {"selected": None, "pattern": ""}
+    after = cb["write_link"]("classifier.mlir", TARGET, POLICY, "graph", None, forgot["selected"], [], True)
+    assert "op=" not in after and "diff=" not in after
+    listed = cb["list_runs"](None, "classifier.mlir", {"run": None, "diff": []})
+    assert listed["ticked_ids"] == []  # the ticked pair went with the last model's runs
+
+
 @pytest.mark.parametrize(
     "query", ["run=99999999999999999999&diff=1,99999999999999999999", "run=%C2%B2", "run=-1&diff=0,1"]
 )

@@ -10,6 +10,8 @@ from dash import no_update
 
 from app.web.callback_context import diff_pair
 from app.web.panels.runs import aligned_timelines, duration_histogram
+from app.web.panels.timeline import timeline_figure
+from perfdb.queries import WindowItem
 
 from .conftest import CONSUMER, FC1, apply, rerun, shown_run
 
@@ -47,6 +49,9 @@ def test_two_runs_align_on_one_axis_with_the_changed_op_outlined_in_both():
     assert {t.name for t in figure.data} == {"ttir.add", "ttir.matmul"}
     boxes = [(s.x0, s.x1, round(s.y0 + 0.4)) for s in figure.layout.shapes]
     assert boxes == [(1.0, 4.0, 0), (1.0, 2.0, 1)]  # y: 3 us in A, 1 us in B
+    # each kind in the colour the timeline gives it
+    drawn = timeline_figure([WindowItem("device", 0, "y", 0.0, 1.0, "y", 1, 0.0)], {"y": "ttir.matmul"}, None)
+    assert next(t.line.color for t in figure.data if t.name == "ttir.matmul") == drawn.data[0].line.color
 
 
 def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):

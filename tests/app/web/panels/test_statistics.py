@@ -16,8 +16,12 @@ def test_statistics_per_op_and_type_and_a_row_click_selects_the_op(app, cb):
     fc1 = next(r for r in rows if r["name"] == FC1)
     assert fc1["count"] == 1 and fc1["total_ns"] == pytest.approx(durations[FC1] / 1e3, abs=1e-3)  # shown in us
     assert sum(r["pct_of_run"] for r in rows) == pytest.approx(100, abs=0.1)
+    # one op has no spread: no mean, min, max, median or p90 repeating its time
+    assert all(fc1[k] is None for k in ("mean_ns", "min_ns", "max_ns", "median_ns", "p90_ns"))
     per_kind = cb["show_statistics"](run_id, "kind")
     assert per_kind["columns"][0]["id"] == "kind" and sum(r["count"] for r in per_kind["data"]) == len(rows)
+    several = [r for r in per_kind["data"] if r["count"] > 1]
+    assert several and all(r["min_ns"] <= r["mean_ns"] <= r["max_ns"] for r in several)
     assert cb["select_in_statistics"]({"row": 0, "column": 0, "row_id": FC1}, "name") == FC1
     assert cb["select_in_statistics"]({"row": 0, "column": 0, "row_id": None}, "kind") is no_update
 

@@ -135,3 +135,19 @@ def test_the_timeline_adds_engine_rows_and_counter_plots_and_keeps_a_counter_zoo
     zoomed = cb["show_timeline"](run_id, {"xaxis2.range[0]": 1.0, "xaxis2.range[1]": 2.0}, ["counters"], None)
     assert list(zoomed.layout.xaxis.range) == [1.0, 2.0]
     assert FC1 in {z.op for z in zones(app, run_id, depth=0)}
+
+
+def test_a_kind_keeps_its_colour_whatever_else_is_drawn():
+    """Tracy's rule: a zone's colour follows its name, not the other zones on screen, so zooming
+    into a window with fewer kinds, or opening another run, repaints nothing."""
+    both = [_zone("device", 0, "mm", 0.0, 1000.0, "mm"), _zone("device", 0, "ln", 1000.0, 2000.0, "ln")]
+    kinds = {"mm": "matmul", "ln": "layernorm", "z": "zeta_op"}
+
+    def colours(zones):
+        return {t.name: t.line.color for t in timeline_figure(zones, kinds, None).data if isinstance(t, go.Scattergl)}
+
+    whole = colours(both)
+    zoomed = colours(both[1:])  # the window holds the layer norm only
+    other = colours([_zone("device", 0, "z", 0.0, 10.0, "z"), *both])  # a kind sorted before both
+    assert zoomed["layernorm"] == whole["layernorm"] == other["layernorm"]
+    assert other["matmul"] == whole["matmul"] and whole["matmul"] != whole["layernorm"]
