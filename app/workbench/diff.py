@@ -11,6 +11,7 @@ from perfdb.queries import diff_runs, get_run
 from perfdb.schema import Run
 
 from .load_time import LOAD_TIME, duration_text, ops_text
+from .run_view import RunView
 
 # Kernel parameters op records do not keep: what override items asked for is all there is to
 # compare, and an op without one ran with the compiler's choice, shown as DEFAULT.
@@ -37,6 +38,34 @@ def compare(session: Session, a: int, b: int) -> dict:
             inputs = next((i for i, c in enumerate(op["changes"]) if c["operand"] is not None), len(op["changes"]))
             op["changes"][inputs:inputs] = added
     return found
+
+
+def rerun_delta(a: RunView, b: RunView, a_ops: dict[str, float], b_ops: dict[str, float]) -> dict:
+    """What a re-run's note shows at once, from the two runs' views and op durations (name -> ns)
+    a page holds already: the keys of compare() that time_split reads, `times` {a, b} -> {total_ns},
+    and `moves`, [(name, delta_ns, how)] by |delta| descending, `how` "" for an op of both runs,
+    else "inserted", "removed" or "moved to load time"."""
+    loaded = {op.name for op in b.load_ops}
+    inserted = [n for n in b_ops if n not in a_ops]
+    to_load = [n for n in a_ops if n not in b_ops and n in loaded]
+    removed = [n for n in a_ops if n not in b_ops and n not in loaded]
+    moves = [(n, b_ops[n] - a_ops[n], "") for n in a_ops.keys() & b_ops.keys()]
+    moves += [(n, b_ops[n], "inserted") for n in inserted] + [(n, -a_ops[n], "removed") for n in removed]
+    moves += [(n, -a_ops[n], "moved to load time") for n in to_load]
+    device = b.device_ns - a.device_ns
+    return {
+        "a": a.id,
+        "b": b.id,
+        "times": {"a": {"total_ns": a.total_ns}, "b": {"total_ns": b.total_ns}},
+        "total_delta_ns": b.total_ns - a.total_ns,
+        "device_delta_ns": device,
+        "host_delta_ns": b.total_ns - a.total_ns - device,
+        "inserted": inserted,
+        "removed": removed,
+        "moved_to_load": to_load,
+        "moved_into_step": [n for n in b_ops if n not in a_ops and n in {op.name for op in a.load_ops}],
+        "moves": sorted((m for m in moves if m[1]), key=lambda m: -abs(m[1])),
+    }
 
 
 def _kernel_params(run: Run) -> dict[str, dict[str, str]]:

@@ -15,6 +15,7 @@ from ..callback_context import triggered
 from ..jobs import JOB_POLL_MS, reporter
 from ..panel import PageContext, Panel, Wiring, outputs
 from ..style import error, labelled, menu
+from ...workbench.diff import rerun_delta, time_split
 from ...workbench.override_form import (
     DEFAULT_CHOICE,
     DOUBLE_BUFFER_CHOICES,
@@ -110,6 +111,33 @@ def outcome_list(outcomes: list[dict]) -> html.Ul:
         ],
         className="outcomes",
     )
+
+
+SHOWN_MOVES = 3  # ops listed under a re-run's delta; the Runs & diff tab has them all
+
+
+def delta_note(found: dict) -> html.Div:
+    """What a re-run changed against the run it came from (diff.rerun_delta), at once: the total
+    and its device and host shares (why an op that got faster may not move the total), and the
+    ops that moved most."""
+    a, b = found["times"]["a"], found["times"]["b"]
+    delta = found["total_delta_ns"]
+    head = html.P(
+        [
+            html.B(f"vs #{found['a']}: "),
+            f"total {a['total_ns'] / 1e3:,.1f} -> {b['total_ns'] / 1e3:,.1f} us ",
+            html.Span(f"({delta / 1e3:+,.1f} us)", className="slower" if delta > 0 else "faster" if delta else ""),
+            html.Br(),
+            html.Span(time_split(found), className="muted"),
+        ]
+    )
+    moves = found["moves"]
+    items = [
+        html.Li(f"{name} {ns / 1e3:+,.2f} us{f' ({how})' if how else ''}") for name, ns, how in moves[:SHOWN_MOVES]
+    ]
+    if len(moves) > SHOWN_MOVES:
+        items.append(html.Li(f"... and {len(moves) - SHOWN_MOVES} more in Runs & diff", className="muted"))
+    return html.Div([head, html.Ul(items)] if items else [head], className="rerun-delta")
 
 
 FILLED = dict(
@@ -289,6 +317,8 @@ def _register_apply(wiring: Wiring) -> dict:
         if new_id is None:
             return outputs(APPLIED, status=[error("Not re-run: an override was rejected."), status])
         run = explorer.view(new_id)
+        found = rerun_delta(explorer.view(run_id), run, explorer.durations(run_id), explorer.durations(new_id))
+        status = [delta_note(found), status]
         return dict(
             run_options=explorer.run_options(run.model_ref, run.target_ref), run_id=new_id, status=status, pending=[]
         )

@@ -64,7 +64,7 @@ def _values(options: list) -> set:
 
 
 def register(wiring: Wiring) -> dict:
-    return _register_runs(wiring) | _register_link(wiring) | _register_upload(wiring)
+    return _register_runs(wiring) | _register_link(wiring) | _register_model_switch(wiring) | _register_upload(wiring)
 
 
 CHOSEN = dict(
@@ -196,6 +196,13 @@ def _register_link(wiring: Wiring) -> dict:
         pair = tuple(ticked) if len(ticked) == 2 else ()
         return url_state.encode(url_state.ViewState(model, target, policy, level, run_id, selected, pair))
 
+    return {"open_link": open_link, "write_link": write_link}
+
+
+def _register_model_switch(wiring: Wiring) -> dict:
+    """Another model: what the page held of the last one goes."""
+    app = wiring.app
+
     @app.callback(
         output=dict(
             selected=Output(ids.SELECTED_OP, "data", allow_duplicate=True),
@@ -214,7 +221,7 @@ def _register_link(wiring: Wiring) -> dict:
             return no_update
         return dict(selected=None, pattern="")
 
-    return {"open_link": open_link, "write_link": write_link, "forget_on_model_switch": forget_on_model_switch}
+    return {"forget_on_model_switch": forget_on_model_switch}
 
 
 def _register_upload(wiring: Wiring) -> dict:

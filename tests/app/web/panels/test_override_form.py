@@ -56,6 +56,13 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     # fc1 writes to its own L1 and its consumer reads it from there: both get faster
     assert after[FC1].duration_ns < before[FC1].duration_ns
     assert after[CONSUMER].duration_ns < before[CONSUMER].duration_ns
+    # the change explains itself at once: totals, device and host shares, the ops that moved most
+    delta = str(applied["status"])
+    total_a, total_b = (app.explorer.run(i).total_ns / 1e3 for i in (base_id, new_id))
+    assert f"vs #{base_id}: " in delta and f"total {total_a:,.1f} -> {total_b:,.1f} us" in delta
+    assert "device -" in delta and "host/idle" in delta
+    fastest = min((FC1, CONSUMER), key=lambda n: after[n].duration_ns - before[n].duration_ns)
+    assert f"{fastest} -{(before[fastest].duration_ns - after[fastest].duration_ns) / 1e3:,.2f} us" in delta
 
     mlir, summary = cb["show_mlir"](new_id, "layout", FC1), cb["show_summary"](new_id)
     highlighted = str(mlir[1].children)
