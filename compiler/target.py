@@ -23,6 +23,7 @@ from .errors import TargetError
 BUILTIN_DIR = Path(__file__).parent / "targets"
 FIDELITIES = ("lofi", "hifi2", "hifi3", "hifi4")
 DISPATCH_MODES = ("host", "trace")
+DEFAULT_DISPATCH = "host"  # ops launched one by one from the host, as a model runs without a captured trace
 # core: a core's own memory (L1, local store); chip: shared on-chip scratch (LLS);
 # device: off-chip device memory (DRAM); host: system memory across the host link.
 SCOPES = ("core", "chip", "device", "host")

@@ -3,6 +3,7 @@
 MODEL_SELECT = "model-select"
 TARGET_SELECT = "target-select"
 POLICY_SELECT = "policy-select"
+DISPATCH_SELECT = "dispatch-select"  # host or trace: how the simulated runs launch their ops
 LEVEL_SELECT = "level-select"
 RUN_SELECT = "run-select"
 RUNS_POLL = "runs-poll"  # interval: runs stored elsewhere (CI, a teammate, the CLI) appear without a reload

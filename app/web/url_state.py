@@ -1,5 +1,5 @@
-"""The view in the address bar: the model, target, policy, level, run, selected op and diff pair,
-so a link reproduces what its sender saw."""
+"""The view in the address bar: the model, target, policy, level, run, selected op, diff pair and
+dispatch, so a link reproduces what its sender saw."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from urllib.parse import parse_qs, urlencode
 
 from compiler.ir import LEVELS
+from compiler.target import DISPATCH_MODES
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,7 @@ class ViewState:
     run: int | None = None
     op: str | None = None
     diff: tuple[int, ...] = ()  # two run ids compared in Runs & diff
+    dispatch: str | None = None
 
 
 MAX_ID = 2**63 - 1  # a database id; a longer number names nothing
@@ -37,7 +39,7 @@ def parse(search: str | None) -> ViewState:
     is not a number) are left out, so a mangled link still opens the page."""
     query = {k: v[0] for k, v in parse_qs((search or "").lstrip("?")).items() if v}
     diff = tuple(i for i in (_int(v) for v in query.get("diff", "").split(",")) if i is not None)
-    level = query.get("level")
+    level, dispatch = query.get("level"), query.get("dispatch")
     return ViewState(
         model=query.get("model"),
         target=query.get("target"),
@@ -46,6 +48,7 @@ def parse(search: str | None) -> ViewState:
         run=_int(query.get("run")),
         op=query.get("op"),
         diff=diff if len(diff) == 2 else (),
+        dispatch=dispatch if dispatch in DISPATCH_MODES else None,
     )
 
 

@@ -17,7 +17,7 @@ from compiler.models import example_names
 from compiler.override import OpOverride
 from compiler.pipeline import Compilation
 from compiler.policies import DEFAULT_POLICY
-from compiler.target import Target, load_target
+from compiler.target import DEFAULT_DISPATCH, DISPATCH_MODES, Target, load_target, shown
 from overrides import format_item, parse_item
 from perfdb import queries
 from perfdb.schema import Run
@@ -95,17 +95,20 @@ class Explorer:
         policy: str = DEFAULT_POLICY,
         source_text: str | None = None,
         on_stage=runs.no_progress,
+        dispatch: str = DEFAULT_DISPATCH,
     ) -> int:
-        """The newest run of a model on a target under a policy, compiling and simulating one if
-        there is none: from `source_text`, else the text stored with the model's runs (an upload,
+        """The newest run of a model on a target under a policy and a dispatch, compiling and
+        simulating one if there is none: from `source_text`, else the text stored with the model's runs (an upload,
         or a file changed or gone since), else the file or zoo model itself. Under `access`, the
         model and the target must be ones a request may name, and the compile is isolated."""
         if not model_ref or not target:
             raise TilescopeError("choose a model and a target")
+        if dispatch not in DISPATCH_MODES:
+            raise TilescopeError(f"dispatch must be one of {', '.join(DISPATCH_MODES)}, got {shown(dispatch)}")
         with self.sessions() as session:
             stored = queries.list_runs(session, model_ref)
             for run in stored:
-                if runs.target_of(run) == target and run.policy == policy:
+                if runs.target_of(run) == target and run.policy == policy and run.dispatch == dispatch:
                     return run.id
             if source_text is None and stored:
                 source_text = queries.get_run(session, stored[0].id).model.source_text
@@ -114,9 +117,11 @@ class Explorer:
                 source_text = self.access.source(model_ref)
             target_source = self.access.target_source(target, self._stored_target)
             return self.access.compile_new(
-                self.sessions, model_ref, target, policy, source_text, target_source, on_stage
+                self.sessions, model_ref, target, policy, source_text, target_source, on_stage, dispatch
             )
-        return runs.store_baseline(self.sessions, model_ref, target, policy, source_text, on_stage=on_stage)
+        return runs.store_baseline(
+            self.sessions, model_ref, target, policy, source_text, on_stage=on_stage, dispatch=dispatch
+        )
 
     def target(self, target_ref: str | None) -> Target:
         """The target a page names (under `access`: a built-in one, or one a stored run kept)."""

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from compiler import zoo
 from compiler.errors import TilescopeError
 from compiler.models import EXAMPLES, count_ops, example_names, read_source, split_function
-from compiler.target import builtin_names
+from compiler.target import DEFAULT_DISPATCH, builtin_names
 
 from .isolation import run_isolated
 from .runs import store_baseline
@@ -122,6 +122,7 @@ class ModelAccess:
         source_text: str | None,
         target_source: str | None,
         on_stage: Callable[[str], None],
+        dispatch: str = DEFAULT_DISPATCH,
     ) -> int:
         """Compile, simulate and store a model's first run in a child process; returns the run id."""
 
@@ -135,7 +136,7 @@ class ModelAccess:
                     f"{model_ref}: {ops:,} ops is over this server's limit of {self.max_ops:,} "
                     "(tilescope serve --max-ops; the command line has none)"
                 )
-            return store_baseline(sessions, model_ref, target, policy, text, target_source, on_stage)
+            return store_baseline(sessions, model_ref, target, policy, text, target_source, on_stage, dispatch)
 
         return run_isolated(work, model_ref, self.memory_bytes, self.seconds)
 

@@ -16,7 +16,7 @@ from compiler.override import REJECTED, OpOverride, OverrideOutcome
 from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
 from compiler.pipeline import Compilation, compile_model
 from compiler.simulator import KernelCosts, SimResult, simulate
-from compiler.target import Target, load_target, target_text
+from compiler.target import DEFAULT_DISPATCH, Target, load_target, target_text
 from overrides import check_op_names, format_item
 from perfdb.schema import Run
 from perfdb.records import CounterColumns, LoadOp, NewOp, NewRun, ZoneColumns
@@ -113,7 +113,7 @@ def execute(
     *,
     label: str = "",
     parent_id: int | None = None,
-    dispatch: str = "host",
+    dispatch: str = DEFAULT_DISPATCH,
     policy: str = DEFAULT_POLICY,
     l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
     source_text: str | None = None,
@@ -165,6 +165,7 @@ def store_baseline(
     source_text: str | None = None,
     target_source: str | None = None,
     on_stage: Callable[[str], None] = no_progress,
+    dispatch: str = DEFAULT_DISPATCH,
 ) -> int:
     """Compile, simulate and store a model's first run, with no overrides; returns its id."""
     result = execute(
@@ -173,6 +174,7 @@ def store_baseline(
         target,
         label="baseline",
         policy=policy,
+        dispatch=dispatch,
         keep_going=True,
         source_text=source_text,
         target_source=target_source,

@@ -10,7 +10,7 @@ from dash import Input, Output, State, dcc, html, no_update
 from compiler.errors import TilescopeError
 from compiler.ir import LEVELS
 from compiler.policies import DEFAULT_POLICY, POLICIES
-from compiler.target import builtin_names
+from compiler.target import DEFAULT_DISPATCH, DISPATCH_MODES, builtin_names
 
 from .. import ids, url_state
 from ..jobs import JOB_POLL_MS, reporter
@@ -46,6 +46,7 @@ def layout(page: PageContext) -> list:
             upload,
             labelled("Target", menu(ids.TARGET_SELECT, targets, page.target.name)),
             labelled("Policy", menu(ids.POLICY_SELECT, list(POLICIES), DEFAULT_POLICY)),
+            labelled("Dispatch", menu(ids.DISPATCH_SELECT, list(DISPATCH_MODES), DEFAULT_DISPATCH), "field dispatch"),
             labelled("Level", levels, "field level"),
             labelled("Run", menu(ids.RUN_SELECT, [], None), "field run"),
         ],
@@ -86,18 +87,25 @@ def _register_runs(wiring: Wiring) -> dict:
             target=Input(ids.TARGET_SELECT, "value"),
             policy=Input(ids.POLICY_SELECT, "value"),
             linked=Input(ids.URL_STATE, "data"),
+            dispatch=Input(ids.DISPATCH_SELECT, "value"),
         ),
     )
-    def choose_model(model, target, policy, linked=None):
-        """The newest run of the model on the target under the policy, or the run a link names."""
+    def choose_model(model, target, policy, linked=None, dispatch=DEFAULT_DISPATCH):
+        """The newest run of the model on the target under the policy and dispatch (host: each op
+        launched by the host; trace: a captured trace replayed), or the run a link names."""
         try:
-            run_id = explorer.ensure_run(model, target, policy)
+            run_id = explorer.ensure_run(model, target, policy, dispatch=dispatch)
         except TilescopeError as err:
             return outputs(CHOSEN, status=error(str(err)))
         wanted = (linked or {}).get("run")
         if wanted is not None:
             run = explorer.find_run(wanted)
-            if run is not None and (run.model_ref, target_of(run), run.policy) == (model, target, policy):
+            if run is not None and (run.model_ref, target_of(run), run.policy, run.dispatch) == (
+                model,
+                target,
+                policy,
+                dispatch,
+            ):
                 run_id = run.id
             linked = {**linked, "run": None}  # shown once; later choices are the user's
         return dict(
@@ -140,6 +148,7 @@ def _register_link(wiring: Wiring) -> dict:
             model=Output(ids.MODEL_SELECT, "value", allow_duplicate=True),
             target=Output(ids.TARGET_SELECT, "value"),
             policy=Output(ids.POLICY_SELECT, "value"),
+            dispatch=Output(ids.DISPATCH_SELECT, "value"),
             level=Output(ids.LEVEL_SELECT, "value"),
             selected=Output(ids.SELECTED_OP, "data", allow_duplicate=True),
             url_state=Output(ids.URL_STATE, "data", allow_duplicate=True),
@@ -170,6 +179,7 @@ def _register_link(wiring: Wiring) -> dict:
             model=given(state.model),
             target=given(state.target, targets),
             policy=given(state.policy, policies),
+            dispatch=given(state.dispatch),
             level=given(state.level),
             selected=given(state.op),
             url_state={"run": state.run, "diff": list(state.diff)},
@@ -186,15 +196,16 @@ def _register_link(wiring: Wiring) -> dict:
             run_id=Input(ids.RUN_SELECT, "value"),
             selected=Input(ids.SELECTED_OP, "data"),
             ticked=Input(ids.RUNS_TABLE, "selected_row_ids"),
+            dispatch=Input(ids.DISPATCH_SELECT, "value"),
         ),
         state=dict(applied=State(ids.URL_APPLIED, "data")),
     )
-    def write_link(model, target, policy, level, run_id, selected, ticked, applied):
+    def write_link(model, target, policy, level, run_id, selected, ticked, applied, dispatch=DEFAULT_DISPATCH):
         if not applied:
             return no_update  # the link has not been read yet
         ticked = sorted(ticked or [])
         pair = tuple(ticked) if len(ticked) == 2 else ()
-        return url_state.encode(url_state.ViewState(model, target, policy, level, run_id, selected, pair))
+        return url_state.encode(url_state.ViewState(model, target, policy, level, run_id, selected, pair, dispatch))
 
     return {"open_link": open_link, "write_link": write_link}
 

@@ -215,6 +215,10 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     assert "#2" in _text(d, "run-select")
     _wait(d, lambda d: "#ts.layout<l1, width_sharded" in d.find_element(By.CSS_SELECTOR, "#mlir-view mark").text)
     _shot(d, "04-after-override")
+    # what the change did, at once, beside the form: the totals and the ops that moved most
+    assert "vs #1: total" in _text(d, "override-status") and "mlp.layer.0.fc1.matmul -" in _text(d, "override-status")
+    d.execute_script("document.getElementById('override-status').scrollIntoView({block: 'center'})")
+    _shot(d, "04a-rerun-delta")
 
     # the timeline's engine rows and counter plots
     _tab(d, "Timeline")

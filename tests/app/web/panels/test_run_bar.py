@@ -160,3 +160,23 @@ def test_a_link_to_a_target_or_policy_the_page_does_not_offer_keeps_the_menus(cb
         "http://host/?target=/etc/x.toml&policy=nosuch&level=kernel", False, offered, ["dram-interleaved"]
     )
     assert opened["target"] is no_update and opened["policy"] is no_update and opened["level"] == "kernel"
+
+
+def test_the_dispatch_menu_shows_the_run_under_host_or_trace_dispatch(app, cb):
+    host = shown_run(cb)
+    chosen = cb["choose_model"](MODEL, TARGET, POLICY, None, "trace")
+    traced = chosen["run_id"]
+    assert traced != host and app.explorer.view(traced).dispatch == "trace"
+    # the same ops, launched from a captured trace: no host wait between them
+    a, b = app.explorer.view(host), app.explorer.view(traced)
+    assert b.total_ns < a.total_ns and b.device_ns == pytest.approx(a.device_ns, rel=0.05)
+    assert cb["choose_model"](MODEL, TARGET, POLICY, None, "trace")["run_id"] == traced  # found, not stored again
+    assert cb["choose_model"](MODEL, TARGET, POLICY, None, "host")["run_id"] == host
+    # the address keeps it, and a link opens it
+    search = cb["write_link"](MODEL, TARGET, POLICY, "graph", traced, None, [], True, "trace")
+    assert "dispatch=trace" in search
+    assert cb["open_link"](f"http://host/{search}", False)["dispatch"] == "trace"
+    assert cb["open_link"]("http://host/?dispatch=warp", False)["dispatch"] is no_update
+    # a hostile value from the page is one line, and stores nothing
+    refused = cb["choose_model"](MODEL, TARGET, POLICY, None, "x" * 10_000)
+    assert "dispatch must be one of host, trace" in str(refused["status"]) and len(str(refused["status"])) < 400
