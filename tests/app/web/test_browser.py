@@ -167,6 +167,11 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     # the graph is drawn again for the level too: its node is clicked once that is done
     _wait(d, lambda d: "ts.cores" in _text(d, "mlir-view") and _settled(d))
     _shot(d, "02-kernel-level")
+    # the chosen level stays white on blue under the pointer (Dash's hover colour is that blue)
+    active = d.find_element(By.XPATH, "//div[@id='level-select']//label[normalize-space()='kernel']")
+    ActionChains(d).move_to_element(active).perform()
+    colours = "var s = getComputedStyle(arguments[0]); return [s.color, s.backgroundColor];"
+    assert d.execute_script(colours, active) == ["rgb(255, 255, 255)", "rgb(37, 99, 235)"]
 
     fc1 = _op_nodes(d)[0]
     ActionChains(d).move_to_element(fc1).click().perform()
