@@ -29,7 +29,7 @@ def layout(page: PageContext) -> list:
         ),
         # a larger file is not sent at all (the server would refuse the request)
         className="upload",
-        accept=".mlir",
+        # no `accept`: the browser would drop another file without a word; the server names why
         multiple=False,
         max_size=MAX_SOURCE_BYTES,
     )

@@ -601,14 +601,14 @@ LONG_LOC = (
 
 
 def test_the_server_answers_while_it_handles_hostile_input(server, browser, tmp_path):
-    """A catastrophic search pattern, a file nested beyond the parser's stack and an 80 KB loc name,
-    sent at once: each gets one line on the page, and another request is answered within 1 s
+    """A catastrophic search pattern, a text file, a file nested beyond the parser's stack and an
+    80 KB loc name, sent at once: each gets one line on the page, and another request is answered within 1 s
     throughout."""
     import threading
     import time as clock
     import urllib.request
 
-    files = {"nested.mlir": NESTED, "long-loc.mlir": LONG_LOC}
+    files = {"notes.txt": "not a model", "nested.mlir": NESTED, "long-loc.mlir": LONG_LOC}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     waits, stop = [], threading.Event()
@@ -637,6 +637,7 @@ def test_the_server_answers_while_it_handles_hostile_input(server, browser, tmp_
             _wait(d, lambda d, name=name: name in _text(d, "page-message"), timeout=120)
             line = _text(d, "page-message")
             assert "\n" not in line.strip() and "Traceback" not in line, line
+            assert not name.endswith(".txt") or "not an .mlir file" in line, line  # the page says, not the browser
     finally:
         stop.set()
         prober.join(30)
