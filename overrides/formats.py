@@ -1,7 +1,8 @@
 """Override files in the three formats users exchange, read and written both ways.
 
 - tt-mlir compiler options: `override-output-layout=op1=1x1:dram:interleaved,op2=4x4:l1:block_sharded
-  tensor-l1-usage-cap=0.8`, our extensions as `key#value` tokens among an op's parameters;
+  tensor-l1-usage-cap=0.8`; our extensions are read as `key#value` tokens among an op's
+  parameters, but not written: tt-mlir does not read them;
 - TT-Explorer's JSON export: `{"loc(\\"op\\")": {"named_location": "op", "full_location": ...,
   "attributes": [{"key": "grid_shape", "value": "4x4"}, ...]}}`;
 - tilescope's JSON: `{"version": 1, "overrides": [{"op": ..., "grid": [4, 4], ...}], ...}`, checked
@@ -134,10 +135,43 @@ def parse_ttmlir(text: str, errors: list[str] | None = None, source: str = "over
     return OverrideSet(unique_items(items, errors), l1_usage_cap=cap)
 
 
+# What tt-mlir's override-output-layout and TT-Explorer read of an override: an op's output layout.
+# Fidelity, blocking, sub-blocks, double buffering, tile shapes and per-operand or per-result
+# layouts are tilescope's; written in those formats they would be misread or refused.
+PORTABLE = ("grid", "memory", "memory_layout", "layout", "dtype")
+TOOL_FORMATS = ("tt-mlir", "tt-explorer")
+
+
+def portable(ov: OpOverride) -> OpOverride | None:
+    """What tt-mlir and TT-Explorer read of `ov`, or None when that is nothing."""
+    if ov.operand is not None or ov.result is not None:
+        return None
+    kept = OpOverride(ov.op, **{name: getattr(ov, name) for name in PORTABLE})
+    return kept if any(getattr(kept, name) is not None for name in PORTABLE) else None
+
+
+def left_out(overrides: OverrideSet, fmt: str) -> list[str]:
+    """What a tool's format (TOOL_FORMATS) cannot carry of `overrides`, one item each as
+    tilescope writes it: the whole item, or the `key#value` tokens the tool does not read."""
+    if fmt not in TOOL_FORMATS:
+        return []
+    found = []
+    for ov in overrides.items:
+        kept = portable(ov)
+        if kept is None:
+            found.append(format_item(ov))
+        elif kept != replace(ov, spec=""):
+            tokens = format_item(ov).partition("=")[2].split(":")
+            found.append(f"{ov.op}=" + ":".join(t for t in tokens if "#" in t))
+    return found
+
+
 def format_ttmlir(overrides: OverrideSet) -> str:
+    """The options tt-mlir takes: the portable part of each override (left_out names the rest)."""
     options = []
-    if overrides.items:
-        options.append(f"{OUTPUT_LAYOUT}=" + ",".join(format_item(o) for o in overrides.items))
+    items = [kept for kept in map(portable, overrides.items) if kept is not None]
+    if items:
+        options.append(f"{OUTPUT_LAYOUT}=" + ",".join(format_item(o) for o in items))
     if overrides.l1_usage_cap is not None:
         options.append(f"{L1_USAGE_CAP}={overrides.l1_usage_cap:g}")
     return " ".join(options)
@@ -212,8 +246,9 @@ def _explorer_entry(op_id: str, entry) -> OpOverride | None:
 
 
 def format_explorer(overrides: OverrideSet) -> dict:
+    """TT-Explorer's overrides JSON: the portable part of each override (left_out names the rest)."""
     data = {}
-    for ov in overrides.items:
+    for ov in filter(None, map(portable, overrides.items)):
         attributes = []
         if ov.grid is not None:
             attributes.append({"key": "grid_shape", "value": f"{ov.grid[0]}x{ov.grid[1]}"})
@@ -225,17 +260,8 @@ def format_explorer(overrides: OverrideSet) -> dict:
         ):
             if value is not None:
                 attributes.append({"key": key, "value": value})
-        # our extensions travel as "key#" attributes, with the token's value
-        for token in format_item(ov).partition("=")[2].split(":"):
-            if "#" in token:
-                key, _, value = token.partition("#")
-                attributes.append({"key": f"{key}#", "value": value})
         location = f"loc({json.dumps(ov.op)})"
-        # one entry per op in TT-Explorer; an operand's or result's override needs a key of its own
-        key = location + "".join(
-            f"#{port}{n}" for port, n in (("operand", ov.operand), ("result", ov.result)) if n is not None
-        )
-        data[key] = {"named_location": ov.op, "full_location": location, "attributes": attributes}
+        data[location] = {"named_location": ov.op, "full_location": location, "attributes": attributes}
     return data
 
 

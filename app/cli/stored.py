@@ -90,7 +90,9 @@ def cmd_export(args) -> int:
         if os.path.lexists(output) and not args.force:
             raise TilescopeError(f"{output}: exists; give --force to replace it")
     with session_factory(open_db(args.db))() as session:
-        text, _ = export_run(session, resolve_run(session, args.run), args.format)
+        text, _, note = export_run(session, resolve_run(session, args.run), args.format)
+    if note:
+        print(f"tilescope: {note}", file=sys.stderr)
     if output is None:
         sys.stdout.write(text)
         return 0

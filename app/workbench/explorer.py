@@ -281,7 +281,7 @@ class Explorer:
             self.sessions.kw["bind"].dispose(close=False)
             self._pid = os.getpid()
 
-    def export(self, run_id: int, fmt: str) -> tuple[str, str]:
+    def export(self, run_id: int, fmt: str) -> tuple[str, str, str | None]:
         with self.sessions() as session:
             return export_run(session, run_id, fmt)
 

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from compiler.errors import TilescopeError
 from compiler.target import load_target
 from overrides import parse_item
-from overrides.formats import OverrideSet, dump
+from overrides.formats import OverrideSet, dump, left_out
 from perfdb.exports import chrome_trace
 from perfdb.ops_csv import write_csv
 from perfdb.queries import get_run
@@ -43,15 +43,37 @@ def run_overrides(run: Run) -> OverrideSet:
     return OverrideSet([parse_item(item) for item in run.overrides], run.policy, run.dispatch, run.l1_usage_cap)
 
 
-def export_run(session: Session, run_id: int, fmt: str) -> tuple[str, str]:
-    """The text of run `run_id` in `fmt` (one of EXPORT_FORMATS) and a file name for it."""
+SHOWN_LEFT_OUT = 3  # items a note names of what a tool's format left out
+
+
+READERS = {"tt-mlir": "tt-mlir", "tt-explorer": "TT-Explorer"}  # who reads a tool's format
+
+
+def left_out_note(left: list[str], fmt: str) -> str | None:
+    """One line on what a tool's format could not carry of a run's overrides, or None."""
+    if not left:
+        return None
+    more = len(left) - SHOWN_LEFT_OUT
+    named = ", ".join(left[:SHOWN_LEFT_OUT]) + (f" and {more} more" if more > 0 else "")
+    return (
+        f"left out of the {fmt} file, as {READERS[fmt]} does not read them: {named} "
+        "(the tilescope JSON export keeps every setting)"
+    )
+
+
+def export_run(session: Session, run_id: int, fmt: str) -> tuple[str, str, str | None]:
+    """The text of run `run_id` in `fmt` (one of EXPORT_FORMATS), a file name for it, and a line
+    on what the format left out of the run's overrides (None: nothing)."""
     if fmt not in EXPORT_FORMATS:
         raise TilescopeError(f"unknown export format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
     run = get_run(session, run_id)
+    note = None
     if fmt == "chrome":
         text = json.dumps(chrome_trace(session, run_id))
     elif fmt == "csv":
         text = write_csv(session, run_id, peak_bytes_per_s(run))
     else:
-        text = dump(run_overrides(run), {"overrides": "tilescope"}.get(fmt, fmt))
-    return text, f"tilescope-run{run_id}-{EXPORT_FORMATS[fmt][1]}"
+        overrides = run_overrides(run)
+        text = dump(overrides, {"overrides": "tilescope"}.get(fmt, fmt))
+        note = left_out_note(left_out(overrides, fmt), fmt)
+    return text, f"tilescope-run{run_id}-{EXPORT_FORMATS[fmt][1]}", note

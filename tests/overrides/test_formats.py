@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import assume, given, settings
@@ -18,10 +19,12 @@ from overrides.formats import (
     format_explorer,
     format_json,
     format_ttmlir,
+    left_out,
     parse_explorer,
     parse_json,
     parse_text,
     parse_ttmlir,
+    portable,
 )
 
 EXAMPLE = OverrideSet(
@@ -34,13 +37,23 @@ EXAMPLE = OverrideSet(
 )
 
 
-def test_ttmlir_option_string():
+def _tools_part(overrides: OverrideSet) -> list[OpOverride]:
+    """What tt-mlir and TT-Explorer read of a set of overrides."""
+    return [kept for kept in map(portable, overrides.canonical().items) if kept is not None]
+
+
+def test_ttmlir_option_string_holds_what_tt_mlir_reads():
     text = format_ttmlir(EXAMPLE)
     assert text == (
         "override-output-layout=matmul_0=4x4:l1:block_sharded:tile:bf16,relu_0=dram:interleaved,"
-        "matmul_1=2x8:bfp8:fidelity#lofi tensor-l1-usage-cap=0.75"
+        "matmul_1=2x8:bfp8 tensor-l1-usage-cap=0.75"
     )
-    assert parse_ttmlir(text).canonical() == EXAMPLE.canonical()
+    assert parse_ttmlir(text).canonical().items == _tools_part(EXAMPLE)
+    # and what it leaves out is said, in tilescope's spelling
+    assert left_out(EXAMPLE, "tt-mlir") == left_out(EXAMPLE, "tt-explorer") == ["matmul_1=fidelity#lofi"]
+    assert left_out(EXAMPLE, "tilescope") == []
+    # tilescope's own key#value tokens are still read, as older exports wrote them
+    assert parse_ttmlir("override-output-layout=matmul_1=2x8:bfp8:fidelity#lofi").items[0].fidelity == "lofi"
 
 
 def test_ttmlir_accepts_tt_mlirs_own_example_as_is():
@@ -64,9 +77,8 @@ def test_explorer_json_shape_and_round_trip():
         "memory_layout": "tile",
         "data_type": "bf16",
     }
-    assert parse_explorer(json.loads(json.dumps(data))).items == [
-        o.__class__(**{**o.__dict__, "spec": p.spec}) for o, p in zip(EXAMPLE.items, parse_explorer(data).items)
-    ]
+    assert parse_explorer(json.loads(json.dumps(data))).canonical().items == _tools_part(EXAMPLE)
+    assert not any("#" in a["key"] for entry in data.values() for a in entry["attributes"])
 
 
 def test_explorer_export_from_tt_explorer_itself():
@@ -130,8 +142,9 @@ def test_bad_files_name_the_place_and_the_reason(text, fragment):
 
 
 def test_format_is_told_by_content():
-    for fmt in ("tilescope", "tt-explorer", "tt-mlir"):
-        assert parse_text(dump(EXAMPLE, fmt)).canonical().items == EXAMPLE.canonical().items
+    assert parse_text(dump(EXAMPLE, "tilescope")).canonical().items == EXAMPLE.canonical().items
+    for fmt in ("tt-explorer", "tt-mlir"):
+        assert parse_text(dump(EXAMPLE, fmt)).canonical().items == _tools_part(EXAMPLE)
 
 
 @st.composite
@@ -166,13 +179,19 @@ def overrides_strategy(draw):
 def test_every_format_round_trips_any_override_set(items, cap):
     original = OverrideSet(items, l1_usage_cap=None if cap is None else round(cap, 3))
     for fmt in ("tilescope", "tt-explorer", "tt-mlir"):
-        again = parse_text(dump(original, fmt))
-        assert again.canonical().items == original.canonical().items, fmt
-        if fmt != "tt-explorer":  # TT-Explorer's format carries no globals
+        text = dump(original, fmt)
+        if fmt == "tilescope":
+            assert parse_text(text).canonical().items == original.canonical().items
+            continue
+        # the tools' formats: what they read, and the rest named
+        again = parse_text(text) if _tools_part(original) or fmt == "tt-mlir" else OverrideSet()
+        assert again.canonical().items == _tools_part(original), fmt
+        assert len(left_out(original, fmt)) == sum(portable(o) != replace(o, spec="") for o in original.items)
+        if fmt == "tt-mlir":  # TT-Explorer's format carries no globals
             assert again.l1_usage_cap == original.l1_usage_cap
 
 
-def test_one_op_with_output_operand_and_result_overrides_round_trips_every_format():
+def test_one_op_with_output_operand_and_result_overrides_round_trips_tilescope_json():
     items = [
         OpOverride("matmul_0", grid=(2, 4), memory="l1", memory_layout="block_sharded", tile=(8, 32)),
         OpOverride("matmul_0", memory="l1", memory_layout="width_sharded", grid=(8, 1), operand=1),
@@ -180,13 +199,19 @@ def test_one_op_with_output_operand_and_result_overrides_round_trips_every_forma
         OpOverride("split_0", memory="dram", result=1),
     ]
     original = OverrideSet(items)
-    for fmt in ("tilescope", "tt-explorer", "tt-mlir"):
-        again = parse_text(dump(original, fmt))
-        assert again.canonical().items == original.canonical().items, fmt
-    assert dump(original, "tt-mlir") == (
-        "override-output-layout=matmul_0=2x4:l1:block_sharded:tile#8x32,matmul_0=8x1:l1:width_sharded:operand#1,"
-        "matmul_0=bf16:operand#0,split_0=dram:result#1\n"
-    )
+    again = parse_text(dump(original, "tilescope"))
+    assert again.canonical().items == original.canonical().items
+    # tt-mlir and TT-Explorer take an op's output layout: the operand and result items, and the
+    # tile shape, are left out and named
+    assert dump(original, "tt-mlir") == "override-output-layout=matmul_0=2x4:l1:block_sharded\n"
+    assert left_out(original, "tt-mlir") == [
+        "matmul_0=tile#8x32",
+        "matmul_0=8x1:l1:width_sharded:operand#1",
+        "matmul_0=bf16:operand#0",
+        "split_0=dram:result#1",
+    ]
+    for fmt in ("tt-explorer", "tt-mlir"):
+        assert parse_text(dump(original, fmt)).canonical().items == _tools_part(original), fmt
 
 
 def test_the_same_operand_twice_is_an_error():

@@ -55,10 +55,12 @@ def register(wiring: Wiring) -> dict:
         if run_id is None:
             return no_update
         try:
-            text, filename = explorer.export(run_id, fmt)
+            text, filename, note = explorer.export(run_id, fmt)
         except TilescopeError as err:
             return dict(download=no_update, message=error(str(err)))
-        return dict(download={"content": text, "filename": filename}, message=None)
+        return dict(
+            download={"content": text, "filename": filename}, message=html.P(note, className="hint") if note else None
+        )
 
     @wiring.app.callback(
         output=Output(ids.ANALYSIS_TABS, "value", allow_duplicate=True),

@@ -430,11 +430,11 @@ def _twenty_overrides(corpus):
 
     graph = compile_model(load_model(str(corpus / "resnet50_xla.mlir")), load_target("wormhole_n150")).levels["graph"]
     names = [op.name for op in graph.ops if op.kind in ("conv2d", "matmul")][:20]
-    kinds = [
+    kinds = [  # what all three formats carry: tt-mlir and TT-Explorer read output layouts only
         dict(grid=(4, 4)),
         dict(memory="l1", memory_layout="height_sharded"),
         dict(dtype="bfp8"),
-        dict(fidelity="lofi"),
+        dict(dtype="bf16", layout="tile"),
         dict(grid=(8, 4), memory="dram", memory_layout="interleaved"),
     ]
     return OverrideSet([OpOverride(name, **kinds[i % len(kinds)]) for i, name in enumerate(names)], l1_usage_cap=0.7)
@@ -475,11 +475,14 @@ def test_export_writes_what_a_run_was_compiled_with(capsys, tmp_path, tiny_path,
         "--l1-usage-cap",
         "0.5",
     )
-    code, text, _ = cli(capsys, "export", str(data["run_id"]), "--db", db_url, "--format", "tt-mlir")
+    code, text, err = cli(capsys, "export", str(data["run_id"]), "--db", db_url, "--format", "tt-mlir")
     assert code == 0
-    assert text.strip() == (
-        "override-output-layout=matmul_0=1x2:l1:block_sharded,matmul_1=fidelity#lofi tensor-l1-usage-cap=0.5"
-    )
+    # what tt-mlir reads; the fidelity, tilescope's own, is named on stderr instead
+    assert text.strip() == "override-output-layout=matmul_0=1x2:l1:block_sharded tensor-l1-usage-cap=0.5"
+    assert err.strip().splitlines() == [
+        "tilescope: left out of the tt-mlir file, as tt-mlir does not read them: matmul_1=fidelity#lofi "
+        "(the tilescope JSON export keeps every setting)"
+    ]
     out = tmp_path / "run.json"
     code, _, _ = cli(capsys, "export", str(data["run_id"]), "--db", db_url, "-o", str(out))
     exported = json.loads(out.read_text())

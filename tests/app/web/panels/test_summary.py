@@ -32,6 +32,20 @@ def test_the_shown_run_exports_its_trace_ops_and_overrides(cb):
     assert refused["download"] is no_update and "unknown export format" in str(refused["message"])
 
 
+def test_a_tools_export_says_what_it_left_out(cb):
+    run_id = rerun(cb, shown_run(cb), memory="l1", memory_layout="width_sharded", rows=8, cols=8, fidelity="lofi")
+    exported = cb["export_run"](1, run_id, "tt-mlir")
+    # tt-mlir reads the layout; the fidelity is tilescope's, named on the page instead
+    assert (
+        "#" not in exported["download"]["content"] and f"{FC1}=8x8:l1:width_sharded" in exported["download"]["content"]
+    )
+    note = str(exported["message"])
+    assert f"left out of the tt-mlir file, as tt-mlir does not read them: {FC1}=fidelity#lofi" in note
+    explorer = cb["export_run"](1, run_id, "tt-explorer")
+    assert "fidelity" not in explorer["download"]["content"] and "TT-Explorer does not read" in str(explorer["message"])
+    assert cb["export_run"](1, run_id, "overrides")["message"] is None  # tilescope JSON keeps it all
+
+
 def test_the_summary_shows_the_load_time_beside_the_time_per_step(app, cb):
     from app.workbench.load_time import duration_text
     from tests.perfdb.load_work import store_hoisted
