@@ -137,7 +137,8 @@ class Target:
         rows, cols = self.tile
         if not self.short_tiles:
             return [self.tile]
-        return [(r, cols) for r in (2**i for i in range(rows.bit_length() - 1, -1, -1)) if rows % r == 0]
+        shorter = (2**i for i in range(rows.bit_length() - 1, -1, -1))
+        return [self.tile, *((r, cols) for r in shorter if r < rows and rows % r == 0)]
 
     @property
     def fidelities(self) -> list[str]:

@@ -25,7 +25,8 @@ import jsonschema
 
 from compiler.errors import OverrideError
 from compiler.override import OpOverride
-from compiler.target import shown
+from compiler.policies import DEFAULT_POLICY
+from compiler.target import DEFAULT_DISPATCH, shown
 
 from .spec import format_item, parse_item
 
@@ -151,11 +152,20 @@ def portable(ov: OpOverride) -> OpOverride | None:
 
 
 def left_out(overrides: OverrideSet, fmt: str) -> list[str]:
-    """What a tool's format (TOOL_FORMATS) cannot carry of `overrides`, one item each as
-    tilescope writes it: the whole item, or the `key#value` tokens the tool does not read."""
+    """What a tool's format (TOOL_FORMATS) cannot carry of `overrides`, as tilescope writes it:
+    per item the whole item or the `key#value` tokens the tool does not read, then the globals
+    (the policy and dispatch are tilescope's; TT-Explorer's file has no L1 usage cap either)."""
     if fmt not in TOOL_FORMATS:
         return []
     found = []
+    for name, value, default in (
+        ("policy", overrides.policy, DEFAULT_POLICY),
+        ("dispatch", overrides.dispatch, DEFAULT_DISPATCH),
+    ):
+        if value not in (None, default):  # the default needs no carrying
+            found.append(f"{name}={value}")
+    if fmt == "tt-explorer" and overrides.l1_usage_cap is not None:
+        found.append(f"{L1_USAGE_CAP}={overrides.l1_usage_cap:g}")
     for ov in overrides.items:
         kept = portable(ov)
         if kept is None:
@@ -240,7 +250,7 @@ def _explorer_entry(op_id: str, entry) -> OpOverride | None:
             params.append(_explorer_value(key, value))
         elif "#" not in key:
             raise OverrideError(f"TT-Explorer override {shown(name)}: unknown attribute key {shown(key)}")
-        else:  # our extensions travel as "fidelity#" keys
+        else:  # tilescope's extensions, as files it wrote before it left them out, carry them
             params.append(f"{key}{value}")
     return parse_item(f"{name}={':'.join(params)}") if params else None
 

@@ -200,7 +200,8 @@ def test_command_line_walk_through_runs_as_written(tmp_path, checkout_status):
     _execute(dict(_blocks())["The command line"], work, env)
     # what the commands wrote is where they were typed
     assert {"tuned.txt", "trace.json", "ops.csv", "ffn.db"} <= {p.name for p in work.iterdir()}
-    assert "ffn.fc1=8x8:l1:block_sharded:bfp8:fidelity#lofi" in (work / "tuned.txt").read_text()
+    # the layout tt-mlir reads; the fidelity, tilescope's own, is not in a tt-mlir file
+    assert "override-output-layout=ffn.fc1=8x8:l1:block_sharded:bfp8 " in (work / "tuned.txt").read_text()
 
 
 def test_team_set_up_runs_as_written(tmp_path, pg_schemas, redis_broker, checkout_status):

@@ -49,11 +49,18 @@ BOUND_COLOURS = {
 SELECTED = "selected"  # the name of the selection's ring (graph, roofline) and outlines (timeline)
 
 
+_OTHER_KINDS = [i for i in range(len(KIND_COLOURS)) if i not in _KNOWN_KINDS.values()]
+UNKNOWN_KIND_COLOUR = "#9ca3af"  # an op whose kind the run does not record
+
+
 def kind_colour(kind: str) -> str:
-    """The colour of an op kind, wherever it is drawn."""
+    """The colour of an op kind, wherever it is drawn; other kinds hash into the colours the known
+    ones leave free, so none is mistaken for a matmul."""
+    if kind == "?":
+        return UNKNOWN_KIND_COLOUR
     index = _KNOWN_KINDS.get(kind)
     if index is None:
-        index = zlib.crc32(kind.encode()) % len(KIND_COLOURS)
+        index = _OTHER_KINDS[zlib.crc32(kind.encode()) % len(_OTHER_KINDS)]
     return KIND_COLOURS[index]
 
 

@@ -45,13 +45,16 @@ def rerun_delta(a: RunView, b: RunView, a_ops: dict[str, float], b_ops: dict[str
     a page holds already: the keys of compare() that time_split reads, `times` {a, b} -> {total_ns},
     and `moves`, [(name, delta_ns, how)] by |delta| descending, `how` "" for an op of both runs,
     else "inserted", "removed" or "moved to load time"."""
-    loaded = {op.name for op in b.load_ops}
-    inserted = [n for n in b_ops if n not in a_ops]
-    to_load = [n for n in a_ops if n not in b_ops and n in loaded]
-    removed = [n for n in a_ops if n not in b_ops and n not in loaded]
+    a_loaded, b_loaded = {op.name for op in a.load_ops}, {op.name for op in b.load_ops}
+    # an op that moved between load time and the step is neither inserted nor removed
+    into_step = [n for n in b_ops if n not in a_ops and n in a_loaded]
+    inserted = [n for n in b_ops if n not in a_ops and n not in a_loaded]
+    to_load = [n for n in a_ops if n not in b_ops and n in b_loaded]
+    removed = [n for n in a_ops if n not in b_ops and n not in b_loaded]
     moves = [(n, b_ops[n] - a_ops[n], "") for n in a_ops.keys() & b_ops.keys()]
     moves += [(n, b_ops[n], "inserted") for n in inserted] + [(n, -a_ops[n], "removed") for n in removed]
     moves += [(n, -a_ops[n], "moved to load time") for n in to_load]
+    moves += [(n, b_ops[n], "moved into the step") for n in into_step]
     device = b.device_ns - a.device_ns
     return {
         "a": a.id,
@@ -63,8 +66,8 @@ def rerun_delta(a: RunView, b: RunView, a_ops: dict[str, float], b_ops: dict[str
         "inserted": inserted,
         "removed": removed,
         "moved_to_load": to_load,
-        "moved_into_step": [n for n in b_ops if n not in a_ops and n in {op.name for op in a.load_ops}],
-        "moves": sorted((m for m in moves if m[1]), key=lambda m: -abs(m[1])),
+        "moved_into_step": into_step,
+        "moves": sorted((m for m in moves if m[1]), key=lambda m: (-abs(m[1]), m[0])),
     }
 
 

@@ -60,7 +60,13 @@ class Explorer:
         return list(dict.fromkeys(([extra] if extra else []) + zoo.names() + example_names() + files + stored))
 
     def upload(
-        self, filename: str, contents: str, target: str, policy: str = DEFAULT_POLICY, on_stage=runs.no_progress
+        self,
+        filename: str,
+        contents: str,
+        target: str,
+        policy: str = DEFAULT_POLICY,
+        on_stage=runs.no_progress,
+        dispatch: str = DEFAULT_DISPATCH,
     ) -> str:
         """Store an uploaded MLIR file (a data: URL's base64 body, as dcc.Upload gives it) as a
         model with a compiled, simulated baseline run; returns its model reference. Bad files
@@ -76,7 +82,7 @@ class Explorer:
         # the content's hash tells two uploads of one file name apart
         # ('#' would read as a function selector in a model reference)
         ref = f"upload/{hashlib.sha256(data).hexdigest()[:8]}/{filename.replace('#', '_')}"
-        self.ensure_run(ref, target, policy, source_text=text, on_stage=on_stage)
+        self.ensure_run(ref, target, policy, source_text=text, on_stage=on_stage, dispatch=dispatch)
         return ref
 
     def run_options(self, model_ref: str, target: str) -> list[dict]:
@@ -293,17 +299,21 @@ def _combined(before: Sequence[OpOverride], overrides: Sequence[OpOverride]) -> 
 
 
 LABELLED_OVERRIDES = 3  # beyond, a label counts them and names the newest
+MAX_LABEL = 500  # characters: a run's label column holds 512
 
 
 def overrides_label(overrides: Sequence[OpOverride], new: Sequence[OpOverride] = ()) -> str:
     """A run's label from all its overrides: each of them when few, else how many and the `new`
     ones (what this run changed), then "..."."""
     if len(overrides) <= LABELLED_OVERRIDES:
-        return ", ".join(format_item(o) for o in overrides)
-    shown = [format_item(o) for o in (new or overrides)[:LABELLED_OVERRIDES]]
-    return f"{len(overrides)} overrides: {', '.join(shown)}, ..."
+        label = ", ".join(format_item(o) for o in overrides)
+    else:
+        shown = [format_item(o) for o in (new or overrides)[:LABELLED_OVERRIDES]]
+        label = f"{len(overrides)} overrides: {', '.join(shown)}, ..."
+    return label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 3] + "..."  # long op names
 
 
 def run_label(run: Run) -> str:
     label = run.label or "baseline"
-    return f"#{run.id} {label} [{run.policy}] ({run.total_ns / 1e3:,.1f} us)"
+    settings = run.policy if run.dispatch == DEFAULT_DISPATCH else f"{run.policy}, {run.dispatch} dispatch"
+    return f"#{run.id} {label} [{settings}] ({run.total_ns / 1e3:,.1f} us)"

@@ -120,6 +120,7 @@ class Choices:
 
 
 def override_choices(target: Target) -> Choices:
+    """What the override form offers on `target`."""
     return Choices(
         memories=list(target.memories),
         rows=list(range(1, target.grid[0] + 1)),

@@ -1,4 +1,4 @@
-"""The run bar: which model, target, policy, level and run the page shows; an uploaded model;
+"""The run bar: which model, target, policy, dispatch, level and run the page shows; an uploaded model;
 and the address bar, which names the view so a link reproduces it."""
 
 from __future__ import annotations
@@ -100,12 +100,8 @@ def _register_runs(wiring: Wiring) -> dict:
         wanted = (linked or {}).get("run")
         if wanted is not None:
             run = explorer.find_run(wanted)
-            if run is not None and (run.model_ref, target_of(run), run.policy, run.dispatch) == (
-                model,
-                target,
-                policy,
-                dispatch,
-            ):
+            # a run of another dispatch is still the one linked: its label and summary say which
+            if run is not None and (run.model_ref, target_of(run), run.policy) == (model, target, policy):
                 run_id = run.id
             linked = {**linked, "run": None}  # shown once; later choices are the user's
         return dict(
@@ -250,6 +246,7 @@ def _register_upload(wiring: Wiring) -> dict:
             filename=State(ids.MODEL_UPLOAD, "filename"),
             target=State(ids.TARGET_SELECT, "value"),
             policy=State(ids.POLICY_SELECT, "value"),
+            dispatch=State(ids.DISPATCH_SELECT, "value"),
         ),
         prevent_initial_call=True,
         background=True,
@@ -258,7 +255,7 @@ def _register_upload(wiring: Wiring) -> dict:
         progress_default=[""],
         running=[(Output(ids.MODEL_UPLOAD, "disabled"), True, False)],
     )
-    def upload_model(set_progress, contents, filename, target, policy):
+    def upload_model(set_progress, contents, filename, target, policy, dispatch=DEFAULT_DISPATCH):
         """Compile and simulate an uploaded file, then show it; a bad file is one line on the page.
         The upload's contents are cleared, so dropping the same file again loads it again."""
         if not contents:
@@ -266,7 +263,7 @@ def _register_upload(wiring: Wiring) -> dict:
         explorer.in_new_process()
         on_stage = reporter(set_progress, filename)
         try:
-            ref = explorer.upload(filename or "upload", contents, target, policy, on_stage=on_stage)
+            ref = explorer.upload(filename or "upload", contents, target, policy, on_stage=on_stage, dispatch=dispatch)
         except TilescopeError as err:
             return dict(model_options=no_update, model=no_update, message=error(str(err)), contents=None)
         ok = html.P(f"Loaded {filename}.", className="ok")

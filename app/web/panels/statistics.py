@@ -55,7 +55,9 @@ def layout(_page: PageContext) -> list:
 
 
 def stats_columns(by: str) -> list[dict]:
-    return [{"name": by, "id": by}] + [{"name": label, "id": k, "type": "numeric"} for k, label in STAT_COLUMNS]
+    """Per op type every column; per op, each row is one op: no spread to show."""
+    shown = [(k, label) for k, label in STAT_COLUMNS if by != "name" or k not in SPREAD]
+    return [{"name": by, "id": by}] + [{"name": label, "id": k, "type": "numeric"} for k, label in shown]
 
 
 def stats_data(rows: Sequence[dict], by: str) -> list[dict]:

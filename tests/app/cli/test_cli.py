@@ -480,7 +480,8 @@ def test_export_writes_what_a_run_was_compiled_with(capsys, tmp_path, tiny_path,
     # what tt-mlir reads; the fidelity, tilescope's own, is named on stderr instead
     assert text.strip() == "override-output-layout=matmul_0=1x2:l1:block_sharded tensor-l1-usage-cap=0.5"
     assert err.strip().splitlines() == [
-        "tilescope: left out of the tt-mlir file, as tt-mlir does not read them: matmul_1=fidelity#lofi "
+        "tilescope: left out of the tt-mlir file, as tt-mlir does not read them: policy=greedy-l1, "
+        "matmul_1=fidelity#lofi "
         "(the tilescope JSON export keeps every setting)"
     ]
     out = tmp_path / "run.json"

@@ -601,8 +601,8 @@ LONG_LOC = (
 
 
 def test_the_server_answers_while_it_handles_hostile_input(server, browser, tmp_path):
-    """A catastrophic search pattern, a text file, a file nested beyond the parser's stack and an
-    80 KB loc name, sent at once: each gets one line on the page, and another request is answered within 1 s
+    """A catastrophic search pattern, then a text file, a file nested beyond the parser's stack and
+    an 80 KB loc name: each gets one line on the page, and another request is answered within 1 s
     throughout."""
     import threading
     import time as clock

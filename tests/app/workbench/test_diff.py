@@ -30,3 +30,12 @@ def test_a_reruns_delta_names_what_moved_and_splits_the_total():
     assert found["removed"] == [] and found["inserted"] == ["fc1.in0.to_layout"]
     # the device got 2 us faster, the total only 0.5: the note says the host holds it back
     assert "host dispatch bound" in time_split(found)
+
+
+def test_an_op_back_in_the_step_is_neither_inserted_nor_counted_twice():
+    a = _view(1, 1_000.0, 800.0, load=["w.transpose"])
+    b = _view(2, 1_300.0, 1_100.0)
+    found = rerun_delta(a, b, {"fc1": 800.0}, {"fc1": 800.0, "w.transpose": 300.0})
+    assert found["inserted"] == [] and found["moved_into_step"] == ["w.transpose"]
+    assert found["moves"] == [("w.transpose", 300.0, "moved into the step")]
+    assert "1 more op to issue" in time_split(found)

@@ -133,7 +133,9 @@ def test_a_link_reopens_the_model_level_run_op_and_diff_pair_it_names(cb):
 
 
 def test_switching_model_forgets_the_selection_and_search_a_link_keeps_them(cb):
-    search = cb["write_link"](MODEL, TARGET, POLICY, "graph", shown_run(cb), FC1, [], True)
+    base_id = shown_run(cb)
+    new_id = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)
+    search = cb["write_link"](MODEL, TARGET, POLICY, "graph", base_id, FC1, [base_id, new_id], True)
     # the page opening a link sets the model the address names: its op stays selected
     assert cb["forget_on_model_switch"](MODEL, search) is no_update
     # the user picks another model: the last one's op and search go, and op= leaves the address
@@ -141,8 +143,10 @@ def test_switching_model_forgets_the_selection_and_search_a_link_keeps_them(cb):
     assert forgot == {"selected": None, "pattern": ""}
     after = cb["write_link"]("classifier.mlir", TARGET, POLICY, "graph", None, forgot["selected"], [], True)
     assert "op=" not in after and "diff=" not in after
-    listed = cb["list_runs"](None, "classifier.mlir", {"run": None, "diff": []})
-    assert listed["ticked_ids"] == []  # the ticked pair went with the last model's runs
+    # the last model's ticked pair does not carry over to the other model's runs
+    shown_run(cb, model="classifier.mlir")
+    listed = cb["list_runs"](None, "classifier.mlir", {"run": None, "diff": [base_id, new_id]})
+    assert listed["rows"] and listed["ticked_ids"] == [] and listed["ticked"] == []
 
 
 @pytest.mark.parametrize(

@@ -141,13 +141,15 @@ def test_a_kind_keeps_its_colour_whatever_else_is_drawn():
     """Tracy's rule: a zone's colour follows its name, not the other zones on screen, so zooming
     into a window with fewer kinds, or opening another run, repaints nothing."""
     both = [_zone("device", 0, "mm", 0.0, 1000.0, "mm"), _zone("device", 0, "ln", 1000.0, 2000.0, "ln")]
-    kinds = {"mm": "matmul", "ln": "layernorm", "z": "zeta_op"}
+    kinds = {"mm": "matmul", "ln": "layernorm", "a": "add", "z": "zeta_op"}
 
     def colours(zones):
         return {t.name: t.line.color for t in timeline_figure(zones, kinds, None).data if isinstance(t, go.Scattergl)}
 
     whole = colours(both)
-    zoomed = colours(both[1:])  # the window holds the layer norm only
-    other = colours([_zone("device", 0, "z", 0.0, 10.0, "z"), *both])  # a kind sorted before both
-    assert zoomed["layernorm"] == whole["layernorm"] == other["layernorm"]
-    assert other["matmul"] == whole["matmul"] and whole["matmul"] != whole["layernorm"]
+    zoomed = colours(both[:1])  # the window holds the matmul only: first of one, where it was second
+    other = colours([_zone("device", 0, "a", 0.0, 10.0, "a"), *both])  # a kind sorted before both
+    assert zoomed["matmul"] == whole["matmul"] == other["matmul"]
+    assert other["layernorm"] == whole["layernorm"] and len(set(other.values())) == 3
+    # a kind tilescope does not name gets a colour none of those it names has
+    assert colours([_zone("device", 0, "z", 0.0, 10.0, "z")])["zeta_op"] not in other.values()
