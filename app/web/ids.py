@@ -1,6 +1,7 @@
 """Component ids: stable names that callbacks, CSS and browser tests share."""
 
 MODEL_SELECT = "model-select"
+ZOO_PARAMS = "zoo-params"  # a zoo model's parameters as a query string (layers=2&seq=128)
 TARGET_SELECT = "target-select"
 POLICY_SELECT = "policy-select"
 DISPATCH_SELECT = "dispatch-select"  # host or trace: how the simulated runs launch their ops

@@ -50,6 +50,7 @@ __all__ = [
     "LlamaConfig",
     "MlirBuilder",
     "bert",
+    "check",
     "generate",
     "is_zoo",
     "llama",
@@ -118,9 +119,9 @@ def is_zoo(ref: str) -> bool:
     return ref.startswith(PREFIX)
 
 
-@lru_cache(maxsize=8)
-def generate(ref: str) -> str:
-    """MLIR text of a zoo reference such as 'zoo:mlp?layers=4' or 'zoo:matmul:512x512x512'."""
+def check(ref: str) -> tuple[str, dict[str, object]]:
+    """The model and parameters a zoo reference names, checked without generating it; a bad one
+    is a one-line ModelLoadError."""
     body = ref[len(PREFIX) :]
     body, _, query = body.partition("?")
     params = dict(parse_qsl(query, keep_blank_values=True))
@@ -131,8 +132,7 @@ def generate(ref: str) -> str:
         unknown = set(params) - {"dtype"}
         if unknown:
             raise ModelLoadError(f"{ref}: unknown parameter {sorted(unknown)[0]!r} (zoo:matmul takes dtype)")
-        kwargs = {"dtype": _DTYPE("dtype", params["dtype"], ref)} if "dtype" in params else {}
-        return matmul(*map(int, dims), **kwargs)
+        return body, {"dtype": _DTYPE("dtype", params["dtype"], ref)} if "dtype" in params else {}
     if body not in MODELS:
         raise ModelLoadError(f"unknown zoo model {ref!r}; known: {', '.join(names())}")
     spec = PARAMS[body]
@@ -141,6 +141,15 @@ def generate(ref: str) -> str:
         if key not in spec:
             raise ModelLoadError(f"{ref}: unknown parameter {key!r} ({PREFIX}{body} takes {', '.join(spec)})")
         kwargs[key] = spec[key](key, value, ref)
+    return body, kwargs
+
+
+@lru_cache(maxsize=8)
+def generate(ref: str) -> str:
+    """MLIR text of a zoo reference such as 'zoo:mlp?layers=4' or 'zoo:matmul:512x512x512'."""
+    body, kwargs = check(ref)
+    if body.startswith("matmul:"):
+        return matmul(*map(int, body.split(":", 1)[1].split("x")), **kwargs)
     try:
         return MODELS[body](**kwargs)
     except ModelLoadError as err:  # a constraint between parameters, e.g. BERT's seq <= 512

@@ -7,6 +7,7 @@ from urllib.parse import urlparse
 
 from dash import Input, Output, State, dcc, html, no_update
 
+from compiler import zoo
 from compiler.errors import TilescopeError
 from compiler.ir import LEVELS
 from compiler.policies import DEFAULT_POLICY, POLICIES
@@ -43,6 +44,7 @@ def layout(page: PageContext) -> list:
                 [html.Span("tile", className="brand-a"), html.Span("scope", className="brand-b")], className="brand"
             ),
             labelled("Model", menu(ids.MODEL_SELECT, page.model_options, page.model), "field model"),
+            labelled("Zoo parameters", _zoo_params(page.model), "field zoo-params"),
             upload,
             labelled("Target", menu(ids.TARGET_SELECT, targets, page.target.name)),
             labelled("Policy", menu(ids.POLICY_SELECT, list(POLICIES), DEFAULT_POLICY)),
@@ -59,13 +61,32 @@ def layout(page: PageContext) -> list:
     return [bar, message]
 
 
+MAX_PARAMS = 200  # characters of a zoo model's query string: a handful of parameters
+
+
+def _zoo_params(model: str | None) -> dcc.Input:
+    return dcc.Input(
+        id=ids.ZOO_PARAMS,
+        type="text",
+        value=_query(model),
+        placeholder="layers=2&seq=128, then Enter",
+        maxLength=MAX_PARAMS,
+        className="text-input",
+    )
+
+
+def _query(model: str | None) -> str:
+    return model.partition("?")[2] if model and zoo.is_zoo(model) else ""
+
+
 def _values(options: list) -> set:
     """The values a dcc menu offers, given as plain values or {label, value} dicts."""
     return {o["value"] if isinstance(o, dict) else o for o in options or []}
 
 
 def register(wiring: Wiring) -> dict:
-    return _register_runs(wiring) | _register_link(wiring) | _register_model_switch(wiring) | _register_upload(wiring)
+    callbacks = _register_runs(wiring) | _register_link(wiring) | _register_model_switch(wiring)
+    return callbacks | _register_zoo_params(wiring) | _register_upload(wiring)
 
 
 CHOSEN = dict(
@@ -229,6 +250,51 @@ def _register_model_switch(wiring: Wiring) -> dict:
         return dict(selected=None, pattern="")
 
     return {"forget_on_model_switch": forget_on_model_switch}
+
+
+ZOO_CHOSEN = dict(
+    model_options=Output(ids.MODEL_SELECT, "options", allow_duplicate=True),
+    model=Output(ids.MODEL_SELECT, "value", allow_duplicate=True),
+    message=Output(ids.PAGE_MESSAGE, "children", allow_duplicate=True),
+)
+
+
+def _register_zoo_params(wiring: Wiring) -> dict:
+    """A zoo model's parameters, edited in the run bar: Enter opens the model with them."""
+    explorer, app = wiring.explorer, wiring.app
+
+    @app.callback(
+        output=Output(ids.ZOO_PARAMS, "value"),
+        inputs=dict(model=Input(ids.MODEL_SELECT, "value")),
+        prevent_initial_call=True,
+    )
+    def show_zoo_params(model):
+        return _query(model)
+
+    @app.callback(
+        output=ZOO_CHOSEN,
+        inputs=dict(_submits=Input(ids.ZOO_PARAMS, "n_submit")),
+        state=dict(params=State(ids.ZOO_PARAMS, "value"), model=State(ids.MODEL_SELECT, "value")),
+        prevent_initial_call=True,
+    )
+    def apply_zoo_params(_submits, params, model):
+        """The model with these parameters, checked first: a bad one is one line, and the model
+        shown stays."""
+        if not model or not zoo.is_zoo(model):
+            return outputs(ZOO_CHOSEN, message=error("parameters apply to zoo models (zoo:...)"))
+        params = (params or "").strip().lstrip("?")
+        if len(params) > MAX_PARAMS:
+            return outputs(ZOO_CHOSEN, message=error(f"zoo parameters: at most {MAX_PARAMS} characters"))
+        ref = model.partition("?")[0] + (f"?{params}" if params else "")
+        if ref == model:
+            return outputs(ZOO_CHOSEN, message=None)
+        try:
+            zoo.check(ref)
+        except TilescopeError as err:
+            return outputs(ZOO_CHOSEN, message=error(str(err)))
+        return dict(model_options=explorer.model_options(ref), model=ref, message=None)
+
+    return {"show_zoo_params": show_zoo_params, "apply_zoo_params": apply_zoo_params}
 
 
 def _register_upload(wiring: Wiring) -> dict:

@@ -272,6 +272,17 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     assert _prop(d, "selected-op", "data") is None and _prop(d, "graph-search", "value") == ""
     assert "no parent run" in _text(d, "diff-view")
 
+    # a zoo model's parameters, typed in the run bar: Enter opens the model with them
+    d.get(server + "?model=zoo%3Amlp")
+    _wait(d, lambda d: "zoo:mlp on wormhole_n150" in _text(d, "run-summary"))
+    params = d.find_element(By.ID, "zoo-params")
+    params.send_keys("layers=2\n")
+    _wait(d, lambda d: "zoo:mlp?layers=2 on wormhole_n150" in _text(d, "run-summary"))
+    assert _prop(d, "zoo-params", "value") == "layers=2" and "model=zoo%3Amlp%3Flayers%3D2" in d.current_url
+    # dark text in the white box, not the bar's near-white
+    assert d.execute_script("return getComputedStyle(document.getElementById('zoo-params')).color") == "rgb(31, 41, 51)"
+    _shot(d, "09-zoo-parameters")
+
     severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
     assert not severe, severe
 

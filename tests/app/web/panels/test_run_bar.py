@@ -184,3 +184,20 @@ def test_the_dispatch_menu_shows_the_run_under_host_or_trace_dispatch(app, cb):
     # a hostile value from the page is one line, and stores nothing
     refused = cb["choose_model"](MODEL, TARGET, POLICY, None, "x" * 10_000)
     assert "dispatch must be one of host, trace" in str(refused["status"]) and len(str(refused["status"])) < 400
+
+
+def test_zoo_parameters_reopen_the_model_with_them(cb):
+    assert cb["show_zoo_params"]("zoo:bert-base?layers=2&seq=128") == "layers=2&seq=128"
+    assert cb["show_zoo_params"]("classifier.mlir") == ""
+    chosen = cb["apply_zoo_params"](1, "layers=1&seq=64 ", "zoo:bert-base?layers=2")
+    assert chosen["model"] == "zoo:bert-base?layers=1&seq=64" and chosen["model"] in chosen["model_options"]
+    assert cb["apply_zoo_params"](1, "", "zoo:bert-base?layers=2")["model"] == "zoo:bert-base"
+    # a bad parameter is one line naming it, and the model shown stays
+    bad = cb["apply_zoo_params"](1, "layers=lots", "zoo:bert-base?layers=2")
+    assert bad["model"] is no_update and "parameter layers must be a positive integer" in str(bad["message"])
+    unknown = cb["apply_zoo_params"](1, "heads=3", "zoo:mlp")
+    assert "unknown parameter 'heads' (zoo:mlp takes batch, width, hidden, layers, dtype)" in str(unknown["message"])
+    assert "at most 200 characters" in str(cb["apply_zoo_params"](1, "a" * 5000, "zoo:mlp")["message"])
+    assert "apply to zoo models" in str(cb["apply_zoo_params"](1, "layers=2", "classifier.mlir")["message"])
+    # the parameters compile: the page then shows that model's run
+    assert shown_run(cb, model=chosen["model"]) > 0
