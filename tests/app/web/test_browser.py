@@ -649,6 +649,10 @@ def test_the_server_answers_while_it_handles_hostile_input(server, browser, tmp_
             line = _text(d, "page-message")
             assert "\n" not in line.strip() and "Traceback" not in line, line
             assert not name.endswith(".txt") or "not an .mlir file" in line, line  # the page says, not the browser
+            # a long line (an 80 KB name cut short, a path) wraps inside the page, not past it
+            assert d.execute_script(
+                "var m = document.getElementById('page-message'); return m.scrollWidth <= m.clientWidth;"
+            ), line[:200]
     finally:
         stop.set()
         prober.join(30)
