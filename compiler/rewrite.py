@@ -6,7 +6,7 @@ its own, so a view can say where an op of the input went.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from .ir import Graph, Op
 
@@ -24,9 +24,10 @@ def producers(graph: Graph) -> dict[str, Op]:
     return {t: op for op in graph.ops for t in op.outputs}
 
 
-def drop_unread(graph: Graph, candidates: Iterable[Op], reason: str) -> list[str]:
+def drop_unread(graph: Graph, candidates: Iterable[Op], reason: str | Callable[[Op], str]) -> list[str]:
     """Drop the candidates no op and no graph output reads any more, and, in turn, the candidates
-    only they read. Returns the dropped ops' names."""
+    only they read, each for `reason` (or reason(op)), in one pass over the graph however many
+    rewrites left them. Returns the dropped ops' names."""
     pending = {id(op): op for op in candidates}
     made_by = {t: op for op in pending.values() for t in op.outputs}
     count: dict[str, int] = {t: 1 for t in graph.outputs}
@@ -48,6 +49,9 @@ def drop_unread(graph: Graph, candidates: Iterable[Op], reason: str) -> list[str
                 work.append(made_by[t])
     if dropped:
         graph.ops = [op for op in graph.ops if id(op) not in dropped]
-    names = [op.name for op in dropped.values()]
-    graph.meta["canonicalized"] = [*graph.meta.get("canonicalized", []), *((n, reason) for n in names)]
-    return names
+    why = reason if callable(reason) else lambda _op: reason
+    graph.meta["canonicalized"] = [
+        *graph.meta.get("canonicalized", []),
+        *((op.name, why(op)) for op in dropped.values()),
+    ]
+    return [op.name for op in dropped.values()]

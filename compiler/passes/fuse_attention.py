@@ -59,8 +59,11 @@ class FuseAttention:
             replaced[id(m.last)] = fused
             m.last.outputs = []  # its result is now the fused op's
         graph.ops = [replaced.get(id(op), op) for op in graph.ops]
-        for m, fused in zip(matches, (replaced[id(m.last)] for m in matches)):
-            drop_unread(graph, [op for op in m.ops if op is not m.last], f"fused into {fused.name}")
+        # every match's other ops at once: one pass over the graph, not one per attention
+        into = {id(op): replaced[id(m.last)].name for m in matches for op in m.ops if op is not m.last}
+        drop_unread(
+            graph, [op for m in matches for op in m.ops if op is not m.last], lambda op: f"fused into {into[id(op)]}"
+        )
         return graph
 
     def _fused(self, graph: Graph, m: _Match, taken: set[str]) -> Op:

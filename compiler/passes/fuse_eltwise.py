@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from .. import opset
 from ..ir import Graph, Op
+from ..rewrite import producers
 from ..target import Target
 
 _ACTIVATION_HOSTS = (*opset.MATRIX_CLASSES, opset.ELTWISE_BINARY, opset.NORM)
@@ -35,7 +36,7 @@ class FuseEltwise:
         for op in graph.ops:
             for t in op.inputs:
                 readers[t] = readers.get(t, 0) + 1
-        producer = {t: op for op in graph.ops for t in op.outputs}
+        producer = producers(graph)
         position = {op.name: i for i, op in enumerate(graph.ops)}
         kept: list[Op] = []
         for op in graph.ops:

@@ -25,6 +25,7 @@ from ..ir import Graph, Tensor
 from ..l1_allocator import FirstFit, last_uses
 from ..target import Target
 from ..override import REJECTED, OverrideOutcome
+from ..rewrite import producers
 from ..tiles import shard_bytes, tile_bytes
 
 
@@ -62,7 +63,7 @@ class PlanMemory:
     def run(self, graph: Graph) -> Graph:
         memory = self.target.core_memory
         allocator = FirstFit(int(memory.capacity_bytes - self._reserve(graph)))
-        producer = {t: op for op in graph.ops for t in op.outputs}
+        producer = producers(graph)
         outcomes = graph.meta.get("overrides", [])
         usage = np.zeros(self.target.grid, dtype=np.float64)
         peak = np.zeros(self.target.grid, dtype=np.float64)
