@@ -34,7 +34,7 @@ from perfdb.records import NewOp, NewRun, ZoneColumns
 from perfdb.store import save_run
 
 from ..workbench.explorer import Explorer
-from ..web.panels.graph import graph_figure
+from ..web.graph_figure import graph_figure
 from ..workbench.graph_view import op_metrics
 from ..workbench.grouping import ScopeTree
 from ..workbench.runs import new_run

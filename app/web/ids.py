@@ -47,7 +47,9 @@ EXPORT_DOWNLOAD = "export-download"
 
 # analysis panels under the workspace
 ANALYSIS_TABS = "analysis-tabs"
-TIMELINE_SHOW = "timeline-show"  # which rows the timeline adds: engine sub-rows, counter plots
+TIMELINE_SHOW = "timeline-show"  # what the timeline adds: engine lanes, counter plots
+TIMELINE_ZONE = "timeline-zone"  # the card beside the timeline: the zone last clicked
+TIMELINE_TIP = "timeline-tip"  # the card that follows the pointer over a zone
 TIMELINE_ZOOM = "timeline-zoom"  # store: the timeline's last change of its time axis (zoom, pan, reset)
 STATS_BY = "stats-by"
 STATS_TABLE = "stats-table"
@@ -55,6 +57,7 @@ MEMORY_VIEW = "memory-view"
 MEMORY_PEAK = "memory-peak"
 ROOFLINE_VIEW = "roofline-view"
 RUNS_TABLE = "runs-table"
+TICKED_RUNS = "ticked-runs"  # the ids of the runs ticked in the runs table
 DIFF_VIEW = "diff-view"
 DIFF_TABLE = "diff-table"
 DIFF_LOAD = "diff-load"  # both runs' work once per model load, under the totals

@@ -98,6 +98,20 @@ def base_layout(fig: go.Figure, height: int, top: int = 8) -> go.Figure:
     return fig
 
 
+def message_figure(text: str, height: int = 160) -> go.Figure:
+    """A figure that says what it waits for, or why it is empty: no blank axes."""
+    fig = go.Figure()
+    fig.add_annotation(
+        text=plain(text), xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False, font=dict(size=13, color="#616e7c")
+    )
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return base_layout(fig, height)
+
+
+LOADING = "Loading the run..."  # what a view shows until its first figure arrives
+
+
 TOP_LEGEND = dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=None)
 
 

@@ -5,7 +5,9 @@ An op named `encoder.layer.3.attention.self.query.matmul` sits in the scopes `en
 standing for all its ops) or expanded (its children shown). Scopes that add nothing are skipped: one
 holding a single op, or one whose ops are exactly those of a sub-scope. A graph without scopes (ops
 named `matmul_0`, `add_1`, ...) that is too large to show at once is folded into runs of consecutive
-ops instead.
+ops instead. A group of more than CHUNK children (1,040 layers, or a thousand runs) gets chunks of
+consecutive children between it and them, `layer[0-99]`, ...: a view never needs more nodes than
+it may draw to open any op.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ GROUP = "group:"  # prefix of a group's node id; an op's node id is its name
 DEFAULT_BUDGET = 60  # nodes the default view opens up to: few enough to label
 MAX_NODES = 400  # nodes a view may show (Model Explorer stays responsive to a few hundred)
 RUN_LENGTH = 100  # ops per folded run in a graph without scopes
+CHUNK = 100  # children a group shows directly; more are chunked
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class ScopeTree:
         self.ancestors: dict[str, tuple[str, ...]] = _scope_chains(self.order)
         if not any(self.ancestors.values()) and len(self.order) > RUN_LENGTH:
             self.ancestors = _runs_of(self.order)
+        self.ancestors = _chunked(self.order, self.ancestors)
         self.members: dict[str, list[str]] = {}
         for name in self.order:
             for group in self.ancestors[name]:
@@ -84,6 +88,11 @@ class ScopeTree:
         (`layer.3`, not `3`)."""
         scope = group.removeprefix(GROUP)
         parent = self.parent.get(group)
+        if _is_chunk(group):  # `layer[0-99]`: the enclosing group's last word, and the children it holds
+            words = (parent or GROUP).removeprefix(GROUP).split(".")
+            return ".".join(words[-1:]) + scope[scope.rindex("[") :]
+        if parent and _is_chunk(parent):
+            parent = self.parent.get(parent)  # relative to the group the chunk divides
         outer = parent.removeprefix(GROUP) if parent else ""
         rel = scope[len(outer) + 1 :] if outer and scope.startswith(outer + ".") else scope
         if rel.isdigit():
@@ -194,6 +203,43 @@ def _scope_chains(order: list[str]) -> dict[str, tuple[str, ...]]:
         return chains[unknown[0] if unknown else scope]
 
     return {name: chain(scope) for name, scope in scope_of.items()}
+
+
+def _is_chunk(group: str) -> bool:
+    return group.endswith("]") and "[" in group
+
+
+def _chunked(order: list[str], chains: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """`chains` with a chunk group between each group of more than CHUNK children (or the top) and
+    its children: at most CHUNK chunks of consecutive children, so each holds max(CHUNK, n / CHUNK)."""
+    children: dict[str | None, dict[str, None]] = {}
+    for name in order:
+        chain = chains[name]
+        for depth, parent in enumerate((None, *chain)):
+            children.setdefault(parent, {})[chain[depth] if depth < len(chain) else name] = None
+    chunk_of: dict[tuple[str | None, str], str] = {}
+    for parent, kids in children.items():
+        if len(kids) <= CHUNK:
+            continue
+        size = max(CHUNK, -(-len(kids) // CHUNK))
+        scope = parent.removeprefix(GROUP) if parent else ""
+        for i, kid in enumerate(kids):
+            first = i - i % size
+            last = min(first + size, len(kids)) - 1
+            chunk_of[(parent, kid)] = f"{GROUP}{scope}[{first}-{last}]"
+    if not chunk_of:
+        return chains
+    out = {}
+    for name in order:
+        chain, shown = chains[name], []
+        for depth, parent in enumerate((None, *chain)):
+            kid = chain[depth] if depth < len(chain) else name
+            if (parent, kid) in chunk_of:
+                shown.append(chunk_of[(parent, kid)])
+            if depth < len(chain):
+                shown.append(kid)
+        out[name] = tuple(shown)
+    return out
 
 
 def _runs_of(order: list[str]) -> dict[str, tuple[str, ...]]:

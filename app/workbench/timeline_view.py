@@ -18,9 +18,12 @@ CORE_ZONE_BUDGET = 12_000  # core zones one timeline figure draws at once (WebGL
 
 @dataclass(frozen=True)
 class TimelineView:
-    items: list  # the device row's ops, then the core rows' zones and markers
+    items: list  # the device row's ops, then the core rows' zones and markers (or their engines')
     hidden_cores: int  # core rows left out of this window (too many zones), 0 when drawn
     core_zones: int  # zones the core rows hold in the window
+    rows: list[str]  # the rows to draw, drawn or waiting: the device's, then each core's
+    window: tuple[float, float]  # the time (ns) the items cover: the view, and a view's width either side
+    complete: bool  # every zone of the window is there one by one: a zoom or pan inside needs nothing more
 
 
 def timeline(
@@ -32,11 +35,23 @@ def timeline(
 ) -> TimelineView:
     """The timeline over `window` (ns; default the whole run): a device row of the ops, then
     one row per core at the level of detail of `pixels` across (short zones come merged into
-    "N zones" markers), each with its engines' rows (reader, compute, writer) if `engines`.
-    When the window holds more core zones than a figure draws quickly (each op has one per
-    core it runs on, and one per engine), the core rows wait until the user zooms in."""
-    t0, t1 = window or (0.0, max(run.total_ns, 1.0))
-    records = queries.op_records_between(session, run.id, t0, t1)
+    "N zones" markers), or, if `engines`, its engines' zones (reader, compute, writer) in its row.
+    A view's width either side comes too when the core rows fit in it, so a pan is drawn in the
+    browser. When the window holds more core zones than a figure draws quickly (each op has one
+    per core it runs on, and one per engine), the core rows wait until the user zooms in."""
+    total = max(run.total_ns, 1.0)
+    t0, t1 = window or (0.0, total)
+    resolution = (t1 - t0) / pixels
+    rows = [(t, parse_track(t)) for t in run.tracks]
+    tracks = [t for t, core in rows if core is not None and bool(core.engine) == engines]
+    cores = [t for t, core in rows if core is not None and not core.engine]
+    per_op = len(ENGINES) if engines else 1
+    wide = (max(0.0, 2 * t0 - t1), min(total, 2 * t1 - t0))
+    for span in dict.fromkeys([wide, (t0, t1)]):  # the wide window if its core rows fit, else the view's
+        records = queries.op_records_between(session, run.id, *span)
+        core_zones = sum(r.cores for r in records) * per_op
+        if core_zones <= CORE_ZONE_BUDGET:
+            break
     # every op on the device row, unless there are more than a figure draws quickly: then
     # the ops shorter than a pixel are merged, as on the core rows
     device = queries.merged(
@@ -44,16 +59,14 @@ def timeline(
         [r.name for r in records],
         [r.start_ns for r in records],
         [r.start_ns + r.duration_ns for r in records],
-        (t1 - t0) / pixels if len(records) > CORE_ZONE_BUDGET else 0.0,
+        resolution if len(records) > CORE_ZONE_BUDGET else 0.0,
     )
-    rows = [(t, parse_track(t)) for t in run.tracks]
-    tracks = [t for t, core in rows if core is not None and (engines or not core.engine)]
-    cores = sum(1 for t, core in rows if core is not None and not core.engine)
-    core_zones = sum(r.cores for r in records) * (1 + len(ENGINES) if engines else 1)
+    shown = [DEVICE_ROW, *cores]
     if core_zones > CORE_ZONE_BUDGET:
-        return TimelineView(device, cores, core_zones)
-    items = queries.timeline_window(session, run.id, t0, t1, (t1 - t0) / pixels, tracks)
-    return TimelineView(device + items, 0, core_zones)
+        return TimelineView(device, len(cores), core_zones, shown, span, False)
+    items = queries.timeline_window(session, run.id, *span, resolution, tracks)
+    complete = all(i.count == 1 for i in device) and all(i.count == 1 for i in items)
+    return TimelineView(device + items, 0, core_zones, shown, span, complete)
 
 
 def counter_steps(session: Session, run_id: int) -> dict[str, list[tuple[float, float]]]:

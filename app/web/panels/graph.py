@@ -3,9 +3,7 @@ a regex search; a click selects an op or opens a group."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
 
-import plotly.graph_objects as go
 from dash import Input, Output, State, dcc, html, no_update
 
 from compiler.errors import TilescopeError
@@ -13,24 +11,17 @@ from compiler.ir import Graph
 
 from .. import ids
 from ..callback_context import diff_pair, first_trace, only_triggered, triggered
+from ..graph_figure import COLOUR_MODES, graph_figure, graph_rings
 from ..panel import PageContext, Panel, Wiring, outputs
-from ..style import BOUND_COLOURS, SELECTED, TOP_LEGEND, base_layout, graph_config, labelled, menu, plain
-from ...workbench.graph_view import OpMetric, provenance, search_ops
-from ...workbench.grouping import GROUP, MAX_NODES, GroupedView, layered_positions
-
-# colour mode -> what the colour bar or legend calls it
-COLOUR_MODES = {
-    "duration": "device time",
-    "bound": "bound by",
-    "memory": "output memory",
-    "pct_peak": "% of peak",
-    "delta": "delta vs baseline",
-}
-_UNITS = {"duration": " (us)", "delta": " (us)", "pct_peak": " (%)", "bound": "", "memory": ""}
-MEMORY_COLOURS = {"dram": "#dc2626", "l1": "#16a34a", "lls": "#9333ea", "mixed": "#f59e0b"}
-NO_DATA = "#cbd2d9"
-AT_LOAD = "#c4b5fd"  # ops run once per model load: no time in the step to colour them by
-MAX_LABELLED_NODES = 60
+from ..style import (
+    LOADING,
+    graph_config,
+    labelled,
+    menu,
+    message_figure,
+)
+from ...workbench.graph_view import provenance, search_ops
+from ...workbench.grouping import GROUP, MAX_NODES, GroupedView
 
 
 def layout(_page: PageContext) -> html.Div:
@@ -64,7 +55,7 @@ def layout(_page: PageContext) -> html.Div:
         [
             html.H3("Graph"),
             controls,
-            dcc.Graph(id=ids.GRAPH_VIEW, config=graph_config("graph")),
+            dcc.Graph(id=ids.GRAPH_VIEW, config=graph_config("graph"), figure=message_figure(LOADING, 520)),
             html.Div(id=ids.GRAPH_NOTE, className="graph-note"),
         ],
         className="panel",
@@ -91,14 +82,14 @@ def register(wiring: Wiring) -> dict:
             expanded=Input(ids.GRAPH_GROUPS, "value"),
             mode=Input(ids.GRAPH_COLOUR, "value"),
             pattern=Input(ids.GRAPH_SEARCH, "value"),
-            ticked=Input(ids.RUNS_TABLE, "selected_row_ids"),
+            ticked=Input(ids.TICKED_RUNS, "data"),
         ),
     )
     def show_graph(run_id, level="graph", selected=None, expanded=None, mode="duration", pattern=None, ticked=None):
         """The selected level's graph, grouped by name scope: the groups the user opened (the
         default opening on a new model), plus those holding the op selected elsewhere."""
         trigger = triggered()
-        if run_id is None or (trigger == ids.RUNS_TABLE and mode != "delta"):
+        if run_id is None or (trigger == ids.TICKED_RUNS and mode != "delta"):
             return no_update
         run = explorer.view(run_id)
         tree = explorer.scope_tree(run, level)
@@ -108,23 +99,29 @@ def register(wiring: Wiring) -> dict:
         shown = provenance(run.compilation, level, selected)
         if trigger in (ids.SELECTED_OP, None):
             groups += [g for name in shown for g in tree.ancestors_of(name)]  # reveal the selected op
+        graph = run.compilation.graph_at(level)
+        notes = []
+        matches = _search(graph, pattern, notes)
+        focus = matches[0] if matches and trigger in (ids.GRAPH_SEARCH, None) else None
+        if focus:
+            groups += tree.ancestors_of(focus)  # a search opens the way to its first match
         groups = list(dict.fromkeys(groups))  # in the order they were opened
         view = tree.view(groups)
         # a selection among the nodes drawn moves the ring only: the figure is patched, not redrawn
         if only_triggered(ids.SELECTED_OP) and groups == (expanded or []):
             return outputs(SHOWN, figure=first_trace(graph_rings(view, shown)))
-        notes = []
         if len(view.nodes) > MAX_NODES:  # the last groups opened close again
             fits = tree.fitting(groups)
             closed, groups = groups[len(fits) :], fits
             view = tree.view(groups)
             notes.append(_kept_closed(closed))
-        graph = run.compilation.graph_at(level)
-        matches = _search(graph, pattern, view, notes)
+        if pattern and matches:
+            notes.append(_found(matches, pattern, view, focus))
         baseline = _baseline(run, mode, ticked, notes)
         notes.insert(0, html.Span(f"{len(view.nodes)} nodes for {len(graph.ops):,} ops", className="hint"))
         loaded = {op.name for op in run.load_ops}
-        figure = graph_figure(view, graph, explorer.op_metrics(run, baseline), mode, shown, matches, loaded)
+        metrics = explorer.op_metrics(run, baseline)
+        figure = graph_figure(view, graph, metrics, mode, shown, matches, loaded, focus and view.node_of[focus])
         # the groups open and those drawn closed, which can be opened next (all of a 100k-op
         # model's groups, tens of thousands, made the page's dropdown freeze the browser)
         offered = dict.fromkeys([*groups, *(n.id for n in view.nodes if n.id in tree.members)])
@@ -143,18 +140,21 @@ def _kept_closed(closed: list[str]) -> html.Span:
     )
 
 
-def _search(graph: Graph, pattern: str | None, view: GroupedView, notes: list) -> list[str]:
-    """The ops the search matches; a line on what it found (or why it failed) joins `notes`."""
+def _search(graph: Graph, pattern: str | None, notes: list) -> list[str]:
+    """The ops the search matches; why it failed joins `notes`."""
     try:
-        matches = search_ops(graph, pattern)
+        return search_ops(graph, pattern)
     except TilescopeError as err:
         notes.append(html.Span(str(err), className="error"))
         return []
-    if pattern and not notes:
-        holding = len({view.node_of[m] for m in matches})
-        said = f"{len(matches)} op matches" if len(matches) == 1 else f"{len(matches)} ops match"
-        notes.append(html.Span(f"{said} {pattern!r}, in {holding} node{'s' * (holding != 1)}", className="matches"))
-    return matches
+
+
+def _found(matches: list[str], pattern: str, view: GroupedView, focus: str | None) -> html.Span:
+    holding = len({view.node_of[m] for m in matches})
+    said = f"{len(matches)} op matches" if len(matches) == 1 else f"{len(matches):,} ops match"
+    where = f", in {holding:,} node{'s' * (holding != 1)}"
+    first = f"; centred on {view.node_of[focus].removeprefix(GROUP)}" if focus else ""
+    return html.Span(f"{said} {pattern!r}{where}{first}", className="matches")
 
 
 def _baseline(run, mode: str, ticked, notes: list) -> int | None:
@@ -187,207 +187,3 @@ def in_browser(app) -> None:
 
 
 PANEL = Panel("main", "Graph", "graph", layout, register, in_browser)
-
-
-# --- the figure ------------------------------------------------------------------------------
-
-
-def node_value(mode: str, ops: Sequence[str], metrics: Mapping[str, OpMetric]):
-    """A node's colour value: the sum of its ops' times (or deltas), their time-weighted % of peak
-    (its FLOPs over its time against the peak), the bound of its longest op, or the memory its
-    outputs share ("mixed" when they differ). None when no op of it has the figure."""
-    found = [metrics[o] for o in ops if o in metrics]
-    if mode == "duration":
-        return sum(m.duration_ns for m in found) / 1e3 if found else None
-    if mode == "delta":
-        deltas = [m.delta_ns for m in found if m.delta_ns is not None]
-        return sum(deltas) / 1e3 if deltas else None
-    if mode == "pct_peak":
-        total = sum(m.duration_ns for m in found)
-        return sum(m.pct_peak * m.duration_ns for m in found) / total if total > 0 else None
-    if mode == "bound":
-        return max(found, key=lambda m: m.duration_ns).bound if found else None
-    if mode == "memory":
-        spaces = {m.memory for m in found if m.memory}
-        return (spaces.pop() if len(spaces) == 1 else "mixed") if spaces else None
-    raise ValueError(f"unknown colour mode {mode!r}")
-
-
-def _short(name: str) -> str:
-    """The last three scopes of a hierarchical name: enough to tell layers apart in a label."""
-    parts = name.split(".")
-    return ".".join(parts[-3:]) if len(parts) > 3 else name
-
-
-def _category_colour(mode: str, value: str) -> str:
-    return BOUND_COLOURS.get(value, "#6b7280") if mode == "bound" else MEMORY_COLOURS.get(value, "#0891b2")
-
-
-def graph_figure(
-    view: GroupedView,
-    graph: Graph,
-    metrics: Mapping[str, OpMetric],
-    mode: str = "duration",
-    selected: Sequence[str] = (),
-    matches: Sequence[str] = (),
-    loaded: Collection[str] = (),
-) -> go.Figure:
-    """The grouped graph: ops as small squares, collapsed groups as big ones (click to open), tensors
-    as edges with their types on hover; coloured by `mode` with a colour bar or a legend. The nodes
-    holding a `selected` op are outlined in blue, those holding a search match ringed in amber.
-    Nodes whose ops all run once per model load (`loaded`: const-eval) have no time in the step:
-    they get a colour of their own rather than "no data"."""
-    positions = layered_positions([n.id for n in view.nodes], [(e.src, e.dst) for e in view.edges])
-    # always there, and first: a new selection changes only this trace (graph_rings)
-    fig = go.Figure(graph_rings(view, selected, positions))
-    for trace in _edge_traces(view, graph, positions):
-        fig.add_trace(trace)
-    values = {n.id: node_value(mode, n.ops, metrics) for n in view.nodes}
-    loaded = set(loaded)
-    nodes = _Nodes(fig, graph, positions, mode, values, loaded)
-    valued = [n for n in view.nodes if values[n.id] is not None]
-    if mode in ("bound", "memory"):
-        for category in sorted({values[n.id] for n in valued}):
-            chosen = [n for n in valued if values[n.id] == category]
-            nodes.add(chosen, category, {"color": _category_colour(mode, category)}, True)
-    elif valued:
-        nodes.add(valued, "ops", _colour_scale(mode, [values[n.id] for n in valued]), False)
-    blank = [n for n in view.nodes if values[n.id] is None]
-    at_load = [n for n in blank if n.ops and loaded.issuperset(n.ops)]
-    nodes.add(at_load, "once per model load", {"color": AT_LOAD}, True)
-    blank = [n for n in blank if not (n.ops and loaded.issuperset(n.ops))]
-    nodes.add(blank, "no data", {"color": NO_DATA}, mode in ("bound", "memory") or bool(valued) or bool(at_load))
-    ringed = [n for n in view.nodes if set(matches).intersection(n.ops)]
-    if ringed:
-        fig.add_trace(_rings(ringed, positions, "matches", "#f59e0b", 40))
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False, scaleanchor=None)
-    fig.update_layout(
-        dragmode="pan", clickmode="event", legend={**TOP_LEGEND, "title": dict(text=COLOUR_MODES[mode] + ":")}
-    )
-    return base_layout(fig, 460, top=30)
-
-
-def _edge_traces(view: GroupedView, graph: Graph, positions: Mapping) -> list[go.Scatter]:
-    """The edges as lines, and a marker at each edge's middle naming its tensors on hover."""
-    edge_x: list[float | None] = []
-    edge_y: list[float | None] = []
-    mid_x, mid_y, mid_text = [], [], []
-    for edge in view.edges:
-        (x0, y0), (x1, y1) = positions[edge.src], positions[edge.dst]
-        edge_x += [x0, x1, None]
-        edge_y += [y0, y1, None]
-        mid_x.append((x0 + x1) / 2)
-        mid_y.append((y0 + y1) / 2)
-        shown = [graph.tensors[t] for t in edge.tensors[:3]]
-        more = f"<br>and {len(edge.tensors) - 3} more" if len(edge.tensors) > 3 else ""
-        mid_text.append(
-            "<br>".join(plain(f"{t.name}: {t.type_str()}" + (f" {t.layout.mlir()}" if t.layout else "")) for t in shown)
-            + more
-        )
-    lines = go.Scatter(
-        x=edge_x, y=edge_y, mode="lines", line=dict(color="#9aa5b1", width=1.2), hoverinfo="skip", showlegend=False
-    )
-    middles = go.Scatter(
-        x=mid_x,
-        y=mid_y,
-        mode="markers",
-        marker=dict(size=6, color="#cbd2d9"),
-        hovertext=mid_text,
-        hoverinfo="text",
-        showlegend=False,
-        name="tensors",
-    )
-    return [lines, middles]
-
-
-def _colour_scale(mode: str, numbers: list[float]) -> dict:
-    title = dict(text=COLOUR_MODES[mode] + _UNITS[mode], side="right")
-    scale = dict(color=numbers, showscale=True, colorbar=dict(title=title, thickness=10, len=0.8))
-    if mode == "delta":
-        reach = max(abs(v) for v in numbers) or 1.0
-        scale.update(colorscale="RdBu_r", cmin=-reach, cmax=reach)  # red: slower than the baseline
-    else:
-        scale.update(colorscale="YlOrRd" if mode == "duration" else "Viridis")
-    return scale
-
-
-class _Nodes:
-    """Adds the graph's nodes to a figure, one trace per colour category."""
-
-    def __init__(self, fig: go.Figure, graph: Graph, positions: Mapping, mode: str, values: dict, loaded: set[str]):
-        self.fig, self.graph, self.positions, self.mode, self.values = fig, graph, positions, mode, values
-        self.labelled = len(positions) <= MAX_LABELLED_NODES  # beyond, labels only overlap: hover instead
-        self.loaded = loaded  # ops run once per model load
-
-    def hover(self, node) -> str:
-        value = self.values[node.id]
-        shown = ""
-        if value is not None:
-            said = value if isinstance(value, str) else f"{value:,.2f}" + _UNITS[self.mode]
-            shown = f"<br>{COLOUR_MODES[self.mode]}: {said}"
-        if node.is_group:
-            kinds = sorted({self.graph.op(o).kind for o in node.ops})
-            return (
-                f"<b>{plain(node.id.removeprefix(GROUP))}</b><br>group of {len(node.ops)} ops: "
-                f"{plain(', '.join(kinds[:6]))}{' ...' if len(kinds) > 6 else ''}{shown}<br><i>click to open</i>"
-            )
-        op = self.graph.op(node.id)
-        out = self.graph.tensors[op.outputs[0]] if op.outputs else None
-        shape = f"<br>{plain(out.type_str())}" if out else ""
-        placed = f"<br>{plain(out.layout.mlir())}" if out is not None and out.layout else ""
-        once = "<br>once per model load (const-eval), not in each step" if op.name in self.loaded else ""
-        return f"<b>{plain(op.name)}</b><br>{plain(op.kind)}{shape}{placed}{shown}{once}"
-
-    def add(self, nodes, name: str, marker: dict, showlegend: bool) -> None:
-        if not nodes:
-            return
-        at = self.positions
-        labels = [plain(f"{n.label} ({len(n.ops)})" if n.is_group else _short(n.label)) for n in nodes]
-        self.fig.add_trace(
-            go.Scatter(
-                x=[at[n.id][0] for n in nodes],
-                y=[at[n.id][1] for n in nodes],
-                mode="markers+text" if self.labelled else "markers",
-                text=labels if self.labelled else None,
-                # neighbouring columns label above and below in turn: a chain of nodes, one per column,
-                # has less room across than its labels need
-                textposition=["bottom center" if int(at[n.id][0]) % 2 == 0 else "top center" for n in nodes],
-                textfont=dict(size=10, color="#3e4c59"),
-                customdata=[n.id for n in nodes],
-                hovertext=[self.hover(n) for n in nodes],
-                hoverinfo="text",
-                marker=dict(
-                    size=[30 if n.is_group else 18 for n in nodes],
-                    symbol="square",
-                    line=dict(width=[2 if n.is_group else 1 for n in nodes], color="#52606d"),
-                    **marker,
-                ),
-                name=name,
-                showlegend=showlegend,
-            )
-        )
-
-
-def _rings(nodes, positions, name: str, colour: str, size: int) -> go.Scatter:
-    return go.Scatter(
-        x=[positions[n.id][0] for n in nodes],
-        y=[positions[n.id][1] for n in nodes],
-        mode="markers",
-        hoverinfo="skip",
-        showlegend=False,
-        name=name,
-        marker=dict(
-            size=[size if n.is_group else size - 10 for n in nodes],
-            symbol="square-open",
-            color=colour,
-            line=dict(width=3, color=colour),
-        ),  # an open symbol is drawn in its colour
-    )
-
-
-def graph_rings(view: GroupedView, selected: Sequence[str], positions: Mapping | None = None) -> go.Scatter:
-    """The rings around the nodes holding a selected op: the graph figure's first trace."""
-    if positions is None:
-        positions = layered_positions([n.id for n in view.nodes], [(e.src, e.dst) for e in view.edges])
-    return _rings([n for n in view.nodes if set(selected).intersection(n.ops)], positions, SELECTED, "#2563eb", 44)

@@ -7,14 +7,17 @@ from dash import Input, Output, dcc, html, no_update
 
 from .. import ids
 from ..panel import PageContext, Panel, Wiring
-from ..style import base_layout, graph_config, plain
+from ..style import LOADING, base_layout, graph_config, message_figure, plain
 from ...workbench.memory_view import MemoryView
 
 TAB = "memory"
 
 
 def layout(_page: PageContext) -> list:
-    return [dcc.Graph(id=ids.MEMORY_VIEW, config=graph_config("memory")), html.Div(id=ids.MEMORY_PEAK)]
+    return [
+        dcc.Graph(id=ids.MEMORY_VIEW, config=graph_config("memory"), figure=message_figure(LOADING)),
+        html.Div(id=ids.MEMORY_PEAK),
+    ]
 
 
 def register(wiring: Wiring) -> dict:

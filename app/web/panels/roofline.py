@@ -10,14 +10,14 @@ from dash import Input, Output, dcc, no_update
 from .. import ids
 from ..callback_context import clicked_op, first_trace, only_triggered
 from ..panel import PageContext, Panel, Wiring
-from ..style import BOUND_COLOURS, SELECTED, TOP_LEGEND, base_layout, graph_config, plain
+from ..style import BOUND_COLOURS, LOADING, SELECTED, TOP_LEGEND, base_layout, graph_config, message_figure, plain
 from ...workbench.roofline_view import Roofline, RooflinePoint
 
 TAB = "roofline"
 
 
 def layout(_page: PageContext) -> list:
-    return [dcc.Graph(id=ids.ROOFLINE_VIEW, config=graph_config("roofline"))]
+    return [dcc.Graph(id=ids.ROOFLINE_VIEW, config=graph_config("roofline"), figure=message_figure(LOADING))]
 
 
 def register(wiring: Wiring) -> dict:

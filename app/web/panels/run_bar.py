@@ -212,7 +212,7 @@ def _register_link(wiring: Wiring) -> dict:
             level=Input(ids.LEVEL_SELECT, "value"),
             run_id=Input(ids.RUN_SELECT, "value"),
             selected=Input(ids.SELECTED_OP, "data"),
-            ticked=Input(ids.RUNS_TABLE, "selected_row_ids"),
+            ticked=Input(ids.TICKED_RUNS, "data"),
             dispatch=Input(ids.DISPATCH_SELECT, "value"),
         ),
         state=dict(applied=State(ids.URL_APPLIED, "data")),

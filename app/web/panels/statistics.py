@@ -7,27 +7,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
-from dash import Input, Output, State, dash_table, dcc, html, no_update
+from dash import Input, Output, State, dcc, html, no_update
 
 from .. import ids
 from ..callback_context import triggered
+from ..grids import column, grid, grid_style
 from ..panel import PageContext, Panel, Wiring
-from ..style import TABLE_STYLE, base_layout, graph_config, plain, us
+from ..style import LOADING, base_layout, graph_config, message_figure, plain, us
 from ...workbench.load_time import kinds_text, ops_text
 from ...workbench.run_view import RunView
 
 STAT_COLUMNS = (
-    ("count", "count"),
-    ("total_ns", "total us"),
-    ("mean_ns", "mean us"),
-    ("min_ns", "min us"),
-    ("max_ns", "max us"),
-    ("median_ns", "median us"),
-    ("p90_ns", "p90 us"),
-    ("pct_of_run", "% of run"),
+    ("count", "count", "count"),
+    ("total_ns", "total us", "us"),
+    ("mean_ns", "mean us", "us"),
+    ("min_ns", "min us", "us"),
+    ("max_ns", "max us", "us"),
+    ("median_ns", "median us", "us"),
+    ("p90_ns", "p90 us", "us"),
+    ("pct_of_run", "% of run", "pct"),
 )
 SPREAD = ("mean_ns", "min_ns", "max_ns", "median_ns", "p90_ns")  # of a row's several ops
 TAB = "statistics"
+STATS_PX = 380  # the statistics table's height at most; it scrolls past it
 
 
 def layout(_page: PageContext) -> list:
@@ -38,26 +40,22 @@ def layout(_page: PageContext) -> list:
         inline=True,
         className="segmented light",
     )
-    table = dash_table.DataTable(
-        id=ids.STATS_TABLE,
-        data=[],
-        columns=stats_columns("name"),
-        **TABLE_STYLE,
-        style_cell_conditional=[{"if": {"column_id": c}, "textAlign": "left"} for c in ("name", "kind")],
-    )
+    # the busiest first; every row is rendered only when scrolled into view
+    table = grid(ids.STATS_TABLE, stats_columns("name"), height=STATS_PX)
     hint = html.P(
         "Select an op for the spread of its zones over the cores, or click a row of the "
         "per-type table for the spread of that type's ops.",
         className="hint",
     )
-    find_zone = dcc.Graph(id=ids.FIND_ZONE, config=graph_config("find-zone"))
+    find_zone = dcc.Graph(id=ids.FIND_ZONE, config=graph_config("find-zone"), figure=message_figure(LOADING, 120))
     return [by, table, html.Div(id=ids.LOAD_OPS_VIEW), html.H4("Find zone", className="subhead"), hint, find_zone]
 
 
 def stats_columns(by: str) -> list[dict]:
-    """Per op type every column; per op, each row is one op: no spread to show."""
-    shown = [(k, label) for k, label in STAT_COLUMNS if by != "name" or k not in SPREAD]
-    return [{"name": by, "id": by}] + [{"name": label, "id": k, "type": "numeric"} for k, label in shown]
+    """Per op type every column; per op, each row is one op: no spread to show. Sorted by total time."""
+    shown = [(k, label, kind) for k, label, kind in STAT_COLUMNS if by != "name" or k not in SPREAD]
+    first = column(by, "op" if by == "name" else "op type", minWidth=260 if by == "name" else 160, flex=3)
+    return [first] + [column(k, label, kind, sort="desc" if k == "total_ns" else None) for k, label, kind in shown]
 
 
 def stats_data(rows: Sequence[dict], by: str) -> list[dict]:
@@ -72,8 +70,8 @@ def stats_data(rows: Sequence[dict], by: str) -> list[dict]:
             return None
         return round(row[key], 2) if key == "pct_of_run" else us(row[key])
 
-    # a row's id is its op name (or type), so a click on the table names it (active_cell.row_id)
-    return [{"id": r[by], by: r[by], **{k: value(r, k) for k, _ in STAT_COLUMNS}} for r in rows]
+    # a row's id is its op name (or type), so a click on the table names it (cellClicked.rowId)
+    return [{"id": r[by], by: r[by], **{k: value(r, k) for k, _, _ in STAT_COLUMNS}} for r in rows]
 
 
 def register(wiring: Wiring) -> dict:
@@ -81,8 +79,9 @@ def register(wiring: Wiring) -> dict:
 
     @app.callback(
         output=dict(
-            data=Output(ids.STATS_TABLE, "data"),
-            columns=Output(ids.STATS_TABLE, "columns"),
+            data=Output(ids.STATS_TABLE, "rowData"),
+            columns=Output(ids.STATS_TABLE, "columnDefs"),
+            style=Output(ids.STATS_TABLE, "style"),
             load=Output(ids.LOAD_OPS_VIEW, "children"),
         ),
         inputs=dict(
@@ -94,30 +93,32 @@ def register(wiring: Wiring) -> dict:
     def show_statistics(run_id, by="name", tab=TAB):
         if run_id is None or tab != TAB:
             return no_update
+        data = stats_data(explorer.statistics(run_id, by), by)
         return dict(
-            data=stats_data(explorer.statistics(run_id, by), by),
+            data=data,
             columns=stats_columns(by),
+            style=grid_style(len(data), STATS_PX),
             load=load_ops_children(explorer.view(run_id)),
         )
 
     @app.callback(
         output=Output(ids.SELECTED_OP, "data", allow_duplicate=True),
-        inputs=dict(cell=Input(ids.STATS_TABLE, "active_cell")),
+        inputs=dict(cell=Input(ids.STATS_TABLE, "cellClicked")),
         state=dict(by=State(ids.STATS_BY, "value")),
         prevent_initial_call=True,
     )
     def select_in_statistics(cell, by):
         """A row of the per-op table is an op: select it (rows of the per-type table are not)."""
-        if not cell or by != "name" or cell.get("row_id") is None:
+        if not cell or by != "name" or cell.get("rowId") is None:
             return no_update
-        return cell["row_id"]
+        return cell["rowId"]
 
     @app.callback(
         output=Output(ids.FIND_ZONE, "figure"),
         inputs=dict(
             run_id=Input(ids.RUN_SELECT, "value"),
             selected=Input(ids.SELECTED_OP, "data"),
-            cell=Input(ids.STATS_TABLE, "active_cell"),
+            cell=Input(ids.STATS_TABLE, "cellClicked"),
             tab=Input(ids.ANALYSIS_TABS, "value"),
         ),
         state=dict(by=State(ids.STATS_BY, "value")),
@@ -128,8 +129,8 @@ def register(wiring: Wiring) -> dict:
         should not wait for it."""
         if run_id is None or tab != TAB:
             return no_update
-        if triggered() == ids.STATS_TABLE and by == "kind" and cell and cell.get("row_id"):
-            kind = cell["row_id"]
+        if triggered() == ids.STATS_TABLE and by == "kind" and cell and cell.get("rowId"):
+            kind = cell["rowId"]
             return find_zone_histogram(explorer.find_zone(run_id, kind=kind), f"ops of type {kind}")
         return find_zone_histogram(explorer.find_zone(run_id, op=selected), selected or "")
 
@@ -141,7 +142,7 @@ PANEL = Panel("tab", "Statistics", TAB, layout, register)
 LOAD_COLUMNS = (
     ("name", "load-time op", "text"),
     ("kind", "kind", "text"),
-    ("us", "us", "numeric"),
+    ("us", "us", "us"),
     ("bound", "bound", "text"),
     ("memory", "memory", "text"),
 )
@@ -153,16 +154,12 @@ def load_ops_children(run: RunView) -> list:
     if not run.load_ops:
         return []
     rows = [
-        {"name": op.name, "kind": op.kind, "us": us(op.duration_ns), "bound": op.bound, "memory": op.memory}
+        {"id": op.name, "name": op.name, "kind": op.kind, "us": us(op.duration_ns), "bound": op.bound}
+        | {"memory": op.memory}
         for op in run.load_ops
     ]
-    table = dash_table.DataTable(
-        id=ids.LOAD_OPS_TABLE,
-        data=rows,
-        columns=[{"name": label, "id": key, "type": kind} for key, label, kind in LOAD_COLUMNS],
-        **TABLE_STYLE,
-        style_cell_conditional=[{"if": {"column_id": c}, "textAlign": "left"} for c in ("name", "kind")],
-    )
+    columns = [column(key, label, kind, flex=3 if key == "name" else 1) for key, label, kind in LOAD_COLUMNS]
+    table = grid(ids.LOAD_OPS_TABLE, columns, rows, height=240)
     return [
         html.H4(f"Once per model load: {ops_text(len(run.load_ops), run.load_ns)}", className="subhead"),
         html.P(
@@ -202,7 +199,9 @@ def find_zone_histogram(durations_ns: Sequence[float], what: str) -> go.Figure:
             )
         title = f"{plain(what)}: {len(zones):,} zones, {zones[0]:,.2f} .. {zones[-1]:,.2f} us"
     else:
-        title = f"{plain(what)}: no zones" if what else "nothing selected"
+        return message_figure(
+            f"{what}: no zones" if what else "Nothing selected: select an op, or click an op type's row.", 120
+        )
     fig.update_xaxes(title="duration (us)", gridcolor="#e4e7eb")
     fig.update_yaxes(title="zones", gridcolor="#e4e7eb")
     fig.update_layout(title=dict(text=title, font=dict(size=12), x=0), showlegend=False, bargap=0.05)

@@ -1,9 +1,12 @@
-"""The timeline tab, as Tracy draws one: the device row, then one row per core (with its engines'
-rows if asked), over counter plots on the same time axis. Zoom and pan ask the server for the
-window at its level of detail; a click on a zone selects its op."""
+"""The timeline tab, as Tracy draws one: the device row, then one row per core (its engines in lanes
+of its row, if asked), over counter plots on the same time axis. Zoom and pan are drawn in the
+browser over what was loaded (a view's width either side); the server is asked again only for finer
+detail or time outside it. Zones show their names where they fit (tilescope.js), hover names a
+zone with its duration and why, and a click selects its op and pins its card beside the timeline."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -11,19 +14,22 @@ import plotly.graph_objects as go
 from dash import Input, Output, State, dcc, html, no_update
 from plotly.subplots import make_subplots
 
-from compiler.tracks import parse_track
+from compiler.tracks import core_track, parse_track
 
 from .. import ids
 from ..callback_context import clicked_op, only_triggered, triggered
 from ..panel import PageContext, Panel, Wiring
-from ..style import SELECTED, TOP_LEGEND, base_layout, graph_config, kind_colour, plain
+from ..style import LOADING, SELECTED, TOP_LEGEND, base_layout, graph_config, kind_colour, message_figure, plain
 from ..zone_segments import segments
+from ...workbench.timeline_view import CORE_ZONE_BUDGET, DEVICE_ROW
 
 MERGED = "merged"  # legend entry of "N zones" markers
 MERGED_COLOUR = "#9ca3af"
-ROW_PX = 14  # height of one timeline row
-MAX_ZONE_PX = 3000  # the page scrolls past this; rows get thinner
+ROW_PX = 16  # height of one timeline row
+MAX_ZONE_PX = 900  # rows get thinner past this, and core labels skip rows
 MIN_LABEL_PX = 11  # rows thinner than this are not labelled one by one
+LANES = {"reader": -0.3, "compute": 0.0, "writer": 0.3}  # an engine's lane, as a share of its core's row
+OP_INFO_BUDGET = 20_000  # ops whose kind, time and why a figure carries for hover and the zone card
 COUNTER_PX = 90  # height of one counter plot
 # counter name -> (title of its plot, unit divisor, unit, axis label)
 COUNTER_PLOTS = {
@@ -40,17 +46,25 @@ def layout(_page: PageContext) -> list:
         inline=True,
         className="checks",
         options={
-            "engines": "engine rows (reader, compute, writer)",
+            "engines": "engine lanes (reader, compute, writer) in each core row",
             "counters": "counters (L1 in use, DRAM bandwidth)",
         },
     )
     hint = html.P(
-        "The device row, then one row per core; wheel to zoom, drag to select a range; click a zone to select its op.",
+        "The device row, then one row per core; wheel to zoom, drag to pan or (with the zoom tool) select a range; "
+        "click a zone to select its op.",
         className="hint",
     )
+    card = html.Div(
+        html.P("Hover a zone for its time and why; click it to pin it here.", className="hint"),
+        id=ids.TIMELINE_ZONE,
+        className="zone-card",
+    )
+    graph = dcc.Graph(id=ids.TIMELINE_VIEW, config=graph_config("timeline"), figure=message_figure(LOADING, 240))
     return [
         html.Div([hint, shown], className="timeline-controls"),
-        dcc.Graph(id=ids.TIMELINE_VIEW, config=graph_config("timeline")),
+        html.Div([graph, card], className="timeline-body"),
+        html.Div(id=ids.TIMELINE_TIP, className="zone-tip"),
     ]
 
 
@@ -110,15 +124,27 @@ def register(wiring: Wiring) -> dict:
         kinds = {op.name: op.kind for op in run.compilation.kernel.ops}
         view = explorer.timeline(run, window and (window[0] * 1e3, window[1] * 1e3), engines="engines" in shown)
         counters = explorer.counters(run_id) if "counters" in shown else None
-        return timeline_figure(view.items, kinds, selected, window, view.hidden_cores, view.core_zones, counters)
+        records = {r.name: r for r in explorer.op_records(run_id)}
+        return timeline_figure(
+            view.items,
+            kinds,
+            selected,
+            window,
+            view.hidden_cores,
+            view.core_zones,
+            counters,
+            rows=view.rows,
+            meta=figure_meta(view, window or (0.0, run.total_ns / 1e3), records),
+        )
 
     return {"select_in_timeline": select_in_timeline, "show_timeline": show_timeline}
 
 
 def in_browser(app) -> None:
-    # only the relayout events that move the time axis reach the server: a request for any other
-    # (a resize, as the page grows a scroll bar) would replace a request still running for a new run
-    # (Dash keeps the newest of a callback's requests) and, having nothing to draw, lose that run
+    # only the relayout events that move the time axis past what the figure holds reach the server
+    # (tilescope.timeAxisChange): a zoom or pan inside it is drawn in the browser; and a request for
+    # any other event (a resize, as the page grows a scroll bar) would replace a request still
+    # running for a new run (Dash keeps the newest of a callback's requests) and lose that run
     app.clientside_callback(
         "function(relayout) { return window.tilescope.timeAxisChange(relayout); }",
         Output(ids.TIMELINE_ZOOM, "data"),
@@ -133,6 +159,13 @@ def in_browser(app) -> None:
         Input(ids.SELECTED_OP, "data"),
         State(ids.TIMELINE_VIEW, "figure"),
         prevent_initial_call=True,
+    )
+    # names in the zones wide enough, a hover card, and the zone card a click pins: in the browser,
+    # again after every zoom and pan (tilescope.js hooks the drawn figure's events)
+    app.clientside_callback(
+        "function(figure) { return window.tilescope.hookTimeline(figure); }",
+        Output(ids.TIMELINE_TIP, "className"),
+        Input(ids.TIMELINE_VIEW, "figure"),
     )
 
 
@@ -153,12 +186,19 @@ def row_label(track: str) -> str:
     return f"↳ {core.engine}" if core and core.engine else track
 
 
-def _is_engine(track: str) -> bool:
+def core_row(track: str) -> str:
+    """The row `track` is drawn in: an engine's zones go in a lane of its core's row."""
     core = parse_track(track)
-    return bool(core and core.engine)
+    return core_track((core.row, core.col)) if core and core.engine else track
 
 
-def outline(start_us: float, end_us: float, row: int) -> dict:
+def lane(track: str) -> float:
+    """Where in its row `track` is drawn, as a share of the row: 0 for a row's own zones."""
+    core = parse_track(track)
+    return LANES.get(core.engine, 0.0) if core and core.engine else 0.0
+
+
+def outline(start_us: float, end_us: float, row: float, half: float = 0.45) -> dict:
     """The box around one of the selected op's zones (tilescope.js draws the same)."""
     return dict(
         type="rect",
@@ -167,11 +207,32 @@ def outline(start_us: float, end_us: float, row: int) -> dict:
         yref="y",
         x0=start_us,
         x1=end_us,
-        y0=row - 0.45,
-        y1=row + 0.45,
+        y0=row - half,
+        y1=row + half,
         line=dict(color="#111827", width=2),
         fillcolor="rgba(0,0,0,0)",
         layer="above",
+    )
+
+
+def figure_meta(view, shown_us: tuple[float, float], records: Mapping) -> dict:
+    """What tilescope.js reads off the figure: the time it holds (us) and for which view's width,
+    whether a zoom inside needs more from the server, and each drawn op's kind, time, bound and why
+    for the hover and zone cards (sent once per op, not once per zone)."""
+    drawn = {i.op for i in view.items if i.op and i.track == DEVICE_ROW}
+    ops = {}
+    if len(drawn) <= OP_INFO_BUDGET:
+        for name in drawn:
+            if (r := records.get(name)) is not None:
+                ops[name] = [r.kind, round(r.duration_ns / 1e3, 3), r.bound, r.why]
+    return dict(
+        loaded=[view.window[0] / 1e3, view.window[1] / 1e3],
+        span=shown_us[1] - shown_us[0],
+        complete=view.complete,
+        core_zones=view.core_zones,
+        budget=CORE_ZONE_BUDGET,
+        hidden=view.hidden_cores,
+        ops=ops,
     )
 
 
@@ -183,17 +244,21 @@ def timeline_figure(
     hidden_cores: int = 0,
     core_zones: int = 0,
     counters: Mapping[str, Sequence[tuple[float, float]]] | None = None,
+    rows: Sequence[str] | None = None,
+    meta: dict | None = None,
 ) -> go.Figure:
-    """One row per core (each followed by its engines' rows when their zones are given), one bar
-    per zone, coloured by op kind; times in us. Bars are WebGL line segments, so tens of
-    thousands draw at once. Zones merged by the level-of-detail query (count > 1) are grey "N
-    zones" bars. The selected op's zones are outlined. Under the zones, one plot per counter
-    (`counters`: name -> (t_ns, value) steps) on the same time axis. `window` keeps the axis where
-    the user zoomed."""
-    tracks = sorted({z.track for z in zones}, key=row_key)
-    row = {track: i for i, track in enumerate(tracks)}
+    """One row per core (`rows`, drawn or waiting for a zoom, so the figure keeps its height; by
+    default those the zones are on), engines' zones in lanes of their core's row, one bar per zone,
+    coloured by op kind; times in us. Bars are WebGL line segments, so tens of thousands draw at
+    once. Zones merged by the level-of-detail query (count > 1) are grey "N zones" bars. The
+    selected op's zones are outlined. Under the zones, one plot per counter (`counters`: name ->
+    (t_ns, value) steps) on the same time axis. `window` keeps the axis where the user zoomed;
+    `meta` (figure_meta) is for tilescope.js."""
+    rows = list(rows or sorted({core_row(z.track) for z in zones}, key=row_key))
+    row = {track: i for i, track in enumerate(rows)}
+    at = {t: row[core_row(t)] + lane(t) for t in {z.track for z in zones}}
     plots = [name for name in COUNTER_PLOTS if (counters or {}).get(name)]
-    zone_px = max(170, min(MAX_ZONE_PX, 40 + ROW_PX * len(tracks)))
+    zone_px = max(170, min(MAX_ZONE_PX, 40 + ROW_PX * len(rows)))
     fig = make_subplots(
         rows=1 + len(plots),
         cols=1,
@@ -201,22 +266,22 @@ def timeline_figure(
         vertical_spacing=0.025 if plots else 0,
         row_heights=[zone_px, *[COUNTER_PX] * len(plots)],
     )
-    width = max(2.0, min(12.0, 0.7 * (zone_px - 40) / max(len(tracks), 1)))  # a bar fills ~70% of its row
-    _add_zones(fig, zones, kinds, row, width)
+    row_px = (zone_px - 40) / max(len(rows), 1)
+    _add_zones(fig, zones, kinds, at, max(2.0, min(12.0, 0.7 * row_px)), max(1.5, 0.22 * row_px))
     for i, name in enumerate(plots, start=2):
         _add_counter(fig, name, counters[name], i)
     for i in range(1, 2 + len(plots)):
         axis = {"range": list(window), "autorange": False} if window else {}
         fig.update_xaxes(showgrid=True, gridcolor="#e4e7eb", zeroline=False, row=i, col=1, **axis)
     fig.update_xaxes(title="time (us)", row=1 + len(plots), col=1)
-    # rows too thin for a label each keep the core rows' labels; hover names the engine
-    labelled = [t for t in tracks if (zone_px - 40) / max(len(tracks), 1) >= MIN_LABEL_PX or not _is_engine(t)]
+    every = max(1, math.ceil(MIN_LABEL_PX / max(row_px, 1e-9)))  # thin rows: every n-th core is labelled
+    labelled = [t for i, t in enumerate(rows) if t == DEVICE_ROW or i % every == 1 % every]
     fig.update_yaxes(
         tickvals=[row[t] for t in labelled],
         ticktext=[row_label(t) for t in labelled],
         tickfont=dict(size=9),
         fixedrange=True,
-        range=[len(tracks) - 0.5, -0.5],
+        range=[len(rows) - 0.5, -0.5],
         showgrid=False,
         zeroline=False,
         row=1,
@@ -226,10 +291,14 @@ def timeline_figure(
         legend=TOP_LEGEND,
         hovermode="closest",
         hoverdistance=40,
-        dragmode="zoom",
+        dragmode="pan",
+        showlegend=True,
+        meta={**(meta or {}), "rows": rows},
         # outlines are layout shapes, not a trace: moving them (tilescope.js) redraws no WebGL trace
         shapes=[
-            outline(z.start_ns / 1e3, z.end_ns / 1e3, row[z.track]) for z in zones if selected and z.op == selected
+            outline(z.start_ns / 1e3, z.end_ns / 1e3, at[z.track], 0.45 if core_row(z.track) == z.track else 0.15)
+            for z in zones
+            if selected and z.op == selected
         ],
     )
     if hidden_cores:
@@ -237,31 +306,43 @@ def timeline_figure(
     return base_layout(fig, zone_px + 40 + COUNTER_PX * len(plots), top=30)
 
 
-def _add_zones(fig: go.Figure, zones: Sequence, kinds: Mapping[str, str], row: Mapping[str, int], width: float) -> None:
-    """One WebGL trace per op kind (merged markers last, in grey)."""
-
-    def kind_of(z) -> str:
-        return kinds.get(z.op, "?") if z.op else MERGED
-
-    kind_order = sorted({kind_of(z) for z in zones} - {MERGED}) + ([MERGED] if any(not z.op for z in zones) else [])
-    colour = {k: kind_colour(k) for k in kind_order} | {MERGED: MERGED_COLOUR}
-    for kind in kind_order:
-        x, y, ops, names = segments([z for z in zones if kind_of(z) == kind], row)
-        fig.add_trace(
-            go.Scattergl(
-                x=x,
-                y=y,
-                customdata=ops,
-                text=names,
-                mode="lines",
-                name=plain(kind),
-                connectgaps=False,
-                line=dict(color=colour[kind], width=width),
-                hovertemplate="<b>%{text}</b><br>%{x:.2f} us<extra>" + plain(kind) + "</extra>",
-            ),
-            row=1,
-            col=1,
-        )
+def _add_zones(
+    fig: go.Figure, zones: Sequence, kinds: Mapping[str, str], at: Mapping[str, float], width: float, lane: float
+) -> None:
+    """One WebGL trace per op kind, and per kind for the engines' lanes (merged markers last, in
+    grey); a kind's first trace names it in the legend. Hover and click cards are tilescope.js's:
+    Plotly's hover label is off."""
+    in_lane = {t for t in at if core_row(t) != t}
+    traces: dict[tuple[str, bool], list] = {}
+    for z in zones:
+        traces.setdefault((kinds.get(z.op, "?") if z.op else MERGED, z.track in in_lane), []).append(z)
+    named = sorted({k for k, _ in traces} - {MERGED}) + ([MERGED] if any(k == MERGED for k, _ in traces) else [])
+    for kind in named:
+        for lanes in (False, True):
+            drawn = traces.get((kind, lanes))
+            if not drawn:
+                continue
+            x, y, ops, names = segments(drawn, at)
+            fig.add_trace(
+                go.Scattergl(
+                    x=x,
+                    y=y,
+                    customdata=ops,
+                    text=names,
+                    mode="lines",
+                    name=plain(kind),
+                    legendgroup=kind,
+                    showlegend=not lanes or (kind, False) not in traces,
+                    connectgaps=False,
+                    line=dict(
+                        color=MERGED_COLOUR if kind == MERGED else kind_colour(kind), width=lane if lanes else width
+                    ),
+                    hoverinfo="none",
+                    meta={"half": 0.15 if lanes else 0.45},
+                ),
+                row=1,
+                col=1,
+            )
 
 
 def _add_counter(fig: go.Figure, name: str, steps: Sequence[tuple[float, float]], at: int) -> None:

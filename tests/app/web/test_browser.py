@@ -6,6 +6,7 @@ Screenshots of each step go to ./screenshots (or $TILESCOPE_SCREENSHOTS) for peo
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -26,6 +27,7 @@ if not (CHROMIUM and CHROMEDRIVER):
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.options import Options  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -70,7 +72,9 @@ def _chrome():
 
 
 def _wait(driver, predicate, timeout=30):
-    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(lambda d: predicate(d))
+    # Dash replaces elements as callbacks land: an element found a moment ago is "not yet", not a failure
+    wait = WebDriverWait(driver, timeout, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,))
+    return wait.until(lambda d: predicate(d))
 
 
 # Dash's queue of callbacks (as dash.testing reads it): empty once every callback that an action
@@ -97,7 +101,10 @@ def _prop(driver, element_id: str, prop: str):
 
 
 def _text(driver, element_id: str) -> str:
-    return driver.find_element(By.ID, element_id).text
+    # one script call: Dash may replace the element between a lookup and a read (a stale reference)
+    return driver.execute_script(
+        "var e = document.getElementById(arguments[0]); return e ? e.innerText : '';", element_id
+    )
 
 
 def _shot(driver, name: str) -> None:
@@ -113,7 +120,7 @@ def _pick(driver, element_id: str, value: str) -> None:
         timeout=10,
     )
     option.click()
-    _wait(driver, lambda d: value in d.find_element(By.ID, element_id).text, timeout=10)
+    _wait(driver, lambda d: value in _text(d, element_id), timeout=10)
 
 
 def _timeline_zones(driver) -> int:
@@ -126,11 +133,40 @@ def _timeline_zones(driver) -> int:
     )
 
 
+TIMELINE = "var gd = document.querySelector('#timeline-view .js-plotly-plot');"
+
+
 def _timeline_rows(driver) -> int:
     return driver.execute_script(
-        "var g = document.querySelector('#timeline-view .js-plotly-plot');"
-        "return g && g.layout.yaxis.ticktext ? g.layout.yaxis.ticktext.length : 0;"
+        TIMELINE + "return gd && gd.layout.meta && gd.layout.meta.rows ? gd.layout.meta.rows.length : 0;"
     )
+
+
+def _zone_names(driver) -> list[str]:
+    """The names the timeline shows inside its zones."""
+    return driver.execute_script(
+        TIMELINE + "return (gd.layout.annotations || []).filter(function (a) { return a.name === 'zone-name'; })"
+        ".map(function (a) { return a.text; });"
+    )
+
+
+def _hover_zone(driver, op: str) -> None:
+    """The pointer to the middle of `op`'s zone on the device row, as a user moves it."""
+    driver.execute_script(TIMELINE + "gd.scrollIntoView({block: 'start'});")
+    where = driver.execute_script(
+        TIMELINE + "var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();"
+        "for (var k = 0; k < gd.data.length; k++) { var t = gd.data[k], c = t.customdata || [];"
+        "  for (var i = 0; i < c.length; i += 4) { if (c[i] === arguments[0]) {"
+        "    var x = window.tilescope.values(t.x), y = window.tilescope.values(t.y);"
+        "    if (y[i] !== 0) { continue; }"
+        "    var mid = Math.max(x[i], xa.range[0]) / 2 + Math.min(x[i + 2], xa.range[1]) / 2;"
+        "    return [xa._offset + xa.l2p(mid) - box.width / 2, ya._offset + ya.l2p(0) - box.height / 2]; } } }"
+        "return null;",
+        op,
+    )
+    assert where, f"{op} has no zone on the device row"
+    gd = driver.find_element(By.CSS_SELECTOR, "#timeline-view .js-plotly-plot")
+    ActionChains(driver).move_to_element_with_offset(gd, int(where[0]), int(where[1])).perform()
 
 
 def _tab(driver, label: str) -> None:
@@ -153,11 +189,14 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     assert d.execute_script(
         "return window.tilescope.timeAxisChange({autosize: true}) === window.dash_clientside.no_update"
     )
+    # a zoom inside what the figure holds is drawn in the browser (this run's zones are all there);
+    # one past it asks the server
+    assert d.execute_script(
+        "return window.tilescope.timeAxisChange({'xaxis.range[0]': 1, 'xaxis.range[1]': 2}) === "
+        "window.dash_clientside.no_update"
+    )
     assert (
-        d.execute_script(
-            "return window.tilescope.timeAxisChange({'xaxis.range[0]': 1, 'xaxis.range[1]': 2})['xaxis.range[1]']"
-        )
-        == 2
+        d.execute_script("return window.tilescope.timeAxisChange({'xaxis.range': [-5, 1e9]})['xaxis.range'][1]") == 1e9
     )
     # the bare address gets the view's state at once, so it can be copied as a link
     _wait(d, lambda d: "model=" in d.current_url and "run=" in d.current_url)
@@ -229,17 +268,34 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     _tab(d, "Timeline")
     # counters are on by default; the run's figure is drawn when the device row and 64 cores are
     _wait(d, lambda d: "DRAM GB/s" in _text(d, "timeline-view") and _timeline_rows(d) == 65)
-    rows = _timeline_rows(d)
     assert "L1 KiB" in _text(d, "timeline-view")
-    d.find_element(By.XPATH, "//div[@id='timeline-show']//label[contains(., 'engine rows')]").click()
-    _wait(d, lambda d: _timeline_rows(d) == 1 + (rows - 1) * 4)  # each core row gets reader, compute, writer
-    _shot(d, "04b-timeline-engines-counters")
+    height = d.find_element(By.ID, "timeline-view").size["height"]
+    # zone names where they fit, in the browser; a hover card with the zone's time and why
+    _wait(d, lambda d: "mlp.layer.0.fc1.matmul" in _zone_names(d))
+    _hover_zone(d, "mlp.layer.0.fc2.matmul")
+    _wait(d, lambda d: "mlp.layer.0.fc2.matmul" in _text(d, "timeline-tip") and "-bound" in _text(d, "timeline-tip"))
+    assert " us of the op's " in _text(d, "timeline-tip")
+    _shot(d, "04b-timeline-hover")
+    d.find_element(By.XPATH, "//div[@id='timeline-show']//label[contains(., 'engine lanes')]").click()
+    # reader, compute and writer in lanes of each core's row: as many rows, the same height
+    _wait(
+        d,
+        lambda d: d.execute_script(
+            TIMELINE + "return gd.data.some(function (t) { return t.meta && t.meta.half < 0.4; });"
+        ),
+    )
+    assert _timeline_rows(d) == 65 and d.find_element(By.ID, "timeline-view").size["height"] == height
+    _shot(d, "04c-timeline-engines-counters")
 
     # the analysis tabs: the diff of the re-run against its parent, statistics, memory, roofline
     _tab(d, "Runs & diff")
     _wait(d, lambda d: "#1 baseline" in _text(d, "diff-view") and "#2" in _text(d, "diff-view"))
     assert "memory dram->l1" in _text(d, "diff-view")
-    assert len(d.find_elements(By.CSS_SELECTOR, "#runs-table tbody tr")) >= 3  # header and two runs
+    _wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#runs-table .ag-center-cols-container .ag-row")) == 2)
+    # ticking both runs compares them, and the link names the pair
+    for box in d.find_elements(By.CSS_SELECTOR, "#runs-table .ag-selection-checkbox input"):
+        box.click()
+    _wait(d, lambda d: re.search(r"diff=1(%2C|,)2\b", d.current_url))
     _wait(d, lambda d: "A #1" in _text(d, "diff-timelines") and "B #2" in _text(d, "diff-timelines"))
     _shot(d, "05-runs-and-diff")
     _tab(d, "Statistics")
@@ -284,6 +340,7 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     _shot(d, "09-zoo-parameters")
 
     severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    print("SEVERE", *[e["message"] for e in severe], sep="\n")
     assert not severe, severe
 
 
@@ -476,6 +533,7 @@ def test_bert_base_grouped_graph_and_interaction_latency(bert_server, browser):
     (SHOTS / "latency.json").write_text(json.dumps({k: round(v) for k, v in timings.items()}, indent=2) + "\n")
     print("latency on zoo:bert-large:", {k: f"{v:.0f} ms" for k, v in timings.items()})
     severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    print("SEVERE", *[e["message"] for e in severe], sep="\n")
     assert not severe, severe
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.workbench.grouping import DEFAULT_BUDGET, GROUP, RUN_LENGTH, ScopeTree, layered_positions
+from app.workbench.grouping import CHUNK, DEFAULT_BUDGET, GROUP, MAX_NODES, RUN_LENGTH, ScopeTree, layered_positions
 from compiler.ir import Graph, Op, Tensor
 from compiler.models import load_model
 
@@ -109,3 +109,27 @@ def test_the_groups_that_fit_are_the_longest_start_of_those_opened(bert):
     assert tree.node_count(fits) == len(tree.view(fits).nodes)
     assert tree.fitting(everything[:3], limit=10_000) == everything[:3]  # what fits stays open
     assert tree.fitting(everything, limit=0) == []
+
+
+def test_a_group_of_more_children_than_a_view_draws_opens_in_chunks_of_consecutive_children():
+    # 250 layers of two ops each: `model.layer` holds 250 groups
+    names = [f"model.layer.{i}.{op}" for i in range(250) for op in ("matmul", "add")]
+    tree = ScopeTree(_chain(names))
+    layer = GROUP + "model.layer"
+    chunks = tree.children(layer)
+    assert chunks == [f"{layer}[0-99]", f"{layer}[100-199]", f"{layer}[200-249]"]
+    assert [tree.label(c) for c in chunks] == ["layer[0-99]", "layer[100-199]", "layer[200-249]"]
+    assert len(tree.children(chunks[2])) == 50 and tree.label(tree.children(chunks[2])[0]) == "layer.200"
+    # any op is reached by opening its chain, within the view's budget
+    chain = tree.ancestors_of("model.layer.137.add")
+    assert chain[-2:] == (f"{layer}[100-199]", GROUP + "model.layer.137")
+    view = tree.view(chain)
+    assert "model.layer.137.add" in {n.id for n in view.nodes} and len(view.nodes) <= MAX_NODES
+    assert sorted(op for n in view.nodes for op in n.ops) == sorted(names)  # every op once
+
+
+def test_thousands_of_runs_without_scopes_are_chunked_too():
+    names = [f"relu_{i}" for i in range(RUN_LENGTH * CHUNK * 2)]  # 200 runs of RUN_LENGTH ops
+    tree = ScopeTree(_chain(names))
+    assert len(tree.children(None)) == 2 and tree.label(tree.children(None)[0]) == "[0-99]"
+    assert len(tree.view(tree.ancestors_of(names[-1])).nodes) <= MAX_NODES

@@ -202,3 +202,20 @@ def test_an_op_run_once_per_model_load_is_drawn_as_such_not_as_no_data(app, cb):
     assert "once per model load (const-eval)" in loaded.hovertext[0]
     assert FC1 not in {n for t in figure.data if t.name == "no data" for n in t.customdata}
     assert CONSUMER in {n for t in figure.data if t.name == "ops" for n in t.customdata}
+
+
+def test_a_search_opens_the_way_to_its_first_match_in_a_chunked_group_and_centres_it(app, cb):
+    run_id = shown_run(cb, "zoo:mlp?layers=150")  # `mlp.layer` holds 150 layers: chunked by 100
+    target = "mlp.layer.137.fc2.matmul"
+    found = cb["show_graph"](run_id, "input", pattern=r"layer\.137\.fc2\.matmul$")
+    assert target in _ops_drawn(found["figure"])
+    assert "group:mlp.layer[100-149]" in found["groups"] and "1 op matches" in str(found["note"])
+    assert f"centred on {target}" in str(found["note"])
+    ring = next(t for t in found["figure"].data if t.name == "matches")
+    x, y = ring.x[0], ring.y[0]
+    layout = found["figure"].layout
+    assert layout.xaxis.range[0] < x < layout.xaxis.range[1] and layout.yaxis.range[0] < y < layout.yaxis.range[1]
+    assert layout.uirevision == f"focus:{target}"
+    # the chunk is labelled by the children it holds
+    tree = app.explorer.scope_tree(app.explorer.view(run_id), "input")
+    assert [tree.label(c) for c in tree.children("group:mlp.layer")] == ["layer[0-99]", "layer[100-149]"]

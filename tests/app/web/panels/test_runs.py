@@ -9,7 +9,7 @@ import pytest
 from dash import no_update
 
 from app.web.callback_context import diff_pair
-from app.web.panels.runs import aligned_timelines, duration_histogram
+from app.web.diff_view import aligned_timelines, duration_histogram
 from app.web.panels.timeline import timeline_figure
 from perfdb.queries import WindowItem
 
@@ -59,7 +59,9 @@ def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):
     run_id = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)
     listed = cb["list_runs"](None, "zoo:mlp?layers=1")
     rows = listed["rows"]
-    assert [r["id"] for r in rows] == [run_id, base_id] and listed["ticked"] == listed["ticked_ids"] == []
+    assert (
+        [r["id"] for r in rows] == [run_id, base_id] and listed["ticked"] == {"ids": []} and listed["ticked_ids"] == []
+    )
     assert listed["url_state"] is no_update
     assert rows[0]["overrides"] == 1 and rows[0]["parent"] == str(base_id)
     shown = app.explorer.view(run_id)

@@ -12,18 +12,18 @@ def test_statistics_per_op_and_type_and_a_row_click_selects_the_op(app, cb):
     run_id = shown_run(cb)
     per_op = cb["show_statistics"](run_id, "name")
     rows, durations = per_op["data"], app.explorer.durations(run_id)
-    assert {r["name"] for r in rows} == set(durations) and per_op["columns"][0]["id"] == "name"
+    assert {r["name"] for r in rows} == set(durations) and per_op["columns"][0]["field"] == "name"
     fc1 = next(r for r in rows if r["name"] == FC1)
     assert fc1["count"] == 1 and fc1["total_ns"] == pytest.approx(durations[FC1] / 1e3, abs=1e-3)  # shown in us
     assert sum(r["pct_of_run"] for r in rows) == pytest.approx(100, abs=0.1)
     # one op has no spread: no mean, min, max, median or p90 repeating its time
     assert all(fc1[k] is None for k in ("mean_ns", "min_ns", "max_ns", "median_ns", "p90_ns"))
     per_kind = cb["show_statistics"](run_id, "kind")
-    assert per_kind["columns"][0]["id"] == "kind" and sum(r["count"] for r in per_kind["data"]) == len(rows)
+    assert per_kind["columns"][0]["field"] == "kind" and sum(r["count"] for r in per_kind["data"]) == len(rows)
     several = [r for r in per_kind["data"] if r["count"] > 1]
     assert several and all(r["min_ns"] <= r["mean_ns"] <= r["max_ns"] for r in several)
-    assert cb["select_in_statistics"]({"row": 0, "column": 0, "row_id": FC1}, "name") == FC1
-    assert cb["select_in_statistics"]({"row": 0, "column": 0, "row_id": None}, "kind") is no_update
+    assert cb["select_in_statistics"]({"rowIndex": 0, "colId": "name", "rowId": FC1}, "name") == FC1
+    assert cb["select_in_statistics"]({"rowIndex": 0, "colId": "kind", "rowId": "matmul"}, "kind") is no_update
 
 
 def test_find_zone_shows_the_spread_of_an_op_over_its_cores_and_of_an_op_type(app, cb):
@@ -37,7 +37,8 @@ def test_find_zone_shows_the_spread_of_an_op_over_its_cores_and_of_an_op_type(ap
     assert kind in [r["id"] for r in cb["show_statistics"](run_id, "kind")["data"]]
     by_kind = app.explorer.find_zone(run_id, kind=kind)
     assert len(by_kind) == sum(1 for r in app.explorer.op_records(run_id) if r.kind == kind)
-    assert "nothing selected" in cb["find_zone"](run_id, None, None, "statistics", "name").layout.title.text
+    nothing = cb["find_zone"](run_id, None, None, "statistics", "name")
+    assert "Nothing selected" in nothing.layout.annotations[0].text and nothing.layout.xaxis.visible is False
 
 
 def test_the_statistics_list_the_load_time_ops_apart_from_the_shares_per_step(app, cb):
@@ -54,7 +55,7 @@ def test_the_statistics_list_the_load_time_ops_apart_from_the_shares_per_step(ap
     heading, hint, table = shown["load"]
     assert heading.children == f"Once per model load: {ops_text(len(sim.load_ops), sim.load_ns)}"
     assert "const-eval" in hint.children and "not in the time per step" in hint.children
-    assert [(r["name"], r["kind"], r["us"]) for r in table.data] == [
+    assert [(r["name"], r["kind"], r["us"]) for r in table.rowData] == [
         (op.name, op.kind, pytest.approx(op.duration_ns / 1e3, abs=1e-3)) for op in sim.load_ops
     ]
-    assert FC1 in [r["name"] for r in table.data]
+    assert FC1 in [r["name"] for r in table.rowData]

@@ -6,7 +6,10 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from dash import no_update
 
-from app.web.panels.timeline import row_key, row_label, timeline_figure
+import numpy as np
+import pytest
+
+from app.web.panels.timeline import LANES, row_key, row_label, timeline_figure
 from app.workbench import timeline_view
 from perfdb import queries
 from perfdb.queries import WindowItem
@@ -33,17 +36,24 @@ ZONES = [
 ]
 
 
-def test_each_core_row_is_followed_by_its_engines_in_the_order_a_tile_moves():
+def test_a_core_s_engines_are_lanes_of_its_row_in_the_order_a_tile_moves():
     tracks = sorted({z.track for z in ZONES}, key=row_key)
     assert tracks == ["device", "core 0,1", "core 0,1/reader", "core 0,1/compute", "core 0,1/writer", "core 1,0"]
     assert [row_label(t) for t in tracks][1:3] == ["core 0,1", "↳ reader"]
     figure = timeline_figure(ZONES, {"mm": "ttir.matmul"}, "mm")
-    assert list(figure.layout.yaxis.ticktext) == [row_label(t) for t in tracks]
+    # one row per core: its engines do not add rows, so showing them does not make the figure taller
+    assert list(figure.layout.yaxis.ticktext) == ["device", "core 0,1", "core 1,0"]
+    assert figure.layout.meta["rows"] == ["device", "core 0,1", "core 1,0"]
     assert zones_drawn(figure) == len(ZONES)
+    lanes = next(t for t in figure.data if t.meta and t.meta["half"] < 0.4)
+    # reader above, compute in the middle, writer below, in core 0,1's row (row 1)
+    assert sorted(set(lanes.y[~np.isnan(lanes.y)])) == [1 + LANES["reader"], 1.0, 1 + LANES["writer"]]
+    assert lanes.line.width < next(t for t in figure.data if t.meta and t.meta["half"] > 0.4).line.width
     # an engine's zone says which phase of which op it is
-    assert "mm · read" in figure.data[0].text
-    # the selected op is outlined on every row it has a zone on
-    assert len([s for s in figure.layout.shapes if s.name == "selected"]) == len(ZONES)
+    assert "mm · read" in lanes.text
+    # the selected op is outlined on every row and lane it has a zone on
+    outlines = [s for s in figure.layout.shapes if s.name == "selected"]
+    assert len(outlines) == len(ZONES) and sum(s.y1 - s.y0 < 0.5 for s in outlines) == 3
 
 
 def test_counter_plots_share_the_time_axis_under_the_zones():
@@ -116,9 +126,12 @@ def test_the_timeline_adds_engine_rows_and_counter_plots_and_keeps_a_counter_zoo
     run_id = shown_run(cb)
     plain = cb["show_timeline"](run_id, None, [], None)
     engines = cb["show_timeline"](run_id, None, ["engines"], None)
-    rows = list(engines.layout.yaxis.ticktext)
-    assert len(rows) == 1 + 64 * 4 and rows[1:5] == ["core 0,0", "↳ reader", "↳ compute", "↳ writer"]
-    assert zones_drawn(engines) == zones_drawn(plain) + len(zones(app, run_id, depth=1))
+    rows = engines.layout.meta["rows"]
+    assert len(rows) == 1 + 64 and rows[1:3] == ["core 0,0", "core 0,1"] and rows == plain.layout.meta["rows"]
+    assert engines.layout.height == plain.layout.height  # the panel does not jump
+    # the engines' zones in place of the cores' own
+    ops = len(app.explorer.durations(run_id))
+    assert zones_drawn(engines) == ops + len(zones(app, run_id, depth=1))
 
     with_counters = cb["show_timeline"](run_id, None, ["counters"], None)
     plots = {t.name: t for t in with_counters.data if t.type == "scatter"}
@@ -144,7 +157,8 @@ def test_a_kind_keeps_its_colour_whatever_else_is_drawn():
     kinds = {"mm": "matmul", "ln": "layernorm", "a": "add", "z": "zeta_op"}
 
     def colours(zones):
-        return {t.name: t.line.color for t in timeline_figure(zones, kinds, None).data if isinstance(t, go.Scattergl)}
+        drawn = timeline_figure(zones, kinds, None).data
+        return {t.name: t.line.color for t in drawn if isinstance(t, go.Scattergl)}
 
     whole = colours(both)
     zoomed = colours(both[:1])  # the window holds the matmul only: first of one, where it was second
@@ -153,3 +167,28 @@ def test_a_kind_keeps_its_colour_whatever_else_is_drawn():
     assert other["layernorm"] == whole["layernorm"] and len(set(other.values())) == 3
     # a kind tilescope does not name gets a colour none of those it names has
     assert colours([_zone("device", 0, "z", 0.0, 10.0, "z")])["zeta_op"] not in other.values()
+
+
+def test_a_zoomed_figure_holds_a_view_s_width_either_side_so_a_pan_is_drawn_in_the_browser(app, cb, monkeypatch):
+    run_id = shown_run(cb)
+    total = app.explorer.view(run_id).total_ns / 1e3
+    whole = cb["show_timeline"](run_id, None, [], None).layout.meta
+    assert whole["loaded"] == [0.0, total] and whole["span"] == total and whole["complete"]
+    records = {r.name: r for r in app.explorer.op_records(run_id)}
+    # each drawn op's kind, time, bound and why, once, for the hover and zone cards
+    assert whole["ops"][FC1] == [records[FC1].kind, round(records[FC1].duration_ns / 1e3, 3)] + [
+        records[FC1].bound,
+        records[FC1].why,
+    ]
+    view = [0.4 * total, 0.5 * total]
+    meta = cb["show_timeline"](run_id, {"xaxis.range[0]": view[0], "xaxis.range[1]": view[1]}, [], None).layout.meta
+    assert meta["loaded"] == [pytest.approx(0.3 * total), pytest.approx(0.6 * total)]
+    assert meta["span"] == pytest.approx(0.1 * total)
+    # when the wider window's core zones are more than a figure draws and the view's are not: the view
+    first, second = sorted(records.values(), key=lambda r: r.start_ns)[:2]
+    reach = second.start_ns - (first.start_ns + first.duration_ns) + 1.0  # the wider window reaches the second op
+    assert reach < first.duration_ns / 2
+    view_ns = (first.start_ns + first.duration_ns - reach, first.start_ns + first.duration_ns)
+    monkeypatch.setattr(timeline_view, "CORE_ZONE_BUDGET", first.cores)
+    fallback = app.explorer.timeline(app.explorer.view(run_id), view_ns)
+    assert fallback.window == view_ns and fallback.hidden_cores == 0 and fallback.core_zones == first.cores

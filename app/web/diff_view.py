@@ -1,0 +1,285 @@
+"""Two runs compared, as Tracy's compare view does: the totals and how they split, both runs' work
+once per model load, the overrides and settings that differ, both runs on one time axis, the per-op
+deltas with the ops inserted, removed or moved between the step and the model's load, and the
+overlaid duration histograms."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import plotly.graph_objects as go
+from dash import dcc, html
+
+from perfdb.schema import Run
+
+from . import ids
+from .grids import column, grid
+from .style import TOP_LEGEND, base_layout, graph_config, kind_colour, plain, us
+from .zone_segments import segments, vertices
+from ..workbench.diff import changes_text, more, moved_text, settings_text, time_split
+from ..workbench.load_time import duration_text, ops_text
+
+SHOWN_ONLY_IN = 10  # inserted or removed ops listed by name; the rest are counted
+SHOWN_OPS = 1000  # rows of the per-op delta table (the grid renders those in view)
+
+
+def diff_children(found: dict, timelines: go.Figure | None = None, limit: int = SHOWN_OPS) -> list:
+    """Two runs compared (app.workbench.diff.compare, with the runs and their op durations): what
+    makes the comparison suspect, totals and how they split between device and host, the
+    overrides that differ, the two runs' ops aligned on one time axis (`timelines`), per-op
+    deltas by impact with the ops found in one run only, and the overlaid duration histograms."""
+    a, b = found["runs"][found["a"]], found["runs"][found["b"]]
+    warnings = [html.P(f"Warning: {w}", className="hint", style={"color": "var(--warn)"}) for w in found["warnings"]]
+    extra = []
+    if len(found["ops"]) > limit:
+        extra.append(html.P(f"The {limit} ops of largest |delta| of {len(found['ops'])}.", className="hint"))
+    extra += _only_in(f"Removed (only in A #{a.id})", found["removed"])
+    extra += _only_in(f"Inserted (only in B #{b.id})", found["inserted"])
+    extra += _moved(f"Moved to load time in B #{b.id} (per step in A #{a.id})", found["moved_to_load"])
+    extra += _moved(f"Moved into the step in B #{b.id} (load time in A #{a.id})", found["moved_into_step"])
+    labels = (f"A #{a.id}", f"B #{b.id}")
+    histogram = dcc.Graph(
+        id=ids.DIFF_HISTOGRAM,
+        config=graph_config("duration-histogram"),
+        figure=duration_histogram(found["durations"][a.id], found["durations"][b.id], labels),
+    )
+    aligned = (
+        [dcc.Graph(id=ids.DIFF_TIMELINES, config=graph_config("diff-timelines"), figure=timelines)] if timelines else []
+    )
+    table = html.Div([_delta_table(found["ops"][:limit]), *extra], className="diff-table")
+    return [
+        *warnings,
+        _diff_head(found, a, b),
+        *_diff_load(found),
+        _diff_overrides(found),
+        *aligned,
+        html.Div([table, histogram], className="diff-body"),
+    ]
+
+
+def _diff_head(found: dict, a: Run, b: Run) -> html.Div:
+    delta = found["total_delta_ns"]
+    ratio = b.total_ns / a.total_ns if a.total_ns else None
+    verdict = "faster" if delta < 0 else "slower" if delta > 0 else "the same"
+    return html.Div(
+        [
+            html.Span(f"#{a.id} {a.label or 'baseline'}", className="pill a"),
+            html.Span("vs"),
+            html.Span(f"#{b.id} {b.label or 'baseline'}", className="pill b"),
+            html.Span(f"{us(a.total_ns):,.1f} us -> {us(b.total_ns):,.1f} us", className="metric"),
+            html.Span(
+                f"{us(delta):+z,.1f} us" + (f" (x{ratio:.3f}, {verdict})" if ratio else ""),
+                className=f"metric {'worse' if delta > 0 else 'better' if delta < 0 else ''}",
+            ),
+            html.Span(time_split(found), className="muted"),
+        ],
+        className="diff-head",
+    )
+
+
+def _diff_load(found: dict) -> list:
+    """Both runs' work once per model load (const-eval), when either has any: apart from the totals
+    above, which are per step."""
+    a, b = found["times"]["a"], found["times"]["b"]
+    if not (a["load_ops"] or b["load_ops"]):
+        return []
+    delta = found["load_delta_ns"]
+    return [
+        html.Div(
+            [
+                html.Span("load time, once per model load (const-eval, not in the totals):", className="muted"),
+                html.Span(
+                    f"{ops_text(a['load_ops'], a['load_ns'])} -> {ops_text(b['load_ops'], b['load_ns'])}",
+                    className="metric",
+                ),
+                html.Span(f"({'-' if delta < 0 else '+'}{duration_text(abs(delta))})", className="muted"),
+            ],
+            id=ids.DIFF_LOAD,
+            className="diff-head",
+        )
+    ]
+
+
+def _diff_overrides(found: dict) -> html.Div:
+    only = found["overrides"]
+    settings = []
+    if found["settings"]:
+        settings = [html.Span("  settings: ", className="muted"), html.Code(settings_text(found["settings"]))]
+    return html.Div(
+        [
+            html.Span("overrides only in A: ", className="muted"),
+            html.Code(", ".join(only["a"]) or "none"),
+            html.Span("  only in B: ", className="muted"),
+            html.Code(", ".join(only["b"]) or "none"),
+            *settings,
+        ],
+        className="diff-overrides",
+    )
+
+
+DELTA_COLUMNS = (
+    ("name", "op", "text"),
+    ("a_us", "A us", "us"),
+    ("b_us", "B us", "us"),
+    ("delta_us", "delta us", "us"),
+    ("ratio", "B/A", "ratio"),
+    ("changes", "changes", "text"),
+)
+# a slower op's delta in red, a faster one's in green
+DELTA_STYLE = {
+    "function": "params.value > 0 ? {color: '#b91c1c', fontWeight: 600} : "
+    "params.value < 0 ? {color: '#15803d', fontWeight: 600} : null"
+}
+
+
+def _delta_table(ops: Sequence[dict]):
+    rows = [
+        {
+            "id": op["name"],
+            "name": op["name"],
+            "a_us": us(op["a_ns"]),
+            "b_us": us(op["b_ns"]),
+            "delta_us": us(op["delta_ns"]),
+            "ratio": round(op["ratio"], 3) if op["ratio"] is not None else None,
+            "changes": changes_text(op["changes"]),
+        }
+        for op in ops
+    ]
+    columns = [
+        column(
+            key,
+            label,
+            kind,
+            flex=3 if kind == "text" else 1,
+            cellStyle=DELTA_STYLE if key == "delta_us" else None,
+        )
+        for key, label, kind in DELTA_COLUMNS
+    ]
+    return grid(ids.DIFF_TABLE, columns, rows, height=380)
+
+
+def _op_list(title: str, ops: Sequence[dict], total_ns: float, describe, per: str = "") -> list:
+    """A titled list of ops with their total: the first SHOWN_ONLY_IN by name, the rest counted."""
+    if not ops:
+        return []
+    items = [html.Li(f"{op['name']}  {op['kind']}  {describe(op)}") for op in ops[:SHOWN_ONLY_IN]]
+    items += [html.Li(line) for line in more(len(ops) - SHOWN_ONLY_IN)]
+    return [
+        html.P(f"{title}: {len(ops)} op{'s' * (len(ops) != 1)}, {total_ns / 1e3:,.2f} us{per}", className="hint"),
+        html.Ul(items, className="outcomes"),
+    ]
+
+
+def _only_in(title: str, ops: Sequence[dict]) -> list:
+    """Ops found in one run only (a to_layout an override inserted), with their time."""
+    return _op_list(title, ops, sum(op["ns"] for op in ops), lambda op: f"{op['ns'] / 1e3:,.2f} us")
+
+
+def _moved(title: str, ops: Sequence[dict]) -> list:
+    """Ops one run does in every step and the other once per model load, with both times."""
+    return _op_list(title, ops, sum(op["step_ns"] for op in ops), moved_text, per=" per step")
+
+
+def duration_histogram(a: Sequence[float], b: Sequence[float], labels: tuple[str, str]) -> go.Figure:
+    """Two runs' op durations overlaid on shared log bins, as Tracy's compare view draws them."""
+    fig = go.Figure()
+    values = [d for d in (*a, *b) if d > 0]
+    ticks: list[float] = []
+    if values:
+        lo, hi = math.log10(min(values) / 1e3), math.log10(max(values) / 1e3)
+        size = max((hi - lo) / 40, 1e-3)
+        for durations, label, colour in ((a, labels[0], "#2563eb"), (b, labels[1], "#f59e0b")):
+            fig.add_trace(
+                go.Histogram(
+                    x=[math.log10(d / 1e3) for d in durations if d > 0],
+                    name=label,
+                    opacity=0.6,
+                    marker_color=colour,
+                    xbins=dict(start=lo - size, end=hi + size, size=size),
+                    hovertemplate="%{y} ops<extra>" + label + "</extra>",
+                )
+            )
+        ticks = _log_ticks(lo - size, hi + size)
+    fig.update_xaxes(
+        title="op duration", tickvals=ticks, ticktext=[f"{10.0**t:.3g} us" for t in ticks], gridcolor="#e4e7eb"
+    )
+    fig.update_yaxes(title="ops", gridcolor="#e4e7eb")
+    fig.update_layout(barmode="overlay", legend={**TOP_LEGEND, "title": None})
+    return base_layout(fig, 260, top=30)
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Tick positions (log10 of us) between lo and hi: 1, 2, 5 times a power of ten, or, when the
+    range holds fewer than three of those (durations within one decade), round steps across it."""
+    ticks = [k + math.log10(m) for k in range(math.floor(lo), math.ceil(hi) + 1) for m in (1, 2, 5)]
+    inside = [t for t in ticks if lo <= t <= hi]
+    if len(inside) >= 3:
+        return inside
+    low, high = 10.0**lo, 10.0**hi
+    rough = (high - low) / 8  # at most about eight ticks
+    magnitude = 10.0 ** math.floor(math.log10(rough))
+    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= rough)
+    first = math.ceil(low / step) * step
+    return [math.log10(first + i * step) for i in range(int((high - first) / step) + 1) if first + i * step > 0]
+
+
+class RowOp(NamedTuple):
+    """An op on one row of the aligned diff, shaped like a zone for `segments`."""
+
+    track: str
+    op: str
+    start_ns: float
+    end_ns: float
+    name: str = ""
+    depth: int = 0
+
+
+def aligned_timelines(
+    a: Sequence, b: Sequence, labels: tuple[str, str], kinds: Mapping[str, str], changed: set[str]
+) -> go.Figure:
+    """Two runs' ops (records with name, start_ns, duration_ns) as two rows on one time axis, so
+    where B gains or loses time against A shows as the rows drifting apart. Ops an override
+    changed are outlined in both rows."""
+    order = sorted({kinds.get(r.name, "?") for r in (*a, *b)})
+    colour = {k: kind_colour(k) for k in order}
+    fig = go.Figure()
+    row = {"a": 0, "b": 1}
+    for kind in order:
+        ops = [
+            RowOp(label, r.name, r.start_ns, r.start_ns + r.duration_ns)
+            for label, records in (("a", a), ("b", b))
+            for r in records
+            if kinds.get(r.name, "?") == kind
+        ]
+        x, y, op_names, _ = segments(ops, row)
+        durations = [f"{plain(o.op)}<br>{(o.end_ns - o.start_ns) / 1e3:,.2f} us" for o in ops]
+        fig.add_trace(
+            go.Scattergl(
+                x=x,
+                y=y,
+                text=vertices(durations, ""),
+                customdata=op_names,
+                mode="lines",
+                name=plain(kind),
+                connectgaps=False,
+                line=dict(color=colour[kind], width=22),
+                hovertemplate="<b>%{text}</b><extra>" + plain(kind) + "</extra>",
+            )
+        )
+    box = dict(type="rect", xref="x", yref="y", line=dict(color="#111827", width=2), fillcolor="rgba(0,0,0,0)")
+    fig.update_layout(
+        shapes=[
+            dict(box, x0=r.start_ns / 1e3, x1=(r.start_ns + r.duration_ns) / 1e3, y0=i - 0.4, y1=i + 0.4, layer="above")
+            for i, records in enumerate((a, b))
+            for r in records
+            if r.name in changed
+        ]
+    )
+    fig.update_xaxes(title="time (us)", showgrid=True, gridcolor="#e4e7eb", zeroline=False)
+    fig.update_yaxes(
+        tickvals=[0, 1], ticktext=list(labels), range=[1.6, -0.6], fixedrange=True, showgrid=False, zeroline=False
+    )
+    fig.update_layout(legend=TOP_LEGEND, hovermode="closest", dragmode="zoom")
+    return base_layout(fig, 170, top=30)

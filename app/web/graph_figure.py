@@ -1,0 +1,239 @@
+"""The graph figure: a level's graph grouped by name scope, coloured by a metric, with rings
+around the selection and the search's matches."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+import plotly.graph_objects as go
+
+from compiler.ir import Graph
+
+from .style import BOUND_COLOURS, SELECTED, TOP_LEGEND, base_layout, plain
+from ..workbench.graph_view import OpMetric
+from ..workbench.grouping import GROUP, GroupedView, layered_positions
+
+# colour mode -> what the colour bar or legend calls it
+COLOUR_MODES = {
+    "duration": "device time",
+    "bound": "bound by",
+    "memory": "output memory",
+    "pct_peak": "% of peak",
+    "delta": "delta vs baseline",
+}
+_UNITS = {"duration": " (us)", "delta": " (us)", "pct_peak": " (%)", "bound": "", "memory": ""}
+MEMORY_COLOURS = {"dram": "#dc2626", "l1": "#16a34a", "lls": "#9333ea", "mixed": "#f59e0b"}
+NO_DATA = "#cbd2d9"
+AT_LOAD = "#c4b5fd"  # ops run once per model load: no time in the step to colour them by
+MAX_LABELLED_NODES = 60
+FOCUS_REACH = 6  # columns (and rows) shown either side of a search's first match
+
+
+def node_value(mode: str, ops: Sequence[str], metrics: Mapping[str, OpMetric]):
+    """A node's colour value: the sum of its ops' times (or deltas), their time-weighted % of peak
+    (its FLOPs over its time against the peak), the bound of its longest op, or the memory its
+    outputs share ("mixed" when they differ). None when no op of it has the figure."""
+    found = [metrics[o] for o in ops if o in metrics]
+    if mode == "duration":
+        return sum(m.duration_ns for m in found) / 1e3 if found else None
+    if mode == "delta":
+        deltas = [m.delta_ns for m in found if m.delta_ns is not None]
+        return sum(deltas) / 1e3 if deltas else None
+    if mode == "pct_peak":
+        total = sum(m.duration_ns for m in found)
+        return sum(m.pct_peak * m.duration_ns for m in found) / total if total > 0 else None
+    if mode == "bound":
+        return max(found, key=lambda m: m.duration_ns).bound if found else None
+    if mode == "memory":
+        spaces = {m.memory for m in found if m.memory}
+        return (spaces.pop() if len(spaces) == 1 else "mixed") if spaces else None
+    raise ValueError(f"unknown colour mode {mode!r}")
+
+
+def _short(name: str) -> str:
+    """The last three scopes of a hierarchical name: enough to tell layers apart in a label."""
+    parts = name.split(".")
+    return ".".join(parts[-3:]) if len(parts) > 3 else name
+
+
+def _category_colour(mode: str, value: str) -> str:
+    return BOUND_COLOURS.get(value, "#6b7280") if mode == "bound" else MEMORY_COLOURS.get(value, "#0891b2")
+
+
+def graph_figure(
+    view: GroupedView,
+    graph: Graph,
+    metrics: Mapping[str, OpMetric],
+    mode: str = "duration",
+    selected: Sequence[str] = (),
+    matches: Sequence[str] = (),
+    loaded: Collection[str] = (),
+    focus: str | None = None,
+) -> go.Figure:
+    """The grouped graph: ops as small squares, collapsed groups as big ones (click to open), tensors
+    as edges with their types on hover; coloured by `mode` with a colour bar or a legend. The nodes
+    holding a `selected` op are outlined in blue, those holding a search match ringed in amber.
+    Nodes whose ops all run once per model load (`loaded`: const-eval) have no time in the step:
+    they get a colour of their own rather than "no data". A `focus` node (a search's first match)
+    is centred, in a view a few columns wide."""
+    positions = layered_positions([n.id for n in view.nodes], [(e.src, e.dst) for e in view.edges])
+    # always there, and first: a new selection changes only this trace (graph_rings)
+    fig = go.Figure(graph_rings(view, selected, positions))
+    for trace in _edge_traces(view, graph, positions):
+        fig.add_trace(trace)
+    values = {n.id: node_value(mode, n.ops, metrics) for n in view.nodes}
+    loaded = set(loaded)
+    nodes = _Nodes(fig, graph, positions, mode, values, loaded)
+    valued = [n for n in view.nodes if values[n.id] is not None]
+    if mode in ("bound", "memory"):
+        for category in sorted({values[n.id] for n in valued}):
+            chosen = [n for n in valued if values[n.id] == category]
+            nodes.add(chosen, category, {"color": _category_colour(mode, category)}, True)
+    elif valued:
+        nodes.add(valued, "ops", _colour_scale(mode, [values[n.id] for n in valued]), False)
+    blank = [n for n in view.nodes if values[n.id] is None]
+    at_load = [n for n in blank if n.ops and loaded.issuperset(n.ops)]
+    nodes.add(at_load, "once per model load", {"color": AT_LOAD}, True)
+    blank = [n for n in blank if not (n.ops and loaded.issuperset(n.ops))]
+    nodes.add(blank, "no data", {"color": NO_DATA}, mode in ("bound", "memory") or bool(valued) or bool(at_load))
+    ringed = [n for n in view.nodes if set(matches).intersection(n.ops)]
+    if ringed:
+        fig.add_trace(_rings(ringed, positions, "matches", "#f59e0b", 40))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, scaleanchor=None)
+    if focus in positions:
+        x, y = positions[focus]
+        fig.update_xaxes(range=[x - FOCUS_REACH, x + FOCUS_REACH], autorange=False)
+        fig.update_yaxes(range=[y - FOCUS_REACH, y + FOCUS_REACH], autorange=False)
+    fig.update_layout(
+        dragmode="pan", clickmode="event", legend={**TOP_LEGEND, "title": dict(text=COLOUR_MODES[mode] + ":")}
+    )
+    fig = base_layout(fig, 460, top=30)
+    if focus in positions:
+        fig.update_layout(uirevision=f"focus:{focus}")  # a new focus moves a view the user panned
+    return fig
+
+
+def _edge_traces(view: GroupedView, graph: Graph, positions: Mapping) -> list[go.Scatter]:
+    """The edges as lines, and a marker at each edge's middle naming its tensors on hover."""
+    edge_x: list[float | None] = []
+    edge_y: list[float | None] = []
+    mid_x, mid_y, mid_text = [], [], []
+    for edge in view.edges:
+        (x0, y0), (x1, y1) = positions[edge.src], positions[edge.dst]
+        edge_x += [x0, x1, None]
+        edge_y += [y0, y1, None]
+        mid_x.append((x0 + x1) / 2)
+        mid_y.append((y0 + y1) / 2)
+        shown = [graph.tensors[t] for t in edge.tensors[:3]]
+        more = f"<br>and {len(edge.tensors) - 3} more" if len(edge.tensors) > 3 else ""
+        mid_text.append(
+            "<br>".join(plain(f"{t.name}: {t.type_str()}" + (f" {t.layout.mlir()}" if t.layout else "")) for t in shown)
+            + more
+        )
+    lines = go.Scatter(
+        x=edge_x, y=edge_y, mode="lines", line=dict(color="#9aa5b1", width=1.2), hoverinfo="skip", showlegend=False
+    )
+    middles = go.Scatter(
+        x=mid_x,
+        y=mid_y,
+        mode="markers",
+        marker=dict(size=6, color="#cbd2d9"),
+        hovertext=mid_text,
+        hoverinfo="text",
+        showlegend=False,
+        name="tensors",
+    )
+    return [lines, middles]
+
+
+def _colour_scale(mode: str, numbers: list[float]) -> dict:
+    title = dict(text=COLOUR_MODES[mode] + _UNITS[mode], side="right")
+    scale = dict(color=numbers, showscale=True, colorbar=dict(title=title, thickness=10, len=0.8))
+    if mode == "delta":
+        reach = max(abs(v) for v in numbers) or 1.0
+        scale.update(colorscale="RdBu_r", cmin=-reach, cmax=reach)  # red: slower than the baseline
+    else:
+        scale.update(colorscale="YlOrRd" if mode == "duration" else "Viridis")
+    return scale
+
+
+class _Nodes:
+    """Adds the graph's nodes to a figure, one trace per colour category."""
+
+    def __init__(self, fig: go.Figure, graph: Graph, positions: Mapping, mode: str, values: dict, loaded: set[str]):
+        self.fig, self.graph, self.positions, self.mode, self.values = fig, graph, positions, mode, values
+        self.labelled = len(positions) <= MAX_LABELLED_NODES  # beyond, labels only overlap: hover instead
+        self.loaded = loaded  # ops run once per model load
+
+    def hover(self, node) -> str:
+        value = self.values[node.id]
+        shown = ""
+        if value is not None:
+            said = value if isinstance(value, str) else f"{value:,.2f}" + _UNITS[self.mode]
+            shown = f"<br>{COLOUR_MODES[self.mode]}: {said}"
+        if node.is_group:
+            kinds = sorted({self.graph.op(o).kind for o in node.ops})
+            return (
+                f"<b>{plain(node.id.removeprefix(GROUP))}</b><br>group of {len(node.ops)} ops: "
+                f"{plain(', '.join(kinds[:6]))}{' ...' if len(kinds) > 6 else ''}{shown}<br><i>click to open</i>"
+            )
+        op = self.graph.op(node.id)
+        out = self.graph.tensors[op.outputs[0]] if op.outputs else None
+        shape = f"<br>{plain(out.type_str())}" if out else ""
+        placed = f"<br>{plain(out.layout.mlir())}" if out is not None and out.layout else ""
+        once = "<br>once per model load (const-eval), not in each step" if op.name in self.loaded else ""
+        return f"<b>{plain(op.name)}</b><br>{plain(op.kind)}{shape}{placed}{shown}{once}"
+
+    def add(self, nodes, name: str, marker: dict, showlegend: bool) -> None:
+        if not nodes:
+            return
+        at = self.positions
+        labels = [plain(f"{n.label} ({len(n.ops)})" if n.is_group else _short(n.label)) for n in nodes]
+        self.fig.add_trace(
+            go.Scatter(
+                x=[at[n.id][0] for n in nodes],
+                y=[at[n.id][1] for n in nodes],
+                mode="markers+text" if self.labelled else "markers",
+                text=labels if self.labelled else None,
+                # neighbouring columns label above and below in turn: a chain of nodes, one per column,
+                # has less room across than its labels need
+                textposition=["bottom center" if int(at[n.id][0]) % 2 == 0 else "top center" for n in nodes],
+                textfont=dict(size=10, color="#3e4c59"),
+                customdata=[n.id for n in nodes],
+                hovertext=[self.hover(n) for n in nodes],
+                hoverinfo="text",
+                marker=dict(
+                    size=[30 if n.is_group else 18 for n in nodes],
+                    symbol="square",
+                    line=dict(width=[2 if n.is_group else 1 for n in nodes], color="#52606d"),
+                    **marker,
+                ),
+                name=name,
+                showlegend=showlegend,
+            )
+        )
+
+
+def _rings(nodes, positions, name: str, colour: str, size: int) -> go.Scatter:
+    return go.Scatter(
+        x=[positions[n.id][0] for n in nodes],
+        y=[positions[n.id][1] for n in nodes],
+        mode="markers",
+        hoverinfo="skip",
+        showlegend=False,
+        name=name,
+        marker=dict(
+            size=[size if n.is_group else size - 10 for n in nodes],
+            symbol="square-open",
+            color=colour,
+            line=dict(width=3, color=colour),
+        ),  # an open symbol is drawn in its colour
+    )
+
+
+def graph_rings(view: GroupedView, selected: Sequence[str], positions: Mapping | None = None) -> go.Scatter:
+    """The rings around the nodes holding a selected op: the graph figure's first trace."""
+    if positions is None:
+        positions = layered_positions([n.id for n in view.nodes], [(e.src, e.dst) for e in view.edges])
+    return _rings([n for n in view.nodes if set(selected).intersection(n.ops)], positions, SELECTED, "#2563eb", 44)
