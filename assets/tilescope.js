@@ -221,6 +221,101 @@ window.tilescope = {
     return noUpdate;
   },
 
+  // Once per drawn graph: label it after each draw (a zoom or pan changes which labels have
+  // room), and close an open group when its box's label is clicked.
+  hookGraph: function (figure) {
+    window.requestAnimationFrame(function () {
+      var gd = document.querySelector('#graph-view .js-plotly-plot');
+      if (!gd || !gd.on) { return; }
+      if (!gd._tilescopeHooked) {
+        gd._tilescopeHooked = true;
+        gd.on('plotly_afterplot', function () { window.tilescope.labelGraph(gd); });
+        gd.on('plotly_clickannotation', function (e) {
+          var group = (gd._tilescopeBoxAt || {})[e.index], open = ((gd.layout.meta || {}).open || []);
+          if (!group || !window.dash_clientside.set_props) { return; }
+          window.dash_clientside.set_props('graph-groups', {value: open.filter(function (g) {
+            return g !== group && g.indexOf(group + '.') !== 0 && g.indexOf(group + '[') !== 0;
+          })});
+        });
+      }
+      gd._tilescopeGraphKey = null;
+      window.tilescope.labelGraph(gd);
+    });
+    return window.dash_clientside.no_update;  // the output is a placeholder: this hooks events
+  },
+
+  // Labels for the graph's open-group boxes (each box's, as much as fits its width) and for the
+  // nodes that have room at the zoom shown: the selection's and matches' first, then groups, then
+  // ops by time; a label never covers another label or a node. Layout annotations, as the
+  // timeline's zone names are; the labels come escaped (graph_figure).
+  labelGraph: function (gd) {
+    var layout = gd._fullLayout, meta = (gd.layout || {}).meta || {};
+    if (!layout || !layout.xaxis || !layout.yaxis || !meta.boxes) { return; }
+    var xa = layout.xaxis, ya = layout.yaxis;
+    var key = xa.range.join() + '|' + ya.range.join() + '|' + xa._length + '|' + ya._length + '|' + (gd.data || []).length;
+    var others = (gd.layout.annotations || []).filter(function (a) { return a.name !== 'graph-label'; });
+    if (gd._tilescopeGraphKey === key && others.length + gd._tilescopeGraphCount === (gd.layout.annotations || []).length) { return; }
+    gd._tilescopeGraphKey = key;
+    var px = function (x) { return xa.l2p(x); }, py = function (y) { return ya.l2p(y); };
+    var taken = [], out = [], boxAt = {};
+    var free = function (r) {
+      if (r[0] < 0 || r[1] < 0 || r[2] > xa._length || r[3] > ya._length) { return false; }
+      return taken.every(function (t) { return r[2] <= t[0] || r[0] >= t[2] || r[3] <= t[1] || r[1] >= t[3]; });
+    };
+    var headPx = 0.6 * Math.abs(py(0) - py(1)), width = window.tilescope.textWidth;
+    meta.boxes.forEach(function (b) {  // [x0, top, x1, label, group], outer boxes first
+      var left = px(b[0]) + 4, top = py(b[1]) + 2, room = px(b[2]) - px(b[0]) - 8;
+      var text = headPx >= 10 ? window.tilescope.fitName(b[3], Math.floor(room / 6)) : '';
+      while (text && width(text) > room) { text = window.tilescope.fitName(b[3], text.length - 1); }
+      var rect = [left, top, left + width(text), top + 12];
+      if (!text || !free(rect)) { return; }
+      taken.push(rect);
+      boxAt[others.length + out.length] = b[4];
+      out.push({name: 'graph-label', x: b[0], y: b[1], xref: 'x', yref: 'y', xanchor: 'left', yanchor: 'top',
+                xshift: 4, yshift: -2, text: text, showarrow: false, captureevents: true,
+                font: {size: 10, color: '#52606d'}, hovertext: 'click to close ' + b[3]});
+    });
+    var nodes = [];
+    (gd.data || []).forEach(function (trace) {
+      if (!trace.meta || !trace.meta.labels) { return; }
+      var x = window.tilescope.values(trace.x), y = window.tilescope.values(trace.y);
+      var sizes = (trace.marker || {}).size || [];
+      for (var i = 0; i < x.length; i++) {
+        var r = (sizes[i] || 18) / 2, cx = px(x[i]), cy = py(y[i]);
+        taken.push([cx - r, cy - r, cx + r, cy + r]);  // nodes first: a label never covers one
+        nodes.push([trace.meta.weights[i], x[i], y[i], trace.meta.labels[i], cx, cy, r]);
+      }
+    });
+    nodes.sort(function (p, q) { return q[0] - p[0]; });
+    nodes.forEach(function (n) {
+      if (out.length >= 300) { return; }
+      // the whole label, else its name without the op count, else the name's start
+      var full = n[3], bare = full.replace(/ \(\d+\)$/, ''), cut = bare.length > 9 ? bare.slice(0, 8) + '\u2026' : '';
+      [full, bare === full ? '' : bare, cut].some(function (text) {
+        var w = width(text) + 12, rect = [n[4] - w / 2, n[5] + n[6] + 2, n[4] + w / 2, n[5] + n[6] + 14];
+        if (!text || !free(rect)) { return false; }
+        taken.push(rect);
+        out.push({name: 'graph-label', x: n[1], y: n[2], xref: 'x', yref: 'y', yanchor: 'top', yshift: -(n[6] + 2),
+                  text: text, showarrow: false, font: {size: 10, color: '#3e4c59'}, captureevents: false});
+        return true;
+      });
+    });
+    gd._tilescopeBoxAt = boxAt;
+    gd._tilescopeGraphCount = out.length;
+    window.Plotly.relayout(gd, {annotations: others.concat(out)});
+  },
+
+  // The width in pixels of a label in the graph's font, as the browser draws it (entities such as
+  // &amp; count as the letter they stand for).
+  textWidth: function (text) {
+    var ctx = window.tilescope._measure;
+    if (!ctx) {
+      ctx = window.tilescope._measure = document.createElement('canvas').getContext('2d');
+      ctx.font = '10px "Open Sans", verdana, arial, sans-serif';
+    }
+    return ctx.measureText((text || '').replace(/&(amp|lt|gt|quot|#39);/g, '&')).width;
+  },
+
   // Plotly sends numeric arrays as base64 typed-array specs ({dtype, bdata}); this reads either
   // kind as an array, decoding a spec once.
   values: function (array) {

@@ -3,7 +3,7 @@ around the selection and the search's matches."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import plotly.graph_objects as go
 
@@ -11,7 +11,8 @@ from compiler.ir import Graph
 
 from .style import BOUND_COLOURS, SELECTED, TOP_LEGEND, base_layout, plain
 from ..workbench.graph_view import OpMetric
-from ..workbench.grouping import GROUP, GroupedView, layered_positions
+from ..workbench.graph_layout import Box, nested_layout
+from ..workbench.grouping import GROUP, GroupedView
 
 # colour mode -> what the colour bar or legend calls it
 COLOUR_MODES = {
@@ -25,8 +26,11 @@ _UNITS = {"duration": " (us)", "delta": " (us)", "pct_peak": " (%)", "bound": ""
 MEMORY_COLOURS = {"dram": "#dc2626", "l1": "#16a34a", "lls": "#9333ea", "mixed": "#f59e0b"}
 NO_DATA = "#cbd2d9"
 AT_LOAD = "#c4b5fd"  # ops run once per model load: no time in the step to colour them by
-MAX_LABELLED_NODES = 60
 FOCUS_REACH = 6  # columns (and rows) shown either side of a search's first match
+BOX_FILLS = ("rgba(37, 99, 235, 0.05)", "rgba(37, 99, 235, 0.09)")  # an open group's box, by depth in turn
+FIRST = 1e18  # label weight of a node holding a selected op or a match: labelled before any other
+PLOT_PX = (820, 380)  # the graph's plot area on a laptop screen, to size the markers for
+GROUP_WEIGHT = 1e15  # a group's label weight (plus its ops): before any op's (its time in ns)
 
 
 def node_value(mode: str, ops: Sequence[str], metrics: Mapping[str, OpMetric]):
@@ -76,14 +80,17 @@ def graph_figure(
     Nodes whose ops all run once per model load (`loaded`: const-eval) have no time in the step:
     they get a colour of their own rather than "no data". A `focus` node (a search's first match)
     is centred, in a view a few columns wide."""
-    positions = layered_positions([n.id for n in view.nodes], [(e.src, e.dst) for e in view.edges])
+    layout = nested_layout(view)
+    positions = layout.positions
     # always there, and first: a new selection changes only this trace (graph_rings)
     fig = go.Figure(graph_rings(view, selected, positions))
     for trace in _edge_traces(view, graph, positions):
         fig.add_trace(trace)
     values = {n.id: node_value(mode, n.ops, metrics) for n in view.nodes}
     loaded = set(loaded)
-    nodes = _Nodes(fig, graph, positions, mode, values, loaded)
+    first = {n.id for n in view.nodes if set(n.ops).intersection(selected) or set(n.ops).intersection(matches)}
+    weights = {n.id: _label_weight(n, metrics, first) for n in view.nodes}
+    nodes = _Nodes(fig, graph, positions, mode, values, loaded, weights)
     valued = [n for n in view.nodes if values[n.id] is not None]
     if mode in ("bound", "memory"):
         for category in sorted({values[n.id] for n in valued}):
@@ -98,7 +105,7 @@ def graph_figure(
     nodes.add(blank, "no data", {"color": NO_DATA}, mode in ("bound", "memory") or bool(valued) or bool(at_load))
     ringed = [n for n in view.nodes if set(matches).intersection(n.ops)]
     if ringed:
-        fig.add_trace(_rings(ringed, positions, "matches", "#f59e0b", 40))
+        fig.add_trace(_rings(ringed, positions, "matches", "#f59e0b", 10))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, scaleanchor=None)
     if focus in positions:
@@ -106,7 +113,12 @@ def graph_figure(
         fig.update_xaxes(range=[x - FOCUS_REACH, x + FOCUS_REACH], autorange=False)
         fig.update_yaxes(range=[y - FOCUS_REACH, y + FOCUS_REACH], autorange=False)
     fig.update_layout(
-        dragmode="pan", clickmode="event", legend={**TOP_LEGEND, "title": dict(text=COLOUR_MODES[mode] + ":")}
+        dragmode="pan",
+        clickmode="event",
+        legend={**TOP_LEGEND, "title": dict(text=COLOUR_MODES[mode] + ":")},
+        shapes=[_box_shape(box) for box in layout.boxes],
+        # the browser labels the boxes and the nodes that have room (tilescope.labelGraph)
+        meta={"boxes": [[b.x0, b.y1, b.x1, plain(b.label), b.group] for b in layout.boxes]},
     )
     fig = base_layout(fig, 460, top=30)
     if focus in positions:
@@ -114,17 +126,66 @@ def graph_figure(
     return fig
 
 
+def _box_shape(box: Box) -> dict:
+    return dict(
+        type="rect",
+        xref="x",
+        yref="y",
+        x0=box.x0,
+        y0=box.y0,
+        x1=box.x1,
+        y1=box.y1,
+        layer="below",
+        line=dict(color="#9aa5b1", width=1),
+        fillcolor=BOX_FILLS[box.depth % 2],
+        name="group-box",
+    )
+
+
+def _label_weight(node, metrics: Mapping[str, OpMetric], first: set[str]) -> float:
+    """Which labels the browser keeps when they would overlap: the selection's and the matches',
+    then groups (the bigger first), then ops by time."""
+    if node.id in first:
+        return FIRST
+    if node.is_group:
+        return GROUP_WEIGHT + len(node.ops)
+    return metrics[node.id].duration_ns if node.id in metrics else 0.0
+
+
+TENSOR_AT = (0.5, 0.3, 0.7, 0.2, 0.8)  # where along an edge its tensor marker may go, the middle first
+
+
+def _off_nodes(positions: Mapping) -> Callable[[float, float], bool]:
+    """A test of whether a point is clear of every node's cell: a tensor marker on a node would
+    take the node's clicks."""
+    cells: dict[tuple[int, int], list[tuple[float, float]]] = {}
+    for x, y in positions.values():
+        cells.setdefault((int(x // 1), int(y // 1)), []).append((x, y))
+
+    def clear(x: float, y: float) -> bool:
+        cx, cy = int(x // 1), int(y // 1)
+        near = (p for dx in (-1, 0, 1) for dy in (-1, 0, 1) for p in cells.get((cx + dx, cy + dy), ()))
+        return all(abs(x - px) >= 0.5 or abs(y - py) >= 0.5 for px, py in near)
+
+    return clear
+
+
 def _edge_traces(view: GroupedView, graph: Graph, positions: Mapping) -> list[go.Scatter]:
-    """The edges as lines, and a marker at each edge's middle naming its tensors on hover."""
+    """The edges as lines, and a marker along each edge, clear of the nodes, naming its tensors on
+    hover (none when the whole edge runs past nodes)."""
     edge_x: list[float | None] = []
     edge_y: list[float | None] = []
     mid_x, mid_y, mid_text = [], [], []
+    clear = _off_nodes(positions)
     for edge in view.edges:
         (x0, y0), (x1, y1) = positions[edge.src], positions[edge.dst]
         edge_x += [x0, x1, None]
         edge_y += [y0, y1, None]
-        mid_x.append((x0 + x1) / 2)
-        mid_y.append((y0 + y1) / 2)
+        at = next((t for t in TENSOR_AT if clear(x0 + t * (x1 - x0), y0 + t * (y1 - y0))), None)
+        if at is None:
+            continue
+        mid_x.append(x0 + at * (x1 - x0))
+        mid_y.append(y0 + at * (y1 - y0))
         shown = [graph.tensors[t] for t in edge.tensors[:3]]
         more = f"<br>and {len(edge.tensors) - 3} more" if len(edge.tensors) > 3 else ""
         mid_text.append(
@@ -161,10 +222,13 @@ def _colour_scale(mode: str, numbers: list[float]) -> dict:
 class _Nodes:
     """Adds the graph's nodes to a figure, one trace per colour category."""
 
-    def __init__(self, fig: go.Figure, graph: Graph, positions: Mapping, mode: str, values: dict, loaded: set[str]):
+    def __init__(
+        self, fig: go.Figure, graph: Graph, positions: Mapping, mode: str, values: dict, loaded: set[str], weights: dict
+    ):
         self.fig, self.graph, self.positions, self.mode, self.values = fig, graph, positions, mode, values
-        self.labelled = len(positions) <= MAX_LABELLED_NODES  # beyond, labels only overlap: hover instead
         self.loaded = loaded  # ops run once per model load
+        self.weights = weights
+        self.group_px, self.op_px = marker_px(positions)
 
     def hover(self, node) -> str:
         value = self.values[node.id]
@@ -194,17 +258,14 @@ class _Nodes:
             go.Scatter(
                 x=[at[n.id][0] for n in nodes],
                 y=[at[n.id][1] for n in nodes],
-                mode="markers+text" if self.labelled else "markers",
-                text=labels if self.labelled else None,
-                # neighbouring columns label above and below in turn: a chain of nodes, one per column,
-                # has less room across than its labels need
-                textposition=["bottom center" if int(at[n.id][0]) % 2 == 0 else "top center" for n in nodes],
-                textfont=dict(size=10, color="#3e4c59"),
+                mode="markers",
+                # labelled in the browser, where it knows which have room at the zoom shown
+                meta={"labels": labels, "weights": [self.weights[n.id] for n in nodes]},
                 customdata=[n.id for n in nodes],
                 hovertext=[self.hover(n) for n in nodes],
                 hoverinfo="text",
                 marker=dict(
-                    size=[30 if n.is_group else 18 for n in nodes],
+                    size=[self.group_px if n.is_group else self.op_px for n in nodes],
                     symbol="square",
                     line=dict(width=[2 if n.is_group else 1 for n in nodes], color="#52606d"),
                     **marker,
@@ -215,7 +276,19 @@ class _Nodes:
         )
 
 
-def _rings(nodes, positions, name: str, colour: str, size: int) -> go.Scatter:
+def marker_px(positions: Mapping) -> tuple[float, float]:
+    """A closed group's and an op's marker size: most of a cell at the plot's usual size at most, so
+    a long row of layers does not draw its nodes over each other."""
+    xs, ys = [p[0] for p in positions.values()], [p[1] for p in positions.values()]
+    if not xs:
+        return 30, 18
+    cell = min(PLOT_PX[0] / (max(xs) - min(xs) + 1.5), PLOT_PX[1] / (max(ys) - min(ys) + 1.5))
+    return max(8, min(30, 0.8 * cell)), max(6, min(18, 0.6 * cell))
+
+
+def _rings(nodes, positions, name: str, colour: str, margin: int) -> go.Scatter:
+    """Open squares `margin` px wider than the nodes they ring."""
+    group_px, op_px = marker_px(positions)
     return go.Scatter(
         x=[positions[n.id][0] for n in nodes],
         y=[positions[n.id][1] for n in nodes],
@@ -224,7 +297,7 @@ def _rings(nodes, positions, name: str, colour: str, size: int) -> go.Scatter:
         showlegend=False,
         name=name,
         marker=dict(
-            size=[size if n.is_group else size - 10 for n in nodes],
+            size=[(group_px if n.is_group else op_px) + margin for n in nodes],
             symbol="square-open",
             color=colour,
             line=dict(width=3, color=colour),
@@ -235,5 +308,5 @@ def _rings(nodes, positions, name: str, colour: str, size: int) -> go.Scatter:
 def graph_rings(view: GroupedView, selected: Sequence[str], positions: Mapping | None = None) -> go.Scatter:
     """The rings around the nodes holding a selected op: the graph figure's first trace."""
     if positions is None:
-        positions = layered_positions([n.id for n in view.nodes], [(e.src, e.dst) for e in view.edges])
-    return _rings([n for n in view.nodes if set(selected).intersection(n.ops)], positions, SELECTED, "#2563eb", 44)
+        positions = nested_layout(view).positions
+    return _rings([n for n in view.nodes if set(selected).intersection(n.ops)], positions, SELECTED, "#2563eb", 14)

@@ -12,18 +12,23 @@ it may draw to open any op.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-
-import networkx as nx
+from dataclasses import dataclass, field
 
 from compiler.ir import Graph
+from compiler.opset import ATTENTION, CONV, MATMUL, POOL, REDUCE, kind_of, op_class
 
 GROUP = "group:"  # prefix of a group's node id; an op's node id is its name
 DEFAULT_BUDGET = 60  # nodes the default view opens up to: few enough to label
 MAX_NODES = 400  # nodes a view may show (Model Explorer stays responsive to a few hundred)
 RUN_LENGTH = 100  # ops per folded run in a graph without scopes
 CHUNK = 100  # children a group shows directly; more are chunked
+ANCHOR_CLASSES = (MATMUL, CONV, ATTENTION, REDUCE, POOL)  # the ops that close a dataflow block
+_INSTRUCTION = re.compile(
+    r"[A-Za-z][\w-]*\.\d+[^.]*"
+)  # an XLA instruction name: kind.number, and what a rewrite made of it
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,9 @@ class GroupedView:
     nodes: list[Node]
     edges: list[Edge]
     node_of: dict[str, str]  # each op -> the id of the node it is drawn in
+    # each node and each open group -> the open group drawn around it (None: none)
+    parent: dict[str, str | None] = field(default_factory=dict)
+    open_labels: dict[str, str] = field(default_factory=dict)  # each open group holding a node -> its label
 
 
 class ScopeTree:
@@ -58,7 +66,14 @@ class ScopeTree:
         self.graph = graph
         self.order = [op.name for op in graph.ops]
         self.ancestors: dict[str, tuple[str, ...]] = _scope_chains(self.order)
-        if not any(self.ancestors.values()) and len(self.order) > RUN_LENGTH:
+        blocks = None
+        if not any(self.ancestors.values()) and len(self.order) > DEFAULT_BUDGET:
+            blocks = _dataflow_blocks(graph)
+        if blocks:  # the blocks in the order of their anchors, not of their first constants
+            at = {f"{GROUP}{name} block": i for i, name in enumerate(self.order)}
+            self.order.sort(key=lambda name: at[blocks[name][0]] if blocks[name] else at.get(f"{GROUP}{name} block", 0))
+            self.ancestors = blocks
+        elif not any(self.ancestors.values()) and len(self.order) > RUN_LENGTH:
             self.ancestors = _runs_of(self.order)
         self.ancestors = _chunked(self.order, self.ancestors)
         self.members: dict[str, list[str]] = {}
@@ -164,18 +179,29 @@ class ScopeTree:
                     src, dst = node_of[producer[t]], node_of[op.name]
                     if src != dst and t not in edges.setdefault((src, dst), []):
                         edges[(src, dst)].append(t)
+        parent: dict[str, str | None] = {}
+        for node, ops in nodes.items():
+            chain = self.ancestors[ops[0]]
+            opened = chain[: chain.index(node)] if node in self.members else chain
+            parent[node] = opened[-1] if opened else None
+            for outer, inner in zip((None, *opened), opened):
+                parent.setdefault(inner, outer)
         return GroupedView(
             [Node(i, self.label(i) if i in self.members else self.op_label(i), tuple(ops)) for i, ops in nodes.items()],
             [Edge(s, d, tuple(ts)) for (s, d), ts in edges.items()],
             node_of,
+            parent,
+            {g: self.label(g) for g in parent if g not in nodes},
         )
 
 
 def _scope_chains(order: list[str]) -> dict[str, tuple[str, ...]]:
     """Each op's enclosing scopes (dotted name prefixes) that add something to the view: those
     holding two ops or more, and not holding the same ops as one of their sub-scopes (which names
-    them better). Worked out once per scope, not per op: a 100k-op model has a few thousand."""
-    scope_of = {name: name.rpartition(".")[0] for name in order}  # the innermost, "" for none
+    them better). Worked out once per scope, not per op: a 100k-op model has a few thousand. An
+    XLA instruction name (`reshape.78`) names the op's kind, not a scope: grouping by it would
+    fold every reshape of the model into one node."""
+    scope_of = {name: "" if _INSTRUCTION.fullmatch(name) else name.rpartition(".")[0] for name in order}
     size: dict[str, int] = {"": 0}  # ops inside each scope, at any depth
     for scope in scope_of.values():
         size[scope] = size.get(scope, 0) + 1
@@ -242,6 +268,37 @@ def _chunked(order: list[str], chains: dict[str, tuple[str, ...]]) -> dict[str, 
     return out
 
 
+def _dataflow_blocks(graph: Graph) -> dict[str, tuple[str, ...]] | None:
+    """Ops grouped by the dataflow of a graph whose names carry no scopes: each anchor (a matmul,
+    convolution, attention, reduction or pooling: an op that does a layer's heavy work) closes a
+    block holding the ops that lead into it, each op joining the block of its first reader (so a
+    weight's reshapes sit with the matmul that reads them, and a constant with its first user).
+    Ops after the last anchor join their producer's block; a block of one op is the op alone.
+    None when there are fewer than two anchors: blocks would not divide the graph."""
+    readers: dict[str, list[str]] = {}  # in graph order
+    index = {op.name: i for i, op in enumerate(graph.ops)}
+    for op in graph.ops:
+        for t in op.inputs:
+            readers.setdefault(t, []).append(op.name)
+    anchors = [op.name for op in graph.ops if op_class(kind_of(op.kind) or op.kind).kind_class in ANCHOR_CLASSES]
+    if len(anchors) < 2:
+        return None
+    block = {name: f"{GROUP}{name} block" for name in anchors}
+    producer = {t: op.name for op in graph.ops for t in op.outputs}
+    for op in reversed(graph.ops):  # readers come after their producers: each reader's block is known
+        if op.name in block:
+            continue
+        first = min((readers[t][0] for t in op.outputs if t in readers), key=index.__getitem__, default=None)
+        if first in block:  # else nothing it leads into closes a block: the tail, after the last anchor
+            block[op.name] = block[first]
+    for op in graph.ops:  # the tail: its producer's block, else the last one
+        if op.name not in block:
+            made = [block[producer[t]] for t in op.inputs if t in producer and producer[t] in block]
+            block[op.name] = made[-1] if made else block[anchors[-1]]
+    size = Counter(block.values())
+    return {op.name: (block[op.name],) if size[block[op.name]] > 1 else () for op in graph.ops}
+
+
 def _runs_of(order: list[str]) -> dict[str, tuple[str, ...]]:
     """Consecutive ops folded into runs of RUN_LENGTH, for a graph whose names carry no scopes."""
     chains = {}
@@ -250,29 +307,3 @@ def _runs_of(order: list[str]) -> dict[str, tuple[str, ...]]:
         last = min(first + RUN_LENGTH, len(order))
         chains[name] = (f"{GROUP}ops {first + 1}-{last}",)
     return chains
-
-
-def layered_positions(nodes: list[str], edges: Iterable[tuple[str, str]]) -> dict[str, tuple[float, float]]:
-    """Left-to-right layers, each node as late as its readers allow (so side chains such as
-    weight reshapes sit next to the op that reads them, not all in the first column); nodes of a
-    layer are stacked vertically. `nodes` come in graph order; an edge against that order (folding
-    ops into groups can close a loop) does not push its reader right."""
-    index = {n: i for i, n in enumerate(nodes)}
-    dag = nx.DiGraph()
-    dag.add_nodes_from(nodes)
-    dag.add_edges_from((s, d) for s, d in edges if index[s] < index[d])
-    depth: dict[str, int] = {}
-    for name in nodes:
-        depth[name] = max((depth[p] + 1 for p in dag.predecessors(name)), default=0)
-    last = max(depth.values(), default=0)
-    layer: dict[str, int] = {}
-    for name in reversed(nodes):
-        layer[name] = min((layer[s] - 1 for s in dag.successors(name)), default=last)
-    columns: dict[int, list[str]] = {}
-    for name in nodes:  # graph order keeps each column stable across runs
-        columns.setdefault(layer[name], []).append(name)
-    positions = {}
-    for x, names in columns.items():
-        for i, name in enumerate(names):
-            positions[name] = (float(x), (len(names) - 1) / 2 - i)
-    return positions

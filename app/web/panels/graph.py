@@ -122,6 +122,7 @@ def register(wiring: Wiring) -> dict:
         loaded = {op.name for op in run.load_ops}
         metrics = explorer.op_metrics(run, baseline)
         figure = graph_figure(view, graph, metrics, mode, shown, matches, loaded, focus and view.node_of[focus])
+        figure.layout.meta["open"] = groups  # a click on a box's label closes it: the browser needs the rest
         # the groups open and those drawn closed, which can be opened next (all of a 100k-op
         # model's groups, tens of thousands, made the page's dropdown freeze the browser)
         offered = dict.fromkeys([*groups, *(n.id for n in view.nodes if n.id in tree.members)])
@@ -183,6 +184,11 @@ def in_browser(app) -> None:
         Input(ids.GRAPH_VIEW, "clickData"),
         State(ids.GRAPH_GROUPS, "value"),
         prevent_initial_call=True,
+    )
+    app.clientside_callback(
+        "function(figure) { return window.tilescope.hookGraph(figure); }",
+        Output(ids.GRAPH_VIEW, "className"),
+        Input(ids.GRAPH_VIEW, "figure"),
     )
 
 

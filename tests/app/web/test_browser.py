@@ -417,6 +417,44 @@ throw new Error('no such node');
 """
 )
 
+GRAPH_LABELS = (
+    GRAPH + "return (gd.layout.annotations || []).filter(function (a) { return a.name === 'graph-label'; })"
+    ".map(function (a) { return a.text; });"
+)
+
+
+def _graph_labels_read_apart_and_a_box_label_closes_its_group(d, group: str, label: str) -> None:
+    """Zoomed to the open group's box: its label and its nodes' labels are drawn, none over
+    another; a click on the box's label closes the group."""
+    d.execute_script(
+        GRAPH + "var g = arguments[0], i = gd.layout.meta.boxes.findIndex(function (b) { return b[4] === g; });"
+        "var s = gd.layout.shapes[i];"
+        "Plotly.relayout(gd, {'xaxis.range': [s.x0 - 2, s.x1 + 2], 'yaxis.range': [s.y0 - 1, s.y1 + 1]});",
+        group,
+    )
+    # the box's label and those of the nodes inside it
+    _wait(d, lambda d: label in d.execute_script(GRAPH_LABELS) and len(d.execute_script(GRAPH_LABELS)) >= 4)
+    rects = d.execute_script(
+        "return Array.from(document.querySelectorAll('#graph-view .annotation-text')).map(function (e) {"
+        " var r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom, e.textContent]; });"
+    )
+    for i, a in enumerate(rects):
+        for b in rects[i + 1 :]:
+            apart = a[2] <= b[0] + 1 or b[2] <= a[0] + 1 or a[3] <= b[1] + 1 or b[3] <= a[1] + 1
+            assert apart, f"labels {a[4]!r} and {b[4]!r} overlap"
+    _shot(d, "11a-bert-graph-zoomed-labels")
+    box_label = next(e for e in d.find_elements(By.CSS_SELECTOR, "#graph-view .annotation") if e.text == label)
+    ActionChains(d).move_to_element(box_label).click().perform()
+    _wait(
+        d,
+        lambda d: d.execute_script(
+            GRAPH + "var g = arguments[0];"
+            "return gd.data.some(function (t) { return (t.customdata || []).indexOf(g) >= 0; });",
+            group,
+        ),
+    )
+    assert group not in (_prop(d, "graph-groups", "value") or [])
+
 
 def _timed(driver, act: str, ready: str) -> float:
     driver.set_script_timeout(90)
@@ -515,6 +553,7 @@ def test_bert_base_grouped_graph_and_interaction_latency(bert_server, browser):
             " return (t.customdata || []).indexOf('group:encoder.layer.3.attention') >= 0; });"
         ),
     )
+    _graph_labels_read_apart_and_a_box_label_closes_its_group(d, "group:encoder.layer.3", "layer.3")
     search = d.find_element(By.ID, "graph-search")
     search.send_keys("layer\\.3\\..*matmul\n")
     _wait(d, lambda d: "ops match" in _text(d, "graph-note"))

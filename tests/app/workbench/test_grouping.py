@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.workbench.grouping import CHUNK, DEFAULT_BUDGET, GROUP, MAX_NODES, RUN_LENGTH, ScopeTree, layered_positions
+from app.workbench.grouping import CHUNK, DEFAULT_BUDGET, GROUP, MAX_NODES, RUN_LENGTH, ScopeTree
 from compiler.ir import Graph, Op, Tensor
 from compiler.models import load_model
 
@@ -93,11 +93,6 @@ def test_a_large_graph_without_scopes_folds_into_runs_of_consecutive_ops():
     assert ScopeTree(_chain(names[:RUN_LENGTH])).groups == []  # small enough to show as it is
 
 
-def test_layers_run_left_to_right_and_an_edge_against_graph_order_is_ignored():
-    positions = layered_positions(["a", "b", "c"], [("a", "b"), ("b", "c"), ("c", "a")])
-    assert positions["a"][0] < positions["b"][0] < positions["c"][0]
-
-
 def test_the_groups_that_fit_are_the_longest_start_of_those_opened(bert):
     """As closing the last opened one at a time would find them, in a few counts: a page may send
     every group of a model."""
@@ -133,3 +128,64 @@ def test_thousands_of_runs_without_scopes_are_chunked_too():
     tree = ScopeTree(_chain(names))
     assert len(tree.children(None)) == 2 and tree.label(tree.children(None)[0]) == "[0-99]"
     assert len(tree.view(tree.ancestors_of(names[-1])).nodes) <= MAX_NODES
+
+
+def _layers_without_scopes(count: int) -> Graph:
+    """`count` layers of unscoped ops as an exporter names them: each a weight constant and its
+    reshape, a matmul reading it, then a bias add and a relu; all the constants come first."""
+    graph = Graph("flat", "graph", {"x": Tensor("x", (32, 32), "bf16")}, [], ["x"], [])
+
+    def op(name: str, kind: str, inputs: list[str]) -> str:
+        graph.tensors[name + ".out"] = Tensor(name + ".out", (32, 32), "bf16")
+        graph.ops.append(Op(name, kind, inputs, [name + ".out"]))
+        return name + ".out"
+
+    weights = [op(f"constant_{i}", "constant", []) for i in range(count)]
+    previous = "x"
+    for i in range(count):
+        w = op(f"reshape.{10 * i}", "reshape", [weights[i]])
+        previous = op(f"dot.{10 * i + 1}", "matmul", [previous, w])
+        previous = op(f"add.{10 * i + 2}", "add", [previous])
+        previous = op(f"relu.{10 * i + 3}", "relu", [previous])
+    graph.outputs.append(previous)
+    return graph
+
+
+def test_xla_instruction_names_are_not_scopes():
+    """`reshape.78` names the op's kind: grouping by it put every reshape of a model in one node."""
+    tree = ScopeTree(_chain(["reshape.1", "reshape.2", "gather.82_permuteInput", "broadcast.90#1", "add.3"]))
+    assert tree.groups == []
+    assert ScopeTree(_chain(["layer.0.fc.matmul", "layer.0.fc.add"])).groups == [GROUP + "layer.0.fc"]
+
+
+def test_a_graph_without_scopes_is_grouped_by_dataflow_into_blocks_closed_by_its_matmuls():
+    graph = _layers_without_scopes(20)  # 100 ops
+    tree = ScopeTree(graph)
+    top = tree.children(None)
+    assert top == [f"{GROUP}dot.{10 * i + 1} block" for i in range(20)]  # in the order of the matmuls
+    first = tree.members[top[0]]
+    # a block holds what leads into its matmul: the weight's constant and reshape with it
+    assert set(first) == {"constant_0", "reshape.0", "dot.1"}
+    second = tree.members[top[1]]
+    assert set(second) == {"constant_1", "reshape.10", "add.2", "relu.3", "dot.11"}
+    # what comes after the last matmul stays with it; every op in exactly one block
+    assert {"add.192", "relu.193"} <= set(tree.members[top[-1]])
+    assert sorted(op for g in top for op in tree.members[g]) == sorted(op.name for op in graph.ops)
+    view = tree.view([])
+    assert [(e.src, e.dst) for e in view.edges] == list(zip(top, top[1:]))
+
+
+def test_a_small_graph_without_scopes_or_one_without_matmuls_is_not_made_into_blocks():
+    assert ScopeTree(_layers_without_scopes(5)).groups == []  # few enough ops to show as they are
+    names = [f"relu_{i}" for i in range(2 * RUN_LENGTH)]
+    assert ScopeTree(_chain(names)).label(ScopeTree(_chain(names)).groups[0]) == f"ops 1-{RUN_LENGTH}"
+
+
+def test_real_exports_without_scopes_are_grouped_by_their_matmuls_and_reductions(corpus):
+    graph = load_model(str(corpus / "bert_encoder_layer.mlir")).graph
+    tree = ScopeTree(graph)
+    top = [g for g in tree.children(None) if g in tree.members]
+    assert top and all(g.endswith(" block") for g in top)
+    anchors = {graph.op(g.removeprefix(GROUP).removesuffix(" block")).kind for g in top}
+    assert "ttir.dot_general" in anchors and anchors <= {"ttir.dot_general", "ttir.sum", "ttir.max", "ttir.reduce_or"}
+    assert len(tree.view(tree.default_expansion()).nodes) <= DEFAULT_BUDGET

@@ -219,3 +219,31 @@ def test_a_search_opens_the_way_to_its_first_match_in_a_chunked_group_and_centre
     # the chunk is labelled by the children it holds
     tree = app.explorer.scope_tree(app.explorer.view(run_id), "input")
     assert [tree.label(c) for c in tree.children("group:mlp.layer")] == ["layer[0-99]", "layer[100-149]"]
+
+
+def test_open_groups_are_drawn_as_boxes_and_the_browser_gets_every_label_and_its_weight(cb):
+    run_id = shown_run(cb, "zoo:mlp?layers=3")
+    shown = cb["show_graph"](run_id, "input", selected="mlp.layer.1.fc1.matmul")
+    figure = shown["figure"]
+    boxes = [s for s in figure.layout.shapes if s.name == "group-box"]
+    meta = figure.layout.meta
+    assert {b[4] for b in meta["boxes"]} >= {"group:mlp.layer.1"} and len(boxes) == len(meta["boxes"])
+    assert meta["open"] == shown["groups"]  # what a click on a box's label leaves open, in the browser
+    nodes = [t for t in figure.data if t.meta and "labels" in t.meta]
+    labels = {n: (label, weight) for t in nodes for n, label, weight in zip(t.customdata, *t.meta.values())}
+    assert set(labels) == _ops_drawn(figure)
+    # the selected op's label is kept first, then the longest ops
+    weights = sorted(((w, n) for n, (_, w) in labels.items()), reverse=True)
+    assert weights[0][1] == "mlp.layer.1.fc1.matmul"
+
+
+def test_a_tensor_marker_never_sits_on_a_node_where_it_would_take_the_nodes_clicks(cb):
+    run_id = shown_run(cb, "zoo:bert-base?layers=2")
+    for level in ("input", "kernel"):
+        figure = cb["show_graph"](run_id, level)["figure"]
+        tensors = next(t for t in figure.data if t.name == "tensors")
+        nodes = [(x, y) for t in figure.data if t.meta and "labels" in t.meta for x, y in zip(t.x, t.y)]
+        edges = next(t for t in figure.data if t.mode == "lines")
+        assert len(tensors.x) > 0.8 * len([x for x in edges.x if x is None])  # most edges keep theirs
+        for x, y in zip(tensors.x, tensors.y):
+            assert all(abs(x - nx) >= 0.5 or abs(y - ny) >= 0.5 for nx, ny in nodes), (level, x, y)
