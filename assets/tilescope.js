@@ -305,6 +305,14 @@ window.tilescope = {
     window.Plotly.relayout(gd, {annotations: others.concat(out)});
   },
 
+  // The line shown while a model opens on a target: a model without a run there is compiled,
+  // simulated and stored first, which takes a while for a large one.
+  opening: function (model, target, policy, dispatch) {
+    if (!model || !target) { return ''; }
+    return 'Opening ' + model + ' on ' + target + ' (' + policy + ' policy, ' + dispatch + ' dispatch): ' +
+      'compiling, simulating and storing a run if there is none yet\u2026';
+  },
+
   // The width in pixels of a label in the graph's font, as the browser draws it (entities such as
   // &amp; count as the letter they stand for).
   textWidth: function (text) {

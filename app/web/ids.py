@@ -39,6 +39,7 @@ PENDING_REMOVE = "pending-remove"  # pattern-matching id type of each pending it
 OVERRIDES_UPLOAD = "overrides-upload"
 APPLY_PROGRESS = "apply-progress"  # the stage a re-run is at
 UPLOAD_PROGRESS = "upload-progress"  # the stage an uploaded model's first run is at
+COMPILE_PROGRESS = "compile-progress"  # shown while the chosen model, target, policy or dispatch opens
 
 # export of the shown run
 EXPORT_FORMAT = "export-format"

@@ -55,7 +55,11 @@ def layout(page: PageContext) -> list:
         className="run-bar",
     )
     message = html.Div(
-        [html.Div(id=ids.UPLOAD_PROGRESS, className="progress"), html.Div(id=ids.PAGE_MESSAGE)],
+        [
+            html.Div(id=ids.UPLOAD_PROGRESS, className="progress"),
+            html.Div(id=ids.COMPILE_PROGRESS, className="compile-progress"),
+            html.Div(id=ids.PAGE_MESSAGE),
+        ],
         className="page-message",
     )
     return [bar, message]
@@ -110,6 +114,8 @@ def _register_runs(wiring: Wiring) -> dict:
             linked=Input(ids.URL_STATE, "data"),
             dispatch=Input(ids.DISPATCH_SELECT, "value"),
         ),
+        # a model without a run there is compiled, simulated and stored first: say so while it is
+        running=[(Output(ids.COMPILE_PROGRESS, "className"), "compile-progress busy", "compile-progress")],
     )
     def choose_model(model, target, policy, linked=None, dispatch=DEFAULT_DISPATCH):
         """The newest run of the model on the target under the policy and dispatch (host: each op
@@ -338,4 +344,17 @@ def _register_upload(wiring: Wiring) -> dict:
     return {"upload_model": upload_model}
 
 
-PANEL = Panel("bar", "Run", "run", layout, register)
+def in_browser(app) -> None:
+    # what is being opened, written at once in the browser; shown only while choose_model runs
+    app.clientside_callback(
+        "function (model, target, policy, dispatch) {"
+        " return window.tilescope.opening(model, target, policy, dispatch); }",
+        Output(ids.COMPILE_PROGRESS, "children"),
+        Input(ids.MODEL_SELECT, "value"),
+        Input(ids.TARGET_SELECT, "value"),
+        Input(ids.POLICY_SELECT, "value"),
+        Input(ids.DISPATCH_SELECT, "value"),
+    )
+
+
+PANEL = Panel("bar", "Run", "run", layout, register, in_browser)

@@ -331,9 +331,19 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     # a zoo model's parameters, typed in the run bar: Enter opens the model with them
     d.get(server + "?model=zoo%3Amlp")
     _wait(d, lambda d: "zoo:mlp on wormhole_n150" in _text(d, "run-summary"))
+    # what the open line said, and whether it showed, while the new model compiled
+    d.execute_script(
+        "var e = document.getElementById('compile-progress'); window.seenOpening = [];"
+        "new MutationObserver(function () { window.seenOpening.push([e.className, e.innerText]); })"
+        ".observe(e, {attributes: true, childList: true, subtree: true, characterData: true});"
+    )
     params = d.find_element(By.ID, "zoo-params")
     params.send_keys("layers=2\n")
     _wait(d, lambda d: "zoo:mlp?layers=2 on wormhole_n150" in _text(d, "run-summary"))
+    _wait(d, lambda d: _prop(d, "compile-progress", "className") == "compile-progress")
+    seen = d.execute_script("return window.seenOpening;")
+    assert any("busy" in c for c, _ in seen), seen
+    assert any("Opening zoo:mlp?layers=2 on wormhole_n150" in t for _, t in seen), seen
     assert _prop(d, "zoo-params", "value") == "layers=2" and "model=zoo%3Amlp%3Flayers%3D2" in d.current_url
     # dark text in the white box, not the bar's near-white
     assert d.execute_script("return getComputedStyle(document.getElementById('zoo-params')).color") == "rgb(31, 41, 51)"
