@@ -134,3 +134,14 @@ def compile_model(
             graph = compiler_pass.run(graph)
         levels[level] = graph
     return Compilation(model, target, levels)
+
+
+def layout_outcomes(
+    compilation: Compilation, overrides: Sequence[OpOverride], l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
+) -> list[OverrideOutcome]:
+    """Each override's outcome on a compiled model, from the layout pass alone, run on a copy of
+    the kept `graph` level: what a compile with them would apply or reject, at a few percent of a
+    compile's cost (no memory planning or kernels, so an L1 the planner later finds over-full is
+    not among its rejections)."""
+    assign = AssignLayouts(compilation.target, tuple(overrides), compilation.policy, l1_usage_cap)
+    return assign.run(compilation.levels["graph"].with_level("layout")).meta["overrides"]

@@ -1,6 +1,15 @@
 """Per-op tuning requests: read and write the formats users exchange, and check them against a graph."""
 
 from .spec import format_item, format_value, parse_item
-from .validate import Report, check_op_names, validate
+from .validate import Problems, Report, check_op_names, check_overrides, validate
 
-__all__ = ["Report", "check_op_names", "format_item", "format_value", "parse_item", "validate"]
+__all__ = [
+    "Problems",
+    "Report",
+    "check_op_names",
+    "check_overrides",
+    "format_item",
+    "format_value",
+    "parse_item",
+    "validate",
+]

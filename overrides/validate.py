@@ -5,20 +5,23 @@
 then compiles once with every readable override, and lists every problem, each naming the item
 and the reason: unreadable tokens, repeats, unknown ops (with the closest names) and the
 compiler's rejections (grids, memories, uneven shards, blocks, tiles, L1 space, dtypes).
+`check_overrides` is the explorer's check before a re-run: the same problems against a model
+already compiled, from its layout pass alone, counted in full and described up to a page.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from compiler.errors import OverrideError
 from compiler.ir import Graph
 from compiler.mlir_import import ImportedModel
 from compiler.override import REJECTED, OpOverride, OverrideOutcome
 from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
-from compiler.pipeline import compile_model
+from compiler.pipeline import Compilation, compile_model, layout_outcomes
 from compiler.target import Target, shown
 
 
@@ -69,7 +72,65 @@ def validate(
     report.problems.extend(_unknown(ov, names, model.graph) for ov in overrides if ov.op not in known)
     compilation = compile_model(model, target, compilable, policy, l1_usage_cap)
     report.outcomes = list(compilation.override_outcomes)
-    report.problems.extend(
-        f"override {shown(o.spec)} rejected: {o.reason}" for o in report.outcomes if o.status == REJECTED
-    )
+    report.problems.extend(rejection(o) for o in report.outcomes if o.status == REJECTED)
     return report
+
+
+def rejection(outcome: OverrideOutcome) -> str:
+    """One line naming a rejected override and why."""
+    return f"override {shown(outcome.spec)} rejected: {outcome.reason}"
+
+
+SHOWN_PROBLEMS = 20  # lines a page lists; the rest are counted
+
+
+@dataclass
+class Problems:
+    """Every problem of a batch counted, the first `shown` described: a batch may hold 100,000
+    overrides, and a page of lines is what gets read."""
+
+    shown: int = SHOWN_PROBLEMS
+    lines: list[str] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, line: str | Callable[[], str]) -> None:
+        """Count a problem; a callable describes it only while there is room (a suggestion of
+        close names is a search over the graph's)."""
+        self.count += 1
+        if len(self.lines) < self.shown:
+            self.lines.append(line() if callable(line) else line)
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    @property
+    def more(self) -> int:
+        """Problems counted beyond the lines described."""
+        return self.count - len(self.lines)
+
+
+def check_overrides(
+    overrides: Sequence[OpOverride],
+    compilation: Compilation,
+    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
+    problems: Problems | None = None,
+) -> Problems:
+    """Why any of `overrides` cannot apply to a compiled model on its target, a line each in
+    their order: an unknown op, or what the layout pass rejects (grid, memory, dtype, tile,
+    fidelity, blocks, operands, uneven shards, L1 space per core). One pass over the graph and
+    one over the overrides, with no compile: the layout pass runs alone on a copy of the kept
+    `graph` level."""
+    problems = Problems() if problems is None else problems
+    graph = compilation.levels["graph"]
+    names = [op.name for op in graph.ops]
+    # an op fused into another is known: the layout pass applies its override to its host
+    known = set(names).union(*(op.source for op in graph.ops))
+    outcomes = iter(layout_outcomes(compilation, [ov for ov in overrides if ov.op in known], l1_usage_cap))
+    for ov in overrides:
+        if ov.op not in known:
+            problems.add(partial(_unknown, ov, names, graph))
+            continue
+        outcome = next(outcomes)
+        if outcome.status == REJECTED:
+            problems.add(rejection(outcome))
+    return problems

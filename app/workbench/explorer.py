@@ -261,7 +261,7 @@ class Explorer:
         (and operand or result). Returns the new run id (None when nothing was stored) and every
         override's outcome; the new run's view is kept, for the panels that show it next."""
         parent = self.view(run_id)
-        combined = _combined(parent.overrides, overrides)
+        combined = parent.rerun_with(overrides)
         result = runs.execute(
             self.sessions,
             parent.model_ref,
@@ -290,12 +290,6 @@ class Explorer:
     def export(self, run_id: int, fmt: str) -> tuple[str, str, str | None]:
         with self.sessions() as session:
             return export_run(session, run_id, fmt)
-
-
-def _combined(before: Sequence[OpOverride], overrides: Sequence[OpOverride]) -> list[OpOverride]:
-    """A run's overrides, each replaced by any of `overrides` of the same op part, then `overrides`."""
-    replaced = {o.key for o in overrides}
-    return [*(o for o in before if o.key not in replaced), *overrides]
 
 
 LABELLED_OVERRIDES = 3  # beyond, a label counts them and names the newest

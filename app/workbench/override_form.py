@@ -7,13 +7,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from compiler.errors import TilescopeError
-from compiler.override import OpOverride
+from compiler.errors import OverrideError, TilescopeError
+from compiler.override import REJECTED, OpOverride, OverrideOutcome
 from compiler.pipeline import Compilation
-from compiler.target import Target
-from overrides import format_item, parse_item
+from compiler.target import Target, shown
+from overrides import Problems, check_overrides, format_item, parse_item
 from overrides.formats import MAX_FILE_BYTES, MAX_ITEMS, parse_text
+from overrides.validate import SHOWN_PROBLEMS, rejection
 
+from .run_view import RunView
 from .uploads import upload_name, uploaded_bytes
 
 DEFAULT_FIDELITY_CHOICE = "default"
@@ -139,12 +141,23 @@ def applies_to_choices(compilation: Compilation, op_name: str | None) -> list[st
     return [OUTPUT, *(f"operand {i}" for i in range(len(layout_graph.op(op_name).inputs)))]
 
 
-def pending_overrides(pending: Sequence[str]) -> list[OpOverride]:
+def pending_overrides(pending: Sequence, problems: Problems | None = None) -> list[OpOverride]:
     """The page's pending list, read: at most MAX_ITEMS (a file's limit), counted before any is
-    parsed, since the list comes from the page and may be anything."""
+    parsed, since the list comes from the page and may be anything. An item that cannot be read
+    stops the reading, or with `problems` is one of them and left out."""
     if len(pending) > MAX_ITEMS:
         raise TilescopeError(f"{len(pending):,} pending overrides: at most {MAX_ITEMS:,}")
-    return [parse_item(s) for s in pending]
+    read = []
+    for i, item in enumerate(pending):
+        try:
+            if not isinstance(item, str):
+                raise OverrideError(f"pending item {i + 1}: {shown(item)} is not an override")
+            read.append(parse_item(item))
+        except OverrideError as err:
+            if problems is None:
+                raise
+            problems.add(str(err))
+    return read
 
 
 def with_pending(pending: Sequence[str], *overrides: OpOverride) -> list[str]:
@@ -159,20 +172,52 @@ def with_pending(pending: Sequence[str], *overrides: OpOverride) -> list[str]:
     return list(kept.values())
 
 
+def staged_override(run: RunView, op: str | None, form: FormValues) -> OpOverride:
+    """The form's override of `op`, for the pending list: refused with one line when it cannot
+    apply to `run` (with the run's own overrides) by itself, so the list holds no dead item."""
+    override = form_override(op, form)
+    problems = rerun_problems(run, [override])
+    if problems:
+        raise OverrideError(problems.lines[0])
+    return override
+
+
 def rerun_overrides(
-    compilation: Compilation, selected: str | None, pending: Sequence[str], form: FormValues
+    compilation: Compilation,
+    selected: str | None,
+    pending: Sequence,
+    form: FormValues,
+    problems: Problems | None = None,
 ) -> list[OpOverride]:
     """What a re-run applies: the pending overrides and the form's override of the selected op
-    (left out when there are pending ones and the form still shows the op as it is)."""
-    items = pending_overrides(pending)
-    if selected or not items:
+    (left out when there are pending ones and the form still shows the op as it is). With
+    `problems`, unreadable items and a form that describes no override are among them."""
+    items = pending_overrides(pending, problems)
+    if pending and (not selected or form == form_values(compilation, selected)):
+        return items  # the pending list alone
+    try:
         override = form_override(selected, form)
-        if not (items and form == form_values(compilation, selected)):
-            items = [*(o for o in items if o.key != override.key), override]  # as with_pending orders them
-    return items
+    except TilescopeError as err:
+        if problems is None or not pending:
+            raise
+        problems.add(str(err))
+        return items
+    return [*(o for o in items if o.key != override.key), override]  # as with_pending orders them
 
 
-SHOWN_PROBLEMS = 20  # lines of an imported file's problems on the page
+def rerun_problems(run: RunView, overrides: Sequence[OpOverride], problems: Problems | None = None) -> Problems:
+    """Why a re-run of `run` with `overrides` cannot go ahead: each of them, and each of the run's
+    own they leave in place, checked against its compiled model without compiling again."""
+    return check_overrides(run.rerun_with(overrides), run.compilation, run.l1_usage_cap, problems)
+
+
+def rejections(outcomes: Sequence[dict]) -> Problems:
+    """The overrides a compile rejected (outcomes as a run stores them), a line each."""
+    problems = Problems()
+    for outcome in outcomes:
+        if outcome["status"] == REJECTED:
+            problems.add(rejection(OverrideOutcome(**outcome)))
+    return problems
 
 
 def imported_overrides(filename: str, contents: str) -> tuple[list[OpOverride], list[str]]:

@@ -4,6 +4,7 @@ view of it is kept."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from compiler.override import OpOverride
@@ -60,3 +61,9 @@ class RunView:
             load_ops=tuple(load_ops(run)),
             load_ns=run.load_ns,
         )
+
+    def rerun_with(self, overrides: Sequence[OpOverride]) -> list[OpOverride]:
+        """What a re-run with `overrides` runs with: this run's overrides, each replaced by any of
+        `overrides` of the same op part, then `overrides`."""
+        replaced = {o.key for o in overrides}
+        return [*(o for o in self.overrides if o.key not in replaced), *overrides]

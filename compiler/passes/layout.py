@@ -15,10 +15,11 @@ another) or rejected, with the reason. Sharded layouts must divide the tensor ev
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from .. import opset
 from ..dtypes import BYTES_PER_ELEMENT
-from ..ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Tensor
+from ..ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Op, Tensor
 from ..l1_allocator import FirstFit, last_uses
 from ..matmul_blocking import matmul_split
 from ..operand_layout import required_layout
@@ -44,7 +45,12 @@ def _divisors(n: int) -> str:
 def even_shards(tensor: Tensor, memory_layout: str, grid: tuple[int, int], tile: tuple[int, int]) -> bool:
     """Whether `memory_layout` over `grid` cuts `tensor` into equal whole-tile shards."""
     batch, rt, ct = tile_grid(tensor.shape, tile)
-    height, (rows, cols) = batch * rt, grid
+    return _even(batch * rt, ct, memory_layout, grid)
+
+
+def _even(height: int, ct: int, memory_layout: str, grid: tuple[int, int]) -> bool:
+    """Whether `memory_layout` over `grid` cuts `height` x `ct` tiles into equal shards."""
+    rows, cols = grid
     if memory_layout == "height_sharded":
         return height % (rows * cols) == 0
     if memory_layout == "width_sharded":
@@ -52,6 +58,14 @@ def even_shards(tensor: Tensor, memory_layout: str, grid: tuple[int, int], tile:
     if memory_layout == "block_sharded":
         return height % rows == 0 and ct % cols == 0
     return True
+
+
+@lru_cache(maxsize=256)  # a batch of overrides may ask of one tensor 100,000 times
+def _dividing_grids(height: int, ct: int, memory_layout: str, grid: tuple[int, int]) -> str:
+    """The six largest grids within `grid` that cut `height` x `ct` tiles evenly, as a list."""
+    grids = [(r, c) for r in range(1, grid[0] + 1) for c in range(1, grid[1] + 1)]
+    good = [g for g in grids if _even(height, ct, memory_layout, g)]
+    return ", ".join(f"{r}x{c}" for r, c in sorted(good, key=lambda g: (-g[0] * g[1], g))[:6])
 
 
 def l1_layout_for(tensor: Tensor, grid: tuple[int, int], memory: str, tile: tuple[int, int]) -> Layout:
@@ -94,7 +108,11 @@ class AssignLayouts:
         # operand overrides after the output ones: whether an op can read an operand depends on
         # the grid and layout its own output ended up with
         order = sorted(range(len(self.overrides)), key=lambda i: self.overrides[i].operand is not None)
-        outcomes: dict[int, OverrideOutcome] = {i: self._apply(graph, self.overrides[i]) for i in order}
+        hosts: dict[str, Op] = {}  # a fused-away op's name -> the first op it was fused into
+        for op in graph.ops:
+            for name in op.source:
+                hosts.setdefault(name, op)
+        outcomes: dict[int, OverrideOutcome] = {i: self._apply(graph, self.overrides[i], hosts) for i in order}
         graph.meta["overrides"] = [outcomes[i] for i in range(len(self.overrides))]
         return graph
 
@@ -188,12 +206,10 @@ class AssignLayouts:
 
     def _uneven(self, tensor: Tensor, layout: Layout) -> str:
         """Why `layout`'s shards do not divide `tensor` evenly (naming grids that would), or ''."""
-        if even_shards(tensor, layout.memory_layout, layout.grid, layout.tile):
-            return ""
-        grids = [(r, c) for r in range(1, self.target.grid[0] + 1) for c in range(1, self.target.grid[1] + 1)]
-        good = [g for g in grids if even_shards(tensor, layout.memory_layout, g, layout.tile)]
-        would = ", ".join(f"{r}x{c}" for r, c in sorted(good, key=lambda g: (-g[0] * g[1], g))[:6])
         batch, rt, ct = tile_grid(tensor.shape, layout.tile)
+        if _even(batch * rt, ct, layout.memory_layout, layout.grid):
+            return ""
+        would = _dividing_grids(batch * rt, ct, layout.memory_layout, self.target.grid)
         rows, cols = layout.grid
         return (
             f"{layout.memory_layout} over {rows}x{cols} cores does not divide {tensor.name} "
@@ -234,7 +250,7 @@ class AssignLayouts:
                 )
         return ""
 
-    def _apply(self, graph: Graph, ov: OpOverride) -> OverrideOutcome:
+    def _apply(self, graph: Graph, ov: OpOverride, hosts: dict[str, Op]) -> OverrideOutcome:
         def rejected(reason: str) -> OverrideOutcome:
             return OverrideOutcome(ov.op, ov.spec, REJECTED, reason, ov.operand)
 
@@ -242,7 +258,7 @@ class AssignLayouts:
         if graph.has_op(ov.op):
             op = graph.op(ov.op)
         else:
-            host = next((o for o in graph.ops if ov.op in o.source), None)
+            host = hosts.get(ov.op)  # indexed once: a batch may name 100,000 ops
             if host is None:
                 return rejected(f"no op named {ov.op!r} in the graph")
             op = host

@@ -1,4 +1,5 @@
-"""check_op_names: every override names an op of the graph; the error suggests close names."""
+"""check_op_names: every override names an op of the graph; the error suggests close names. validate and
+check_overrides: every problem of a batch at once."""
 
 from __future__ import annotations
 
@@ -116,3 +117,90 @@ def test_json_file_problems_are_all_reported():
     assert any("overrides/0/grid/0" in e for e in errors) and any("overrides/2/fidelity" in e for e in errors)
     assert any("l1_usage_cap" in e for e in errors)
     assert any("block# applies to the op, not to one operand" in e for e in errors)
+
+
+# --- checking a re-run's overrides against a compiled model ----------------------------------------
+
+MLP = "zoo:mlp?layers=1"
+FC1, FC2 = "mlp.layer.0.fc1.matmul", "mlp.layer.0.fc2.matmul"  # fc1 has the bias add and gelu fused in
+
+
+def _compiled(target: str):
+    from compiler.pipeline import compile_model
+    from compiler.target import load_target
+
+    return compile_model(load_model(MLP), load_target(target))
+
+
+def test_check_overrides_names_every_impossible_override_in_order(wormhole):
+    from overrides import check_overrides
+
+    items = [
+        "no.such.op=l1",
+        f"{FC2}=9x9",
+        "mlp.layer.0.gelu=8x8:dram:interleaved",  # fused into fc1: applied there
+        f"{FC1}=1x1:l1:interleaved:f32",
+        f"{FC2}=operand#5:l1",
+        f"{FC2}=4x4:dram:interleaved:fidelity#lofi",
+    ]
+    problems = check_overrides([parse_item(i) for i in items], _compiled("wormhole_n150"))
+    assert problems.count == 4 and problems.more == 0
+    assert problems.lines == [
+        f"override 'no.such.op=l1': no op named 'no.such.op' in {MLP}",
+        f"override '{FC2}=9x9' rejected: grid 9x9 outside wormhole_n150's 8x8 grid",
+        f"override '{FC1}=1x1:l1:interleaved:f32' rejected: mlp.layer.0.gelu needs 2048 KiB per core in l1, "
+        "1464 KiB available",
+        f"override '{FC2}=operand#5:l1' rejected: {FC2} has 3 operand(s); operand#5 is not one",
+    ]
+
+
+def test_check_overrides_knows_what_a_target_lacks():
+    from overrides import check_overrides
+
+    items = [f"{FC1}=fidelity#lofi", f"{FC1}=result#0:tile#16x32", f"{FC2}=bfp8", f"{FC2}=result#0:lls:interleaved"]
+    problems = check_overrides([parse_item(i) for i in items], _compiled("mtia_v1"))
+    assert problems.lines == [
+        f"override '{FC1}=fidelity#lofi' rejected: mtia_v1 has no math fidelity setting "
+        "(its engine costs the same at each)",
+        f"override '{FC1}=result#0:tile#16x32' rejected: tile 16x32 not supported on mtia_v1; tiles: 32x32",
+        f"override '{FC2}=bfp8' rejected: mtia_v1 cannot compute in bfp8 (its matrix engine takes bf16, f16, i8)",
+    ]
+
+
+def test_check_overrides_rejects_what_a_compile_rejects(wormhole):
+    """The check is the layout pass's: a compile with the same overrides rejects the same ones."""
+    from compiler.pipeline import compile_model
+    from overrides import check_overrides
+    from overrides.validate import rejection
+
+    items = [
+        parse_item(i)
+        for i in (f"{FC1}=8x8:l1:block_sharded", f"{FC2}=2x2:l1:height_sharded", f"{FC1}=block#3x1x1", f"{FC2}=9x1")
+    ]
+    compiled = compile_model(load_model(MLP), wormhole, items)
+    rejected = [rejection(o) for o in compiled.override_outcomes if o.status == "rejected"]
+    assert len(rejected) == 3
+    assert check_overrides(items, _compiled("wormhole_n150")).lines == rejected
+
+
+def test_check_overrides_counts_a_huge_batch_and_describes_one_page(monkeypatch):
+    """100,000 overrides are each checked once; only the page of lines shown searches for close names."""
+    import difflib
+
+    from overrides import check_overrides
+    from overrides.validate import SHOWN_PROBLEMS
+
+    searches = []
+    close_matches = difflib.get_close_matches
+    monkeypatch.setattr(difflib, "get_close_matches", lambda *a, **k: searches.append(a[0]) or close_matches(*a, **k))
+    from compiler.override import OpOverride
+
+    unknown = [OpOverride(f"fc{i}", memory="l1", spec=f"fc{i}=l1") for i in range(99_000)]
+    fused = [OpOverride("mlp.layer.0.gelu", grid=(9, 9), spec="mlp.layer.0.gelu=9x9")] * 1_000
+    problems = check_overrides([*fused, *unknown], _compiled("wormhole_n150"))
+    assert problems.count == 100_000 and len(problems.lines) == SHOWN_PROBLEMS
+    assert problems.more == 100_000 - SHOWN_PROBLEMS
+    assert problems.lines[0] == "override 'mlp.layer.0.gelu=9x9' rejected: grid 9x9 outside wormhole_n150's 8x8 grid"
+    assert searches == []  # the page is full of the fused op's rejections before any unknown name
+    few = check_overrides(unknown[:3] + fused[:30], _compiled("wormhole_n150"))
+    assert searches == ["fc0", "fc1", "fc2"] and few.lines[0].startswith("override 'fc0=l1': no op named 'fc0'")

@@ -9,6 +9,7 @@ from dash import ALL, Input, Output, State, dcc, html, no_update
 
 from compiler.errors import TilescopeError
 from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
+from overrides import Problems
 
 from .. import ids
 from ..callback_context import triggered
@@ -22,11 +23,13 @@ from ...workbench.override_form import (
     OUTPUT,
     FormValues,
     applies_to_choices,
-    form_override,
     form_values,
     imported_overrides,
     override_choices,
+    rejections,
     rerun_overrides,
+    rerun_problems,
+    staged_override,
     with_pending,
 )
 
@@ -97,20 +100,33 @@ def _form_state() -> dict:
     return {name: State(component, "value") for name, component in FIELDS.items()}
 
 
+SHOWN_OUTCOMES = 20  # overrides listed after a re-run; a run may have thousands
+
+
 def outcome_list(outcomes: list[dict]) -> html.Ul:
-    return html.Ul(
-        [
-            html.Li(
-                [
-                    html.Span(o["status"], className=f"badge {o['status']}"),
-                    f" {o['spec']}",
-                    f" - {o['reason']}" if o["reason"] else "",
-                ]
-            )
-            for o in outcomes
-        ],
-        className="outcomes",
-    )
+    items = [
+        html.Li(
+            [
+                html.Span(o["status"], className=f"badge {o['status']}"),
+                f" {o['spec']}",
+                f" - {o['reason']}" if o["reason"] else "",
+            ]
+        )
+        for o in outcomes[:SHOWN_OUTCOMES]
+    ]
+    if len(outcomes) > SHOWN_OUTCOMES:
+        items.append(html.Li(f"... and {len(outcomes) - SHOWN_OUTCOMES:,} more", className="muted"))
+    return html.Ul(items, className="outcomes")
+
+
+def problem_list(problems: Problems) -> html.Div:
+    """Why Apply re-ran nothing: every override that cannot apply counted, a page of them named."""
+    count = f"{problems.count:,} override{'s' if problems.count != 1 else ''}"
+    head = error(f"Not re-run: {count} cannot apply, so none was applied. Fix or remove them, then apply again.")
+    lines = [html.Li(line) for line in problems.lines]
+    if problems.more:
+        lines.append(html.Li(f"... and {problems.more:,} more", className="muted"))
+    return html.Div([head, html.Ul(lines, className="problems")])
 
 
 SHOWN_MOVES = 3  # ops listed under a re-run's delta; the Runs & diff tab has them all
@@ -194,30 +210,36 @@ def register(wiring: Wiring) -> dict:
             return no_update
 
     callbacks = {"fill_form": fill_form, "form_choices": form_choices}
-    callbacks |= _register_pending(app)
+    callbacks |= _register_pending(wiring)
     callbacks |= _register_apply(wiring)
     return callbacks
 
 
-def _register_pending(app) -> dict:
+def _register_pending(wiring: Wiring) -> dict:
     """The pending list: added to from the form or a file, an item removed by its button."""
+    explorer, app = wiring.explorer, wiring.app
 
     @app.callback(
         output=dict(pending=Output(ids.PENDING_OVERRIDES, "data"), status=Output(ids.OVERRIDE_STATUS, "children")),
         inputs=dict(_clicks=Input(ids.STAGE_OVERRIDE, "n_clicks")),
         state=dict(
-            selected=State(ids.SELECTED_OP, "data"), pending=State(ids.PENDING_OVERRIDES, "data"), form=_form_state()
+            run_id=State(ids.RUN_SELECT, "value"),
+            selected=State(ids.SELECTED_OP, "data"),
+            pending=State(ids.PENDING_OVERRIDES, "data"),
+            form=_form_state(),
         ),
         prevent_initial_call=True,
     )
-    def stage_override(_clicks, selected, pending, form):
-        """Keep the form's override for the next re-run, to change several ops at once."""
+    def stage_override(_clicks, run_id, selected, pending, form):
+        """Keep the form's override for the next re-run, to change several ops at once; one that
+        cannot apply to the shown run is refused at once, with the reason."""
+        if run_id is None:
+            return no_update
         try:
-            return dict(
-                pending=with_pending(pending or [], form_override(selected, FormValues.sent(form))), status=None
-            )
+            staged = staged_override(explorer.view(run_id), selected, FormValues.sent(form))
+            return dict(pending=with_pending(pending or [], staged), status=None)
         except TilescopeError as err:
-            return dict(pending=no_update, status=error(str(err)))
+            return dict(pending=no_update, status=error(f"Not added: {err}"))
 
     @app.callback(
         output=Output(ids.PENDING_OVERRIDES, "data", allow_duplicate=True),
@@ -309,16 +331,19 @@ def _register_apply(wiring: Wiring) -> dict:
             return no_update
         explorer.in_new_process()
         try:
-            items = rerun_overrides(explorer.view(run_id).compilation, selected, pending or [], FormValues.sent(form))
+            parent, problems = explorer.view(run_id), Problems()
+            items = rerun_overrides(parent.compilation, selected, pending or [], FormValues.sent(form), problems)
+            # all or nothing: a run missing some of what was asked for would be read as the answer
+            if rerun_problems(parent, items, problems):
+                return outputs(APPLIED, status=problem_list(problems))
             new_id, outcomes = explorer.apply_overrides(run_id, items, on_stage=reporter(set_progress, "re-run"))
         except TilescopeError as err:
             return outputs(APPLIED, status=error(str(err)))
-        status = outcome_list(outcomes)
-        if new_id is None:
-            return outputs(APPLIED, status=[error("Not re-run: an override was rejected."), status])
+        if new_id is None:  # rejected only once planned together (L1 over-full)
+            return outputs(APPLIED, status=problem_list(rejections(outcomes)))
         run = explorer.view(new_id)
         found = rerun_delta(explorer.view(run_id), run, explorer.durations(run_id), explorer.durations(new_id))
-        status = [delta_note(found), status]
+        status = [delta_note(found), outcome_list(outcomes)]
         return dict(
             run_options=explorer.run_options(run.model_ref, run.target_ref), run_id=new_id, status=status, pending=[]
         )

@@ -354,6 +354,50 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     assert not severe, severe
 
 
+def test_impossible_overrides_are_refused_when_staged_and_all_named_on_apply(server, browser, tmp_path):
+    """ "Add to pending" refuses an override that cannot apply, with the reason on one line and the
+    list unchanged; Apply with two impossible pending overrides and possible ones names both,
+    inside the panel, and re-runs nothing."""
+    d = browser
+    d.get(server)
+    _wait(d, lambda d: len(_op_nodes(d)) == 2 and "run #" in _text(d, "run-summary"))
+    run = _prop(d, "run-select", "value")
+    ActionChains(d).move_to_element(_op_nodes(d)[0]).click().perform()
+    _wait(d, lambda d: "mlp.layer.0.fc1.matmul" in _text(d, "op-inspector") and _settled(d))
+
+    _pick(d, "override-memory", "l1")
+    _pick(d, "override-memory-layout", "block_sharded")  # fc1's 4x128 tiles over 8x8 cores: uneven
+    d.find_element(By.ID, "stage-override").click()
+    _wait(d, lambda d: "does not divide" in _text(d, "override-status"))
+    refused = _text(d, "override-status").strip()
+    assert refused.startswith("Not added: override 'mlp.layer.0.fc1.matmul=8x8:l1:block_sharded")
+    assert "\n" not in refused and "grids that would: " in refused, refused
+    assert _prop(d, "pending-overrides", "data") == [] and "None." in _text(d, "pending-list")
+    d.execute_script("document.getElementById('override-status').scrollIntoView({block: 'center'})")
+    _shot(d, "04d-override-refused")
+
+    bad = "override-output-layout=mlp.layer.0.fc9.matmul=l1,mlp.layer.0.fc2.matmul=9x9,"
+    (tmp_path / "overrides.txt").write_text(bad + "mlp.layer.0.fc2.matmul=result#0:8x8:dram:interleaved")
+    d.find_element(By.CSS_SELECTOR, "#overrides-upload input[type=file]").send_keys(str(tmp_path / "overrides.txt"))
+    _wait(d, lambda d: "3 override(s) added to pending" in _text(d, "override-status"))
+    _pick(d, "override-memory-layout", "width_sharded")  # the form's override of fc1 is possible
+    d.find_element(By.ID, "apply-overrides").click()
+    _wait(d, lambda d: "cannot apply" in _text(d, "override-status"), timeout=60)
+    status = _text(d, "override-status")
+    assert "Not re-run: 2 overrides cannot apply, so none was applied." in status
+    lines = [line for line in status.splitlines()[1:] if line.strip()]
+    assert len(lines) == 2 and "no op named 'mlp.layer.0.fc9.matmul'" in lines[0], status
+    assert "'mlp.layer.0.fc2.matmul=9x9' rejected: grid 9x9 outside wormhole_n150's 8x8 grid" in lines[1], status
+    assert _prop(d, "run-select", "value") == run and len(_prop(d, "pending-overrides", "data")) == 3
+    # long op names wrap inside the panel
+    assert d.execute_script(
+        "var p = document.getElementById('override-form'), s = document.getElementById('override-status');"
+        "return s.scrollWidth <= s.clientWidth && p.scrollWidth <= p.clientWidth;"
+    )
+    d.execute_script("document.getElementById('override-status').scrollIntoView({block: 'center'})")
+    _shot(d, "04e-override-problems")
+
+
 def test_a_run_with_load_time_work_shows_it_beside_the_time_per_step(tmp_path, browser):
     """A run whose compiler moved an op to load time: the summary gives its load time beside the
     time per step, the statistics list the op, and the timeline keeps to the step's ops."""

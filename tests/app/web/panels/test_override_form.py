@@ -11,9 +11,11 @@ from dash import no_update
 from app.web.panels.override_form import SHOWN_PENDING
 from app.workbench import runs
 from overrides.formats import MAX_ITEMS
+from overrides.validate import SHOWN_PROBLEMS
 from perfdb import queries
 
 from . import conftest
+from ...workbench.test_override_form import CROWDED, CROWDING
 from .conftest import (
     CONSUMER,
     FC1,
@@ -142,6 +144,70 @@ def test_impossible_override_is_reported_and_stores_nothing(app, cb):
     assert len(app.explorer.run_options(wide, TARGET)) == runs_before
 
 
+def test_apply_lists_every_impossible_override_and_applies_none(app, cb):
+    """Unknown op, grid beyond the target, L1 that does not fit, fidelity on a target without:
+    one line each, naming the override and the cause; no run stored, the pending list kept."""
+    mtia_id = shown_run(cb, target="mtia_v1")
+    runs_before = len(app.explorer.run_options(MODEL, "mtia_v1"))
+    pending = [
+        "mlp.layer.0.fc3.matmul=l1",
+        f"{CONSUMER}=result#0:9x9",
+        f"{FC1}=1x1:l1:interleaved:tile:bf16",
+        f"{CONSUMER}=fidelity#lofi",
+        f"{CONSUMER}=8x8:dram:interleaved",  # possible: not listed
+    ]
+    applied = apply(cb, mtia_id, selected=None, pending=pending)
+    assert applied["run_id"] is no_update and applied["pending"] is no_update
+    head, listed = applied["status"].children
+    assert head.children.startswith("Not re-run: 4 overrides cannot apply, so none was applied.")
+    assert [li.children for li in listed.children] == [
+        f"override 'mlp.layer.0.fc3.matmul=l1': no op named 'mlp.layer.0.fc3.matmul' in {MODEL}; "
+        f"did you mean {CONSUMER}, {FC1}?",
+        f"override '{CONSUMER}=result#0:9x9' rejected: grid 9x9 outside mtia_v1's 8x8 grid",
+        f"override '{FC1}=1x1:l1:interleaved:tile:bf16' rejected: mlp.layer.0.gelu needs 1024 KiB per core in l1, "
+        "128 KiB available",
+        f"override '{CONSUMER}=fidelity#lofi' rejected: mtia_v1 has no math fidelity setting "
+        "(its engine costs the same at each)",
+    ]
+    assert len(app.explorer.run_options(MODEL, "mtia_v1")) == runs_before
+
+
+def test_apply_of_a_huge_pending_list_names_a_page_of_problems_and_counts_the_rest(cb):
+    pending = [f"{FC1}=8x8:l1:width_sharded", *(f"op{i}=2x2:dram:interleaved" for i in range(MAX_ITEMS - 1))]
+    applied = apply(cb, shown_run(cb), selected=None, pending=pending)
+    head, listed = applied["status"].children
+    assert head.children.startswith(f"Not re-run: {MAX_ITEMS - 1:,} overrides cannot apply")
+    lines = [li.children for li in listed.children]
+    assert len(lines) == SHOWN_PROBLEMS + 1 and lines[-1] == f"... and {MAX_ITEMS - 1 - SHOWN_PROBLEMS:,} more"
+    assert lines[0].startswith("override 'op0=2x2:dram:interleaved': no op named 'op0'")
+
+
+def test_what_only_a_compile_finds_impossible_is_listed_the_same_way(app, cb):
+    """Outputs that each fit L1 but not all at once: the memory planner rejects one, nothing is stored."""
+    crowded_id = shown_run(cb, CROWDED)
+    runs_before = len(app.explorer.run_options(CROWDED, TARGET))
+    applied = apply(cb, crowded_id, selected=None, pending=CROWDING)
+    head, listed = applied["status"].children
+    assert head.children.startswith("Not re-run: 1 override cannot apply")
+    assert listed.children[0].children.startswith(f"override '{CROWDING[-1]}' rejected: L1 overflow at ")
+    assert len(app.explorer.run_options(CROWDED, TARGET)) == runs_before
+
+
+def test_add_to_pending_refuses_an_impossible_override_with_one_line(cb):
+    mtia_id, pending = shown_run(cb, target="mtia_v1"), [f"{CONSUMER}=8x8:dram:interleaved"]
+    layout = dict(memory="dram", memory_layout="interleaved", rows=8, cols=8)
+    refused = cb["stage_override"](1, mtia_id, FC1, pending, form(fidelity="hifi2", **layout))
+    assert refused["pending"] is no_update
+    assert refused["status"].children == (
+        f"Not added: override '{FC1}=8x8:dram:interleaved:tile:bf16:fidelity#hifi2' rejected: "
+        "mtia_v1 has no math fidelity setting (its engine costs the same at each)"
+    )
+    refused = cb["stage_override"](1, mtia_id, FC1, pending, form(**{**layout, "rows": 12}))
+    assert refused["pending"] is no_update and "grid 12x8 outside mtia_v1's 8x8 grid" in refused["status"].children
+    staged = cb["stage_override"](1, mtia_id, FC1, pending, form(**layout))
+    assert staged["status"] is None and staged["pending"] == [*pending, f"{FC1}=8x8:dram:interleaved:tile:bf16"]
+
+
 def test_form_without_a_selected_op_says_so(cb):
     applied = apply(cb, shown_run(cb), selected=None, memory="l1", memory_layout="block_sharded", rows=4, cols=8)
     assert "select an op" in str(applied["status"])
@@ -171,7 +237,7 @@ def test_pending_overrides_re_run_together_in_one_child_run(app, cb):
     base_id = shown_run(cb)
 
     def stage(selected, pending, **fields):
-        return cb["stage_override"](1, selected, pending, form(**fields))
+        return cb["stage_override"](1, base_id, selected, pending, form(**fields))
 
     staged = stage(FC1, [], memory="l1", memory_layout="width_sharded", rows=8, cols=8)
     assert staged["status"] is None and staged["pending"] == [f"{FC1}=8x8:l1:width_sharded:tile:bf16"]
@@ -197,7 +263,7 @@ def test_pending_overrides_re_run_together_in_one_child_run(app, cb):
 def test_the_form_sets_an_operand_tile_blocking_and_buffering_and_rejects_a_bad_block(app, cb):
     base_id = shown_run(cb)
     layout = dict(memory_layout="interleaved", rows=8, cols=8)
-    staged = cb["stage_override"](1, FC1, [], form(memory="l1", applies_to="operand 0", **layout))
+    staged = cb["stage_override"](1, base_id, FC1, [], form(memory="l1", applies_to="operand 0", **layout))
     assert staged["pending"] == [f"{FC1}=8x8:l1:interleaved:tile:bf16:operand#0"]
     applied = apply(
         cb, base_id, memory="dram", fidelity="hifi2", tile="32x32", block="4x2x2", double_buffer="off", **layout
@@ -206,7 +272,7 @@ def test_the_form_sets_an_operand_tile_blocking_and_buffering_and_rejects_a_bad_
     assert app.explorer.run(applied["run_id"]).overrides == [
         f"{FC1}=8x8:dram:interleaved:tile:bf16:fidelity#hifi2:block#4x2x2:double_buffer#false:tile#32x32"
     ]
-    bad = cb["stage_override"](1, FC1, [], form(memory="l1", block="4x4", **layout))
+    bad = cb["stage_override"](1, base_id, FC1, [], form(memory="l1", block="4x4", **layout))
     assert "expected M x N x K" in str(bad["status"])
 
 
@@ -255,8 +321,10 @@ def test_a_pending_list_past_a_files_limit_is_one_line_before_any_item_is_read(c
     run_id = shown_run(cb)
     huge = ["not an override"] * (MAX_ITEMS + 1)  # a page may send anything
     said = f"{MAX_ITEMS + 1:,} pending overrides: at most {MAX_ITEMS:,}"
-    staged = cb["stage_override"](1, FC1, huge[:-1], form(memory="l1", memory_layout="interleaved", rows=8, cols=8))
-    assert staged["pending"] is no_update and staged["status"].children == said
+    staged = cb["stage_override"](
+        1, run_id, FC1, huge[:-1], form(memory="l1", memory_layout="interleaved", rows=8, cols=8)
+    )
+    assert staged["pending"] is no_update and staged["status"].children == f"Not added: {said}"
     empty = {name: None for name in form()}
     assert cb["apply_override"](conftest.progress, 1, run_id, None, huge, empty)["status"].children == said
     imported = cb["import_overrides"](data_url(f"override-output-layout={FC1}=4x4:l1:interleaved"), "x.txt", huge[:-1])

@@ -1,0 +1,111 @@
+"""The override form's overrides: staging one refuses what cannot apply to the shown run, and a
+re-run's check names every pending item, the form and the run's own overrides that cannot."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.workbench.explorer import Explorer
+from app.workbench.override_form import (
+    FormValues,
+    rejections,
+    rerun_overrides,
+    rerun_problems,
+    staged_override,
+)
+from compiler.errors import TilescopeError
+from compiler.models import load_model
+from compiler.pipeline import compile_model
+from overrides import Problems, check_overrides, format_item, parse_item
+from perfdb.engine import open_db, session_factory
+
+MLP = "zoo:mlp?layers=1"
+FC1, FC2 = "mlp.layer.0.fc1.matmul", "mlp.layer.0.fc2.matmul"
+LAYOUT = dict(memory="dram", memory_layout="interleaved", rows=8, cols=8, layout="tile", dtype="bf16")
+
+
+@pytest.fixture
+def explorer(sqlite_url):
+    return Explorer(session_factory(open_db(sqlite_url)))
+
+
+def _run(explorer, target="wormhole_n150", model=MLP):
+    return explorer.view(explorer.ensure_run(model, target))
+
+
+@pytest.mark.parametrize(
+    "target, op, fields, reason",
+    [
+        ("wormhole_n150", "nope", {}, f"no op named 'nope' in {MLP}"),
+        ("wormhole_n150", FC1, dict(rows=9), "grid 9x8 outside wormhole_n150's 8x8 grid"),
+        ("wormhole_n150", FC1, dict(rows=1, cols=1, memory="l1", dtype="f32"), "needs 2048 KiB per core in l1"),
+        ("mtia_v1", FC1, dict(tile="16x32"), "tile 16x32 not supported on mtia_v1; tiles: 32x32"),
+        ("mtia_v1", FC1, dict(fidelity="lofi"), "mtia_v1 has no math fidelity setting"),
+        ("mtia_v1", FC2, dict(dtype="bfp8"), "mtia_v1 cannot compute in bfp8"),
+        ("wormhole_n150", FC1, dict(block="4x4"), "block '4x4': expected M x N x K tiles per core"),
+        ("wormhole_n150", FC1, dict(cols="eight"), "override form: grid cols 'eight' is not a choice it offers"),
+    ],
+)
+def test_staging_refuses_an_override_that_cannot_apply_with_one_line(explorer, target, op, fields, reason):
+    with pytest.raises(TilescopeError) as refused:
+        staged_override(_run(explorer, target), op, FormValues(**{**LAYOUT, **fields}))
+    assert reason in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_staging_keeps_an_override_that_applies(explorer):
+    staged = staged_override(_run(explorer), FC1, FormValues(**{**LAYOUT, "memory": "l1", "fidelity": "lofi"}))
+    assert format_item(staged) == f"{FC1}=8x8:l1:interleaved:tile:bf16:fidelity#lofi"
+
+
+def test_a_reruns_problems_are_every_pending_item_and_the_form_at_once(explorer):
+    run, problems = _run(explorer), Problems()
+    pending = ["garbage", 7, "nope=l1", f"{FC2}=9x9", f"{FC1}=8x8:l1:width_sharded"]
+    form = FormValues(**{**LAYOUT, "rows": "eight"})
+    items = rerun_overrides(run.compilation, FC2, pending, form, problems)
+    assert [format_item(o) for o in items] == ["nope=l1", f"{FC2}=9x9", f"{FC1}=8x8:l1:width_sharded"]
+    rerun_problems(run, items, problems)
+    assert problems.lines == [
+        "override 'garbage': expected OP=PARAMS, e.g. matmul_1=2x2:l1:block_sharded",
+        "pending item 2: 7 is not an override",
+        "override form: grid rows 'eight' is not a choice it offers",
+        f"override 'nope=l1': no op named 'nope' in {MLP}",
+        f"override '{FC2}=9x9' rejected: grid 9x9 outside wormhole_n150's 8x8 grid",
+    ]
+    # without a list to collect them in, the first stops the reading, as staging and imports need
+    with pytest.raises(TilescopeError, match="'garbage'"):
+        rerun_overrides(run.compilation, FC2, pending, form)
+
+
+def test_a_reruns_check_covers_the_runs_own_overrides_as_the_new_ones_replace_them(explorer):
+    run = _run(explorer)
+    child_id, _ = explorer.apply_overrides(run.id, [parse_item(f"{FC1}=1x1:l1:interleaved:bf16")])
+    child = explorer.view(child_id)
+    # f32 doubles the child's fc1 output in one core's L1: the run's own override, made impossible
+    assert rerun_problems(child, [parse_item(f"{FC1}=result#0:f32")]).lines == [
+        f"override '{FC1}=result#0:f32' rejected: mlp.layer.0.gelu needs 2048 KiB per core in l1, 1464 KiB available"
+    ]
+    assert not rerun_problems(child, [parse_item(f"{FC1}=8x8:l1:interleaved:f32")])  # replaces the run's
+
+
+# five outputs in L1 at f32 that each fit a core, but not all at once beside the circular buffers
+CROWDED = "zoo:bert-base?layers=1&batch=8"
+CROWDING = [
+    f"encoder.layer.0.{name}=l1:interleaved:f32"
+    for name in (
+        "attention.output.LayerNorm.layer_norm",
+        "intermediate.dense.matmul",
+        "intermediate.dense.unflatten",
+        "intermediate.dense.bias.reshape.2",
+        "intermediate.dense.bias_add",
+    )
+]
+
+
+def test_what_only_the_memory_planner_rejects_is_listed_from_the_compile(wormhole):
+    model, items = load_model(CROWDED), [parse_item(i) for i in CROWDING]
+    assert not check_overrides(items, compile_model(model, wormhole))  # each is possible on its own
+    outcomes = [o.as_dict() for o in compile_model(model, wormhole, items).override_outcomes]
+    problems = rejections(outcomes)
+    assert problems.count == 1 and problems.lines[0].startswith(
+        f"override '{CROWDING[-1]}' rejected: L1 overflow at encoder.layer.0.intermediate.dense.bias_add"
+    )
