@@ -121,10 +121,3 @@ class Graph:
             warnings=list(self.warnings),
             meta=dict(self.meta),
         )
-
-    def replace_uses(self, old: str, new: str) -> None:
-        """Make every reader of tensor `old` (ops and the graph's outputs) read `new` instead."""
-        for op in self.ops:
-            if old in op.inputs:
-                op.inputs = [new if t == old else t for t in op.inputs]
-        self.outputs = [new if t == old else t for t in self.outputs]

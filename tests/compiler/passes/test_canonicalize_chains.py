@@ -39,3 +39,25 @@ def test_a_narrowing_cast_and_back_is_kept():
     """f32 -> bf16 drops mantissa bits: casting back does not restore x."""
     graph = run(NARROWING, Canonicalize())
     assert lines(graph) == ["down = typecast(x)", "up = typecast(down)"]
+
+
+NO_OPS = """
+func.func @f(%x: tensor<32x64xbf16> {ttir.name = "x"}) -> (tensor<32x64xbf16>, tensor<32x64xbf16>) {
+  %a = "ttir.reshape"(%x) <{shape = [32 : i32, 64 : i32]}> : (tensor<32x64xbf16>) -> tensor<32x64xbf16> loc("same0")
+  %b = "ttir.reshape"(%a) <{shape = [32 : i32, 64 : i32]}> : (tensor<32x64xbf16>) -> tensor<32x64xbf16> loc("same1")
+  %c = "ttir.add"(%b, %a) : (tensor<32x64xbf16>, tensor<32x64xbf16>) -> tensor<32x64xbf16> loc("sum")
+  %d = "ttir.reshape"(%c) <{shape = [32 : i32, 64 : i32]}> : (tensor<32x64xbf16>) -> tensor<32x64xbf16> loc("same2")
+  return %d, %b : tensor<32x64xbf16>, tensor<32x64xbf16>
+}
+"""
+
+
+def test_no_ops_in_a_row_are_all_read_past_by_every_reader_and_the_outputs():
+    graph = run(NO_OPS, Canonicalize())
+    assert lines(graph) == ["sum = add(x, x)"]
+    assert graph.outputs == ["sum", "x"]
+    assert dict(graph.meta["canonicalized"]) == {
+        "same0": "no-op reshape",
+        "same1": "no-op reshape",
+        "same2": "no-op reshape",
+    }
