@@ -80,3 +80,12 @@ GRAPH_NOTE = "graph-note"
 URL = "url"
 URL_STATE = "url-state"  # store: the link's run and diff pair, until the page has shown them
 URL_APPLIED = "url-applied"  # store: the link has been read (later changes of the address are ours)
+
+# MLIR view: a search of the level's text, stepping through its matches, and what the view shows
+MLIR_SEARCH = "mlir-search"
+MLIR_NEXT = "mlir-next"
+MLIR_PREV = "mlir-prev"
+MLIR_FOUND = "mlir-found"  # "3 of 57 matches"
+MLIR_NOTE = "mlir-note"  # which lines of the level the view holds
+MLIR_WINDOW = "mlir-window"  # store: the lines the view draws, with their tokens, matches and marks
+MLIR_STATE = "mlir-state"  # store: the window shown, the search and its current match

@@ -52,5 +52,12 @@ class Panel:
 
 
 def outputs(names, **given) -> dict:
-    """A callback's named outputs: those `given`, the rest left as they are."""
-    return {name: given.get(name, no_update) for name in names}
+    """A callback's named outputs: those `given`, the rest left as they are (a group of outputs, such
+    as a form's fields, as a group of no_update: Dash checks the result's shape against the outputs')."""
+    return {name: given[name] if name in given else _unchanged(names[name]) for name in names}
+
+
+def _unchanged(spec):
+    if isinstance(spec, dict):
+        return {key: _unchanged(inner) for key, inner in spec.items()}
+    return [no_update] * len(spec) if isinstance(spec, (list, tuple)) else no_update

@@ -241,19 +241,20 @@ def _register_model_switch(wiring: Wiring) -> dict:
         output=dict(
             selected=Output(ids.SELECTED_OP, "data", allow_duplicate=True),
             pattern=Output(ids.GRAPH_SEARCH, "value"),
+            mlir_search=Output(ids.MLIR_SEARCH, "value"),
         ),
         inputs=dict(model=Input(ids.MODEL_SELECT, "value")),
         state=dict(search=State(ids.URL, "search")),
         prevent_initial_call=True,
     )
     def forget_on_model_switch(model, search):
-        """Another model: the selected op and the graph search were the last model's, so they go
+        """Another model: the selected op and the graph and MLIR searches were the last model's, so they go
         (and with them op= in the address; the ticked pair goes with the run list). A model the
         address names is a link being opened, whose op is kept."""
         named = url_state.parse(search).model
         if named is None or model == named:
             return no_update
-        return dict(selected=None, pattern="")
+        return dict(selected=None, pattern="", mlir_search="")
 
     return {"forget_on_model_switch": forget_on_model_switch}
 

@@ -30,6 +30,7 @@ from selenium.webdriver.chrome.options import Options  # noqa: E402
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.actions.action_builder import ActionBuilder  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -396,6 +397,60 @@ def test_impossible_overrides_are_refused_when_staged_and_all_named_on_apply(ser
     )
     d.execute_script("document.getElementById('override-status').scrollIntoView({block: 'center'})")
     _shot(d, "04e-override-problems")
+
+
+def test_mlir_view_colours_searches_and_selects_an_op_by_its_line(server, browser):
+    """The MLIR view as a compiler engineer reads it: coloured tokens, a search with its count that
+    Enter steps through, and a click on an op's line (or its number) selecting the op."""
+    d = browser
+    d.get(server + "?level=kernel")
+    _wait(d, lambda d: "ts.cores" in _text(d, "mlir-view") and _settled(d))
+    colour = "return getComputedStyle(document.querySelector(arguments[0])).color"
+    assert d.execute_script(colour, "#mlir-view .t-op") != d.execute_script(colour, "#mlir-view .mlir-code")
+    ops = {e.text for e in d.find_elements(By.CSS_SELECTOR, "#mlir-view .t-op")}
+    assert {"module", "func.func", '"ts.matmul"', '"ts.cores"', '"ts.read"', "return"} <= ops
+    assert {"t-ssa", "t-type", "t-str", "t-num", "t-attr", "t-sym"} <= set(
+        d.execute_script(
+            "return Array.from(document.querySelectorAll('#mlir-view .mlir-code span'), function (s) {"
+            " return s.className; });"
+        )
+    )
+    # the level is 53 lines, all in view: the count is the text's
+    total = _text(d, "mlir-view").lower().count("fc1.weight")
+    search = d.find_element(By.ID, "mlir-search")
+    search.send_keys("FC1.weight")
+    _wait(d, lambda d: _text(d, "mlir-found") == f"1 of {total} matches")
+    current = "#mlir-view mark.mlir-match.current"
+    _wait(d, lambda d: d.find_element(By.CSS_SELECTOR, current).text == "fc1.weight")
+    assert len(d.find_elements(By.CSS_SELECTOR, "#mlir-view mark.mlir-match")) == total
+    search.send_keys("\n")  # Enter: the next match
+    _wait(d, lambda d: _text(d, "mlir-found") == f"2 of {total} matches" and _settled(d))
+    second = d.find_elements(By.CSS_SELECTOR, "#mlir-view mark.mlir-match")[1]
+    assert "current" in second.get_attribute("class")
+    d.execute_script("document.getElementById('mlir-view').scrollIntoView({block: 'center'})")
+    _shot(d, "16-mlir-search")
+
+    # a click on a line inside fc2's op (one of its core writes) selects fc2, as a graph click does
+    fc2 = "mlp.layer.0.fc2.matmul"
+    write = [e for e in d.find_elements(By.CSS_SELECTOR, "#mlir-view .t-op") if e.text == '"ts.write"'][-1]
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'})", write)
+    ActionChains(d).move_to_element(write).click().perform()
+    _wait(d, lambda d: fc2 in _text(d, "op-inspector") and _prop(d, "selected-op", "data") == fc2)
+    _wait(d, lambda d: fc2 in d.find_element(By.CSS_SELECTOR, "#mlir-view mark.op-lines").text)
+    d.execute_script("document.getElementById('mlir-view').scrollIntoView({block: 'center'})")
+    _shot(d, "17-mlir-click-selects")
+    # a click on a line's number does too: line 3 is fc1's first
+    at = d.execute_script(
+        "var v = document.getElementById('mlir-view'), g = v.querySelector('.mlir-gutter');"
+        "v.scrollTop = 0; var b = g.getBoundingClientRect(), s = getComputedStyle(g);"
+        "return [b.left + b.width / 2, b.top + parseFloat(s.paddingTop) + 2.5 * parseFloat(s.lineHeight)];"
+    )
+    click = ActionBuilder(d)
+    click.pointer_action.move_to_location(int(at[0]), int(at[1])).click()
+    click.perform()
+    _wait(d, lambda d: _prop(d, "selected-op", "data") == "mlp.layer.0.fc1.matmul")
+    severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    assert not severe, severe
 
 
 def test_a_run_with_load_time_work_shows_it_beside_the_time_per_step(tmp_path, browser):

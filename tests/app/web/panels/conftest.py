@@ -67,6 +67,12 @@ def records(app, run_id: int) -> dict:
         return {r.name: r for r in queries.op_records(session, run_id)}
 
 
+def marked_text(shown: dict) -> str:
+    """The lines the MLIR view marks (the selected op's), as the browser draws them."""
+    window = shown["window"]
+    return "\n".join("\n".join(window["lines"][start:end]) for start, end in window["marks"])
+
+
 def zones(app, run_id: int, depth: int | None = None) -> list:
     with app.explorer.sessions() as session:
         return queries.zones(session, run_id, depth=depth)

@@ -26,6 +26,7 @@ from .conftest import (
     apply,
     data_url,
     form,
+    marked_text,
     records,
     rerun,
     shown_run,
@@ -67,7 +68,7 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     assert f"{fastest} -{(before[fastest].duration_ns - after[fastest].duration_ns) / 1e3:,.2f} us" in delta
 
     mlir, summary = cb["show_mlir"](new_id, "layout", FC1), cb["show_summary"](new_id)
-    highlighted = str(mlir[1].children)
+    highlighted = marked_text(mlir)
     assert "#ts.layout<l1, width_sharded" in highlighted and FC1 in highlighted
     assert "overrides" in str(summary)
     timeline = cb["show_timeline"](new_id, None, [], FC1)

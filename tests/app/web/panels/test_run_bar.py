@@ -28,7 +28,7 @@ def test_page_opens_on_a_stored_run_of_the_example_model(app, cb):
     assert [o["value"] for o in chosen["run_options"]] == [chosen["run_id"]]
     assert "baseline" in chosen["run_options"][0]["label"]
     mlir = cb["show_mlir"](chosen["run_id"], "graph", None)
-    assert mlir[0].startswith('module @"zoo:mlp?layers=1"')
+    assert mlir["window"]["lines"][0].startswith('module @"zoo:mlp?layers=1"')
 
 
 def test_a_run_on_a_target_file_reopens_and_reruns_from_what_it_stored(tmp_path):
@@ -140,7 +140,7 @@ def test_switching_model_forgets_the_selection_and_search_a_link_keeps_them(cb):
     assert cb["forget_on_model_switch"](MODEL, search) is no_update
     # the user picks another model: the last one's op and search go, and op= leaves the address
     forgot = cb["forget_on_model_switch"]("classifier.mlir", search)
-    assert forgot == {"selected": None, "pattern": ""}
+    assert forgot == {"selected": None, "pattern": "", "mlir_search": ""}
     after = cb["write_link"]("classifier.mlir", TARGET, POLICY, "graph", None, forgot["selected"], [], True)
     assert "op=" not in after and "diff=" not in after
     # the last model's ticked pair does not carry over to the other model's runs
