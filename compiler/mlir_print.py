@@ -17,13 +17,17 @@ Ops print in generic form in the `ts` dialect, named by `loc("<stable name>")`, 
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 from .ir import Graph, Op, Tensor
 from .kernel import CoreWork, Kernel
 
 
+@lru_cache(maxsize=1 << 16)
 def _string(text: str) -> str:
-    return json.dumps(text)  # MLIR string literals take the same escapes as JSON for our names
+    # MLIR string literals take the same escapes as JSON for our names; a kernel level names the
+    # same tensors and paths over and over
+    return json.dumps(text)
 
 
 def _type(tensor: Tensor, with_layout: bool) -> str:
@@ -60,28 +64,36 @@ def _key(name: str) -> str:
 
 
 def _core_group(group: CoreWork, indent: str) -> list[str]:
+    # written out key by key (in _attr_dict's sorted order) rather than through _attr_dict: a
+    # 100k-op model's kernel level has a million of these lines, and the generic path took 30 s
     inner = indent + "  "
     lines = [f'{indent}"ts.cores"() ({{']
     for t in group.reads:
-        attrs = {"tensor": t.tensor, "path": t.path, "bytes": round(t.bytes)}
-        lines.append(f'{inner}"ts.read"(){_attr_dict(attrs)} : () -> ()')
+        where = f"path = {_string(t.path)}, tensor = {_string(t.tensor)}"
+        lines.append(f'{inner}"ts.read"() {{bytes = {round(t.bytes)} : i64, {where}}} : () -> ()')
     for cb in group.cbs:
-        attrs = {"name": cb.name, "tensor": cb.tensor, "pages": cb.pages, "bytes": round(cb.bytes)}
-        lines.append(f'{inner}"ts.cb"(){_attr_dict(attrs)} : () -> ()')
+        what = f"name = {_string(cb.name)}, pages = {_attr_value(cb.pages)}, tensor = {_string(cb.tensor)}"
+        lines.append(f'{inner}"ts.cb"() {{bytes = {round(cb.bytes)} : i64, {what}}} : () -> ()')
     c = group.compute
-    attrs = {"engine": c.engine, "tiles": c.tiles, "cycles": round(c.cycles)}
-    if c.fidelity:
-        attrs["fidelity"] = c.fidelity
-    lines.append(f'{inner}"ts.compute"(){_attr_dict(attrs)} : () -> ()')
+    fidelity = f", fidelity = {_string(c.fidelity)}" if c.fidelity else ""
+    work = f"cycles = {round(c.cycles)} : i64, engine = {_string(c.engine)}{fidelity}, tiles = {_attr_value(c.tiles)}"
+    lines.append(f'{inner}"ts.compute"() {{{work}}} : () -> ()')
     for t in group.writes:
-        attrs = {"tensor": t.tensor, "path": t.path, "bytes": round(t.bytes)}
-        lines.append(f'{inner}"ts.write"(){_attr_dict(attrs)} : () -> ()')
-    cores = tuple(x for core in group.cores for x in core)
-    attrs = {"cores": cores, "blocks": group.blocks}
-    if not group.double_buffered:
-        attrs["double_buffer"] = False
-    lines.append(f"{indent}}}){_attr_dict(attrs)} : () -> ()")
+        where = f"path = {_string(t.path)}, tensor = {_string(t.tensor)}"
+        lines.append(f'{inner}"ts.write"() {{bytes = {round(t.bytes)} : i64, {where}}} : () -> ()')
+    cores = _cores(group.cores)
+    single = "" if group.double_buffered else ", double_buffer = false"
+    lines.append(
+        f"{indent}}}) {{blocks = {_attr_value(group.blocks)}, cores = array<i64: {cores}>{single}}} : () -> ()"
+    )
     return lines
+
+
+@lru_cache(maxsize=1 << 12)
+def _cores(cores: tuple[tuple[int, int], ...]) -> str:
+    """A core group's coordinates as an i64 array's body: most groups of a model are one of a few
+    grids (all 64 cores, a row, ...)."""
+    return ", ".join(str(x) for core in cores for x in core)
 
 
 def _op_lines(graph: Graph, op: Op, values: dict[str, str], first: int, with_layout: bool) -> list[str]:

@@ -135,3 +135,29 @@ def test_override_changes_the_layout_text_of_that_op(tiny_path, wormhole):
     )
     # the consumer sees the new operand type too
     assert "#ts.layout<l1, block_sharded" in line_of(tuned, "matmul_1")
+
+
+def test_core_group_lines_are_written_as_mlir_prints_those_ops(tiny_path, wormhole):
+    """The kernel level's ts.cores lines are spelled out directly (a million of them in a 100k-op
+    model): each is exactly what MLIR itself prints for the op it parses, fidelity and single
+    buffering included."""
+    tuned = [parse_item("matmul_0=8x8:dram:interleaved:fidelity#hifi2:double_buffer#false")]
+    text = compile_model(load_model(tiny_path), wormhole, tuned).mlir("kernel")
+    ctx, module = _parsed(text)
+    lines = [
+        ln.strip()
+        for ln in text.splitlines()
+        if ln.strip().startswith(('"ts.read"', '"ts.cb"', '"ts.compute"', '"ts.write"'))
+    ]
+    lines += [ln.strip() for ln in text.splitlines() if ln.strip().startswith("}) {blocks")]
+    assert any("fidelity = " in ln for ln in lines) and any("double_buffer = false" in ln for ln in lines)
+    with ctx:
+        printed = [str(o) for top in _top_ops(_func(module)) for o in _walk(top) if o.name != "ts.cores"]
+        groups = [
+            str(o).rsplit("})", 1)[1].strip()
+            for top in _top_ops(_func(module))
+            for o in _walk(top)
+            if o.name == "ts.cores"
+        ]
+    assert sorted(ln for ln in lines if not ln.startswith("})")) == sorted(printed)
+    assert sorted(ln.removeprefix("})").strip() for ln in lines if ln.startswith("})")) == sorted(groups)
