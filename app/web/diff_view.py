@@ -18,7 +18,7 @@ from . import ids
 from .grids import column, grid
 from .style import TOP_LEGEND, base_layout, graph_config, kind_colour, plain, us
 from .zone_segments import segments, vertices
-from ..workbench.diff import changes_text, more, moved_text, settings_text, time_split
+from ..workbench.diff import changes_text, device_parts, more, moved_text, settings_text, time_split
 from ..workbench.load_time import duration_text, ops_text
 
 SHOWN_ONLY_IN = 10  # inserted or removed ops listed by name; the rest are counted
@@ -74,6 +74,7 @@ def _diff_head(found: dict, a: Run, b: Run) -> html.Div:
                 className=f"metric {'worse' if delta > 0 else 'better' if delta < 0 else ''}",
             ),
             html.Span(time_split(found), className="muted"),
+            html.Span(device_parts(found), className="muted device-parts"),
         ],
         className="diff-head",
     )

@@ -135,6 +135,32 @@ def time_split(found: dict) -> str:
     return split + (f" ({'; '.join(why)})" if why else "")
 
 
+def device_parts(found: dict) -> str:
+    """The device delta as the sum of what the diff lists: the ops slower and faster (all of them,
+    not only the rows shown), the ops inserted and removed, those moved to or from load time, and
+    what is left (ops overlapping on the device, so their times do not add up to its busy time).
+    A slowdown then has its causes on the page even when the largest rows are faster ops."""
+    deltas = [op["delta_ns"] for op in found["ops"]]
+    slower, faster = [d for d in deltas if d > 0], [d for d in deltas if d < 0]
+    parts = [
+        (f"{len(slower):,} op{'s' * (len(slower) != 1)} slower", sum(slower)),
+        (f"{len(faster):,} faster", sum(faster)),
+        (f"{len(found['inserted']):,} inserted", sum(op["ns"] for op in found["inserted"])),
+        (f"{len(found['removed']):,} removed", -sum(op["ns"] for op in found["removed"])),
+        (f"{len(found['moved_to_load']):,} moved to load time", -sum(op["step_ns"] for op in found["moved_to_load"])),
+        (
+            f"{len(found['moved_into_step']):,} moved into the step",
+            sum(op["step_ns"] for op in found["moved_into_step"]),
+        ),
+    ]
+    shown = [(what, ns) for what, ns in parts if ns]
+    rest = found["device_delta_ns"] - sum(ns for _, ns in parts)
+    if abs(rest) >= 5:  # ns: below, rounding of the stored times
+        shown.append(("overlap on the device", rest))
+    said = ", ".join(f"{what} {ns / 1e3:+z,.2f} us" for what, ns in shown) or "no op changed"
+    return f"device {found['device_delta_ns'] / 1e3:+z,.2f} us = {said}"
+
+
 def load_times_text(found: dict) -> str | None:
     """`load time (const-eval, once per model load): 0 ops, 0 ns -> 24 ops, 1.23 ms (+1.23 ms)`,
     when either run does work once per model load; else None."""

@@ -11,6 +11,7 @@ from dash import no_update
 from app.web.callback_context import diff_pair
 from app.web.diff_view import aligned_timelines, duration_histogram
 from app.web.panels.timeline import timeline_figure
+from app.workbench.diff import device_parts
 from perfdb.queries import WindowItem
 
 from .conftest import CONSUMER, FC1, apply, rerun, shown_run
@@ -126,3 +127,26 @@ def test_the_diff_shows_both_runs_load_time_and_the_ops_moved_to_load_time(app, 
     assert f"{FC1}  matmul  " in text and "Removed" not in text
     back = str(cb["show_diff"]([base_id, run_id], base_id))  # the older run stays A
     assert "Moved to load time" in back
+
+
+def test_the_diff_explains_the_device_delta_by_the_ops_it_lists(app, cb):
+    """Slower and faster ops (all of them), inserted ones: their times add up to the device delta,
+    so a slowdown whose largest rows are faster ops still shows where the time went."""
+    base_id = shown_run(cb)
+    operand = f"{CONSUMER}=operand#1:l1:width_sharded:1x8"
+    run_id = apply(cb, base_id, None, [operand], memory="dram", memory_layout="interleaved", rows=8, cols=8)["run_id"]
+    found = app.explorer.diff(base_id, run_id)
+    view = str(cb["show_diff"]([], run_id))
+    (inserted,) = found["inserted"]
+    assert f"device {found['device_delta_ns'] / 1e3:+,.2f} us = " in view
+    assert f"1 inserted {inserted['ns'] / 1e3:+,.2f} us" in view
+    slower = [op["delta_ns"] for op in found["ops"] if op["delta_ns"] > 0]
+    faster = [op["delta_ns"] for op in found["ops"] if op["delta_ns"] < 0]
+    listed = sum(slower) + sum(faster) + inserted["ns"]
+    said = device_parts(found)
+    if slower:
+        assert f"{len(slower)} op{'s' * (len(slower) != 1)} slower {sum(slower) / 1e3:+,.2f} us" in said
+    if faster:
+        assert f"{len(faster)} faster {sum(faster) / 1e3:+,.2f} us" in said
+    # what the parts leave is named, never silently dropped
+    assert ("overlap on the device" in said) == (abs(found["device_delta_ns"] - listed) >= 5)
