@@ -76,12 +76,16 @@ def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):
     assert "no parent run" in str(cb["show_diff"]([], base_id))
 
 
-def test_the_diff_shows_the_inserted_op_the_time_split_and_warns_of_other_targets(app, cb):
+def _operand_in_l1(app, cb):
+    """A re-run that reads the consumer's operand 1 from L1 (a to_layout inserted), with its diff."""
     base_id = shown_run(cb)
     operand = f"{CONSUMER}=operand#1:l1:width_sharded:1x8"
     run_id = apply(cb, base_id, None, [operand], memory="dram", memory_layout="interleaved", rows=8, cols=8)["run_id"]
-    found = app.explorer.diff(base_id, run_id)
-    view = str(cb["show_diff"]([], run_id))
+    return base_id, run_id, app.explorer.diff(base_id, run_id), str(cb["show_diff"]([], run_id))
+
+
+def test_the_diff_shows_the_inserted_op_the_time_split_and_warns_of_other_targets(app, cb):
+    base_id, run_id, found, view = _operand_in_l1(app, cb)
     (inserted,) = found["inserted"]
     assert f"Inserted (only in B #{run_id}): 1 op, {inserted['ns'] / 1e3:,.2f} us" in view
     assert f"{CONSUMER}.in1.to_layout  to_layout" in view and "Removed" not in view
@@ -132,11 +136,7 @@ def test_the_diff_shows_both_runs_load_time_and_the_ops_moved_to_load_time(app, 
 def test_the_diff_explains_the_device_delta_by_the_ops_it_lists(app, cb):
     """Slower and faster ops (all of them), inserted ones: their times add up to the device delta,
     so a slowdown whose largest rows are faster ops still shows where the time went."""
-    base_id = shown_run(cb)
-    operand = f"{CONSUMER}=operand#1:l1:width_sharded:1x8"
-    run_id = apply(cb, base_id, None, [operand], memory="dram", memory_layout="interleaved", rows=8, cols=8)["run_id"]
-    found = app.explorer.diff(base_id, run_id)
-    view = str(cb["show_diff"]([], run_id))
+    base_id, run_id, found, view = _operand_in_l1(app, cb)
     (inserted,) = found["inserted"]
     assert f"device {found['device_delta_ns'] / 1e3:+,.2f} us = " in view
     assert f"1 inserted {inserted['ns'] / 1e3:+,.2f} us" in view
