@@ -29,6 +29,7 @@ from ..workbench.model_access import ModelAccess
 from .page import page
 from .panel import PageContext, Wiring
 from .request_limits import limit_requests
+from ..workbench import runs
 from ..workbench.runs import DEFAULT_TARGET
 from .thread_jobs import ThreadJobManager
 
@@ -55,6 +56,8 @@ def create_app(
     if broker:
         celery_jobs.check_broker(broker)
     explorer = Explorer(session_factory(open_db(db_url)))
+    cache = Path(job_dir).parent if job_dir else Path(platformdirs.user_cache_dir("tilescope"))
+    runs.keep_compilations_in(str(cache / "compilations"))  # a restart then shows a big model at once
     if store_opening_run:  # the operator's model, whatever it is: before requests are limited
         explorer.ensure_run(model_ref, target)  # the first page load shows a stored run at once
     explorer.access = access or ModelAccess()

@@ -22,6 +22,7 @@ from perfdb.schema import Run
 from perfdb.records import CounterColumns, LoadOp, NewOp, NewRun, ZoneColumns
 from perfdb.store import save_run
 
+from .compile_store import CompileStore
 from .kept import Kept
 
 DEFAULT_TARGET = "wormhole_n150"
@@ -80,26 +81,42 @@ def _unlock_in_child() -> None:
 os.register_at_fork(after_in_child=_unlock_in_child)
 
 
-@lru_cache(maxsize=16)
 def _model(ref: str, text: str):
-    return load_model(ref, text)
+    return _IMPORTED.of((ref, text), lambda: load_model(ref, text))
 
 
 @lru_cache(maxsize=64)
 def _compile(
     ref: str, text: str, target: Target, overrides: tuple[OpOverride, ...], policy: str, l1_usage_cap: float
 ) -> Compilation:
+    key = (ref, text, target)
+    store = _ON_DISK
+    disk_key = store.key(ref, text, repr(target), overrides, policy, l1_usage_cap) if store else ""
+    kept = store.load(disk_key) if store else None
+    if kept is not None:  # its model is the model from now on: the next compile builds on this one
+        _IMPORTED.keep((ref, text), kept.model)
+        _LATEST.keep(key, kept)
+        return kept
     model = _model(ref, text)
     check_op_names(overrides, model.graph)
     # incremental: what the last compilation of this model on this target did for the ops an
     # override leaves alone is taken from it (compile_model's `since`)
-    key = (ref, text, target)
     compilation = compile_model(model, target, list(overrides), policy, l1_usage_cap, since=_LATEST.get(key))
     _LATEST.keep(key, compilation)
+    if store:
+        store.keep(disk_key, compilation)
     return compilation
 
 
+def keep_compilations_in(directory: str | None) -> None:
+    """Keep large compilations in `directory` across restarts (None: in memory only)."""
+    global _ON_DISK
+    _ON_DISK = CompileStore(directory) if directory else None
+
+
 _KEPT = 8  # models (or targets) kept in each
+_IMPORTED: Kept = Kept(16)  # imported models, by reference and text
+_ON_DISK: CompileStore | None = None  # where large compilations outlive the process
 _LATEST: Kept[Compilation] = Kept(_KEPT)  # per model and target, the latest compilation
 _COSTS: Kept[KernelCosts] = Kept(_KEPT)  # per model, target and dispatch, the latest simulation's costs
 _KEEPING = threading.Lock()  # for _COSTS (_LATEST is written under _COMPILING)

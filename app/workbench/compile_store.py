@@ -1,0 +1,107 @@
+"""Large compilations kept on disk, so a server that restarts shows a big model's stored run without
+compiling it again.
+
+A stored run holds its timings, not its compilation, and every view of a run (graph, MLIR,
+inspector) reads the compilation: after a restart the first page of a 100k-op model compiled it
+again for about 20 s. Unpickling the same compilation takes about 1.5 s. Only compilations of at
+least MIN_OPS ops are kept (a small one compiles faster than it loads), at most KEEP of them,
+written by a thread of their own once compiled. A file's name is a hash of everything the
+compilation depends on, the compiler's own source included, so a changed compiler or model never
+reads a stale one. The directory is the server's own cache: it holds nothing a request wrote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from compiler.override import OpOverride
+from compiler.pipeline import Compilation
+
+MIN_OPS = 20_000  # kernel-level ops from which a compilation is kept
+KEEP = 4  # compilations kept; the least recently used goes first
+
+
+def _compiler_version() -> str:
+    """A hash of the compiler's source and target files: what a kept compilation was made by."""
+    root = Path(__file__).resolve().parents[2] / "compiler"
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".toml")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+class CompileStore:
+    """Compilations by key, in files under `directory`."""
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory)
+        self.version = _compiler_version()
+        self._writing: set[str] = set()
+        self._writers: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def key(
+        self, ref: str, text: str, target: str, overrides: Sequence[OpOverride], policy: str, l1_usage_cap: float
+    ) -> str:
+        parts = (self.version, ref, text, target, repr(tuple(overrides)), policy, repr(l1_usage_cap))
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+    def load(self, key: str) -> Compilation | None:
+        """The compilation kept under `key`, or None; a file that does not read back is removed."""
+        path = self.directory / f"{key}.pickle"
+        try:
+            with path.open("rb") as f:
+                found = pickle.load(f)  # noqa: S301  # the server's own cache directory (see above)
+        except FileNotFoundError:
+            return None
+        except Exception as err:  # truncated by a crash, or made by another Python: compile instead
+            sys.stderr.write(f"tilescope: a kept compilation did not read back ({type(err).__name__}); compiling\n")
+            path.unlink(missing_ok=True)
+            return None
+        os.utime(path)  # recently used: evicted last
+        return found if isinstance(found, Compilation) else None
+
+    def keep(self, key: str, compilation: Compilation) -> threading.Thread | None:
+        """Write `compilation` under `key` in a thread (the thread, or None when it is too small to
+        keep or already being written)."""
+        if len(compilation.kernel.ops) < MIN_OPS:
+            return None
+        with self._lock:
+            if key in self._writing:
+                return None
+            self._writing.add(key)
+        writer = threading.Thread(target=self._write, args=(key, compilation), daemon=True)
+        writer.start()
+        with self._lock:
+            self._writers = [w for w in self._writers if w.is_alive()] + [writer]
+        return writer
+
+    def flush(self) -> None:
+        """Wait for the compilations being written."""
+        with self._lock:
+            writers = list(self._writers)
+        for writer in writers:
+            writer.join()
+
+    def _write(self, key: str, compilation: Compilation) -> None:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            partial = self.directory / f"{key}.{threading.get_ident()}.partial"
+            with partial.open("wb") as f:
+                pickle.dump(compilation, f, protocol=pickle.HIGHEST_PROTOCOL)
+            partial.replace(self.directory / f"{key}.pickle")  # whole or not at all
+            kept = sorted(self.directory.glob("*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in kept[KEEP:]:
+                old.unlink(missing_ok=True)
+        except OSError as err:  # a full disk costs a compile after the next restart, nothing more
+            sys.stderr.write(f"tilescope: could not keep a compilation: {err.strerror}\n")
+        finally:
+            with self._lock:
+                self._writing.discard(key)
