@@ -139,6 +139,14 @@ window.tilescope = {
     return [name, noUpdate];
   },
 
+  // The label a menu shows for `value` (its options are values, or {label, value}), in full: the
+  // tooltip of a menu that cuts it short.
+  menuLabel: function (value, options) {
+    var found = (options || []).find(function (o) { return o === value || (o && o.value === value); });
+    var label = found && found.label !== undefined ? found.label : value;
+    return label === null || label === undefined ? '' : String(label);
+  },
+
   // A relayout of the timeline that moves its time axis (a zoom, a pan, a reset; as
   // timeline.x_window and _x_reset read it) past what the drawn figure holds, or no_update: a
   // resize, or a zoom or pan that the figure already draws (its meta, timeline.figure_meta).
@@ -189,9 +197,7 @@ window.tilescope = {
 
   // Once per drawn figure: hook the zone names, the hover card and the zone card to its events.
   hookTimeline: function (figure) {
-    window.requestAnimationFrame(function () {
-      var gd = document.querySelector('#timeline-view .js-plotly-plot');
-      if (!gd || !gd.on) { return; }
+    window.tilescope.whenDrawn(function (gd) {
       if (!gd._tilescopeHooked) {
         gd._tilescopeHooked = true;
         gd.on('plotly_afterplot', function () { window.tilescope.labelZones(gd); });
@@ -210,6 +216,35 @@ window.tilescope = {
       window.tilescope.labelZones(gd);
     });
     return window.dash_clientside.no_update;  // the output is a placeholder: this hooks events
+  },
+
+  // `then(gd)` once the timeline's figure is on the page: at once, or as its tab opens (only the
+  // open tab is on the page; its figure is drawn anew, without the events hooked to the last one).
+  whenDrawn: function (then, frames) {
+    window.requestAnimationFrame(function () {
+      var gd = document.querySelector('#timeline-view .js-plotly-plot');
+      if (gd && gd.on && gd._fullLayout) { then(gd); return; }
+      if ((frames || 0) < 300) { window.tilescope.whenDrawn(then, (frames || 0) + 1); }  // ~5 s at most
+    });
+  },
+
+  // The timeline's tab opened, a zone was pinned from elsewhere on the page (find zone's list), or
+  // another run is shown (whose zones the pinned one is not): the figure drawn anew gets its
+  // events, the selected op's outlines and the pinned zone's card.
+  timelineShown: function (tab, pin, selected, figure) {
+    var ts = window.tilescope, fired = (window.dash_clientside.callback_context || {}).triggered || [];
+    var by = function (id) { return fired.some(function (t) { return t.prop_id === id; }); };
+    if (by('run-select.value')) { ts._pinned = null; }
+    if (by('timeline-pin.data') && pin) { ts._pinned = {zone: pin, info: pin.info}; }
+    if (tab === 'timeline' && !by('run-select.value')) {  // a new run's figure is hooked as it comes
+      ts.hookTimeline(figure);
+      ts.whenDrawn(function () {
+        ts.highlightZones(selected, figure);
+        var card = document.getElementById('timeline-zone');
+        if (card && ts._pinned) { ts.fillCard(card, ts._pinned.zone, ts._pinned.info); }
+      });
+    }
+    return window.dash_clientside.no_update;
   },
 
   // The zone under a hover or click event: its name, op, track, start and end (us), or null.
@@ -234,6 +269,18 @@ window.tilescope = {
     if (!card) { return; }
     if (!zone) { card.style.display = id === 'timeline-tip' ? 'none' : card.style.display; return; }
     var info = ((gd.layout.meta || {}).ops || {})[zone.op];
+    if (id === 'timeline-zone') { window.tilescope._pinned = {zone: zone, info: info}; }  // shown again as the tab reopens
+    window.tilescope.fillCard(card, zone, info);
+    if (id === 'timeline-tip' && event.event) {
+      var x = event.event.clientX, y = event.event.clientY;
+      card.style.left = Math.min(x + 14, window.innerWidth - 380) + 'px';
+      card.style.top = Math.min(y + 14, window.innerHeight - 140) + 'px';
+    }
+  },
+
+  // A card's lines for `zone` ({name, op, start, end (us), row, lane}) and its op's `info` ([kind,
+  // time (us), bound, why], from the figure's meta or zone_card.pinned), as text.
+  fillCard: function (card, zone, info) {
     var fmt = function (us) { return us.toLocaleString('en-US', {maximumFractionDigits: 2, minimumFractionDigits: 2}); };
     var lines = [
       ['b', zone.name],
@@ -248,11 +295,6 @@ window.tilescope = {
       return el;
     }));
     card.style.display = 'block';
-    if (id === 'timeline-tip' && event.event) {
-      var x = event.event.clientX, y = event.event.clientY;
-      card.style.left = Math.min(x + 14, window.innerWidth - 380) + 'px';
-      card.style.top = Math.min(y + 14, window.innerHeight - 140) + 'px';
-    }
   },
 
   // The most of `name` that fits in `chars` letters: all of it, else its last scopes (they tell

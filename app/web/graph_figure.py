@@ -112,6 +112,11 @@ def graph_figure(
         x, y = positions[focus]
         fig.update_xaxes(range=[x - FOCUS_REACH, x + FOCUS_REACH], autorange=False)
         fig.update_yaxes(range=[y - FOCUS_REACH, y + FOCUS_REACH], autorange=False)
+    elif positions:  # the whole view with a margin: an outer box's edges are not the plot's
+        xs = [p[0] for p in positions.values()] + [v for b in layout.boxes for v in (b.x0, b.x1)]
+        ys = [p[1] for p in positions.values()] + [v for b in layout.boxes for v in (b.y0, b.y1)]
+        fig.update_xaxes(range=[min(xs) - 0.6, max(xs) + 0.6], autorange=False)
+        fig.update_yaxes(range=[min(ys) - 0.6, max(ys) + 0.6], autorange=False)
     fig.update_layout(
         dragmode="pan",
         clickmode="event",

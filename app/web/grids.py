@@ -22,6 +22,7 @@ THEME = {
 # every number of a kind reads alike in every table: us to 2 places, counts with separators
 _FORMATS = {
     "us": ",.2f",
+    "us_ns": ",.3f",  # to the nanosecond: the zones find zone lists may differ by less than 10 ns
     "count": ",d",
     "pct": ".2f",
     "ratio": ".3f",

@@ -1,12 +1,14 @@
 """Component ids: stable names that callbacks, CSS and browser tests share."""
 
 MODEL_SELECT = "model-select"
+MODEL_FIELD = "model-field"  # the model menu and its label: its tooltip names the model in full
 ZOO_PARAMS = "zoo-params"  # a zoo model's parameters as a query string (layers=2&seq=128)
 TARGET_SELECT = "target-select"
 POLICY_SELECT = "policy-select"
 DISPATCH_SELECT = "dispatch-select"  # host or trace: how the simulated runs launch their ops
 LEVEL_SELECT = "level-select"
 RUN_SELECT = "run-select"
+RUN_FIELD = "run-field"  # the run menu and its label: its tooltip names the run in full
 RUNS_POLL = "runs-poll"  # interval: runs stored elsewhere (CI, a teammate, the CLI) appear without a reload
 GRAPH_VIEW = "graph-view"
 MLIR_VIEW = "mlir-view"
@@ -51,6 +53,7 @@ ANALYSIS_TABS = "analysis-tabs"
 TIMELINE_SHOW = "timeline-show"  # what the timeline adds: engine lanes, counter plots
 TIMELINE_ZONE = "timeline-zone"  # the card beside the timeline: the zone last clicked
 TIMELINE_TIP = "timeline-tip"  # the card that follows the pointer over a zone
+TIMELINE_PIN = "timeline-pin"  # store: a zone pinned to the timeline's card from elsewhere (find zone's list)
 TIMELINE_ZOOM = "timeline-zoom"  # store: the timeline's last change of its time axis (zoom, pan, reset)
 STATS_BY = "stats-by"
 STATS_TABLE = "stats-table"
@@ -67,6 +70,9 @@ DIFF_TIMELINES = "diff-timelines"  # the two runs' ops aligned on one time axis
 LOAD_OPS_VIEW = "load-ops-view"  # the shown run's work once per model load, under the statistics
 LOAD_OPS_TABLE = "load-ops-table"
 FIND_ZONE = "find-zone"  # histogram of one op's zones (or one op type's ops) under the statistics
+FIND_ZONE_OF = "find-zone-of"  # store: the run and op (or op type) find zone shows, and the op picked in its list
+FIND_ZONE_NOTE = "find-zone-note"  # what the buckets picked on the histogram hold
+FIND_ZONE_TABLE = "find-zone-table"  # the zones of the buckets picked, the longest first
 MODEL_UPLOAD = "model-upload"
 PAGE_MESSAGE = "page-message"
 

@@ -115,8 +115,8 @@ LOADING = "Loading the run..."  # what a view shows until its first figure arriv
 TOP_LEGEND = dict(orientation="h", yanchor="bottom", y=1.0, x=0, title=None)
 
 
-def labelled(label: str, control, class_name: str = "field") -> html.Div:
-    return html.Div([html.Label(label, className="field-label"), control], className=class_name)
+def labelled(label: str, control, class_name: str = "field", **more) -> html.Div:
+    return html.Div([html.Label(label, className="field-label"), control], className=class_name, **more)
 
 
 def menu(component_id: str, options, value=None, **more) -> dcc.Dropdown:

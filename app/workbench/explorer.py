@@ -24,6 +24,7 @@ from perfdb.schema import Run
 
 from . import runs
 from .diff import compare
+from .find_zone import FoundZone, kind_ops, op_zones
 from .graph_view import OpMetric, op_metrics
 from .grouping import ScopeTree
 from .kept import Kept
@@ -32,7 +33,7 @@ from .model_access import MAX_SOURCE_BYTES, ModelAccess
 from .roofline_view import Roofline, roofline
 from .run_export import export_run
 from .run_view import RunView
-from .timeline_view import TimelineView, counter_steps, timeline, zone_durations
+from .timeline_view import TimelineView, counter_steps, timeline
 from .uploads import upload_name, uploaded_bytes
 
 KEPT_PER_VIEW = 32  # runs (or run and level) whose derived views each cache keeps
@@ -221,13 +222,12 @@ class Explorer:
         with self.sessions() as session:
             return counter_steps(session, run_id)
 
-    def find_zone(self, run_id: int, op: str | None = None, kind: str | None = None) -> list[float]:
-        """Tracy's find zone: the durations (ns) of one op's zones, one per core it ran on, or of
-        every op of one kind."""
+    def find_zone(self, run_id: int, op: str | None = None, kind: str | None = None) -> list[FoundZone]:
+        """Tracy's find zone: one op's zones, one per core it ran on, or every op of one kind."""
         if kind is not None:
-            return [r.duration_ns for r in self.op_records(run_id) if r.kind == kind]
+            return kind_ops(self.op_records(run_id), kind)
         with self.sessions() as session:
-            return zone_durations(session, run_id, op)
+            return op_zones(session, run_id, op)
 
     def statistics(self, run_id: int, by: str = "name") -> list[dict]:
         with self.sessions() as session:

@@ -1,5 +1,5 @@
-"""The timeline panel's data: a window of a run's zones at one level of detail, its counter
-plots, and Tracy's find zone."""
+"""The timeline panel's data: a window of a run's zones at one level of detail, and its counter
+plots."""
 
 from __future__ import annotations
 
@@ -78,13 +78,3 @@ def counter_steps(session: Session, run_id: int) -> dict[str, list[tuple[float, 
             # an op's end (0) and the next op's start share a time: the start holds after it
             steps[name] = sorted((c.t_ns, c.value) for c in queries.counters(session, run_id, name))
     return {name: s for name, s in steps.items() if s}
-
-
-def zone_durations(session: Session, run_id: int, op: str | None) -> list[float]:
-    """Tracy's find zone for one op: the durations (ns) of its zones, one per core it ran on."""
-    record = queries.op_record(session, run_id, op) if op else None
-    if record is None:
-        return []
-    # the op's own time window bounds the scan; the device row is not a core
-    zones = queries.zones(session, run_id, record.start_ns, record.start_ns + record.duration_ns, depth=0, op=op)
-    return [z.end_ns - z.start_ns for z in zones if parse_track(z.track) is not None]

@@ -43,14 +43,16 @@ def layout(page: PageContext) -> list:
             html.Div(
                 [html.Span("tile", className="brand-a"), html.Span("scope", className="brand-b")], className="brand"
             ),
-            labelled("Model", menu(ids.MODEL_SELECT, page.model_options, page.model), "field model"),
+            labelled(
+                "Model", menu(ids.MODEL_SELECT, page.model_options, page.model), "field model", id=ids.MODEL_FIELD
+            ),
             labelled("Zoo parameters", _zoo_params(page.model), "field zoo-params"),
             upload,
             labelled("Target", menu(ids.TARGET_SELECT, targets, page.target.name)),
             labelled("Policy", menu(ids.POLICY_SELECT, list(POLICIES), DEFAULT_POLICY)),
             labelled("Dispatch", menu(ids.DISPATCH_SELECT, list(DISPATCH_MODES), DEFAULT_DISPATCH), "field dispatch"),
             labelled("Level", levels, "field level"),
-            labelled("Run", menu(ids.RUN_SELECT, [], None), "field run"),
+            labelled("Run", menu(ids.RUN_SELECT, [], None), "field run", id=ids.RUN_FIELD),
         ],
         className="run-bar",
     )
@@ -356,6 +358,15 @@ def in_browser(app) -> None:
         Input(ids.POLICY_SELECT, "value"),
         Input(ids.DISPATCH_SELECT, "value"),
     )
+    # a long name (an uploaded file's, a zoo model's with its parameters, a run's overrides) is cut
+    # short in its menu, so the bar keeps its lines (style.css): its field's tooltip gives it whole
+    for field, select in ((ids.MODEL_FIELD, ids.MODEL_SELECT), (ids.RUN_FIELD, ids.RUN_SELECT)):
+        app.clientside_callback(
+            "function(value, options) { return window.tilescope.menuLabel(value, options); }",
+            Output(field, "title"),
+            Input(select, "value"),
+            Input(select, "options"),
+        )
 
 
 PANEL = Panel("bar", "Run", "run", layout, register, in_browser)

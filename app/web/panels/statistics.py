@@ -1,9 +1,10 @@
 """The statistics tab, as Tracy's statistics window: per op or per op type, counts and times; the
 ops done once per model load, when the run has any; under them, find zone: how the selected op's
-zones (or one type's ops) spread."""
+zones (or one type's ops) spread, and the zones of the bars a user picks."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -12,8 +13,10 @@ from dash import Input, Output, State, dcc, html, no_update
 from .. import ids
 from ..callback_context import triggered
 from ..grids import column, grid, grid_style
-from ..panel import PageContext, Panel, Wiring
+from ..panel import PageContext, Panel, Wiring, outputs
 from ..style import LOADING, base_layout, graph_config, message_figure, plain, us
+from ..zone_card import pinned
+from ...workbench.find_zone import MAX_BUCKETS, Buckets, FoundZone, Picked, pick
 from ...workbench.load_time import kinds_text, ops_text
 from ...workbench.run_view import RunView
 
@@ -42,13 +45,7 @@ def layout(_page: PageContext) -> list:
     )
     # the busiest first; every row is rendered only when scrolled into view
     table = grid(ids.STATS_TABLE, stats_columns("name"), height=STATS_PX)
-    hint = html.P(
-        "Select an op for the spread of its zones over the cores, or click a row of the "
-        "per-type table for the spread of that type's ops.",
-        className="hint",
-    )
-    find_zone = dcc.Graph(id=ids.FIND_ZONE, config=graph_config("find-zone"), figure=message_figure(LOADING, 120))
-    return [by, table, html.Div(id=ids.LOAD_OPS_VIEW), html.H4("Find zone", className="subhead"), hint, find_zone]
+    return [by, table, html.Div(id=ids.LOAD_OPS_VIEW), *find_zone_layout()]
 
 
 def stats_columns(by: str) -> list[dict]:
@@ -113,28 +110,7 @@ def register(wiring: Wiring) -> dict:
             return no_update
         return cell["rowId"]
 
-    @app.callback(
-        output=Output(ids.FIND_ZONE, "figure"),
-        inputs=dict(
-            run_id=Input(ids.RUN_SELECT, "value"),
-            selected=Input(ids.SELECTED_OP, "data"),
-            cell=Input(ids.STATS_TABLE, "cellClicked"),
-            tab=Input(ids.ANALYSIS_TABS, "value"),
-        ),
-        state=dict(by=State(ids.STATS_BY, "value")),
-    )
-    def find_zone(run_id, selected=None, cell=None, tab=TAB, by="name"):
-        """The spread of the selected op's zones over its cores, or of the ops of the type whose
-        row was clicked in the per-type table. Drawn when its tab is open: a selection elsewhere
-        should not wait for it."""
-        if run_id is None or tab != TAB:
-            return no_update
-        if triggered() == ids.STATS_TABLE and by == "kind" and cell and cell.get("rowId"):
-            kind = cell["rowId"]
-            return find_zone_histogram(explorer.find_zone(run_id, kind=kind), f"ops of type {kind}")
-        return find_zone_histogram(explorer.find_zone(run_id, op=selected), selected or "")
-
-    return {f.__name__: f for f in (show_statistics, select_in_statistics, find_zone)}
+    return {f.__name__: f for f in (show_statistics, select_in_statistics)} | _register_find_zone(wiring)
 
 
 PANEL = Panel("tab", "Statistics", TAB, layout, register)
@@ -171,38 +147,223 @@ def load_ops_children(run: RunView) -> list:
     ]
 
 
-def find_zone_histogram(durations_ns: Sequence[float], what: str) -> go.Figure:
-    """Tracy's find zone: how the durations of `what` spread, with their mean and median."""
-    fig = go.Figure()
-    zones = sorted(d / 1e3 for d in durations_ns)
-    if zones:
-        fig.add_trace(
-            go.Histogram(
-                x=zones,
-                nbinsx=min(60, max(10, len(zones) // 2)),
-                marker_color="#2563eb",
-                hovertemplate="%{x} us: %{y}<extra></extra>",
-                name=plain(what),
-            )
-        )
-        half = len(zones) // 2
-        mean, median = sum(zones) / len(zones), zones[half] if len(zones) % 2 else (zones[half - 1] + zones[half]) / 2
-        marks = [(mean, "mean", "top right"), (median, "median", "top left")]
-        if abs(mean - median) <= 1e-6 * max(abs(mean), 1e-9):
-            marks = [(mean, "mean = median", "top right")]  # equal zones, as cores given equal shares are
-        for value, label, side in marks:
-            fig.add_vline(
-                x=value,
-                line=dict(color="#b91c1c" if label == "mean" else "#111827", dash="dash", width=1),
-                annotation_text=f"{label} {value:,.2f} us",
-                annotation_position=side,
-            )
-        title = f"{plain(what)}: {len(zones):,} zones, {zones[0]:,.2f} .. {zones[-1]:,.2f} us"
-    else:
+# --- find zone ---------------------------------------------------------------------------------
+
+FOUND = dict(
+    figure=Output(ids.FIND_ZONE, "figure"),
+    shown=Output(ids.FIND_ZONE_OF, "data"),
+    note=Output(ids.FIND_ZONE_NOTE, "children"),
+    rows=Output(ids.FIND_ZONE_TABLE, "rowData"),
+    columns=Output(ids.FIND_ZONE_TABLE, "columnDefs"),
+    style=Output(ids.FIND_ZONE_TABLE, "style"),
+)
+# what a pick on the histogram changes: the note and the list under it (Plotly draws the pick)
+PICKED = {
+    k: Output(FOUND[k].component_id, FOUND[k].component_property, allow_duplicate=True)
+    for k in ("note", "rows", "columns", "style")
+}
+LIST_PX = 260  # the list of a pick's zones at most; it scrolls past it
+HIDDEN = {"display": "none"}
+PICK_HINT = (
+    "Click a bar for its zones, or drag across bars for a range of them; shift-click adds a bar, a double click clears."
+)
+
+
+def find_zone_layout() -> list:
+    hint = html.P(
+        "Select an op for the spread of its zones over the cores, or click a row of the "
+        "per-type table for the spread of that type's ops.",
+        className="hint",
+    )
+    graph = dcc.Graph(id=ids.FIND_ZONE, config=graph_config("find-zone"), figure=message_figure(LOADING, 120))
+    table = grid(ids.FIND_ZONE_TABLE, found_columns({}), height=LIST_PX)
+    table.style = HIDDEN  # until a pick
+    note = html.P(id=ids.FIND_ZONE_NOTE, className="hint")
+    return [html.H4("Find zone", className="subhead"), hint, dcc.Store(id=ids.FIND_ZONE_OF), graph, note, table]
+
+
+def _register_find_zone(wiring: Wiring) -> dict:
+    explorer, app = wiring.explorer, wiring.app
+
+    @app.callback(
+        output=FOUND,
+        inputs=dict(
+            run_id=Input(ids.RUN_SELECT, "value"),
+            selected=Input(ids.SELECTED_OP, "data"),
+            cell=Input(ids.STATS_TABLE, "cellClicked"),
+            tab=Input(ids.ANALYSIS_TABS, "value"),
+        ),
+        state=dict(by=State(ids.STATS_BY, "value"), shown=State(ids.FIND_ZONE_OF, "data")),
+    )
+    def find_zone(run_id, selected=None, cell=None, tab=TAB, by="name", shown=None):
+        """The spread of the selected op's zones over its cores, or of the ops of the type whose
+        row was clicked in the per-type table, with nothing picked yet. Drawn when its tab is
+        open: a selection elsewhere should not wait for it. An op picked in its list, or the op
+        it shows, is selected without drawing it again (which would lose the pick)."""
+        if run_id is None or tab != TAB:
+            return no_update
+        fired, shown = triggered(), _subject(shown)
+        if fired == ids.SELECTED_OP and shown and shown["run"] == run_id and selected in (shown["op"], shown["picked"]):
+            return outputs(FOUND, shown=shown | {"picked": None}) if shown["picked"] else no_update
+        if fired == ids.STATS_TABLE:
+            if by != "kind" or not cell or not isinstance(cell.get("rowId"), str):
+                return no_update  # a click in the per-op table selects its op, which draws it
+            subject = {"run": run_id, "op": None, "kind": cell["rowId"], "picked": None}
+        else:
+            subject = {"run": run_id, "op": selected, "kind": None, "picked": None}
+        zones = explorer.find_zone(run_id, op=subject["op"], kind=subject["kind"])
+        # a new subject starts with nothing picked (Plotly keeps a pick while the revision stays)
+        revision = hashlib.blake2b(repr((run_id, subject["op"], subject["kind"])).encode(), digest_size=8).hexdigest()
+        figure = find_zone_histogram(zones, _what(subject), revision, "ops" if subject["kind"] else "zones")
+        return dict(figure=figure, shown=subject, **found_list(None, subject))
+
+    @app.callback(
+        output=PICKED,
+        inputs=dict(chosen=Input(ids.FIND_ZONE, "selectedData")),
+        state=dict(shown=State(ids.FIND_ZONE_OF, "data")),
+        prevent_initial_call=True,
+    )
+    def list_zones(chosen, shown):
+        """The zones of the bars picked on the histogram (a click, a drag across several), as
+        Tracy's find zone lists them: the longest first, a page of them at most."""
+        subject = _subject(shown)
+        if subject is None or (subject["op"] is None and subject["kind"] is None):
+            return found_list(None, subject or {})
+        zones = explorer.find_zone(subject["run"], op=subject["op"], kind=subject["kind"])
+        return found_list(pick(zones, picked_bars(chosen)) if chosen else None, subject)
+
+    @app.callback(
+        output=dict(
+            selected=Output(ids.SELECTED_OP, "data", allow_duplicate=True),
+            shown=Output(ids.FIND_ZONE_OF, "data", allow_duplicate=True),
+            pin=Output(ids.TIMELINE_PIN, "data"),
+        ),
+        inputs=dict(cell=Input(ids.FIND_ZONE_TABLE, "cellClicked")),
+        state=dict(rows=State(ids.FIND_ZONE_TABLE, "rowData"), shown=State(ids.FIND_ZONE_OF, "data")),
+        prevent_initial_call=True,
+    )
+    def pick_zone(cell, rows, shown):
+        """A row of the list selects its op and pins its zone (or, of an op type, the op) to the
+        timeline's zone card."""
+        subject, wanted = _subject(shown), (cell or {}).get("rowId")
+        row = next((r for r in rows or () if isinstance(r, dict) and r.get("id") == wanted), None)
+        if subject is None or row is None or not isinstance(row.get("op"), str):
+            return no_update
+        record = explorer.op_record(subject["run"], row["op"])
+        if record is None:
+            return no_update
+        pin = pinned(record, str(row.get("track")), _number(row.get("start_us")), _number(row.get("duration_us")))
+        return dict(selected=record.name, shown=subject | {"picked": record.name}, pin=pin)
+
+    return {f.__name__: f for f in (find_zone, list_zones, pick_zone)}
+
+
+def _subject(shown) -> dict | None:
+    """What find zone shows (its store), if it is what find_zone writes there."""
+    if not isinstance(shown, dict) or not isinstance(shown.get("run"), int):
+        return None
+    named = {k: shown.get(k) if isinstance(shown.get(k), str) else None for k in ("op", "kind", "picked")}
+    return {"run": shown["run"], **named}
+
+
+def _number(value) -> float:
+    """A number of a table row as the browser sent it back; 0 for anything else."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def _what(subject: dict) -> str:
+    return f"op type {subject['kind']}" if subject["kind"] is not None else subject["op"] or ""
+
+
+def picked_bars(chosen) -> list[int]:
+    """The bars of the histogram a selection holds (plotly's selectedData), by number."""
+    points = (chosen or {}).get("points") if isinstance(chosen, dict) else None
+    return [
+        p["pointNumber"]
+        for p in (points if isinstance(points, list) else [])[:MAX_BUCKETS]
+        if isinstance(p, dict) and p.get("curveNumber") == 0 and type(p.get("pointNumber")) is int
+    ]
+
+
+def found_columns(subject: dict) -> list[dict]:
+    """An op's zones by core; an op type's ops by name."""
+    where = column("op", "op", minWidth=260, flex=3) if subject.get("kind") else column("track", "core", flex=2)
+    return [where, column("start_us", "start us", "us"), column("duration_us", "duration us", "us_ns", sort="desc")]
+
+
+def found_list(picked: Picked | None, subject: dict) -> dict:
+    """The note and the table under the histogram: how to pick, before a pick; then the pick's
+    zones, the longest first, and how many more there are."""
+    columns = found_columns(subject)
+    if picked is None or not picked.total:
+        note = PICK_HINT if picked is None else "No zones in the bars picked."
+        return dict(note=note, rows=[], columns=columns, style=HIDDEN)
+    things = ("op" if subject.get("kind") else "zone") + ("" if picked.total == 1 else "s")
+    lo, hi = (t / 1e3 for t in picked.span_ns)
+    places = decimals(hi - lo)
+    note = f"{picked.total:,} {things} of {lo:,.{places}f} .. {hi:,.{places}f} us, the longest first"
+    if picked.more:
+        note += f" ({len(picked.listed):,} listed, and {picked.more:,} more)"
+    note += ". Click one to select its op and pin it beside the timeline."
+    rows = [
+        {"id": z.op if subject.get("kind") else f"{z.track}@{z.start_ns}", "op": z.op, "track": z.track}
+        | {"start_us": us(z.start_ns), "duration_us": us(z.duration_ns)}
+        for z in picked.listed
+    ]
+    return dict(note=note, rows=rows, columns=columns, style=grid_style(len(rows), LIST_PX))
+
+
+def decimals(width_us: float) -> int:
+    """Places after the point that tell a bar's ends apart: 2, up to 3 (the nanosecond) for narrow bars."""
+    return 3 if 0 < width_us < 0.01 else 2
+
+
+def find_zone_histogram(zones: Sequence[FoundZone], what: str, revision: str = "", unit: str = "zones") -> go.Figure:
+    """Tracy's find zone: how the durations of `what` spread, in bars a click or a drag picks
+    (Buckets: at most MAX_BUCKETS, whatever the count), with their mean and median."""
+    if not zones:
         return message_figure(
             f"{what}: no zones" if what else "Nothing selected: select an op, or click an op type's row.", 120
         )
+    durations = sorted(z.duration_ns / 1e3 for z in zones)
+    buckets = Buckets.of([z.duration_ns for z in zones])
+    edges = [[e / 1e3 for e in buckets.edges(i)] for i in range(len(buckets.counts))]
+    places = decimals(buckets.width_ns / 1e3)
+    span = f"%{{customdata[0]:,.{places}f}} .. %{{customdata[1]:,.{places}f}} us"
+    fig = go.Figure(
+        go.Bar(
+            x=[(lo + hi) / 2 for lo, hi in edges],
+            y=list(buckets.counts),
+            width=buckets.width_ns / 1e3 * 0.95,
+            customdata=edges,
+            marker_color="#2563eb",
+            # the bars picked stand out; Plotly keeps the pick until the histogram is drawn anew
+            selected=dict(marker=dict(color="#f59e0b")),
+            unselected=dict(marker=dict(opacity=0.4)),
+            hovertemplate=f"{span}: %{{y}} {unit}<extra></extra>",
+            name=plain(what),
+        )
+    )
+    half = len(durations) // 2
+    mean = sum(durations) / len(durations)
+    median = durations[half] if len(durations) % 2 else (durations[half - 1] + durations[half]) / 2
+    marks = [(mean, "mean", "top right"), (median, "median", "top left")]
+    if abs(mean - median) <= 1e-6 * max(abs(mean), 1e-9):
+        marks = [(mean, "mean = median", "top right")]  # equal zones, as cores given equal shares are
+    for value, label, side in marks:
+        fig.add_vline(
+            x=value,
+            line=dict(color="#b91c1c" if label == "mean" else "#111827", dash="dash", width=1),
+            annotation_text=f"{label} {value:,.2f} us",
+            annotation_position=side,
+        )
+    title = f"{plain(what)}: {len(durations):,} {unit}, {durations[0]:,.2f} .. {durations[-1]:,.2f} us"
     fig.update_xaxes(title="duration (us)", gridcolor="#e4e7eb")
-    fig.update_yaxes(title="zones", gridcolor="#e4e7eb")
-    fig.update_layout(title=dict(text=title, font=dict(size=12), x=0), showlegend=False, bargap=0.05)
-    return base_layout(fig, 260, top=34)
+    # whole counts: a few zones would get ticks at 0.2, 0.4, ...
+    fig.update_yaxes(title=unit, gridcolor="#e4e7eb", dtick=1 if max(buckets.counts) <= 5 else None)
+    fig.update_layout(title=dict(text=title, font=dict(size=12), x=0), showlegend=False)
+    base_layout(fig, 260, top=34)
+    # a click picks a bar, a drag a range of them (across, whatever its height); a new subject
+    # starts with nothing picked and the whole range in view
+    fig.update_layout(clickmode="event+select", dragmode="select", selectdirection="h", uirevision=revision)
+    return fig

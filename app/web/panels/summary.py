@@ -82,7 +82,8 @@ def summary_children(run: RunView) -> list:
     per_step = " per step" if run.load_ops else ""
     parts = [
         html.Span(f"run #{run.id}", className="pill"),
-        html.Span(f"{run.model_name} on {run.target_name}"),
+        # a long model name (an upload's file name) is cut short on one line, whole in the tooltip
+        html.Span([html.Span(run.model_name, className="model-name", title=run.model_name), f" on {run.target_name}"]),
         html.Span(f"total {run.total_ns / 1e3:,.1f} us{per_step}", className="metric"),
         html.Span(f"device busy {run.device_ns / 1e3:,.1f} us", className="metric"),
         *load_time(run),

@@ -20,6 +20,7 @@ from .. import ids
 from ..callback_context import clicked_op, only_triggered, triggered
 from ..panel import PageContext, Panel, Wiring
 from ..style import LOADING, SELECTED, TOP_LEGEND, base_layout, graph_config, kind_colour, message_figure, plain
+from ..zone_card import op_info
 from ..zone_segments import segments
 from ...workbench.timeline_view import CORE_ZONE_BUDGET, DEVICE_ROW
 
@@ -167,6 +168,20 @@ def in_browser(app) -> None:
         Output(ids.TIMELINE_TIP, "className"),
         Input(ids.TIMELINE_VIEW, "figure"),
     )
+    # only the open tab is on the page: as the timeline's opens, its figure is drawn anew, to be
+    # hooked, outlined and given the pinned card again; a zone pinned elsewhere (find zone's list)
+    # is kept for it, until another run is shown
+    app.clientside_callback(
+        "function(tab, pin, run, selected, figure) {"
+        " return window.tilescope.timelineShown(tab, pin, selected, figure); }",
+        Output(ids.TIMELINE_TIP, "className", allow_duplicate=True),
+        Input(ids.ANALYSIS_TABS, "value"),
+        Input(ids.TIMELINE_PIN, "data"),
+        Input(ids.RUN_SELECT, "value"),
+        State(ids.SELECTED_OP, "data"),
+        State(ids.TIMELINE_VIEW, "figure"),
+        prevent_initial_call=True,
+    )
 
 
 PANEL = Panel("tab", "Timeline", "timeline", layout, register, in_browser)
@@ -224,7 +239,7 @@ def figure_meta(view, shown_us: tuple[float, float], records: Mapping) -> dict:
     if len(drawn) <= OP_INFO_BUDGET:
         for name in drawn:
             if (r := records.get(name)) is not None:
-                ops[name] = [r.kind, round(r.duration_ns / 1e3, 3), r.bound, r.why]
+                ops[name] = op_info(r)
     return dict(
         loaded=[view.window[0] / 1e3, view.window[1] / 1e3],
         span=shown_us[1] - shown_us[0],

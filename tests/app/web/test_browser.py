@@ -453,6 +453,156 @@ def test_mlir_view_colours_searches_and_selects_an_op_by_its_line(server, browse
     assert not severe, severe
 
 
+FIND_ZONE = "var gd = document.querySelector('#find-zone .js-plotly-plot');"
+
+
+def _bar_point(driver, bar: int, height: float = 0.5) -> tuple[int, int]:
+    """Where on the find-zone histogram a user points at `bar`: its middle, `height` of the way up
+    (as an offset from the plot's centre, as ActionChains takes it), scrolled into view."""
+    driver.execute_script(FIND_ZONE + "gd.scrollIntoView({block: 'center'});")
+    x, y = driver.execute_script(
+        FIND_ZONE + "var t = gd.data[0], i = arguments[0], xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;"
+        "var box = gd.getBoundingClientRect();"
+        "return [xa._offset + xa.l2p(t.x[i]) - box.width / 2,"
+        "        ya._offset + ya.l2p(t.y[i] * arguments[1]) - box.height / 2];",
+        bar,
+        height,
+    )
+    return int(x), int(y)
+
+
+def _find_zone_rows(driver) -> list[dict]:
+    return _prop(driver, "find-zone-table", "rowData") or []
+
+
+def _picked_bars(driver) -> list[int]:
+    """The bars Plotly draws as picked (and their fill: the picked colour, the rest dimmed)."""
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('#find-zone .bars .point path')).map(function (p, i) {"
+        "  var s = getComputedStyle(p); return [i, s.fill, s.opacity]; })"
+        ".filter(function (b) { return b[1] === 'rgb(245, 158, 11)' && b[2] === '1'; })"
+        ".map(function (b) { return b[0]; });"
+    )
+
+
+def test_find_zone_lists_the_zones_of_the_bars_picked_and_a_row_selects_its_op(server, browser):
+    """Tracy's find zone: a click on a bar of the histogram (or a drag across several) lists their
+    zones under it, the bar picked stands out, and a row of the list selects its op and pins its
+    zone beside the timeline."""
+    fc1, fc2 = "mlp.layer.0.fc1.matmul", "mlp.layer.0.fc2.matmul"
+    d = browser
+    d.get(server)
+    _wait(d, lambda d: len(_op_nodes(d)) == 2 and _settled(d))
+    _tab(d, "Statistics")
+    d.find_element(By.XPATH, "//div[@id='stats-by']//label[normalize-space()='per op type']").click()
+    _wait(d, lambda d: "matmul" in _text(d, "stats-table") and _settled(d))
+    d.find_element(
+        By.XPATH, "//div[@id='stats-table']//div[contains(@class, 'ag-cell')][normalize-space()='matmul']"
+    ).click()
+    _wait(d, lambda d: "op type matmul: 2 ops" in _text(d, "find-zone") and _settled(d))
+    assert "Click a bar" in _text(d, "find-zone-note") and not _find_zone_rows(d)
+    # the longer op is in the last bar: a click there lists it alone, and the bar stands out
+    last = len(d.execute_script(FIND_ZONE + "return gd.data[0].y;")) - 1
+    lo, hi = d.execute_script(FIND_ZONE + "return gd.data[0].customdata[arguments[0]];", last)
+    graph = d.find_element(By.CSS_SELECTOR, "#find-zone .js-plotly-plot")
+    ActionChains(d).move_to_element_with_offset(graph, *_bar_point(d, last)).click().perform()
+    _wait(d, lambda d: _text(d, "find-zone-note").startswith("1 op of ") and _settled(d))
+    (longer,) = _find_zone_rows(d)
+    assert longer["op"] in (fc1, fc2) and lo - 1e-3 <= longer["duration_us"] <= hi + 1e-3
+    assert _picked_bars(d) == [last]
+    _wait(d, lambda d: longer["op"] in _text(d, "find-zone-table"))
+    d.execute_script("document.getElementById('find-zone-note').scrollIntoView({block: 'center'})")
+    _shot(d, "16-find-zone-op-type")
+    # a row selects its op; the type's histogram and its pick stay
+    d.find_element(
+        By.CSS_SELECTOR, "#find-zone-table .ag-center-cols-container .ag-row[row-index='0'] .ag-cell"
+    ).click()
+    _wait(
+        d,
+        lambda d: (
+            _prop(d, "selected-op", "data") == longer["op"] and longer["op"] in _text(d, "op-inspector") and _settled(d)
+        ),
+    )
+    assert "op type matmul: 2 ops" in _text(d, "find-zone") and _picked_bars(d) == [last]
+
+    # an op's zones, one per core: a drag across every bar lists them all, a click on one bar its own
+    d.find_element(By.XPATH, "//div[@id='stats-by']//label[normalize-space()='per op']").click()
+    _wait(d, lambda d: fc1 in _text(d, "stats-table") and _settled(d))
+    d.find_element(
+        By.XPATH, f"//div[@id='stats-table']//div[contains(@class, 'ag-cell')][normalize-space()='{fc1}']"
+    ).click()
+    _wait(d, lambda d: f"{fc1}: 64 zones" in _text(d, "find-zone") and _settled(d))
+    assert not _find_zone_rows(d)  # a new histogram, nothing picked
+    counts = d.execute_script(FIND_ZONE + "return gd.data[0].y;")
+    (x0, y0), (x1, _) = _bar_point(d, 0, 0.1), _bar_point(d, len(counts) - 1, 0.1)
+    ActionChains(d).move_to_element_with_offset(graph, x0 - 15, y0).click_and_hold().move_by_offset(
+        20, 0
+    ).move_by_offset(x1 - x0 + 10, 0).release().perform()
+    _wait(d, lambda d: _text(d, "find-zone-note").startswith("64 zones of ") and len(_find_zone_rows(d)) == 64)
+    assert _picked_bars(d) == list(range(len(counts)))
+    tallest = max(range(len(counts)), key=counts.__getitem__)
+    ActionChains(d).move_to_element_with_offset(graph, *_bar_point(d, tallest)).click().perform()
+    _wait(d, lambda d: _text(d, "find-zone-note").startswith(f"{counts[tallest]} zones of ") and _settled(d))
+    assert _picked_bars(d) == [tallest] and len(_find_zone_rows(d)) == counts[tallest]
+    # a zone's row: its op selected and its zone pinned to the card beside the timeline
+    row = _find_zone_rows(d)[0]
+    d.find_element(
+        By.CSS_SELECTOR, "#find-zone-table .ag-center-cols-container .ag-row[row-index='0'] .ag-cell"
+    ).click()
+    _wait(d, lambda d: (_prop(d, "timeline-pin", "data") or {}).get("row") == row["track"] and _settled(d))
+    assert _prop(d, "selected-op", "data") == fc1 and _picked_bars(d) == [tallest]
+    d.execute_script("document.getElementById('find-zone-note').scrollIntoView({block: 'center'})")
+    _shot(d, "17-find-zone-zones")
+    _tab(d, "Timeline")
+    _wait(d, lambda d: f"{fc1}\n" in _text(d, "timeline-zone") and f"· {row['track']}" in _text(d, "timeline-zone"))
+    # the timeline drawn anew as its tab opened: the op outlined, and its hover card hooked again
+    _wait(
+        d,
+        lambda d: d.execute_script(
+            TIMELINE + "return gd._tilescopeHooked && "
+            "(gd.layout.shapes || []).some(function (s) { return s.name === 'selected'; });"
+        ),
+    )
+    _hover_zone(d, fc2)
+    _wait(d, lambda d: fc2 in _text(d, "timeline-tip"))
+    _shot(d, "18-find-zone-pinned")
+    severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    assert not severe, severe
+
+
+def test_a_long_model_name_is_cut_short_and_the_run_bar_keeps_its_lines(server, browser, tmp_path):
+    """A zoo model with parameters, and a 200-character uploaded file name: cut short with an
+    ellipsis, whole in a tooltip, and the run bar as tall as with a short name."""
+    from compiler.models import EXAMPLES
+
+    d = browser
+    d.get(server)
+    _wait(d, lambda d: len(_op_nodes(d)) == 2 and _settled(d))
+    bar = "return document.querySelector('header.run-bar').getBoundingClientRect().height;"
+    height = d.execute_script(bar)
+    cut = (
+        "var v = document.querySelector('#model-select .dash-dropdown-value'), s = getComputedStyle(v);"
+        "return v.scrollWidth > v.clientWidth && s.textOverflow === 'ellipsis';"
+    )
+    summary_name = "var n = document.querySelector('#run-summary .model-name'); return n ? n.title : '';"
+    d.find_element(By.ID, "zoo-params").send_keys("&batch=32&width=256&hidden=512&dtype=bf16\n")  # after layers=1
+    zoo = "zoo:mlp?layers=1&batch=32&width=256&hidden=512&dtype=bf16"
+    _wait(d, lambda d: d.execute_script(summary_name) == zoo and _settled(d), 120)
+    assert d.find_element(By.ID, "model-field").get_attribute("title") == zoo and d.execute_script(cut)
+    assert d.execute_script(bar) == height
+    _shot(d, "19-long-zoo-model-name")
+
+    name = ("resnet50_exported_with_every_option_of_the_exporter_spelled_out_" * 4)[:194] + ".mlir"
+    (tmp_path / name).write_text((EXAMPLES / "classifier.mlir").read_text())
+    d.find_element(By.CSS_SELECTOR, "#model-upload input[type=file]").send_keys(str(tmp_path / name))
+    _wait(d, lambda d: f"Loaded {name}" in _text(d, "page-message") and d.execute_script(summary_name), 120)
+    _wait(d, lambda d: d.execute_script(summary_name) == name.removesuffix(".mlir") and _settled(d))
+    assert d.execute_script(cut)
+    assert d.find_element(By.ID, "model-field").get_attribute("title").endswith("/" + name)
+    assert d.execute_script(bar) == height
+    _shot(d, "20-long-file-name")
+
+
 def test_a_run_with_load_time_work_shows_it_beside_the_time_per_step(tmp_path, browser):
     """A run whose compiler moved an op to load time: the summary gives its load time beside the
     time per step, the statistics list the op, and the timeline keeps to the step's ops."""

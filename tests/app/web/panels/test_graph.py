@@ -154,7 +154,7 @@ def test_op_names_show_as_text_in_every_figure_never_as_markup(cb):
         cb["show_graph"](run_id, "input", selected=mm)["figure"],
         cb["show_timeline"](run_id, None, [], mm),
         cb["show_roofline"](run_id, mm),
-        cb["find_zone"](run_id, mm, None, "statistics", "name"),
+        cb["find_zone"](run_id, mm, None, "statistics", "name")["figure"],
     ]
     shown = [text for figure in figures for text in _texts(figure)]
     assert any("&lt;a href='https://evil.example'&gt;mm&lt;/a&gt;" in t for t in shown)

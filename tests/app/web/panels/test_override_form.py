@@ -84,7 +84,8 @@ def _run_select_callbacks(app) -> int:
     return sum(
         1
         for spec in app.callback_map.values()
-        if any(i["id"] == "run-select" and i["property"] == "value" for i in spec["inputs"])
+        # a server-side callback has its function here; one run in the browser has not
+        if "callback" in spec and any(i["id"] == "run-select" and i["property"] == "value" for i in spec["inputs"])
     )
 
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 from dash import no_update
 
-from .conftest import FC1, shown_run
+from app.web.grids import grid_style
+from app.web.panels.statistics import LIST_PX, PICK_HINT, found_list
+from app.workbench.find_zone import MAX_BUCKETS, pick
+from perfdb import queries
+
+from .conftest import CONSUMER, FC1, shown_run
 
 
 def test_statistics_per_op_and_type_and_a_row_click_selects_the_op(app, cb):
@@ -30,15 +35,113 @@ def test_find_zone_shows_the_spread_of_an_op_over_its_cores_and_of_an_op_type(ap
     run_id = shown_run(cb)
     record = app.explorer.op_record(run_id, FC1)
     assert cb["find_zone"](run_id, FC1, None, "timeline", "name") is no_update  # its tab is closed
-    figure = cb["find_zone"](run_id, FC1, None, "statistics", "name")
-    assert len(figure.data[0].x) == record.cores == 64
+    found = cb["find_zone"](run_id, FC1, None, "statistics", "name")
+    figure = found["figure"]
+    # bars, not the zones one by one: the browser gets as many whatever the count
+    assert sum(figure.data[0].y) == record.cores == 64 and len(figure.data[0].y) <= MAX_BUCKETS
     assert f"{FC1}: 64 zones" in figure.layout.title.text
+    assert figure.layout.clickmode == "event+select" and figure.layout.dragmode == "select"
+    # nothing picked yet: how to pick, and no list
+    assert found["shown"] == {"run": run_id, "op": FC1, "kind": None, "picked": None}
+    assert found["note"] == PICK_HINT and found["rows"] == [] and found["style"] == {"display": "none"}
     kind = record.kind
     assert kind in [r["id"] for r in cb["show_statistics"](run_id, "kind")["data"]]
     by_kind = app.explorer.find_zone(run_id, kind=kind)
     assert len(by_kind) == sum(1 for r in app.explorer.op_records(run_id) if r.kind == kind)
-    nothing = cb["find_zone"](run_id, None, None, "statistics", "name")
+    nothing = cb["find_zone"](run_id, None, None, "statistics", "name")["figure"]
     assert "Nothing selected" in nothing.layout.annotations[0].text and nothing.layout.xaxis.visible is False
+
+
+def _bars(*numbers: int) -> dict:
+    """A pick of the histogram's bars, as plotly's selectedData gives it to the page."""
+    return {"points": [{"curveNumber": 0, "pointNumber": n} for n in numbers]}
+
+
+def test_a_bar_picked_lists_its_zones_and_a_row_selects_and_pins_its_zone(app, cb):
+    run_id = shown_run(cb)
+    found = cb["find_zone"](run_id, FC1, None, "statistics", "name")
+    counts, shown = list(found["figure"].data[0].y), found["shown"]
+    tallest = max(range(len(counts)), key=counts.__getitem__)
+    listed = cb["list_zones"](_bars(tallest), shown)
+    rows = listed["rows"]
+    assert len(rows) == counts[tallest] and listed["style"] == grid_style(len(rows), LIST_PX)
+    assert listed["note"].startswith(f"{counts[tallest]} zones of ") and "more" not in listed["note"]
+    assert [c["field"] for c in listed["columns"]] == ["track", "start_us", "duration_us"]
+    with app.explorer.sessions() as session:
+        by_core = {z.track: z for z in queries.zones(session, run_id, depth=0, op=FC1)}
+    lo, hi = found["figure"].data[0].customdata[tallest]
+    for row in rows:
+        zone = by_core[row["track"]]
+        assert row["op"] == FC1 and row["start_us"] == pytest.approx(zone.start_ns / 1e3, abs=1e-3)
+        assert row["duration_us"] == pytest.approx((zone.end_ns - zone.start_ns) / 1e3, abs=1e-3)
+        assert lo - 1e-3 <= row["duration_us"] <= hi + 1e-3  # in the bar picked
+    assert [r["duration_us"] for r in rows] == sorted((r["duration_us"] for r in rows), reverse=True)
+    # a drag across every bar: every zone
+    assert len(cb["list_zones"](_bars(*range(len(counts))), shown)["rows"]) == 64
+    # a row: its op selected, and its zone pinned to the timeline's card
+    row = rows[-1]
+    picked = cb["pick_zone"]({"rowId": row["id"], "colId": "track"}, rows, shown)
+    assert picked["selected"] == FC1 and picked["shown"] == shown | {"picked": FC1}
+    record = app.explorer.op_record(run_id, FC1)
+    assert picked["pin"] == {
+        "name": FC1,
+        "op": FC1,
+        "start": row["start_us"],
+        "end": pytest.approx(row["start_us"] + row["duration_us"], abs=1e-3),
+        "row": row["track"],
+        "lane": "",
+        "info": [record.kind, pytest.approx(record.duration_ns / 1e3, abs=1e-3), record.bound, record.why],
+    }
+
+
+def test_a_bar_of_an_op_type_lists_its_ops_and_a_page_of_them_at_most(app, cb):
+    run_id = shown_run(cb, "zoo:mlp?layers=3")
+    shown = {"run": run_id, "op": None, "kind": "matmul", "picked": None}
+    ops = app.explorer.find_zone(run_id, kind="matmul")
+    everything = list(range(MAX_BUCKETS))
+    listed = cb["list_zones"](_bars(*everything), shown)
+    assert [c["field"] for c in listed["columns"]][0] == "op" and listed["note"].startswith("6 ops of ")
+    durations = {r.name: r.duration_ns / 1e3 for r in app.explorer.op_records(run_id) if r.kind == "matmul"}
+    assert {r["op"]: r["duration_us"] for r in listed["rows"]} == pytest.approx(durations, abs=1e-3)
+    # a row of an op type is an op: selecting it picks it, and the whole op is pinned
+    fc2 = next(r for r in listed["rows"] if r["op"] == CONSUMER)
+    picked = cb["pick_zone"]({"rowId": fc2["id"]}, listed["rows"], shown)
+    assert picked["selected"] == CONSUMER and picked["pin"]["row"] == "device"
+    assert picked["pin"]["end"] - picked["pin"]["start"] == pytest.approx(durations[CONSUMER], abs=1e-3)
+    # past a page, the longest are listed and the rest counted
+    capped = found_list(pick(ops, everything, limit=4), shown)
+    assert len(capped["rows"]) == 4 and "(4 listed, and 2 more)" in capped["note"]
+    assert capped["rows"][0]["duration_us"] == pytest.approx(max(durations.values()), abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    "chosen, shown",
+    [
+        ({"points": "all"}, None),
+        ({"points": [{"curveNumber": 0, "pointNumber": 10**9}, "x", {"pointNumber": "1"}]}, "ok"),
+        (None, "ok"),
+        (_bars(0), {"run": "1; drop table runs", "op": FC1}),
+        (_bars(0), {"run": 10**6, "op": FC1}),  # no such run
+        (_bars(0), {"run": 1, "op": None, "kind": None}),
+    ],
+)
+def test_a_pick_the_page_did_not_send_lists_nothing(cb, chosen, shown):
+    run_id = shown_run(cb)
+    shown = {"run": run_id, "op": FC1} if shown == "ok" else shown
+    listed = cb["list_zones"](chosen, shown)
+    assert listed["rows"] == [] and listed["style"] == {"display": "none"}
+
+
+def test_a_row_the_page_did_not_send_selects_nothing(cb):
+    run_id = shown_run(cb)
+    shown = {"run": run_id, "op": FC1, "kind": None, "picked": None}
+    assert cb["pick_zone"]({"rowId": "x"}, [{"id": "x", "op": 5}], shown) is no_update
+    assert cb["pick_zone"]({"rowId": "x"}, [{"id": "x", "op": "no.such.op"}], shown) is no_update
+    assert cb["pick_zone"]({"rowId": "x"}, "rows", shown) is no_update
+    assert cb["pick_zone"]({"rowId": "x"}, [{"id": "x", "op": FC1}], {"run": "1"}) is no_update
+    # numbers it cannot read are 0, not a traceback
+    odd = cb["pick_zone"]({"rowId": "x"}, [{"id": "x", "op": FC1, "start_us": "soon", "duration_us": True}], shown)
+    assert odd["selected"] == FC1 and (odd["pin"]["start"], odd["pin"]["end"]) == (0.0, 0.0)
 
 
 def test_the_statistics_list_the_load_time_ops_apart_from_the_shares_per_step(app, cb):

@@ -1,0 +1,22 @@
+"""The timeline's zone card, which tilescope.js draws (window.tilescope.fillCard): what it shows of
+an op, and a zone pinned to it from elsewhere on the page (find zone's list)."""
+
+from __future__ import annotations
+
+
+def op_info(record) -> list:
+    """An op's kind, time (us), bound and why, as the card reads them."""
+    return [record.kind, round(record.duration_ns / 1e3, 3), record.bound, record.why]
+
+
+def pinned(record, track: str, start_us: float, duration_us: float) -> dict:
+    """One of `record`'s zones (on `track`, from `start_us` for `duration_us`) as the card shows it."""
+    return dict(
+        name=record.name,
+        op=record.name,
+        start=start_us,
+        end=round(start_us + duration_us, 3),
+        row=track,
+        lane="",
+        info=op_info(record),
+    )
