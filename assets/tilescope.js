@@ -275,6 +275,12 @@ window.tilescope = {
       var x = event.event.clientX, y = event.event.clientY;
       card.style.left = Math.min(x + 14, window.innerWidth - 380) + 'px';
       card.style.top = Math.min(y + 14, window.innerHeight - 140) + 'px';
+      // never over the pinned card beside the timeline: then on the pointer's other side
+      var tip = card.getBoundingClientRect(), pinned = document.getElementById('timeline-zone');
+      var held = pinned && pinned.style.display !== 'none' ? pinned.getBoundingClientRect() : null;
+      if (held && held.width && tip.right > held.left && tip.left < held.right && tip.bottom > held.top && tip.top < held.bottom) {
+        card.style.left = Math.max(0, x - 14 - tip.width) + 'px';
+      }
     }
   },
 

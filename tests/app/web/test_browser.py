@@ -565,6 +565,12 @@ def test_find_zone_lists_the_zones_of_the_bars_picked_and_a_row_selects_its_op(s
     )
     _hover_zone(d, fc2)
     _wait(d, lambda d: fc2 in _text(d, "timeline-tip"))
+    # the card following the pointer never covers the pinned one
+    assert d.execute_script(
+        "var a = document.getElementById('timeline-tip').getBoundingClientRect(),"
+        " b = document.getElementById('timeline-zone').getBoundingClientRect();"
+        "return a.right <= b.left || a.left >= b.right || a.bottom <= b.top || a.top >= b.bottom;"
+    )
     _shot(d, "18-find-zone-pinned")
     severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
     assert not severe, severe
