@@ -12,11 +12,13 @@ reads a stale one. The directory is the server's own cache: it holds nothing a r
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -93,13 +95,20 @@ class CompileStore:
     def _write(self, key: str, compilation: Compilation) -> None:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            partial = self.directory / f"{key}.{threading.get_ident()}.partial"
+            partial = self.directory / f"{key}.{os.getpid()}.{threading.get_ident()}.partial"  # per writer
             with partial.open("wb") as f:
                 pickle.dump(compilation, f, protocol=pickle.HIGHEST_PROTOCOL)
             partial.replace(self.directory / f"{key}.pickle")  # whole or not at all
-            kept = sorted(self.directory.glob("*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
-            for old in kept[KEEP:]:
+            kept = []
+            for path in self.directory.glob("*.pickle"):
+                with contextlib.suppress(FileNotFoundError):  # removed by another process meanwhile
+                    kept.append((path.stat().st_mtime, path))
+            for _, old in sorted(kept, reverse=True)[KEEP:]:
                 old.unlink(missing_ok=True)
+            for left in self.directory.glob("*.partial"):  # a writer that died an hour ago or more
+                with contextlib.suppress(FileNotFoundError):  # another process's cleanup got there first
+                    if time.time() - left.stat().st_mtime > 3600:
+                        left.unlink(missing_ok=True)
         except OSError as err:  # a full disk costs a compile after the next restart, nothing more
             sys.stderr.write(f"tilescope: could not keep a compilation: {err.strerror}\n")
         finally:
