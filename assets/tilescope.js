@@ -423,16 +423,21 @@ window.tilescope = {
       return taken.every(function (t) { return r[2] <= t[0] || r[0] >= t[2] || r[3] <= t[1] || r[1] >= t[3]; });
     };
     var headPx = 0.6 * Math.abs(py(0) - py(1)), width = window.tilescope.textWidth;
+    // labels come escaped (graph_figure): cut and measured as the letters shown, escaped again to draw
+    var raw = function (t) {
+      return t.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#x27;|&#39;/g, "'").replace(/&amp;/g, '&');
+    };
+    var esc = function (t) { return t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;'); };
     meta.boxes.forEach(function (b) {  // [x0, top, x1, label, group], outer boxes first
       var left = px(b[0]) + 4, top = py(b[1]) + 2, room = px(b[2]) - px(b[0]) - 8;
-      var text = headPx >= 10 ? window.tilescope.fitName(b[3], Math.floor(room / 6)) : '';
-      while (text && width(text) > room) { text = window.tilescope.fitName(b[3], text.length - 1); }
+      var name = raw(b[3]), text = headPx >= 10 ? window.tilescope.fitName(name, Math.floor(room / 6)) : '';
+      while (text && width(text) > room) { text = window.tilescope.fitName(name, text.length - 1); }
       var rect = [left, top, left + width(text), top + 12];
       if (!text || !free(rect)) { return; }
       taken.push(rect);
       boxAt[others.length + out.length] = b[4];
       out.push({name: 'graph-label', x: b[0], y: b[1], xref: 'x', yref: 'y', xanchor: 'left', yanchor: 'top',
-                xshift: 4, yshift: -2, text: text, showarrow: false, captureevents: true,
+                xshift: 4, yshift: -2, text: esc(text), showarrow: false, captureevents: true,
                 font: {size: 10, color: '#52606d'}, hovertext: 'click to close ' + b[3]});
     });
     var nodes = [];
@@ -450,13 +455,13 @@ window.tilescope = {
     nodes.forEach(function (n) {
       if (out.length >= 300) { return; }
       // the whole label, else its name without the op count, else the name's start
-      var full = n[3], bare = full.replace(/ \(\d+\)$/, ''), cut = bare.length > 9 ? bare.slice(0, 8) + '\u2026' : '';
+      var full = raw(n[3]), bare = full.replace(/ \(\d+\)$/, ''), cut = bare.length > 9 ? bare.slice(0, 8) + '\u2026' : '';
       [full, bare === full ? '' : bare, cut].some(function (text) {
         var w = width(text) + 12, rect = [n[4] - w / 2, n[5] + n[6] + 2, n[4] + w / 2, n[5] + n[6] + 14];
         if (!text || !free(rect)) { return false; }
         taken.push(rect);
         out.push({name: 'graph-label', x: n[1], y: n[2], xref: 'x', yref: 'y', yanchor: 'top', yshift: -(n[6] + 2),
-                  text: text, showarrow: false, font: {size: 10, color: '#3e4c59'}, captureevents: false});
+                  text: esc(text), showarrow: false, font: {size: 10, color: '#3e4c59'}, captureevents: false});
         return true;
       });
     });
@@ -481,7 +486,7 @@ window.tilescope = {
       ctx = window.tilescope._measure = document.createElement('canvas').getContext('2d');
       ctx.font = '10px "Open Sans", verdana, arial, sans-serif';
     }
-    return ctx.measureText((text || '').replace(/&(amp|lt|gt|quot|#39);/g, '&')).width;
+    return ctx.measureText(text || '').width;
   },
 
   // Plotly sends numeric arrays as base64 typed-array specs ({dtype, bdata}); this reads either

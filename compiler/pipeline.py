@@ -46,6 +46,10 @@ class Compilation:
     levels: dict[str, Graph]  # graph, layout, kernel; `input` is the imported module
     _printed: dict[str, tuple[str, dict[str, tuple[int, int]]]] = field(default_factory=dict, repr=False)
 
+    def __getstate__(self) -> dict:
+        # the printed text is a cache, filled by whoever reads it (threads, as a copy is pickled)
+        return {**self.__dict__, "_printed": {}}
+
     @property
     def kernel(self) -> Graph:
         return self.levels["kernel"]

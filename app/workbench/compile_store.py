@@ -19,6 +19,7 @@ import pickle
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,6 +49,11 @@ class CompileStore:
         self._writing: set[str] = set()
         self._writers: list[threading.Thread] = []
         self._lock = threading.Lock()
+        _STORES.add(self)
+
+    def _forget_writers(self) -> None:
+        """In a forked child: the parent's writer threads are not here, and a lock one held stays held."""
+        self._writing, self._writers, self._lock = set(), [], threading.Lock()
 
     def key(
         self, ref: str, text: str, target: str, overrides: Sequence[OpOverride], policy: str, l1_usage_cap: float
@@ -67,7 +73,8 @@ class CompileStore:
             sys.stderr.write(f"tilescope: a kept compilation did not read back ({type(err).__name__}); compiling\n")
             path.unlink(missing_ok=True)
             return None
-        os.utime(path)  # recently used: evicted last
+        with contextlib.suppress(FileNotFoundError):  # evicted by another process meanwhile: read already
+            os.utime(path)  # recently used: evicted last
         return found if isinstance(found, Compilation) else None
 
     def keep(self, key: str, compilation: Compilation) -> threading.Thread | None:
@@ -93,9 +100,9 @@ class CompileStore:
             writer.join()
 
     def _write(self, key: str, compilation: Compilation) -> None:
+        partial = self.directory / f"{key}.{os.getpid()}.{threading.get_ident()}.partial"  # per writer
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            partial = self.directory / f"{key}.{os.getpid()}.{threading.get_ident()}.partial"  # per writer
             with partial.open("wb") as f:
                 pickle.dump(compilation, f, protocol=pickle.HIGHEST_PROTOCOL)
             partial.replace(self.directory / f"{key}.pickle")  # whole or not at all
@@ -109,8 +116,13 @@ class CompileStore:
                 with contextlib.suppress(FileNotFoundError):  # another process's cleanup got there first
                     if time.time() - left.stat().st_mtime > 3600:
                         left.unlink(missing_ok=True)
-        except OSError as err:  # a full disk costs a compile after the next restart, nothing more
-            sys.stderr.write(f"tilescope: could not keep a compilation: {err.strerror}\n")
+        except Exception as err:  # a full disk, or no memory to pickle in: a compile after the next restart
+            sys.stderr.write(f"tilescope: could not keep a compilation: {type(err).__name__}: {err}\n"[:300])
+            partial.unlink(missing_ok=True)
         finally:
             with self._lock:
                 self._writing.discard(key)
+
+
+_STORES: weakref.WeakSet[CompileStore] = weakref.WeakSet()
+os.register_at_fork(after_in_child=lambda: [store._forget_writers() for store in list(_STORES)])

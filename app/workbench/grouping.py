@@ -26,9 +26,20 @@ MAX_NODES = 400  # nodes a view may show (Model Explorer stays responsive to a f
 RUN_LENGTH = 100  # ops per folded run in a graph without scopes
 CHUNK = 100  # children a group shows directly; more are chunked
 ANCHOR_CLASSES = (MATMUL, CONV, ATTENTION, REDUCE, POOL)  # the ops that close a dataflow block
-_INSTRUCTION = re.compile(
-    r"[A-Za-z][\w-]*\.\d+[^.]*"
-)  # an XLA instruction name: kind.number, and what a rewrite made of it
+# XLA's HLO opcodes: `reshape.78` names an instruction of that kind, where `features.0` (a torch
+# nn.Sequential's first module) is a scope
+_HLO_OPCODES = (
+    "abs add and atan2 batch-norm-inference bitcast bitcast-convert broadcast call cbrt ceil clamp "
+    "collective-permute compare complex concatenate conditional constant convert convolution copy cosine "
+    "custom-call divide dot dynamic-slice dynamic-update-slice erf exponential exponential-minus-one fft "
+    "floor fusion gather get-tuple-element iota is-finite log log-plus-one logistic map maximum minimum "
+    "multiply negate not or pad parameter power real reduce reduce-precision reduce-window remainder "
+    "reshape reverse rng round-nearest-afz round-nearest-even rsqrt scatter select select-and-scatter "
+    "shift-left shift-right-arithmetic shift-right-logical sign sine slice sort sqrt subtract tan tanh "
+    "transpose tuple while xor all-gather all-reduce all-to-all reduce-scatter"
+).split()
+# an instruction name: opcode.number, and what a rewrite made of it (`gather.82_permuteInput`)
+_INSTRUCTION = re.compile(rf"(?:{'|'.join(map(re.escape, sorted(_HLO_OPCODES, key=len, reverse=True)))})\.\d+[^.]*")
 
 
 @dataclass(frozen=True)
@@ -69,9 +80,8 @@ class ScopeTree:
         blocks = None
         if not any(self.ancestors.values()) and len(self.order) > DEFAULT_BUDGET:
             blocks = _dataflow_blocks(graph)
-        if blocks:  # the blocks in the order of their anchors, not of their first constants
-            at = {f"{GROUP}{name} block": i for i, name in enumerate(self.order)}
-            self.order.sort(key=lambda name: at[blocks[name][0]] if blocks[name] else at.get(f"{GROUP}{name} block", 0))
+        if blocks:
+            self.order = _sources_by_readers(graph)
             self.ancestors = blocks
         elif not any(self.ancestors.values()) and len(self.order) > RUN_LENGTH:
             self.ancestors = _runs_of(self.order)
@@ -297,6 +307,21 @@ def _dataflow_blocks(graph: Graph) -> dict[str, tuple[str, ...]] | None:
             block[op.name] = made[-1] if made else block[anchors[-1]]
     size = Counter(block.values())
     return {op.name: (block[op.name],) if size[block[op.name]] > 1 else () for op in graph.ops}
+
+
+def _sources_by_readers(graph: Graph) -> list[str]:
+    """The ops in graph order but for those reading nothing (constants, weights), each moved to
+    just before its first reader: an exporter puts them all first, and the first block would seem
+    to start the graph. Still an order in which every op comes after its producers."""
+    readers: dict[str, int] = {}
+    for i, op in enumerate(graph.ops):
+        for t in op.inputs:
+            readers.setdefault(t, i)
+    at = {}
+    for i, op in enumerate(graph.ops):
+        first = min((readers[t] for t in op.outputs if t in readers), default=i)
+        at[op.name] = first - 0.5 if not op.inputs and first > i else i
+    return sorted(at, key=at.__getitem__)
 
 
 def _runs_of(order: list[str]) -> dict[str, tuple[str, ...]]:

@@ -93,7 +93,8 @@ def _compile(
     store = _ON_DISK
     disk_key = store.key(ref, text, repr(target), overrides, policy, l1_usage_cap) if store else ""
     kept = store.load(disk_key) if store else None
-    if kept is not None:  # its model is the model from now on: the next compile builds on this one
+    if kept is not None:  # its model and target are the ones from now on: the next compile builds on this one
+        kept.target = target  # compile_model and the simulator reuse work for the same target object
         _IMPORTED.keep((ref, text), kept.model)
         _LATEST.keep(key, kept)
         return kept

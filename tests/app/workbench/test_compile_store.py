@@ -80,7 +80,23 @@ def test_a_restarted_server_reads_the_compilation_back_and_re_runs_build_on_it(t
         text = read_source(REF)
         assert runs._IMPORTED.get((REF, text)) is again.model  # not imported again
         tuned = runs.compile_cached(REF, "wormhole_n150", [parse_item("mlp.layer.0.fc1.matmul=l1:interleaved")])
-        assert tuned.model is again.model  # the re-run built on it
+        # the re-run built on it: the same model, and its graph level taken, not made again
+        assert tuned.model is again.model and tuned.levels["graph"] is again.levels["graph"]
     finally:
         runs.keep_compilations_in(None)
         _forget()
+
+
+def test_a_compilation_that_cannot_be_written_leaves_nothing_behind(tmp_path, small_is_large, capsys):
+    unwritable = compile_model(load_model(REF), load_target("wormhole_n150"))
+    unwritable.kernel.meta["hook"] = lambda: None  # pickle cannot write a function made here
+    CompileStore(tmp_path).keep("k", unwritable).join()
+    assert not list(tmp_path.iterdir()) and "could not keep a compilation" in capsys.readouterr().err
+
+
+def test_printed_text_is_not_kept_with_a_compilation(tmp_path, compiled, small_is_large):
+    """The MLIR text is a cache that request threads fill while a copy is written: never pickled."""
+    compiled.mlir("kernel")
+    store = CompileStore(tmp_path)
+    store.keep("k", compiled).join()
+    assert store.load("k")._printed == {} and compiled._printed

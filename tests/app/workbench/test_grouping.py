@@ -146,7 +146,7 @@ def _layers_without_scopes(count: int) -> Graph:
         w = op(f"reshape.{10 * i}", "reshape", [weights[i]])
         previous = op(f"dot.{10 * i + 1}", "matmul", [previous, w])
         previous = op(f"add.{10 * i + 2}", "add", [previous])
-        previous = op(f"relu.{10 * i + 3}", "relu", [previous])
+        previous = op(f"maximum.{10 * i + 3}", "relu", [previous])
     graph.outputs.append(previous)
     return graph
 
@@ -156,6 +156,9 @@ def test_xla_instruction_names_are_not_scopes():
     tree = ScopeTree(_chain(["reshape.1", "reshape.2", "gather.82_permuteInput", "broadcast.90#1", "add.3"]))
     assert tree.groups == []
     assert ScopeTree(_chain(["layer.0.fc.matmul", "layer.0.fc.add"])).groups == [GROUP + "layer.0.fc"]
+    # torch's nn.Sequential names its modules by index: scopes, though they look like instructions
+    sequential = ScopeTree(_chain(["features.0", "features.1", "classifier.0", "classifier.1"]))
+    assert sequential.groups == [GROUP + "features", GROUP + "classifier"]
 
 
 def test_a_graph_without_scopes_is_grouped_by_dataflow_into_blocks_closed_by_its_matmuls():
@@ -167,9 +170,9 @@ def test_a_graph_without_scopes_is_grouped_by_dataflow_into_blocks_closed_by_its
     # a block holds what leads into its matmul: the weight's constant and reshape with it
     assert set(first) == {"constant_0", "reshape.0", "dot.1"}
     second = tree.members[top[1]]
-    assert set(second) == {"constant_1", "reshape.10", "add.2", "relu.3", "dot.11"}
+    assert set(second) == {"constant_1", "reshape.10", "add.2", "maximum.3", "dot.11"}
     # what comes after the last matmul stays with it; every op in exactly one block
-    assert {"add.192", "relu.193"} <= set(tree.members[top[-1]])
+    assert {"add.192", "maximum.193"} <= set(tree.members[top[-1]])
     assert sorted(op for g in top for op in tree.members[g]) == sorted(op.name for op in graph.ops)
     view = tree.view([])
     assert [(e.src, e.dst) for e in view.edges] == list(zip(top, top[1:]))
@@ -189,3 +192,18 @@ def test_real_exports_without_scopes_are_grouped_by_their_matmuls_and_reductions
     anchors = {graph.op(g.removeprefix(GROUP).removesuffix(" block")).kind for g in top}
     assert "ttir.dot_general" in anchors and anchors <= {"ttir.dot_general", "ttir.sum", "ttir.max", "ttir.reduce_or"}
     assert len(tree.view(tree.default_expansion()).nodes) <= DEFAULT_BUDGET
+
+
+def test_blocks_keep_every_op_after_its_producers_with_constants_beside_their_readers(corpus):
+    """The order the view lays out: a producer drawn right of its reader would lose the edge."""
+    for name in ("llama_3_2_1b_prefill_layer", "bert_encoder_layer", "resnet50_xla"):
+        graph = load_model(str(corpus / f"{name}.mlir")).graph
+        tree = ScopeTree(graph)
+        at = {op: i for i, op in enumerate(tree.order)}
+        producer = {t: op.name for op in graph.ops for t in op.outputs}
+        assert sorted(at) == sorted(op.name for op in graph.ops)
+        assert all(at[producer[t]] < at[op.name] for op in graph.ops for t in op.inputs if t in producer), name
+        first = next(op for op in graph.ops if not op.inputs)  # the exporter puts constants first
+        reader = next(op.name for op in graph.ops if set(first.outputs) & set(op.inputs))
+        # just before its reader: only other sources between them
+        assert all(not graph.op(n).inputs for n in tree.order[at[first.name] : at[reader]]), name
