@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .sharding import Sharding
+
 LEVELS = ("input", "graph", "layout", "kernel")
 
 MEMORY_LAYOUTS = ("interleaved", "height_sharded", "width_sharded", "block_sharded")
@@ -56,6 +58,8 @@ class Tensor:
     # known once the model is loaded: a weight the runtime loads before the first step (an argument
     # with ttcore.argument_type parameter or constant), or computed from such tensors and constants
     is_parameter: bool = False
+    # how the tensor is split over the device mesh (Graph.meta["mesh"]); None: whole on every device
+    sharding: Sharding | None = None
 
     @property
     def numel(self) -> int:
