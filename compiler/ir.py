@@ -19,7 +19,7 @@ from typing import Any
 
 from .sharding import Sharding
 
-LEVELS = ("input", "graph", "layout", "kernel")
+LEVELS = ("input", "graph", "partition", "layout", "kernel")
 
 MEMORY_LAYOUTS = ("interleaved", "height_sharded", "width_sharded", "block_sharded")
 TENSOR_LAYOUTS = ("tile", "row_major")

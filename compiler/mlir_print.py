@@ -89,6 +89,10 @@ def _core_group(group: CoreWork, indent: str) -> list[str]:
     return lines
 
 
+def _sharding(tensor: Tensor) -> str:
+    return tensor.sharding.text() if tensor.sharding is not None else "whole"
+
+
 @lru_cache(maxsize=1 << 12)
 def _cores(cores: tuple[tuple[int, int], ...]) -> str:
     """A core group's coordinates as an i64 array's body: most groups of a model are one of a few
@@ -96,13 +100,17 @@ def _cores(cores: tuple[tuple[int, int], ...]) -> str:
     return ", ".join(str(x) for core in cores for x in core)
 
 
-def _op_lines(graph: Graph, op: Op, values: dict[str, str], first: int, with_layout: bool) -> list[str]:
+def _op_lines(
+    graph: Graph, op: Op, values: dict[str, str], first: int, with_layout: bool, sharded: bool = False
+) -> list[str]:
     results = [f"%{first + i}" for i in range(len(op.outputs))]
     operands = ", ".join(values[t] for t in op.inputs)
     in_types = ", ".join(_type(graph.tensors[t], with_layout) for t in op.inputs)
     out_types = [_type(graph.tensors[t], with_layout) for t in op.outputs]
     out_sig = out_types[0] if len(out_types) == 1 else f"({', '.join(out_types)})"
     attrs = {k: v for k, v in op.attrs.items() if isinstance(v, (str, int, float, tuple)) and k != "fused_kinds"}
+    if sharded and any(graph.tensors[t].sharding for t in op.outputs):
+        attrs["ts.sharding"] = tuple(_sharding(graph.tensors[t]) for t in op.outputs)
     kernel: Kernel | None = op.meta.get("kernel")
     if kernel:
         attrs["program"] = kernel.program
@@ -133,23 +141,28 @@ def _op_lines(graph: Graph, op: Op, values: dict[str, str], first: int, with_lay
 def print_graph(graph: Graph) -> tuple[str, dict[str, tuple[int, int]]]:
     """MLIR text of a `graph`, `layout` or `kernel` level graph, and each op's first and last line."""
     with_layout = graph.level in ("layout", "kernel")
+    mesh = graph.meta.get("mesh")
+    # split over devices: shapes are each device's piece; shardings say how the pieces make the whole
+    sharded = graph.level != "graph" and mesh is not None and mesh.devices > 1
     values: dict[str, str] = {}
     args = []
     for i, name in enumerate(graph.inputs):
         values[name] = f"%arg{i}"
-        args.append(f"%arg{i}: {_type(graph.tensors[name], with_layout)} {{ttir.name = {_string(name)}}}")
+        split = f", ts.sharding = {_string(_sharding(graph.tensors[name]))}" if sharded else ""
+        args.append(f"%arg{i}: {_type(graph.tensors[name], with_layout)} {{ttir.name = {_string(name)}{split}}}")
     body: list[str] = []
     spans: dict[str, tuple[int, int]] = {}
     next_value = 0
     first_body_line = 3  # module header and func signature come first
     for op in graph.ops:
         start = first_body_line + len(body)
-        body.extend(_op_lines(graph, op, values, next_value, with_layout))
+        body.extend(_op_lines(graph, op, values, next_value, with_layout, sharded))
         spans[op.name] = (start, first_body_line + len(body) - 1)
         next_value += len(op.outputs)
     out_types = ", ".join(_type(graph.tensors[t], with_layout) for t in graph.outputs)
     returned = ", ".join(values[t] for t in graph.outputs)
-    header = f"module @{_string(graph.name)} attributes {{ts.level = {_string(graph.level)}}} {{"
+    on_mesh = f", ts.mesh = {_string(mesh.mlir())}" if sharded else ""
+    header = f"module @{_string(graph.name)} attributes {{ts.level = {_string(graph.level)}{on_mesh}}} {{"
     text = "\n".join(
         [
             header,

@@ -7,6 +7,7 @@ input  --normalize-->       graph    one op vocabulary, whatever the source dial
        --fuse-attention-->           attention written op by op becomes scaled_dot_product_attention
        --const-eval-->               work on weights and constants only marked load-time (runs once)
        --fuse-eltwise-->             bias adds and activations fused into their producers
+       --partition-->       partition  split over the system's devices; collectives where shardings change
        --assign-layouts-->  layout   every tensor placed (memory, sharding, grid, dtype)
        --insert-to-layout-->         conversions where a consumer needs another layout
        --plan-memory-->              L1 addresses by liveness, peak per core, overflows
@@ -34,6 +35,7 @@ from .passes.fuse_attention import FuseAttention
 from .passes.fuse_eltwise import FuseEltwise
 from .passes.insert_to_layout import InsertToLayout
 from .passes.normalize import Normalize
+from .passes.partition import Partition
 from .passes.plan_memory import CheckL1, PlanMemory
 from .passes.split_kernels import SplitKernels
 from .target import Target
@@ -43,7 +45,7 @@ from .target import Target
 class Compilation:
     model: ImportedModel
     target: Target
-    levels: dict[str, Graph]  # graph, layout, kernel; `input` is the imported module
+    levels: dict[str, Graph]  # graph, partition, layout, kernel; `input` is the imported module
     _printed: dict[str, tuple[str, dict[str, tuple[int, int]]]] = field(default_factory=dict, repr=False)
 
     def __getstate__(self) -> dict:
@@ -105,6 +107,7 @@ def stages(
                 FuseEltwise(target),
             ],
         ),
+        ("partition", [Partition(target)]),
         (
             "layout",
             [AssignLayouts(target, tuple(overrides), policy, l1_usage_cap), InsertToLayout(target), PlanMemory(target)],
@@ -130,8 +133,8 @@ def compile_model(
     levels: dict[str, Graph] = {}
     graph = model.graph
     for level, passes in stages(target, overrides, policy, l1_usage_cap, known):
-        if reuse and level == "graph":
-            graph = levels[level] = since.levels["graph"]  # levels are never changed once made
+        if reuse and level in ("graph", "partition"):
+            graph = levels[level] = since.levels[level]  # levels are never changed once made
             continue
         graph = graph.with_level(level)
         for compiler_pass in passes:
@@ -144,8 +147,8 @@ def layout_outcomes(
     compilation: Compilation, overrides: Sequence[OpOverride], l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
 ) -> list[OverrideOutcome]:
     """Each override's outcome on a compiled model, from the layout pass alone, run on a copy of
-    the kept `graph` level: what a compile with them would apply or reject, at a few percent of a
+    the kept `partition` level: what a compile with them would apply or reject, at a few percent of a
     compile's cost (no memory planning or kernels, so an L1 the planner later finds over-full is
     not among its rejections)."""
     assign = AssignLayouts(compilation.target, tuple(overrides), compilation.policy, l1_usage_cap)
-    return assign.run(compilation.levels["graph"].with_level("layout")).meta["overrides"]
+    return assign.run(compilation.levels["partition"].with_level("layout")).meta["overrides"]

@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import opset
+from .collective_timing import LINK, is_collective, on_links
 from .ir import Graph, Op
 from .kernel import MCAST, NOC, Compute, CoreWork, Kernel, Transfer
 from .target import Target
 from .trace import CounterTable, ZoneTable
-from .tracks import ENGINES, core_track, engine_track
+from .tracks import ENGINES, core_track, device_track, engine_track, link_track
 
 NS = 1e9
 PHASES = ("read", "compute", "write")  # what each engine does for an op
@@ -155,8 +156,12 @@ class Simulator:
         result = SimResult(self.target.name, self.dispatch, 0.0, [], costs=KernelCosts(self.target))
         self._core_rows: dict[tuple, tuple[int, ...]] = {}  # core set -> its rows' track sets, this run's
         self._counter_rows: dict[tuple, tuple[array, np.ndarray]] = {}  # core set -> its tracks, rows, columns
+        self._devices: int | None = None  # the track set of every device's row, once made
         device_free = 0.0
         host_issued = 0.0
+        ready: dict[str, float] = {}  # when each tensor is written: an op waits for its operands
+        link_free: dict[str, float] = {}  # per link track: collectives over the same axes queue
+        many = self.target.system.devices > 1
         for op in kernel_graph.ops:
             kernel: Kernel | None = op.meta.get("kernel")
             if kernel is None:  # constants: no launch, no time
@@ -167,8 +172,18 @@ class Simulator:
                 result.load_ops.append(timing)
                 continue
             host_issued += self.dispatch_ns
-            start = max(device_free, host_issued)
+            operands = max((ready.get(t, 0.0) for t in op.inputs), default=0.0)
             timing, core_times = self._cost(kernel_graph, op, kernel, result.costs.by_kernel)
+            if many and is_collective(op):
+                # on the links, beside the cores: compute that does not need its result goes on
+                timing = on_links(self.target, kernel_graph, op, timing)
+                track = link_track(op.attrs.get("axes", ()))
+                timing.start_ns = max(link_free.get(track, 0.0), host_issued, operands)
+                result.ops.append(timing)
+                self._link_zone(result, op, track, timing)
+                link_free[track] = ready[op.outputs[0]] = timing.end_ns
+                continue
+            start = max(device_free, host_issued, operands)
             timing.start_ns = start
             timing.dispatch_wait_ns = max(0.0, host_issued - device_free)
             if timing.dispatch_wait_ns > timing.duration_ns and timing.bound != "none":
@@ -176,9 +191,13 @@ class Simulator:
                 timing.bound = "dispatch"
             result.ops.append(timing)
             self._zones(result.zones, op, kernel, core_times, start)
+            if many:  # every device runs the op at once (one program, each on its piece)
+                name = result.zones.name_id(op.name)
+                result.zones.add(self._device_rows(result.zones), 0, name, start, timing.end_ns, name)
             self._counters(result.counters, op, kernel, timing)
             device_free = timing.end_ns
-        result.total_ns = device_free
+            ready.update(dict.fromkeys(op.outputs, device_free))
+        result.total_ns = max([device_free, *link_free.values()])
         return result
 
     # --- one op -----------------------------------------------------------------------------
@@ -417,6 +436,21 @@ class Simulator:
         return f"{head}; compute {t.pct_peak:.0f}% of peak; {t.duration_ns / max(t.roofline_ns, 1e-9):.1f}x roofline"
 
     # --- timeline zones and counters -----------------------------------------------------------
+
+    def _device_rows(self, zones: ZoneTable) -> int:
+        if self._devices is None:
+            rows = [zones.track_id(device_track(d)) for d in range(self.target.system.devices)]
+            self._devices = zones.track_set(rows)
+        return self._devices
+
+    def _link_zone(self, result: SimResult, op: Op, track: str, timing: OpTiming) -> None:
+        """A collective's zone on its links' row, and the bandwidth each device sends at meanwhile."""
+        name = result.zones.name_id(op.name)
+        row = result.zones.track_set([result.zones.track_id(track)])
+        result.zones.add(row, 0, name, timing.start_ns, timing.end_ns, name)
+        counter, sent = [result.counters.track_id(track)], result.counters.name_id("link_bytes_per_s")
+        result.counters.add(counter, sent, timing.start_ns, [timing.bandwidth(LINK)])
+        result.counters.add(counter, sent, timing.end_ns, [0.0])
 
     def _zones(self, zones: ZoneTable, op: Op, kernel: Kernel, core_times: list[_CoreTime], start: float) -> None:
         """Each core's op zone and its reader, compute and writer phases; a group's cores share them."""

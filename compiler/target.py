@@ -8,19 +8,21 @@ hostile, makes the simulator allocate per-core arrays without end or compute inf
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
-import reprlib
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .data_file import MISSING, assumed_keys, checked, parse_toml, read_text, shown, toml_string
 from .dtypes import BYTES_PER_ELEMENT
 from .errors import TargetError
+from .system import SINGLE_DEVICE, SYSTEM_LIMITS, System, system_from
 
 BUILTIN_DIR = Path(__file__).parent / "targets"
+SYSTEM_DIR = Path(__file__).parent / "systems"  # systems of several devices (compiler/system.py)
 FIDELITIES = ("lofi", "hifi2", "hifi3", "hifi4")
 DISPATCH_MODES = ("host", "trace")
 DEFAULT_DISPATCH = "host"  # ops launched one by one from the host, as a model runs without a captured trace
@@ -28,7 +30,6 @@ DEFAULT_DISPATCH = "host"  # ops launched one by one from the host, as a model r
 # device: off-chip device memory (DRAM); host: system memory across the host link.
 SCOPES = ("core", "chip", "device", "host")
 
-MAX_FILE_BYTES = 1 << 20  # a target file; the built-in ones are about 4 KiB
 MAX_GRID = 256  # rows, and columns, of cores: at most 256x256
 MAX_NAME = 256  # characters of a target's name (the database keeps that many)
 MAX_MEMORY_NAME = 32  # characters of a memory's name (stored with every op that uses it)
@@ -129,6 +130,8 @@ class Target:
     assumed: tuple[str, ...]  # keys whose values no public document gives (see the file's comments)
     noc_multicast_bytes_per_cycle: float | None = None  # what a multicast delivers to each receiver
     short_tiles: bool = False  # the engine also takes tiles of fewer rows (a power of two) of full width
+    # the devices this target's chip is one of, and their links; a lone chip is a system of one
+    system: System = SINGLE_DEVICE
 
     @property
     def tile_shapes(self) -> list[tuple[int, int]]:
@@ -202,13 +205,20 @@ class Target:
 
 
 def builtin_names() -> list[str]:
+    """Built-in targets: single devices and systems of several."""
+    return sorted({p.stem for d in (BUILTIN_DIR, SYSTEM_DIR) for p in d.glob("*.toml")})
+
+
+def _device_names() -> list[str]:
     return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
 
 
 def target_text(name_or_path: str) -> tuple[str, str]:
-    """(TOML text, where it came from) of a built-in target name or a target file path."""
-    path = BUILTIN_DIR / f"{name_or_path}.toml"
-    if not path.exists():
+    """(TOML text, where it came from) of a built-in target name or a target file path. A system's
+    text carries its device's file (a [device] table), so that it alone rebuilds the target."""
+    builtin = [d / f"{name_or_path}.toml" for d in (BUILTIN_DIR, SYSTEM_DIR)]
+    path = next((p for p in builtin if p.is_file()), None)
+    if path is None:
         path = Path(name_or_path).expanduser()
         if path.suffix == ".toml" and not path.is_file():
             raise TargetError(f"{name_or_path}: no such target file")
@@ -217,24 +227,27 @@ def target_text(name_or_path: str) -> tuple[str, str]:
                 f"unknown target {name_or_path!r}; built in: {', '.join(builtin_names())}, "
                 "or a path to a .toml target file"
             )
+    return _with_device(read_text(path)), str(path)
+
+
+def _with_device(text: str) -> str:
+    """A system file's text with its built-in device's file appended as [device] toml; any other
+    text (and any the parser will refuse) as it is."""
     try:
-        with path.open("rb") as file:  # at most the limit, should the path be a device or a pipe
-            data = file.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            raise TargetError(_too_large(path))
-        return data.decode("utf-8"), str(path)  # TOML files are UTF-8
-    except (OSError, UnicodeDecodeError) as err:
-        raise TargetError(f"{path}: cannot read: {err}") from None
-
-
-def _too_large(where: object) -> str:
-    return f"{where}: more than {MAX_FILE_BYTES >> 10} KiB: not a target file"
+        data = parse_toml(text, "")
+    except TargetError:
+        return text
+    system = data.get("system")
+    device = system.get("device") if isinstance(system, dict) else None
+    if "device" in data or not isinstance(device, str) or device not in _device_names():
+        return text
+    return f"{text.rstrip()}\n\n[device]\ntoml = {toml_string(target_text(device)[0])}\n"
 
 
 def load_target(name_or_path: str, text: str | None = None) -> Target:
-    """A built-in target by name or a target file by path (or, with `text`, the description a
-    stored run kept). The same content gives the same Target object, so callers may cache on it,
-    and an edited file is read afresh."""
+    """A built-in target or system by name, or a target or system file by path (or, with `text`,
+    the description a stored run kept). The same content gives the same Target object, so callers
+    may cache on it, and an edited file is read afresh."""
     if text is not None:
         return _parse_target(text, name_or_path)
     return _parse_target(*target_text(name_or_path))
@@ -242,71 +255,39 @@ def load_target(name_or_path: str, text: str | None = None) -> Target:
 
 @lru_cache(maxsize=32)
 def _parse_target(text: str, where: str) -> Target:
-    if len(text) > MAX_FILE_BYTES:  # a character is at least a byte
-        raise TargetError(_too_large(where))
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise TargetError(f"{where}: not valid TOML: {err}") from None
-    except ValueError:  # an integer of thousands of digits, which Python refuses to convert
-        raise TargetError(f"{where}: not valid TOML: a number with too many digits") from None
-    except RecursionError:  # tomllib recurses into nested arrays and inline tables
-        raise TargetError(f"{where}: not valid TOML: arrays or tables nested too deeply") from None
-    return _target_from(data, where, _assumed_keys(text))
+    data = parse_toml(text, where)
+    if "system" in data:
+        return _system_target(data, where, assumed_keys(text))
+    return _target_from(data, where, assumed_keys(text))
 
 
-def _assumed_keys(text: str) -> tuple[str, ...]:
-    """Keys whose comment starts with 'ASSUMED': values no public document gives."""
-    assumed, table, flagged = [], "", False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("["):
-            table, flagged = stripped.strip("[]"), False
-        elif stripped.startswith("#"):
-            flagged = flagged or stripped.lstrip("# ").startswith("ASSUMED")
-        elif "=" in stripped:
-            if flagged or "# ASSUMED" in stripped:
-                key = stripped.split("=", 1)[0].strip()
-                assumed.append(f"{table}.{key}" if table else key)
-            flagged = False
-    return tuple(assumed)
+def _system_target(data: dict, where: str, assumed: tuple[str, ...]) -> Target:
+    """A system file: the device target's chip, with the system's devices and links."""
+    name = _get(data, "system.device", str, where)
+    device_text = _get(data, "device.toml", str, where, default=None)
+    if device_text is None:
+        if name not in _device_names():
+            devices = ", ".join(_device_names())
+            raise TargetError(f"{where}: key 'system.device' must be a built-in device ({devices}), got {shown(name)}")
+        device = _parse_target(*target_text(name))
+    else:
+        device = _parse_target(device_text, f"{where} [device]")
+    if device.system.devices > 1 or device.system.device:
+        raise TargetError(f"{where}: key 'system.device' must be a single device, not the system {shown(device.name)}")
+    if device.name != name:
+        raise TargetError(f"{where}: key 'device.toml' describes {shown(device.name)}, not {shown(name)}")
+
+    def get(data: dict, key: str, kind: type, default: Any = MISSING) -> Any:
+        return checked(data, key, kind, where, SYSTEM_LIMITS, default)
+
+    own = tuple(key for key in assumed if not key.startswith("device."))  # not the embedded file's
+    system = dataclasses.replace(system_from(data, where, get, name), assumed=own)
+    return dataclasses.replace(device, name=system.name, description=system.description, system=system)
 
 
-_MISSING = object()
-_SHOWN = reprlib.Repr()
-_SHOWN.maxstring = _SHOWN.maxother = 100
-
-
-def shown(value: object) -> str:
-    """repr(value), cut to a readable length: messages quote what a user wrote, which may be huge."""
-    return _SHOWN.repr(value)
-
-
-def _get(data: dict, key: str, kind: type, where: str, default: Any = _MISSING, limits: str = "") -> Any:
+def _get(data: dict, key: str, kind: type, where: str, default: Any = MISSING, limits: str = "") -> Any:
     """data[key] (dotted) of type `kind`; a number must lie in its range, LIMITS[limits or key]."""
-    node: Any = data
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            if default is not _MISSING:
-                return default
-            raise TargetError(f"{where}: missing key {key!r}")
-        node = node[part]
-    is_number = isinstance(node, (int, float)) and not isinstance(node, bool)
-    if not (isinstance(node, kind) or kind is float and is_number) or isinstance(node, bool) != (kind is bool):
-        raise TargetError(f"{where}: key {key!r} must be {kind.__name__}, got {shown(node)}")
-    if kind not in (int, float):
-        return node
-    low, high = LIMITS[limits or key]
-    # compared before any conversion (float() of a 400-digit integer overflows); NaN is in no range
-    if low > 0 and node <= 0:
-        raise TargetError(f"{where}: key {key!r} must be positive, got {shown(node)}")
-    if not low <= node <= high:
-        raise TargetError(f"{where}: key {key!r} must be between {_number(low)} and {_number(high)}, got {shown(node)}")
-    return float(node) if kind is float else node
-
-
-def _number(value: float) -> str:
-    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+    return checked(data, key, kind, where, LIMITS, default, limits)
 
 
 def _dispatch_ns(data: dict, mode: str, where: str) -> float:
@@ -336,7 +317,7 @@ def _memories(data: dict, where: str) -> dict[str, Memory]:
             raise TargetError(f"{where}: key '{key}.scope' must be one of {', '.join(SCOPES)}, got {shown(scope)}")
         entry = _get(data, key, dict, where)
 
-        def number(field: str, kind: type, default: Any = _MISSING, key: str = key) -> Any:
+        def number(field: str, kind: type, default: Any = MISSING, key: str = key) -> Any:
             return _get(data, f"{key}.{field}", kind, where, default, limits=f"memory.<name>.{field}")
 
         if "bytes_per_cycle" in entry:
@@ -381,7 +362,7 @@ def _pipeline(data: dict, where: str) -> CorePipeline:
     )
 
 
-def _dtype_keys(data: dict, key: str, where: str, default: Any = _MISSING) -> dict:
+def _dtype_keys(data: dict, key: str, where: str, default: Any = MISSING) -> dict:
     table = _get(data, key, dict, where, default)
     for dtype in table:
         if dtype not in BYTES_PER_ELEMENT:

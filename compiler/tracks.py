@@ -1,7 +1,9 @@
 """Timeline track names: built here for the simulator, parsed here for whoever reads them back.
 
 A core's row is "core R,C"; each of its engines has a row of its own, "core R,C/ENGINE", listed
-after it. Any other track (the device's ops, a shared memory's counters) belongs to no core.
+after it. Any other track (the device's ops, a shared memory's counters) belongs to no core. On a
+system of several devices each device has a row of its ops, "device D", and the links a
+collective uses a row, "link AXES" (the mesh axes its devices differ along).
 """
 
 from __future__ import annotations
@@ -45,3 +47,20 @@ def parse_track(track: str) -> CoreTrack | None:
     if match is None:
         return None
     return CoreTrack(int(match.group(1)), int(match.group(2)), match.group(3) or "")
+
+
+def link_track(axes: tuple[str, ...]) -> str:
+    """The row of the links a collective over mesh `axes` uses (its devices differ along them)."""
+    return f"link {','.join(axes) or 'all'}"
+
+
+def is_link_track(track: str) -> bool:
+    return track.startswith("link ")
+
+
+def device_track(device: int) -> str:
+    return f"device {device}"
+
+
+def is_device_track(track: str) -> bool:
+    return track.startswith("device ") and track[7:].isdigit()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from compiler.tracks import ENGINES, parse_track
+from compiler.tracks import ENGINES, is_device_track, is_link_track, parse_track
 from perfdb import queries
 
 from .run_view import RunView
@@ -43,6 +43,8 @@ def timeline(
     t0, t1 = window or (0.0, total)
     resolution = (t1 - t0) / pixels
     rows = [(t, parse_track(t)) for t in run.tracks]
+    # a system of several devices: a row per device, then one per set of links collectives use
+    system_rows = [t for t in run.tracks if is_device_track(t)] + [t for t in run.tracks if is_link_track(t)]
     tracks = [t for t, core in rows if core is not None and bool(core.engine) == engines]
     cores = [t for t, core in rows if core is not None and not core.engine]
     per_op = len(ENGINES) if engines else 1
@@ -61,7 +63,9 @@ def timeline(
         [r.start_ns + r.duration_ns for r in records],
         resolution if len(records) > CORE_ZONE_BUDGET else 0.0,
     )
-    shown = [DEVICE_ROW, *cores]
+    shown = [DEVICE_ROW, *system_rows, *cores]
+    if system_rows:
+        device = device + queries.timeline_window(session, run.id, *span, resolution, system_rows)
     if core_zones > CORE_ZONE_BUDGET:
         return TimelineView(device, len(cores), core_zones, shown, span, False)
     items = queries.timeline_window(session, run.id, *span, resolution, tracks)

@@ -18,6 +18,7 @@ References:
     zoo:bert-large               BERT-large encoder; the same parameters
     zoo:llama-3.2-1b             Llama 3.2 1B prefill; batch (1), seq (128), layers, cache, dtype
     zoo:llama-3.2-1b?mode=decode one token per user against a KV cache of `cache` positions (128)
+    zoo:llama-3.2-1b?devices=8   tensor parallel over a Shardy mesh of 8 devices (Megatron-style)
     zoo:llama-3.2-3b             Llama 3.2 3B; the same parameters and modes
     zoo:llama-3.1-8b             Llama 3.1 8B; the same parameters and modes
     zoo:resnet50                 ResNet-50, NHWC; batch, size (image side), layers (depth), dtype
@@ -91,6 +92,7 @@ _LLAMA_PARAMS = {
     "mode": _choice("prefill", "decode"),
     "cache": _positive_int,
     "dtype": _DTYPE,
+    "devices": _positive_int,
 }
 MODELS: dict[str, Callable[..., str]] = {
     "mlp": mlp,

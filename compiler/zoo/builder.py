@@ -40,8 +40,10 @@ class MlirBuilder:
     that do not fit, so a generated model is consistent by construction.
     """
 
-    def __init__(self, func_name: str = "forward") -> None:
+    def __init__(self, func_name: str = "forward", devices: int = 1) -> None:
         self.func_name = func_name
+        # tensor parallel over a Shardy mesh of `devices` along one axis, "model", when more than one
+        self.devices = devices
         self.args: list[str] = []
         self.lines: list[str] = []
         self.types: dict[str, str] = {}  # SSA value -> its type text
@@ -67,14 +69,18 @@ class MlirBuilder:
     def dtype(self, value: str) -> str:
         return self.shapes[value][1]
 
-    def arg(self, name: str, shape: Sequence[int], dtype: str, kind: str = "input") -> str:
-        """A function argument named `name`, marked with its `ttcore.argument_type` `kind`."""
+    def arg(self, name: str, shape: Sequence[int], dtype: str, kind: str = "input", split: int | None = None) -> str:
+        """A function argument named `name`, marked with its `ttcore.argument_type` `kind`; with
+        several devices, dimension `split` is split along the mesh's "model" axis (sdy.sharding)."""
         if kind not in ARG_KINDS:
             raise ValueError(f"{name}: argument kind {kind!r} is not one of {', '.join(ARG_KINDS)}")
         value = f"%arg{len(self.args)}"
         shape = tuple(shape)
         ttype = self._type(shape, dtype)
         attrs = f'ttcore.argument_type = #ttcore.argument_type<{kind}>, ttir.name = "{name}"'
+        if self.devices > 1 and split is not None:
+            dims = ", ".join('{"model"}' if d == split else "{}" for d in range(len(shape)))
+            attrs += f", sdy.sharding = #sdy.sharding<@mesh, [{dims}]>"
         self.args.append(f"{value}: {ttype} {{{attrs}}}")
         self.types[value] = ttype
         self.shapes[value] = (shape, dtype)
@@ -123,6 +129,7 @@ class MlirBuilder:
         return "\n".join(
             [
                 "module {",
+                *([f'  sdy.mesh @mesh = <["model"={self.devices}]>'] if self.devices > 1 else []),
                 f"  func.func @{self.func_name}({', '.join(self.args)}) -> ({out_types}) {{",
                 *self.lines,
                 f"    return {', '.join(outputs)} : {out_types}",

@@ -44,6 +44,7 @@ def llama(
     mode: str = "prefill",
     cache: int | None = None,
     dtype: str = "bf16",
+    devices: int = 1,
 ) -> str:
     """A Llama decoder of `config`'s sizes: RMSNorm, rotary embeddings, grouped-query attention
     and a SiLU-gated MLP per layer (`layers` of them by default), then the LM head.
@@ -69,7 +70,12 @@ def llama(
     keys = cache if decode else seq  # positions each query attends to
     rows = batch * seq
 
-    b = MlirBuilder()
+    if devices > 1 and (config.kv_heads % devices or config.ffn % devices or config.vocab % devices):
+        raise ModelLoadError(
+            f"parameter devices ({devices}) must divide the KV heads ({config.kv_heads}), the MLP width "
+            f"({config.ffn}) and the vocabulary ({config.vocab})"
+        )
+    b = MlirBuilder(devices=devices)
     input_ids = b.arg("input_ids", (batch, seq), "i64", "input")
     cache_position = b.arg("cache_position", (seq,), "i64", "input")
     attention_mask = b.arg("attention_mask", (batch, 1, seq, keys), dtype, "input")  # additive: 0 or -inf
@@ -77,7 +83,7 @@ def llama(
     for i in range(layers):
         for part in ("k_cache", "v_cache"):
             shape = (batch, config.kv_heads, cache, head_dim)
-            caches.append(b.arg(f"model.layers.{i}.self_attn.{part}", shape, dtype, "input"))
+            caches.append(b.arg(f"model.layers.{i}.self_attn.{part}", shape, dtype, "input", split=1))
 
     table = b.arg("model.embed_tokens.weight", (config.vocab, hidden), dtype, "parameter")
     h = gather(b, input_ids, table, "model.embed_tokens")
@@ -101,7 +107,7 @@ def llama(
     norm = b.arg("model.norm.weight", (hidden,), dtype, "parameter")
     h = b.rms_norm(h, norm, "model.norm.rms_norm")
     h = b.reshape(h, (rows, hidden), "lm_head.flatten")
-    logits = dense(b, h, config.vocab, "lm_head", (batch, seq, config.vocab), bias=False)
+    logits = dense(b, h, config.vocab, "lm_head", (batch, seq, config.vocab), bias=False, split=0)
     return b.text([logits, *caches])
 
 
@@ -151,7 +157,7 @@ def _llama_layer(
     proj = {}
     for part, n in (("q", heads), ("k", kv_heads), ("v", kv_heads)):
         s = f"{a}.{part}_proj"
-        w = b.arg(f"{s}.weight", (n * head_dim, hidden), dtype, "parameter")
+        w = b.arg(f"{s}.weight", (n * head_dim, hidden), dtype, "parameter", split=0)
         y = b.dot_general(x, b.permute(w, (1, 0), f"{s}.weight.transpose"), f"{s}.matmul")
         if decode:  # seq is 1: [B, n * D] is already [B, n, 1, D]
             proj[part] = b.reshape(y, (batch, n, 1, head_dim), f"{s}.split_heads")
@@ -198,17 +204,17 @@ def _llama_layer(
     if not decode:
         ctx = b.permute(ctx, (0, 2, 1, 3), f"{a}.context.permute")
     ctx = b.reshape(ctx, (rows, heads * head_dim), f"{a}.context.merge_heads")
-    y = dense(b, ctx, hidden, f"{a}.o_proj", (batch, seq, hidden), bias=False)
+    y = dense(b, ctx, hidden, f"{a}.o_proj", (batch, seq, hidden), bias=False, split=1)
     h = b.eltwise("add", [h, y], f"{scope}.attn_residual_add")
 
     m = f"{scope}.mlp"
     n = f"{scope}.post_attention_layernorm"
     x = b.rms_norm(h, b.arg(f"{n}.weight", (hidden,), dtype, "parameter"), f"{n}.rms_norm")
     x = b.reshape(x, (rows, hidden), f"{m}.flatten")
-    gate = dense(b, x, config.ffn, f"{m}.gate_proj", (batch, seq, config.ffn), bias=False)
+    gate = dense(b, x, config.ffn, f"{m}.gate_proj", (batch, seq, config.ffn), bias=False, split=0)
     gate = b.op("silu", [gate], b.shape(gate), dtype, f"{m}.act_fn.silu")
-    up = dense(b, x, config.ffn, f"{m}.up_proj", (batch, seq, config.ffn), bias=False)
+    up = dense(b, x, config.ffn, f"{m}.up_proj", (batch, seq, config.ffn), bias=False, split=0)
     y = b.eltwise("multiply", [gate, up], f"{m}.gate_mul")
     y = b.reshape(y, (rows, config.ffn), f"{m}.down_proj.flatten")
-    y = dense(b, y, hidden, f"{m}.down_proj", (batch, seq, hidden), bias=False)
+    y = dense(b, y, hidden, f"{m}.down_proj", (batch, seq, hidden), bias=False, split=1)
     return b.eltwise("add", [h, y], f"{scope}.mlp_residual_add")

@@ -15,13 +15,21 @@ def param_1d(b: MlirBuilder, name: str, size: int, dtype: str) -> str:
 
 
 def dense(
-    b: MlirBuilder, x: str, out: int, scope: str, unflatten: Shape, bias: bool = True, roundtrip: bool = False
+    b: MlirBuilder,
+    x: str,
+    out: int,
+    scope: str,
+    unflatten: Shape,
+    bias: bool = True,
+    roundtrip: bool = False,
+    split: int | None = None,
 ) -> str:
     """torch.nn.Linear on a [rows, in] input: the [out, in] weight transposed, a dot_general, the
     result reshaped to `unflatten`, and the bias reshaped, broadcast and added. `roundtrip` adds the
-    1xOxI reshape round trip torch-xla exports put around the weight."""
+    1xOxI reshape round trip torch-xla exports put around the weight. `split`: the weight's
+    dimension split over the devices (0: column-parallel, 1: row-parallel)."""
     width, dtype = b.shape(x)[1], b.dtype(x)
-    w = b.arg(f"{scope}.weight", (out, width), dtype, "parameter")
+    w = b.arg(f"{scope}.weight", (out, width), dtype, "parameter", split)
     if roundtrip:
         w = b.reshape(w, (1, out, width), f"{scope}.weight.reshape.0")
         w = b.reshape(w, (out, width), f"{scope}.weight.reshape.1")

@@ -19,10 +19,10 @@ def compiled(request, wormhole, tiny_path):
 
 
 def test_levels_in_order(compiled):
-    assert list(compiled.levels) == ["graph", "layout", "kernel"]
+    assert list(compiled.levels) == ["graph", "partition", "layout", "kernel"]
     for level, graph in compiled.levels.items():
         assert graph.level == level
-    assert LEVELS == ("input", "graph", "layout", "kernel")
+    assert LEVELS == ("input", "graph", "partition", "layout", "kernel")
 
 
 def test_every_input_op_is_kept_or_accounted_for_by_provenance(compiled):

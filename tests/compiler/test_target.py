@@ -159,11 +159,14 @@ BUILTIN = {  # name: (grid, clock, core memory KiB, DRAM GB/s, bf16 peak TFLOPS 
     "blackhole_p150": ((10, 13), 1.35e9, 1536, 344, 718.848, {"l1", "dram"}),
     "mtia_v1": ((8, 8), 0.8e9, 128, 176, 51.2, {"l1", "lls", "dram"}),
     "corsair": ((4, 8), 1.0e9, 65536, 400, 600.0, {"l1", "dram"}),
+    # one of the Corsair card's eight chiplets: an eighth of the card (compiler/systems/corsair_card.toml)
+    "corsair_chiplet": ((4, 1), 1.0e9, 65536, 50, 75.0, {"l1", "dram"}),
 }
+SYSTEMS = ["blackhole_p300", "corsair_card", "galaxy", "mtia_v1_host", "t3k", "wormhole_n300"]
 
 
-def test_builtin_targets_are_the_four():
-    assert builtin_names() == sorted(BUILTIN)
+def test_builtin_targets_are_the_devices_and_the_systems():
+    assert builtin_names() == sorted([*BUILTIN, *SYSTEMS])
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN))

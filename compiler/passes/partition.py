@@ -1,0 +1,293 @@
+"""graph -> partition: the model split over the system's devices, one program every device runs.
+
+    shardings  from the model (Shardy / GSPMD annotations), else chosen by the policy:
+               inputs split along a `batch` axis by their leading dimension (data parallel), and
+               matmul weights split Megatron-style along a `model` axis: column-parallel where
+               the activation is whole, row-parallel where it arrives split along K
+    propagate  op by op in program order (compiler/sharding_rules.py)
+    reshard    where an op needs an operand split otherwise, the collectives that do it
+               (compiler/resharding.py); the graph's results are returned whole
+    localize   every tensor takes the shape of one device's piece
+
+Weights, constants and inputs are loaded split: a tensor of those read by one op takes the
+sharding that op wants at no cost. On a system of one device the level is the graph's own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .. import sharding_rules
+from ..errors import ModelLoadError
+from ..ir import Graph, Op, Tensor
+from ..resharding import COLLECTIVES, steps
+from ..sharding import SINGLE, Mesh, Sharding
+from ..target import Target
+
+DATA_AXES = ("batch", "data", "dp")
+MODEL_AXES = ("model", "tp", "tensor")
+CONSTRAINTS = ("sharding_constraint", "full_to_shard", "shard_to_full")
+
+
+def devices_of(target: Target) -> int:
+    return target.system.devices
+
+
+@dataclass(frozen=True)
+class Partition:
+    name = "partition"
+    target: Target
+
+    def run(self, graph: Graph) -> Graph:
+        mesh = self._mesh(graph)
+        graph.meta["mesh"] = mesh
+        if mesh.devices <= 1:
+            return graph
+        return _Partitioner(graph, mesh).run()
+
+    def _mesh(self, graph: Graph) -> Mesh:
+        given: Mesh | None = graph.meta.get("mesh")
+        have = devices_of(self.target)
+        if given is None or given.devices <= 1:
+            if have <= 1 or given is not None:
+                return given or SINGLE
+            return Mesh((("model", have),))  # the policy: tensor parallel over every device
+        if have == 1:
+            graph.warnings.append(
+                f"the model's mesh @{given.name} {given.mlir()} runs whole on {self.target.name}'s one device"
+            )
+            return SINGLE
+        if given.devices > have:
+            raise ModelLoadError(
+                f"the model's mesh @{given.name} {given.mlir()} needs {given.devices} devices; "
+                f"{self.target.name} has {have}"
+            )
+        if given.devices < have:
+            graph.warnings.append(
+                f"the model's mesh @{given.name} uses {given.devices} of {self.target.name}'s {have} devices"
+            )
+        return given
+
+
+class _Partitioner:
+    def __init__(self, graph: Graph, mesh: Mesh) -> None:
+        self.graph, self.mesh = graph, mesh
+        self.ops: list[Op] = []
+        self.alias: dict[str, str] = {}
+        self.annotated = {name for name, t in graph.tensors.items() if t.sharding is not None}
+        self.local: set[str] = set(graph.meta.get("local", ()))
+        self.loaded = {name for name, t in graph.tensors.items() if t.is_parameter or t.is_constant}
+        self.loaded.update(graph.inputs)
+        self.readers: dict[str, int] = {}
+        for op in graph.ops:
+            for t in set(op.inputs):
+                self.readers[t] = self.readers.get(t, 0) + 1
+        self.count = 0
+        self.by_policy = not self.annotated and not self.local
+        self.model_axis = next((a for a, n in mesh.axes if a in MODEL_AXES and n > 1), None)
+
+    def run(self) -> Graph:
+        graph = self.graph
+        if self.by_policy:
+            self._split_batch()
+        for op in graph.ops:
+            op.inputs = [self.alias.get(t, t) for t in op.inputs]
+            if op.kind in CONSTRAINTS and len(op.inputs) == 1 and len(op.outputs) == 1:
+                self._constraint(op)
+            elif op.kind in COLLECTIVES or any(t in self.local for t in op.inputs):
+                self._keep(op)
+            else:
+                self._partition(op)
+        outputs = []
+        for name in graph.outputs:
+            name = self.alias.get(name, name)
+            tensor = graph.tensors[name]
+            if name in self.annotated:
+                want = tensor.sharding
+            elif name in self.loaded:  # state handed back (a cache): it stays where it lives
+                want = self.sharding(name)
+            else:
+                want = Sharding.replicated(len(tensor.shape))
+            outputs.append(name if name in self.local else self._reshard(name, want, source=name))
+        graph.outputs = outputs
+        graph.ops = self.ops
+        _localize(graph, self.mesh, self.local)
+        graph.meta["collectives"] = [op.name for op in graph.ops if op.kind in COLLECTIVES]
+        return graph
+
+    # --- shardings ------------------------------------------------------------------------
+
+    def sharding(self, name: str) -> Sharding:
+        tensor = self.graph.tensors[name]
+        return tensor.sharding or Sharding.replicated(len(tensor.shape))
+
+    def _split_batch(self) -> None:
+        """Data parallel: inputs whose leading dimension is the batch (the results' leading one)."""
+        axis = next((a for a, n in self.mesh.axes if a in DATA_AXES and n > 1), None)
+        results = [self.graph.tensors[t].shape for t in self.graph.outputs]
+        if axis is None or not results or not results[0]:
+            return
+        batch = results[0][0]
+        for name in self.graph.inputs:
+            tensor = self.graph.tensors[name]
+            if tensor.is_parameter or not tensor.shape or tensor.shape[0] != batch:
+                continue
+            if batch % self.mesh.size(axis) == 0:
+                tensor.sharding = Sharding(((axis,), *(() for _ in tensor.shape[1:])))
+
+    def _megatron(self, op: Op) -> None:
+        """A weight nobody annotated: row-parallel when the activation arrives split along K,
+        else column-parallel when its output columns divide over the model axis."""
+        if self.model_axis is None or op.kind != "matmul" or len(op.inputs) < 2:
+            return
+        lhs, rhs = op.inputs[:2]
+        weight = self.graph.tensors[rhs]
+        if not weight.is_parameter or weight.sharding is not None or self.readers.get(rhs, 0) != 1:
+            return
+        rule = sharding_rules.dim_map(self.graph, op)
+        if rule is None:
+            return
+        lhs_sharding = self.sharding(lhs)
+        dims: list[tuple[str, ...]] = [()] * len(weight.shape)
+        for (_, d), (_, e) in (tuple(g) for g in rule.summed if len(g) == 2):
+            if lhs_sharding.dims[d]:
+                dims[e] = lhs_sharding.dims[d]
+        if not any(dims):
+            used = set(lhs_sharding.axes)
+            free = [e for e, o in enumerate(rule.maps[1]) if o is not None and o == rule.rank - 1]
+            size = self.mesh.size(self.model_axis)
+            if self.model_axis in used or not free or weight.shape[free[0]] % size:
+                return
+            dims[free[0]] = (self.model_axis,)
+        weight.sharding = Sharding(tuple(dims))
+
+    # --- ops ------------------------------------------------------------------------------
+
+    def _partition(self, op: Op) -> None:
+        if self.by_policy:
+            self._megatron(op)
+        current = [self.sharding(t) for t in op.inputs]
+        plan = sharding_rules.plan(self.graph, op, current, self.mesh)
+        op.inputs = [self._reshard(t, want, source=op.name) for t, want in zip(op.inputs, plan.inputs)]
+        if plan.output.partial:
+            op.attrs["partial"] = plan.reduce
+        self.ops.append(op)
+        rank = len(plan.output.dims)
+        for i, name in enumerate(op.outputs):
+            tensor = self.graph.tensors[name]
+            given = plan.output if len(tensor.shape) == rank else Sharding.replicated(len(tensor.shape))
+            if name in self.annotated and tensor.sharding != given:
+                wanted = tensor.sharding
+                staged = self._tensor_like(name, given)
+                op.outputs[i] = staged
+                self.alias[name] = self._reshard(staged, wanted, source=op.name, into=name)
+            else:
+                tensor.sharding = given
+
+    def _constraint(self, op: Op) -> None:
+        """A sharding the model asks for at this point: the collectives to it, no op of its own."""
+        (src,), (dst,) = op.inputs, op.outputs
+        want = self.graph.tensors[dst].sharding
+        if op.kind == "full_to_shard" or dst in self.local:
+            self.local.add(dst)
+            want = self.graph.tensors[src].sharding or want
+        if want is None:
+            want = self.sharding(src)
+        self.alias[dst] = self._reshard(src, want, source=op.name)
+        if op.kind == "shard_to_full":
+            self.graph.tensors[self.alias[dst]].sharding = self.graph.tensors[dst].sharding or want
+
+    def _keep(self, op: Op) -> None:
+        """An explicit collective, or an op on per-device pieces: as written."""
+        self.ops.append(op)
+        for name in op.outputs:
+            if any(t in self.local for t in op.inputs):
+                self.local.add(name)
+
+    def _reshard(self, name: str, want: Sharding, source: str, into: str | None = None) -> str:
+        have = self.sharding(name)
+        if have == want or name in self.local:
+            return name
+        if (
+            name in self.loaded
+            and have.is_replicated
+            and name not in self.annotated
+            and self.readers.get(name, 0) <= 1
+            and not want.partial
+        ):
+            self.graph.tensors[name].sharding = want  # loaded split: no collective
+            return name
+        found = steps(have, want)
+        for i, step in enumerate(found):
+            last = i == len(found) - 1
+            out = into if last and into is not None else self._tensor_like(name, step.result)
+            attrs = {"axes": step.axes, "group": _group(self.mesh, step.axes)}
+            if step.dim is not None:
+                attrs["dim"] = step.dim
+            if step.from_dim is not None:
+                attrs["from_dim"] = step.from_dim
+            if step.kind in ("all_reduce", "reduce_scatter"):
+                attrs["reduce"] = self._reduce_kind(name)
+            self.graph.tensors[out].sharding = step.result
+            self.ops.append(Op(f"{_base(name)}.{step.kind}#{self._next()}", step.kind, [name], [out], attrs, (source,)))
+            name = out
+        return name
+
+    def _reduce_kind(self, name: str) -> str:
+        producer = next((op for op in reversed(self.ops) if name in op.outputs), None)
+        return producer.attrs.get("partial", "sum") if producer is not None else "sum"
+
+    def _tensor_like(self, name: str, sharding: Sharding) -> str:
+        tensor = self.graph.tensors[name]
+        new = f"{_base(name)}~{self._next()}"
+        self.graph.tensors[new] = Tensor(new, tensor.shape, tensor.dtype, sharding=sharding)
+        return new
+
+    def _next(self) -> int:
+        self.count += 1
+        return self.count
+
+
+def _base(name: str) -> str:
+    return re.sub(r"~\d+$", "", name)
+
+
+def _group(mesh: Mesh, axes: tuple[str, ...]) -> int:
+    size = 1
+    for axis in axes:
+        size *= mesh.size(axis)
+    return size
+
+
+def _localize(graph: Graph, mesh: Mesh, local: set[str]) -> None:
+    """Each tensor's shape becomes one device's piece; ops whose attributes spell out shapes follow."""
+    whole = {name: t.shape for name, t in graph.tensors.items()}
+    for name, tensor in graph.tensors.items():
+        if tensor.sharding is not None and name not in local:
+            tensor.shape = tensor.sharding.local_shape(tensor.shape, mesh)
+    for op in graph.ops:
+        if not op.outputs:
+            continue
+        out = graph.tensors[op.outputs[0]].shape
+        if op.kind == "reshape" and "shape" in op.attrs:
+            op.attrs["shape"] = "[" + ", ".join(f"{d} : i32" for d in out) + "]"
+        elif op.kind == "slice" and "ends" in op.attrs and whole[op.outputs[0]] != out:
+            op.attrs["ends"] = _sliced_ends(op.attrs["ends"], whole[op.outputs[0]], out)
+        elif op.kind.startswith("scaled_dot_product_attention") and len(op.inputs) >= 2:
+            q, k = (graph.tensors[t].shape for t in op.inputs[:2])
+            if len(q) == 4 and len(k) == 4:
+                op.attrs.update(batch=q[0], heads=q[1], kv_heads=k[1], q_len=q[2], kv_len=k[2])
+
+
+def _sliced_ends(text: str, whole: tuple[int, ...], local: tuple[int, ...]) -> str:
+    """A slice's ends with each split dimension's end scaled to the piece."""
+    from .. import attrs
+
+    ends = list(attrs.ints(text))
+    if len(ends) != len(whole):
+        return text
+    for d, (w, n) in enumerate(zip(whole, local)):
+        if w != n and w:
+            ends[d] = ends[d] * n // w
+    return "[" + ", ".join(f"{e} : i32" for e in ends) + "]"
