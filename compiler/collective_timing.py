@@ -45,7 +45,9 @@ def on_links(target: Target, graph: Graph, op: Op, local: OpTiming) -> OpTiming:
     """`local` (the op's copy on each device) with the links' time, bytes and why added."""
     mesh: Mesh = graph.meta.get("mesh") or Mesh(())
     axes = tuple(a for a in op.attrs.get("axes", ()) if mesh.has(a))
-    group = int(op.attrs.get("group", 1))
+    group = 1
+    for axis in axes:  # the devices exchanging data: one per position along the axes
+        group *= mesh.size(axis)
     stride = min((mesh.stride(a) for a in axes), default=1)
     nbytes = collective_bytes(graph, op)
     cost = target.system.collective(op.kind, group, nbytes, stride)

@@ -1,29 +1,32 @@
 """Frontend: MLIR text -> the `input` level, parsed by the real MLIR parser.
 
 The parser is MLIR's own, through the Python bindings in the `iree-base-compiler` wheel. TTIR ops are
-not registered there, so unregistered dialects are allowed: such ops parse in generic form.
+not registered there, so unregistered dialects are allowed: such ops parse in generic form, and
+the custom syntax of Shardy's ops is rewritten to it first (compiler/mlir_text.py). Meshes,
+shardings and collectives are read alongside (compiler/mesh_import.py).
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import math
 import re
-import sys
-import types
-from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from iree.compiler import ir
 
 from . import dtypes
+from .dialect_stubs import stub_unknown_dialect_modules
 from .errors import ModelLoadError, clip
 from .ir import Graph, Op, Tensor
+from .mesh_import import MeshReader
+from .mlir_text import MAX_NESTING, check_text, make_parsable, strip_unparsable
+from .source_lines import UNKNOWN_LOC, attr_text, locate_named_ops, read_properties
+
+__all__ = ["MAX_NESTING", "check_text", "strip_unparsable"]  # kept importable from here
 
 ENTRY_NAMES = ("main", "forward")
-_MAX_ATTR_CHARS = 200  # huge splat constants are summarised, not copied into every level
 LOADED_ONCE = ("#ttcore.argument_type<parameter>", "#ttcore.argument_type<constant>")
 
 
@@ -39,145 +42,12 @@ class ImportedModel:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
 
-_DIALECT_PACKAGE = "iree.compiler.dialects"
-# A dialect namespace: quoted generic op names, or a bare `dialect.op ` not inside a longer dotted
-# word. Possessive quantifiers and the look-behind make the scan linear: an op name in a long
-# dotted loc name ("a.a.a...") is tried from its first word only, and never backtracked into.
-_OP_NAMESPACES = re.compile(r'"([A-Za-z_][\w$]*+)\.[\w.$]++"\s*+\(|(?<![\w.$])([a-z_]\w*+)\.[a-z_][\w.]*+\s')
-# Dialects real models use, stubbed whenever seen; any other name only while fewer than
-# _MAX_OTHER_STUBS have been, so a server fed random input keeps sys.modules bounded.
-_KNOWN_DIALECTS = frozenset(
-    {
-        "ttir",
-        "ttnn",
-        "ttcore",
-        "ttkernel",
-        "ttmetal",
-        "d2m",
-        "stablehlo",
-        "mhlo",
-        "chlo",
-        "vhlo",
-        "sdy",
-        "jax",
-        "tosa",
-        "linalg",
-        "tensor",
-        "arith",
-        "math",
-        "func",
-        "builtin",
-        "cf",
-        "scf",
-        "memref",
-        "bufferization",
-        "quant",
-        "ml_program",
-        "shape",
-        "emitc",
-        "tt",
-    }
-)
-_MAX_OTHER_STUBS = 64
-_stubbed: set[str] = set()  # namespaces looked up, stubbed or not
-_others: set[str] = set()  # those of them not in _KNOWN_DIALECTS
-
-
-def _stub_unknown_dialect_modules(text: str) -> None:
-    """The bindings look for a Python module per dialect each time they wrap an op; for dialects
-    they ship none for (ttir, stablehlo, ...) that is a failed import per op. One empty module per
-    such namespace makes the lookup succeed once and for all; ops stay generic OpViews."""
-    for match in _OP_NAMESPACES.finditer(text[:200_000]):
-        namespace = match.group(1) or match.group(2)
-        if namespace in _stubbed or not namespace.isidentifier():
-            continue
-        if namespace not in _KNOWN_DIALECTS:
-            if len(_others) >= _MAX_OTHER_STUBS:
-                continue  # an unknown dialect past the cap only costs its failed imports
-            _others.add(namespace)
-        _stubbed.add(namespace)
-        module_name = f"{_DIALECT_PACKAGE}.{namespace}"
-        if module_name in sys.modules:
-            continue
-        try:
-            found = importlib.util.find_spec(module_name) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            sys.modules[module_name] = types.ModuleType(module_name)
-
-
-# MLIR's parser recurses per nesting level and segfaults with the C++ stack exhausted: about 2,000
-# nested regions or 6,000 nested arrays with an 8 MB stack, from a 15 KB file. Real models nest
-# up to 7 levels (the corpus); 256 leaves room for any real model and keeps the parser's stack
-# under about 1 MB, so a thread of a server parses it as safely as the main thread.
-MAX_NESTING = 256
 # Tilescope models tensors of up to 2^48 elements (the largest real weights have about 2^31), so
 # every size it works out (bytes up to 2^51) is an exact integer in 64 bits.
 MAX_ELEMENTS = 2**48
 # Names longer than this are shortened (a hash keeps them distinct): views and name scopes do work
 # per dotted part, and real names (PyTorch module paths, JAX scopes) stay well under 200 characters.
 MAX_NAME_CHARS = 512
-
-# An MLIR string's body (strings never span lines), unrolled so that Python's re keeps no state per
-# character: `(?:[^"\\]|\\.)*` costs about 100 bytes a character, gigabytes on a long loc name.
-_STRING_BODY = r'[^"\\\n]*+(?:\\.[^"\\\n]*+)*+'
-# Tokens that nest, and what the depth scan steps over: strings (which never span lines),
-# comments, arrows (`->`) and the `>=` of integer sets.
-_NESTING_TOKENS = re.compile(rf'"{_STRING_BODY}"?|//[^\n]*|->|>=|[{{}}\[\]()<>]')
-_DEPTH_STEP = {"{": 1, "[": 1, "(": 1, "<": 1, "}": -1, "]": -1, ")": -1, ">": -1}
-_STRING_ESCAPE = re.compile(r"\\([0-9a-fA-F]{2}|.)")
-
-
-def check_text(text: str, ref: str) -> None:
-    """Reject, before MLIR's parser sees it, text that would crash the parser or its Python
-    bindings or that no database can store: one line naming where and why. Linear in the text."""
-    try:
-        text.encode()
-    except UnicodeEncodeError as err:
-        raise ModelLoadError(f"{ref}:{_position(text, err.start)}: not UTF-8 text (a lone surrogate)") from None
-    nul = text.find("\0")
-    if nul >= 0:
-        raise ModelLoadError(f"{ref}:{_position(text, nul)}: NUL character (MLIR is text)")
-    depth = 0
-    for token in _NESTING_TOKENS.finditer(text):
-        step = _DEPTH_STEP.get(token.group())
-        if step is None:
-            # a string whose \XX escapes are not UTF-8 aborts the process when the bindings read it
-            # as a name (nanobind's conversion error is not catchable), so no string may be one
-            if token.group()[0] == '"' and "\\" in token.group() and not _is_utf8(token.group()):
-                raise ModelLoadError(f"{ref}:{_position(text, token.start())}: string escapes are not UTF-8 text")
-        elif step > 0:
-            depth += 1
-            if depth > MAX_NESTING:
-                raise ModelLoadError(
-                    f"{ref}:{_position(text, token.start())}: nesting deeper than {MAX_NESTING} levels "
-                    "(brackets, braces, regions)"
-                )
-        elif depth:  # a stray closer (a `>` of a custom syntax) never makes the depth negative
-            depth -= 1
-
-
-def _is_utf8(literal: str) -> bool:
-    """Whether an MLIR string literal's bytes, \\XX escapes decoded, are UTF-8."""
-    raw, pos = bytearray(), 0
-    for match in _STRING_ESCAPE.finditer(literal):
-        raw += literal[pos : match.start()].encode()
-        code = match.group(1)
-        raw += bytes([int(code, 16)]) if len(code) == 2 else code.encode()  # \n, \t, \", \\: ASCII
-        pos = match.end()
-    raw += literal[pos:].encode()
-    try:
-        raw.decode()
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _position(text: str, index: int) -> str:
-    """1-based line:col of text[index], lines counted as MLIR counts them (by \\n)."""
-    line_start = text.rfind("\n", 0, index) + 1
-    return f"{text.count(chr(10), 0, index) + 1}:{index - line_start + 1}"
 
 
 def new_context() -> ir.Context:
@@ -204,88 +74,37 @@ def _line_col(location: str) -> str:
     return f"{match.group(1)}:{match.group(2)}" if match else "?"
 
 
-# Ops in the custom syntax of dialects no public wheel registers, which MLIR cannot parse.
-# Wrappers are unwrapped (their body kept); declarations are dropped.
-_WRAPPERS = re.compile(r"^[ \t]*(ttcore\.(?:device|cpu)_module)[ \t]*\{", re.M)
-_DECLARATIONS = re.compile(r"^[ \t]*(sdy\.mesh)[ \t]+(@[\w.$-]+)[^\n]*$", re.M)
-_TRAILING_LOC = re.compile(r"[ \t]*loc\((?:[^()\n]|\([^()\n]*\))*\)")
-_BRACES = re.compile(rf'"{_STRING_BODY}"|//[^\n]*|[{{}}]')
-
-
-def _blank(text: str, spans: list[tuple[int, int]]) -> str:
-    """Replace each (start, end) span of text, in order and apart, with spaces (newlines kept) so
-    every line:col stays where it was. One copy of the text however many spans."""
-    parts, pos = [], 0
-    for start, end in spans:
-        parts += [text[pos:start], re.sub(r"[^\n]", " ", text[start:end])]
-        pos = end
-    parts.append(text[pos:])
-    return "".join(parts)
-
-
-def strip_unparsable(text: str) -> tuple[str, list[str]]:
-    """Remove custom-syntax wrappers and declarations of unregistered dialects, with warnings.
-    One pass over the text for each (braces paired on a stack), however many there are."""
-    warnings: list[str] = []
-    headers = {match.end() - 1: match for match in _WRAPPERS.finditer(text)}  # by their `{`
-    spans: list[tuple[int, int]] = []
-    unwrapped: dict[str, int] = {}
-    opened: list[int] = []
-    for token in _BRACES.finditer(text) if headers else ():
-        if token.group() == "{":
-            opened.append(token.start())
-        elif token.group() == "}" and opened:  # unbalanced: left for the parser to report where
-            match = headers.get(opened.pop())
-            if match is not None:
-                close = token.start()
-                trailing_loc = _TRAILING_LOC.match(text, close + 1)
-                spans += [match.span(), (close, trailing_loc.end() if trailing_loc else close + 1)]
-                unwrapped[match.group(1)] = unwrapped.get(match.group(1), 0) + 1
-    text = _blank(text, sorted(spans))
-    for kind, count in unwrapped.items():
-        several = f" x{count} (their bodies are" if count > 1 else " (its body is"
-        warnings.append(f"unwrapped {kind}{several} the model)")
-    declarations = list(_DECLARATIONS.finditer(text))
-    text = _blank(text, [match.span() for match in declarations])
-    dropped: dict[str, list[str]] = {}
-    for match in declarations:
-        dropped.setdefault(match.group(1), []).append(clip(match.group(2)))
-    for kind, names in dropped.items():
-        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
-        warnings.append(f"dropped {kind} {', '.join(names[:5])}{more}: device meshes are not modelled")
-    return text, warnings
-
-
 def op_count(text: str, ref: str, function: str | None = None) -> int:
     """How many ops the function `import_mlir` would take has, from a parse alone: the parser is
     native and fast, building the graph is what grows with the ops (~15x the parse)."""
-    with _parsed_entry(text, ref, function, []) as entry:
+    with _parsed_entry(text, ref, function, []) as (entry, _):
         return sum(op.operation.name != "func.return" for op in entry.entry_block.operations)
 
 
 def import_mlir(text: str, ref: str, name: str | None = None, function: str | None = None) -> ImportedModel:
     """Import `text`; `function` picks the entry function when the module has several."""
     warnings: list[str] = []
-    with _parsed_entry(text, ref, function, warnings) as entry:
-        graph = _graph_of(entry, name or _model_name(ref, entry), ref)
-        _locate_named_ops(graph, text)
-        _read_properties(graph, text)
+    with _parsed_entry(text, ref, function, warnings) as (entry, mesh):
+        graph = _GraphBuilder(ref, mesh).build(entry, name or _model_name(ref, entry))
+        locate_named_ops(graph, text)
+        read_properties(graph, text)
+        mesh.finish(graph)
     graph.warnings[:0] = warnings
     return ImportedModel(ref=ref, name=graph.name, text=text, graph=graph)
 
 
 @contextmanager
 def _parsed_entry(text: str, ref: str, function: str | None, warnings: list[str]):
-    """The entry function of `text`, parsed, inside its MLIR context; what was dropped to parse it
-    goes to `warnings`."""
+    """The entry function of `text`, parsed, inside its MLIR context, and a reader of its mesh;
+    what was dropped to parse it goes to `warnings`."""
     check_text(text, ref)  # before anything else reads it: what follows may assume bounded nesting
     ctx = new_context()
-    parsable, dropped = strip_unparsable(text)
+    parsable, dropped, declared = make_parsable(text, ref)
     warnings += dropped
-    _stub_unknown_dialect_modules(parsable)
+    stub_unknown_dialect_modules(parsable)
     with ctx:
         module = parse_module(parsable, ref, ctx)
-        yield _entry_function(module, ref, function, warnings)
+        yield _entry_function(module, ref, function, warnings), MeshReader(ref, declared, parsable)
 
 
 def _model_name(ref: str, entry) -> str:
@@ -393,99 +212,6 @@ def _file_line(location: ir.Location) -> int | None:
         return None
 
 
-_OP_LINE = re.compile(r'^\s*(?:%[^=]*=\s*)?"?[A-Za-z_][\w$]*\.[\w.$]+"?\s*[(<{ %@]')
-
-
-def _locate_named_ops(graph: Graph, text: str) -> None:
-    """Source line of ops named by loc("...") (inline or through a #loc alias); the parser keeps no
-    file position for them, so find the op lines that carry their loc. Ops sharing a loc name take
-    its op lines in program order."""
-    alias_names = {
-        m.group(1): m.group(2) if m.group(2) is not None else UNKNOWN_LOC
-        for m in re.finditer(rf'^(#[\w.$-]+)\s*=\s*loc\((?:"({_STRING_BODY})"(?:\(.*\))?|unknown)\)', text, re.M)
-    }
-    wanted: dict[str, deque[Op]] = {}
-    for op in graph.ops:
-        if "loc" in op.meta and "lines" not in op.meta:
-            wanted.setdefault(op.meta["loc"], deque()).append(op)
-    if not wanted:
-        return
-    for number, line in enumerate(text.split("\n"), start=1):
-        if "loc(" not in line or not _OP_LINE.match(line) or line.lstrip().startswith(("func.func", "module")):
-            continue
-        match = _TRAILING_OP_LOC.search(line)
-        if match is None:
-            continue
-        if match.group(3) is not None:
-            name = UNKNOWN_LOC
-        else:
-            name = match.group(1) if match.group(1) is not None else alias_names.get(match.group(2))
-        queue = wanted.get(name) if name is not None else None
-        # unknown locations say nothing about the op: take the next one whose kind is on the line
-        if queue and (name != UNKNOWN_LOC or queue[0].kind in line):
-            queue.popleft().meta["lines"] = (number, number)
-
-
-UNKNOWN_LOC = "<unknown>"
-_TRAILING_OP_LOC = re.compile(rf'loc\((?:"({_STRING_BODY})"|(#[\w.$-]+)|(unknown))\)\s*$')
-_MAX_PROPERTIES_CHARS = 4096  # longer property dicts hold constant data, summarised not parsed
-
-
-def _properties_text(line: str) -> str | None:
-    """The `{...}` inside an op's `<{...}>` on its source line, braces balanced, strings skipped."""
-    start = line.find("<{")
-    if start < 0:
-        return None
-    depth, i, quoted = 0, start + 1, False
-    while i < len(line):
-        ch = line[i]
-        if quoted:
-            if ch == "\\":
-                i += 1
-            elif ch == '"':
-                quoted = False
-        elif ch == '"':
-            quoted = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return line[start + 1 : i + 1]
-        i += 1
-    return None
-
-
-def _read_properties(graph: Graph, text: str) -> None:
-    """Properties (`<{dimension = 1 : si32}>`) of unregistered ops are not visible through the
-    bindings' attribute API; read them from the op's source line with MLIR's attribute parser.
-    Each line is read once, however many ops it holds (a model may be one line)."""
-    lines = text.split("\n")  # numbered as MLIR numbers them
-    parsed: dict[int, list[tuple[str, str]]] = {}
-    for op in graph.ops:
-        span = op.meta.get("lines")
-        if span is None:
-            continue
-        if span[0] not in parsed:
-            parsed[span[0]] = _line_properties(lines[span[0] - 1])
-        for key, value in parsed[span[0]]:
-            op.attrs.setdefault(key, value)
-
-
-def _line_properties(line: str) -> list[tuple[str, str]]:
-    """(name, text) of the properties on an op's source line."""
-    body = _properties_text(line)
-    if body is None:
-        return []
-    if len(body) > _MAX_PROPERTIES_CHARS:
-        return [("properties", body[: _MAX_ATTR_CHARS - 3] + "...")]
-    try:
-        props = ir.DictAttr(ir.Attribute.parse(body))
-    except (ir.MLIRError, ValueError):
-        return []  # the op parsed, so its properties did too; a line we misread is not an error
-    return [(props[i].name, _attr_text(props[i].attr)) for i in range(len(props))]
-
-
 def _loc_name(location: ir.Location) -> str | None:
     try:
         return location.name_str or None
@@ -515,11 +241,6 @@ def _loaded_once(func_op, index: int) -> bool:
     return str(arg_attrs["ttcore.argument_type"]) in LOADED_ONCE
 
 
-def _attr_text(attr: ir.Attribute) -> str:
-    text = str(attr)
-    return text if len(text) <= _MAX_ATTR_CHARS else text[: _MAX_ATTR_CHARS - 3] + "..."
-
-
 class _Namer:
     """Stable, distinct tensor names: an op's MLIR loc name when present, else <kind>_<n> counted
     per kind; a name taken before gets #1, #2, ... An op with several results names them
@@ -547,59 +268,98 @@ class _Namer:
                 return candidate, outs
 
 
-def _graph_of(func_op, model_name: str, ref: str) -> Graph:
-    tensors: dict[str, Tensor] = {}
-    value_names: dict[ir.Value, str] = {}
-    inputs: list[str] = []
-    namer = _Namer()
-    shortened = 0
+class _GraphBuilder:
+    """The `input` graph of a function: its ops in program order, a manual_computation's body
+    inlined in its place (mesh_import.py)."""
 
-    def checked(name: str | None, what: str, location: ir.Location) -> str | None:
-        nonlocal shortened
+    def __init__(self, ref: str, mesh: MeshReader) -> None:
+        self.ref, self.mesh = ref, mesh
+        self.tensors: dict[str, Tensor] = {}
+        self.value_names: dict[ir.Value, str] = {}
+        self.namer = _Namer()
+        self.ops: list[Op] = []
+        self.shortened = 0
+
+    def checked(self, name: str | None, what: str, location: ir.Location) -> str | None:
         if name is None:
             return None
-        shortened += len(name) > MAX_NAME_CHARS
-        return _checked_name(name, what, ref, location)
+        self.shortened += len(name) > MAX_NAME_CHARS
+        return _checked_name(name, what, self.ref, location)
 
-    for index, arg in enumerate(func_op.arguments):
-        given = checked(_arg_name(func_op, index, arg), "argument", arg.location)
-        name = namer.name(given, "arg")[0] if given is not None else namer.name(f"arg{index}", "arg")[0]
-        tensors[name] = _tensor_of(name, arg.type, ref, arg.location)
-        tensors[name].is_parameter = _loaded_once(func_op, index)
-        value_names[arg] = name
-        inputs.append(name)
+    def build(self, func_op, model_name: str) -> Graph:
+        inputs: list[str] = []
+        for index, arg in enumerate(func_op.arguments):
+            given = self.checked(_arg_name(func_op, index, arg), "argument", arg.location)
+            name = self.namer.name(given if given is not None else f"arg{index}", "arg")[0]
+            self.tensors[name] = _tensor_of(name, arg.type, self.ref, arg.location)
+            self.tensors[name].is_parameter = _loaded_once(func_op, index)
+            self.value_names[arg] = name
+            self.mesh.value(name, _arg_attrs(func_op, index), _where(self.ref, arg.location))
+            inputs.append(name)
+        outputs: list[str] = []
+        for mlir_op in func_op.entry_block.operations:
+            if mlir_op.operation.name == "func.return":
+                outputs = [self.value_names[v] for v in mlir_op.operation.operands]
+                results = func_op.attributes["res_attrs"] if "res_attrs" in func_op.attributes else None
+                for index, name in enumerate(outputs):
+                    attributes = ir.DictAttr(ir.ArrayAttr(results)[index]) if results is not None else None
+                    self.mesh.value(name, attributes, _where(self.ref, func_op.location))
+            else:
+                self.add(mlir_op.operation)
+        graph = Graph(model_name, "input", self.tensors, self.ops, inputs, outputs)
+        if self.shortened:
+            graph.warnings.append(
+                f"{self.shortened} names longer than {MAX_NAME_CHARS} characters shortened (a hash ends each)"
+            )
+        return graph
 
-    ops: list[Op] = []
-    outputs: list[str] = []
-    for mlir_op in func_op.entry_block.operations:
-        operation = mlir_op.operation
-        kind = operation.name
-        if kind == "func.return":
-            outputs = [value_names[v] for v in operation.operands]
-            continue
-        _checked_name(kind, "op", ref, operation.location)  # kinds are named in warnings, unnamed ops by them
-        loc_name = _loc_name(operation.location)
-        results = list(operation.results)
-        name, out_names = namer.name(
-            checked(loc_name, "op", operation.location),
-            checked(kind.split(".", 1)[-1], "op", operation.location),
-            len(results),
+    def add(self, operation) -> None:
+        if operation.name == "sdy.manual_computation":
+            self.inline_manual(operation)
+            return
+        op = self.op(operation.name, list(operation.operands), list(operation.results), operation.location)
+        op.attrs = {key: attr_text(operation.attributes[key]) for key in operation.attributes}
+        self.mesh.op(op, operation, _where(self.ref, operation.location))
+
+    def op(self, kind: str, operands: list, results: list, location: ir.Location) -> Op:
+        """An op of `kind` from MLIR values to MLIR values, named and located."""
+        _checked_name(kind, "op", self.ref, location)  # kinds are named in warnings, unnamed ops by them
+        loc_name = _loc_name(location)
+        name, out_names = self.namer.name(
+            self.checked(loc_name, "op", location), self.checked(kind.split(".", 1)[-1], "op", location), len(results)
         )
         for value, out_name in zip(results, out_names):
-            tensors[out_name] = _tensor_of(out_name, value.type, ref, operation.location)
-            value_names[value] = out_name
-        attrs = {key: _attr_text(operation.attributes[key]) for key in operation.attributes}
-        operands = [value_names[v] for v in operation.operands]
-        op = Op(name=name, kind=kind, inputs=operands, outputs=out_names, attrs=attrs)
-        line = _file_line(operation.location)
+            self.tensors[out_name] = _tensor_of(out_name, value.type, self.ref, location)
+            self.value_names[value] = out_name
+        op = Op(name=name, kind=kind, inputs=[self.value_names[v] for v in operands], outputs=out_names)
+        line = _file_line(location)
         if line is not None:
             op.meta["lines"] = (line, line)
         elif loc_name is not None:
             op.meta["loc"] = loc_name
-        elif str(operation.location) == "loc(unknown)":
+        elif str(location) == "loc(unknown)":
             op.meta["loc"] = UNKNOWN_LOC
-        ops.append(op)
-    graph = Graph(model_name, "input", tensors, ops, inputs, outputs)
-    if shortened:
-        graph.warnings.append(f"{shortened} names longer than {MAX_NAME_CHARS} characters shortened (a hash ends each)")
-    return graph
+        self.ops.append(op)
+        return op
+
+    def inline_manual(self, operation) -> None:
+        """A manual_computation's body in its place: a full_to_shard per operand gives the body
+        its argument, a shard_to_full per result takes what the body returns."""
+        where, location = _where(self.ref, operation.location), operation.location
+        ins, outs, axes = self.mesh.manual(operation, where)
+        blocks = [block for region in operation.regions for block in region.blocks]
+        body = blocks[0] if len(blocks) == 1 else None
+        returned = [o.operation.operands for o in body.operations if o.operation.name == "sdy.return"] if body else []
+        if body is None or len(body.arguments) != len(ins) or [len(r) for r in returned] != [len(outs)]:
+            raise ModelLoadError(
+                f"{where}: manual_computation needs one block taking each operand and returning each result"
+            )
+        for operand, argument, spec in zip(operation.operands, body.arguments, ins):
+            self.mesh.boundary(self.op("sdy.full_to_shard", [operand], [argument], location), spec, axes, where)
+        self.mesh.manual_depth += 1
+        for inner in body.operations:
+            if inner.operation.name != "sdy.return":
+                self.add(inner.operation)
+        self.mesh.manual_depth -= 1
+        for value, result, spec in zip(returned[0], operation.results, outs):
+            self.mesh.boundary(self.op("sdy.shard_to_full", [value], [result], location), spec, axes, where)

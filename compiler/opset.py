@@ -28,6 +28,8 @@ ELTWISE_UNARY, ELTWISE_BINARY, ELTWISE_TERNARY, REDUCE, NORM, POOL, DATA_MOVEMEN
     "constant",
     "opaque",
 )
+# communication between the devices of a mesh, and the ops that say how tensors are split over it
+COLLECTIVE, SHARDING = "collective", "sharding"
 MATRIX_CLASSES = (MATMUL, CONV)
 ELTWISE_CLASSES = (ELTWISE_UNARY, ELTWISE_BINARY, ELTWISE_TERNARY)
 
@@ -35,7 +37,7 @@ ELTWISE_CLASSES = (ELTWISE_UNARY, ELTWISE_BINARY, ELTWISE_TERNARY)
 @dataclass(frozen=True)
 class OpClass:
     kind_class: str
-    engine: str  # matrix | vector | data | none
+    engine: str  # matrix | vector | data | link (between devices) | none
     flops_per_element: float = 0.0  # per output element (per input element for reductions)
 
 
@@ -137,6 +139,19 @@ KINDS: dict[str, OpClass] = {
         "fill",
     ),
     **_kinds(CONSTANT, "none", 0, "constant"),
+    # on one device a collective is a copy; across devices its cost is the links'
+    **_kinds(
+        COLLECTIVE,
+        "link",
+        0,
+        "all_gather",
+        "reduce_scatter",
+        "all_reduce",
+        "all_to_all",
+        "collective_permute",
+        "all_slice",
+    ),
+    **_kinds(SHARDING, "data", 0, "sharding_constraint", "full_to_shard", "shard_to_full"),
 }
 
 # Ops that write state outside the graph's values (a KV cache): never folded, never hoisted to load time
@@ -205,6 +220,14 @@ ALIASES: dict[str, str] = {
     "const": "constant",
     "empty_tensor": "constant",
     "dynamic_update_slice": "update_cache",
+    "reshard": "sharding_constraint",  # sdy.reshard: the partitioner picks the collectives
+}
+
+# GSPMD's sharding ops are custom calls, told apart by their target
+CUSTOM_CALL_KINDS = {
+    "Sharding": "sharding_constraint",
+    "SPMDFullToShardShape": "full_to_shard",
+    "SPMDShardToFullShape": "shard_to_full",
 }
 
 # Ops that only give destination-passing style outputs (or allocations); they carry no work.
@@ -216,6 +239,17 @@ def kind_of(source_name: str) -> str | None:
     base = source_name.split(".", 1)[-1]
     base = ALIASES.get(base, base)
     return base if base in KINDS else None
+
+
+def kind_of_op(op: Op) -> str | None:
+    """Vocabulary kind of an `input`-level op: its source name's, or for the ops whose name alone
+    does not say (`ttir.mesh_shard`, GSPMD's custom calls) what their attributes say."""
+    if op.kind == "ttir.mesh_shard":
+        to_full = "shard_to_full" in op.attrs.get("shard_direction", "")
+        return "shard_to_full" if to_full else "full_to_shard"
+    if op.kind == "stablehlo.custom_call":
+        return CUSTOM_CALL_KINDS.get(op.attrs.get("call_target_name", "").strip('"'))
+    return kind_of(op.kind)
 
 
 def op_class(kind: str) -> OpClass:

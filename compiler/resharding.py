@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from .sharding import Sharding
 
-# kinds of the collectives, and of those that move data between devices
+# kinds of the collectives, and of those that move data between devices (an all_slice does not)
 COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "collective_permute", "all_slice")
+EXCHANGES = COLLECTIVES[:-1]
 
 
 @dataclass(frozen=True)

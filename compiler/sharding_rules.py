@@ -69,6 +69,15 @@ def _reshape(src: tuple[int, ...], dst: tuple[int, ...]) -> list[int | None]:
     return out
 
 
+def _broadcast(op: Op, src: tuple[int, ...], out: tuple[int, ...]) -> list[int | None]:
+    """StableHLO's broadcast_in_dim names the result dimension of each operand dimension; TTIR's
+    broadcast keeps the rank and repeats dimensions of extent 1."""
+    placed = attrs.ints(op.attrs.get("broadcast_dimensions"))
+    if len(src) != len(out) and len(placed) == len(src) and all(0 <= o < len(out) for o in placed):
+        return [o if src[d] == out[o] else None for d, o in enumerate(placed)]
+    return _aligned(len(src), len(out), src, out)
+
+
 def _reduced_dims(graph: Graph, op: Op, rank: int) -> set[int]:
     dims = attrs.ints(op.attrs.get("dim_arg") or op.attrs.get("dimensions"))
     if not dims:  # a reduction of everything
@@ -169,7 +178,7 @@ def dim_map(graph: Graph, op: Op) -> DimMap | None:
             maps = [[None if d == joined else o for d, o in enumerate(m)] for m in maps]
         return DimMap(maps, rank)
     if kind == "broadcast" and ins:
-        return DimMap([_aligned(len(ins[0]), rank, ins[0], out)], rank)
+        return DimMap([_broadcast(op, ins[0], out)], rank)
     if kind == "embedding" and len(ins) >= 2 and len(ins[1]) == 2:
         ids = ins[0]
         ids_map = [d if d < rank - 1 and ids[d] == out[d] else None for d in range(len(ids))]

@@ -69,6 +69,7 @@ DIFF_HISTOGRAM = "diff-histogram"
 DIFF_TIMELINES = "diff-timelines"  # the two runs' ops aligned on one time axis
 LOAD_OPS_VIEW = "load-ops-view"  # the shown run's work once per model load, under the statistics
 LOAD_OPS_TABLE = "load-ops-table"
+DEVICES_TABLE = "devices-table"
 FIND_ZONE = "find-zone"  # histogram of one op's zones (or one op type's ops) under the statistics
 FIND_ZONE_OF = "find-zone-of"  # store: the run and op (or op type) find zone shows, and the op picked in its list
 FIND_ZONE_NOTE = "find-zone-note"  # what the buckets picked on the histogram hold

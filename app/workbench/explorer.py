@@ -32,6 +32,7 @@ from .memory_view import MemoryView, memory_view
 from .model_access import MAX_SOURCE_BYTES, ModelAccess
 from .roofline_view import Roofline, roofline
 from .run_export import export_run
+from .device_split import DeviceSplit, split_by_device
 from .run_view import RunView
 from .timeline_view import TimelineView, counter_steps, timeline
 from .uploads import upload_name, uploaded_bytes
@@ -232,6 +233,12 @@ class Explorer:
     def statistics(self, run_id: int, by: str = "name") -> list[dict]:
         with self.sessions() as session:
             return queries.op_statistics(session, run_id, by)
+
+    def device_split(self, run: RunView) -> list[DeviceSplit]:
+        """Kept: the statistics tab asks again on every change of its table."""
+        return self.kept("devices").of(
+            run.id, lambda: split_by_device(self._op_records(run.id), run.tracks, run.total_ns)
+        )
 
     def roofline(self, run: RunView) -> Roofline:
         """Kept: a selection redraws it."""

@@ -1,7 +1,9 @@
 """input -> graph: one op vocabulary whatever the source dialect.
 
 Destination-passing `empty` operands are dropped (they carry no data). An op outside the vocabulary
-is kept as an `opaque` op with a generic cost and listed in a warning: never dropped.
+is kept as an `opaque` op with a generic cost and listed in a warning: never dropped. Mesh ops
+become collectives and sharding ops (`ttir.mesh_shard` by its direction, GSPMD's custom calls by
+their target); the mesh, per-device tensors and shardings are kept.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ class Normalize:
         for op in out.ops:
             if op.kind in opset.DPS_EMPTY:
                 continue
-            kind = opset.kind_of(op.kind)
+            kind = opset.kind_of_op(op)
             attrs = dict(op.attrs)
             if kind is None:
                 unknown[op.kind] = unknown.get(op.kind, 0) + 1
@@ -47,6 +49,8 @@ class Normalize:
         for t in empties:
             out.tensors.pop(t, None)
         out.ops = ops
+        if "local" in out.meta:  # per-device tensors, less the destination operands dropped
+            out.meta["local"] = {t for t in out.meta["local"] if t in out.tensors}
         if unknown:  # a bounded line however many kinds (or however long) the model has
             listed = ", ".join(f"{clip(k)} x{n}" for k, n in sorted(unknown.items())[:20])
             more = f" and {len(unknown) - 20} more kinds" if len(unknown) > 20 else ""

@@ -229,7 +229,13 @@ class _Partitioner:
                 attrs["from_dim"] = step.from_dim
             if step.kind in ("all_reduce", "reduce_scatter"):
                 attrs["reduce"] = self._reduce_kind(name)
-            self.graph.tensors[out].sharding = step.result
+            tensor = self.graph.tensors[out]
+            tensor.sharding = step.result
+            loaded = self.graph.tensors[name]
+            if step.kind == "all_slice" and (loaded.is_parameter or loaded.is_constant):
+                # a piece of a weight or constant: cut once when the model loads, not every step
+                attrs["const_eval"] = True
+                tensor.is_parameter, tensor.is_constant = loaded.is_parameter, loaded.is_constant
             self.ops.append(Op(f"{_base(name)}.{step.kind}#{self._next()}", step.kind, [name], [out], attrs, (source,)))
             name = out
         return name

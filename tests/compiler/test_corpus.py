@@ -10,8 +10,11 @@ import pytest
 from compiler import opset
 from compiler.ir import LEVELS
 from compiler.mlir_import import import_mlir, parse_module, strip_unparsable
+from compiler.mlir_text import make_parsable
 from compiler.models import load_model
 from compiler.pipeline import compile_model
+from compiler.resharding import EXCHANGES
+from compiler.target import load_target
 from compiler.simulator import simulate
 
 CORPUS_OPS = {  # file -> ops in the entry function (counted with grep on '= "ttir.' and friends)
@@ -51,12 +54,35 @@ def test_corpus_file_loads_with_every_op(compiled, name):
     assert all(op.kind != opset.OPAQUE for op in compiled[name].levels["graph"].ops)
 
 
-def test_wrappers_and_meshes_become_warnings_not_failures(compiled):
+def test_wrappers_become_warnings_and_meshes_are_read(compiled):
     assert "unwrapped ttcore.device_module" in " ".join(compiled["bert_encoder_layer.mlir"].warnings)
-    assert "dropped sdy.mesh @mesh" in " ".join(compiled["sdy_autoencoder_linear.mlir"].warnings)
+    sdy = compiled["sdy_autoencoder_linear.mlir"]
+    assert sdy.model.graph.meta["mesh"].devices == 2  # the mesh is read, not dropped
+    assert sdy.levels["graph"].meta["mesh"] == sdy.model.graph.meta["mesh"]
+    assert sdy.levels["kernel"].meta["mesh"].devices == 1  # a single chip runs it whole, and says so
+    assert "runs whole on wormhole_n150's one device" in " ".join(sdy.warnings)
     gather = compiled["gather_op.mlir"]
     assert "showing @gather_0" in " ".join(gather.warnings)
     assert gather.model.graph.ops[0].kind == "stablehlo.gather"
+
+
+def test_the_sharded_autoencoder_on_two_chips_gathers_its_batch_and_every_level_parses(corpus):
+    """sdy_autoencoder_linear.mlir declares a 1x2 mesh ("model"=1, "batch"=2) and no shardings
+    (tt-mlir's automatic argument analysis chooses them): the batch is split over the two chips,
+    every op runs on half of it, and the result is gathered whole."""
+    compilation = compile_model(load_model(str(corpus / "sdy_autoencoder_linear.mlir")), load_target("wormhole_n300"))
+    partition = compilation.levels["partition"]
+    image = partition.inputs[-1]
+    assert partition.tensors[image].shape == (16, 1, 1, 784)  # 32 images, 16 per chip
+    collectives = [op for op in partition.ops if op.kind in EXCHANGES]
+    assert [(op.kind, op.attrs["axes"], op.attrs["dim"]) for op in collectives] == [("all_gather", ("batch",), 0)]
+    assert partition.outputs == collectives[0].outputs
+    for level in LEVELS:  # MLIR's parser reads every level back (the input as the importer reads it)
+        text = compilation.mlir(level)
+        parse_module(make_parsable(text)[0] if level == "input" else text, level)
+    sim = simulate(compilation.kernel, compilation.target, "trace")
+    gather = next(o for o in sim.ops if o.kind == "all_gather")
+    assert gather.bytes["link"] == 32 * 784 * 2 / 2  # each chip sends its half of the bf16 result
 
 
 def test_a_function_is_picked_by_name(corpus):

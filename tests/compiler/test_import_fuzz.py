@@ -118,10 +118,12 @@ _IDENT = st.from_regex(r"[A-Za-z_][A-Za-z0-9_$]{0,15}", fullmatch=True)
 def unknown_dialects(draw) -> str:
     """Op kinds under other dialect names: whole new kinds, or a known op under a new dialect."""
     text = draw(seed_texts)
-    kinds = sorted(set(re.findall(r'"(ttir\.\w+)"', text)))
+    # generic-form kinds ("ttir.add"), else custom-syntax ones (= sdy.all_reduce ...)
+    kinds = sorted(set(re.findall(r'"ttir\.\w+"', text))) or sorted(set(re.findall(r"= (?:sdy|stablehlo)\.\w+ ", text)))
     for kind in draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=3, unique=True)):
-        op = draw(st.one_of(_IDENT, st.just(kind.split(".", 1)[1])))
-        text = text.replace(f'"{kind}"', f'"{draw(_IDENT)}.{op}"')
+        op = draw(st.one_of(_IDENT, st.just(kind.strip('"= ').split(".", 1)[1])))
+        new_kind = f'"{draw(_IDENT)}.{op}"' if kind.startswith('"') else f"= {draw(_IDENT)}.{op} "
+        text = text.replace(kind, new_kind)
     return text
 
 
@@ -164,7 +166,7 @@ def odd_locs(draw) -> str:
     """Op lines given loc names of odd characters: escapes of control and non-UTF-8 bytes, quotes,
     lone surrogates, separators, very long dotted names."""
     lines = draw(seed_texts).split("\n")
-    op_lines = [i for i, line in enumerate(lines) if re.match(r'\s*%\S+ = "', line)]
+    op_lines = [i for i, line in enumerate(lines) if re.match(r'\s*%\S+ = ["a-z]', line)]
     for i in draw(st.lists(st.sampled_from(op_lines), min_size=1, max_size=3)):
         lines[i] = re.sub(r" loc\(.*\)$", "", lines[i]) + f' loc("{draw(_LOC_TEXT)}")'
     return "\n".join(lines)

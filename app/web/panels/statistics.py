@@ -19,6 +19,7 @@ from ..zone_card import pinned
 from ...workbench.find_zone import MAX_BUCKETS, Buckets, FoundZone, Picked, pick
 from ...workbench.load_time import kinds_text, ops_text
 from ...workbench.run_view import RunView
+from ..device_table import devices_children
 
 STAT_COLUMNS = (
     ("count", "count", "count"),
@@ -91,11 +92,12 @@ def register(wiring: Wiring) -> dict:
         if run_id is None or tab != TAB:
             return no_update
         data = stats_data(explorer.statistics(run_id, by), by)
+        run = explorer.view(run_id)
         return dict(
             data=data,
             columns=stats_columns(by),
             style=grid_style(len(data), STATS_PX),
-            load=load_ops_children(explorer.view(run_id)),
+            load=devices_children(explorer.device_split(run)) + load_ops_children(run),
         )
 
     @app.callback(

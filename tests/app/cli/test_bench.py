@@ -12,6 +12,7 @@ def test_a_case_runs_every_step_and_reports_sizes(tmp_path, capsys):
         "generate",
         "import",
         "graph",
+        "partition",
         "layout",
         "kernel",
         "simulate",
@@ -23,7 +24,7 @@ def test_a_case_runs_every_step_and_reports_sizes(tmp_path, capsys):
     ]
     assert case.ops == 5 and case.zones > 0
     assert case.override.endswith("=l1:interleaved") and case.override_status == "applied"
-    assert case.total == sum(s.seconds for s in case.steps[:7])
+    assert case.total == sum(s.seconds for s in case.steps[:8])
     assert all(s.seconds >= 0 and s.peak_rss_mb > 0 for s in case.steps)
     assert (tmp_path / "tiny.db").exists()
     # each step says it is done on stderr as it ends, so a long bench is never silent

@@ -1,0 +1,63 @@
+"""Where each device's time goes on a system of several: compute, collectives, both, or idle.
+
+Every device runs the same program on its piece (SPMD), so each device's row holds the compute
+ops and the links beside it the collectives; a collective overlaps the compute that does not
+need its result. The split is over the step (the run's total): compute + collectives - overlap
++ idle = total.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from compiler.resharding import COLLECTIVES
+from compiler.tracks import is_device_track
+
+
+@dataclass(frozen=True)
+class DeviceSplit:
+    device: str  # its timeline row, "device D"
+    compute_ns: float
+    collectives_ns: float
+    overlap_ns: float  # collectives hidden under compute
+    idle_ns: float
+
+
+def _union(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[tuple[float, float]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _length(spans: Sequence[tuple[float, float]]) -> float:
+    return sum(end - start for start, end in spans)
+
+
+def _overlap(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]]) -> float:
+    """The time two sorted, disjoint span lists share."""
+    shared, i, j = 0.0, 0, 0
+    while i < len(a) and j < len(b):
+        shared += max(0.0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return shared
+
+
+def split_by_device(records, tracks: Sequence[str], total_ns: float) -> list[DeviceSplit]:
+    """Each device's split (none for a run on one device), from the run's op records."""
+    devices = [t for t in tracks if is_device_track(t)]
+    if not devices:
+        return []
+    compute = _union((r.start_ns, r.start_ns + r.duration_ns) for r in records if r.kind not in COLLECTIVES)
+    links = _union((r.start_ns, r.start_ns + r.duration_ns) for r in records if r.kind in COLLECTIVES)
+    overlap = _overlap(compute, links)
+    busy = _length(compute) + _length(links) - overlap
+    split = DeviceSplit("", _length(compute), _length(links), overlap, max(0.0, total_ns - busy))
+    return [DeviceSplit(d, split.compute_ns, split.collectives_ns, split.overlap_ns, split.idle_ns) for d in devices]
