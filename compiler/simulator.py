@@ -164,7 +164,9 @@ class Simulator:
         many = self.target.system.devices > 1
         for op in kernel_graph.ops:
             kernel: Kernel | None = op.meta.get("kernel")
-            if kernel is None:  # constants: no launch, no time
+            if kernel is None:  # constants and views: no launch, no time; a view is ready with its operand
+                after = max((ready.get(t, 0.0) for t in op.inputs), default=0.0)
+                ready.update(dict.fromkeys(op.outputs, after))
                 continue
             if op.attrs.get("const_eval"):  # once, at load: on the load clock, not in the step
                 timing, _ = self._cost(kernel_graph, op, kernel, result.costs.by_kernel)

@@ -46,6 +46,8 @@ SIZES = {  # name -> zoo reference
     "100k": "zoo:bert-base?layers=1040",
 }
 QUICK = ("1k", "10k")
+# a model split over a system of several devices: Llama 3.2 1B prefill, tensor parallel over a T3K
+SPLIT = ("llama-1b x8", "zoo:llama-3.2-1b?devices=8", "t3k")
 IMPORT_TO_STORED = ("generate", "import", "graph", "partition", "layout", "kernel", "simulate", "store")
 
 
@@ -289,6 +291,8 @@ def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
             cases.append(
                 run_case(name, ref, lambda ref=ref: zoo.generate(ref), target, Path(tmp), full_rerun=name != "100k")
             )
+        name, ref, system = SPLIT
+        cases.append(run_case(name, ref, lambda: zoo.generate(ref), system, Path(tmp)))
         perfdb = perfdb_bench(Path(tmp))
     return {
         "perfdb": perfdb,

@@ -37,6 +37,8 @@ COUNTER_PLOTS = {
     "l1_bytes": ("L1 in use, fullest core", 1024, "KiB", "L1"),
     "dram_bytes_per_s": ("DRAM bandwidth", 1e9, "GB/s", "DRAM"),
     "lls_bytes_per_s": ("LLS bandwidth", 1e9, "GB/s", "LLS"),
+    # on several devices: what each device sends over its links during a collective
+    "link_bytes_per_s": ("link bandwidth, sent per device", 1e9, "GB/s", "link"),
 }
 
 
@@ -48,12 +50,13 @@ def layout(_page: PageContext) -> list:
         className="checks",
         options={
             "engines": "engine lanes (reader, compute, writer) in each core row",
-            "counters": "counters (L1 in use, DRAM bandwidth)",
+            "counters": "counters (L1 in use, DRAM and link bandwidth)",
         },
     )
     hint = html.P(
-        "The device row, then one row per core; wheel to zoom, drag to pan or (with the zoom tool) select a range; "
-        "click a zone to select its op.",
+        "The device row (on several devices, then a row per device and per set of links its collectives use), "
+        "then one row per core (of device 0: every device runs the same program on its piece); "
+        "wheel to zoom, drag to pan or (with the zoom tool) select a range; click a zone to select its op.",
         className="hint",
     )
     card = html.Div(
