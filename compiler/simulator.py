@@ -161,7 +161,10 @@ class Simulator:
         host_issued = 0.0
         ready: dict[str, float] = {}  # when each tensor is written: an op waits for its operands
         link_free: dict[str, float] = {}  # per link track: collectives over the same axes queue
-        many = self.target.system.devices > 1
+        mesh = kernel_graph.meta.get("mesh")
+        # the devices the program runs on: the mesh's, which may be fewer than the system has
+        self._mesh_devices = mesh.devices if mesh is not None else 1
+        many = self._mesh_devices > 1
         for op in kernel_graph.ops:
             kernel: Kernel | None = op.meta.get("kernel")
             if kernel is None:  # constants and views: no launch, no time; a view is ready with its operand
@@ -441,7 +444,7 @@ class Simulator:
 
     def _device_rows(self, zones: ZoneTable) -> int:
         if self._devices is None:
-            rows = [zones.track_id(device_track(d)) for d in range(self.target.system.devices)]
+            rows = [zones.track_id(device_track(d)) for d in range(self._mesh_devices)]
             self._devices = zones.track_set(rows)
         return self._devices
 

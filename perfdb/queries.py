@@ -11,7 +11,10 @@ import numpy as np
 from sqlalchemy import Row, Text, cast, func, select
 from sqlalchemy.orm import Session, selectinload, undefer
 
+from compiler.resharding import COLLECTIVES
+
 from . import blocks, lod
+from .meshes import collectives_only_in, devices_warning, run_mesh
 from .records import LoadOp
 from .schema import Model, OpRecord, Run, TimelineBlock
 
@@ -333,15 +336,20 @@ def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
     - `load_delta_ns`: b's load time minus a's: the work done once per model load (the compiler's
       const-eval), which is not in the total.
     - `times`: {a, b} -> {total_ns, device_ns, host_ns, load_ns, load_ops (how many)} of each run.
-    - `ops`: the ops of both runs, [{name, a_ns, b_ns, delta_ns, ratio (b/a, None when a took no
-      time), changes}], by |delta_ns| descending. `changes` lists what the op records say changed,
+    - `ops`: the ops of both runs, [{name, kind, a_ns, b_ns, delta_ns, ratio (b/a, None when a took
+      no time), changes}], by |delta_ns| descending. `changes` lists what the op records say changed,
       [{param, a, b, operand, result}]: `param` is one of TENSOR_PARAMS of a tensor (`operand` N:
       the op's input N as the op reads it; `result` N: its output N; the other None), `grid` of an
       input's shards (when sharded in either run), or one of OP_PARAMS of the op (both None); `a`
       and `b` are the two values as strings ("dram", "8x8", "bfp8"). Outputs come first, then the
       op, then the inputs. A parameter that one run did not record is not compared.
+    - `meshes`: {a, b} -> {devices, mesh ([[axis, size]]), target} of each run (perfdb.meshes);
+      a run on another number of devices or mesh adds a warning, `devices: 1 vs 8 (mesh model=8
+      on t3k)`. Op times are one device's in either run: an op's delta is what each device gains.
     - `removed`, `inserted`: the ops only in a, only in b (a `to_layout` an override inserted),
-      [{name, kind, ns}] in execution order.
+      [{name, kind, ns}] in execution order; the collectives apart, in `collectives`.
+    - `collectives`: {removed, inserted} -> the collectives only in a, only in b (those a mesh of
+      more devices needs), [{name, kind, group, axes, bytes_per_device, ns}] in execution order.
     - `moved_to_load`: the ops in a's step that b evaluates once at load time instead, and
       `moved_into_step` the reverse, [{name, kind, step_ns, load_ns}] in the order of the run that
       has them in its step; they are neither removed nor inserted.
@@ -358,6 +366,7 @@ def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
         ops.append(
             {
                 "name": name,
+                "kind": y.kind,
                 "a_ns": x.ns,
                 "b_ns": y.ns,
                 "delta_ns": y.ns - x.ns,
@@ -384,10 +393,14 @@ def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
         for what in ("total", "device", "host", "load")
     }
     load_a, load_b = _load_by_name(runs[a_id]), _load_by_name(runs[b_id])
+    removed = [n for n in a if n not in b and n not in load_b]
+    inserted = [n for n in b if n not in a and n not in load_a]
+    meshes = {side: run_mesh(runs[run_id]) for side, run_id in (("a", a_id), ("b", b_id))}
+    on_devices = devices_warning(meshes["a"], meshes["b"])
     return {
         "a": a_id,
         "b": b_id,
-        "warnings": _warnings(runs[a_id], runs[b_id]),
+        "warnings": _warnings(runs[a_id], runs[b_id]) + ([on_devices] if on_devices else []),
         "settings": [
             {"setting": name, "a": str(x), "b": str(y)}
             for name in RUN_SETTINGS
@@ -396,10 +409,13 @@ def diff_runs(session: Session, a_id: int, b_id: int) -> dict:
         **deltas,
         "times": times,
         "ops": ops,
-        "removed": [{"name": n, "kind": op.kind, "ns": op.ns} for n, op in a.items() if n not in b and n not in load_b],
-        "inserted": [
-            {"name": n, "kind": op.kind, "ns": op.ns} for n, op in b.items() if n not in a and n not in load_a
-        ],
+        "meshes": {side: mesh.as_dict() for side, mesh in meshes.items()},
+        "removed": [{"name": n, "kind": a[n].kind, "ns": a[n].ns} for n in removed if a[n].kind not in COLLECTIVES],
+        "inserted": [{"name": n, "kind": b[n].kind, "ns": b[n].ns} for n in inserted if b[n].kind not in COLLECTIVES],
+        "collectives": {
+            "removed": collectives_only_in(session, a_id, removed, meshes["a"]),
+            "inserted": collectives_only_in(session, b_id, inserted, meshes["b"]),
+        },
         "moved_to_load": [
             {"name": n, "kind": op.kind, "step_ns": op.ns, "load_ns": load_b[n]}
             for n, op in a.items()

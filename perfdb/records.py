@@ -168,3 +168,4 @@ class NewRun:
     # the ops run once per model load, in the order they ran, and their total: neither is in total_ns
     load_ops: Sequence[LoadOp] = ()
     load_ns: float = 0.0
+    mesh: Sequence[tuple[str, int]] = ()  # (axis, size) of the devices' mesh, major to minor; () on one

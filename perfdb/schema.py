@@ -112,6 +112,9 @@ class Run(Base):
     # order they ran (perfdb.records.LoadOp); deferred: the run lists never show them
     load_ops: Mapped[list] = mapped_column(JSON, default=list, server_default="[]", deferred=True)
     load_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")  # their total
+    # the mesh its devices formed, [[axis, size], ...] major to minor: what a diff across device
+    # counts names; [] on one device, and for runs stored before meshes were kept (perfdb.meshes)
+    mesh: Mapped[list] = mapped_column(JSON, default=list, server_default="[]")
 
     model: Mapped[Model] = relationship(lazy="selectin")
     target: Mapped[Target] = relationship(lazy="selectin")

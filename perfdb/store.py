@@ -60,6 +60,7 @@ def add_run(session: Session, new: NewRun) -> int:
         tracks=list(new.zones.tracks),
         load_ops=[op.as_dict() for op in new.load_ops],
         load_ns=new.load_ns,
+        mesh=[[axis, size] for axis, size in new.mesh],
     )
     session.add(run)
     session.flush()

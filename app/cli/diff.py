@@ -10,7 +10,10 @@ from perfdb.engine import open_db, session_factory
 from ..workbench.diff import (
     SHOWN,
     changes_text,
+    collective_text,
     compare,
+    device_parts,
+    device_table,
     load_times_text,
     more,
     moved_sections,
@@ -45,6 +48,10 @@ def main(a: int, b: int, db: str | None, as_json: bool) -> int:
         _print_ops(
             f"{key} (only in run {found[side]})", ops, f"{total:.2f} us", lambda op: f"{op['ns'] / 1e3:>10.2f} us"
         )
+    for key, side in (("removed", "a"), ("inserted", "b")):
+        ops = found["collectives"][key]
+        total = sum(op["ns"] for op in ops) / 1e3
+        _print_ops(f"collectives {key} (only in run {found[side]})", ops, f"{total:.2f} us", collective_text)
     for title, ops in moved_sections(found):
         total = sum(op["step_ns"] for op in ops) / 1e3
         _print_ops(title, ops, f"{total:.2f} us per step", moved_text)
@@ -54,6 +61,8 @@ def main(a: int, b: int, db: str | None, as_json: bool) -> int:
         items = found["overrides"][side]
         if items:
             print(f"overrides only in run {found[side]}: {', '.join(items[:SHOWN] + more(len(items) - SHOWN))}")
+    for line in device_table(found):
+        print(line)
     load = load_times_text(found)
     if load:
         print(load)
@@ -63,6 +72,7 @@ def main(a: int, b: int, db: str | None, as_json: bool) -> int:
         f"({times['a']['total_ns'] / 1e3:.2f} us -> {times['b']['total_ns'] / 1e3:.2f} us)"
     )
     print(time_split(found))
+    print(device_parts(found))
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The statistics tab's table of each device's time on a system of several devices."""
+"""The tables of each device's time on a system of several devices: the statistics tab's of one
+run, and the diff's of two side by side."""
 
 from __future__ import annotations
 
@@ -36,3 +37,38 @@ def devices_children(split: Sequence[DeviceSplit]) -> list:
     columns = [column(key, label, kind, flex=1) for key, label, kind in DEVICE_COLUMNS]
     head = html.H4(f"Per device: {len(split)} devices, one program each on its piece", className="subhead")
     return [head, grid(ids.DEVICES_TABLE, columns, rows, height=min(240, 42 + 28 * len(rows)))]
+
+
+# a device the run does not have: a dash, not an empty cell that reads as not yet loaded
+DASH_US = {"function": "params.value == null ? '-' : d3.format(',.2f')(params.value)"}
+
+
+def devices_diff_children(rows: Sequence[dict], labels: tuple[str, str]) -> list:
+    """Both runs' split device by device (app.workbench.device_split.side_by_side), when either ran
+    on several devices; `-` for a device one run does not have."""
+    if len(rows) <= 1:
+        return []
+    data = [
+        {"id": row["device"], "device": row["device"]}
+        | {
+            f"{key}_{side}": row[side][f"{key}_ns"] / 1e3 if row[side] is not None else None
+            for key, *_ in DEVICE_COLUMNS[1:]
+            for side in ("a", "b")
+        }
+        for row in rows
+    ]
+    columns = [column("device", "device", "text", flex=1)]
+    columns += [
+        column(f"{key}_{side}", f"{name} {label}", "us", flex=1) | {"valueFormatter": DASH_US}
+        for key, label, _ in DEVICE_COLUMNS[1:]
+        for side, name in zip(("a", "b"), labels)
+    ]
+    head = html.H4(
+        f"Per device: {labels[0]} on {_count(rows, 'a')}, {labels[1]} on {_count(rows, 'b')}", className="subhead"
+    )
+    return [head, grid(ids.DIFF_DEVICES, columns, data, height=min(280, 42 + 28 * len(data)))]
+
+
+def _count(rows: Sequence[dict], side: str) -> str:
+    count = sum(row[side] is not None for row in rows)
+    return f"{count} device{'s' * (count != 1)}"

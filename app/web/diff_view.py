@@ -12,13 +12,24 @@ from typing import NamedTuple
 import plotly.graph_objects as go
 from dash import dcc, html
 
+from compiler.resharding import COLLECTIVES
+from compiler.tracks import is_device_track, is_link_track
 from perfdb.schema import Run
 
 from . import ids
+from .device_table import devices_diff_children
 from .grids import column, grid
 from .style import TOP_LEGEND, base_layout, graph_config, kind_colour, plain, us
 from .zone_segments import segments, vertices
-from ..workbench.diff import changes_text, device_parts, more, moved_text, settings_text, time_split
+from ..workbench.diff import (
+    changes_text,
+    collective_text,
+    device_parts,
+    more,
+    moved_text,
+    settings_text,
+    time_split,
+)
 from ..workbench.load_time import duration_text, ops_text
 
 SHOWN_ONLY_IN = 10  # inserted or removed ops listed by name; the rest are counted
@@ -37,6 +48,8 @@ def diff_children(found: dict, timelines: go.Figure | None = None, limit: int = 
         extra.append(html.P(f"The {limit} ops of largest |delta| of {len(found['ops'])}.", className="hint"))
     extra += _only_in(f"Removed (only in A #{a.id})", found["removed"])
     extra += _only_in(f"Inserted (only in B #{b.id})", found["inserted"])
+    extra += _collectives(f"Collectives only in A #{a.id}", found["collectives"]["removed"])
+    extra += _collectives(f"Collectives only in B #{b.id}", found["collectives"]["inserted"])
     extra += _moved(f"Moved to load time in B #{b.id} (per step in A #{a.id})", found["moved_to_load"])
     extra += _moved(f"Moved into the step in B #{b.id} (load time in A #{a.id})", found["moved_into_step"])
     labels = (f"A #{a.id}", f"B #{b.id}")
@@ -55,6 +68,7 @@ def diff_children(found: dict, timelines: go.Figure | None = None, limit: int = 
         *_diff_load(found),
         _diff_overrides(found),
         *aligned,
+        *devices_diff_children(found.get("devices", []), labels),
         html.Div([table, histogram], className="diff-body"),
     ]
 
@@ -178,6 +192,12 @@ def _only_in(title: str, ops: Sequence[dict]) -> list:
     return _op_list(title, ops, sum(op["ns"] for op in ops), lambda op: f"{op['ns'] / 1e3:,.2f} us")
 
 
+def _collectives(title: str, ops: Sequence[dict]) -> list:
+    """The collectives one run's mesh needs and the other's does not, apart from the ops an
+    override inserted: kind, devices exchanging data, bytes each sends, one device's time."""
+    return _op_list(title, ops, sum(op["ns"] for op in ops), collective_text, per=" per device")
+
+
 def _moved(title: str, ops: Sequence[dict]) -> list:
     """Ops one run does in every step and the other once per model load, with both times."""
     return _op_list(title, ops, sum(op["step_ns"] for op in ops), moved_text, per=" per step")
@@ -237,20 +257,38 @@ class RowOp(NamedTuple):
     depth: int = 0
 
 
-def aligned_timelines(
-    a: Sequence, b: Sequence, labels: tuple[str, str], kinds: Mapping[str, str], changed: set[str]
-) -> go.Figure:
-    """Two runs' ops (records with name, start_ns, duration_ns) as two rows on one time axis, so
-    where B gains or loses time against A shows as the rows drifting apart. Ops an override
-    changed are outlined in both rows."""
-    order = sorted({kinds.get(r.name, "?") for r in (*a, *b)})
+def timeline_rows(label: str, records: Sequence, tracks: Sequence[str], links: Mapping[str, str]) -> list:
+    """(row label, records) of one run in the aligned diff: on one device a row of all its ops; on
+    several each device's row of its compute (every device runs it, on its piece) and each link
+    row of the collectives on it (`links`: collective -> its link row; the first by default)."""
+    devices = [t for t in tracks if is_device_track(t)]
+    link_rows = [t for t in tracks if is_link_track(t)]
+    if not devices:
+        return [(label, list(records))]
+    compute = [r for r in records if r.kind not in COLLECTIVES]
+    rows = [(f"{label} {device}", compute) for device in devices]
+    for track in link_rows:
+        on = [r for r in records if r.kind in COLLECTIVES and links.get(r.name, link_rows[0]) == track]
+        rows.append((f"{label} {track}", on))
+    return rows
+
+
+ROW_PX = 28  # per row of the aligned timelines past two
+
+
+def aligned_timelines(rows: Sequence[tuple[str, Sequence]], kinds: Mapping[str, str], changed: set[str]) -> go.Figure:
+    """Runs' ops (records with name, start_ns, duration_ns) on rows (label, records) on one time
+    axis, A's rows above B's (timeline_rows: one per device and link on several devices), so where
+    B gains or loses time against A shows as the rows drifting apart. Ops an override changed are
+    outlined in every row."""
+    order = sorted({kinds.get(r.name, "?") for _, records in rows for r in records})
     colour = {k: kind_colour(k) for k in order}
     fig = go.Figure()
-    row = {"a": 0, "b": 1}
+    row = {label: i for i, (label, _) in enumerate(rows)}
     for kind in order:
         ops = [
             RowOp(label, r.name, r.start_ns, r.start_ns + r.duration_ns)
-            for label, records in (("a", a), ("b", b))
+            for label, records in rows
             for r in records
             if kinds.get(r.name, "?") == kind
         ]
@@ -265,7 +303,7 @@ def aligned_timelines(
                 mode="lines",
                 name=plain(kind),
                 connectgaps=False,
-                line=dict(color=colour[kind], width=22),
+                line=dict(color=colour[kind], width=22 if len(rows) <= 2 else 16),
                 hovertemplate="<b>%{text}</b><extra>" + plain(kind) + "</extra>",
             )
         )
@@ -273,14 +311,19 @@ def aligned_timelines(
     fig.update_layout(
         shapes=[
             dict(box, x0=r.start_ns / 1e3, x1=(r.start_ns + r.duration_ns) / 1e3, y0=i - 0.4, y1=i + 0.4, layer="above")
-            for i, records in enumerate((a, b))
+            for i, (_, records) in enumerate(rows)
             for r in records
             if r.name in changed
         ]
     )
     fig.update_xaxes(title="time (us)", showgrid=True, gridcolor="#e4e7eb", zeroline=False)
     fig.update_yaxes(
-        tickvals=[0, 1], ticktext=list(labels), range=[1.6, -0.6], fixedrange=True, showgrid=False, zeroline=False
+        tickvals=list(range(len(rows))),
+        ticktext=[label for label, _ in rows],
+        range=[len(rows) - 0.4, -0.6],
+        fixedrange=True,
+        showgrid=False,
+        zeroline=False,
     )
     fig.update_layout(legend=TOP_LEGEND, hovermode="closest", dragmode="zoom")
-    return base_layout(fig, 170, top=30)
+    return base_layout(fig, 170 + ROW_PX * max(0, len(rows) - 2), top=30)

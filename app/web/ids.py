@@ -67,6 +67,7 @@ DIFF_TABLE = "diff-table"
 DIFF_LOAD = "diff-load"  # both runs' work once per model load, under the totals
 DIFF_HISTOGRAM = "diff-histogram"
 DIFF_TIMELINES = "diff-timelines"  # the two runs' ops aligned on one time axis
+DIFF_DEVICES = "diff-devices"  # each device's step in both runs, side by side
 LOAD_OPS_VIEW = "load-ops-view"  # the shown run's work once per model load, under the statistics
 LOAD_OPS_TABLE = "load-ops-table"
 DEVICES_TABLE = "devices-table"

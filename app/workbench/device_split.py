@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from compiler.resharding import COLLECTIVES
-from compiler.tracks import is_device_track
+from compiler.tracks import device_track, is_device_track
 
 
 @dataclass(frozen=True)
@@ -55,9 +55,38 @@ def split_by_device(records, tracks: Sequence[str], total_ns: float) -> list[Dev
     devices = [t for t in tracks if is_device_track(t)]
     if not devices:
         return []
+    return _each(records, devices, total_ns)
+
+
+def split_each_device(records, tracks: Sequence[str], total_ns: float) -> list[DeviceSplit]:
+    """As split_by_device, and for a run on one device its one device, "device 0", all compute."""
+    return _each(records, [t for t in tracks if is_device_track(t)] or [device_track(0)], total_ns)
+
+
+def _each(records, devices: Sequence[str], total_ns: float) -> list[DeviceSplit]:
     compute = _union((r.start_ns, r.start_ns + r.duration_ns) for r in records if r.kind not in COLLECTIVES)
     links = _union((r.start_ns, r.start_ns + r.duration_ns) for r in records if r.kind in COLLECTIVES)
     overlap = _overlap(compute, links)
     busy = _length(compute) + _length(links) - overlap
     split = DeviceSplit("", _length(compute), _length(links), overlap, max(0.0, total_ns - busy))
     return [DeviceSplit(d, split.compute_ns, split.collectives_ns, split.overlap_ns, split.idle_ns) for d in devices]
+
+
+SPLIT_PARTS = ("compute", "collectives", "overlap", "idle")
+
+
+def side_by_side(a: Sequence[DeviceSplit], b: Sequence[DeviceSplit]) -> list[dict]:
+    """Two runs' splits device by device, device 0 to the last either has: [{device, a, b}], each
+    side {compute_ns, collectives_ns, overlap_ns, idle_ns}, or None for a device its run lacks."""
+    by_device = [{d.device: d for d in side} for side in (a, b)]
+    count = max((len(side) for side in (a, b)), default=0)
+    rows = []
+    for number in range(count):
+        device = device_track(number)
+        x, y = (side.get(device) for side in by_device)
+        rows.append({"device": device, "a": _parts(x), "b": _parts(y)})
+    return rows
+
+
+def _parts(split: DeviceSplit | None) -> dict | None:
+    return None if split is None else {f"{part}_ns": getattr(split, f"{part}_ns") for part in SPLIT_PARTS}

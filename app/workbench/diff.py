@@ -7,9 +7,11 @@ from sqlalchemy.orm import Session
 
 from compiler.override import REJECTED
 from overrides import format_item, format_value, parse_item
-from perfdb.queries import diff_runs, get_run
+from compiler.resharding import COLLECTIVES
+from perfdb.queries import diff_runs, get_run, op_records
 from perfdb.schema import Run
 
+from .device_split import SPLIT_PARTS, side_by_side, split_each_device
 from .load_time import LOAD_TIME, duration_text, ops_text
 from .run_view import RunView
 
@@ -24,9 +26,15 @@ SHOWN_CHANGES = 8  # changes on one op's line
 def compare(session: Session, a: int, b: int) -> dict:
     """perfdb.queries.diff_runs of b against a (its docstring gives the shape), with each op's
     changes of KERNEL_PARAMS added, as the runs' applied override items set them: {param, a, b,
-    operand: None, result: None}, after the op's own parameters and before its inputs'."""
+    operand: None, result: None}, after the op's own parameters and before its inputs'; and
+    `devices`, each device's step split into compute, collectives, their overlap and idle in both
+    runs (app.workbench.device_split.side_by_side: None for a device a run does not have)."""
     found = diff_runs(session, a, b)
-    asked_a, asked_b = (_kernel_params(get_run(session, run_id)) for run_id in (a, b))
+    runs = [get_run(session, run_id) for run_id in (a, b)]
+    found["devices"] = side_by_side(
+        *(split_each_device(op_records(session, run.id, moved=False), run.tracks, run.total_ns) for run in runs)
+    )
+    asked_a, asked_b = (_kernel_params(run) for run in runs)
     for op in found["ops"]:
         x, y = asked_a.get(op["name"], {}), asked_b.get(op["name"], {})
         added = [
@@ -127,7 +135,9 @@ def time_split(found: dict) -> str:
     is one launch more or fewer for the host, an op moved to load time too."""
     device, host = found["device_delta_ns"], found["host_delta_ns"]
     split = f"device {device / 1e3:+z.2f} us, host/idle {host / 1e3:+z.2f} us"
+    collectives = found.get("collectives", {"inserted": [], "removed": []})
     added = len(found["inserted"]) - len(found["removed"]) + len(found["moved_into_step"]) - len(found["moved_to_load"])
+    added += len(collectives["inserted"]) - len(collectives["removed"])
     why = [f"{abs(added)} {'more' if added > 0 else 'fewer'} op{'s' * (abs(added) != 1)} to issue"] if added else []
     if device * host < 0 and abs(host) >= abs(device) / 2:
         why.append("the device waits on the host to issue ops, so op time turns into idle time")
@@ -136,11 +146,12 @@ def time_split(found: dict) -> str:
 
 
 def device_parts(found: dict) -> str:
-    """The device delta as the sum of what the diff lists: the ops slower and faster (all of them,
-    not only the rows shown), the ops inserted and removed, those moved to or from load time, and
-    what is left (ops overlapping on the device, so their times do not add up to its busy time).
-    A slowdown then has its causes on the page even when the largest rows are faster ops."""
-    deltas = [op["delta_ns"] for op in found["ops"]]
+    """The device delta as the sum of what the diff lists: the compute ops slower and faster (all
+    of them, not only the rows shown), the ops inserted and removed, those moved to or from load
+    time, the collectives (those of both runs, inserted and removed), and what is left (ops
+    overlapping on the device, so their times do not add up to its busy time). A slowdown then has
+    its causes on the page even when the largest rows are faster ops. Op times are one device's."""
+    deltas = [op["delta_ns"] for op in found["ops"] if op.get("kind") not in COLLECTIVES]
     slower, faster = [d for d in deltas if d > 0], [d for d in deltas if d < 0]
     parts = [
         (f"{len(slower):,} op{'s' * (len(slower) != 1)} slower", sum(slower)),
@@ -152,13 +163,61 @@ def device_parts(found: dict) -> str:
             f"{len(found['moved_into_step']):,} moved into the step",
             sum(op["step_ns"] for op in found["moved_into_step"]),
         ),
+        _collectives_part(found),
     ]
     shown = [(what, ns) for what, ns in parts if ns]
     rest = found["device_delta_ns"] - sum(ns for _, ns in parts)
     if abs(rest) >= 5:  # ns: below, rounding of the stored times
         shown.append(("overlap on the device", rest))
     said = ", ".join(f"{what} {ns / 1e3:+z,.2f} us" for what, ns in shown) or "no op changed"
-    return f"device {found['device_delta_ns'] / 1e3:+z,.2f} us = {said}"
+    return f"device {found['device_delta_ns'] / 1e3:+z,.2f} us = {said}{_overlap_said(found)}"
+
+
+def _collectives_part(found: dict) -> tuple[str, float]:
+    """("collectives (5 inserted)", their time): those only one run has, and the change of those
+    both have."""
+    only = found.get("collectives", {"inserted": [], "removed": []})
+    both = [op["delta_ns"] for op in found["ops"] if op.get("kind") in COLLECTIVES]
+    ns = sum(op["ns"] for op in only["inserted"]) - sum(op["ns"] for op in only["removed"]) + sum(both)
+    counts = [f"{len(only[key])} {key}" for key in ("inserted", "removed") if only[key]]
+    counts += [f"{len(both)} in both"] if both else []
+    return (f"collectives ({', '.join(counts)})" if counts else "collectives", ns)
+
+
+def _overlap_said(found: dict) -> str:
+    """How much more (or less) of one device's collective time hides under its compute: counted in
+    the parts above, it costs the step nothing."""
+    first = (found.get("devices") or [{}])[0]
+    a, b = ((first.get(side) or {}).get("overlap_ns", 0.0) for side in ("a", "b"))
+    if abs(b - a) < 5:  # ns, as above
+        return ""
+    return f"; of the collectives, {(b - a) / 1e3:+z,.2f} us overlapped by compute"
+
+
+def device_table(found: dict) -> list[str]:
+    """Each device's step in both runs, one line a device: compute, collectives, overlap, idle in
+    us, a then b; `-` where a run has no such device. None when both ran on one device."""
+    rows = found.get("devices") or []
+    if len(rows) <= 1:
+        return []
+    head = "".join(f" {f'{part} a':>14} {f'{part} b':>14}" for part in SPLIT_PARTS)
+    lines = [f"per device (us): run {found['a']} (a) and run {found['b']} (b)", f"{'device':<10}{head}"]
+    for row in rows:
+        cells = "".join(f" {_us_or_dash(row['a'], part):>14} {_us_or_dash(row['b'], part):>14}" for part in SPLIT_PARTS)
+        lines.append(f"{row['device']:<10}{cells}")
+    return lines
+
+
+def _us_or_dash(side: dict | None, part: str) -> str:
+    return "-" if side is None else f"{side[f'{part}_ns'] / 1e3:,.2f}"
+
+
+def collective_text(op: dict) -> str:
+    """`over 8 devices (model), 917.5 KB sent per device, 46.65 us`"""
+    axes = f" ({op['axes']})" if op["axes"] else ""
+    sent = op["bytes_per_device"]
+    size = f"{sent / 1e6:,.2f} MB" if sent >= 1e6 else f"{sent / 1e3:,.1f} KB"
+    return f"over {op['group']} devices{axes}, {size} sent per device, {op['ns'] / 1e3:,.2f} us"
 
 
 def load_times_text(found: dict) -> str | None:

@@ -20,6 +20,7 @@ from compiler.policies import DEFAULT_POLICY
 from compiler.target import DEFAULT_DISPATCH, DISPATCH_MODES, Target, load_target, shown
 from overrides import format_item, parse_item
 from perfdb import queries
+from perfdb.meshes import collective_groups, run_mesh
 from perfdb.schema import Run
 
 from . import runs
@@ -252,10 +253,16 @@ class Explorer:
         return memory_view(run.compilation, envelope)
 
     def diff(self, a: int, b: int) -> dict:
-        """app.workbench.diff.compare of b against a, with both runs and their op durations for the compare view."""
+        """app.workbench.diff.compare of b against a, with both runs, their op durations and each
+        collective's link row (`links`: run id -> name -> row) for the compare view."""
         with self.sessions() as session:
             found = compare(session, a, b)
             found["runs"] = {i: queries.get_run(session, i) for i in (a, b)}
+            # each collective's link row, for the aligned timelines
+            found["links"] = {
+                i: {name: row for name, (row, _) in collective_groups(session, i, run_mesh(run)).items()}
+                for i, run in found["runs"].items()
+            }
         found["durations"] = {i: [r.duration_ns for r in self.op_records(i)] for i in (a, b)}
         return found
 

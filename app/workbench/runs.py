@@ -224,6 +224,7 @@ def new_run(
         override_outcomes=[o.as_dict() for o in compilation.override_outcomes],
         load_ops=[LoadOp.of(o) for o in sim.load_ops],
         load_ns=sim.load_ns,
+        mesh=compilation.kernel.meta["mesh"].axes if "mesh" in compilation.kernel.meta else (),
         **run,
     )
 

@@ -26,8 +26,10 @@ KEYS = [
     "load_delta_ns",
     "times",
     "ops",
+    "meshes",
     "removed",
     "inserted",
+    "collectives",
     "moved_to_load",
     "moved_into_step",
     "overrides",
@@ -124,6 +126,7 @@ def test_matched_ops_their_deltas_ratios_changes_and_order(sessions):
     # records without tensors: the memory column is the output's memory
     assert ops["fc1"] == {
         "name": "fc1",
+        "kind": "matmul",
         "a_ns": 100.0,
         "b_ns": 40.0,
         "delta_ns": -60.0,

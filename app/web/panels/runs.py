@@ -10,7 +10,7 @@ from perfdb.schema import Run
 
 from .. import ids
 from ..callback_context import diff_pair
-from ..diff_view import aligned_timelines, diff_children
+from ..diff_view import aligned_timelines, diff_children, timeline_rows
 from ..grids import column, grid
 from ..panel import PageContext, Panel, Wiring
 from ..style import us
@@ -107,7 +107,12 @@ def register(wiring: Wiring) -> dict:
         a, b = (explorer.op_records(i) for i in pair)
         kinds = {r.name: r.kind for r in (*a, *b)}
         changed = {op["name"] for op in found["ops"] if op["changes"]}
-        return diff_children(found, aligned_timelines(a, b, (f"A #{pair[0]}", f"B #{pair[1]}"), kinds, changed))
+        rows = [
+            row
+            for side, records, run_id in (("A", a, pair[0]), ("B", b, pair[1]))
+            for row in timeline_rows(f"{side} #{run_id}", records, found["runs"][run_id].tracks, found["links"][run_id])
+        ]
+        return diff_children(found, aligned_timelines(rows, kinds, changed))
 
     return {"list_runs": list_runs, "show_diff": show_diff}
 

@@ -37,8 +37,7 @@ COUNTER_PLOTS = {
     "l1_bytes": ("L1 in use, fullest core", 1024, "KiB", "L1"),
     "dram_bytes_per_s": ("DRAM bandwidth", 1e9, "GB/s", "DRAM"),
     "lls_bytes_per_s": ("LLS bandwidth", 1e9, "GB/s", "LLS"),
-    # on several devices: what each device sends over its links during a collective
-    "link_bytes_per_s": ("link bandwidth, sent per device", 1e9, "GB/s", "link"),
+    "link_bytes_per_s": ("link bandwidth, sent per device", 1e9, "GB/s", "link"),  # on several devices
 }
 
 

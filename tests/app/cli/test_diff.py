@@ -12,14 +12,15 @@ import pytest
 
 from app.cli.db import upgrade_main
 from app.cli.diff import main
-from app.workbench.diff import SHOWN, SHOWN_CHANGES
+from app.workbench.diff import SHOWN, SHOWN_CHANGES, device_parts
 from app.workbench.runs import execute
 from perfdb.engine import open_db, session_factory
 from perfdb.migrate import head
 from perfdb.queries import RunNotFound
+from tests.perfdb.test_meshes import one_vs_eight  # noqa: F401  # the fixture
 from tests.perfdb.test_queries import FC1, FC2, MLP, KEYS, change, output
 
-OP_KEYS = {"name", "a_ns", "b_ns", "delta_ns", "ratio", "changes"}
+OP_KEYS = {"name", "kind", "a_ns", "b_ns", "delta_ns", "ratio", "changes"}
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def diff_json(capsys, a, b, db_url) -> dict:
 def test_json_of_a_tuned_run_against_the_plain_one(capsys, db_url, runs):
     plain, tuned = runs
     d = diff_json(capsys, plain, tuned, db_url)
-    assert list(d) == KEYS and (d["a"], d["b"]) == (plain, tuned)
+    assert list(d) == [*KEYS, "devices"] and (d["a"], d["b"]) == (plain, tuned)
     assert all(set(op) == OP_KEYS for op in d["ops"])
     ops = {op["name"]: op for op in d["ops"]}
     assert set(ops) == {"matmul_0", "matmul_1"} and d["removed"] == d["inserted"] == []
@@ -76,9 +77,11 @@ def test_table(capsys, db_url, runs):
         re.M,
     )
     assert re.search(r"^matmul_0\s+", out, re.M)
-    assert lines[-3] == f"overrides only in run {tuned}: matmul_1=1x2:l1:block_sharded"
-    assert re.match(r"total delta [-+][\d.]+ us \([\d.]+ us -> [\d.]+ us\)$", lines[-2])
-    assert re.match(r"device [-+][\d.]+ us, host/idle [-+][\d.]+ us", lines[-1])
+    assert lines[-4] == f"overrides only in run {tuned}: matmul_1=1x2:l1:block_sharded"
+    assert re.match(r"total delta [-+][\d.]+ us \([\d.]+ us -> [\d.]+ us\)$", lines[-3])
+    assert re.match(r"device [-+][\d.]+ us, host/idle [-+][\d.]+ us", lines[-2])
+    assert re.match(r"device [-+][\d.]+ us = 1 (op slower|faster) ", lines[-1])
+    assert not any(line.startswith(("collectives", "per device")) for line in lines)  # one device each
 
 
 def test_a_missing_run_raises(capsys, db_url, runs):
@@ -102,13 +105,14 @@ def test_table_lists_the_ops_in_one_run_only_with_their_time(capsys, db_url):
     assert main(a, b, db_url, False) == 0
     out = capsys.readouterr().out
     assert re.search(r"^fc1\s+1\.00\s+3\.00\s+\+2\.00\s+3\.00x$", out, re.M)
-    assert out.splitlines()[-6:] == [
+    assert out.splitlines()[-7:] == [
         f"removed (only in run {a}): 1 op, 0.50 us",
         "  gone  matmul             0.50 us",
         f"inserted (only in run {b}): 1 op, 0.25 us",
         "  new  matmul             0.25 us",
         "total delta +1.75 us (1.50 us -> 3.25 us)",
         "device +1.75 us, host/idle +0.00 us",
+        "device +1.75 us = 1 op slower +2.00 us, 1 inserted +0.25 us, 1 removed -0.50 us",
     ]
 
 
@@ -166,7 +170,7 @@ def test_text_of_a_host_dispatch_bound_pair_says_where_the_time_went(capsys, db_
     )
     assert re.search(rf"^{re.escape(FC2)}\s+.*  fidelity hifi2->lofi, operand 0 memory dram->l1, ", captured.out, re.M)
     # the device got slower by both ops' deltas, the total only by the last op's
-    assert captured.out.splitlines()[-1] == (
+    assert captured.out.splitlines()[-2] == (
         f"host dispatch bound: device {d['device_delta_ns'] / 1e3:+z.2f} us, "
         f"host/idle {d['host_delta_ns'] / 1e3:+z.2f} us "
         "(the device waits on the host to issue ops, so op time turns into idle time)"
@@ -190,7 +194,7 @@ def test_text_of_two_models_warns_and_keeps_its_lines_short(capsys, db_url, tiny
     assert [line.split()[0] for line in lines[at + 1 : at + 1 + SHOWN]] == [op["name"] for op in d["inserted"][:SHOWN]]
     assert lines[at + 1 + SHOWN] == f"  ... and {8 - SHOWN} more"
     assert max(len(line) for line in lines) < 120
-    assert "device " in lines[-1] and "(6 more ops to issue)" in lines[-1]
+    assert "device " in lines[-2] and "(6 more ops to issue)" in lines[-2]
 
 
 def test_an_op_line_lists_the_first_changes_and_counts_the_rest(capsys, db_url, mlp):
@@ -226,16 +230,17 @@ def test_table_lists_the_ops_moved_between_the_step_and_load_time(capsys, db_url
     a = store(sessions, ("bias.broadcast", 300.0, "dram", "8x8"), ("fc1", 1000.0, "dram", "8x8"))
     b = store(sessions, ("fc1", 1000.0, "dram", "8x8"), load=[("weight.transpose", 4000.0), ("bias.broadcast", 200.0)])
     assert main(a, b, db_url, False) == 0
-    assert capsys.readouterr().out.splitlines()[-5:] == [
+    assert capsys.readouterr().out.splitlines()[-6:] == [
         f"moved to load time in run {b} (per step in run {a}): 1 op, 0.30 us per step",
         "  bias.broadcast  matmul       0.30 us per step, 200 ns at load",
         "load time (const-eval, once per model load): none -> 2 ops, 4.20 us (+4.20 us)",
         "total delta -0.30 us (1.30 us -> 1.00 us)",
         "device -0.30 us, host/idle +0.00 us (1 fewer op to issue)",
+        "device -0.30 us = 1 moved to load time -0.30 us",
     ]
     assert main(b, a, db_url, False) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-5:-2] == [
+    assert lines[-6:-3] == [
         f"moved into the step in run {a} (load time in run {b}): 1 op, 0.30 us per step",
         "  bias.broadcast  matmul       0.30 us per step, 200 ns at load",
         "load time (const-eval, once per model load): 2 ops, 4.20 us -> none (-4.20 us)",
@@ -249,3 +254,30 @@ def test_the_diff_of_runs_without_load_work_says_nothing_of_it(capsys, db_url, r
     assert main(*runs, db_url, False) == 0
     out = capsys.readouterr().out
     assert "load time" not in out and "moved" not in out
+
+
+def test_text_and_json_of_one_device_against_eight(capsys, db_url, one_vs_eight):  # noqa: F811
+    _, one, eight = one_vs_eight
+    d = diff_json(capsys, one, eight, db_url)
+    assert d["meshes"]["b"] == {"devices": 8, "mesh": [["model", 8]], "target": "t3k"}
+    assert len(d["devices"]) == 8 and d["devices"][7]["a"] is None and d["devices"][7]["b"]["collectives_ns"] > 0
+    assert main(one, eight, db_url, False) == 0
+    captured = capsys.readouterr()
+    assert "tilescope: warning: devices: 1 vs 8 (mesh model=8 on t3k)\n" in captured.err
+    lines = captured.out.splitlines()
+    inserted = d["collectives"]["inserted"]
+    at = lines.index(
+        f"collectives inserted (only in run {eight}): {len(inserted)} ops, "
+        f"{sum(op['ns'] for op in inserted) / 1e3:.2f} us"
+    )
+    first = inserted[0]
+    assert re.fullmatch(
+        rf"  {re.escape(first['name'])}\s+all_reduce\s+over 8 devices \(model\), "
+        rf"{first['bytes_per_device'] / 1e3:,.1f} KB sent per device, {first['ns'] / 1e3:,.2f} us",
+        lines[at + 1],
+    )
+    assert not any(line.startswith(("inserted", "removed")) and "all_" in line for line in lines)
+    table = lines.index(f"per device (us): run {one} (a) and run {eight} (b)")
+    assert [line.split()[:2] for line in lines[table + 2 : table + 10]] == [["device", str(i)] for i in range(8)]
+    assert lines[table + 9].split()[2::2] == ["-"] * 4  # device 7: only in b
+    assert lines[-1] == device_parts(d) and "collectives (" in lines[-1]

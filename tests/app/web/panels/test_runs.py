@@ -9,7 +9,7 @@ import pytest
 from dash import no_update
 
 from app.web.callback_context import diff_pair
-from app.web.diff_view import aligned_timelines, duration_histogram
+from app.web.diff_view import aligned_timelines, duration_histogram, timeline_rows
 from app.web.panels.timeline import timeline_figure
 from app.workbench.diff import device_parts
 from perfdb.queries import WindowItem
@@ -45,7 +45,7 @@ def test_two_runs_align_on_one_axis_with_the_changed_op_outlined_in_both():
         SimpleNamespace(name="x", start_ns=0.0, duration_ns=1000.0),
         SimpleNamespace(name="y", start_ns=1000.0, duration_ns=1000.0),
     ]
-    figure = aligned_timelines(a, b, ("A #1", "B #2"), {"x": "ttir.add", "y": "ttir.matmul"}, {"y"})
+    figure = aligned_timelines([("A #1", a), ("B #2", b)], {"x": "ttir.add", "y": "ttir.matmul"}, {"y"})
     assert list(figure.layout.yaxis.ticktext) == ["A #1", "B #2"]
     assert {t.name for t in figure.data} == {"ttir.add", "ttir.matmul"}
     boxes = [(s.x0, s.x1, round(s.y0 + 0.4)) for s in figure.layout.shapes]
@@ -53,6 +53,25 @@ def test_two_runs_align_on_one_axis_with_the_changed_op_outlined_in_both():
     # each kind in the colour the timeline gives it
     drawn = timeline_figure([WindowItem("device", 0, "y", 0.0, 1.0, "y", 1, 0.0)], {"y": "ttir.matmul"}, None)
     assert next(t.line.color for t in figure.data if t.name == "ttir.matmul") == drawn.data[0].line.color
+
+
+def test_a_run_on_several_devices_aligns_a_row_per_device_and_per_link():
+    def op(name, kind, start, duration):
+        return SimpleNamespace(name=name, kind=kind, start_ns=start, duration_ns=duration)
+
+    one = [op("x", "matmul", 0.0, 8000.0)]
+    eight = [op("x", "matmul", 0.0, 1000.0), op("x.all_reduce#1", "all_reduce", 1000.0, 500.0)]
+    rows = timeline_rows("A #1", one, ["core 0,0"], {})
+    rows += timeline_rows("B #2", eight, ["core 0,0", "device 0", "device 1", "link model"], {})
+    assert [(label, [r.name for r in records]) for label, records in rows] == [
+        ("A #1", ["x"]),
+        ("B #2 device 0", ["x"]),
+        ("B #2 device 1", ["x"]),
+        ("B #2 link model", ["x.all_reduce#1"]),
+    ]
+    figure = aligned_timelines(rows, {"x": "matmul", "x.all_reduce#1": "all_reduce"}, set())
+    assert list(figure.layout.yaxis.ticktext) == [label for label, _ in rows]
+    assert figure.layout.height > aligned_timelines(rows[:2], {"x": "matmul"}, set()).layout.height
 
 
 def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):
