@@ -1,12 +1,16 @@
 """What a user asks of one op: the compiler's input for tuning.
 
 The `overrides` package reads and writes the formats users exchange (tt-mlir option strings and
-friends) and turns them into these records; the layout pass applies them and reports each outcome.
+friends) and turns them into these records. The partition pass applies their shardings, the layout
+pass the rest, and the layout pass reports each override's outcome, the partition's included.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from .sharding import Sharding
 
 APPLIED, ADJUSTED, REJECTED = "applied", "adjusted", "rejected"
 
@@ -29,6 +33,9 @@ class OpOverride:
     subblock: tuple[int, int] | None = None  # matmul output sub-block h x w (tiles in destination registers)
     double_buffer: bool | None = None  # circular buffers hold two steps (overlap) or one
     tile: tuple[int, int] | None = None  # tile rows x cols, e.g. 1x32 for a one-row activation
+    # over a mesh of devices: how the op reads input `operand`, or gives its result(s); no
+    # dimensions means whole on every device
+    sharding: Sharding | None = None
     operand: int | None = None
     result: int | None = None
     spec: str = ""  # as the user wrote it, for reports
@@ -39,6 +46,11 @@ class OpOverride:
         return self.op, self.operand, self.result
 
     @property
+    def lays_out(self) -> bool:
+        """Whether it sets a layout or kernel parameter (the layout pass's part)."""
+        return any(getattr(self, name) is not None for name in LAYOUT_FIELDS)
+
+    @property
     def target(self) -> str:
         """`op`, `op operand 1` or `op result 0`, for messages."""
         if self.operand is not None:
@@ -46,6 +58,30 @@ class OpOverride:
         if self.result is not None:
             return f"{self.op} result {self.result}"
         return self.op
+
+
+LAYOUT_FIELDS = (
+    "grid",
+    "memory",
+    "memory_layout",
+    "layout",
+    "dtype",
+    "fidelity",
+    "block",
+    "subblock",
+    "double_buffer",
+    "tile",
+)
+
+
+def sharding_requests(overrides: Iterable[OpOverride]) -> tuple[OpOverride, ...]:
+    """The partition pass's part of `overrides`: each sharding and the op part it names, in order
+    (what a partition level made with them is the same for)."""
+    return tuple(
+        OpOverride(ov.op, sharding=ov.sharding, operand=ov.operand, result=ov.result)
+        for ov in overrides
+        if ov.sharding is not None
+    )
 
 
 @dataclass(frozen=True)

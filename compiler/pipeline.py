@@ -7,7 +7,7 @@ input  --normalize-->       graph    one op vocabulary, whatever the source dial
        --fuse-attention-->           attention written op by op becomes scaled_dot_product_attention
        --const-eval-->               work on weights and constants only marked load-time (runs once)
        --fuse-eltwise-->             bias adds and activations fused into their producers
-       --partition-->       partition  split over the system's devices; collectives where shardings change
+       --partition-->       partition  split over the devices (overrides' shardings too); collectives where they change
        --assign-layouts-->  layout   every tensor placed (memory, sharding, grid, dtype)
        --insert-to-layout-->         conversions where a consumer needs another layout
        --plan-memory-->              L1 addresses by liveness, peak per core, overflows
@@ -24,7 +24,7 @@ from .ir import Graph
 from .kernel import Kernel
 from .mlir_import import ImportedModel
 from .mlir_print import print_graph
-from .override import OpOverride, OverrideOutcome
+from .override import OpOverride, OverrideOutcome, sharding_requests
 from .passes.layout import AssignLayouts
 from .policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
 from .passes.canonicalize import Canonicalize
@@ -107,7 +107,7 @@ def stages(
                 FuseEltwise(target),
             ],
         ),
-        ("partition", [Partition(target)]),
+        ("partition", [Partition(target, sharding_requests(overrides))]),
         (
             "layout",
             [AssignLayouts(target, tuple(overrides), policy, l1_usage_cap), InsertToLayout(target), PlanMemory(target)],
@@ -126,14 +126,15 @@ def compile_model(
 ) -> Compilation:
     """Compile `model` for `target`. With `since`, an earlier compilation of the same model and
     target (with other overrides, say), the work that cannot have changed is taken from it: the
-    `graph` level (overrides act from `layout` on) and the kernels of ops whose layouts are the
-    same. The result is the same as compiling from scratch."""
+    `graph` level (overrides act from `partition` on), the `partition` level when the sharding
+    overrides are the same, and the kernels of ops whose layouts are the same. The result is the
+    same as compiling from scratch."""
     reuse = since is not None and since.model is model and since.target == target
     known = since.kernel.meta.get("kernels") if reuse else None
     levels: dict[str, Graph] = {}
     graph = model.graph
     for level, passes in stages(target, overrides, policy, l1_usage_cap, known):
-        if reuse and level in ("graph", "partition"):
+        if reuse and _unchanged(since, level, overrides):
             graph = levels[level] = since.levels[level]  # levels are never changed once made
             continue
         graph = graph.with_level(level)
@@ -143,12 +144,28 @@ def compile_model(
     return Compilation(model, target, levels)
 
 
+def _unchanged(since: Compilation, level: str, overrides: Sequence[OpOverride]) -> bool:
+    """Whether `since`'s `level` is what compiling with `overrides` would make of it."""
+    if level == "partition":
+        return since.levels[level].meta.get("sharding_overrides", ()) == sharding_requests(overrides)
+    return level == "graph"
+
+
+def _partitioned(compilation: Compilation, overrides: Sequence[OpOverride]) -> Graph:
+    """The `partition` level `overrides` make: the compilation's own when their shardings are the
+    same, else the partition pass again on its `graph` level."""
+    if _unchanged(compilation, "partition", overrides):
+        return compilation.levels["partition"]
+    again = Partition(compilation.target, sharding_requests(overrides))
+    return again.run(compilation.levels["graph"].with_level("partition"))
+
+
 def layout_outcomes(
     compilation: Compilation, overrides: Sequence[OpOverride], l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
 ) -> list[OverrideOutcome]:
     """Each override's outcome on a compiled model, from the layout pass alone, run on a copy of
-    the kept `partition` level: what a compile with them would apply or reject, at a few percent of a
-    compile's cost (no memory planning or kernels, so an L1 the planner later finds over-full is
-    not among its rejections)."""
+    the kept `partition` level (partitioned again when their shardings differ from its own): what
+    a compile with them would apply or reject, at a few percent of a compile's cost (no memory
+    planning or kernels, so an L1 the planner later finds over-full is not among its rejections)."""
     assign = AssignLayouts(compilation.target, tuple(overrides), compilation.policy, l1_usage_cap)
-    return assign.run(compilation.levels["partition"].with_level("layout")).meta["overrides"]
+    return assign.run(_partitioned(compilation, overrides).with_level("layout")).meta["overrides"]

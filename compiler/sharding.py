@@ -84,7 +84,8 @@ class Sharding:
         used = self.axes
         for axis in used:
             if not mesh.has(axis):
-                return f'mesh has no axis "{axis}"'
+                names = ", ".join(f'"{name}"' for name, _ in mesh.axes) or "none"
+                return f'mesh has no axis "{axis}" (its axes: {names})'
         for axis in set(used):
             if used.count(axis) > 1:
                 return f'axis "{axis}" used twice'
@@ -98,6 +99,17 @@ class Sharding:
         dims = ", ".join("{" + ", ".join(f'"{a}"' for a in dim) + "}" for dim in self.dims)
         partial = f", partial={{{', '.join(repr(a) for a in self.partial)}}}" if self.partial else ""
         return f"#sdy.sharding<@{mesh.name}, [{dims}]{partial}>"
+
+    def spec(self) -> str:
+        """As an override spells it: `{},{model}`; `replicated` for no dimensions (an override's
+        `replicated`: whole on every device, whatever the tensor's rank)."""
+        if not self.dims:
+            return "replicated"
+        return ",".join("{" + ",".join(dim) + "}" for dim in self.dims)
+
+    def ranked(self, rank: int) -> Sharding:
+        """An override's `replicated` (no dimensions) at a tensor's rank; any other as it is."""
+        return Sharding.replicated(rank) if not self.dims and not self.partial else self
 
     def text(self) -> str:
         """Compact, for tables and cards: [{batch}, {}]."""

@@ -12,6 +12,7 @@ same way on both sides, a sum over a split dimension, a vocabulary-split embeddi
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from . import attrs, opset
@@ -194,8 +195,10 @@ def _divides(extent: int, axes: tuple[str, ...], mesh: Mesh) -> bool:
     return extent % math.prod(mesh.size(a) for a in axes) == 0
 
 
-def plan(graph: Graph, op: Op, current: list[Sharding], mesh: Mesh) -> Plan:
-    """What the op needs of its operands and what it gives, from their current shardings."""
+def plan(graph: Graph, op: Op, current: list[Sharding], mesh: Mesh, fixed: Collection[int] = ()) -> Plan:
+    """What the op needs of its operands and what it gives, from their current shardings.
+    Operands in `fixed` (read as an override says) decide first, and a sum over a dimension one
+    of them splits is kept split: the others are cut to match."""
     ins = [graph.tensors[t].shape for t in op.inputs]
     rule = dim_map(graph, op)
     out_shape = graph.tensors[op.outputs[0]].shape if op.outputs else (ins[0] if ins else ())
@@ -209,32 +212,39 @@ def plan(graph: Graph, op: Op, current: list[Sharding], mesh: Mesh) -> Plan:
             return False
         return all(_divides(ins[i][d], axes, mesh) for i, m in enumerate(rule.maps) for d, t in enumerate(m) if t == o)
 
-    for i, sharding in enumerate(current):
-        for d, axes in enumerate(sharding.dims):
+    order = [*sorted(fixed), *(i for i in range(len(current)) if i not in fixed)]
+    for i in order:
+        for d, axes in enumerate(current[i].dims):
             o = rule.maps[i][d] if i < len(rule.maps) and d < len(rule.maps[i]) else None
             if axes and o is not None and not out_dims[o] and used.isdisjoint(axes) and fits(o, axes):
                 out_dims[o] = axes
                 used.update(axes)
     partial: list[str] = []
-    kept_summed: set[tuple[int, int]] = set()
+    kept_summed: dict[tuple[int, int], tuple[str, ...]] = {}
     for group in rule.summed:
-        for i, d in group:  # a group adds over the pieces only when all its members are split alike
-            axes = current[i].dims[d]
-            if not axes or not used.isdisjoint(axes) or any(current[j].dims[e] != axes for j, e in group):
-                continue
+        axes = _summed_axes(group, current, fixed)
+        if axes and used.isdisjoint(axes):
             partial += [a for a in axes if a not in partial]
             used.update(axes)
-            kept_summed.update(group)
+            kept_summed.update(dict.fromkeys(group, axes))
     wanted = []
     for i, m in enumerate(rule.maps):
         dims = []
         for d, o in enumerate(m):
             if o is not None:
                 dims.append(out_dims[o])
-            elif (i, d) in kept_summed:
-                dims.append(current[i].dims[d])
             else:
-                dims.append(())
+                dims.append(kept_summed.get((i, d), ()))
         wanted.append(Sharding(tuple(dims)))
     reduce = _MAXIMAL.get(op.kind, "sum")
     return Plan(wanted, Sharding(tuple(out_dims), tuple(partial)), reduce)
+
+
+def _summed_axes(group: list[tuple[int, int]], current: list[Sharding], fixed: Collection[int]) -> tuple[str, ...]:
+    """The axes a summed group adds over: those its members are all split along alike, or those
+    its fixed members agree on; () when none."""
+    pinned = {current[i].dims[d] for i, d in group if i in fixed}
+    if pinned:
+        return pinned.pop() if len(pinned) == 1 else ()
+    axes = {current[i].dims[d] for i, d in group}
+    return axes.pop() if len(axes) == 1 else ()

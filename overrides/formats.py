@@ -5,8 +5,8 @@
   parameters, but not written: tt-mlir does not read them;
 - TT-Explorer's JSON export: `{"loc(\\"op\\")": {"named_location": "op", "full_location": ...,
   "attributes": [{"key": "grid_shape", "value": "4x4"}, ...]}}`;
-- tilescope's JSON: `{"version": 1, "overrides": [{"op": ..., "grid": [4, 4], ...}], ...}`, checked
-  against the JSON Schema shipped beside this module (overrides.schema.json).
+- tilescope's JSON: `{"version": 1, "overrides": [{"op": ..., "grid": [4, 4], "sharding": "{},{model}",
+  ...}], ...}`, checked against the JSON Schema shipped beside this module (overrides.schema.json).
 
 `load_file` tells them apart by content. Any file, however malformed or hostile, is read in bounded
 work and gives OverrideSet or one OverrideError line: at most MAX_FILE_BYTES, MAX_ITEMS overrides
@@ -26,6 +26,7 @@ import jsonschema
 from compiler.errors import OverrideError
 from compiler.override import OpOverride
 from compiler.policies import DEFAULT_POLICY
+from compiler.sharding import Sharding
 from compiler.target import DEFAULT_DISPATCH, shown
 
 from .spec import format_item, parse_item
@@ -128,8 +129,9 @@ def parse_ttmlir(text: str, errors: list[str] | None = None, source: str = "over
             continue
         key, value = parsed
         if key == OUTPUT_LAYOUT:
-            _count(value.count(",") + 1, source)
-            found = (_attempt(errors, parse_item, item) for item in value.split(",") if item.strip())
+            pieces = [item for item in _items(value) if item.strip()]
+            _count(len(pieces), source)
+            found = (_attempt(errors, parse_item, item) for item in pieces)
             items.extend(ov for ov in found if ov is not None)
         else:
             cap = _attempt(errors, _cap, value, _cut(option, 120))
@@ -174,6 +176,24 @@ def left_out(overrides: OverrideSet, fmt: str) -> list[str]:
             tokens = format_item(ov).partition("=")[2].split(":")
             found.append(f"{ov.op}=" + ":".join(t for t in tokens if "#" in t))
     return found
+
+
+def _items(value: str) -> list[str]:
+    """The items of an option, split at commas, but not at a sharding's (`sharding#{},{batch,model}`).
+    Linear in the text: a file may hold 4 MiB of one option."""
+    items: list[str] = []
+    current: list[str] = []
+    depth = 0  # braces open in the current item
+    for piece in value.split(","):
+        joined = current and (depth > 0 or (current[-1].rstrip().endswith("}") and piece.lstrip().startswith("{")))
+        if current and not joined:
+            items.append(",".join(current))
+            current, depth = [], 0
+        current.append(piece)
+        depth += piece.count("{") - piece.count("}")
+    if current:
+        items.append(",".join(current))
+    return items
 
 
 def format_ttmlir(overrides: OverrideSet) -> str:
@@ -307,12 +327,15 @@ def parse_json(data: dict, errors: list[str] | None = None) -> OverrideSet:
     for index, entry in enumerate(entries):
         if index in bad:
             continue
-        params = {k: entry[k] for k in _FIELDS if k in entry}
+        params = {k: entry[k] for k in _FIELDS if k in entry and k != "sharding"}
         for key in ("grid", "block", "subblock", "tile"):
             if key in params:
                 params[key] = tuple(params[key])
-        # through the item parser, so every format obeys the same rules
-        ov = _attempt(errors, parse_item, format_item(OpOverride(op=entry["op"], **params)))
+        # through the item parser, so every format obeys the same rules (a sharding as written)
+        text = format_item(OpOverride(op=entry["op"], **params))
+        if "sharding" in entry:
+            text += f"{':' if text[-1] != '=' else ''}sharding#{entry['sharding']}"
+        ov = _attempt(errors, parse_item, text)
         if ov is not None:
             items.append(ov)
     if messages:  # globals from an invalid file are not trusted
@@ -326,7 +349,9 @@ def format_json(overrides: OverrideSet) -> dict:
         entry: dict = {"op": ov.op}
         for name in _FIELDS:
             value = getattr(ov, name)
-            if value is not None:
+            if isinstance(value, Sharding):
+                entry[name] = value.spec()  # as an item spells it: "{},{model}"
+            elif value is not None:
                 entry[name] = list(value) if isinstance(value, tuple) else value
         entries.append(entry)
     data: dict = {"version": VERSION, "overrides": entries}

@@ -9,6 +9,13 @@ same list: `fidelity#hifi2`, `block#4x2x2`, `subblock#2x2`, `double_buffer#false
 `operand#N` / `result#N` to lay out one input (as the op reads it) or one output of the op:
 
     matmul_1=operand#1:l1:width_sharded:8x1
+
+Over several devices, `sharding#` gives per tensor dimension the mesh axes splitting it (major to
+minor), or `replicated` for whole on every device; with `operand#N` it is how the op reads input
+N, else what its result(s) end in. Axis names keep their case:
+
+    lm_head.matmul=operand#1:sharding#{},{model}
+    attn.matmul=sharding#{batch,model},{}
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from compiler.dtypes import BYTES_PER_ELEMENT
 from compiler.errors import OverrideError
 from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
 from compiler.override import OpOverride
+from compiler.sharding import Sharding
 from compiler.target import FIDELITIES, shown
 
 # Memory names as users write them; tt-mlir spells host memory `system_memory`.
@@ -46,6 +54,31 @@ def _index(value: str) -> int:
     return int(value)
 
 
+_SHARDING = re.compile(r"\{[^{}]*\}(\s*,\s*\{[^{}]*\})*")
+_AXIS = re.compile(r'"?([A-Za-z_][A-Za-z0-9_]*)"?')
+SHARDING_EXAMPLE = "e.g. sharding#{},{model}, or sharding#replicated"
+
+
+def parse_sharding(value: str) -> Sharding:
+    """`{},{model}` (Shardy's `[{}, {"model"}]` too) or `replicated`; ValueError says what is wrong."""
+    text = value.strip()
+    if text.lower() == "replicated":
+        return Sharding(())
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1].strip()
+    if not _SHARDING.fullmatch(text):
+        raise ValueError(f"expected {{mesh axes}} per tensor dimension, {SHARDING_EXAMPLE}")
+    dims = []
+    for body in re.findall(r"\{([^{}]*)\}", text):
+        axes = [a.strip() for a in body.split(",")] if body.strip() else []
+        names = [_AXIS.fullmatch(a) for a in axes]
+        bad = next((a for a, found in zip(axes, names) if found is None), None)
+        if bad is not None:
+            raise ValueError(f"{shown(bad)} is not a mesh axis name; {SHARDING_EXAMPLE}")
+        dims.append(tuple(found.group(1) for found in names if found))
+    return Sharding(tuple(dims))
+
+
 def _choice(choices):
     def parse(value: str):
         if value not in choices:
@@ -64,6 +97,7 @@ EXTENSIONS = {
     "tile": _dims(2),  # RxC elements
     "operand": _index,  # the override lays out the op's input N as the op reads it
     "result": _index,  # the override lays out the op's output N only
+    "sharding": parse_sharding,  # over the devices: per dimension, the mesh axes splitting it
 }
 # Extensions that describe the op's kernel, not a tensor: they cannot name an operand.
 OP_ONLY = ("fidelity", "block", "subblock", "double_buffer")
@@ -74,6 +108,8 @@ def _category(token: str) -> tuple[str, object]:
         key, _, value = token.partition("#")
         if key not in EXTENSIONS:
             raise ValueError(token)
+        if key == "sharding":  # its own error says what is wrong
+            return key, parse_sharding(value)
         try:
             return key, EXTENSIONS[key](value)
         except (ValueError, KeyError):
@@ -102,7 +138,8 @@ EXPECTED = (
     + "|".join(TENSOR_LAYOUTS)
     + ", a dtype, fidelity#"
     + "|".join(FIDELITIES)
-    + ", block#MxNxK, subblock#HxW, double_buffer#true|false, tile#RxC, operand#N or result#N"
+    + ", block#MxNxK, subblock#HxW, double_buffer#true|false, tile#RxC, sharding#{axes},{axes}..."
+    + " or sharding#replicated, operand#N or result#N"
 )
 
 
@@ -117,11 +154,15 @@ def parse_item(item: str) -> OpOverride:
     if not params.strip():
         raise OverrideError(f"override {quoted}: no parameters after '='")
     fields: dict[str, object] = {}
-    for token in params.split(":"):
-        token = token.strip().lower()
+    for raw in params.split(":"):
+        token = raw.strip().lower()
+        if token.startswith("sharding#"):  # mesh axes keep the case the model names them in
+            token = "sharding#" + raw.strip()[len("sharding#") :]
         try:
             category, value = _category(token)
-        except ValueError:
+        except ValueError as err:
+            if token.startswith("sharding#"):
+                raise OverrideError(f"override {quoted}: {shown(token)}: {err}") from None
             raise OverrideError(f"override {quoted}: unknown token {shown(token)} (expected {EXPECTED})") from None
         if category in fields:
             raise OverrideError(f"override {quoted}: {category.replace('_', ' ')} given twice ({shown(token)})")
@@ -134,7 +175,7 @@ def parse_item(item: str) -> OpOverride:
         per_op = [key for key in OP_ONLY if key in fields]
         if per_op:
             raise OverrideError(f"override {quoted}: {per_op[0]}# applies to the op, not to one operand")
-    if set(fields) <= {"operand", "result"}:
+    if set(fields) <= {"operand", "result"}:  # (a sharding is a parameter)
         raise OverrideError(f"override {quoted}: no layout parameters besides {'/'.join(fields)}#")
     return OpOverride(op=op, spec=text, **fields)  # type: ignore[arg-type]
 
@@ -156,6 +197,8 @@ def format_item(ov: OpOverride) -> str:
 
 def format_value(value: object) -> str:
     """One parameter's value as an item spells it: `2x2x4`, `true`, `lofi`."""
+    if isinstance(value, Sharding):
+        return value.spec()
     if isinstance(value, tuple):
         return "x".join(map(str, value))
     if isinstance(value, bool):

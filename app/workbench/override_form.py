@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from compiler.errors import OverrideError, TilescopeError
 from compiler.override import REJECTED, OpOverride, OverrideOutcome
 from compiler.pipeline import Compilation
+from compiler.sharding import Sharding
 from compiler.target import Target, shown
 from overrides import Problems, check_overrides, format_item, parse_item
 from overrides.formats import MAX_FILE_BYTES, MAX_ITEMS, parse_text
+from overrides.spec import parse_sharding
 from overrides.validate import SHOWN_PROBLEMS, rejection
 
 from .run_view import RunView
@@ -40,6 +42,7 @@ class FormValues:
     tile: str = DEFAULT_CHOICE
     block: str = ""
     double_buffer: str = DEFAULT_CHOICE
+    sharding: str = ""  # over the run's devices, as the token spells it: {},{model}
 
     @classmethod
     def sent(cls, fields: dict | None) -> FormValues:
@@ -50,8 +53,8 @@ class FormValues:
 
 def form_override(op: str | None, form: FormValues) -> OpOverride:
     """The override the form describes; every layout field is set, so it states the layout in full;
-    the math fidelity, tile, matmul blocking and double buffering only when chosen. It is checked
-    as its tt-mlir spelling would be, so the form and a file reject the same things."""
+    the math fidelity, tile, matmul blocking, double buffering and sharding only when chosen. It is
+    checked as its tt-mlir spelling would be, so the form and a file reject the same things."""
     if not op:
         raise TilescopeError("select an op first, or add overrides to the pending list")
     f = form
@@ -76,9 +79,29 @@ def form_override(op: str | None, form: FormValues) -> OpOverride:
         block=blocking,
         double_buffer=DOUBLE_BUFFER_CHOICES.get(f.double_buffer or DEFAULT_CHOICE),
         tile=tile,
+        sharding=_sharding(f.sharding),
         operand=_numbers("applies to", applies_to.removeprefix("operand "))[0] if applies_to != OUTPUT else None,
     )
     return parse_item(format_item(ov))
+
+
+def _sharding(text) -> Sharding | None:
+    """The sharding field's value (empty: the compiler's); what is wrong with it in one line."""
+    if text is None or not str(text).strip():
+        return None
+    try:
+        return parse_sharding(str(text))
+    except ValueError as err:
+        raise TilescopeError(f"override form: sharding {shown(str(text))}: {err}") from None
+
+
+def sharding_placeholder(compilation: Compilation) -> str | None:
+    """What the sharding field suggests, in the run's mesh axes (`{},{model}`); None when the run
+    is on one device, where the form has no sharding field."""
+    mesh = compilation.levels["partition"].meta.get("mesh")
+    if mesh is None or mesh.devices <= 1:
+        return None
+    return "{},{" + ",".join(name for name, size in mesh.axes if size > 1) + "}"
 
 
 def _numbers(field: str, value, sep: str | None = None) -> tuple[int, ...]:

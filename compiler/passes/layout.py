@@ -9,7 +9,9 @@ Policies:
 
 An override sets one op's output layout (and so the grid it runs on), or with `operand#N` the layout
 the op reads input N in; each override comes back applied, adjusted (e.g. it named an op fused into
-another) or rejected, with the reason. Sharded layouts must divide the tensor evenly.
+another) or rejected, with the reason. Sharded layouts must divide the tensor evenly. An override's
+sharding over the devices is the partition pass's to apply: its outcome, kept on the level, is
+the override's, or the layout part's when it has one and the sharding applied.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ..ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Op, Tensor
 from ..l1_allocator import FirstFit, last_uses
 from ..matmul_blocking import matmul_split
 from ..operand_layout import required_layout
-from ..override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome
+from ..override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome, sharding_requests
 from ..target import Target
 from ..policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, GREEDY_L1, OPTIMIZER
 from ..tiles import ceil_div, shard_bytes, tile_bytes, tile_grid
@@ -112,9 +114,26 @@ class AssignLayouts:
         for op in graph.ops:
             for name in op.source:
                 hosts.setdefault(name, op)
-        outcomes: dict[int, OverrideOutcome] = {i: self._apply(graph, self.overrides[i], hosts) for i in order}
+        partitioned = self._partition_outcomes(graph)
+        outcomes: dict[int, OverrideOutcome] = {}
+        for i in order:
+            ov, sharded = self.overrides[i], partitioned.get(i)
+            if sharded is not None and (sharded.status == REJECTED or not ov.lays_out):
+                outcomes[i] = replace(sharded, spec=ov.spec)  # nothing (more) to lay out
+                continue
+            outcomes[i] = self._apply(graph, ov, hosts)
+            if sharded is not None and sharded.status == ADJUSTED and outcomes[i].status == APPLIED:
+                outcomes[i] = replace(sharded, spec=ov.spec)
         graph.meta["overrides"] = [outcomes[i] for i in range(len(self.overrides))]
         return graph
+
+    def _partition_outcomes(self, graph: Graph) -> dict[int, OverrideOutcome]:
+        """The partition pass's outcome of each override with a sharding, by the override's index."""
+        made = graph.meta.get("sharding_overrides", ())
+        if made != sharding_requests(self.overrides):
+            raise ValueError(f"{graph.name}: partitioned with other sharding overrides than the layout pass was given")
+        indices = [i for i, ov in enumerate(self.overrides) if ov.sharding is not None]
+        return dict(zip(indices, graph.meta.get("sharding_outcomes", ())))
 
     def _greedy_l1(self, graph: Graph) -> None:
         """Keep each output in L1 if the planner's allocator, run over the ops in order with the

@@ -11,6 +11,11 @@
 
 Weights, constants and inputs are loaded split: a tensor of those read by one op takes the
 sharding that op wants at no cost. On a system of one device the level is the graph's own.
+
+Sharding overrides (compiler/sharding_override.py) set how an op reads an input (a tensor loaded
+for that op alone is loaded so; another arrives through collectives) or what its result ends in
+(the op computes by its rule, then collectives reshard it, as for a result the model annotates).
+Their outcomes are kept in `meta["sharding_outcomes"]`, beside the requests they answer.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from dataclasses import dataclass
 from .. import sharding_rules
 from ..errors import ModelLoadError
 from ..ir import Graph, Op, Tensor
+from ..override import OpOverride
 from ..resharding import COLLECTIVES, steps
 from ..sharding import SINGLE, Mesh, Sharding
+from ..sharding_override import ShardingRequests
 from ..target import Target
 
 DATA_AXES = ("batch", "data", "dp")
@@ -38,13 +45,17 @@ def devices_of(target: Target) -> int:
 class Partition:
     name = "partition"
     target: Target
+    overrides: tuple[OpOverride, ...] = ()  # sharding requests only (override.sharding_requests)
 
     def run(self, graph: Graph) -> Graph:
         mesh = self._mesh(graph)
         graph.meta["mesh"] = mesh
-        if mesh.devices <= 1:
-            return graph
-        return _Partitioner(graph, mesh).run()
+        requests = ShardingRequests(graph, mesh, self.overrides, self.target.name)
+        if mesh.devices > 1:
+            graph = _Partitioner(graph, mesh, requests).run()
+        graph.meta["sharding_overrides"] = self.overrides
+        graph.meta["sharding_outcomes"] = requests.results()
+        return graph
 
     def _mesh(self, graph: Graph) -> Mesh:
         given: Mesh | None = graph.meta.get("mesh")
@@ -71,8 +82,8 @@ class Partition:
 
 
 class _Partitioner:
-    def __init__(self, graph: Graph, mesh: Mesh) -> None:
-        self.graph, self.mesh = graph, mesh
+    def __init__(self, graph: Graph, mesh: Mesh, requests: ShardingRequests) -> None:
+        self.graph, self.mesh, self.requests = graph, mesh, requests
         self.ops: list[Op] = []
         self.alias: dict[str, str] = {}
         self.annotated = {name for name, t in graph.tensors.items() if t.sharding is not None}
@@ -94,8 +105,10 @@ class _Partitioner:
         for op in graph.ops:
             op.inputs = [self.alias.get(t, t) for t in op.inputs]
             if op.kind in CONSTRAINTS and len(op.inputs) == 1 and len(op.outputs) == 1:
+                self.requests.refuse(op, f"{op.name} is a {op.kind}: the model's sharding at that point, no op")
                 self._constraint(op)
             elif op.kind in COLLECTIVES or any(t in self.local for t in op.inputs):
+                self.requests.refuse(op, f"{op.name} ({op.kind}) works on each device's piece as the model wrote it")
                 self._keep(op)
             else:
                 self._partition(op)
@@ -136,19 +149,18 @@ class _Partitioner:
             if batch % self.mesh.size(axis) == 0:
                 tensor.sharding = Sharding(((axis,), *(() for _ in tensor.shape[1:])))
 
-    def _megatron(self, op: Op) -> None:
-        """A weight nobody annotated: row-parallel when the activation arrives split along K,
-        else column-parallel when its output columns divide over the model axis."""
+    def _megatron(self, op: Op, lhs_sharding: Sharding) -> Sharding | None:
+        """How a weight nobody annotated is split: row-parallel when the activation arrives split
+        along K, else column-parallel when its output columns divide over the model axis."""
         if self.model_axis is None or op.kind != "matmul" or len(op.inputs) < 2:
-            return
-        lhs, rhs = op.inputs[:2]
+            return None
+        rhs = op.inputs[1]
         weight = self.graph.tensors[rhs]
         if not weight.is_parameter or weight.sharding is not None or self.readers.get(rhs, 0) != 1:
-            return
+            return None
         rule = sharding_rules.dim_map(self.graph, op)
         if rule is None:
-            return
-        lhs_sharding = self.sharding(lhs)
+            return None
         dims: list[tuple[str, ...]] = [()] * len(weight.shape)
         for (_, d), (_, e) in (tuple(g) for g in rule.summed if len(g) == 2):
             if lhs_sharding.dims[d]:
@@ -158,17 +170,21 @@ class _Partitioner:
             free = [e for e, o in enumerate(rule.maps[1]) if o is not None and o == rule.rank - 1]
             size = self.mesh.size(self.model_axis)
             if self.model_axis in used or not free or weight.shape[free[0]] % size:
-                return
+                return None
             dims[free[0]] = (self.model_axis,)
-        weight.sharding = Sharding(tuple(dims))
+        return Sharding(tuple(dims))
 
     # --- ops ------------------------------------------------------------------------------
 
     def _partition(self, op: Op) -> None:
-        if self.by_policy:
-            self._megatron(op)
-        current = [self.sharding(t) for t in op.inputs]
-        plan = sharding_rules.plan(self.graph, op, current, self.mesh)
+        plan, weight = self._plan(op)
+        if weight is not None:
+            self.graph.tensors[op.inputs[1]].sharding = weight
+        for i, want in self.requests.reads(op).items():
+            name = op.inputs[i]
+            if name in self.loaded and self.readers.get(name, 0) <= 1:
+                self.graph.tensors[name].sharding = want  # loaded as the op reads it: no collective
+        self.requests.read(op)
         op.inputs = [self._reshard(t, want, source=op.name) for t, want in zip(op.inputs, plan.inputs)]
         if plan.output.partial:
             op.attrs["partial"] = plan.reduce
@@ -177,13 +193,32 @@ class _Partitioner:
         for i, name in enumerate(op.outputs):
             tensor = self.graph.tensors[name]
             given = plan.output if len(tensor.shape) == rank else Sharding.replicated(len(tensor.shape))
-            if name in self.annotated and tensor.sharding != given:
+            wanted = self.requests.gives(op, i, len(tensor.shape))
+            if wanted is None and name in self.annotated:
                 wanted = tensor.sharding
+            if wanted is not None and wanted != given:
                 staged = self._tensor_like(name, given)
                 op.outputs[i] = staged
                 self.alias[name] = self._reshard(staged, wanted, source=op.name, into=name)
             else:
                 tensor.sharding = given
+
+    def _plan(self, op: Op) -> tuple[sharding_rules.Plan, Sharding | None]:
+        """The op's plan, reading inputs as the requests say where its rule can, and the sharding
+        the policy gives its weight (None: none). A request the rule cannot honour is rejected
+        and the op planned without it."""
+        while True:
+            reads = self.requests.reads(op)
+            current = [reads.get(i, self.sharding(t)) for i, t in enumerate(op.inputs)]
+            weight = self._megatron(op, current[0]) if self.by_policy and len(current) > 1 and 1 not in reads else None
+            if weight is not None:
+                current[1] = weight
+            plan = sharding_rules.plan(self.graph, op, current, self.mesh, fixed=tuple(reads))
+            unread = [i for i, want in reads.items() if plan.inputs[i] != want]
+            if not unread:
+                return plan, weight
+            for i in unread:
+                self.requests.unread(op, i, plan.inputs[i])
 
     def _constraint(self, op: Op) -> None:
         """A sharding the model asks for at this point: the collectives to it, no op of its own."""

@@ -196,3 +196,47 @@ def test_an_earlier_compilation_of_another_model_or_target_is_not_reused(wormhol
     on_blackhole = compile_model(model, blackhole, since=on_wormhole)
     assert on_blackhole.mlir("kernel") == compile_model(model, blackhole).mlir("kernel")
     assert on_blackhole.levels["graph"] is not on_wormhole.levels["graph"]
+
+
+SHARDED = "zoo:llama-3.2-1b?layers=1&devices=8"
+DOWN_BY_COLUMNS = "model.layers.0.mlp.down_proj.matmul=operand#1:sharding#{model},{}"
+LM_HEAD_BY_ROWS = "lm_head.matmul=operand#1:sharding#{},{model}"
+
+
+@pytest.mark.parametrize(
+    "before, after, partition_kept",
+    [
+        ((), (DOWN_BY_COLUMNS,), False),  # a sharding added
+        ((DOWN_BY_COLUMNS,), (LM_HEAD_BY_ROWS,), False),  # another one instead
+        ((DOWN_BY_COLUMNS, LM_HEAD_BY_ROWS), (), False),  # all removed
+        ((DOWN_BY_COLUMNS,), (DOWN_BY_COLUMNS, "lm_head.matmul=l1"), True),  # the same shardings
+        ((DOWN_BY_COLUMNS,), ("model.layers.0.mlp.down_proj.matmul=operand#1:bf16:sharding#{model},{}",), True),
+        (("lm_head.matmul=sharding#{vocab},{}",), ("lm_head.matmul=sharding#{},{vocab}",), False),  # both rejected
+    ],
+)
+def test_a_recompile_with_other_sharding_overrides_partitions_again_and_equals_one_from_scratch(
+    before, after, partition_kept
+):
+    """The partition level is reused only when the shardings asked for are the same; the graph
+    level always. Either way the levels, outcomes and simulation are those of a fresh compile."""
+    from compiler.simulator import simulate
+    from compiler.target import load_target
+    from overrides import parse_item
+
+    t3k = load_target("t3k")
+    model = load_model(SHARDED)
+    base = compile_model(model, t3k, [parse_item(i) for i in before])
+    base_sim = simulate(base.kernel, t3k)
+    overrides = [parse_item(i) for i in after]
+    fresh = compile_model(model, t3k, overrides)
+    since = compile_model(model, t3k, overrides, since=base)
+    assert since.levels["graph"] is base.levels["graph"]
+    assert (since.levels["partition"] is base.levels["partition"]) == partition_kept
+    for level in ("graph", "partition", "layout", "kernel"):
+        assert since.mlir(level) == fresh.mlir(level), level
+    assert since.override_outcomes == fresh.override_outcomes
+    assert since.levels["partition"].meta["sharding_outcomes"] == fresh.levels["partition"].meta["sharding_outcomes"]
+    again, scratch = simulate(since.kernel, t3k, known=base_sim.costs), simulate(fresh.kernel, t3k)
+    assert _sim_rows(again) == _sim_rows(scratch)
+    # and the earlier compilation is as it was
+    assert base.mlir("partition") == compile_model(model, t3k, [parse_item(i) for i in before]).mlir("partition")

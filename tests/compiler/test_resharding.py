@@ -54,5 +54,5 @@ def test_local_shapes_and_problems():
     assert s.local_shape((8, 32), MESH) == (4, 8)
     assert s.problem((8, 30), MESH) == "dimension 1 (30) does not divide into 4"
     assert Sharding((("x",), ("x",))).problem((8, 8), MESH) == 'axis "x" used twice'
-    assert Sharding((("z",),)).problem((8,), MESH) == 'mesh has no axis "z"'
+    assert Sharding((("z",),)).problem((8,), MESH) == 'mesh has no axis "z" (its axes: "x", "y")'
     assert s.problem((8,), MESH) == "2 dimensions given for a rank-1 tensor"

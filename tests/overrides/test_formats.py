@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from compiler.errors import OverrideError
 from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
 from compiler.override import OpOverride
+from compiler.sharding import Sharding
 from compiler.target import FIDELITIES
+from overrides import format_item
 from overrides.formats import (
     OverrideSet,
     dump,
@@ -152,6 +154,11 @@ def test_format_is_told_by_content():
         assert parse_text(dump(EXAMPLE, fmt)).canonical().items == _tools_part(EXAMPLE)
 
 
+# per dimension, the mesh axes splitting it; no dimensions: replicated
+AXES = st.lists(st.sampled_from(["model", "batch", "X", "tp_1"]), max_size=2, unique=True).map(tuple)
+SHARDINGS = st.lists(AXES, max_size=3).map(lambda dims: Sharding(tuple(dims)))
+
+
 @st.composite
 def overrides_strategy(draw):
     """Any valid override: an op's (or one result's) layout and kernel, or one operand's layout."""
@@ -164,6 +171,7 @@ def overrides_strategy(draw):
         layout=draw(st.none() | st.sampled_from(TENSOR_LAYOUTS)),
         dtype=draw(st.none() | st.sampled_from(["f32", "bf16", "bfp8", "bfp4", "i8"])),
         tile=draw(st.none() | st.tuples(st.sampled_from([1, 8, 32]), st.just(32))),
+        sharding=draw(st.none() | SHARDINGS),
     )
     if port != "operand":
         fields.update(
@@ -218,6 +226,49 @@ def test_one_op_with_output_operand_and_result_overrides_round_trips_tilescope_j
     ]
     for fmt in ("tt-explorer", "tt-mlir"):
         assert parse_text(dump(original, fmt)).canonical().items == _tools_part(original), fmt
+
+
+def test_sharding_overrides_round_trip_every_format_and_only_tilescope_json_carries_them():
+    items = [
+        OpOverride("lm_head.matmul", sharding=Sharding(((), ("model",))), operand=1),
+        OpOverride("attn.sdpa", memory="l1", sharding=Sharding(())),
+        OpOverride("mlp.down.matmul", sharding=Sharding((("batch", "Model"), ()))),
+        OpOverride("mlp.up.matmul", grid=(2, 2)),
+    ]
+    original = OverrideSet(items)
+    data = format_json(original)
+    assert [entry.get("sharding") for entry in data["overrides"]] == [
+        "{},{model}",
+        "replicated",
+        "{batch,Model},{}",
+        None,
+    ]
+    assert parse_json(data).canonical().items == original.canonical().items
+    # tt-mlir options read them among an item's tokens (a sharding's commas are not item breaks)
+    text = "override-output-layout=" + ",".join(format_item(o) for o in items)
+    assert parse_ttmlir(text).canonical().items == original.canonical().items
+    assert dump(original, "tt-mlir") == "override-output-layout=attn.sdpa=l1,mlp.up.matmul=2x2\n"
+    assert left_out(original, "tt-mlir") == [
+        "lm_head.matmul=operand#1:sharding#{},{model}",
+        "attn.sdpa=sharding#replicated",
+        "mlp.down.matmul=sharding#{batch,Model},{}",
+    ]
+    explorer = {'loc("a")': {"named_location": "a", "attributes": [{"key": "sharding#", "value": "{},{model}"}]}}
+    assert parse_explorer(explorer).items[0].sharding == Sharding(((), ("model",)))
+
+
+@pytest.mark.parametrize(
+    "entry, fragment",
+    [
+        ({"op": "a", "sharding": "{},{model}:l1"}, "overrides/0/sharding"),  # no smuggled tokens
+        ({"op": "a", "sharding": ["model"]}, "overrides/0/sharding"),
+        ({"op": "a", "sharding": "{model"}, "expected {mesh axes} per tensor dimension"),
+    ],
+)
+def test_a_bad_sharding_in_tilescope_json_is_one_line(entry, fragment):
+    with pytest.raises(OverrideError) as err:
+        parse_json({"version": 1, "overrides": [entry]})
+    assert fragment in str(err.value) and "\n" not in str(err.value)
 
 
 def test_the_same_operand_twice_is_an_error():

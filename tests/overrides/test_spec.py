@@ -8,6 +8,7 @@ import pytest
 
 from compiler.errors import OverrideError
 from compiler.override import OpOverride
+from compiler.sharding import Sharding
 from overrides import format_item, parse_item
 
 
@@ -150,3 +151,50 @@ def test_bad_port_and_tile_tokens(item, message):
     with pytest.raises(OverrideError) as err:
         parse_item(item)
     assert message in str(err.value) and item in str(err.value)
+
+
+def test_sharding_token_per_dimension_axes_with_operand_or_result():
+    weight = parse_item("lm_head.matmul=operand#1:sharding#{},{model}")
+    assert weight == OpOverride("lm_head.matmul", sharding=Sharding(((), ("model",))), operand=1, spec=weight.spec)
+    assert weight.key == ("lm_head.matmul", 1, None) and not weight.lays_out
+    assert parse_item("m=sharding#{batch,model},{}").sharding == Sharding((("batch", "model"), ()))
+    # Shardy's own spelling, spaces and quotes included; axis names keep their case
+    assert parse_item('m=sharding#[{"X", "y"}, {}]').sharding == Sharding((("X", "y"), ()))
+    assert parse_item("m=result#0:sharding#{}").sharding == Sharding(((),))
+    combined = parse_item("m=L1:sharding#REPLICATED:bf16")
+    assert (combined.memory, combined.dtype, combined.sharding) == ("l1", "bf16", Sharding(()))
+    assert combined.lays_out
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        "m=sharding#replicated",
+        "m=operand#1:sharding#{},{model}",
+        "m=result#1:sharding#{batch,model},{},{}",
+        "m=2x2:l1:block_sharded:sharding#{Tp}",
+        "m=sharding#{}",
+    ],
+)
+def test_sharding_items_round_trip(item):
+    ov = parse_item(item)
+    assert format_item(ov) == item
+    assert parse_item(format_item(ov)) == ov
+
+
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("m=sharding#", "expected {mesh axes} per tensor dimension"),
+        ("m=sharding#{model", "expected {mesh axes} per tensor dimension"),
+        ("m=sharding#model", "expected {mesh axes} per tensor dimension"),
+        ("m=sharding#{a b}", "'a b' is not a mesh axis name"),
+        ("m=sharding#{,}", "'' is not a mesh axis name"),
+        ("m=sharding#{}:sharding#{}", "sharding given twice"),
+    ],
+)
+def test_bad_sharding_tokens_are_one_line_naming_the_token(item, message):
+    with pytest.raises(OverrideError) as err:
+        parse_item(item)
+    text = str(err.value)
+    assert message in text and item.partition("=")[2].split(":")[-1] in text and "\n" not in text

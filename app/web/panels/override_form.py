@@ -1,5 +1,6 @@
-"""The override form: the selected op's placement, grid, tiling, dtype and math fidelity, a list
-of overrides pending for the next re-run (added from the form or a file), and "Apply and re-run"."""
+"""The override form: the selected op's placement, grid, tiling, dtype, math fidelity and (over
+several devices) sharding, a list of overrides pending for the next re-run (added from the form or
+a file), and "Apply and re-run"."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from ...workbench.override_form import (
     rejections,
     rerun_overrides,
     rerun_problems,
+    sharding_placeholder,
     staged_override,
     with_pending,
 )
@@ -46,6 +48,7 @@ FIELDS = {
     "tile": ids.OV_TILE,
     "block": ids.OV_BLOCK,
     "double_buffer": ids.OV_DOUBLE_BUFFER,
+    "sharding": ids.OV_SHARDING,
 }
 SHOWN_PENDING = 100  # pending overrides listed on the page, each with its remove button
 
@@ -54,6 +57,9 @@ def layout(page: PageContext) -> html.Div:
     offered = override_choices(page.target)
     block = dcc.Input(
         id=ids.OV_BLOCK, type="text", value="", placeholder="default", debounce=True, className="text-input"
+    )
+    sharding = dcc.Input(
+        id=ids.OV_SHARDING, type="text", value="", placeholder="{},{model}", debounce=True, className="text-input"
     )
     fields = [
         labelled("Applies to", menu(ids.OV_APPLIES_TO, [OUTPUT], OUTPUT)),
@@ -67,6 +73,8 @@ def layout(page: PageContext) -> html.Div:
         labelled("Math fidelity", menu(ids.OV_FIDELITY, offered.fidelities)),
         labelled("Matmul block MxNxK", block),
         labelled("Double buffer", menu(ids.OV_DOUBLE_BUFFER, list(DOUBLE_BUFFER_CHOICES), DEFAULT_CHOICE)),
+        # per dimension of the output (or the operand "Applies to" names), the mesh axes splitting it
+        labelled("Sharding", sharding, id=ids.OV_SHARDING_FIELD, hidden=True),
     ]
     buttons = [
         html.Button("Apply and re-run", id=ids.APPLY_OVERRIDES, n_clicks=0, className="primary", disabled=True),
@@ -159,6 +167,8 @@ def delta_note(found: dict) -> html.Div:
 FILLED = dict(
     form={name: Output(component, "value") for name, component in FIELDS.items()},
     applies_to_options=Output(ids.OV_APPLIES_TO, "options"),
+    sharding_hidden=Output(ids.OV_SHARDING_FIELD, "hidden"),
+    sharding_placeholder=Output(ids.OV_SHARDING, "placeholder"),
     apply_disabled=Output(ids.APPLY_OVERRIDES, "disabled"),
     stage_disabled=Output(ids.STAGE_OVERRIDE, "disabled"),
 )
@@ -184,9 +194,12 @@ def register(wiring: Wiring) -> dict:
         compilation = explorer.view(run_id).compilation
         values = form_values(compilation, selected)
         no_op = values.memory is None
+        placeholder = sharding_placeholder(compilation)  # None: one device, no sharding to set
         return dict(
             form=asdict(values),
             applies_to_options=applies_to_choices(compilation, selected),
+            sharding_hidden=placeholder is None,
+            sharding_placeholder=placeholder or "",
             apply_disabled=no_op and not pending,
             stage_disabled=no_op,
         )

@@ -11,6 +11,7 @@ from app.workbench.override_form import (
     rejections,
     rerun_overrides,
     rerun_problems,
+    sharding_placeholder,
     staged_override,
 )
 from compiler.errors import TilescopeError
@@ -44,6 +45,14 @@ def _run(explorer, target="wormhole_n150", model=MLP):
         ("mtia_v1", FC2, dict(dtype="bfp8"), "mtia_v1 cannot compute in bfp8"),
         ("wormhole_n150", FC1, dict(block="4x4"), "block '4x4': expected M x N x K tiles per core"),
         ("wormhole_n150", FC1, dict(cols="eight"), "override form: grid cols 'eight' is not a choice it offers"),
+        (
+            "wormhole_n150",
+            FC1,
+            dict(sharding="{},{model}"),
+            "sharding#{},{model}: no mesh: wormhole_n150 is one device",
+        ),
+        ("t3k", FC1, dict(sharding="{},{vocab}"), 'mesh has no axis "vocab" (its axes: "model")'),
+        ("t3k", FC1, dict(sharding="{model"), "override form: sharding '{model': expected {mesh axes} per"),
     ],
 )
 def test_staging_refuses_an_override_that_cannot_apply_with_one_line(explorer, target, op, fields, reason):
@@ -55,6 +64,20 @@ def test_staging_refuses_an_override_that_cannot_apply_with_one_line(explorer, t
 def test_staging_keeps_an_override_that_applies(explorer):
     staged = staged_override(_run(explorer), FC1, FormValues(**{**LAYOUT, "memory": "l1", "fidelity": "lofi"}))
     assert format_item(staged) == f"{FC1}=8x8:l1:interleaved:tile:bf16:fidelity#lofi"
+
+
+def test_over_several_devices_the_form_shards_the_output_or_an_operand(explorer):
+    run = _run(explorer, "t3k")
+    assert sharding_placeholder(run.compilation) == "{},{model}"
+    assert sharding_placeholder(_run(explorer).compilation) is None  # one device: no field
+    weight = FormValues(**{**LAYOUT, "applies_to": "operand 1", "sharding": " replicated "})
+    assert (
+        format_item(staged_override(run, FC1, weight))
+        == f"{FC1}=8x8:dram:interleaved:tile:bf16:operand#1:sharding#replicated"
+    )
+    output = staged_override(run, FC2, FormValues(**{**LAYOUT, "sharding": "{},{model}"}))
+    assert output.sharding.spec() == "{},{model}" and output.operand is None
+    assert staged_override(run, FC1, FormValues(**LAYOUT)).sharding is None  # left empty: the compiler's
 
 
 def test_a_reruns_problems_are_every_pending_item_and_the_form_at_once(explorer):

@@ -22,6 +22,7 @@ def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
         "tile": "default",
         "block": "",
         "double_buffer": "default",
+        "sharding": "",  # the compiler's (and a run on one device has no sharding field)
     }
     assert filled["applies_to_options"] == ["output", "operand 0", "operand 1", "operand 2"]  # activation, weight, bias
     assert filled["apply_disabled"] is False and filled["stage_disabled"] is False

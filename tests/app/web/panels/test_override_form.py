@@ -358,3 +358,20 @@ def test_a_label_of_many_overrides_counts_them_and_names_the_new_ones():
     items = [parse_item(f"op{i}=l1") for i in range(5)]
     assert overrides_label(items[:3]) == "op0=l1, op1=l1, op2=l1"
     assert overrides_label(items, items[4:]) == "5 overrides: op4=l1, ..."
+
+
+def test_the_sharding_field_shows_for_a_run_over_several_devices_and_reshards_the_op(app, cb):
+    one_device = cb["fill_form"](FC1, shown_run(cb))
+    assert one_device["sharding_hidden"] is True and one_device["form"]["sharding"] == ""
+    base_id = shown_run(cb, target="t3k")
+    filled = cb["fill_form"](CONSUMER, base_id)
+    assert filled["sharding_hidden"] is False and filled["sharding_placeholder"] == "{},{model}"
+    # fc2 is row-parallel: its partial sums are reduced and scattered, each device keeping its columns
+    applied = apply(cb, base_id, selected=CONSUMER, **{**filled["form"], "sharding": "{},{model}"})
+    assert "badge applied" in str(applied["status"])
+    run = app.explorer.run(applied["run_id"])
+    assert run.overrides == [f"{CONSUMER}=8x8:dram:interleaved:tile:bf16:sharding#{{}},{{model}}"]
+    kinds = [op.kind for op in app.explorer.view(applied["run_id"]).compilation.levels["partition"].ops]
+    assert "reduce_scatter" in kinds and "all_reduce" not in kinds
+    bad = apply(cb, base_id, selected=CONSUMER, **{**filled["form"], "sharding": "{},{vocab}"})
+    assert bad["run_id"] is no_update and 'mesh has no axis "vocab"' in str(bad["status"])
