@@ -94,7 +94,8 @@ class _Partitioner:
         for op in graph.ops:
             for t in set(op.inputs):
                 self.readers[t] = self.readers.get(t, 0) + 1
-        self.count = 0
+        self.taken = {op.name for op in graph.ops} | set(graph.tensors)
+        self.suffixes: dict[str, int] = {}
         self.by_policy = not self.annotated and not self.local
         self.model_axis = next((a for a, n in mesh.axes if a in MODEL_AXES and n > 1), None)
 
@@ -256,7 +257,8 @@ class _Partitioner:
         found = steps(have, want)
         for i, step in enumerate(found):
             last = i == len(found) - 1
-            out = into if last and into is not None else self._tensor_like(name, step.result)
+            op_name = self._unique(f"{_base(name)}.{step.kind}")  # stable: the same in every re-run
+            out = into if last and into is not None else self._tensor_like(name, step.result, op_name)
             attrs = {"axes": step.axes, "group": _group(self.mesh, step.axes)}
             if step.dim is not None:
                 attrs["dim"] = step.dim
@@ -271,7 +273,7 @@ class _Partitioner:
                 # a piece of a weight or constant: cut once when the model loads, not every step
                 attrs["const_eval"] = True
                 tensor.is_parameter, tensor.is_constant = loaded.is_parameter, loaded.is_constant
-            self.ops.append(Op(f"{_base(name)}.{step.kind}#{self._next()}", step.kind, [name], [out], attrs, (source,)))
+            self.ops.append(Op(op_name, step.kind, [name], [out], attrs, (source,)))
             name = out
         return name
 
@@ -279,19 +281,28 @@ class _Partitioner:
         producer = next((op for op in reversed(self.ops) if name in op.outputs), None)
         return producer.attrs.get("partial", "sum") if producer is not None else "sum"
 
-    def _tensor_like(self, name: str, sharding: Sharding) -> str:
+    def _tensor_like(self, name: str, sharding: Sharding, new: str | None = None) -> str:
+        """A tensor of `name`'s shape and dtype with `sharding`: `new`, or `name` staged."""
         tensor = self.graph.tensors[name]
-        new = f"{_base(name)}~{self._next()}"
+        new = new or self._unique(f"{_base(name)}~staged")
         self.graph.tensors[new] = Tensor(new, tensor.shape, tensor.dtype, sharding=sharding)
         return new
 
-    def _next(self) -> int:
-        self.count += 1
-        return self.count
+    def _unique(self, stem: str) -> str:
+        """`stem`, or `stem#k` when taken: named by what it is, not by a count over the model, so an
+        override elsewhere leaves the names (and a diff's matching) as they were."""
+        k = self.suffixes.get(stem, 0)
+        while True:
+            name = f"{stem}#{k}" if k else stem
+            k += 1
+            if name not in self.taken:
+                self.suffixes[stem] = k
+                self.taken.add(name)
+                return name
 
 
 def _base(name: str) -> str:
-    return re.sub(r"~\d+$", "", name)
+    return re.sub(r"~staged(#\d+)?$", "", name)
 
 
 def _group(mesh: Mesh, axes: tuple[str, ...]) -> int:
