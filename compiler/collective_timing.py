@@ -14,6 +14,7 @@ from .dtypes import bytes_per_element
 from .ir import Graph, Op
 from .resharding import COLLECTIVES
 from .sharding import Mesh
+from .system import CollectiveCost
 from .target import Target
 
 if TYPE_CHECKING:
@@ -41,8 +42,9 @@ def collective_bytes(graph: Graph, op: Op) -> float:
     return _bytes(graph, op.inputs[0]) if op.inputs else 0.0
 
 
-def on_links(target: Target, graph: Graph, op: Op, local: OpTiming) -> OpTiming:
-    """`local` (the op's copy on each device) with the links' time, bytes and why added."""
+def on_the_links(target: Target, graph: Graph, op: Op) -> tuple[tuple[str, ...], int, float, CollectiveCost]:
+    """(mesh axes, devices in its group, tensor bytes, cost): how the collective runs on the
+    system's links, by the link model."""
     mesh: Mesh = graph.meta.get("mesh") or Mesh(())
     axes = tuple(a for a in op.attrs.get("axes", ()) if mesh.has(a))
     group = 1
@@ -50,7 +52,12 @@ def on_links(target: Target, graph: Graph, op: Op, local: OpTiming) -> OpTiming:
         group *= mesh.size(axis)
     stride = min((mesh.stride(a) for a in axes), default=1)
     nbytes = collective_bytes(graph, op)
-    cost = target.system.collective(op.kind, group, nbytes, stride)
+    return axes, group, nbytes, target.system.collective(op.kind, group, nbytes, stride)
+
+
+def on_links(target: Target, graph: Graph, op: Op, local: OpTiming) -> OpTiming:
+    """`local` (the op's copy on each device) with the links' time, bytes and why added."""
+    axes, group, nbytes, cost = on_the_links(target, graph, op)
     link_ns = cost.seconds * NS
     local.bytes = {**local.bytes, LINK: cost.bytes_per_device}
     if link_ns >= local.duration_ns:

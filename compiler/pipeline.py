@@ -12,6 +12,7 @@ input  --normalize-->       graph    one op vocabulary, whatever the source dial
        --insert-to-layout-->         conversions where a consumer needs another layout
        --plan-memory-->              L1 addresses by liveness, peak per core, overflows
        --split-kernels-->   kernel   every op split into per-core reads, compute, writes
+       --lower-collectives-->        each collective's algorithm, steps and bytes on the links
        --check-l1-->                 circular buffers fit next to the live tensors
 """
 
@@ -34,6 +35,7 @@ from .passes.fold_transposes import FoldTransposes
 from .passes.fuse_attention import FuseAttention
 from .passes.fuse_eltwise import FuseEltwise
 from .passes.insert_to_layout import InsertToLayout
+from .passes.lower_collectives import LowerCollectives
 from .passes.normalize import Normalize
 from .passes.partition import Partition
 from .passes.plan_memory import CheckL1, PlanMemory
@@ -112,7 +114,7 @@ def stages(
             "layout",
             [AssignLayouts(target, tuple(overrides), policy, l1_usage_cap), InsertToLayout(target), PlanMemory(target)],
         ),
-        ("kernel", [SplitKernels(target, known_kernels or {}), CheckL1(target)]),
+        ("kernel", [SplitKernels(target, known_kernels or {}), LowerCollectives(target), CheckL1(target)]),
     ]
 
 

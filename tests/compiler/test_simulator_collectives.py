@@ -67,3 +67,15 @@ def test_one_device_runs_as_before(wormhole):
     # one op at a time, each after the previous one and the host
     for before, after in zip(sim.ops, sim.ops[1:]):
         assert after.start_ns >= before.end_ns
+
+
+def test_the_kernel_level_shows_each_collective_on_the_links(t3k):
+    compilation = compile_model(load_model("zoo:llama-3.2-1b?layers=1&devices=8"), t3k)
+    reduce = next(op for op in compilation.kernel.ops if op.kind == "all_reduce")
+    size = 128 * 2048 * 2  # the bf16 activation each device holds a partial sum of
+    cost = t3k.system.collective("all_reduce", 8, size)
+    assert (reduce.attrs["algorithm"], reduce.attrs["steps"]) == ("ring", 14)
+    assert reduce.attrs["bytes_per_device"] == round(2 * 7 / 8 * size) == round(cost.bytes_per_device)
+    printed = compilation.mlir("kernel").splitlines()
+    closing = next(line for line in printed if f'loc("{reduce.name}")' in line)  # the op's last line
+    assert 'algorithm = "ring"' in closing and "steps = 14" in closing

@@ -1,0 +1,39 @@
+"""kernel: each collective lowered to the transfers on the system's links that carry it.
+
+    %r = all_reduce(%p) {axes = ["model"]}   ->   ... {algorithm = "ring", steps = 14,
+                                                   bytes_per_device = 917504, link_bytes = 458752}
+
+The algorithm follows the topology the group's devices sit on (a ring where they close into
+one, a line, or halving and doubling through a switch: compiler/system.py); the steps and bytes
+are what the simulator times, here for the kernel level to show.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..collective_timing import on_the_links
+from ..ir import Graph
+from ..resharding import EXCHANGES
+from ..target import Target
+
+
+@dataclass(frozen=True)
+class LowerCollectives:
+    name = "lower-collectives"
+    target: Target
+
+    def run(self, graph: Graph) -> Graph:
+        mesh = graph.meta.get("mesh")
+        if mesh is None or mesh.devices <= 1:
+            return graph
+        for op in graph.ops:
+            if op.kind in EXCHANGES and op.inputs:
+                _, _, _, cost = on_the_links(self.target, graph, op)
+                op.attrs.update(
+                    algorithm=cost.algorithm,
+                    steps=cost.steps,
+                    bytes_per_device=round(cost.bytes_per_device),
+                    link_bytes=round(cost.link_bytes),
+                )
+        return graph
