@@ -20,7 +20,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .sharding import Mesh, Sharding
+from .sharding import MAX_MESH_DEVICES, Mesh, Sharding
 
 AXIS = "axis_{}"
 _TILED = re.compile(r"\{devices=\[([\d,]++)\]((?:<=\[[\d,]++\](?:T\([\d,]++\))?+)|[\d,]++)([^{}]*+)\}")
@@ -53,6 +53,8 @@ def parse(text: str) -> Tiling | str:
             raise ValueError("tuple shardings (one per result) are not supported")
         raise ValueError("not a GSPMD sharding ({replicated}, {maximal device=N} or {devices=[...]...})")
     tiles = tuple(int(t) for t in match.group(1).split(",") if t)
+    if math.prod(tiles) > MAX_MESH_DEVICES:
+        raise ValueError(f"more than {MAX_MESH_DEVICES} tiles")
     flags = match.group(3).split()
     if any(flag not in ("last_tile_dim_replicate",) for flag in flags):
         raise ValueError(f"unsupported flag {flags[0]!r}")

@@ -207,7 +207,10 @@ class MeshReader:
         elif name is not None:
             spec = declared[name]
         else:
-            return self._other_mesh()
+            other = self._other_mesh()
+            if other is not None:
+                check_mesh(other, self.ref)
+            return other
         others = [n for n in declared if n != name]
         if others:
             self.warnings.append(

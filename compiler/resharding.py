@@ -5,7 +5,9 @@
     an axis leaves a dimension                    -> all_gather
     an axis newly splits a dimension              -> all_slice (each device keeps its piece: no traffic)
 
-in that order, each step's result the next one's operand, as Shardy's explicit reshards lower.
+in that order, each step's result the next one's operand, as Shardy's explicit reshards lower. Axes
+split a dimension major to minor, so a piece can only be cut further by a minor axis: an axis that
+stays but follows one that leaves (or comes in another order) leaves too and splits again.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def steps(src: Sharding, dst: Sharding) -> list[Step]:
             (
                 d
                 for d, axes in enumerate(dst.dims)
-                if set(src.partial) <= set(axes) and set(src.partial).isdisjoint(dims[d])
+                if axes[: len(dims[d]) + len(src.partial)] == (*dims[d], *src.partial)
             ),
             None,
         )
@@ -53,11 +55,9 @@ def steps(src: Sharding, dst: Sharding) -> list[Step]:
         else:
             out.append(Step("all_reduce", src.partial, None, Sharding(tuple(dims))))
     for d in range(len(dims)):
-        leaving = tuple(a for a in dims[d] if a not in dst.dims[d])
-        if not leaving:
-            continue
+        leaving = dims[d][_common(dims[d], dst.dims[d]) :]
         for axis in leaving:
-            dest = next((e for e, axes in enumerate(dst.dims) if axis in axes and axis not in dims[e]), None)
+            dest = next((e for e, axes in enumerate(dst.dims) if axes[: len(dims[e]) + 1] == (*dims[e], axis)), None)
             kept = tuple(a for a in dims[d] if a != axis)
             if dest is not None and dest != d:
                 dims = _with(_with(dims, d, kept), dest, (*dims[dest], axis))
@@ -66,11 +66,19 @@ def steps(src: Sharding, dst: Sharding) -> list[Step]:
                 dims = _with(dims, d, kept)
                 out.append(Step("all_gather", (axis,), d, Sharding(tuple(dims))))
     for d, axes in enumerate(dst.dims):
-        arriving = tuple(a for a in axes if a not in dims[d])
+        arriving = axes[len(dims[d]) :]  # what stays of a dimension's axes is where dst begins
         if arriving:
             dims = _with(dims, d, tuple(axes))
             out.append(Step("all_slice", arriving, d, Sharding(tuple(dims))))
     return _merged(out)
+
+
+def _common(have: tuple[str, ...], want: tuple[str, ...]) -> int:
+    """How many of `have`'s major axes `want` begins with."""
+    n = 0
+    while n < min(len(have), len(want)) and have[n] == want[n]:
+        n += 1
+    return n
 
 
 def _merged(found: list[Step]) -> list[Step]:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from .errors import ModelLoadError
 
+MAX_MESH_DEVICES = 2**32  # far beyond any system, small enough to print in an error
+
 
 @dataclass(frozen=True)
 class Mesh:
@@ -123,3 +125,8 @@ def check_mesh(mesh: Mesh, where: str) -> None:
         raise ModelLoadError(f"{where}: mesh @{mesh.name} names an axis twice")
     if any(size < 1 for _, size in mesh.axes):
         raise ModelLoadError(f"{where}: mesh @{mesh.name} has an axis of size < 1")
+    devices = 1
+    for _, size in mesh.axes:  # stop early: the product of many axes can have more digits than str() prints
+        devices *= size
+        if devices > MAX_MESH_DEVICES:
+            raise ModelLoadError(f"{where}: mesh @{mesh.name} has more than {MAX_MESH_DEVICES} devices")

@@ -12,6 +12,7 @@ same way on both sides, a sum over a split dimension, a vocabulary-split embeddi
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
@@ -89,11 +90,12 @@ def _reduced_dims(graph: Graph, op: Op, rank: int) -> set[int]:
 def _matmul(graph: Graph, op: Op) -> DimMap:
     lhs, rhs = (graph.tensors[t].shape for t in op.inputs[:2])
     out_rank = len(graph.tensors[op.outputs[0]].shape)
-    contract_l = attrs.ints(op.attrs.get("contract_dims_lhs"))
+    numbers = _stablehlo_dot(op.attrs.get("dot_dimension_numbers"))
+    contract_l = attrs.ints(op.attrs.get("contract_dims_lhs")) or numbers.get("lhs_contracting", ())
     if contract_l:
-        batch_l = attrs.ints(op.attrs.get("batch_dims_lhs"))
-        batch_r = attrs.ints(op.attrs.get("batch_dims_rhs"))
-        contract_r = attrs.ints(op.attrs.get("contract_dims_rhs"))
+        batch_l = attrs.ints(op.attrs.get("batch_dims_lhs")) or numbers.get("lhs_batching", ())
+        batch_r = attrs.ints(op.attrs.get("batch_dims_rhs")) or numbers.get("rhs_batching", ())
+        contract_r = attrs.ints(op.attrs.get("contract_dims_rhs")) or numbers.get("rhs_contracting", ())
     else:  # matmul: [..., M, K] x [..., K, N], either side transposed
         k_l = len(lhs) - 2 if op.attrs.get("transpose_a", "").startswith("true") else len(lhs) - 1
         k_r = len(rhs) - 1 if op.attrs.get("transpose_b", "").startswith("true") else len(rhs) - 2
@@ -113,6 +115,13 @@ def _matmul(graph: Graph, op: Op) -> DimMap:
         map_r[d] = o if o < out_rank else None
     summed = [[(0, cl), (1, cr)] for cl, cr in zip(contract_l, contract_r)]
     return DimMap([map_l, map_r], out_rank, summed)
+
+
+def _stablehlo_dot(text: str | None) -> dict[str, tuple[int, ...]]:
+    """StableHLO's `#stablehlo.dot<lhs_batching_dimensions = [0], ..., rhs_contracting_dimensions = [1]>`
+    as {"lhs_batching": (0,), ..., "rhs_contracting": (1,)}."""
+    found = re.findall(r"(\w+)_dimensions\s*=\s*\[([^\]]*)\]", text or "")
+    return {key: attrs.ints(f"[{values}]") for key, values in found}
 
 
 def _attention(graph: Graph, op: Op) -> DimMap | None:

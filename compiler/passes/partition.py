@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .. import sharding_rules
+from .. import opset, sharding_rules
 from ..errors import ModelLoadError
 from ..ir import Graph, Op, Tensor
 from ..override import OpOverride
@@ -61,9 +61,14 @@ class Partition:
         given: Mesh | None = graph.meta.get("mesh")
         have = devices_of(self.target)
         if given is None or given.devices <= 1:
-            if have <= 1 or given is not None:
+            if have <= 1:
                 return given or SINGLE
-            return Mesh((("model", have),))  # the policy: tensor parallel over every device
+            if given is not None:
+                graph.warnings.append(
+                    f"the model's mesh @{given.name} has one device: it runs on one of {self.target.name}'s {have}"
+                )
+                return given
+            return _policy_mesh(graph, have)
         if have == 1:
             graph.warnings.append(
                 f"the model's mesh @{given.name} {given.mlir()} runs whole on {self.target.name}'s one device"
@@ -81,6 +86,17 @@ class Partition:
         return given
 
 
+def _policy_mesh(graph: Graph, devices: int) -> Mesh:
+    """The policy's mesh for a model that names none: for a CNN (convolutions, or no matmul) data
+    parallel when the batch (the results' leading dimension) divides among the devices; else
+    tensor parallel over every device, its matmul weights split Megatron-style."""
+    kinds = {op.kind for op in graph.ops}
+    results = [graph.tensors[t].shape for t in graph.outputs]
+    batch = results[0][0] if results and results[0] else 1
+    cnn = "conv2d" in kinds or "matmul" not in kinds
+    return Mesh((("batch" if cnn and batch % devices == 0 else "model", devices),))
+
+
 class _Partitioner:
     def __init__(self, graph: Graph, mesh: Mesh, requests: ShardingRequests) -> None:
         self.graph, self.mesh, self.requests = graph, mesh, requests
@@ -90,6 +106,11 @@ class _Partitioner:
         self.local: set[str] = set(graph.meta.get("local", ()))
         self.loaded = {name for name, t in graph.tensors.items() if t.is_parameter or t.is_constant}
         self.loaded.update(graph.inputs)
+        # work done at load time (const-eval) makes weights too, but from a whole operand: splitting
+        # its result is a cut of what it computed
+        self.loaded.difference_update(t for op in graph.ops if op.kind != "constant" for t in op.outputs)
+        # state an op writes in place (a KV cache): it lives split as its first reader reads it
+        self.state = {op.inputs[0] for op in graph.ops if op.kind in opset.STATEFUL and op.inputs}
         self.readers: dict[str, int] = {}
         for op in graph.ops:
             for t in set(op.inputs):
@@ -249,7 +270,7 @@ class _Partitioner:
             name in self.loaded
             and have.is_replicated
             and name not in self.annotated
-            and self.readers.get(name, 0) <= 1
+            and (self.readers.get(name, 0) <= 1 or name in self.state)
             and not want.partial
         ):
             self.graph.tensors[name].sharding = want  # loaded split: no collective

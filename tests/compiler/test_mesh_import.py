@@ -279,6 +279,33 @@ def test_hostile_sdy_lines_fail_in_bounded_time(line):
     assert "\n" not in str(err.value) and len(str(err.value)) < 400
 
 
+@pytest.mark.parametrize(
+    "module",
+    [
+        sdy_module(
+            "    return %arg0 : tensor<16x8xf32>", mesh="<[" + ", ".join(f'"a{i}"=2' for i in range(100_000)) + "]>"
+        ),
+        'module attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = ' + "x".join(["2"] * 20_000) + ">]>} {"
+        "\n  func.func @main(%arg0: tensor<16x8xf32>) -> tensor<16x8xf32> {\n    return %arg0 : tensor<16x8xf32>\n  }\n}",
+        'module attributes {mhlo.num_partitions = 8 : i32} {\n  func.func @main(%arg0: tensor<16x8xf32> {mhlo.sharding = "'
+        "{devices=["
+        + ",".join(["2"] * 5000)
+        + ']<=[8]}"}) -> tensor<16x8xf32> {\n    return %arg0 : tensor<16x8xf32>\n  }\n}',
+    ],
+    ids=["sdy", "ttcore", "gspmd"],
+)
+def test_a_mesh_of_absurdly_many_devices_is_one_short_line(module):
+    with pytest.raises(ModelLoadError, match=r"more than 4294967296 (devices|tiles)") as err:
+        import_mlir(module, "m.mlir")
+    assert "\n" not in str(err.value) and len(str(err.value)) < 400
+
+
+def test_a_ttir_mesh_with_an_empty_axis_is_one_line():
+    text = TTIR_OTHERS.replace("2x4", "0x4")
+    with pytest.raises(ModelLoadError, match=r"^m\.mlir: mesh @mesh has an axis of size < 1$"):
+        import_mlir(text, "m.mlir")
+
+
 TTIR_OTHERS = """module attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 2x4>]>} {
   func.func @forward(%arg0: tensor<8x64xf32>) -> tensor<8x4xf32> {
     %0 = "ttir.mesh_shard"(%arg0) <{shard_dims = array<i64: 0, 1>, shard_direction = #ttcore.shard_direction<full_to_shard>, shard_shape = array<i64: 2, 4>, shard_type = #ttcore.shard_type<devices>}> : (tensor<8x64xf32>) -> tensor<4x16xf32>

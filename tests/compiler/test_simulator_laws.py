@@ -45,7 +45,9 @@ func.func @forward(%x: tensor<1024x1024xbf16> {ttir.name = "x"}) -> tensor<1024x
 """
 
 
-@pytest.mark.parametrize("target", TARGETS)
+# on a system of several devices the element-wise pair is split by its batch: each device's piece
+# takes other grids, so the law is checked on the devices themselves
+@pytest.mark.parametrize("target", [t for t in TARGETS if load_target(t).system.devices == 1])
 def test_a_memory_bound_op_gets_faster_when_its_tensors_move_from_dram_to_l1(target):
     # both ops on the largest grid whose blocks divide the 1024x1024 tensor; only the memory changes
     rows, cols = load_target(target).grid

@@ -77,7 +77,8 @@ def test_eight_devices_show_their_rows_rerun_with_a_sharding_and_diff_against_on
     _pick(d, "target-select", "wormhole_n150")
     _wait(d, lambda d: "run #3" in _text(d, "run-summary") and _settled(d), timeout=60)
     d.get(t3k_server + "?diff=1,3")
-    _wait(d, lambda d: _settled(d), timeout=60)
+    # a new page: Dash draws the layout after the document loads, so wait for what it draws
+    _wait(d, lambda d: "run #" in _text(d, "run-summary") and _settled(d), timeout=60)
     _tab(d, "Runs & diff")
     _wait(d, lambda d: "devices: 8 vs 1" in _text(d, "diff-view"), timeout=60)
     diff = _text(d, "diff-view")

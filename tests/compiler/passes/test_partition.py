@@ -114,3 +114,70 @@ def test_a_mesh_larger_than_the_system_is_one_line():
 
     with pytest.raises(ModelLoadError, match=r"needs 8 devices; wormhole_n300 has 2"):
         compile_model(load_model(f"{LLAMA}&devices=8"), load_target("wormhole_n300"))
+
+
+def _partition(ref: str, target: str, text: str | None = None):
+    return compile_model(load_model(ref, text), load_target(target)).levels["partition"]
+
+
+def test_a_bias_reshaped_at_load_time_is_split_after_its_reshape():
+    graph = _partition("zoo:bert-base?layers=1&seq=128", "wormhole_n300")
+    for op in graph.ops:
+        if op.kind == "reshape":
+            (src,), (dst,) = op.inputs, op.outputs
+            assert graph.tensors[src].numel == graph.tensors[dst].numel, op.name
+    cut = [op for op in graph.ops if op.kind == "all_slice" and ".bias.reshape" in op.inputs[0]]
+    assert cut and all(op.attrs.get("const_eval") for op in cut)  # once, when the model loads
+
+
+XWT = """module @xwt {
+  sdy.mesh @mesh = <["model"=2]>
+  func.func @main(%x: tensor<32x784xf32>,
+      %w: tensor<128x784xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"model"}, {}]>}) -> tensor<32x128xf32> {
+    %y = stablehlo.dot_general %x, %w, contracting_dims = [1] x [1] : (tensor<32x784xf32>, tensor<128x784xf32>) -> tensor<32x128xf32>
+    return %y : tensor<32x128xf32>
+  }
+}
+"""
+
+
+def test_a_stablehlo_dot_general_contracts_the_dimensions_it_names():
+    # x @ w.T with w split by its rows (the output columns): column-parallel, the weight stays split
+    graph = _partition("xwt.mlir", "wormhole_n300", XWT)
+    assert [op.kind for op in graph.ops] == ["matmul", "all_gather"]
+    assert graph.tensors[graph.ops[0].outputs[0]].shape == (32, 64)
+
+
+def test_a_kv_cache_lives_split_where_it_is_updated_and_read():
+    graph = _partition("zoo:llama-3.2-1b?layers=1&mode=decode", "t3k")
+    assert not [op.name for op in graph.ops if op.kind == "all_slice"]
+    update = next(op for op in graph.ops if op.kind == "update_cache")
+    attention = next(op for op in graph.ops if op.kind.startswith("scaled_dot_product_attention"))
+    cache = update.inputs[0]
+    assert cache in attention.inputs and cache in graph.outputs  # the one updated is the one read and kept
+    assert graph.tensors[cache].shape == (1, 1, 128, 64)  # 8 KV heads, one per device
+
+
+def test_a_cnn_without_shardings_is_split_by_its_batch():
+    compilation = compile_model(load_model("zoo:resnet50?layers=14&size=64"), load_target("t3k"))
+    graph = compilation.levels["partition"]
+    assert graph.meta["mesh"].axes == (("batch", 8),)
+    assert graph.tensors[graph.inputs[0]].shape[0] == 1  # 8 images, one a chip
+    exchanges = [op.kind for op in graph.ops if op.kind in COLLECTIVES and op.kind != "all_slice"]
+    assert exchanges == ["all_gather"]  # the logits, gathered whole at the end
+
+
+def test_a_one_device_mesh_on_a_larger_system_says_so():
+    text = """module {
+  sdy.mesh @mesh = <["x"=1]>
+  func.func @main(%a: tensor<64x64xf32>) -> tensor<64x64xf32> {
+    %0 = stablehlo.add %a, %a : tensor<64x64xf32>
+    return %0 : tensor<64x64xf32>
+  }
+}
+"""
+    from compiler.mlir_import import import_mlir
+
+    compilation = compile_model(import_mlir(text, "one.mlir"), load_target("t3k"))
+    assert compilation.levels["partition"].meta["mesh"].devices == 1
+    assert "the model's mesh @mesh has one device: it runs on one of t3k's 8" in compilation.warnings
