@@ -19,6 +19,7 @@ from overrides.formats import OverrideSet, load_file, unique_items
 from perfdb.engine import open_db, session_factory
 from perfdb.queries import list_runs
 
+from ..workbench.device_split import split_by_device
 from ..workbench.load_time import load_line
 from ..workbench.runs import RunResult, compile_cached, execute
 from .options import MODEL_HELP, add_common, add_json
@@ -110,6 +111,14 @@ def _print_table(result: RunResult, model_ref: str) -> None:
             f"{o.flops / 1e9:>8.3f} {o.bound:<8} {o.memory:<6} {o.grid}"
         )
     print(f"total {sim.total_ns / 1e3:.1f} us (device busy {sim.device_ns / 1e3:.1f} us)")
+    split = split_by_device(sim.ops, sim.zones.track_names(), sim.total_ns)
+    if split:  # several devices, one program: each device's step is the same
+        each = split[0]
+        print(
+            f"each of {len(split)} devices: compute {each.compute_ns / 1e3:.1f} us, collectives "
+            f"{each.collectives_ns / 1e3:.1f} us (on the links; {each.overlap_ns / 1e3:.1f} us of it under compute), "
+            f"idle {each.idle_ns / 1e3:.1f} us"
+        )
     if sim.load_ops:
         print(load_line(len(sim.load_ops), sim.load_ns))
     for outcome in result.compilation.override_outcomes:

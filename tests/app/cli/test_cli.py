@@ -119,6 +119,25 @@ def test_trace_dispatch(capsys, db_url, tiny_path):
     assert trace["ops"][0]["start_ns"] == 0
 
 
+EACH_DEVICE = re.compile(
+    r"^each of (\d+) devices: compute ([\d.]+) us, collectives ([\d.]+) us "
+    r"\(on the links; ([\d.]+) us of it under compute\), idle ([\d.]+) us$",
+    re.M,
+)
+
+
+def test_a_run_over_several_devices_prints_each_devices_step(capsys, db_url):
+    code, out, _ = cli(capsys, "run", "zoo:llama-3.2-1b?layers=1&seq=64&devices=8", "--target", "t3k", "--db", db_url)
+    assert code == 0
+    ((devices, compute, collectives, overlap, idle),) = EACH_DEVICE.findall(out)
+    total = float(re.search(r"^total ([\d.]+) us", out, re.M).group(1))
+    assert devices == "8" and float(collectives) > 0
+    # the step, split: compute and collectives, less what overlapped, and idle
+    assert float(compute) + float(collectives) - float(overlap) + float(idle) == pytest.approx(total, abs=0.3)
+    code, out, _ = cli(capsys, "run", "zoo:mlp?layers=1", "--db", db_url)
+    assert code == 0 and not EACH_DEVICE.search(out) and "each of" not in out  # one device: no such line
+
+
 LOAD_LINE = re.compile(r"^load time \(const-eval, once per model load\): (\d+) ops?, ([\d.,]+) (ms|us|ns)$", re.M)
 
 
