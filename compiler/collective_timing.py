@@ -47,17 +47,16 @@ def on_the_links(target: Target, graph: Graph, op: Op) -> tuple[tuple[str, ...],
     system's links, by the link model."""
     mesh: Mesh = graph.meta.get("mesh") or Mesh(())
     axes = tuple(a for a in op.attrs.get("axes", ()) if mesh.has(a))
-    group = 1
-    for axis in axes:  # the devices exchanging data: one per position along the axes
-        group *= mesh.size(axis)
+    group = mesh.ways(axes)  # the devices exchanging data: one per position along the axes
     stride = min((mesh.stride(a) for a in axes), default=1)
     nbytes = collective_bytes(graph, op)
     return axes, group, nbytes, target.system.collective(op.kind, group, nbytes, stride)
 
 
 def on_links(target: Target, graph: Graph, op: Op, local: OpTiming) -> OpTiming:
-    """`local` (the op's copy on each device) with the links' time, bytes and why added."""
-    axes, group, nbytes, cost = on_the_links(target, graph, op)
+    """`local` (the op's copy on each device) with the links' time, bytes and why added, from
+    what lower-collectives found at the kernel level."""
+    axes, group, nbytes, cost = op.meta["links"]
     link_ns = cost.seconds * NS
     local.bytes = {**local.bytes, LINK: cost.bytes_per_device}
     if link_ns >= local.duration_ns:

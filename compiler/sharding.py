@@ -38,6 +38,10 @@ class Mesh:
                 return size
         raise KeyError(axis)
 
+    def ways(self, axes: tuple[str, ...]) -> int:
+        """How many devices `axes` span together: the product of their sizes."""
+        return math.prod(self.size(a) for a in axes)
+
     def has(self, axis: str) -> bool:
         return any(name == axis for name, _ in self.axes)
 
@@ -73,7 +77,7 @@ class Sharding:
 
     def ways(self, dim: int, mesh: Mesh) -> int:
         """Into how many pieces dimension `dim` is split."""
-        return math.prod(mesh.size(a) for a in self.dims[dim])
+        return mesh.ways(self.dims[dim])
 
     def local_shape(self, shape: tuple[int, ...], mesh: Mesh) -> tuple[int, ...]:
         """Each device's piece of a tensor of `shape` (the dimensions must divide)."""

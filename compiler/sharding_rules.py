@@ -11,7 +11,6 @@ same way on both sides, a sum over a split dimension, a vocabulary-split embeddi
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -201,7 +200,7 @@ def dim_map(graph: Graph, op: Op) -> DimMap | None:
 
 
 def _divides(extent: int, axes: tuple[str, ...], mesh: Mesh) -> bool:
-    return extent % math.prod(mesh.size(a) for a in axes) == 0
+    return extent % mesh.ways(axes) == 0
 
 
 def plan(graph: Graph, op: Op, current: list[Sharding], mesh: Mesh, fixed: Collection[int] = ()) -> Plan:

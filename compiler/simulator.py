@@ -157,6 +157,7 @@ class Simulator:
         self._core_rows: dict[tuple, tuple[int, ...]] = {}  # core set -> its rows' track sets, this run's
         self._counter_rows: dict[tuple, tuple[array, np.ndarray]] = {}  # core set -> its tracks, rows, columns
         self._devices: int | None = None  # the track set of every device's row, once made
+        self._link_rows: dict[str, int] = {}  # a link track -> its track set
         device_free = 0.0
         host_issued = 0.0
         ready: dict[str, float] = {}  # when each tensor is written: an op waits for its operands
@@ -451,7 +452,9 @@ class Simulator:
     def _link_zone(self, result: SimResult, op: Op, track: str, timing: OpTiming) -> None:
         """A collective's zone on its links' row, and the bandwidth each device sends at meanwhile."""
         name = result.zones.name_id(op.name)
-        row = result.zones.track_set([result.zones.track_id(track)])
+        if track not in self._link_rows:
+            self._link_rows[track] = result.zones.track_set([result.zones.track_id(track)])
+        row = self._link_rows[track]
         result.zones.add(row, 0, name, timing.start_ns, timing.end_ns, name)
         counter, sent = [result.counters.track_id(track)], result.counters.name_id("link_bytes_per_s")
         result.counters.add(counter, sent, timing.start_ns, [timing.bandwidth(LINK)])

@@ -67,9 +67,9 @@ def _each(records, devices: Sequence[str], total_ns: float) -> list[DeviceSplit]
     compute = _union((r.start_ns, r.start_ns + r.duration_ns) for r in records if r.kind not in COLLECTIVES)
     links = _union((r.start_ns, r.start_ns + r.duration_ns) for r in records if r.kind in COLLECTIVES)
     overlap = _overlap(compute, links)
-    busy = _length(compute) + _length(links) - overlap
-    split = DeviceSplit("", _length(compute), _length(links), overlap, max(0.0, total_ns - busy))
-    return [DeviceSplit(d, split.compute_ns, split.collectives_ns, split.overlap_ns, split.idle_ns) for d in devices]
+    computing, linked = _length(compute), _length(links)
+    idle = max(0.0, total_ns - (computing + linked - overlap))
+    return [DeviceSplit(d, computing, linked, overlap, idle) for d in devices]  # one program: alike
 
 
 SPLIT_PARTS = ("compute", "collectives", "overlap", "idle")

@@ -5,7 +5,7 @@
 
 The algorithm follows the topology the group's devices sit on (a ring where they close into
 one, a line, or halving and doubling through a switch: compiler/system.py); the steps and bytes
-are what the simulator times, here for the kernel level to show.
+are what the simulator times (op.meta["links"]), and what the kernel level shows.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..collective_timing import on_the_links
 from ..ir import Graph
-from ..resharding import EXCHANGES
+from ..resharding import COLLECTIVES, EXCHANGES
 from ..target import Target
 
 
@@ -28,8 +28,10 @@ class LowerCollectives:
         if mesh is None or mesh.devices <= 1:
             return graph
         for op in graph.ops:
-            if op.kind in EXCHANGES and op.inputs:
-                _, _, _, cost = on_the_links(self.target, graph, op)
+            if op.kind not in COLLECTIVES or not op.inputs:
+                continue
+            op.meta["links"] = _, _, _, cost = on_the_links(self.target, graph, op)  # what the simulator times
+            if op.kind in EXCHANGES:  # an all_slice moves nothing: nothing to show
                 op.attrs.update(
                     algorithm=cost.algorithm,
                     steps=cost.steps,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .. import opset, sharding_rules
+from .. import attrs, opset, sharding_rules
 from ..errors import ModelLoadError
 from ..ir import Graph, Op, Tensor
 from ..override import OpOverride
@@ -35,10 +35,6 @@ from ..target import Target
 DATA_AXES = ("batch", "data", "dp")
 MODEL_AXES = ("model", "tp", "tensor")
 CONSTRAINTS = ("sharding_constraint", "full_to_shard", "shard_to_full")
-
-
-def devices_of(target: Target) -> int:
-    return target.system.devices
 
 
 @dataclass(frozen=True)
@@ -59,7 +55,7 @@ class Partition:
 
     def _mesh(self, graph: Graph) -> Mesh:
         given: Mesh | None = graph.meta.get("mesh")
-        have = devices_of(self.target)
+        have = self.target.system.devices
         if given is None or given.devices <= 1:
             if have <= 1:
                 return given or SINGLE
@@ -117,6 +113,7 @@ class _Partitioner:
                 self.readers[t] = self.readers.get(t, 0) + 1
         self.taken = {op.name for op in graph.ops} | set(graph.tensors)
         self.suffixes: dict[str, int] = {}
+        self.reductions: dict[str, str] = {}  # tensor -> how its partial sums combine (sum, max, min)
         self.by_policy = not self.annotated and not self.local
         self.model_axis = next((a for a, n in mesh.axes if a in MODEL_AXES and n > 1), None)
 
@@ -221,9 +218,11 @@ class _Partitioner:
             if wanted is not None and wanted != given:
                 staged = self._tensor_like(name, given)
                 op.outputs[i] = staged
+                self.reductions[staged] = plan.reduce
                 self.alias[name] = self._reshard(staged, wanted, source=op.name, into=name)
             else:
                 tensor.sharding = given
+                self.reductions[name] = plan.reduce
 
     def _plan(self, op: Op) -> tuple[sharding_rules.Plan, Sharding | None]:
         """The op's plan, reading inputs as the requests say where its rule can, and the sharding
@@ -280,27 +279,23 @@ class _Partitioner:
             last = i == len(found) - 1
             op_name = self._unique(f"{_base(name)}.{step.kind}")  # stable: the same in every re-run
             out = into if last and into is not None else self._tensor_like(name, step.result, op_name)
-            attrs = {"axes": step.axes, "group": _group(self.mesh, step.axes)}
+            facts = {"axes": step.axes, "group": self.mesh.ways(step.axes)}
             if step.dim is not None:
-                attrs["dim"] = step.dim
+                facts["dim"] = step.dim
             if step.from_dim is not None:
-                attrs["from_dim"] = step.from_dim
+                facts["from_dim"] = step.from_dim
             if step.kind in ("all_reduce", "reduce_scatter"):
-                attrs["reduce"] = self._reduce_kind(name)
+                facts["reduce"] = self.reductions.get(name, "sum")
             tensor = self.graph.tensors[out]
             tensor.sharding = step.result
             loaded = self.graph.tensors[name]
             if step.kind == "all_slice" and (loaded.is_parameter or loaded.is_constant):
                 # a piece of a weight or constant: cut once when the model loads, not every step
-                attrs["const_eval"] = True
+                facts["const_eval"] = True
                 tensor.is_parameter, tensor.is_constant = loaded.is_parameter, loaded.is_constant
-            self.ops.append(Op(op_name, step.kind, [name], [out], attrs, (source,)))
+            self.ops.append(Op(op_name, step.kind, [name], [out], facts, (source,)))
             name = out
         return name
-
-    def _reduce_kind(self, name: str) -> str:
-        producer = next((op for op in reversed(self.ops) if name in op.outputs), None)
-        return producer.attrs.get("partial", "sum") if producer is not None else "sum"
 
     def _tensor_like(self, name: str, sharding: Sharding, new: str | None = None) -> str:
         """A tensor of `name`'s shape and dtype with `sharding`: `new`, or `name` staged."""
@@ -326,13 +321,6 @@ def _base(name: str) -> str:
     return re.sub(r"~staged(#\d+)?$", "", name)
 
 
-def _group(mesh: Mesh, axes: tuple[str, ...]) -> int:
-    size = 1
-    for axis in axes:
-        size *= mesh.size(axis)
-    return size
-
-
 def _localize(graph: Graph, mesh: Mesh, local: set[str]) -> None:
     """Each tensor's shape becomes one device's piece; ops whose attributes spell out shapes follow."""
     whole = {name: t.shape for name, t in graph.tensors.items()}
@@ -355,8 +343,6 @@ def _localize(graph: Graph, mesh: Mesh, local: set[str]) -> None:
 
 def _sliced_ends(text: str, whole: tuple[int, ...], local: tuple[int, ...]) -> str:
     """A slice's ends with each split dimension's end scaled to the piece."""
-    from .. import attrs
-
     ends = list(attrs.ints(text))
     if len(ends) != len(whole):
         return text
