@@ -58,6 +58,11 @@ def is_link_track(track: str) -> bool:
     return track.startswith("link ")
 
 
+def link_axes(track: str) -> list[str]:
+    """The mesh axes of a link track (link_track's `axes`)."""
+    return track.removeprefix("link ").split(",")
+
+
 def device_track(device: int) -> str:
     return f"device {device}"
 

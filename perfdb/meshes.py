@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from compiler.resharding import COLLECTIVES
-from compiler.tracks import is_device_track, is_link_track
+from compiler.tracks import is_device_track, is_link_track, link_axes
 
 from . import blocks
 from .schema import OpRecord, Run, TimelineBlock
@@ -36,7 +36,7 @@ def run_mesh(run: Run) -> RunMesh:
     devices = sum(is_device_track(t) for t in run.tracks) or 1
     mesh = tuple((axis, int(size)) for axis, size in run.mesh or ())
     if not mesh and devices > 1:
-        axes = list(dict.fromkeys(a for t in run.tracks if is_link_track(t) for a in t[5:].split(",")))
+        axes = list(dict.fromkeys(a for t in run.tracks if is_link_track(t) for a in link_axes(t)))
         mesh = ((axes[0], devices),) if len(axes) == 1 else ()
     return RunMesh(math.prod(size for _, size in mesh) if mesh else devices, mesh, run.target.name)
 
@@ -71,7 +71,7 @@ def collective_groups(session: Session, run_id: int, mesh: RunMesh) -> dict[str,
         select(b.track, b.data).where(b.run_id == run_id, b.kind == blocks.ZONES, b.track.startswith("link "))
     )
     for track, packed in rows:
-        axes = track[5:].split(",")
+        axes = link_axes(track)
         # an axis of unknown size (a run stored before meshes were kept): all of the devices
         group = math.prod(sizes.get(a, 0) for a in axes) or mesh.devices
         for op in blocks.unpack(packed)[0]["op"].tolist():
@@ -104,7 +104,7 @@ def collectives_only_in(session: Session, run_id: int, names: list[str], mesh: R
             "name": name,
             "kind": kind,
             "group": group,
-            "axes": track[5:],
+            "axes": ",".join(link_axes(track)),
             "bytes_per_device": (moved or {}).get("link", 0.0),
             "ns": duration,
         }
