@@ -12,7 +12,6 @@ simulator write their results, so a stage adds facts without changing the shape 
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +64,12 @@ class Tensor:
     def numel(self) -> int:
         return math.prod(self.shape) if self.shape else 1
 
+    def copy(self) -> Tensor:
+        # by hand: copy.copy's generic protocol was most of the cost of a level's copy
+        return Tensor(
+            self.name, self.shape, self.dtype, self.layout, self.is_constant, self.is_parameter, self.sharding
+        )
+
     def type_str(self) -> str:
         dims = "x".join(str(d) for d in self.shape)
         body = f"{dims}x{self.dtype}" if dims else self.dtype
@@ -115,7 +120,7 @@ class Graph:
         return Graph(
             name=self.name,
             level=level,
-            tensors={k: copy.copy(t) for k, t in self.tensors.items()},
+            tensors={k: t.copy() for k, t in self.tensors.items()},
             ops=[
                 Op(op.name, op.kind, list(op.inputs), list(op.outputs), dict(op.attrs), op.source, dict(op.meta))
                 for op in self.ops

@@ -1,7 +1,5 @@
 """`python -m app.cli`: the `tilescope` command."""
 
-import sys
+from . import entry
 
-from .commands import main
-
-sys.exit(main())
+entry()

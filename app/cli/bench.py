@@ -38,6 +38,8 @@ from ..web.graph_figure import graph_figure
 from ..workbench.graph_view import op_metrics
 from ..workbench.grouping import ScopeTree
 from ..workbench.runs import new_run
+from . import bench_goals
+from .bench_goals import bare_parse_seconds
 
 CORPUS_RESNET = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "ttmlir" / "resnet50_xla.mlir"
 SIZES = {  # name -> zoo reference
@@ -67,6 +69,7 @@ class Case:
     steps: list[Step] = field(default_factory=list)
     override: str = ""  # the re-runs' override
     override_status: str = ""  # how the compiler took it: applied, adjusted or rejected
+    parse_s: float = 0.0  # MLIR's parser alone on the text, the floor of any import
 
     @property
     def total(self) -> float:
@@ -111,6 +114,7 @@ def run_case(
     _progress(f"{name}: {model}")
     target = load_target(target_name)
     text = _timed(case, "generate", text_of)
+    case.parse_s = bare_parse_seconds(text, model)
     imported = _timed(case, "import", lambda: import_mlir(text, model, model))
     case.ops = len(imported.graph.ops)
     graph = imported.graph
@@ -294,7 +298,10 @@ def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
         name, ref, system = SPLIT
         cases.append(run_case(name, ref, lambda: zoo.generate(ref), system, Path(tmp)))
         perfdb = perfdb_bench(Path(tmp))
+        measured = bench_goals.measure(quick, Path(tmp), _progress)
+    rows = [_case_row(c) for c in cases]
     return {
+        "goals": bench_goals.as_rows(bench_goals.check(rows, measured)),
         "perfdb": perfdb,
         "machine": {
             "python": platform.python_version(),
@@ -303,22 +310,24 @@ def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
             "system": platform.platform(terse=True),
         },
         "target": target,
-        "cases": [
-            {
-                "name": c.name,
-                "model": c.model,
-                "ops": c.ops,
-                "zones": c.zones,
-                "total_s": c.total,
-                "us_per_op": c.total / c.ops * 1e6 if c.ops else 0.0,
-                "compile_s": c.compile_seconds,
-                "compile_us_per_op": c.compile_seconds / c.ops * 1e6 if c.ops else 0.0,
-                "override": c.override,
-                "override_status": c.override_status,
-                "steps": {s.name: {"s": s.seconds, "peak_rss_mb": s.peak_rss_mb} for s in c.steps},
-            }
-            for c in cases
-        ],
+        "cases": rows,
+    }
+
+
+def _case_row(c: Case) -> dict:
+    return {
+        "name": c.name,
+        "model": c.model,
+        "ops": c.ops,
+        "zones": c.zones,
+        "total_s": c.total,
+        "us_per_op": c.total / c.ops * 1e6 if c.ops else 0.0,
+        "compile_s": c.compile_seconds,
+        "compile_us_per_op": c.compile_seconds / c.ops * 1e6 if c.ops else 0.0,
+        "parse_s": c.parse_s,
+        "override": c.override,
+        "override_status": c.override_status,
+        "steps": {s.name: {"s": s.seconds, "peak_rss_mb": s.peak_rss_mb} for s in c.steps},
     }
 
 
@@ -374,6 +383,8 @@ def format_table(report: dict) -> str:
         "RSS: the process's peak so far"
     )
     lines.append(f"{machine['cores']} cores, {machine['system']}, Python {machine['python']}")
+    if report.get("goals"):
+        lines += ["", bench_goals.format_goals(report["goals"])]
     return "\n".join(lines)
 
 

@@ -84,6 +84,7 @@ class Canonicalize:
         # up (ops are in topological order), not by a walk over every op per no-op: a 100k-op model
         # has ~17k no-ops, and that walk was quadratic (120 s)
         alias: dict[str, str] = {}
+        inputs = set(graph.inputs)  # a large model's weights are thousands of inputs
         for op in graph.ops:
             if alias:
                 op.inputs = [alias.get(t, t) for t in op.inputs]
@@ -93,7 +94,7 @@ class Canonicalize:
                 skipped.append(inner)
             for t in op.outputs:
                 producer[t] = op
-            if _is_identity(graph, op) and op.outputs[0] not in graph.inputs:
+            if _is_identity(graph, op) and op.outputs[0] not in inputs:
                 alias[op.outputs[0]] = op.inputs[0]
                 graph.tensors.pop(op.outputs[0], None)
                 removed.append((op.name, f"no-op {op.kind}"))

@@ -50,11 +50,42 @@ def kernel_key(graph: Graph, op: Op) -> tuple | None:
     return key
 
 
+def _by_position(key: tuple) -> tuple:
+    """A kernel key with each tensor's name replaced by where the op first names it: ops of the
+    same shapes, layouts and attributes (every layer of a transformer) split the same way, and a
+    kernel made for one serves the others with their tensors' names."""
+    kind, attrs, tensors, live = key
+    names = [name for name, _, _ in tensors]
+    return kind, attrs, tuple((names.index(n), shape, layout) for n, shape, layout in tensors), live
+
+
+def _renamed(kernel: Kernel, names: dict[str, str]) -> Kernel:
+    """`kernel` reading and writing the tensors `names` maps its own to."""
+
+    def moves(transfers: tuple[Transfer, ...]) -> tuple[Transfer, ...]:
+        return tuple(Transfer(names[t.tensor], t.path, t.bytes) for t in transfers)
+
+    groups = tuple(
+        CoreWork(
+            g.cores,
+            moves(g.reads),
+            g.compute,
+            moves(g.writes),
+            g.blocks,
+            tuple(CircularBuffer(cb.name, names[cb.tensor], cb.pages, cb.bytes) for cb in g.cbs),
+            g.double_buffered,
+        )
+        for g in kernel.groups
+    )
+    return Kernel(kernel.grid, groups, kernel.program, kernel.block, kernel.subblock)
+
+
 @dataclass(frozen=True)
 class SplitKernels:
     """Splits every op; an op whose kernel key is in `known` (a previous compilation's kernels,
     graph.meta["kernels"] of its kernel level) reuses that kernel, so a re-run after an override
-    splits only the ops the override changed."""
+    splits only the ops the override changed. Within a compile, an op shaped like one split
+    before takes that op's kernel renamed (a 1,000-layer model splits each layer's ops once)."""
 
     name = "split-kernels"
     target: Target
@@ -63,12 +94,23 @@ class SplitKernels:
     def run(self, graph: Graph) -> Graph:
         out = graph
         split: dict[tuple, Kernel | None] = {}
+        alike: dict[tuple, tuple[tuple[str, ...], Kernel | None]] = {}  # by position -> names, kernel
         for op in out.ops:
             key = kernel_key(out, op)
-            if key is not None and key in self.known:
+            if key is None:
+                kernel = self._split(out, op)
+            elif key in self.known:
                 kernel = self.known[key]
             else:
-                kernel = self._split(out, op)
+                names = (*op.inputs, *op.outputs)
+                pattern = _by_position(key)
+                if pattern in alike:
+                    first, kernel = alike[pattern]
+                    if kernel is not None and first != names:
+                        kernel = _renamed(kernel, dict(zip(first, names)))
+                else:
+                    kernel = self._split(out, op)
+                    alike[pattern] = (names, kernel)
             op.meta["kernel"] = kernel
             if key is not None:
                 split[key] = kernel

@@ -1,0 +1,63 @@
+"""The goals `tilescope bench` checks: each measured as the bench does it on a small model, and
+judged against its limit. No test here asserts a time."""
+
+from __future__ import annotations
+
+from app.cli import bench_goals
+from app.cli.bench_goals import Goal, check, format_goals
+from perfdb.engine import open_db, session_factory
+from perfdb.queries import list_runs
+
+
+def _case(name: str, compile_s: float, parse_s: float, rerun_s: float | None = None) -> dict:
+    steps = {"import": {"s": compile_s / 2, "peak_rss_mb": 1.0}}
+    if rerun_s is not None:
+        steps["incr rerun"] = {"s": rerun_s, "peak_rss_mb": 1.0}
+    return {"name": name, "compile_s": compile_s, "parse_s": parse_s, "steps": steps}
+
+
+def _verdicts(goals: list[Goal]) -> dict[str, str]:
+    return {g.goal.split(" ")[0] + " " + g.goal.split(" ")[1]: g.verdict for g in goals}
+
+
+def test_each_goal_is_met_or_not_by_its_figure_and_unmeasured_ones_say_so():
+    cases = [_case("1k", 0.5, 0.1), _case("10k", 3.0, 0.2, rerun_s=0.4)]
+    measured = {
+        "startup_s": [0.3, 0.6, 0.4],  # the median is what counts
+        "process": (25.0, 1500.0),  # too slow, small enough
+        "tuner": {"per_s": 30.0, "ops_per_s": 4e4},
+        "peer": [{"name": "a", "ratio": 0.8}, {"name": "b", "ratio": 1.2}],
+    }
+    goals = check(cases, measured)
+    by_start = {g.goal[:12]: g for g in goals}
+    assert by_start["CLI start-up"].met is True and "0.40 s" in by_start["CLI start-up"].measured
+    assert by_start["`tilescope r"].met is False and by_start["`tilescope r"].measured == "25.0 s, 1.46 GB"
+    assert by_start["re-run after"].met is True and by_start["re-run after"].measured == "0.400 s"
+    assert by_start["one-override"].met is True
+    ratio = by_start["import -> ke"]
+    assert ratio.met is False and ratio.measured == "1k 5.0x, 10k 15.0x"  # one size over is not met
+    assert by_start["import at or"].met is False and "b 1.20" in by_start["import at or"].measured
+    unmeasured = check([], {})
+    assert all(g.met is None and g.verdict == "-" and "not measured" in g.measured for g in unmeasured)
+    text = format_goals(bench_goals.as_rows(goals)).splitlines()
+    assert text[0] == "goals:" and len(text) == 1 + len(goals)
+    assert sum("NOT MET" in line for line in text) == 3
+
+
+def test_the_tuners_trials_compile_and_simulate_one_override_each():
+    trials = bench_goals.tuner_trials("zoo:mlp?layers=2", trials=3)
+    assert trials["trials"] == 3 and trials["per_s"] > 0 and trials["ops_per_s"] > trials["per_s"]
+
+
+def test_a_run_as_its_own_process_stores_its_run_and_reports_its_peak_memory(tmp_path):
+    seconds, peak_mb = bench_goals.process_run("zoo:mlp?layers=1", tmp_path)
+    assert seconds > 0 and 20 < peak_mb < 4096  # an interpreter with the compiler loaded
+    with session_factory(open_db(f"sqlite:///{tmp_path / 'process.db'}"))() as session:
+        assert [r.model.name for r in list_runs(session)] == ["zoo:mlp?layers=1"]
+
+
+def test_startup_runs_the_tilescope_executable_and_the_bare_parse_reads_the_text():
+    assert len(bench_goals.cli_startup(repeats=2)) == 2
+    from compiler import zoo
+
+    assert bench_goals.bare_parse_seconds(zoo.generate("zoo:mlp"), "zoo:mlp") > 0

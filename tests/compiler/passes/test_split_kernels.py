@@ -1,0 +1,30 @@
+"""split-kernels: an op shaped like one split before takes that kernel under its own tensors'
+names, and gets what splitting it on its own gives."""
+
+import pytest
+
+from compiler.models import load_model
+from compiler.passes.split_kernels import SplitKernels
+from compiler.pipeline import compile_model
+from compiler.target import load_target
+
+
+@pytest.mark.parametrize(
+    "ref, target",
+    [
+        ("zoo:bert-base?layers=3", "wormhole_n150"),
+        ("zoo:llama-3.2-1b?mode=decode&layers=3", "wormhole_n150"),  # caches written in place, attention
+        ("zoo:resnet50", "blackhole_p150"),
+        ("zoo:llama-3.2-1b?layers=2&devices=8", "t3k"),  # collectives, each device's piece
+    ],
+)
+def test_every_kernel_equals_the_ops_own_split(ref, target):
+    compiled = compile_model(load_model(ref), load_target(target))
+    layout = compiled.levels["layout"]
+    alone = SplitKernels(compiled.target)
+    shared = 0
+    for op in compiled.kernel.ops:
+        own = alone._split(layout, layout.op(op.name))
+        assert op.meta["kernel"] == own, op.name
+        shared += own is not None
+    assert shared > 0
