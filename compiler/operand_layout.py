@@ -49,6 +49,23 @@ def required_layout(target: Target, graph: Graph, op: Op, tensor: Tensor) -> Lay
     return replace(need, address=None) if need != have else have
 
 
+def required_layout_key(graph: Graph, op: Op, tensor: Tensor) -> tuple:
+    """Everything `required_layout` reads, besides the target: the op's kind and grid, whether the
+    tensor is past its first operand, the tensor's and the op's first result's shape and layout."""
+    out = graph.tensors[op.outputs[0]] if op.outputs else None
+    return (
+        op.kind,
+        op.attrs.get("grid"),
+        op.inputs.index(tensor.name) > 0,
+        tensor.shape,
+        tensor.dtype,
+        tensor.layout,
+        out.shape if out else None,
+        out.dtype if out else None,
+        out.layout if out else None,
+    )
+
+
 def _tile_for(target: Target, graph: Graph, op: Op, tensor: Tensor) -> tuple[int, int]:
     """Compute ops read tiles shaped like the tiles they write; a matmul's B operand (and any
     past it) comes in full tiles, since short tiles only shorten M."""

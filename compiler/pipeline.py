@@ -26,7 +26,7 @@ from .kernel import Kernel
 from .mlir_import import ImportedModel
 from .mlir_print import print_graph
 from .override import OpOverride, OverrideOutcome, sharding_requests
-from .passes.layout import AssignLayouts
+from .passes.layout import AssignLayouts, Placement
 from .policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
 from .passes.canonicalize import Canonicalize
 from .passes.const_eval import ConstEval
@@ -87,15 +87,36 @@ class Compilation:
         return self._printed[level]
 
 
+@dataclass(frozen=True)
+class Known:
+    """What an earlier compile of the same model on the same target made, for a compile with other
+    overrides: the policy's placement of the same `partition` level (None when that level was
+    made again), the layouts ops were found to read their operands in, and the kernels split."""
+
+    placement: Placement | None = None
+    operand_layouts: dict = field(default_factory=dict)
+    kernels: Mapping[tuple, Kernel | None] = field(default_factory=dict)
+
+    @classmethod
+    def since(cls, since: Compilation, same_partition: bool) -> Known:
+        layout = since.levels["layout"]
+        return cls(
+            layout.meta.get("placed") if same_partition else None,
+            layout.meta.get("required_layouts", {}),
+            since.kernel.meta.get("kernels", {}),
+        )
+
+
 def stages(
     target: Target,
     overrides: Sequence[OpOverride],
     policy: str,
     l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
-    known_kernels: Mapping[tuple, Kernel | None] | None = None,
+    known: Known | None = None,
 ) -> list[tuple[str, list]]:
-    """Each level and the passes that produce it, in order. `known_kernels`: kernels split before
-    (SplitKernels reuses them for ops that have not changed)."""
+    """Each level and the passes that produce it, in order; `known`: what an earlier compile of
+    the model made that this one may take rather than make again."""
+    known = known or Known()
     return [
         (
             "graph",
@@ -112,9 +133,13 @@ def stages(
         ("partition", [Partition(target, sharding_requests(overrides))]),
         (
             "layout",
-            [AssignLayouts(target, tuple(overrides), policy, l1_usage_cap), InsertToLayout(target), PlanMemory(target)],
+            [
+                AssignLayouts(target, tuple(overrides), policy, l1_usage_cap, known.placement),
+                InsertToLayout(target, known.operand_layouts),
+                PlanMemory(target),
+            ],
         ),
-        ("kernel", [SplitKernels(target, known_kernels or {}), LowerCollectives(target), CheckL1(target)]),
+        ("kernel", [SplitKernels(target, known.kernels), LowerCollectives(target), CheckL1(target)]),
     ]
 
 
@@ -132,7 +157,7 @@ def compile_model(
     overrides are the same, and the kernels of ops whose layouts are the same. The result is the
     same as compiling from scratch."""
     reuse = since is not None and since.model is model and since.target == target
-    known = since.kernel.meta.get("kernels") if reuse else None
+    known = Known.since(since, same_partition=_unchanged(since, "partition", overrides)) if reuse else Known()
     levels: dict[str, Graph] = {}
     graph = model.graph
     for level, passes in stages(target, overrides, policy, l1_usage_cap, known):

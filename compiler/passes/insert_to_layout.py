@@ -9,17 +9,22 @@ What each op can read is compiler.operand_layout's rule. An operand override (th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..ir import Graph, Op, Tensor
-from ..operand_layout import required_layout
+from ..operand_layout import required_layout, required_layout_key
 from ..target import Target
 
 
 @dataclass(frozen=True)
 class InsertToLayout:
+    """`known`: the layouts ops were found to need, by what decides them (an earlier compile's
+    `graph.meta["required_layouts"]`, shared and added to): every layer of a model, and every op
+    an override leaves alone in a re-run, asks the same question again."""
+
     name = "insert-to-layout"
     target: Target
+    known: dict = field(default_factory=dict, compare=False)
 
     def run(self, graph: Graph) -> Graph:
         ops: list[Op] = []
@@ -27,7 +32,7 @@ class InsertToLayout:
             asked = op.meta.get("operand_layouts", {})  # operand overrides (layout pass)
             for i, name in enumerate(list(op.inputs)):
                 tensor = graph.tensors[name]
-                need = asked.get(i) or required_layout(self.target, graph, op, tensor)
+                need = asked.get(i) or self._required(graph, op, tensor)
                 if need == tensor.layout:
                     continue
                 converted = f"{op.name}.in{i}.to_layout"
@@ -50,4 +55,12 @@ class InsertToLayout:
                 op.inputs[i] = converted
             ops.append(op)
         graph.ops = ops
+        graph.meta["required_layouts"] = self.known
         return graph
+
+    def _required(self, graph: Graph, op: Op, tensor: Tensor):
+        key = required_layout_key(graph, op, tensor)
+        need = self.known.get(key)
+        if need is None:
+            need = self.known[key] = required_layout(self.target, graph, op, tensor)
+        return need

@@ -16,7 +16,7 @@ the override's, or the layout part's when it has one and the sharding applied.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from .. import opset
@@ -85,27 +85,45 @@ def l1_layout_for(tensor: Tensor, grid: tuple[int, int], memory: str, tile: tupl
 
 
 @dataclass(frozen=True)
+class Placement:
+    """What a policy made of a `partition` level before any override: each tensor's layout and
+    each op's grid. It depends on the level, the target, the policy and its L1 cap alone, so a
+    re-run with other overrides on the same level starts from it (`graph.meta["placed"]`)."""
+
+    made_by: tuple[str, float]  # policy, L1 usage cap
+    layouts: dict[str, Layout]
+    grids: dict[str, tuple[int, int]]
+
+    @classmethod
+    def of(cls, graph: Graph, made_by: tuple[str, float]) -> Placement:
+        layouts = {name: t.layout for name, t in graph.tensors.items()}
+        return cls(made_by, layouts, {op.name: op.attrs["grid"] for op in graph.ops})
+
+    def restore(self, graph: Graph) -> None:
+        for name, tensor in graph.tensors.items():
+            tensor.layout = self.layouts[name]
+        for op in graph.ops:
+            op.attrs["grid"] = self.grids[op.name]
+
+
+@dataclass(frozen=True)
 class AssignLayouts:
     name = "assign-layouts"
     target: Target
     overrides: tuple[OpOverride, ...] = ()
     policy: str = DEFAULT_POLICY
     l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
+    # an earlier compile's placement of the same `partition` level, taken rather than made again
+    placed: Placement | None = field(default=None, compare=False)
 
     def run(self, graph: Graph) -> Graph:
-        dram = Layout(memory="dram", memory_layout="interleaved", grid=(1, 1), tile=self.target.tile)
-        for tensor in graph.tensors.values():
-            tensor.layout = replace(dram, dtype=tensor.dtype)
-        for op in graph.ops:
-            engine = opset.op_class(op.kind).engine
-            grid = (1, 1) if engine == "none" else self.target.grid
-            op.attrs["grid"] = grid
-            for t in op.outputs:
-                graph.tensors[t].layout = replace(graph.tensors[t].layout, grid=grid)
-        if self.policy in (GREEDY_L1, OPTIMIZER):
-            self._greedy_l1(graph)
-        if self.policy == OPTIMIZER:
-            self._block_float_weights(graph)
+        if self.placed is not None and self.placed.made_by == (self.policy, self.l1_usage_cap):
+            self.placed.restore(graph)
+            placed = self.placed
+        else:
+            self._place(graph)
+            placed = Placement.of(graph, (self.policy, self.l1_usage_cap))
+        graph.meta["placed"] = placed
         graph.meta["policy"] = self.policy
         # operand overrides after the output ones: whether an op can read an operand depends on
         # the grid and layout its own output ended up with
@@ -126,6 +144,29 @@ class AssignLayouts:
                 outcomes[i] = replace(sharded, spec=ov.spec)
         graph.meta["overrides"] = [outcomes[i] for i in range(len(self.overrides))]
         return graph
+
+    def _place(self, graph: Graph) -> None:
+        """The policy's layout of every tensor and grid of every op, before any override."""
+        dram = Layout(memory="dram", memory_layout="interleaved", grid=(1, 1), tile=self.target.tile)
+        by_dtype: dict[str, Layout] = {}  # layouts are immutable: tensors of a dtype share one
+        for tensor in graph.tensors.values():
+            if tensor.dtype not in by_dtype:
+                by_dtype[tensor.dtype] = replace(dram, dtype=tensor.dtype)
+            tensor.layout = by_dtype[tensor.dtype]
+        on_grid: dict[tuple[Layout, tuple[int, int]], Layout] = {}
+        for op in graph.ops:
+            engine = opset.op_class(op.kind).engine
+            grid = (1, 1) if engine == "none" else self.target.grid
+            op.attrs["grid"] = grid
+            for t in op.outputs:
+                layout = graph.tensors[t].layout
+                if (layout, grid) not in on_grid:
+                    on_grid[(layout, grid)] = replace(layout, grid=grid)
+                graph.tensors[t].layout = on_grid[(layout, grid)]
+        if self.policy in (GREEDY_L1, OPTIMIZER):
+            self._greedy_l1(graph)
+        if self.policy == OPTIMIZER:
+            self._block_float_weights(graph)
 
     def _partition_outcomes(self, graph: Graph) -> dict[int, OverrideOutcome]:
         """The partition pass's outcome of each override with a sharding, by the override's index."""

@@ -72,8 +72,10 @@ class PlanMemory:
         diagnostics: list[str] = list(graph.meta.get("diagnostics", []))
         top: tuple = (0.0, (0, 0), "", [])
         live: dict[str, Tensor] = {}  # placed and not yet freed
+        changed = True  # usage changed since the last op's was read
 
         def place(tensor: Tensor, op_name: str) -> None:
+            nonlocal changed
             need = self._bytes(tensor)
             address = allocator.allocate(int(need), tensor.name)
             if address is None:
@@ -94,6 +96,7 @@ class PlanMemory:
                     tensor.layout, memory=self.target.dram.name, memory_layout="interleaved", address=None
                 )
                 return
+            changed = True
             tensor.layout = replace(tensor.layout, address=address)
             live[tensor.name] = tensor
             rows, cols = self._cores_of(tensor)
@@ -101,7 +104,9 @@ class PlanMemory:
             frees.setdefault(last[tensor.name], []).append(tensor.name)
 
         def release(index: int) -> None:
+            nonlocal changed
             for name in frees.pop(index, []):
+                changed = True
                 tensor = graph.tensors[name]
                 allocator.free(name)
                 del live[name]
@@ -112,14 +117,18 @@ class PlanMemory:
             tensor = graph.tensors[name]
             if self._in_core_memory(tensor):
                 place(tensor, "the inputs")
+        per_core, fullest = None, 0.0  # the ops since the last change share one copy (read only)
         for i, op in enumerate(graph.ops):
             for t in op.outputs:
                 if self._in_core_memory(graph.tensors[t]):
                     place(graph.tensors[t], op.name)
-            np.maximum(peak, usage, out=peak)
-            fullest = float(usage.max())
+            if changed:
+                changed = False
+                np.maximum(peak, usage, out=peak)
+                fullest = float(usage.max())
+                per_core = usage.copy()
             op.meta["l1_live"] = fullest
-            op.meta["l1_live_per_core"] = usage.copy() if fullest else None  # None: nothing in L1
+            op.meta["l1_live_per_core"] = per_core if fullest else None  # None: nothing in L1
             if fullest > top[0]:
                 r, c = (int(i) for i in np.unravel_index(int(usage.argmax()), usage.shape))
                 on_core = [

@@ -156,6 +156,10 @@ def _sim_rows(sim):
         ("zoo:bert-base?layers=2", "dram-interleaved", "encoder.layer.1.output.LayerNorm.layer_norm=2x2"),
         # fused attention, a KV cache written in place and const-eval work at load
         ("zoo:llama-3.2-1b?mode=decode&layers=2", "optimizer", "model.layers.1.mlp.up_proj.matmul=bfp4"),
+        # the greedy policy's L1 placement taken from the base compile, one output moved back to DRAM
+        ("zoo:bert-base?layers=2", "greedy-l1", "encoder.layer.0.intermediate.dense.matmul=dram"),
+        # an operand read in another layout: a conversion inserted before the op
+        ("zoo:bert-base?layers=2", "dram-interleaved", "encoder.layer.1.attention.output.dense.matmul=operand#0:l1"),
     ],
 )
 def test_a_compile_and_simulation_since_an_earlier_one_equal_those_from_scratch(wormhole, ref, policy, item):
@@ -171,8 +175,14 @@ def test_a_compile_and_simulation_since_an_earlier_one_equal_those_from_scratch(
     fresh = compile_model(model, wormhole, override, policy=policy)
     since = compile_model(model, wormhole, override, policy=policy, since=base)
     assert since.levels["graph"] is base.levels["graph"]
+    # the policy's placement is taken, not made again; what the override moved is its own
+    assert since.levels["layout"].meta["placed"] is base.levels["layout"].meta["placed"]
     for level in ("graph", "layout", "kernel"):
         assert since.mlir(level) == fresh.mlir(level)
+    assert since.override_outcomes == fresh.override_outcomes
+    assert since.levels["layout"].meta["l1_peak"] == fresh.levels["layout"].meta["l1_peak"]
+    live = [(op.name, op.meta["l1_live"], op.meta["l1_bytes"]) for op in since.kernel.ops]
+    assert live == [(op.name, op.meta["l1_live"], op.meta["l1_bytes"]) for op in fresh.kernel.ops]
     kernels = {op.name: op.meta["kernel"] for op in since.kernel.ops}
     assert kernels == {op.name: op.meta["kernel"] for op in fresh.kernel.ops}
     before = {op.name: op.meta["kernel"] for op in base.kernel.ops}
@@ -240,3 +250,15 @@ def test_a_recompile_with_other_sharding_overrides_partitions_again_and_equals_o
     assert _sim_rows(again) == _sim_rows(scratch)
     # and the earlier compilation is as it was
     assert base.mlir("partition") == compile_model(model, t3k, [parse_item(i) for i in before]).mlir("partition")
+
+
+def test_a_compile_since_one_with_another_policy_places_afresh(wormhole):
+    """The placement is the policy's: under another policy (or L1 cap) it is made again."""
+    model = load_model("zoo:bert-base?layers=2")
+    base = compile_model(model, wormhole)
+    for policy, cap in (("greedy-l1", 0.5), ("greedy-l1", 0.25)):
+        since = compile_model(model, wormhole, policy=policy, l1_usage_cap=cap, since=base)
+        fresh = compile_model(model, wormhole, policy=policy, l1_usage_cap=cap)
+        assert since.levels["layout"].meta["placed"] is not base.levels["layout"].meta["placed"]
+        assert since.mlir("layout") == fresh.mlir("layout") != base.mlir("layout")
+        base = since
