@@ -7,7 +7,7 @@ cores that fetch a multicast operand from DRAM and the cores that receive it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Paths a transfer takes besides a memory name: another core's L1 over one NoC link, or a
 # multicast that one sender core pushes to a row or column of receivers.
@@ -66,6 +66,9 @@ class Kernel:
     program: str = ""  # how the work was split: matmul_2d_mcast, matmul_1d_mcast, eltwise, ...
     block: tuple[int, ...] = ()  # matmul: per-core block rows, cols and inner K block, in tiles
     subblock: tuple[int, int] | None = None  # matmul output sub-block, as asked for
+    # the kernel this one is a renaming of (another op of the same shapes and layouts): it times
+    # the same, so the simulator times it once
+    like: Kernel | None = field(default=None, compare=False, repr=False)
 
     @property
     def cores_used(self) -> int:

@@ -77,7 +77,7 @@ def _renamed(kernel: Kernel, names: dict[str, str]) -> Kernel:
         )
         for g in kernel.groups
     )
-    return Kernel(kernel.grid, groups, kernel.program, kernel.block, kernel.subblock)
+    return Kernel(kernel.grid, groups, kernel.program, kernel.block, kernel.subblock, kernel.like or kernel)
 
 
 @dataclass(frozen=True)

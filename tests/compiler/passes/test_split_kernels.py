@@ -28,3 +28,28 @@ def test_every_kernel_equals_the_ops_own_split(ref, target):
         assert op.meta["kernel"] == own, op.name
         shared += own is not None
     assert shared > 0
+
+
+def test_a_renamed_kernel_is_timed_as_its_own_op():
+    """The simulator times a kernel and takes the time for its renamings (kernel.like): the same
+    timings, zones and counters as timing every op on its own."""
+    from dataclasses import replace
+
+    from compiler.simulator import simulate
+
+    target = load_target("wormhole_n150")
+    compiled = compile_model(load_model("zoo:bert-base?layers=3"), target)
+    renamed = [op for op in compiled.kernel.ops if op.meta["kernel"] is not None and op.meta["kernel"].like]
+    assert len(renamed) > len(compiled.kernel.ops) // 3
+    shared = simulate(compiled.kernel, target)
+    alone_graph = compiled.kernel.with_level("kernel")
+    for op in alone_graph.ops:
+        if op.meta["kernel"] is not None:
+            op.meta["kernel"] = replace(op.meta["kernel"], like=None)
+    alone = simulate(alone_graph, target)
+
+    def rows(sim):
+        ops = [(o.name, o.start_ns, o.duration_ns, o.bound, o.why, o.bytes, o.flops, o.tensors) for o in sim.ops]
+        return ops, list(sim.zones), list(sim.counters)
+
+    assert rows(shared) == rows(alone)
