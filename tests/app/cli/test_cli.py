@@ -683,3 +683,19 @@ def test_a_run_id_no_database_can_hold_is_one_line(capsys, tmp_path, tiny_path, 
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert "is not a run" in err or "no run with id" in err
+
+
+def test_a_reader_that_leaves_early_ends_the_process_quietly(tmp_path):
+    """`tilescope show ... | head -1`: the rest of the text is not wanted; no traceback, and the
+    process leaves rather than hang on a full pipe."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "show", "zoo:bert-base?layers=2", "--level", "kernel"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and first.startswith(b"module")
+    assert "Traceback" not in err and "Exception ignored" not in err, err
