@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import TilescopeError
+from .measurement_files import MODELS_FILE
 from .models import load_model
 from .pipeline import Compilation, compile_model
 from .policies import OPTIMIZER
 from .simulator import simulate
 from .target import DISPATCH_MODES, Target, load_target
 
-MODELS_FILE = Path(__file__).parent / "measurements" / "tt_metal_models.csv"
 POLICY = OPTIMIZER  # whole models are compared as production compiles them
 DEV, HELD_OUT = "dev", "held-out"
 SPLITS = (DEV, HELD_OUT)

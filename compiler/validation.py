@@ -21,15 +21,13 @@ from pathlib import Path
 
 from . import zoo
 from .ir import Graph
+from .measurement_files import ELTWISE_FILE, GEMM_FILE
 from .mlir_import import import_mlir
 from .override import OpOverride
 from .pipeline import compile_model
 from .simulator import simulate
 from .target import Target, load_target
 
-MEASUREMENTS = Path(__file__).parent / "measurements"
-GEMM_FILE = MEASUREMENTS / "tt_metal_gemm.csv"
-ELTWISE_FILE = MEASUREMENTS / "tt_metal_eltwise.csv"
 CALIBRATED = "wormhole_n150"  # the one target whose pipeline constants are fitted
 # targets whose files take the calibrated target's fitted constants: the same Tensix core
 TENSIX_TARGETS = ("wormhole_n150", "blackhole_p150")

@@ -2,33 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
-from platformdirs import user_data_dir
 from alembic.util import CommandError
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from .errors import DatabaseError
+from .location import default_url
 from .migrate import upgrade
-
-ENV_VAR = "TILESCOPE_DB"
-
-
-class DatabaseError(Exception):
-    """The database cannot be reached or used; str() is one line naming the cause."""
-
-
-def embedded_url() -> str:
-    """The embedded database: one SQLite file in the user's data directory, never the working tree."""
-    return f"sqlite:///{Path(user_data_dir('tilescope')) / 'perf.db'}"
-
-
-def default_url() -> str:
-    return os.environ.get(ENV_VAR) or embedded_url()
 
 
 def _describe(url: str) -> str:

@@ -14,14 +14,10 @@ from sqlalchemy.orm import Session, selectinload, undefer
 from compiler.resharding import COLLECTIVES
 
 from . import blocks, lod
+from .errors import RunNotFound
 from .meshes import collectives_only_in, devices_warning, run_mesh
 from .records import LoadOp
 from .schema import Model, OpRecord, Run, TimelineBlock
-
-
-class RunNotFound(LookupError):
-    def __init__(self, run_id: int) -> None:
-        super().__init__(f"no run with id {run_id}")
 
 
 def list_runs(session: Session, model_ref: str | None = None) -> list[Run]:

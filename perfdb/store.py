@@ -14,7 +14,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from . import blocks, lod
-from .engine import DatabaseError
+from .errors import DatabaseError
 from .records import OP_FIELDS, CounterColumns, NewRun, ZoneColumns
 from .schema import Model, Run, Target
 

@@ -1,5 +1,10 @@
 """The `tilescope` command line: the parser, each command group adding its own commands
-(runs.py, stored.py, serving.py), and one line for any error."""
+(runs.py, stored.py, serving.py), and one line for any error.
+
+Building the parser imports only the light modules its choices and help name; each command
+imports the compiler, the database and the app when it runs. Importing those (the MLIR bindings,
+SQLAlchemy, Alembic, numpy) takes most of a second, which `tilescope --help` should not wait for.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,8 @@ import importlib.metadata
 import sys
 from collections.abc import Sequence
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from compiler.errors import TilescopeError
-from perfdb.engine import DatabaseError
-from perfdb.queries import RunNotFound
+from perfdb.errors import DatabaseError, RunNotFound
 
 from . import runs, serving, stored, validate
 
@@ -44,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
 GC_THRESHOLDS = (100_000, 50, 100)
 
 
+def _sqlalchemy_errors() -> tuple[type[Exception], ...]:
+    """SQLAlchemy's base error if a command imported SQLAlchemy; a command that did not cannot raise it."""
+    exc = sys.modules.get("sqlalchemy.exc")
+    return (exc.SQLAlchemyError,) if exc is not None else ()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     gc.set_threshold(*GC_THRESHOLDS)
@@ -52,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TilescopeError, DatabaseError, RunNotFound) as err:
         print(f"tilescope: error: {err}", file=sys.stderr)
         return 2
-    except SQLAlchemyError as err:  # the database failed mid-way: say so in one line
+    except _sqlalchemy_errors() as err:  # the database failed mid-way: say so in one line
         reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
         print(f"tilescope: error: database: {reason}", file=sys.stderr)
         return 2

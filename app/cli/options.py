@@ -8,12 +8,10 @@ import argparse
 from compiler.errors import TilescopeError
 from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
 from compiler.target import builtin_names
-from perfdb.engine import ENV_VAR as DB_ENV
-from perfdb.engine import embedded_url, open_db, session_factory
-from perfdb.queries import run_id_back
+from perfdb.location import ENV_VAR as DB_ENV
+from perfdb.location import embedded_url
 
-from ..workbench.model_access import DEFAULT_MAX_OPS
-from ..workbench.runs import DEFAULT_TARGET
+from ..workbench.defaults import DEFAULT_MAX_OPS, DEFAULT_TARGET
 
 EXAMPLE_MODEL = "zoo:mlp"
 MODEL_HELP = (
@@ -44,6 +42,8 @@ def digits(text: str) -> bool:
 
 
 def resolve_run(session, ref: int | str) -> int:
+    from perfdb.queries import run_id_back
+
     if isinstance(ref, int):
         return ref
     try:
@@ -53,6 +53,8 @@ def resolve_run(session, ref: int | str) -> int:
 
 
 def run_ids(db: str | None, *refs: int | str) -> list[int]:
+    from perfdb.engine import open_db, session_factory
+
     with session_factory(open_db(db))() as session:
         return [resolve_run(session, ref) for ref in refs]
 

@@ -6,23 +6,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from compiler.errors import TilescopeError
 from compiler.ir import LEVELS
-from compiler.models import load_model
 from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
-from compiler.simulator import OpTiming
-from compiler.target import DISPATCH_MODES, load_target
-from compiler.override import OpOverride
-from overrides import parse_item, validate
-from overrides.formats import OverrideSet, load_file, unique_items
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import list_runs
+from compiler.target import DISPATCH_MODES
 
-from ..workbench.device_split import split_by_device
-from ..workbench.load_time import load_line
-from ..workbench.runs import RunResult, compile_cached, execute
 from .options import MODEL_HELP, add_common, add_json
+
+if TYPE_CHECKING:  # the compiler and the runs are imported when a command runs
+    from compiler.override import OpOverride
+    from compiler.simulator import OpTiming
+
+    from ..workbench.runs import RunResult
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -98,6 +95,9 @@ def _op_json(o: OpTiming) -> dict:
 
 
 def _print_table(result: RunResult, model_ref: str) -> None:
+    from ..workbench.device_split import split_by_device
+    from ..workbench.load_time import load_line
+
     sim = result.sim
     print(
         f"run {result.run_id}  {model_ref} on {sim.target} "
@@ -142,6 +142,9 @@ def warn(warnings: list[str]) -> None:
 def settings(args) -> tuple[list[OpOverride], str, str, float]:
     """Overrides and globals: command-line flags win over an overrides file, which wins over
     the defaults."""
+    from overrides import parse_item
+    from overrides.formats import OverrideSet, load_file
+
     loaded = load_file(args.overrides) if args.overrides else OverrideSet()
     items = [*loaded.items, *(parse_item(item) for item in args.override)]
     OverrideSet(items)  # one override per op, across file and flags
@@ -154,6 +157,10 @@ def settings(args) -> tuple[list[OpOverride], str, str, float]:
 
 
 def cmd_run(args) -> int:
+    from perfdb.engine import open_db, session_factory
+
+    from ..workbench.runs import execute
+
     items, policy, dispatch, cap = settings(args)
     sessions = session_factory(open_db(args.db))
     result = execute(
@@ -181,6 +188,9 @@ def cmd_run(args) -> int:
 
 
 def cmd_runs(args) -> int:
+    from perfdb.engine import open_db, session_factory
+    from perfdb.queries import list_runs
+
     with session_factory(open_db(args.db))() as session:
         runs = list_runs(session)
         rows = [
@@ -209,6 +219,8 @@ def cmd_runs(args) -> int:
 
 
 def cmd_show(args) -> int:
+    from ..workbench.runs import compile_cached
+
     items, policy, _, cap = settings(args)
     compilation = compile_cached(args.model, args.target, tuple(items), policy=policy, l1_usage_cap=cap)
     warn(compilation.warnings)
@@ -218,6 +230,11 @@ def cmd_show(args) -> int:
 
 def cmd_check(args) -> int:
     """Read the file leniently, then compile once: every problem is listed, not just the first."""
+    from compiler.models import load_model
+    from compiler.target import load_target
+    from overrides import parse_item, validate
+    from overrides.formats import OverrideSet, load_file, unique_items
+
     problems: list[str] = []
     loaded = load_file(args.overrides, problems) if args.overrides else OverrideSet()
     items = list(loaded.items)

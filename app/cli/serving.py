@@ -10,8 +10,7 @@ import sys
 from compiler.errors import TilescopeError
 
 from ..web.auth import AUTH_ENV, set_password
-from ..workbench.model_access import ModelAccess
-from ..workbench.runs import DEFAULT_TARGET
+from ..workbench.defaults import DEFAULT_TARGET
 from .options import EXAMPLE_MODEL, MODEL_HELP, TARGET_HELP, add_common, add_web_limits
 
 PORT_ENV, DEFAULT_PORT = "TILESCOPE_PORT", 8050
@@ -80,6 +79,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 def cmd_worker(args) -> int:
     from ..web.celery_jobs import BROKER_ENV, broker_url, work
     from ..web.server import create_app
+    from ..workbench.model_access import ModelAccess
 
     url = broker_url()
     if url is None:
@@ -108,6 +108,7 @@ def _port_from_env() -> int:
 
 def cmd_serve(args) -> int:
     from ..web.server import serve
+    from ..workbench.model_access import ModelAccess
 
     if args.workers < 1:
         raise TilescopeError(f"--workers {args.workers}: a number of processes is at least 1")

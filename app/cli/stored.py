@@ -11,12 +11,9 @@ import tempfile
 from pathlib import Path
 
 from compiler.errors import TilescopeError
-from perfdb.engine import open_db, session_factory
-from perfdb.ops_csv import CsvImportError, import_csv
-from perfdb.queries import op_records
 
-from ..workbench.run_export import EXPORT_FORMATS, export_run
-from ..workbench.runs import DEFAULT_TARGET
+from ..workbench.defaults import DEFAULT_TARGET
+from ..workbench.export_formats import EXPORT_FORMATS
 from .options import RUN_HELP, TARGET_HELP, add_common, add_json, resolve_run, run_ids, run_ref
 
 
@@ -83,6 +80,10 @@ def cmd_bench(args) -> int:
 
 
 def cmd_export(args) -> int:
+    from perfdb.engine import open_db, session_factory
+
+    from ..workbench.run_export import export_run
+
     output = Path(args.output) if args.output else None
     if output is not None:  # said before the export's work
         if output.is_dir() or not output.parent.is_dir():
@@ -125,6 +126,10 @@ def _umask() -> int:
 
 
 def cmd_import(args) -> int:
+    from perfdb.engine import open_db, session_factory
+    from perfdb.ops_csv import CsvImportError, import_csv
+    from perfdb.queries import op_records
+
     path = Path(args.csv)
     try:
         text = path.read_text(encoding="utf-8-sig")

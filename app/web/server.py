@@ -30,7 +30,7 @@ from .page import page
 from .panel import PageContext, Wiring
 from .request_limits import limit_requests
 from ..workbench import runs
-from ..workbench.runs import DEFAULT_TARGET
+from ..workbench.defaults import DEFAULT_TARGET
 from .thread_jobs import ThreadJobManager
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"

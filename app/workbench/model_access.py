@@ -23,11 +23,11 @@ from compiler.errors import TilescopeError
 from compiler.models import EXAMPLES, count_ops, example_names, read_source, split_function
 from compiler.target import DEFAULT_DISPATCH, builtin_names
 
+from .defaults import DEFAULT_MAX_OPS
 from .isolation import run_isolated
 from .runs import store_baseline
 
 MAX_SOURCE_BYTES = 64 * 2**20  # an upload or a file under --models-dir; larger models: the CLI
-DEFAULT_MAX_OPS = 50_000  # ~20 s and ~1.5 GB to compile and store on a 2-core machine
 MEMORY_PER_OP = 64 * 2**10  # a 50k-op model peaks at ~1.5 GB compiling and storing: twice that
 MIN_COMPILE_MEMORY = 2 * 2**30  # counting a 64 MiB upload's ~1M ops peaks at ~0.7 GB
 COMPILE_SECONDS = 300.0

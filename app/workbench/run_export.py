@@ -16,16 +16,8 @@ from perfdb.ops_csv import write_csv
 from perfdb.queries import get_run
 from perfdb.schema import Run
 
+from .export_formats import EXPORT_FORMATS
 from .runs import target_of
-
-# format -> (what a user picks, file name suffix)
-EXPORT_FORMATS = {
-    "overrides": ("overrides, tilescope JSON", "overrides.json"),
-    "tt-mlir": ("overrides, tt-mlir options", "overrides.txt"),
-    "tt-explorer": ("overrides, TT-Explorer JSON", "tt-explorer.json"),
-    "chrome": ("trace, Chrome/Perfetto JSON", "trace.json"),
-    "csv": ("ops, tt-metal CSV", "ops.csv"),
-}
 
 
 def peak_bytes_per_s(run: Run) -> dict[str, float]:

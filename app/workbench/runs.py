@@ -23,9 +23,8 @@ from perfdb.records import CounterColumns, LoadOp, NewOp, NewRun, ZoneColumns
 from perfdb.store import save_run
 
 from .compile_store import CompileStore
+from .defaults import DEFAULT_TARGET
 from .kept import Kept
-
-DEFAULT_TARGET = "wormhole_n150"
 
 
 def no_progress(stage: str) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from perfdb import engine as engine_mod
-from perfdb.engine import ENV_VAR, DatabaseError, default_url, open_db
+from perfdb.engine import DatabaseError, open_db
+from perfdb.location import ENV_VAR, default_url
 
 
 def _one_line(err) -> str:

@@ -13,7 +13,7 @@ from ..panel import PageContext, Panel, Wiring
 from ..style import error
 from .statistics import TAB as STATISTICS
 from ...workbench.load_time import duration_text
-from ...workbench.run_export import EXPORT_FORMATS
+from ...workbench.export_formats import EXPORT_FORMATS
 from ...workbench.run_view import RunView
 
 

@@ -608,6 +608,47 @@ def test_every_option_of_every_command_says_what_it_does():
                 assert action.help, f"tilescope {name} {action.option_strings[0]} has no help text"
 
 
+# what the commands run on, and most of a second to import: `tilescope --help` must not wait for them
+HEAVY_MODULES = (
+    "alembic",
+    "celery",
+    "dash",
+    "flask",
+    "iree",
+    "jsonschema",
+    "mlir",
+    "networkx",
+    "numpy",
+    "plotly",
+    "sqlalchemy",
+)
+
+
+def test_building_the_parser_imports_none_of_what_the_commands_run_on():
+    """In a fresh process: this one has imported everything already."""
+    code = (
+        "import sys\n"
+        "from app.cli.commands import _parser\n"
+        "_parser()\n"
+        f"print(sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "[]\n"
+
+
+def test_a_database_failing_mid_command_is_one_line(tmp_path):
+    """The database opens, then a query fails (its table is gone): one line, in a process that
+    imported SQLAlchemy only when the command ran."""
+    import sqlite3
+
+    assert tilescope(tmp_path, "runs").returncode == 0  # makes the database at the newest schema
+    with sqlite3.connect(tmp_path / "proc.db") as connection:
+        connection.execute("ALTER TABLE runs RENAME TO gone")
+    proc = tilescope(tmp_path, "runs")
+    assert_one_error_line(proc.returncode, proc.stderr, "^tilescope: error: database: no such table: runs$")
+
+
 @pytest.mark.parametrize("value", ["http", "0", "70000"])
 def test_a_bad_port_in_the_environment_is_one_line(capsys, monkeypatch, value):
     monkeypatch.setenv("TILESCOPE_PORT", value)
