@@ -29,6 +29,9 @@ def drop_unread(graph: Graph, candidates: Iterable[Op], reason: str | Callable[[
     only they read, each for `reason` (or reason(op)), in one pass over the graph however many
     rewrites left them. Returns the dropped ops' names."""
     pending = {id(op): op for op in candidates}
+    if not pending:  # nothing to drop: no count of every op's reads
+        graph.meta["canonicalized"] = list(graph.meta.get("canonicalized", []))
+        return []
     made_by = {t: op for op in pending.values() for t in op.outputs}
     count: dict[str, int] = {t: 1 for t in graph.outputs}
     for op in graph.ops:
