@@ -24,25 +24,18 @@ class Normalize:
         empties = {t for op in out.ops if op.kind in opset.DPS_EMPTY for t in op.outputs}
         unknown: dict[str, int] = {}
         ops: list[Op] = []
-        for op in out.ops:
+        for op in out.ops:  # the level's own copies: changed in place
             if op.kind in opset.DPS_EMPTY:
                 continue
             kind = opset.kind_of_op(op)
-            attrs = dict(op.attrs)
             if kind is None:
                 unknown[op.kind] = unknown.get(op.kind, 0) + 1
-                attrs["source_op"] = op.kind
+                op.attrs["source_op"] = op.kind
                 kind = opset.OPAQUE
-            ops.append(
-                Op(
-                    name=op.name,
-                    kind=kind,
-                    inputs=[t for t in op.inputs if t not in empties],
-                    outputs=list(op.outputs),
-                    attrs=attrs,
-                    source=(op.name,),
-                )
-            )
+            op.kind, op.source, op.meta = kind, (op.name,), {}
+            if empties:
+                op.inputs = [t for t in op.inputs if t not in empties]
+            ops.append(op)
             if kind == "constant":
                 for t in op.outputs:
                     out.tensors[t].is_constant = True
