@@ -64,15 +64,15 @@ class MeshReader:
             if key in attributes and tensor not in self.specs:
                 self.specs[tensor] = _Spec(self._written(key, _string(attributes[key]), where), where)
 
-    def op(self, op: Op, operation, where: str) -> None:
-        """An op's sharding attributes, and what its kind says about communication."""
-        attributes = operation.attributes
+    def op(self, op: Op, attributes, where: str) -> None:
+        """An op's sharding attributes (`attributes`: the bindings' map, whose keys op.attrs has
+        and whose values it may hold clipped), and what its kind says about communication."""
         if self.manual_depth:
             self.local.update(op.outputs)
         kind = op.kind.removeprefix("sdy.")
-        if "sdy.sharding" in attributes:
+        if "sdy.sharding" in op.attrs:
             self._per_value(op.outputs, _string(attributes["sdy.sharding"]), where)
-        if "mhlo.sharding" in attributes and len(op.outputs) == 1:
+        if "mhlo.sharding" in op.attrs and len(op.outputs) == 1:
             text = _string(attributes["mhlo.sharding"])
             self.specs[op.outputs[0]] = _Spec(self._written("mhlo.sharding", text, where), where)
         for key in ("sharding", "out_sharding"):

@@ -51,7 +51,9 @@ MAX_NAME_CHARS = 512
 
 
 def new_context() -> ir.Context:
-    ctx = ir.Context()
+    # The bindings' default loads every dialect IREE registers into each new context: 7-9 ms, more
+    # than importing a 100-op model. None loaded, the parser loads each dialect the text names.
+    ctx = ir.Context(load_on_create_dialects=[])
     ctx.allow_unregistered_dialects = True
     return ctx
 
@@ -179,44 +181,34 @@ def _checked_name(name: str, what: str, ref: str, location: ir.Location | None =
 
 
 def _where(ref: str, location: ir.Location | None) -> str:
-    """ref:line:col of a location in the file, or ref alone."""
-    try:
+    """ref:line:col of a location in the file, or ref alone (no location, or a name or unknown one)."""
+    if isinstance(location, ir.FileLineColLoc):
         return f"{ref}:{location.start_line}:{location.start_col}"
-    except AttributeError:  # no location, or one with no file position (a name, unknown)
-        return ref
+    return ref
 
 
-def _tensor_of(name: str, mlir_type: ir.Type, ref: str, location: ir.Location) -> Tensor:
-    """The tensor of a value; shapes tilescope cannot model are one-line errors naming it."""
+def _shape_and_dtype(mlir_type: ir.Type) -> tuple[tuple[int, ...], str] | str:
+    """A value type's (shape, dtype), or why tilescope cannot model it."""
     if isinstance(mlir_type, ir.RankedTensorType):
         shape = tuple(mlir_type.shape)
         if any(d < 0 for d in shape):
-            problem = "dynamic shapes are not supported"
-        elif 0 in shape:  # no tiles, so nothing to place or time: an error, not a zero-cost op
-            problem = "zero-size tensors are not supported"
-        elif math.prod(shape) > MAX_ELEMENTS:
-            problem = "tensors of more than 2^48 elements are not supported"
-        else:
-            return Tensor(name, shape, dtypes.normalize(str(mlir_type.element_type)))
-    elif isinstance(mlir_type, ir.UnrankedTensorType):
-        problem = "unranked tensors are not supported"
-    else:
-        return Tensor(name, (), dtypes.normalize(str(mlir_type)))
-    raise ModelLoadError(f"{_where(ref, location)}: {problem}: {_shown(name)} is {clip(str(mlir_type))}")
+            return "dynamic shapes are not supported"
+        if 0 in shape:  # no tiles, so nothing to place or time: an error, not a zero-cost op
+            return "zero-size tensors are not supported"
+        if math.prod(shape) > MAX_ELEMENTS:
+            return "tensors of more than 2^48 elements are not supported"
+        return shape, dtypes.normalize(str(mlir_type.element_type))
+    if isinstance(mlir_type, ir.UnrankedTensorType):
+        return "unranked tensors are not supported"
+    return (), dtypes.normalize(str(mlir_type))
 
 
 def _file_line(location: ir.Location) -> int | None:
-    try:
-        return location.start_line
-    except AttributeError:
-        return None
+    return location.start_line if isinstance(location, ir.FileLineColLoc) else None
 
 
 def _loc_name(location: ir.Location) -> str | None:
-    try:
-        return location.name_str or None
-    except AttributeError:
-        return None
+    return (location.name_str or None) if isinstance(location, ir.NameLoc) else None
 
 
 def _attrs_each(func_op, key: str, count: int) -> list[ir.DictAttr | None]:
@@ -282,6 +274,11 @@ class _GraphBuilder:
         self.namer = _Namer()
         self.ops: list[Op] = []
         self.shortened = 0
+        # What every op of a kind, value of a type or use of an attribute shares, worked out once:
+        # the bindings uniquify types and attributes, so equal ones hash alike.
+        self.kinds: dict[str, tuple[str, bool]] = {}  # kind -> (base of unnamed ops' names, shortened)
+        self.types: dict[ir.Type, tuple[tuple[int, ...], str] | str] = {}  # (shape, dtype) or the problem
+        self.attr_texts: dict[ir.Attribute, str] = {}
 
     def checked(self, name: str | None, what: str, location: ir.Location) -> str | None:
         if name is None:
@@ -295,7 +292,7 @@ class _GraphBuilder:
         for index, (arg, attributes) in enumerate(zip(arguments, _attrs_each(func_op, "arg_attrs", len(arguments)))):
             given = self.checked(_arg_name(attributes, arg), "argument", arg.location)
             name = self.namer.name(given if given is not None else f"arg{index}", "arg")[0]
-            self.tensors[name] = _tensor_of(name, arg.type, self.ref, arg.location)
+            self.tensors[name] = self.tensor(name, arg.type, arg.location)
             self.tensors[name].is_parameter = _loaded_once(attributes)
             self.value_names[arg] = name
             self.mesh.value(name, attributes, _where(self.ref, arg.location))
@@ -319,19 +316,44 @@ class _GraphBuilder:
         if operation.name == "sdy.manual_computation":
             self.inline_manual(operation)
             return
-        op = self.op(operation.name, list(operation.operands), list(operation.results), operation.location)
-        op.attrs = {key: attr_text(operation.attributes[key]) for key in operation.attributes}
-        self.mesh.op(op, operation, _where(self.ref, operation.location))
+        location = operation.location
+        op = self.op(operation.name, list(operation.operands), list(operation.results), location)
+        attributes = operation.attributes
+        op.attrs = {key: self.attr_text(attributes[key]) for key in attributes}
+        self.mesh.op(op, attributes, _where(self.ref, location))
+
+    def attr_text(self, attr: ir.Attribute) -> str:
+        text = self.attr_texts.get(attr)
+        if text is None:
+            text = self.attr_texts[attr] = attr_text(attr)
+        return text
+
+    def tensor(self, name: str, mlir_type: ir.Type, location: ir.Location) -> Tensor:
+        """The tensor of a value; shapes tilescope cannot model are one-line errors naming it."""
+        known = self.types.get(mlir_type)
+        if known is None:
+            known = self.types[mlir_type] = _shape_and_dtype(mlir_type)
+        if isinstance(known, str):
+            raise ModelLoadError(f"{_where(self.ref, location)}: {known}: {_shown(name)} is {clip(str(mlir_type))}")
+        return Tensor(name, *known)
+
+    def kind_base(self, kind: str, location: ir.Location) -> str:
+        """`kind` checked, and the base of the names of its ops that have none."""
+        known = self.kinds.get(kind)
+        if known is None:
+            _checked_name(kind, "op", self.ref, location)  # kinds are named in warnings, unnamed ops by them
+            base = kind.split(".", 1)[-1]
+            known = self.kinds[kind] = (_checked_name(base, "op", self.ref, location), len(base) > MAX_NAME_CHARS)
+        self.shortened += known[1]
+        return known[0]
 
     def op(self, kind: str, operands: list, results: list, location: ir.Location) -> Op:
         """An op of `kind` from MLIR values to MLIR values, named and located."""
-        _checked_name(kind, "op", self.ref, location)  # kinds are named in warnings, unnamed ops by them
+        base = self.kind_base(kind, location)
         loc_name = _loc_name(location)
-        name, out_names = self.namer.name(
-            self.checked(loc_name, "op", location), self.checked(kind.split(".", 1)[-1], "op", location), len(results)
-        )
+        name, out_names = self.namer.name(self.checked(loc_name, "op", location), base, len(results))
         for value, out_name in zip(results, out_names):
-            self.tensors[out_name] = _tensor_of(out_name, value.type, self.ref, location)
+            self.tensors[out_name] = self.tensor(out_name, value.type, location)
             self.value_names[value] = out_name
         op = Op(name=name, kind=kind, inputs=[self.value_names[v] for v in operands], outputs=out_names)
         line = _file_line(location)

@@ -55,6 +55,7 @@ def locate_named_ops(graph: Graph, text: str) -> None:
 UNKNOWN_LOC = "<unknown>"
 _TRAILING_OP_LOC = re.compile(rf'loc\((?:"({STRING_BODY})"|(#[\w.$-]+)|(unknown))\)\s*$')
 _MAX_PROPERTIES_CHARS = 4096  # longer property dicts hold constant data, summarised not parsed
+_PROPERTY_TOKENS = re.compile(rf'"{STRING_BODY}"?|[{{}}]')  # strings, whose braces do not count
 
 
 def _properties_text(line: str) -> str | None:
@@ -62,23 +63,14 @@ def _properties_text(line: str) -> str | None:
     start = line.find("<{")
     if start < 0:
         return None
-    depth, i, quoted = 0, start + 1, False
-    while i < len(line):
-        ch = line[i]
-        if quoted:
-            if ch == "\\":
-                i += 1
-            elif ch == '"':
-                quoted = False
-        elif ch == '"':
-            quoted = True
-        elif ch == "{":
+    depth = 0
+    for token in _PROPERTY_TOKENS.finditer(line, start + 1):
+        if token.group() == "{":
             depth += 1
-        elif ch == "}":
+        elif token.group() == "}":
             depth -= 1
             if depth == 0:
-                return line[start + 1 : i + 1]
-        i += 1
+                return line[start + 1 : token.end()]
     return None
 
 
@@ -88,21 +80,22 @@ def read_properties(graph: Graph, text: str) -> None:
     Each line is read once, however many ops it holds (a model may be one line)."""
     lines = text.split("\n")  # numbered as MLIR numbers them
     parsed: dict[int, list[tuple[str, str]]] = {}
+    by_text: dict[str | None, list[tuple[str, str]]] = {None: []}  # ops of a kind often share them
     for op in graph.ops:
         span = op.meta.get("lines")
         if span is None:
             continue
         if span[0] not in parsed:
-            parsed[span[0]] = _line_properties(lines[span[0] - 1])
+            body = _properties_text(lines[span[0] - 1])
+            if body not in by_text:
+                by_text[body] = _properties(body)
+            parsed[span[0]] = by_text[body]
         for key, value in parsed[span[0]]:
             op.attrs.setdefault(key, value)
 
 
-def _line_properties(line: str) -> list[tuple[str, str]]:
-    """(name, text) of the properties on an op's source line."""
-    body = _properties_text(line)
-    if body is None:
-        return []
+def _properties(body: str) -> list[tuple[str, str]]:
+    """(name, text) of the properties `{...}` of an op."""
     if len(body) > _MAX_PROPERTIES_CHARS:
         return [("properties", body[: MAX_ATTR_CHARS - 3] + "...")]
     try:

@@ -85,6 +85,11 @@ def _redis_answers(url: str) -> bool:
         return False
 
 
+# Google's Model Explorer, for the import comparison (app/cli/peer_bench.py): never a tilescope
+# dependency, so it lives in a venv of its own whose Python this names (.ci/run makes one)
+PEER_ENV = "TILESCOPE_TEST_PEER_PYTHON"
+
+
 SERVICES = {  # name: (variable, default URL, probe, what runs on it)
     "PostgreSQL": (PG_ENV, LOCAL_PG, _postgres_answers, "the database tests run on SQLite only"),
     "Redis": (REDIS_ENV, LOCAL_REDIS, _redis_answers, "the Celery job tests are skipped"),
@@ -119,6 +124,15 @@ def pytest_configure(config) -> None:
             "Chromium: chromium or chromedriver missing; the browser tests are skipped "
             "(./run test installs them on Debian)"
         )
+    peer = os.environ.get(PEER_ENV, "").strip()
+    if not peer:
+        notes.append(
+            f"Model Explorer: ${PEER_ENV} not set; the import comparison's tests are skipped "
+            "(set it to the Python of a venv with ai-edge-model-explorer)"
+        )
+    elif not os.access(peer, os.X_OK):
+        raise pytest.UsageError(f"${PEER_ENV}={peer} is not an executable; set it to a Python, or empty")
+    config.tilescope_peer_python = peer or None
     config.tilescope_notes = notes
 
 
@@ -139,6 +153,11 @@ def postgres_url(pytestconfig) -> str:
 @pytest.fixture(scope="session")
 def redis_url(pytestconfig) -> str:
     return pytestconfig.tilescope_services["Redis"] or pytest.skip("no Redis (see the note at the top of the run)")
+
+
+@pytest.fixture(scope="session")
+def peer_python(pytestconfig) -> str:
+    return pytestconfig.tilescope_peer_python or pytest.skip(f"no Model Explorer (${PEER_ENV} not set)")
 
 
 @pytest.fixture

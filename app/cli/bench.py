@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import resource
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -26,11 +25,9 @@ from compiler.ir import Graph
 from compiler.pipeline import Compilation, compile_model, stages
 from compiler.simulator import SimResult, simulate
 from compiler.target import load_target
-from compiler.tracks import core_track, engine_track
 from overrides import parse_item
 from perfdb.engine import open_db, session_factory
-from perfdb.queries import diff_runs, op_statistics, timeline_window
-from perfdb.records import NewOp, NewRun, ZoneColumns
+from perfdb.queries import op_statistics
 from perfdb.store import save_run
 
 from ..workbench.explorer import Explorer
@@ -40,6 +37,8 @@ from ..workbench.grouping import ScopeTree
 from ..workbench.runs import new_run
 from . import bench_goals
 from .bench_goals import bare_parse_seconds
+from .bench_perfdb import PIXELS, perfdb_bench
+from .bench_perfdb import progress as _progress
 
 CORPUS_RESNET = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "ttmlir" / "resnet50_xla.mlir"
 SIZES = {  # name -> zoo reference
@@ -48,6 +47,7 @@ SIZES = {  # name -> zoo reference
     "100k": "zoo:bert-base?layers=1040",
 }
 QUICK = ("1k", "10k")
+PEER_ROUNDS = 5  # interleaved rounds of the import comparison; a row is their median
 # a model split over a system of several devices: Llama 3.2 1B prefill, tensor parallel over a T3K
 SPLIT = ("llama-1b x8", "zoo:llama-3.2-1b?devices=8", "t3k")
 IMPORT_TO_STORED = ("generate", "import", "graph", "partition", "layout", "kernel", "simulate", "store")
@@ -84,11 +84,6 @@ class Case:
 
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
-def _progress(message: str) -> None:
-    """A line on stderr as each step ends: the whole bench takes minutes, and stdout holds the report."""
-    print(f"tilescope bench: {message}", file=sys.stderr, flush=True)
 
 
 def _timed(case: Case, name: str, work: Callable):
@@ -185,107 +180,7 @@ def graph_view(explorer: Explorer, run_id: int, compilation: Compilation) -> int
     return len(view.nodes)
 
 
-# perfdb: a synthetic trace of PERF_OPS ops, each with a zone on every core and its three engines
-PERF_OPS = 10_000
-PERF_CORES = 25  # 10k ops x (1 + 25 cores x 4 tracks) = 1,010,000 zones
-ZOOMS = (1.0, 0.1, 0.01, 0.001, 0.0001)  # window as a share of the run
-PIXELS = 1500
-
-
-def _synthetic(ops: int, cores: int, seed: int, scale: float = 1.0) -> NewRun:
-    """A run shaped like a simulated one: ops of 0.5-200 us back to back, each a zone on the device
-    track and per core (depth 0), and reader/compute/writer zones under it (depth 1). Each core
-    finishes at its own time, so no two cores' tracks are the same (none shares another's blocks)."""
-    import numpy as np  # noqa: PLC0415
-
-    rng = np.random.default_rng(seed)
-    durations = (10 ** rng.uniform(2.7, 5.3, ops)) * scale
-    starts = np.concatenate([[0.0], np.cumsum(durations)[:-1]])
-    names = [f"layer.{i // 12}.op_{i % 12}" for i in range(ops)]
-    zones = []
-    for name, start, op_length in zip(names, starts.tolist(), durations.tolist()):
-        zones.append(("device", 0, name, start, start + op_length, name))
-        for c, share in enumerate((0.9 + 0.1 * rng.random(cores)).tolist()):
-            r, col = divmod(c, 8)
-            core = core_track((r, col))
-            length = share * op_length
-            zones.append((core, 0, name, start, start + length, name))
-            zones.append((engine_track(core, "reader"), 1, "read", start, start + length * 0.4, name))
-            zones.append(
-                (engine_track(core, "compute"), 1, "compute", start + length * 0.1, start + length * 0.9, name)
-            )
-            zones.append((engine_track(core, "writer"), 1, "write", start + length * 0.6, start + length, name))
-    ops_rows = [
-        NewOp(
-            name=n,
-            kind="matmul",
-            start_ns=s,
-            duration_ns=d,
-            flops=1,
-            bytes={"dram": 1.0},
-            bound="dram",
-            memory="dram",
-            grid="8x8",
-            cores=64,
-            roofline_ns=d / 2,
-        )
-        for n, s, d in zip(names, starts.tolist(), durations.tolist())
-    ]
-    total = float(starts[-1] + durations[-1])
-    return NewRun("bench", "bench", "0" * 64, "", "wormhole_n150", total, total, ops_rows, ZoneColumns.from_rows(zones))
-
-
-def perfdb_bench(db_dir: Path) -> dict:
-    """Store a 1M-zone run on SQLite; window queries at every zoom; diff of two 10k-op runs."""
-    sessions = session_factory(open_db(f"sqlite:///{db_dir / 'perfdb.db'}"))
-    _progress(f"perfdb: a synthetic run of {PERF_OPS:,} ops on {PERF_CORES} cores")
-    big = _synthetic(PERF_OPS, PERF_CORES, seed=1)
-    zones = len(big.zones)
-    start = time.perf_counter()
-    with sessions() as session:
-        run_id = save_run(session, big)
-    store_s = time.perf_counter() - start
-    _progress(f"perfdb: stored {zones:,} zones {store_s:.2f} s; timeline windows next")
-    other = _synthetic(PERF_OPS, 0, seed=2, scale=1.1)
-    with sessions() as session:
-        other_id = save_run(session, other)
-    windows = []
-    first = core_track((0, 0))
-    few = ["device", *(core_track((0, c)) for c in range(4)), *(engine_track(first, e) for e in ("reader", "compute"))]
-    for tracks_name, tracks in (("7 tracks", few), ("all 101 tracks", None)):
-        for zoom in ZOOMS:
-            t0 = big.total_ns * (1 - zoom) / 2
-            t1 = t0 + big.total_ns * zoom
-            times = []
-            for _ in range(3):  # the first also pays for reading the pages from disk
-                start = time.perf_counter()
-                with sessions() as session:
-                    items = timeline_window(session, run_id, t0, t1, (t1 - t0) / PIXELS, tracks)
-                times.append((time.perf_counter() - start) * 1e3)
-            windows.append(
-                {
-                    "tracks": tracks_name,
-                    "zoom": zoom,
-                    "items": len(items),
-                    "first_ms": times[0],
-                    "ms": sorted(times)[1],
-                }
-            )
-    start = time.perf_counter()
-    with sessions() as session:
-        diff = diff_runs(session, other_id, run_id)
-    diff_ms = (time.perf_counter() - start) * 1e3
-    return {
-        "zones": zones,
-        "store_s": store_s,
-        "windows": windows,
-        "diff_ops": len(diff["ops"]),
-        "diff_ms": diff_ms,
-        "db_mb": (db_dir / "perfdb.db").stat().st_size / 2**20,
-    }
-
-
-def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
+def run(quick: bool = False, target: str = "wormhole_n150", peer_python: str | None = None) -> dict:
     cases = []
     with tempfile.TemporaryDirectory(prefix="tilescope-bench-") as tmp:
         if CORPUS_RESNET.exists():
@@ -299,9 +194,12 @@ def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
         cases.append(run_case(name, ref, lambda: zoo.generate(ref), system, Path(tmp)))
         perfdb = perfdb_bench(Path(tmp))
         measured = bench_goals.measure(quick, Path(tmp), _progress)
+        if peer_python:
+            measured["peer"] = _peer(peer_python, Path(tmp))
     rows = [_case_row(c) for c in cases]
     return {
         "goals": bench_goals.as_rows(bench_goals.check(rows, measured)),
+        "peer": measured.get("peer"),
         "perfdb": perfdb,
         "machine": {
             "python": platform.python_version(),
@@ -312,6 +210,21 @@ def run(quick: bool = False, target: str = "wormhole_n150") -> dict:
         "target": target,
         "cases": rows,
     }
+
+
+def _peer(peer_python: str, directory: Path) -> list[dict]:
+    """Model Explorer's conversion against tilescope's import, on the corpus's StableHLO model and
+    chains of it (none without the corpus)."""
+    from .peer_bench import compare_import, format_rows, peer_files  # noqa: PLC0415
+
+    files = peer_files(directory)
+    if not files:
+        _progress("peer: the corpus is not beside the checkout; nothing to compare on")
+        return []
+    _progress(f"peer: Model Explorer under {peer_python}, {len(files)} files")
+    rows = compare_import(peer_python, files, PEER_ROUNDS)
+    _progress("peer:\n" + format_rows(rows))
+    return rows
 
 
 def _case_row(c: Case) -> dict:
@@ -383,12 +296,20 @@ def format_table(report: dict) -> str:
         "RSS: the process's peak so far"
     )
     lines.append(f"{machine['cores']} cores, {machine['system']}, Python {machine['python']}")
+    if report.get("peer"):
+        from .peer_bench import format_rows  # noqa: PLC0415
+
+        lines += [
+            "",
+            "import against Model Explorer (seconds, median of interleaved rounds):",
+            format_rows(report["peer"]),
+        ]
     if report.get("goals"):
         lines += ["", bench_goals.format_goals(report["goals"])]
     return "\n".join(lines)
 
 
-def main(quick: bool, as_json: bool, target: str) -> int:
-    report = run(quick=quick, target=target)
+def main(quick: bool, as_json: bool, target: str, peer_python: str | None = None) -> int:
+    report = run(quick=quick, target=target, peer_python=peer_python)
     print(json.dumps(report, indent=1) if as_json else format_table(report))
     return 0

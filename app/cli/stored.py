@@ -65,6 +65,11 @@ def add(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--quick", action="store_true", help="the 1k and 10k sizes (and the corpus ResNet-50) only")
     add_json(bench, "the figures")
     bench.add_argument("--target", default=DEFAULT_TARGET, help=TARGET_HELP)
+    bench.add_argument(
+        "--peer-python",
+        metavar="PYTHON",
+        help="the Python of a venv with ai-edge-model-explorer: time its conversion of the files import is timed on",
+    )
     export.set_defaults(command_fn=cmd_export)
     measured.set_defaults(command_fn=cmd_import)
     diff.set_defaults(command_fn=cmd_diff)
@@ -76,7 +81,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 def cmd_bench(args) -> int:
     from .bench import main as bench_main
 
-    return bench_main(quick=args.quick, as_json=args.json, target=args.target)
+    return bench_main(quick=args.quick, as_json=args.json, target=args.target, peer_python=args.peer_python)
 
 
 def cmd_export(args) -> int:

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
+from contextlib import nullcontext
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from compiler import dialect_stubs, mlir_import
+from compiler import dialect_stubs, mlir_import, mlir_text
 from compiler.errors import ModelLoadError
 from compiler.mlir_import import MAX_NAME_CHARS, MAX_NESTING, import_mlir, parse_module
 from compiler.pipeline import compile_model
@@ -181,6 +186,43 @@ def test_nesting_in_strings_and_comments_does_not_count_and_arrows_do_not_close(
     # `->` is not a closing `>`: counted as one, each level here would net zero
     arrows = _relu(attrs="{x = " + "[(i32) -> i32, " * 300 + "]" * 300 + "} ")
     assert "nesting deeper than 256 levels" in _error(arrows)
+
+
+_PIECES = ["{", "}", "[", "]", "(", ")", "<", ">", "->", ">=", "=", "-", '"', "\\", "\\FF", "\\C3\\A9", "//", "/"]
+_PIECES += ["\n", " ", "a", "\u00e9", "\u2028", '"x>"', "[[[[", "<<<<", ">>>>"]
+
+
+def _scanned(text: str, limit: int) -> str | None:
+    """The nesting and escape check as a plain scan, token by token, left to right."""
+    depth = 0
+    for token in re.finditer(rf'"{mlir_text.STRING_BODY}"?|//[^\n]*|->|>=|[{{}}\[\]()<>]', text):
+        if token.group() in "{[(<":
+            depth += 1
+            if depth > limit:
+                return f"nesting at {token.start()}"
+        elif token.group() in "}])>":
+            depth = max(depth - 1, 0)
+        elif token.group()[0] == '"' and not mlir_text._is_utf8(token.group()):
+            return f"escapes at {token.start()}"
+    return None
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=80), st.sampled_from([7, 1 << 22]))
+@settings(max_examples=300, deadline=None)
+def test_the_vectorised_nesting_check_finds_what_a_token_scan_finds(pieces, chunk):
+    text, limit = "".join(pieces), 6
+    expected = _scanned(text, limit)
+    with (
+        patch.object(mlir_text, "MAX_NESTING", limit),
+        patch.object(mlir_text, "_DEPTH_CHUNK", chunk),
+        pytest.raises(ModelLoadError) if expected else nullcontext() as raised,
+    ):
+        mlir_text.check_text(text, "t.mlir")
+    if expected:
+        line, col = (int(n) for n in str(raised.value).split(":")[1:3])
+        index = sum(len(line) + 1 for line in text.split("\n")[: line - 1]) + col - 1
+        kind = "nesting" if "nesting deeper than 6 levels" in str(raised.value) else "escapes"
+        assert f"{kind} at {index}" == expected
 
 
 def test_functions_are_found_in_modules_nested_past_the_recursion_limit():
