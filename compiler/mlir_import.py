@@ -16,8 +16,7 @@ from dataclasses import dataclass
 
 from iree.compiler import ir
 
-from . import dtypes
-from .dialect_stubs import stub_unknown_dialect_modules
+from . import dialect_stubs, dtypes
 from .errors import ModelLoadError, clip
 from .ir import Graph, Op, Tensor
 from .mesh_import import MeshReader
@@ -53,6 +52,7 @@ MAX_NAME_CHARS = 512
 def new_context() -> ir.Context:
     # The bindings' default loads every dialect IREE registers into each new context: 7-9 ms, more
     # than importing a 100-op model. None loaded, the parser loads each dialect the text names.
+    dialect_stubs.install()  # before any op is wrapped
     ctx = ir.Context(load_on_create_dialects=[])
     ctx.allow_unregistered_dialects = True
     return ctx
@@ -103,7 +103,6 @@ def _parsed_entry(text: str, ref: str, function: str | None, warnings: list[str]
     ctx = new_context()
     parsable, dropped, declared = make_parsable(text, ref)
     warnings += dropped
-    stub_unknown_dialect_modules(parsable)
     with ctx:
         module = parse_module(parsable, ref, ctx)
         yield _entry_function(module, ref, function, warnings), MeshReader(ref, declared, parsable)

@@ -212,20 +212,23 @@ class SplitKernels:
 
         groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
         work: dict[tuple, tuple] = {}
-        for core, (m, n, sends_a, sends_b) in share.items():
+        keyed: dict[tuple, tuple] = {}  # a core's share -> its group's key: most cores share one
+        for core, share_of_core in share.items():
+            m, n, sends_a, sends_b = share_of_core
             if not (m and n):
                 continue
-            pm, pn, kb = blocks_of(m, n)
-            # each pass reads its rows of A and its columns of B again: A once per column pass,
-            # B once per row pass
-            reads = (
-                self._operand(a, m * a_kt * ceil_div(n, pn) * a_tile, grid, sends_a)
-                + self._operand(b, kt * n * ceil_div(m, pm) * b_tile, grid, sends_b)
-                + self._extra_reads(graph, op, n, nt, grid)
-            )
-            key = (m, n, tuple((t.tensor, t.path, t.bytes) for t in reads))
-            groups[key].append(core)
-            work[key] = (m, n, (pm, pn, kb), reads)
+            if share_of_core not in keyed:
+                pm, pn, kb = blocks_of(m, n)
+                # each pass reads its rows of A and its columns of B again: A once per column
+                # pass, B once per row pass
+                reads = (
+                    self._operand(a, m * a_kt * ceil_div(n, pn) * a_tile, grid, sends_a)
+                    + self._operand(b, kt * n * ceil_div(m, pm) * b_tile, grid, sends_b)
+                    + self._extra_reads(graph, op, n, nt, grid)
+                )
+                keyed[share_of_core] = key = (m, n, tuple((t.tensor, t.path, t.bytes) for t in reads))
+                work[key] = (m, n, (pm, pn, kb), reads)
+            groups[keyed[share_of_core]].append(core)
         result = []
         widest = max(groups, key=lambda key: len(groups[key]), default=None)
         blocking = (bm, bn, 1)
