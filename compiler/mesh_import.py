@@ -55,6 +55,7 @@ class MeshReader:
     local: set[str] = field(default_factory=set)
     manual_depth: int = 0  # inside how many manual_computation bodies the importer is
     warnings: list[str] = field(default_factory=list)
+    _read: dict[tuple, object] = field(default_factory=dict, repr=False)  # see _parsed
 
     def value(self, tensor: str, attributes, where: str) -> None:
         """An argument's or result's attributes (an ir.DictAttr or None)."""
@@ -135,10 +136,15 @@ class MeshReader:
         return self._parsed(parse_sharding if key == "sdy.sharding" else gspmd.parse, text, where)
 
     def _parsed(self, reader, text: str, where: str):
-        try:
-            return reader(text)
-        except (ValueError, IndexError) as err:
-            raise ModelLoadError(f"{where}: malformed sharding '{clip(text, 60)}': {err}") from None
+        # a model writes the same few shardings on every layer: each text is read once (the
+        # specs are frozen, and lists of them only read)
+        key = (reader, text)
+        if key not in self._read:
+            try:
+                self._read[key] = reader(text)
+            except (ValueError, IndexError) as err:
+                raise ModelLoadError(f"{where}: malformed sharding '{clip(text, 60)}': {err}") from None
+        return self._read[key]
 
     def finish(self, graph: Graph) -> None:
         """Choose the mesh, resolve every sharding on it, give mesh ops their axes and check each

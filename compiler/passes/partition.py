@@ -114,6 +114,7 @@ class _Partitioner:
         self.taken = {op.name for op in graph.ops} | set(graph.tensors)
         self.suffixes: dict[str, int] = {}
         self.reductions: dict[str, str] = {}  # tensor -> how its partial sums combine (sum, max, min)
+        self.plans: dict[tuple, sharding_rules.Plan] = {}  # see _planned
         self.by_policy = not self.annotated and not self.local
         self.model_axis = next((a for a, n in mesh.axes if a in MODEL_AXES and n > 1), None)
 
@@ -234,12 +235,25 @@ class _Partitioner:
             weight = self._megatron(op, current[0]) if self.by_policy and len(current) > 1 and 1 not in reads else None
             if weight is not None:
                 current[1] = weight
-            plan = sharding_rules.plan(self.graph, op, current, self.mesh, fixed=tuple(reads))
+            plan = self._planned(op, current, tuple(reads))
             unread = [i for i, want in reads.items() if plan.inputs[i] != want]
             if not unread:
                 return plan, weight
             for i in unread:
                 self.requests.unread(op, i, plan.inputs[i])
+
+    def _planned(self, op: Op, current: list[Sharding], fixed: tuple[int, ...]) -> sharding_rules.Plan:
+        """sharding_rules.plan, once per op of the same kind, attributes, shapes and operand
+        shardings (every layer of a model asks again); plans are read, never changed."""
+        shapes = tuple(self.graph.tensors[t].shape for t in (*op.inputs, *op.outputs[:1]))
+        key = (op.kind, tuple(sorted(op.attrs.items())), shapes, len(op.outputs), tuple(current), fixed)
+        try:
+            found = self.plans.get(key)
+        except TypeError:  # an attribute that cannot be compared: planned afresh
+            return sharding_rules.plan(self.graph, op, current, self.mesh, fixed=fixed)
+        if found is None:
+            found = self.plans[key] = sharding_rules.plan(self.graph, op, current, self.mesh, fixed=fixed)
+        return found
 
     def _constraint(self, op: Op) -> None:
         """A sharding the model asks for at this point: the collectives to it, no op of its own."""
