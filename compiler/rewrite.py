@@ -33,10 +33,12 @@ def drop_unread(graph: Graph, candidates: Iterable[Op], reason: str | Callable[[
         graph.meta["canonicalized"] = list(graph.meta.get("canonicalized", []))
         return []
     made_by = {t: op for op in pending.values() for t in op.outputs}
-    count: dict[str, int] = {t: 1 for t in graph.outputs}
+    # reads of what the candidates make: only those can fall to zero
+    count: dict[str, int] = {t: 1 for t in graph.outputs if t in made_by}
     for op in graph.ops:
         for t in op.inputs:
-            count[t] = count.get(t, 0) + 1
+            if t in made_by:
+                count[t] = count.get(t, 0) + 1
     dropped: dict[int, Op] = {}
     work = list(pending.values())
     while work:
@@ -47,9 +49,10 @@ def drop_unread(graph: Graph, candidates: Iterable[Op], reason: str | Callable[[
         for t in op.outputs:
             graph.tensors.pop(t, None)
         for t in op.inputs:
-            count[t] -= 1
-            if count[t] == 0 and t in made_by:
-                work.append(made_by[t])
+            if t in made_by:
+                count[t] -= 1
+                if count[t] == 0:
+                    work.append(made_by[t])
     if dropped:
         graph.ops = [op for op in graph.ops if id(op) not in dropped]
     why = reason if callable(reason) else lambda _op: reason

@@ -54,6 +54,8 @@ class FuseAttention:
             return graph
         taken = {op.name for op in graph.ops}
         replaced: dict[int, Op] = {}
+        # this level's own list, added to in place: a copy per match was quadratic in the model
+        graph.meta["canonicalized"] = list(graph.meta.get("canonicalized", []))
         for m in matches:
             fused = self._fused(graph, m, taken)
             replaced[id(m.last)] = fused
@@ -74,7 +76,7 @@ class FuseAttention:
             name, n = f"{scope}.{kind}#{n}", n + 1
         taken.add(name)
         source = tuple(s for op in m.ops for s in op.source)
-        graph.meta["canonicalized"] = [*graph.meta.get("canonicalized", []), (m.last.name, f"fused into {name}")]
+        graph.meta["canonicalized"].append((m.last.name, f"fused into {name}"))
         inputs = [m.q, m.k, m.v] + ([m.mask] if m.mask else [])
         return Op(name, kind, inputs, [m.out], dict(m.dims), source)
 
