@@ -88,7 +88,8 @@ def _reduced_dims(graph: Graph, op: Op, rank: int) -> set[int]:
 
 def _matmul(graph: Graph, op: Op) -> DimMap:
     lhs, rhs = (graph.tensors[t].shape for t in op.inputs[:2])
-    out_rank = len(graph.tensors[op.outputs[0]].shape)
+    out_shape = graph.tensors[op.outputs[0]].shape
+    out_rank = len(out_shape)
     numbers = _stablehlo_dot(op.attrs.get("dot_dimension_numbers"))
     contract_l = attrs.ints(op.attrs.get("contract_dims_lhs")) or numbers.get("lhs_contracting", ())
     if contract_l:
@@ -113,7 +114,9 @@ def _matmul(graph: Graph, op: Op) -> DimMap:
     for o, d in enumerate(free_r, start=len(order_l)):
         map_r[d] = o if o < out_rank else None
     summed = [[(0, cl), (1, cr)] for cl, cr in zip(contract_l, contract_r)]
-    return DimMap([map_l, map_r], out_rank, summed)
+    # operands fused in after A and B (a bias): added to the result, so split as it is
+    extra = [_aligned(len(s), out_rank, s, out_shape) for s in (graph.tensors[t].shape for t in op.inputs[2:])]
+    return DimMap([map_l, map_r, *extra], out_rank, summed)
 
 
 def _stablehlo_dot(text: str | None) -> dict[str, tuple[int, ...]]:
@@ -244,6 +247,8 @@ def plan(graph: Graph, op: Op, current: list[Sharding], mesh: Mesh, fixed: Colle
             else:
                 dims.append(kept_summed.get((i, d), ()))
         wanted.append(Sharding(tuple(dims)))
+    # an operand the rule does not name is read whole, never dropped
+    wanted += [Sharding.replicated(len(s)) for s in ins[len(wanted) :]]
     reduce = _MAXIMAL.get(op.kind, "sum")
     return Plan(wanted, Sharding(tuple(out_dims), tuple(partial)), reduce)
 

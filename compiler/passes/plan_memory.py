@@ -194,7 +194,8 @@ class CheckL1:
                     f"L1 overflow at {op.name}: circular buffers {cbs / 1024:.1f} KiB + live tensors "
                     f"{live / 1024:.1f} KiB per core > {capacity / 1024:.0f} KiB"
                 )
-                graph.meta.setdefault("diagnostics", []).append(message)
+                # the level's own list: the one copied from the layout level is that level's
+                graph.meta["diagnostics"] = [*graph.meta.get("diagnostics", []), message]
                 graph.warnings.append(message)
         return graph
 

@@ -11,6 +11,8 @@ from compiler.mlir_import import parse_module
 from compiler.models import load_model
 from compiler.pipeline import compile_model
 
+from ..conftest import DATA
+
 
 @pytest.fixture(params=["mnist", "zoo:mlp", "tiny"])
 def compiled(request, wormhole, tiny_path):
@@ -262,3 +264,167 @@ def test_a_compile_since_one_with_another_policy_places_afresh(wormhole):
         assert since.levels["layout"].meta["placed"] is not base.levels["layout"].meta["placed"]
         assert since.mlir("layout") == fresh.mlir("layout") != base.mlir("layout")
         base = since
+
+
+DECODE = "zoo:llama-3.2-1b?mode=decode&layers=2"
+GATE_MUL_IN_L1 = "model.layers.1.mlp.gate_mul=4x4:l1:block_sharded"  # more than L1 holds beside the rest
+
+
+@pytest.mark.parametrize(
+    "ref, target_name, steps",
+    [
+        # one tensor read twice (the rotary table), KV caches written in place (no result), an
+        # embedding lookup, a fused-away op; the policy changes and comes back
+        (
+            DECODE,
+            "wormhole_n150",
+            [
+                ((), "greedy-l1", 0.8),
+                (
+                    (
+                        "model.rotary_emb.emb=operand#1:l1",
+                        "model.layers.0.self_attn.k_cache.update=operand#1:l1",
+                        "model.embed_tokens.gather=operand#0:l1",
+                        "model.layers.0.self_attn.softmax=4x4",
+                        "model.layers.0.self_attn.q_proj.matmul=fidelity#lofi",  # layer 1's was renamed from it
+                        "model.layers.1.mlp.up_proj.matmul=fidelity#lofi:double_buffer#false",
+                    ),
+                    "greedy-l1",
+                    0.8,
+                ),
+                (
+                    (
+                        "model.rotary_emb.emb=operand#0:l1:interleaved",
+                        "model.layers.1.self_attn.v_cache.update=operand#1:l1",
+                        "model.layers.1.mlp.up_proj.matmul=block#1x2x2:subblock#1x2:bf16",
+                    ),
+                    "optimizer",
+                    0.5,
+                ),
+                (("model.layers.0.self_attn.k_cache.update=operand#1:l1",), "greedy-l1", 0.8),
+            ],
+        ),
+        # overrides the L1 planner rejects, then not asked, then asked again
+        (
+            "zoo:llama-3.2-1b?layers=2",
+            "mtia_v1",
+            [
+                ((), "greedy-l1", 0.8),
+                (
+                    (
+                        GATE_MUL_IN_L1,
+                        "model.layers.0.mlp.act_fn.silu=dram",
+                        "model.layers.0.self_attn.k_proj.matmul=2x2",
+                    ),
+                    "greedy-l1",
+                    0.8,
+                ),
+                (("model.layers.0.mlp.act_fn.silu=dram",), "greedy-l1", 0.8),
+                ((GATE_MUL_IN_L1,), "dram-interleaved", 0.8),
+            ],
+        ),
+        # ops reading one tensor twice beside ops reading two alike, a matmul whose operands are
+        # alike (a short tile asked: A is read in short tiles, B in full ones), two results
+        (
+            "repeated_operands.mlir",
+            "wormhole_n150",
+            [
+                ((), "dram-interleaved", 0.8),
+                (("layer.0.matmul=tile#16x32", "layer.0.twice=operand#1:l1"), "dram-interleaved", 0.8),
+                (("layer.0.matmul=tile#16x32", "layer.1.square=l1", "layer.0.split=result#1:l1"), "greedy-l1", 0.8),
+                (("layer.1.matmul=tile#16x32", "layer.1.cache.update=operand#1:l1"), "dram-interleaved", 0.8),
+            ],
+        ),
+        # 32 devices: a sharding added, kept with other layouts, then dropped; one layer's op in
+        # another dtype, shaped like the other layer's
+        (
+            "zoo:llama-3.2-1b?layers=2&devices=8",
+            "galaxy",
+            [
+                ((), "dram-interleaved", 0.8),
+                ((DOWN_BY_COLUMNS, "model.layers.1.mlp.gate_proj.matmul=bfp8"), "dram-interleaved", 0.8),
+                ((DOWN_BY_COLUMNS, "model.layers.1.mlp.up_proj.matmul=l1"), "dram-interleaved", 0.8),
+                (("model.layers.1.mlp.up_proj.matmul=f32",), "greedy-l1", 0.8),
+            ],
+        ),
+    ],
+)
+def test_a_chain_of_compiles_each_since_the_last_equals_compiles_from_scratch(ref, target_name, steps, monkeypatch):
+    """Each compile and simulation built on the one before (the placement, the operand layouts
+    found and the kernels split in every earlier compile, kernels renamed from one that is no
+    longer compiled) gives what compiling and simulating from nothing gives, and that is what
+    compiling with no op's work taken from another's gives, down to each op's L1 on every core."""
+    from compiler.operand_layout import required_layout
+    from compiler.passes import split_kernels
+    from compiler.passes.insert_to_layout import InsertToLayout
+    from compiler.simulator import simulate
+    from compiler.target import load_target
+    from overrides import parse_item
+
+    target = load_target(target_name)
+    model = load_model(str(DATA / ref) if ref.endswith(".mlir") else ref)
+
+    def unshared(overrides, policy, cap):
+        """Every op's kernel split and operand layouts found for it alone."""
+        with monkeypatch.context() as patch:
+            patch.setattr(split_kernels, "_by_position", lambda key: object())  # shaped like no other op
+            patch.setattr(InsertToLayout, "_required", lambda self, g, op, t: required_layout(self.target, g, op, t))
+            return compile_model(model, target, overrides, policy, cap)
+
+    before, costs, templates_gone = None, None, 0
+    for items, policy, cap in steps:
+        overrides = [parse_item(i) for i in items]
+        since = compile_model(model, target, overrides, policy, cap, since=before)
+        fresh = compile_model(model, target, overrides, policy, cap)
+        alone = unshared(overrides, policy, cap)
+        assert _facts(since) == _facts(fresh) == _facts(alone), items
+        assert _l1_of_live_tensors(since) == _l1_planned(since)
+        again = simulate(since.kernel, target, known=costs)
+        assert _timings(again) == _timings(simulate(fresh.kernel, target)) == _timings(simulate(alone.kernel, target))
+        kernels = [op.meta["kernel"] for op in since.kernel.ops if op.meta["kernel"] is not None]
+        present = {id(kernel) for kernel in kernels}
+        templates_gone += sum(k.like is not None and id(k.like) not in present for k in kernels)
+        before, costs = since, again.costs
+    assert templates_gone > 0  # a kernel renamed from one an override has since replaced
+
+
+def _facts(compilation) -> tuple:
+    """Every level's text, the overrides' outcomes, the L1 peak, and each op's L1 and kernel."""
+    levels = [compilation.mlir(level) for level in ("graph", "partition", "layout", "kernel")]
+    ops = []
+    for op in compilation.kernel.ops:
+        per_core = op.meta["l1_live_per_core"]
+        per_core = None if per_core is None else per_core.tolist()
+        ops.append((op.name, op.meta["l1_live"], op.meta["l1_bytes"], per_core, op.meta["kernel"]))
+    return levels, compilation.override_outcomes, compilation.levels["layout"].meta["l1_peak"], ops
+
+
+def _l1_planned(compilation) -> list[tuple[str, tuple[int, int], float]]:
+    """Each op's L1 in use as the planner counted it, on core 0,0 and its fullest core."""
+    import numpy as np
+
+    found = []
+    for op in compilation.kernel.ops:
+        per_core = op.meta["l1_live_per_core"]
+        if per_core is not None:
+            fullest = tuple(int(i) for i in np.unravel_index(int(per_core.argmax()), per_core.shape))
+            found += [(op.name, core, float(per_core[core])) for core in sorted({(0, 0), fullest})]
+    return found
+
+
+def _l1_of_live_tensors(compilation) -> list[tuple[str, tuple[int, int], float]]:
+    """The same cores' L1 in use, added up from the tensors placed there and live at the op."""
+    from compiler.passes.plan_memory import l1_live_at
+
+    kernel, target = compilation.kernel, compilation.target
+    return [
+        (name, core, float(sum(nbytes for _, nbytes, _ in l1_live_at(kernel, target, name, core))))
+        for name, core, _ in _l1_planned(compilation)
+    ]
+
+
+def _timings(sim) -> tuple:
+    """Every op's timing as a whole (its tensors too), at load and in the step, zones, counters."""
+    from dataclasses import astuple
+
+    return [astuple(o) for o in sim.ops], [astuple(o) for o in sim.load_ops], list(sim.zones), list(sim.counters)

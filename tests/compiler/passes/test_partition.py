@@ -181,3 +181,23 @@ def test_a_one_device_mesh_on_a_larger_system_says_so():
     compilation = compile_model(import_mlir(text, "one.mlir"), load_target("t3k"))
     assert compilation.levels["partition"].meta["mesh"].devices == 1
     assert "the model's mesh @mesh has one device: it runs on one of t3k's 8" in compilation.warnings
+
+
+def test_a_fused_bias_is_kept_and_split_as_the_matmuls_result():
+    """Operands past A and B (a bias fused into the matmul) are kept, split as the result is; an
+    operand override may name one."""
+    from overrides import parse_item
+
+    t3k = load_target("t3k")
+    graph = compile_model(load_model("zoo:mlp"), t3k).levels["partition"]
+    fc1 = graph.op("mlp.layer.0.fc1.matmul")
+    assert fc1.inputs[2:] == ["mlp.layer.0.fc1.bias"] and "add" in fc1.attrs["fused_kinds"]
+    result, bias = graph.tensors[fc1.outputs[0]], graph.tensors[fc1.inputs[2]]
+    assert result.sharding.dims[-1] == ("model",) and bias.sharding.dims[-1] == ("model",)
+    asked = ["mlp.layer.0.fc1.matmul=operand#2:sharding#{},{model}", "mlp.layer.0.fc1.matmul=operand#2:sharding#{},{}"]
+    compiled = compile_model(load_model("zoo:mlp"), t3k, [parse_item(a) for a in asked])
+    applied, whole = compiled.override_outcomes
+    assert applied.status == "applied" and len(compiled.levels["partition"].op(fc1.name).inputs) == 3
+    assert whole.status == "rejected" and whole.reason.endswith(
+        "cannot read operand 2 as {},{}: its rule needs {},{model}"
+    )

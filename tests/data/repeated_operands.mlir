@@ -1,0 +1,33 @@
+// Layers alike: ops reading one tensor twice beside ops reading two of the same shape, a
+// matmul whose operands are laid out alike, an op of two results, a lookup and a cache written in place.
+func.func @forward(%ids: tensor<1x256xui32> {ttcore.argument_type = #ttcore.argument_type<input>, ttir.name = "ids"}, %table: tensor<1024x256xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttir.name = "table"}, %pos: tensor<1xi64> {ttcore.argument_type = #ttcore.argument_type<input>, ttir.name = "pos"}, %w0: tensor<256x256xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttir.name = "layer.0.weight"}, %c0: tensor<1x8x128x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>, ttir.name = "layer.0.cache"}, %w1: tensor<256x256xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttir.name = "layer.1.weight"}, %c1: tensor<1x8x128x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>, ttir.name = "layer.1.cache"}) -> (tensor<256x256xbf16> {ttir.name = "out"}) {
+    %0 = "ttir.embedding"(%ids, %table) : (tensor<1x256xui32>, tensor<1024x256xbf16>) -> tensor<1x256x256xbf16> loc("embed")
+    %1 = "ttir.reshape"(%0) <{shape = [256 : i32, 256 : i32]}> : (tensor<1x256x256xbf16>) -> tensor<256x256xbf16> loc("embed.flat")
+    %sq0 = "ttir.multiply"(%1, %1) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("layer.0.square")
+    %pr0 = "ttir.multiply"(%1, %sq0) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("layer.0.scale")
+    %mm0 = "ttir.matmul"(%pr0, %sq0) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("layer.0.matmul")
+    %pj0 = "ttir.matmul"(%mm0, %w0) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("layer.0.proj")
+    %sp0:2 = "ttir.split"(%pj0) : (tensor<256x256xbf16>) -> (tensor<256x128xbf16>, tensor<256x128xbf16>) loc("layer.0.split")
+    %ad0 = "ttir.add"(%sp0#0, %sp0#1) : (tensor<256x128xbf16>, tensor<256x128xbf16>) -> tensor<256x128xbf16> loc("layer.0.halves")
+    %jn0 = "ttir.concat"(%sp0#1, %sp0#0) <{dim = 1 : si32}> : (tensor<256x128xbf16>, tensor<256x128xbf16>) -> tensor<256x256xbf16> loc("layer.0.swap")
+    %tw0 = "ttir.concat"(%ad0, %ad0) <{dim = 1 : si32}> : (tensor<256x128xbf16>, tensor<256x128xbf16>) -> tensor<256x256xbf16> loc("layer.0.twice")
+    %rs0 = "ttir.reshape"(%tw0) <{shape = [1 : i32, 8 : i32, 128 : i32, 64 : i32]}> : (tensor<256x256xbf16>) -> tensor<1x8x128x64xbf16> loc("layer.0.heads")
+    %sl0 = "ttir.slice_static"(%rs0) <{begins = [0 : i32, 0 : i32, 0 : i32, 0 : i32], ends = [1 : i32, 8 : i32, 1 : i32, 64 : i32], step = [1 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<1x8x128x64xbf16>) -> tensor<1x8x1x64xbf16> loc("layer.0.row")
+    "ttir.update_cache"(%c0, %sl0, %pos) <{batch_offset = 0 : i32}> : (tensor<1x8x128x64xbf16>, tensor<1x8x1x64xbf16>, tensor<1xi64>) -> () loc("layer.0.cache.update")
+    %sm0 = "ttir.add"(%jn0, %sq0) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("layer.0.residual")
+    %g0 = "ttir.gelu"(%sm0) : (tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("layer.0.gelu")
+    %sq1 = "ttir.multiply"(%g0, %g0) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("layer.1.square")
+    %pr1 = "ttir.multiply"(%g0, %sq1) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("layer.1.scale")
+    %mm1 = "ttir.matmul"(%pr1, %sq1) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("layer.1.matmul")
+    %pj1 = "ttir.matmul"(%mm1, %w1) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("layer.1.proj")
+    %sp1:2 = "ttir.split"(%pj1) : (tensor<256x256xbf16>) -> (tensor<256x128xbf16>, tensor<256x128xbf16>) loc("layer.1.split")
+    %ad1 = "ttir.add"(%sp1#0, %sp1#1) : (tensor<256x128xbf16>, tensor<256x128xbf16>) -> tensor<256x128xbf16> loc("layer.1.halves")
+    %jn1 = "ttir.concat"(%sp1#1, %sp1#0) <{dim = 1 : si32}> : (tensor<256x128xbf16>, tensor<256x128xbf16>) -> tensor<256x256xbf16> loc("layer.1.swap")
+    %tw1 = "ttir.concat"(%ad1, %ad1) <{dim = 1 : si32}> : (tensor<256x128xbf16>, tensor<256x128xbf16>) -> tensor<256x256xbf16> loc("layer.1.twice")
+    %rs1 = "ttir.reshape"(%tw1) <{shape = [1 : i32, 8 : i32, 128 : i32, 64 : i32]}> : (tensor<256x256xbf16>) -> tensor<1x8x128x64xbf16> loc("layer.1.heads")
+    %sl1 = "ttir.slice_static"(%rs1) <{begins = [0 : i32, 0 : i32, 0 : i32, 0 : i32], ends = [1 : i32, 8 : i32, 1 : i32, 64 : i32], step = [1 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<1x8x128x64xbf16>) -> tensor<1x8x1x64xbf16> loc("layer.1.row")
+    "ttir.update_cache"(%c1, %sl1, %pos) <{batch_offset = 0 : i32}> : (tensor<1x8x128x64xbf16>, tensor<1x8x1x64xbf16>, tensor<1xi64>) -> () loc("layer.1.cache.update")
+    %sm1 = "ttir.add"(%jn1, %sq1) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("layer.1.residual")
+    %g1 = "ttir.gelu"(%sm1) : (tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("layer.1.gelu")
+    return %g1 : tensor<256x256xbf16>
+}
