@@ -1,0 +1,71 @@
+"""The override search: never slower than its start, the same result for the same seed and trial
+limit, within its budget, and a model with nothing left to gain ends after one pass, saying so."""
+
+from __future__ import annotations
+
+import pytest
+
+from compiler.mlir_import import import_mlir
+from compiler.models import load_model
+from compiler.pipeline import compile_model
+from compiler.simulator import simulate
+from overrides import check_overrides, parse_item
+from overrides.search import LAYOUT_KNOBS, candidates, tune
+
+RELU = """func.func @main(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  %0 = "ttir.relu"(%a) : (tensor<64x64xbf16>) -> tensor<64x64xbf16>
+  return %0 : tensor<64x64xbf16>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    return load_model("zoo:mlp?layers=1")
+
+
+def test_the_same_seed_finds_the_same_set_and_it_is_never_slower(wormhole, mlp):
+    first = tune(mlp, wormhole, "trace", budget_s=None, max_trials=25, seed=3)
+    again = tune(mlp, wormhole, "trace", budget_s=None, max_trials=25, seed=3)
+    assert (first.items, first.best_ns, first.trials) == (again.items, again.best_ns, again.trials)
+    assert first.trials == 25 and first.stopped == "stopped after its 25 trials"
+    assert first.best_ns <= first.start_ns == min(first.policies.values())
+    assert {item for item, _ in first.gains} >= set(first.items)  # each item in the set was kept for a gain
+    assert all(gain > 0 for _, gain in first.gains)
+
+
+def test_the_best_set_reproduces_its_time_and_passes_the_check(wormhole, mlp):
+    tuned = tune(mlp, wormhole, "trace", budget_s=None, max_trials=40, seed=1)
+    assert tuned.items, "an mlp on Wormhole has something to gain"
+    items = [parse_item(i) for i in tuned.items]
+    assert not check_overrides(items, compile_model(mlp, wormhole, policy=tuned.policy))
+    again = compile_model(mlp, wormhole, items, tuned.policy)
+    assert simulate(again.kernel, wormhole, "trace").total_ns == tuned.best_ns < tuned.start_ns
+
+
+def test_a_time_budget_ends_the_search(wormhole):
+    # two BERT layers: a pass over their ops' candidates is thousands of trials, seconds of work
+    tuned = tune(load_model("zoo:bert-base?layers=2"), wormhole, "trace", budget_s=0.5, seed=0)
+    assert tuned.stopped == "stopped at the end of its time budget" and tuned.trials > 0
+    assert tuned.seconds < 0.5 + 5  # the deadline is checked before each trial: one trial past it at most
+
+
+def test_a_model_with_nothing_left_to_gain_ends_after_one_pass(wormhole):
+    relu = import_mlir(RELU, "relu.mlir")
+    done = tune(relu, wormhole, "trace", budget_s=None, seed=0)
+    assert done.stopped in ("a pass over every op kept nothing", "no override of any op makes it faster")
+    again = tune(relu, wormhole, "trace", budget_s=None, seed=0, policy=done.policy, start_items=tuple(done.items))
+    assert again.stopped == "no override of any op makes it faster" and again.gains == []
+    assert again.best_ns == again.start_ns == done.best_ns
+    assert again.trials == len(
+        [c for c in candidates(again.compilation, "relu_0", LAYOUT_KNOBS) if c not in done.items]
+    )
+
+
+def test_candidates_keep_to_the_knobs_asked_for(wormhole, mlp):
+    compiled = compile_model(mlp, wormhole)
+    layout_only = candidates(compiled, "mlp.layer.0.fc1.matmul", LAYOUT_KNOBS)
+    assert "mlp.layer.0.fc1.matmul=l1:block_sharded" in layout_only and "mlp.layer.0.fc1.matmul=4x8" in layout_only
+    assert not any("bfp8" in c or "fidelity#" in c for c in layout_only)
+    precise = candidates(compiled, "mlp.layer.0.fc1.matmul", ("dtype", "fidelity"))
+    assert "mlp.layer.0.fc1.matmul=bfp8" in precise and "mlp.layer.0.fc1.matmul=fidelity#lofi" in precise
