@@ -1,7 +1,7 @@
 """Search per-op overrides for the fastest simulated step, as a person tuning a model would, only
-faster: start from the best of the layout policies, then take the ops from the slowest down and
-try each override the op accepts, keeping one when the model's time drops (first improvement),
-pass after pass until a pass keeps nothing or the budget ends.
+faster: start from the best of the layout policies, then take the ops from the slowest down, try
+each override the op accepts and keep the one that makes the model fastest, if any does, pass
+after pass until a pass keeps nothing or the budget ends.
 
 Each trial compiles since the best compilation so far and simulates with its costs, so it costs
 what the override can change (compiler.pipeline's incremental path). L1 is shared by everything
@@ -29,7 +29,7 @@ from .spec import parse_item
 
 # what an override may change without changing the numbers the model computes, and what it may
 # change only when asked (`+precision`): reported apart, since they change results
-LAYOUT_KNOBS = ("memory", "layout", "grid", "double_buffer", "tile")
+LAYOUT_KNOBS = ("memory", "layout", "grid", "block", "double_buffer", "tile")
 PRECISION_KNOBS = ("dtype", "fidelity")
 # the policies a search may start from: the optimizer's block-float weights change precision
 LAYOUT_POLICIES = (DEFAULT_POLICY, GREEDY_L1)
@@ -78,6 +78,8 @@ def candidates(compilation: Compilation, op_name: str, knobs: tuple[str, ...]) -
         }
         found += [f"{r}x{c}" for r, c in sorted(grids) if (r, c) != op.attrs.get("grid")]
     matrix = opset.op_class(op.kind).kind_class in opset.MATRIX_CLASSES
+    if "block" in knobs and matrix:
+        found += _blocks(compilation, op_name)
     if "double_buffer" in knobs:
         found.append("double_buffer#false")
     if "tile" in knobs and matrix:
@@ -87,6 +89,21 @@ def candidates(compilation: Compilation, op_name: str, knobs: tuple[str, ...]) -
     if "fidelity" in knobs and matrix and target.fidelities:
         found += [f"fidelity#{f}" for f in target.fidelities]
     return [f"{op_name}={item}" for item in found]
+
+
+def _blocks(compilation: Compilation, op_name: str) -> list[str]:
+    """A matmul's other passes: K steps of 1 to 16 tiles that divide K, and half the rows or
+    columns per pass, from the blocking its kernel has now."""
+    kernel = compilation.kernel.op(op_name).meta.get("kernel")
+    if kernel is None or len(kernel.block) != 3:
+        return []
+    layout = compilation.levels["layout"]
+    tile = compilation.target.tile
+    kt = -(-opset.gemm_dims(layout, layout.op(op_name))[1] // tile[1])
+    bm, bn, kb = kernel.block
+    blocks = {(bm, bn, k) for k in (1, 2, 4, 8, 16) if kt % k == 0}
+    blocks |= {(m, n, kb) for m, n in ((bm // 2, bn), (bm, bn // 2)) if m and n and bm % m == 0 and bn % n == 0}
+    return [f"block#{m}x{n}x{k}" for m, n, k in sorted(blocks - {(bm, bn, kb)})]
 
 
 def _tunable(compilation: Compilation, sim: SimResult) -> list[str]:
@@ -161,20 +178,23 @@ def tune(
         kept_this_pass = 0
         for op_name in _tunable(best, best_sim):
             tries = [c for c in candidates(best, op_name, knobs) if c != items.get(op_name)]
-            rng.shuffle(tries)
+            rng.shuffle(tries)  # the order decides between candidates that tie
+            others = [v for k, v in items.items() if k != op_name]
+            winner_item, winner = None, None
             for item in tries:
                 stopped = search.out_of_budget()
                 if stopped:
                     break
-                tried = search.trial([*(v for k, v in items.items() if k != op_name), item], best, best_sim.costs)
-                if tried is None or tried[1].total_ns >= best_sim.total_ns * (1 - MIN_GAIN):
-                    continue
-                gains.append((item, best_sim.total_ns - tried[1].total_ns))
-                items[op_name] = item
-                best, best_sim = tried
+                tried = search.trial([*others, item], best, best_sim.costs)
+                bar = (winner[1] if winner else best_sim).total_ns * (1 - MIN_GAIN)
+                if tried is not None and tried[1].total_ns < bar:
+                    winner_item, winner = item, tried
+            if winner is not None:  # the op's best candidate, even when the budget ended mid-way
+                gains.append((winner_item, best_sim.total_ns - winner[1].total_ns))
+                items[op_name] = winner_item
+                best, best_sim = winner
                 kept_this_pass += 1
-                progress(f"{search.trials} trials: {best_sim.total_ns / 1e3:.1f} us with {item}")
-                break  # the op's next candidates are tried on the next pass, from here
+                progress(f"{search.trials} trials: {best_sim.total_ns / 1e3:.1f} us with {winner_item}")
             if stopped:
                 break
         if not stopped and not kept_this_pass:

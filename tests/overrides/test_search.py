@@ -67,5 +67,8 @@ def test_candidates_keep_to_the_knobs_asked_for(wormhole, mlp):
     layout_only = candidates(compiled, "mlp.layer.0.fc1.matmul", LAYOUT_KNOBS)
     assert "mlp.layer.0.fc1.matmul=l1:block_sharded" in layout_only and "mlp.layer.0.fc1.matmul=4x8" in layout_only
     assert not any("bfp8" in c or "fidelity#" in c for c in layout_only)
+    blocks = [c.split("=")[1] for c in layout_only if "block#" in c]
+    bm, bn, kb = compiled.kernel.op("mlp.layer.0.fc1.matmul").meta["kernel"].block
+    assert blocks and f"block#{bm}x{bn}x{kb}" not in blocks  # other passes than the kernel's own
     precise = candidates(compiled, "mlp.layer.0.fc1.matmul", ("dtype", "fidelity"))
     assert "mlp.layer.0.fc1.matmul=bfp8" in precise and "mlp.layer.0.fc1.matmul=fidelity#lofi" in precise
