@@ -94,7 +94,7 @@ class Known:
     made again), the layouts ops were found to read their operands in, and the kernels split."""
 
     placement: Placement | None = None
-    operand_layouts: dict = field(default_factory=dict)
+    required_layouts: dict = field(default_factory=dict)
     kernels: Mapping[tuple, Kernel | None] = field(default_factory=dict)
 
     @classmethod
@@ -135,7 +135,7 @@ def stages(
             "layout",
             [
                 AssignLayouts(target, tuple(overrides), policy, l1_usage_cap, known.placement),
-                InsertToLayout(target, known.operand_layouts),
+                InsertToLayout(target, known.required_layouts),
                 PlanMemory(target),
             ],
         ),

@@ -67,7 +67,7 @@ def candidates(compilation: Compilation, op_name: str, knobs: tuple[str, ...]) -
     rows, cols = target.grid
     found: list[str] = []
     if "memory" in knobs:
-        found += ["l1:interleaved", f"{target.dram.name}"]
+        found += ["l1:interleaved", target.dram.name]
         found += [f"l1:{layout}" for layout in SHARDED] if "layout" in knobs else []
     if "grid" in knobs:
         grids = {
@@ -85,7 +85,7 @@ def candidates(compilation: Compilation, op_name: str, knobs: tuple[str, ...]) -
     if "tile" in knobs and matrix:
         found += [f"tile#{r}x{c}" for r, c in sorted(target.tile_shapes) if (r, c) != target.tile]
     if "dtype" in knobs and matrix:
-        found += [f"{d}" for d in ("bfp8", "bfp4") if d in target.matrix.flops_per_cycle]
+        found += [d for d in ("bfp8", "bfp4") if d in target.matrix.flops_per_cycle]
     if "fidelity" in knobs and matrix and target.fidelities:
         found += [f"fidelity#{f}" for f in target.fidelities]
     return [f"{op_name}={item}" for item in found]
@@ -123,7 +123,6 @@ class _Search:
     policy: str
     deadline: float
     max_trials: int | None
-    progress: Callable[[str], None]
     trials: int = 0
 
     def out_of_budget(self) -> str:
@@ -167,9 +166,7 @@ def tune(
     chosen = min(policies, key=lambda name: (policies[name], name))
     best, best_sim = runs[chosen]
     progress(f"start: {chosen} {best_sim.total_ns / 1e3:.1f} us")
-    search = _Search(
-        model, target, dispatch, chosen, start + budget_s if budget_s else float("inf"), max_trials, progress
-    )
+    search = _Search(model, target, dispatch, chosen, start + budget_s if budget_s else float("inf"), max_trials)
     rng = random.Random(seed)
     items: dict[str, str] = {parse_item(item).op: item for item in start_items}
     gains: list[tuple[str, float]] = []

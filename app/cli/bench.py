@@ -39,8 +39,9 @@ from . import bench_goals
 from .bench_goals import bare_parse_seconds
 from .bench_perfdb import PIXELS, perfdb_bench
 from .bench_perfdb import progress as _progress
+from .peer_bench import CORPUS, compare_import, format_rows, peer_files
 
-CORPUS_RESNET = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "ttmlir" / "resnet50_xla.mlir"
+CORPUS_RESNET = CORPUS / "resnet50_xla.mlir"
 SIZES = {  # name -> zoo reference
     "1k": "zoo:bert-base",
     "10k": "zoo:bert-base?layers=104",
@@ -215,8 +216,6 @@ def run(quick: bool = False, target: str = "wormhole_n150", peer_python: str | N
 def _peer(peer_python: str, directory: Path) -> list[dict]:
     """Model Explorer's conversion against tilescope's import, on the corpus's StableHLO model and
     chains of it (none without the corpus)."""
-    from .peer_bench import compare_import, format_rows, peer_files  # noqa: PLC0415
-
     files = peer_files(directory)
     if not files:
         _progress("peer: the corpus is not beside the checkout; nothing to compare on")
@@ -297,8 +296,6 @@ def format_table(report: dict) -> str:
     )
     lines.append(f"{machine['cores']} cores, {machine['system']}, Python {machine['python']}")
     if report.get("peer"):
-        from .peer_bench import format_rows  # noqa: PLC0415
-
         lines += [
             "",
             "import against Model Explorer (seconds, median of interleaved rounds):",

@@ -25,8 +25,10 @@ import time
 from pathlib import Path
 
 from compiler.errors import TilescopeError, clip
-from compiler.mlir_import import import_mlir, new_context, parse_module
+from compiler.mlir_import import import_mlir
 from compiler.mlir_text import make_parsable
+
+from .bench_goals import parse_seconds
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "ttmlir"
 # The corpus's other StableHLO file, gather_op.mlir, is 18 small functions: Model Explorer converts
@@ -142,15 +144,6 @@ def _import_seconds(path: str) -> tuple[float, int]:
     return time.perf_counter() - start, len(graph.ops)
 
 
-def _bare_parse_seconds(parsable: str) -> float:
-    """Seconds of MLIR's parse alone, in the context tilescope parses in."""
-    ctx = new_context()
-    start = time.perf_counter()
-    with ctx:
-        parse_module(parsable, "<bare parse>", ctx)
-    return time.perf_counter() - start
-
-
 def compare_import(peer_python: str, files: list[tuple[str, str]], repeats: int) -> list[dict]:
     """Per (name, path): the median over `repeats` rounds of tilescope's import, Model Explorer's
     conversion and MLIR's bare parse, each round running every file through all three in turn
@@ -164,7 +157,7 @@ def compare_import(peer_python: str, files: list[tuple[str, str]], repeats: int)
             for name, path in files:
                 peer_s, nodes = peer.seconds(name, path)
                 tilescope_s, ops = _import_seconds(path)
-                bare_s = _bare_parse_seconds(parsable[path])
+                bare_s = parse_seconds(parsable[path], path)
                 sizes[name] = (ops, nodes)
                 if round_:
                     for key, seconds in (("tilescope", tilescope_s), ("peer", peer_s), ("bare", bare_s)):
