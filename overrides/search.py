@@ -15,17 +15,18 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from compiler import opset
+from compiler.matmul_blocking import subblock
 from compiler.mlir_import import ImportedModel
-from compiler.override import REJECTED
+from compiler.override import LAYOUT_FIELDS, REJECTED
 from compiler.pipeline import Compilation, compile_model
-from compiler.policies import DEFAULT_POLICY, GREEDY_L1
+from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, GREEDY_L1
 from compiler.simulator import SimResult, simulate
 from compiler.target import Target
 
-from .spec import parse_item
+from .spec import format_item, parse_item
 
 # what an override may change without changing the numbers the model computes, and what it may
 # change only when asked (`+precision`): reported apart, since they change results
@@ -35,6 +36,20 @@ PRECISION_KNOBS = ("dtype", "fidelity")
 LAYOUT_POLICIES = (DEFAULT_POLICY, GREEDY_L1)
 SHARDED = ("block_sharded", "height_sharded", "width_sharded")
 MIN_GAIN = 1e-9  # relative: a kept override must make the step faster, not equal
+HEARTBEAT_S = 2.0  # how often a long search says where it is, between kept overrides
+
+
+@dataclass(frozen=True)
+class Change:
+    """One step of a search: the items it set, one per op of a group, and the ns it saved then."""
+
+    items: tuple[str, ...]
+    ns: float
+
+    @property
+    def label(self) -> str:
+        more = len(self.items) - 1
+        return self.items[0] + (f" (and {more} op{'s' if more > 1 else ''} alike)" if more else "")
 
 
 @dataclass
@@ -46,10 +61,11 @@ class Tuned:
     start_ns: float
     best_ns: float
     items: list[str]  # the best override set, one item per op
-    gains: list[tuple[str, float]]  # each item kept, and the ns it saved when it was kept
+    gains: list[Change]  # each change kept, in order, and the ns it saved when it was kept
     trials: int
     seconds: float
     stopped: str  # why the search ended, one line
+    l1_usage_cap: float
     compilation: Compilation = field(repr=False)
     sim: SimResult = field(repr=False)
 
@@ -57,11 +73,22 @@ class Tuned:
     def speedup(self) -> float:
         return self.start_ns / self.best_ns if self.best_ns else 1.0
 
+    def precision_items(self) -> list[str]:
+        """The items that change what the model computes (a dtype or a math fidelity)."""
+        return [item for item in self.items if changes_precision(item)]
 
-def candidates(compilation: Compilation, op_name: str, knobs: tuple[str, ...]) -> list[str]:
+
+def changes_precision(item: str) -> bool:
+    parsed = parse_item(item)
+    return parsed.dtype is not None or parsed.fidelity is not None
+
+
+def candidates(compilation: Compilation, op_name: str, knobs: tuple[str, ...], current: str | None = None) -> list[str]:
     """The override items worth a trial on one op: where its output lives and how it is sharded,
-    the grid it runs on, single buffering, shorter tiles, and with precision knobs its dtype and
-    fidelity. The compiler rejects what the op cannot take (uneven shards, a full L1)."""
+    the grid it runs on, a matmul's blocking and sub-block, single buffering, shorter tiles, and
+    with precision knobs its dtype and fidelity. Each changes one knob of the op's `current` item
+    and keeps the rest, so an op's knobs are tuned one after another. The compiler rejects what the
+    op cannot take (uneven shards, a full L1)."""
     op = compilation.levels["layout"].op(op_name)
     target = compilation.target
     rows, cols = target.grid
@@ -88,12 +115,38 @@ def candidates(compilation: Compilation, op_name: str, knobs: tuple[str, ...]) -
         found += [d for d in ("bfp8", "bfp4") if d in target.matrix.flops_per_cycle]
     if "fidelity" in knobs and matrix and target.fidelities:
         found += [f"fidelity#{f}" for f in target.fidelities]
-    return [f"{op_name}={item}" for item in found]
+    tried = (combined(current, f"{op_name}={item}") for item in found)
+    return [item for item in dict.fromkeys(tried) if item != current]
+
+
+# what a change of one knob leaves meaningless of the item it changes: a new grid or tile shape
+# gives each core another share, whose blocking is to be found again; a new block, its sub-blocks
+_RESETS = {
+    "grid": ("block", "subblock"),
+    "tile": ("block", "subblock"),
+    "block": ("subblock",),
+    "memory": ("memory_layout",),  # `dram` after `l1:block_sharded` is DRAM, interleaved
+}
+
+
+def combined(current: str | None, change: str) -> str:
+    """`current` (an op's item, or None) with what `change` sets in place of its own."""
+    new = parse_item(change)
+    if current is None:
+        return format_item(new)
+    old = parse_item(current)
+    values = {name: getattr(new, name) for name in LAYOUT_FIELDS if getattr(new, name) is not None}
+    for name in list(values):
+        for reset in _RESETS.get(name, ()):
+            values.setdefault(reset, None)
+    return format_item(replace(old, **values, spec=""))
 
 
 def _blocks(compilation: Compilation, op_name: str) -> list[str]:
-    """A matmul's other passes: K steps of 1 to 16 tiles that divide K, and half the rows or
-    columns per pass, from the blocking its kernel has now."""
+    """A matmul's other passes: K steps of 1 to 16 tiles that divide K, half the rows or columns
+    per pass, from the blocking its kernel has now; and the sub-blocks of that blocking's pass
+    that fill the destination registers, tall or wide (tt-metal takes the widest; the operand
+    along the longer side is unpacked once per sub-block, so the best shape depends on the op)."""
     kernel = compilation.kernel.op(op_name).meta.get("kernel")
     if kernel is None or len(kernel.block) != 3:
         return []
@@ -103,16 +156,44 @@ def _blocks(compilation: Compilation, op_name: str) -> list[str]:
     bm, bn, kb = kernel.block
     blocks = {(bm, bn, k) for k in (1, 2, 4, 8, 16) if kt % k == 0}
     blocks |= {(m, n, kb) for m, n in ((bm // 2, bn), (bm, bn // 2)) if m and n and bm % m == 0 and bn % n == 0}
-    return [f"block#{m}x{n}x{k}" for m, n, k in sorted(blocks - {(bm, bn, kb)})]
+    found = [f"block#{m}x{n}x{k}" for m, n, k in sorted(blocks - {(bm, bn, kb)})]
+    dest = compilation.target.pipeline.dest_tiles
+    now = kernel.subblock or subblock(bm, bn, dest)
+    for h in (h for h in range(1, min(bm, dest) + 1) if bm % h == 0):
+        w = max(w for w in range(1, min(bn, dest // h) + 1) if bn % w == 0)
+        if (h, w) != now:
+            found.append(f"subblock#{h}x{w}")
+    return found
 
 
 def _tunable(compilation: Compilation, sim: SimResult) -> list[str]:
-    """The ops an override may name, slowest first: those with work at the layout level (not
-    the conversions and collectives the compiler inserted)."""
+    """The ops an override may name, slowest first: the model's own ops (not those a pass made,
+    such as a fused attention) with work at the layout level (not the conversions and collectives
+    the compiler inserted)."""
     layout = compilation.levels["layout"]
-    named = {op.name for op in layout.ops if op.kind != "to_layout" and "operand_of" not in op.meta}
+    own = {op.name for op in compilation.model.graph.ops}
+    named = {op.name for op in layout.ops if op.name in own and op.kind != "to_layout" and "operand_of" not in op.meta}
     timed = [t for t in sim.ops if t.name in named and opset.op_class(t.kind).kind_class != opset.COLLECTIVE]
     return [t.name for t in sorted(timed, key=lambda t: (-t.duration_ns, t.name))]
+
+
+def alike(compilation: Compilation, sim: SimResult, items: dict[str, str]) -> list[list[str]]:
+    """The tunable ops in groups that run the same kernel but for tensor names (a model's repeated
+    layers) and have the same override, slowest group first (its ops' time summed). One trial
+    changes a whole group, as a person tuning one layer's matmul would change them all."""
+    kernels = compilation.kernel
+    durations = {t.name: t.duration_ns for t in sim.ops}
+    groups: dict[tuple, list[str]] = {}
+    for name in _tunable(compilation, sim):
+        kernel = kernels.op(name).meta.get("kernel")
+        template = id(kernel.like or kernel) if kernel is not None else name
+        groups.setdefault((template, items.get(name, "=").partition("=")[2]), []).append(name)
+    ranked = sorted(groups.values(), key=lambda names: (-sum(durations[n] for n in names), names[0]))
+    return [sorted(names) for names in ranked]
+
+
+def _renamed(item: str, op_name: str) -> str:
+    return f"{op_name}={item.partition('=')[2]}"
 
 
 @dataclass
@@ -123,9 +204,13 @@ class _Search:
     policy: str
     deadline: float
     max_trials: int | None
+    l1_usage_cap: float
+    cancelled: Callable[[], bool]
     trials: int = 0
 
     def out_of_budget(self) -> str:
+        if self.cancelled():
+            return "cancelled; the best set so far is kept"
         if self.max_trials is not None and self.trials >= self.max_trials:
             return f"stopped after its {self.max_trials} trials"
         if time.perf_counter() >= self.deadline:
@@ -135,7 +220,8 @@ class _Search:
     def trial(self, items: list[str], since: Compilation, costs) -> tuple[Compilation, SimResult] | None:
         """`items` compiled since `since` and simulated; None when the compiler rejects any."""
         self.trials += 1
-        compiled = compile_model(self.model, self.target, [parse_item(i) for i in items], self.policy, since=since)
+        overrides = [parse_item(i) for i in items]
+        compiled = compile_model(self.model, self.target, overrides, self.policy, self.l1_usage_cap, since=since)
         if any(o.status == REJECTED for o in compiled.override_outcomes):
             return None
         return compiled, simulate(compiled.kernel, self.target, self.dispatch, known=costs)
@@ -152,49 +238,67 @@ def tune(
     policy: str | None = None,
     start_items: tuple[str, ...] = (),
     progress: Callable[[str], None] = lambda _line: None,
+    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
+    cancelled: Callable[[], bool] = lambda: False,
 ) -> Tuned:
     """The best override set found for `model` on `target` within the budget (seconds, trials or
-    both; None: unbounded); never slower than where it started: the fastest policy (or `policy`)
-    with `start_items`, one per op (a search carried on from an earlier one)."""
+    both; None: unbounded) or until `cancelled()`; never slower than where it started: the fastest
+    policy (or `policy`) with `start_items`, one per op (a search carried on from an earlier one).
+    `progress` hears a line at the start, at each kept override, and every HEARTBEAT_S."""
     start = time.perf_counter()
     policies: dict[str, float] = {}
     runs: dict[str, tuple[Compilation, SimResult]] = {}
     for name in (policy,) if policy else LAYOUT_POLICIES:
-        compiled = compile_model(model, target, [parse_item(i) for i in start_items], name)
+        compiled = compile_model(model, target, [parse_item(i) for i in start_items], name, l1_usage_cap)
         runs[name] = compiled, simulate(compiled.kernel, target, dispatch)
         policies[name] = runs[name][1].total_ns
     chosen = min(policies, key=lambda name: (policies[name], name))
     best, best_sim = runs[chosen]
     progress(f"start: {chosen} {best_sim.total_ns / 1e3:.1f} us")
-    search = _Search(model, target, dispatch, chosen, start + budget_s if budget_s else float("inf"), max_trials)
+    deadline = start + budget_s if budget_s else float("inf")
+    search = _Search(model, target, dispatch, chosen, deadline, max_trials, l1_usage_cap, cancelled)
+    said = time.perf_counter()
     rng = random.Random(seed)
     items: dict[str, str] = {parse_item(item).op: item for item in start_items}
-    gains: list[tuple[str, float]] = []
+    gains: list[Change] = []
     stopped = ""
+    passes, grouped = 0, True  # groups of alike ops first; once that gains nothing, op by op
     while not stopped:
-        kept_this_pass = 0
-        for op_name in _tunable(best, best_sim):
-            tries = [c for c in candidates(best, op_name, knobs) if c != items.get(op_name)]
+        kept_this_pass, passes = 0, passes + 1
+        groups = alike(best, best_sim, items) if grouped else [[name] for name in _tunable(best, best_sim)]
+        for place, names in enumerate(groups, 1):
+            if time.perf_counter() - said >= HEARTBEAT_S:
+                said = time.perf_counter()
+                progress(
+                    f"{search.trials} trials, {said - start:.0f} s: {best_sim.total_ns / 1e3:.1f} us; pass {passes} "
+                    f"({'groups of alike ops' if grouped else 'op by op'}), {place} of {len(groups)}"
+                )
+            tries = candidates(best, names[0], knobs, items.get(names[0]))
             rng.shuffle(tries)  # the order decides between candidates that tie
-            others = [v for k, v in items.items() if k != op_name]
-            winner_item, winner = None, None
+            others = [v for k, v in items.items() if k not in names]
+            winner_items, winner = (), None
             for item in tries:
                 stopped = search.out_of_budget()
                 if stopped:
                     break
-                tried = search.trial([*others, item], best, best_sim.costs)
+                changed = tuple(_renamed(item, name) for name in names)
+                tried = search.trial([*others, *changed], best, best_sim.costs)
                 bar = (winner[1] if winner else best_sim).total_ns * (1 - MIN_GAIN)
                 if tried is not None and tried[1].total_ns < bar:
-                    winner_item, winner = item, tried
-            if winner is not None:  # the op's best candidate, even when the budget ended mid-way
-                gains.append((winner_item, best_sim.total_ns - winner[1].total_ns))
-                items[op_name] = winner_item
+                    winner_items, winner = changed, tried
+            if winner is not None:  # the best candidate, even when the budget ended mid-way
+                gains.append(Change(winner_items, best_sim.total_ns - winner[1].total_ns))
+                items.update((parse_item(item).op, item) for item in winner_items)
                 best, best_sim = winner
                 kept_this_pass += 1
-                progress(f"{search.trials} trials: {best_sim.total_ns / 1e3:.1f} us with {winner_item}")
+                said = time.perf_counter()
+                progress(f"{search.trials} trials: {best_sim.total_ns / 1e3:.1f} us with {gains[-1].label}")
             if stopped:
                 break
         if not stopped and not kept_this_pass:
+            if grouped and any(len(names) > 1 for names in groups):
+                grouped = False  # each op on its own now, alike or not
+                continue
             stopped = "no override of any op makes it faster" if not gains else "a pass over every op kept nothing"
     return Tuned(
         policy=chosen,
@@ -206,6 +310,27 @@ def tune(
         trials=search.trials,
         seconds=time.perf_counter() - start,
         stopped=stopped,
+        l1_usage_cap=l1_usage_cap,
         compilation=best,
         sim=best_sim,
     )
+
+
+def contributions(
+    model: ImportedModel, target: Target, tuned: Tuned, dispatch: str, limit: int = 10
+) -> list[tuple[str, float | None]]:
+    """What the final set's parts are worth: its items in groups of alike ops with the same item,
+    and for the `limit` groups of most time, the step's time without the group less the time with
+    the whole set. Parts interact (L1 is shared, a layout change moves conversions), so this
+    differs from what a change saved when it was kept. None: without the group, the rest is
+    rejected (another op's tensor no longer fits in L1, say)."""
+    items = {parse_item(item).op: item for item in tuned.items}
+    groups = [names for names in alike(tuned.compilation, tuned.sim, items) if names[0] in items][:limit]
+    search = _Search(model, target, dispatch, tuned.policy, float("inf"), None, tuned.l1_usage_cap, lambda: False)
+    found = []
+    for names in groups:
+        tried = search.trial([i for op, i in items.items() if op not in names], tuned.compilation, tuned.sim.costs)
+        found.append(
+            (Change(tuple(items[n] for n in names), 0.0).label, tried[1].total_ns - tuned.best_ns if tried else None)
+        )
+    return sorted(found, key=lambda pair: (pair[1] is None, -(pair[1] or 0.0), pair[0]))

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from compiler.errors import TilescopeError
 from perfdb.errors import DatabaseError, RunNotFound
 
-from . import runs, serving, stored, validate
+from . import runs, serving, stored, tune, validate
 
-GROUPS = (runs, stored, validate, serving)  # in the order `tilescope --help` lists their commands
+GROUPS = (runs, tune, stored, validate, serving)  # in the order `tilescope --help` lists their commands
 
 
 def _version() -> str:

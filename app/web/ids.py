@@ -45,6 +45,14 @@ APPLY_PROGRESS = "apply-progress"  # the stage a re-run is at
 UPLOAD_PROGRESS = "upload-progress"  # the stage an uploaded model's first run is at
 COMPILE_PROGRESS = "compile-progress"  # shown while the chosen model, target, policy or dispatch opens
 
+# Tune: a search of overrides from the shown run
+TUNE_BUDGET = "tune-budget"  # seconds
+TUNE_PRECISION = "tune-precision"  # whether dtype and fidelity may change too
+TUNE_START = "tune-start"
+TUNE_CANCEL = "tune-cancel"
+TUNE_PROGRESS = "tune-progress"
+TUNE_STATUS = "tune-status"  # what the last search found
+
 # export of the shown run
 EXPORT_FORMAT = "export-format"
 EXPORT_BUTTON = "export-button"

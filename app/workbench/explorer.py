@@ -36,6 +36,7 @@ from .run_export import export_run
 from .device_split import DeviceSplit, split_by_device
 from .run_view import RunView
 from .timeline_view import TimelineView, counter_steps, timeline
+from .tuning import TuneReport, tune_run
 from .uploads import upload_name, uploaded_bytes
 
 KEPT_PER_VIEW = 32  # runs (or run and level) whose derived views each cache keeps
@@ -293,6 +294,11 @@ class Explorer:
         if result.run_id is not None:
             self.kept("run").keep(result.run_id, self._read_view(result.run_id, result.compilation))
         return result.run_id, [o.as_dict() for o in result.compilation.override_outcomes]
+
+    def tune(self, run_id: int, **search) -> TuneReport:
+        """Search overrides from run `run_id` and store the best set as its child
+        (app.workbench.tuning.tune_run takes `search`: knobs, budget, seed, progress...)."""
+        return tune_run(self.sessions, self.view(run_id), **search)
 
     def in_new_process(self) -> None:
         """A background job runs in a forked process: it must not share the parent's pooled

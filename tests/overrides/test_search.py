@@ -10,7 +10,7 @@ from compiler.models import load_model
 from compiler.pipeline import compile_model
 from compiler.simulator import simulate
 from overrides import check_overrides, parse_item
-from overrides.search import LAYOUT_KNOBS, candidates, tune
+from overrides.search import LAYOUT_KNOBS, candidates, combined, tune
 
 RELU = """func.func @main(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
   %0 = "ttir.relu"(%a) : (tensor<64x64xbf16>) -> tensor<64x64xbf16>
@@ -30,8 +30,9 @@ def test_the_same_seed_finds_the_same_set_and_it_is_never_slower(wormhole, mlp):
     assert (first.items, first.best_ns, first.trials) == (again.items, again.best_ns, again.trials)
     assert first.trials == 25 and first.stopped == "stopped after its 25 trials"
     assert first.best_ns <= first.start_ns == min(first.policies.values())
-    assert {item for item, _ in first.gains} >= set(first.items)  # each item in the set was kept for a gain
-    assert all(gain > 0 for _, gain in first.gains)
+    # each item in the set was kept for a gain
+    assert {item for change in first.gains for item in change.items} >= set(first.items)
+    assert all(change.ns > 0 for change in first.gains)
 
 
 def test_the_best_set_reproduces_its_time_and_passes_the_check(wormhole, mlp):
@@ -57,9 +58,8 @@ def test_a_model_with_nothing_left_to_gain_ends_after_one_pass(wormhole):
     again = tune(relu, wormhole, "trace", budget_s=None, seed=0, policy=done.policy, start_items=tuple(done.items))
     assert again.stopped == "no override of any op makes it faster" and again.gains == []
     assert again.best_ns == again.start_ns == done.best_ns
-    assert again.trials == len(
-        [c for c in candidates(again.compilation, "relu_0", LAYOUT_KNOBS) if c not in done.items]
-    )
+    current = done.items[0] if done.items else None
+    assert again.trials == len(candidates(again.compilation, "relu_0", LAYOUT_KNOBS, current))
 
 
 def test_candidates_keep_to_the_knobs_asked_for(wormhole, mlp):
@@ -70,5 +70,22 @@ def test_candidates_keep_to_the_knobs_asked_for(wormhole, mlp):
     blocks = [c.split("=")[1] for c in layout_only if "block#" in c]
     bm, bn, kb = compiled.kernel.op("mlp.layer.0.fc1.matmul").meta["kernel"].block
     assert blocks and f"block#{bm}x{bn}x{kb}" not in blocks  # other passes than the kernel's own
+    subblocks = [c for c in blocks if c.startswith("subblock#")]
+    assert subblocks and all(
+        int(h) * int(w) <= wormhole.pipeline.dest_tiles
+        for h, w in (c.removeprefix("subblock#").split("x") for c in subblocks)
+    )
     precise = candidates(compiled, "mlp.layer.0.fc1.matmul", ("dtype", "fidelity"))
     assert "mlp.layer.0.fc1.matmul=bfp8" in precise and "mlp.layer.0.fc1.matmul=fidelity#lofi" in precise
+
+
+def test_a_candidate_changes_one_knob_of_the_item_the_op_has():
+    assert combined(None, "mm=l1:block_sharded") == "mm=l1:block_sharded"
+    # another sub-block keeps the block and where the output lives
+    assert combined("mm=l1:block_sharded:block#4x2x2", "mm=subblock#2x1") == (
+        "mm=l1:block_sharded:block#4x2x2:subblock#2x1"
+    )
+    # a grid gives each core another share: its blocking goes; DRAM is interleaved
+    assert combined("mm=l1:block_sharded:block#4x2x2:subblock#2x1", "mm=4x4") == "mm=4x4:l1:block_sharded"
+    assert combined("mm=4x4:l1:block_sharded:double_buffer#false", "mm=dram") == "mm=4x4:dram:double_buffer#false"
+    assert combined("mm=block#4x2x2:subblock#2x1", "mm=block#4x2x4") == "mm=block#4x2x4"

@@ -6,12 +6,26 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..panel import Panel, Wiring
-from . import graph, inspector, memory, mlir, override_form, roofline, run_bar, runs, statistics, summary, timeline
+from . import (
+    graph,
+    inspector,
+    memory,
+    mlir,
+    override_form,
+    roofline,
+    run_bar,
+    runs,
+    statistics,
+    summary,
+    timeline,
+    tune,
+)
 
 PANELS: tuple[Panel, ...] = tuple(
     module.PANEL
     for module in (
         run_bar,
+        tune,
         summary,
         graph,
         mlir,

@@ -14,6 +14,7 @@ from compiler.policies import DEFAULT_POLICY, POLICIES
 from compiler.target import DEFAULT_DISPATCH, DISPATCH_MODES, builtin_names
 
 from .. import ids, url_state
+from . import tune
 from ..jobs import JOB_POLL_MS, reporter
 from ..panel import PageContext, Panel, Wiring, outputs
 from ..style import error, labelled, menu
@@ -53,6 +54,7 @@ def layout(page: PageContext) -> list:
             labelled("Dispatch", menu(ids.DISPATCH_SELECT, list(DISPATCH_MODES), DEFAULT_DISPATCH), "field dispatch"),
             labelled("Level", levels, "field level"),
             labelled("Run", menu(ids.RUN_SELECT, [], None), "field run", id=ids.RUN_FIELD),
+            tune.controls(),
         ],
         className="run-bar",
     )

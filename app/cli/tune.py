@@ -1,0 +1,193 @@
+"""`tilescope tune`: search per-op overrides for the fastest simulated step, store the start and the
+best set found as two runs (the second the first's child), write the set in the three overrides
+formats, and report what was gained."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from compiler.errors import TilescopeError
+from compiler.target import DISPATCH_MODES
+
+from .options import MODEL_HELP, add_common, add_json
+
+if TYPE_CHECKING:
+    from ..workbench.tuning import TuneReport
+
+SHOWN_CHANGES = 10
+DEFAULT_BUDGET_S = 120.0
+# beside FILE (tilescope's JSON, which `tilescope run --overrides` reads back): the tools' formats
+TOOL_FILES = {"tt-mlir": ".tt-mlir.txt", "tt-explorer": ".tt-explorer.json"}
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    tune = sub.add_parser(
+        "tune",
+        help="search per-op overrides (memory, layout, grid, blocking, buffering, tiles) for the fastest step; "
+        "store the result as a run",
+    )
+    tune.add_argument("model", help=MODEL_HELP)
+    add_common(tune)
+    tune.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"search for at most this long (default {DEFAULT_BUDGET_S:g}, unless --trials is given)",
+    )
+    tune.add_argument("--trials", type=int, default=None, metavar="N", help="try at most N override sets")
+    tune.add_argument(
+        "--knobs",
+        default="memory,layout,grid,block,double_buffer,tile",
+        help="what the search may change, comma-separated (default: all that leave the numbers as they are); "
+        "dtype and fidelity change results: add them by name or with +precision",
+    )
+    tune.add_argument("--seed", type=int, default=0, help="orders the candidates that tie (default 0)")
+    tune.add_argument(
+        "--dispatch",
+        choices=DISPATCH_MODES,
+        default=None,
+        help="what the step's time counts: a captured trace (default) or host launches per op",
+    )
+    tune.add_argument("--label", default="", help="a note for the stored start run")
+    tune.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the overrides to FILE (tilescope JSON), and beside it FILE's stem"
+        + " and ".join(TOOL_FILES.values())
+        + " for tt-mlir and TT-Explorer",
+    )
+    tune.add_argument("--force", action="store_true", help="replace the files -o names if they exist")
+    add_json(tune, "the report")
+    tune.set_defaults(command_fn=cmd_tune)
+
+
+def output_paths(output: str) -> dict[str, Path]:
+    """Each format's file: FILE itself for tilescope's JSON, then its stem with the tools' suffixes."""
+    path = Path(output).expanduser()
+    stem = path.with_suffix("") if path.suffix == ".json" else path
+    return {"overrides": path, **{fmt: stem.with_name(stem.name + suffix) for fmt, suffix in TOOL_FILES.items()}}
+
+
+def _settings(args):
+    """The start's overrides and globals."""
+    from .runs import settings
+
+    args.dispatch = args.dispatch or "trace"  # over an overrides file's: tune's default is its own
+    return settings(args)
+
+
+class _Interrupt:
+    """Ctrl-C ends the search at its next trial, and its best set is stored; a second one stops at once."""
+
+    def __init__(self) -> None:
+        self.asked = False
+
+    def __enter__(self) -> _Interrupt:
+        self._before = signal.signal(signal.SIGINT, self._ask)
+        return self
+
+    def _ask(self, *_args) -> None:
+        if self.asked:
+            raise KeyboardInterrupt
+        self.asked = True
+        print("tilescope: ending the search; Ctrl-C again to drop it", file=sys.stderr)
+
+    def __exit__(self, *_exc) -> None:
+        signal.signal(signal.SIGINT, self._before)
+
+
+def cmd_tune(args) -> int:
+    from overrides.formats import OverrideSet, dump, left_out
+    from perfdb.engine import open_db, session_factory
+
+    from ..workbench.explorer import Explorer
+    from ..workbench.runs import execute
+    from ..workbench.tuning import check_budget, knobs_of
+
+    knobs = knobs_of(args.knobs)
+    if args.budget is None and args.trials is None:
+        args.budget = DEFAULT_BUDGET_S
+    check_budget(args.budget, args.trials)
+    paths = output_paths(args.output) if args.output else {}
+    existing = [str(p) for p in paths.values() if p.exists()]
+    if existing and not args.force:
+        raise TilescopeError(f"{existing[0]} exists (use --force to replace it)")
+    items, policy, dispatch, cap = _settings(args)
+    sessions = session_factory(open_db(args.db))
+    start = execute(
+        sessions,
+        args.model,
+        args.target,
+        items,
+        label=args.label or "tune: start",
+        dispatch=dispatch,
+        policy=policy,
+        l1_usage_cap=cap,
+        keep_going=False,
+    )
+    if start.run_id is None:
+        raise TilescopeError(f"override {start.rejected[0].spec!r} rejected: {start.rejected[0].reason}")
+    say = (lambda _line: None) if args.json else (lambda line: print(f"tune: {line}", file=sys.stderr, flush=True))
+    with _Interrupt() as interrupt:
+        report = Explorer(sessions).tune(
+            start.run_id,
+            knobs=knobs,
+            budget_s=args.budget,
+            max_trials=args.trials,
+            seed=args.seed,
+            progress=say,
+            cancelled=lambda: interrupt.asked,
+        )
+    tuned = OverrideSet([*map(_parsed, report.tuned.items)], report.tuned.policy, dispatch, cap)
+    for fmt, path in paths.items():
+        path.write_text(dump(tuned, fmt), encoding="utf-8")
+    if args.json:
+        print(json.dumps(report.as_dict() | {"files": {f: str(p) for f, p in paths.items()}}, indent=1))
+        return 0
+    print_report(report, args.model, paths, {fmt: left_out(tuned, fmt) for fmt in TOOL_FILES if paths})
+    return 0
+
+
+def _parsed(item: str):
+    from overrides import parse_item
+
+    return parse_item(item)
+
+
+def print_report(report: TuneReport, model_ref: str, paths: dict[str, Path], missing: dict[str, list[str]]) -> None:
+    t, parent = report.tuned, report.parent
+    print(
+        f"tuned {model_ref} on {parent.target_name} ({parent.dispatch} dispatch), knobs {','.join(report.knobs)}: "
+        f"{t.trials:,} trials in {t.seconds:.1f} s; {t.stopped}"
+    )
+    rows = [(f"run {parent.id}", f"start ({parent.policy}, {len(parent.overrides)} overrides)", parent.total_ns)]
+    rows += [("", policy, ns) for policy, ns in sorted(t.policies.items(), key=lambda kv: -kv[1])]
+    rows.append((f"run {report.run_id}", f"tuned (from {t.policy}, {len(t.items)} overrides)", report.total_ns))
+    for where, what, ns in rows:
+        print(f"  {where:<9} {what:<44} {ns / 1e3:>12,.1f} us  {ns / report.total_ns:>6.3f}x the tuned")
+    gap = report.total_ns / report.roofline_ns if report.roofline_ns else float("inf")
+    print(
+        f"  speedup {parent.total_ns / report.total_ns:.3f}x over the start, {report.greedy_ns / report.total_ns:.3f}x "
+        f"over greedy-l1; roofline bound {report.roofline_ns / 1e3:,.1f} us: the tuned run is {gap:.2f}x it"
+    )
+    precision = set(t.precision_items())
+    if report.contributions:
+        print("top changes (what the tuned run loses without each):")
+        for item, ns in report.contributions[:SHOWN_CHANGES]:
+            worth = f"{ns / 1e3:>+10.2f} us" if ns is not None else "  (the rest is rejected without it)"
+            print(f"  {worth}  {item}{'  [changes results]' if item in precision else ''}")
+    if precision:
+        print(f"{len(precision)} of the overrides change dtype or fidelity: they change results")
+    if paths:
+        print("overrides written: " + ", ".join(f"{p} ({fmt})" for fmt, p in paths.items()))
+    for fmt, left in missing.items():
+        if left:
+            print(f"  {paths[fmt]} leaves out what {fmt} cannot read: {len(left)} item(s), e.g. {left[0]}")
+    print(f"compare: tilescope diff {parent.id} {report.run_id}")

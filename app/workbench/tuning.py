@@ -1,0 +1,145 @@
+"""Tune a stored run: search overrides from where it stands (overrides.search), store the best set
+as a run whose parent is the run it started from, and say what was gained, against what, and how
+far the result still is from the roofline. Shared by `tilescope tune` and the page's Tune action."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from compiler.errors import TilescopeError
+from compiler.policies import GREEDY_L1
+from overrides import format_item, parse_item
+from overrides.search import LAYOUT_KNOBS, PRECISION_KNOBS, Tuned, contributions, tune
+
+from . import runs
+from .run_view import RunView
+
+MAX_BUDGET_S = 3600.0  # an hour: a longer search is a batch job, not an interactive one
+CONTRIBUTIONS = 10  # the items whose worth in the final set is measured and reported
+
+
+@dataclass
+class TuneReport:
+    parent: RunView  # the run the search started from
+    run_id: int  # the tuned run, stored with `parent` as its parent
+    total_ns: float  # the tuned run's time, as stored
+    roofline_ns: float  # the tuned run's ops, each at its roofline (peak compute or bandwidth)
+    tuned: Tuned
+    knobs: tuple[str, ...]
+    contributions: list[tuple[str, float | None]]  # item -> ns the final set loses without it
+
+    @property
+    def greedy_ns(self) -> float:
+        """greedy-l1 with the overrides the search started from."""
+        return self.tuned.policies[GREEDY_L1]
+
+    def as_dict(self) -> dict:
+        t = self.tuned
+        return {
+            "parent_run_id": self.parent.id,
+            "run_id": self.run_id,
+            "knobs": list(self.knobs),
+            "parent_ns": self.parent.total_ns,
+            "policies_ns": t.policies,
+            "start_policy": t.policy,
+            "start_ns": t.start_ns,
+            "total_ns": self.total_ns,
+            "speedup_over_parent": self.parent.total_ns / self.total_ns,
+            "speedup_over_greedy_l1": self.greedy_ns / self.total_ns,
+            "roofline_ns": self.roofline_ns,
+            "roofline_gap": self.total_ns / self.roofline_ns if self.roofline_ns else None,
+            "overrides": t.items,
+            "precision_overrides": t.precision_items(),
+            "changes": [{"overrides": list(change.items), "ns": change.ns} for change in t.gains],
+            "contributions": [{"override": item, "ns": ns} for item, ns in self.contributions],
+            "trials": t.trials,
+            "seconds": t.seconds,
+            "stopped": t.stopped,
+        }
+
+
+def knobs_of(text: str) -> tuple[str, ...]:
+    """`--knobs`: a comma list of LAYOUT_KNOBS and PRECISION_KNOBS; `+precision` adds both of the
+    latter to the layout knobs (alone) or to the knobs listed."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise TilescopeError("knobs: name at least one")
+    known = (*LAYOUT_KNOBS, *PRECISION_KNOBS)
+    chosen: list[str] = []
+    for name in names:
+        if name == "+precision":
+            chosen += [*(LAYOUT_KNOBS if len(names) == 1 else ()), *PRECISION_KNOBS]
+        elif name in known:
+            chosen.append(name)
+        else:
+            raise TilescopeError(f"unknown knob {name!r}; known: {', '.join(known)}, +precision")
+    return tuple(dict.fromkeys(chosen))
+
+
+def check_budget(budget_s: float | None, max_trials: int | None) -> None:
+    if budget_s is None and max_trials is None:
+        raise TilescopeError("give the search a budget: seconds, trials, or both")
+    if budget_s is not None and not 0 < budget_s <= MAX_BUDGET_S:
+        raise TilescopeError(f"budget must be more than 0 and at most {MAX_BUDGET_S:g} s, got {budget_s:g}")
+    if max_trials is not None and max_trials < 1:
+        raise TilescopeError(f"trials must be at least 1, got {max_trials}")
+
+
+def tune_run(
+    sessions: sessionmaker[Session],
+    parent: RunView,
+    knobs: tuple[str, ...] = LAYOUT_KNOBS,
+    budget_s: float | None = 120.0,
+    max_trials: int | None = None,
+    seed: int = 0,
+    progress: Callable[[str], None] = runs.no_progress,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> TuneReport:
+    """Search from `parent` (its overrides, dispatch and L1 cap; the fastest layout policy) and
+    store what it found as a run whose parent is `parent`, even when it found nothing better: the
+    report then says so, and the stored run is the start it could not beat."""
+    check_budget(budget_s, max_trials)
+    compilation = parent.compilation
+    tuned = tune(
+        compilation.model,
+        compilation.target,
+        parent.dispatch,
+        knobs,
+        budget_s,
+        max_trials,
+        seed,
+        start_items=tuple(format_item(o) for o in parent.overrides),
+        progress=progress,
+        l1_usage_cap=parent.l1_usage_cap,
+        cancelled=cancelled,
+    )
+    progress("measuring what each of the top overrides is worth")
+    worth = contributions(compilation.model, compilation.target, tuned, parent.dispatch, CONTRIBUTIONS)
+    progress("storing the tuned run")
+    result = runs.execute(
+        sessions,
+        parent.model_ref,
+        parent.target_ref,
+        [parse_item(item) for item in tuned.items],
+        label=f"tuned: {tuned.speedup:.3f}x over {tuned.policy}, {len(tuned.items)} overrides",
+        parent_id=parent.id,
+        dispatch=parent.dispatch,
+        policy=tuned.policy,
+        l1_usage_cap=parent.l1_usage_cap,
+        source_text=compilation.model.text,
+        target_source=parent.target_source,
+    )
+    if result.run_id is None:  # the search only keeps sets the compiler accepted
+        raise TilescopeError("the tuned override set was rejected when compiled on its own")
+    return TuneReport(
+        parent=parent,
+        run_id=result.run_id,
+        total_ns=result.sim.total_ns,
+        roofline_ns=sum(o.roofline_ns for o in result.sim.ops),
+        tuned=tuned,
+        knobs=knobs,
+        contributions=worth,
+    )
