@@ -10,7 +10,7 @@ from compiler.models import load_model
 from compiler.pipeline import compile_model
 from compiler.simulator import simulate
 from overrides import check_overrides, parse_item
-from overrides.search import LAYOUT_KNOBS, candidates, combined, tune
+from overrides.search import LAYOUT_KNOBS, alike, candidates, combined, contributions, tune
 
 RELU = """func.func @main(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
   %0 = "ttir.relu"(%a) : (tensor<64x64xbf16>) -> tensor<64x64xbf16>
@@ -89,3 +89,35 @@ def test_a_candidate_changes_one_knob_of_the_item_the_op_has():
     assert combined("mm=l1:block_sharded:block#4x2x2:subblock#2x1", "mm=4x4") == "mm=4x4:l1:block_sharded"
     assert combined("mm=4x4:l1:block_sharded:double_buffer#false", "mm=dram") == "mm=4x4:dram:double_buffer#false"
     assert combined("mm=block#4x2x2:subblock#2x1", "mm=block#4x2x4") == "mm=block#4x2x4"
+
+
+def test_alike_ops_are_grouped_and_only_the_models_own_ops_are_tuned(wormhole):
+    bert = load_model("zoo:bert-base?layers=3&seq=128")
+    compiled = compile_model(bert, wormhole, policy="greedy-l1")
+    sim = simulate(compiled.kernel, wormhole, "trace")
+    groups = alike(compiled, sim, {})
+    own = {op.name for op in bert.graph.ops}
+    layout_names = {op.name for op in compiled.levels["layout"].ops}
+    assert {name for names in groups for name in names} <= own
+    assert layout_names - own, "fuse-attention makes an op the model does not have: no override may name it"
+    # the first two layers' intermediate matmuls run the same kernel (the last writes the output): one group
+    both = [names for names in groups if "encoder.layer.0.intermediate.dense.matmul" in names]
+    assert both and "encoder.layer.1.intermediate.dense.matmul" in both[0]
+    for names in groups:
+        kernels = {id(k.like or k) for k in (compiled.kernel.op(n).meta["kernel"] for n in names)}
+        assert len(kernels) == 1
+    # slowest group first
+    durations = {t.name: t.duration_ns for t in sim.ops}
+    totals = [sum(durations[n] for n in names) for names in groups]
+    assert totals == sorted(totals, reverse=True)
+
+
+def test_what_each_part_of_the_set_is_worth_is_measured_without_it(wormhole, mlp):
+    tuned = tune(mlp, wormhole, "trace", budget_s=None, max_trials=40, seed=1)
+    worth = contributions(mlp, wormhole, tuned, "trace")
+    assert worth and len(worth) <= len(tuned.items)
+    for label, ns in worth:
+        item = label.split(" (and ")[0]
+        without = [parse_item(i) for i in tuned.items if i != item]
+        alone = simulate(compile_model(mlp, wormhole, without, tuned.policy).kernel, wormhole, "trace").total_ns
+        assert ns == pytest.approx(alone - tuned.best_ns)

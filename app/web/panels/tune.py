@@ -75,6 +75,8 @@ def report_lines(report) -> list:
         f"{gap:.2f}x the roofline bound ({report.roofline_ns / 1e3:,.1f} us). "
         f"{t.trials:,} trials in {t.seconds:.0f} s, {t.stopped}."
     )
+    if PRECISION_KNOBS[0] in report.knobs:  # reported apart: they change what the model computes
+        head += f" Dtype and fidelity were searched too: {len(t.precision_items())} of the overrides change results."
     changes = [
         html.Li(f"{'-' if ns is None else f'{ns / 1e3:+,.2f} us'}  {label}", className="mono")
         for label, ns in report.contributions[:5]

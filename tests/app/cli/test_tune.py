@@ -1,0 +1,100 @@
+"""`tilescope tune`: the start and the tuned run stored as parent and child, the set in three
+formats that reproduce the tuned time and pass the check, the report, and one line per bad input."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+from app.cli import main
+from app.cli.tune import output_paths
+from overrides.formats import load_file
+from perfdb.engine import open_db, session_factory
+from perfdb.queries import get_run
+
+from .test_cli import assert_one_error_line, cli, run_json
+
+MODEL = "zoo:bert-base?layers=1&seq=128"
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    """One search, shared: 80 trials on a one-layer BERT, its report as JSON and its files."""
+    where = tmp_path_factory.mktemp("tune")
+    db, out_file = f"sqlite:///{where}/runs.db", where / "tuned.json"
+    out, err = io.StringIO(), io.StringIO()  # a module's fixture has no capsys
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["tune", MODEL, "--db", db, "--trials", "80", "-o", str(out_file), "--json"])
+    assert code == 0, err.getvalue()
+    return db, json.loads(out.getvalue()), output_paths(str(out_file))
+
+
+def test_the_start_and_the_tuned_set_are_stored_as_parent_and_child(tuned):
+    db, report, _ = tuned
+    with session_factory(open_db(db))() as session:
+        start, best = get_run(session, report["parent_run_id"]), get_run(session, report["run_id"])
+        assert best.parent_id == start.id and start.dispatch == best.dispatch == "trace"
+        assert best.total_ns == report["total_ns"] < start.total_ns
+        assert sorted(best.overrides) == sorted(report["overrides"]) and best.policy == report["start_policy"]
+    assert report["trials"] == 80 and report["stopped"] == "stopped after its 80 trials"
+    assert report["speedup_over_parent"] == pytest.approx(start.total_ns / best.total_ns)
+    assert report["speedup_over_greedy_l1"] == pytest.approx(report["policies_ns"]["greedy-l1"] / best.total_ns)
+    assert report["speedup_over_greedy_l1"] >= 1.0  # never slower than the best policy it started from
+    assert 1.0 < report["roofline_gap"] == pytest.approx(best.total_ns / report["roofline_ns"])
+    worth = report["contributions"]
+    assert worth and all(c["ns"] is None or c["ns"] > -1e-6 for c in worth)
+
+
+def test_the_files_reproduce_the_tuned_time_and_pass_the_check(tuned, capsys, db_url):
+    _, report, paths = tuned
+    assert {fmt: p.exists() for fmt, p in paths.items()} == {"overrides": True, "tt-mlir": True, "tt-explorer": True}
+    written = load_file(str(paths["overrides"]))
+    assert (written.policy, written.dispatch) == (report["start_policy"], "trace")
+    again = run_json(capsys, MODEL, "--db", db_url, "--overrides", str(paths["overrides"]))
+    assert again["total_ns"] == report["total_ns"]
+    code, out, _ = cli(capsys, "check", MODEL, "--overrides", str(paths["overrides"]))
+    assert code == 0 and out.startswith("no problems")
+    # the tools' formats carry what they can read (the output layouts), and the check takes them too
+    for fmt in ("tt-mlir", "tt-explorer"):
+        code, out, _ = cli(capsys, "check", MODEL, "--overrides", str(paths[fmt]))
+        assert code == 0, out
+
+
+def test_the_report_names_speedups_the_roofline_and_the_top_changes(capsys, db_url, tmp_path):
+    code, out, err = cli(capsys, "tune", "zoo:mlp?layers=1", "--db", db_url, "--trials", "30")
+    assert code == 0, err
+    assert "stopped after its 30 trials" in out and "over greedy-l1" in out and "roofline bound" in out
+    assert "compare: tilescope diff" in out
+    assert err.startswith("tune: start: ")  # progress on standard error
+
+
+def test_files_are_not_replaced_without_force(capsys, db_url, tmp_path):
+    (tmp_path / "tuned.tt-mlir.txt").write_text("kept")
+    code, _, err = cli(capsys, "tune", "zoo:mlp", "--db", db_url, "--trials", "1", "-o", str(tmp_path / "tuned.json"))
+    assert_one_error_line(code, err, "tuned.tt-mlir.txt exists")
+    assert (tmp_path / "tuned.tt-mlir.txt").read_text() == "kept"
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--knobs", "memory,speed"], "unknown knob 'speed'"),
+        (["--knobs", ","], "name at least one"),
+        (["--budget", "0"], "budget must be more than 0"),
+        (["--budget", "1e9"], "at most 3600 s"),
+        (["--trials", "0"], "trials must be at least 1"),
+        (["--override", "nothing=l1"], "no op named 'nothing'"),
+    ],
+)
+def test_bad_input_is_one_line(capsys, db_url, argv, fragment):
+    code, _, err = cli(capsys, "tune", "zoo:mlp", "--db", db_url, *argv)
+    assert_one_error_line(code, err, fragment)
+
+
+def test_tool_files_sit_beside_the_json():
+    paths = output_paths("out/best.json")
+    assert [str(p) for p in paths.values()] == ["out/best.json", "out/best.tt-mlir.txt", "out/best.tt-explorer.json"]
+    assert str(output_paths("best")["tt-mlir"]) == "best.tt-mlir.txt"

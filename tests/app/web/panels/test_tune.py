@@ -1,0 +1,53 @@
+"""The Tune action: a search from the shown run stores its child and shows it against it in the
+Runs & diff tab; a budget the page should not run is one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.web.panels.runs import TAB as DIFF_TAB
+from app.web.panels.tune import MAX_BUDGET_S, PRECISION
+
+from .conftest import STAGES, progress, shown_run
+
+
+def test_tune_stores_the_best_set_as_a_child_and_shows_its_diff(app, cb):
+    start = shown_run(cb)
+    before = len(STAGES)
+    shown = cb["tune_run"](progress, _clicks=1, run_id=start, budget=2, precision=[])
+    tuned = app.explorer.view(shown["run_id"])
+    assert tuned.parent_id == start and shown["tab"] == DIFF_TAB
+    assert shown["run_id"] in [o["value"] for o in shown["run_options"]]
+    assert tuned.total_ns < app.explorer.view(start).total_ns
+    report = str(shown["status"])
+    assert f"Tuned #{tuned.id} from #{start}" in report and "over greedy-l1" in report and "roofline" in report
+    assert any("tune: start: " in str(stage) for stage in STAGES[before:])
+    # the diff the tab shows is the tuned run against its start
+    diff = cb["show_diff"]([], tuned.id, DIFF_TAB)
+    assert f"#{start}" in str(diff) and f"#{tuned.id}" in str(diff)
+
+
+def test_precision_lets_the_search_change_dtypes(app, cb):
+    start = shown_run(cb)
+    shown = cb["tune_run"](progress, _clicks=1, run_id=start, budget=3, precision=[PRECISION])
+    tuned = app.explorer.view(shown["run_id"])
+    changed = [o for o in tuned.overrides if o.dtype is not None or o.fidelity is not None]
+    assert tuned.parent_id == start
+    assert f"Dtype and fidelity were searched too: {len(changed)} of the overrides change results" in str(
+        shown["status"]
+    )
+    plain = cb["tune_run"](progress, _clicks=1, run_id=start, budget=1, precision=[])
+    assert "Dtype and fidelity" not in str(plain["status"])
+
+
+@pytest.mark.parametrize("budget", [None, 0, -5, MAX_BUDGET_S + 1, "30", True])
+def test_a_budget_out_of_range_is_one_line_and_runs_nothing(app, cb, budget):
+    start = shown_run(cb)
+    runs_before = len(app.explorer.runs_of(app.explorer.view(start).model_ref))
+    shown = cb["tune_run"](progress, _clicks=1, run_id=start, budget=budget, precision=[])
+    assert "budget" in str(shown["status"]) and "error" in str(shown["status"])
+    assert len(app.explorer.runs_of(app.explorer.view(start).model_ref)) == runs_before
+
+
+def test_tune_without_a_run_says_so(cb):
+    assert "choose a run" in str(cb["tune_run"](progress, _clicks=1, run_id=None, budget=5, precision=[])["status"])

@@ -1,0 +1,54 @@
+"""Tuning a stored run: the tuned run is the start's child and never slower; knobs and budgets as
+typed, or one line saying what is wrong with them."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.workbench import runs
+from app.workbench.explorer import Explorer
+from app.workbench.tuning import check_budget, knobs_of
+from compiler.errors import TilescopeError
+from overrides import format_item
+from overrides.search import LAYOUT_KNOBS, PRECISION_KNOBS
+from perfdb.engine import open_db, session_factory
+
+
+def test_a_tuned_run_is_stored_as_the_child_of_the_run_it_started_from(db_url):
+    sessions = session_factory(open_db(db_url))
+    explorer = Explorer(sessions)
+    start = runs.execute(sessions, "zoo:mlp?layers=1", dispatch="trace", label="start").run_id
+    heard: list[str] = []
+    report = explorer.tune(start, max_trials=30, budget_s=None, progress=heard.append)
+    tuned = explorer.view(report.run_id)
+    assert tuned.parent_id == start and tuned.dispatch == "trace"
+    assert tuned.total_ns == report.total_ns == report.tuned.best_ns <= report.tuned.start_ns
+    assert report.total_ns < report.parent.total_ns  # greedy-l1 alone beats the start's dram-interleaved
+    assert sorted(map(format_item, tuned.overrides)) == sorted(report.tuned.items)
+    assert heard[0].startswith("start: ") and heard[-1] == "storing the tuned run"
+    assert report.as_dict()["parent_run_id"] == start
+
+
+def test_a_cancelled_search_stores_the_best_it_had(db_url):
+    sessions = session_factory(open_db(db_url))
+    start = runs.execute(sessions, "zoo:mlp?layers=1", dispatch="trace").run_id
+    report = Explorer(sessions).tune(start, budget_s=60, cancelled=lambda: True)
+    assert report.tuned.trials == 0 and report.tuned.stopped.startswith("cancelled")
+    assert report.total_ns == min(report.tuned.policies.values())
+
+
+def test_knobs_as_typed():
+    assert knobs_of("memory, grid") == ("memory", "grid")
+    assert knobs_of("+precision") == (*LAYOUT_KNOBS, *PRECISION_KNOBS)
+    assert knobs_of("block,+precision") == ("block", *PRECISION_KNOBS)
+    with pytest.raises(TilescopeError, match="unknown knob 'colour'"):
+        knobs_of("memory,colour")
+
+
+@pytest.mark.parametrize(
+    "budget, trials, message",
+    [(None, None, "give the search a budget"), (0.0, None, "more than 0"), (None, -1, "at least 1")],
+)
+def test_a_search_without_a_bound_is_refused(budget, trials, message):
+    with pytest.raises(TilescopeError, match=message):
+        check_budget(budget, trials)
