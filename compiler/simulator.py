@@ -141,9 +141,13 @@ class Simulator:
     """`known`: an earlier simulation's costs; an op whose kernel (the same object: the compiler
     reuses an unchanged op's kernel) it timed on this target is not timed again, only placed."""
 
-    def __init__(self, target: Target, dispatch: str = "host", known: KernelCosts | None = None) -> None:
+    def __init__(
+        self, target: Target, dispatch: str = "host", known: KernelCosts | None = None, timeline: bool = True
+    ) -> None:
         self.target = target
         self.dispatch = dispatch
+        # without it, only the times: no zones or counters (half a search trial's simulation)
+        self.timeline = timeline
         self.dispatch_ns = target.dispatch_ns[dispatch]
         self.known = known.by_kernel if known is not None and known.target is target else {}
         # cycles of each pipeline step's handshakes: circular-buffer waits and frees, and for a
@@ -187,7 +191,8 @@ class Simulator:
                 track = link_track(op.attrs.get("axes", ()))
                 timing.start_ns = max(link_free.get(track, 0.0), host_issued, operands)
                 result.ops.append(timing)
-                self._link_zone(result, op, track, timing)
+                if self.timeline:
+                    self._link_zone(result, op, track, timing)
                 link_free[track] = ready[op.outputs[0]] = timing.end_ns
                 continue
             start = max(device_free, host_issued, operands)
@@ -197,11 +202,12 @@ class Simulator:
                 timing.why = f"dispatch-bound: waited {timing.dispatch_wait_ns / 1e3:.1f} us for the host; {timing.why}"
                 timing.bound = "dispatch"
             result.ops.append(timing)
-            self._zones(result.zones, op, kernel, core_times, start)
-            if many:  # every device runs the op at once (one program, each on its piece)
-                name = result.zones.name_id(op.name)
-                result.zones.add(self._device_rows(result.zones), 0, name, start, timing.end_ns, name)
-            self._counters(result.counters, op, kernel, timing)
+            if self.timeline:
+                self._zones(result.zones, op, kernel, core_times, start)
+                if many:  # every device runs the op at once (one program, each on its piece)
+                    name = result.zones.name_id(op.name)
+                    result.zones.add(self._device_rows(result.zones), 0, name, start, timing.end_ns, name)
+                self._counters(result.counters, op, kernel, timing)
             device_free = timing.end_ns
             ready.update(dict.fromkeys(op.outputs, device_free))
         result.total_ns = max([device_free, *link_free.values()])
@@ -539,6 +545,11 @@ def _mb(nbytes: float) -> str:
 
 
 def simulate(
-    kernel_graph: Graph, target: Target, dispatch: str = "host", known: KernelCosts | None = None
+    kernel_graph: Graph,
+    target: Target,
+    dispatch: str = "host",
+    known: KernelCosts | None = None,
+    timeline: bool = True,
 ) -> SimResult:
-    return Simulator(target, dispatch, known).run(kernel_graph)
+    """`kernel_graph` run on `target`: each op's timing, and with `timeline` its zones and counters."""
+    return Simulator(target, dispatch, known, timeline).run(kernel_graph)

@@ -224,7 +224,7 @@ class _Search:
         compiled = compile_model(self.model, self.target, overrides, self.policy, self.l1_usage_cap, since=since)
         if any(o.status == REJECTED for o in compiled.override_outcomes):
             return None
-        return compiled, simulate(compiled.kernel, self.target, self.dispatch, known=costs)
+        return compiled, simulate(compiled.kernel, self.target, self.dispatch, known=costs, timeline=False)
 
 
 def tune(

@@ -19,7 +19,7 @@ from perfdb.schema import Run
 from . import ids
 from .device_table import devices_diff_children
 from .grids import column, grid
-from .style import TOP_LEGEND, base_layout, graph_config, kind_colour, plain, us
+from .style import TOP_LEGEND, all_of, base_layout, graph_config, kind_colour, plain, some_of, us
 from .zone_segments import segments, vertices
 from ..workbench.diff import (
     changes_text,
@@ -125,9 +125,9 @@ def _diff_overrides(found: dict) -> html.Div:
     return html.Div(
         [
             html.Span("overrides only in A: ", className="muted"),
-            html.Code(", ".join(only["a"]) or "none"),
+            html.Code(some_of(only["a"]) or "none", title=all_of(only["a"])),
             html.Span("  only in B: ", className="muted"),
-            html.Code(", ".join(only["b"]) or "none"),
+            html.Code(some_of(only["b"]) or "none", title=all_of(only["b"])),
             *settings,
         ],
         className="diff-overrides",

@@ -154,3 +154,20 @@ TABLE_STYLE = dict(
 
 def error(text: str) -> html.P:
     return html.P(text, className="error")
+
+
+LISTED = 6  # items a line names before it counts the rest (a tuned run has hundreds of overrides)
+LISTED_IN_TOOLTIP = 200
+
+
+def some_of(items: list[str], shown: int = LISTED) -> str:
+    """The first `shown` items, then how many more: a line stays a line."""
+    if len(items) <= shown:
+        return ", ".join(items)
+    return ", ".join(items[:shown]) + f", ... and {len(items) - shown:,} more"
+
+
+def all_of(items: list[str]) -> str:
+    """A tooltip's list: every item, one per line, up to a limit."""
+    more = len(items) - LISTED_IN_TOOLTIP
+    return "\n".join(items[:LISTED_IN_TOOLTIP]) + (f"\n... and {more:,} more" if more > 0 else "")

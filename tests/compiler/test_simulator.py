@@ -28,6 +28,16 @@ def test_deterministic(ref, build, wormhole):
         assert other.zones == first.zones
 
 
+@pytest.mark.parametrize("dispatch", ["host", "trace"])
+def test_without_the_timeline_the_times_are_the_same(ref, build, wormhole, dispatch):
+    compilation, _ = build(ref)
+    full = simulate(compilation.kernel, wormhole, dispatch)
+    times = simulate(compilation.kernel, wormhole, dispatch, timeline=False)
+    assert times.total_ns == full.total_ns and times.load_ns == full.load_ns
+    assert [vars(o) for o in times.ops] == [vars(o) for o in full.ops]
+    assert full.zones.track_names() and not times.zones.track_names()
+
+
 def test_never_faster_than_the_roofline(ref, build):
     _, sim = build(ref)
     for o in sim.ops:

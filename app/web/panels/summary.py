@@ -10,7 +10,7 @@ from overrides import format_item
 
 from .. import ids
 from ..panel import PageContext, Panel, Wiring
-from ..style import error
+from ..style import all_of, error, some_of
 from .statistics import TAB as STATISTICS
 from ...workbench.load_time import duration_text
 from ...workbench.export_formats import EXPORT_FORMATS
@@ -90,7 +90,10 @@ def summary_children(run: RunView) -> list:
         html.Span(f"{run.policy} policy, {run.dispatch} dispatch"),
     ]
     if run.overrides:
-        parts.append(html.Span("overrides: " + ", ".join(format_item(o) for o in run.overrides), className="overrides"))
+        items = [format_item(o) for o in run.overrides]
+        parts.append(
+            html.Span(f"overrides ({len(items)}): {some_of(items)}", title=all_of(items), className="overrides")
+        )
     return parts
 
 

@@ -14,7 +14,7 @@ def test_the_summary_names_the_run_its_totals_and_overrides(cb):
     assert "run #" in str(cb["show_summary"](base_id)) and "overrides" not in str(cb["show_summary"](base_id))
     run_id = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)
     summary = str(cb["show_summary"](run_id))
-    assert f"run #{run_id}" in summary and f"overrides: {FC1}=8x8:l1:width_sharded" in summary
+    assert f"run #{run_id}" in summary and f"overrides (1): {FC1}=8x8:l1:width_sharded" in summary
 
 
 def test_the_shown_run_exports_its_trace_ops_and_overrides(cb):
