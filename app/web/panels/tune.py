@@ -9,6 +9,7 @@ from dash import Input, Output, State, dcc, html
 
 from compiler.errors import TilescopeError
 from overrides.search import LAYOUT_KNOBS, PRECISION_KNOBS
+from perfdb.errors import RunNotFound
 
 from .. import ids
 from ..jobs import JOB_POLL_MS, reporter
@@ -125,8 +126,8 @@ def register(wiring: Wiring) -> dict:
             report = explorer.tune(
                 run_id, knobs=knobs, budget_s=budget_of(budget), progress=reporter(set_progress, "tune")
             )
-        except TilescopeError as err:
-            return outputs(TUNED, status=error(str(err)))
+        except (TilescopeError, RunNotFound) as err:  # a run id is what the page sends: any number
+            return outputs(TUNED, status=error(f"tune: {err}" if isinstance(err, RunNotFound) else str(err)))
         parent = report.parent
         return dict(
             run_options=explorer.run_options(parent.model_ref, parent.target_ref),

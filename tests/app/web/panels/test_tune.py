@@ -49,5 +49,7 @@ def test_a_budget_out_of_range_is_one_line_and_runs_nothing(app, cb, budget):
     assert len(app.explorer.runs_of(app.explorer.view(start).model_ref)) == runs_before
 
 
-def test_tune_without_a_run_says_so(cb):
+def test_tune_without_a_run_or_of_a_run_nobody_stored_says_so(cb):
     assert "choose a run" in str(cb["tune_run"](progress, _clicks=1, run_id=None, budget=5, precision=[])["status"])
+    forged = cb["tune_run"](progress, _clicks=1, run_id=10**12, budget=5, precision=["anything"])
+    assert f"tune: no run with id {10**12}" in str(forged["status"]) and "error" in str(forged["status"])
