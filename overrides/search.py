@@ -66,6 +66,7 @@ class Tuned:
     seconds: float
     stopped: str  # why the search ended, one line
     l1_usage_cap: float
+    dropped: list[str]  # start items the chosen policy rejects, left out
     compilation: Compilation = field(repr=False)
     sim: SimResult = field(repr=False)
 
@@ -95,7 +96,8 @@ def candidates(compilation: Compilation, op_name: str, knobs: tuple[str, ...], c
     found: list[str] = []
     if "memory" in knobs:
         found += ["l1:interleaved", target.dram.name]
-        found += [f"l1:{layout}" for layout in SHARDED] if "layout" in knobs else []
+    if "layout" in knobs:  # a sharded output lives in L1
+        found += [f"l1:{layout}" for layout in SHARDED]
     if "grid" in knobs:
         grids = {
             (rows, cols),
@@ -196,6 +198,26 @@ def _renamed(item: str, op_name: str) -> str:
     return f"{op_name}={item.partition('=')[2]}"
 
 
+def _of_output(item: str) -> bool:
+    """Whether `item` lays out an op's output, the part of an op the search changes."""
+    parsed = parse_item(item)
+    return parsed.operand is None and parsed.result is None
+
+
+def _start(
+    model: ImportedModel, target: Target, dispatch: str, policy: str, items: tuple[str, ...], cap: float
+) -> tuple[Compilation, SimResult, list[str]]:
+    """`items` compiled under `policy` and simulated, less any the compiler rejects (as a run
+    stored with rejected overrides ran without them); and the items kept."""
+    kept = list(items)
+    while True:  # without one, another may fit where it did not (L1 is planned for all at once)
+        compiled = compile_model(model, target, [parse_item(i) for i in kept], policy, cap)
+        rejected = {o.spec for o in compiled.override_outcomes if o.status == REJECTED}
+        if not rejected:
+            return compiled, simulate(compiled.kernel, target, dispatch), kept
+        kept = [item for item in kept if parse_item(item).spec not in rejected]
+
+
 @dataclass
 class _Search:
     model: ImportedModel
@@ -240,26 +262,33 @@ def tune(
     progress: Callable[[str], None] = lambda _line: None,
     l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
     cancelled: Callable[[], bool] = lambda: False,
+    starts: tuple[str, ...] = LAYOUT_POLICIES,
 ) -> Tuned:
     """The best override set found for `model` on `target` within the budget (seconds, trials or
     both; None: unbounded) or until `cancelled()`; never slower than where it started: the fastest
-    policy (or `policy`) with `start_items`, one per op (a search carried on from an earlier one).
+    of the `starts` policies (or `policy`) with the `start_items` it accepts (a search carried on
+    from an earlier one, or a stored run's overrides; those it rejects are left out and named).
     `progress` hears a line at the start, at each kept override, and every HEARTBEAT_S."""
     start = time.perf_counter()
     policies: dict[str, float] = {}
-    runs: dict[str, tuple[Compilation, SimResult]] = {}
-    for name in (policy,) if policy else LAYOUT_POLICIES:
-        compiled = compile_model(model, target, [parse_item(i) for i in start_items], name, l1_usage_cap)
-        runs[name] = compiled, simulate(compiled.kernel, target, dispatch)
+    runs: dict[str, tuple[Compilation, SimResult, list[str]]] = {}
+    for name in (policy,) if policy else starts:
+        runs[name] = _start(model, target, dispatch, name, start_items, l1_usage_cap)
         policies[name] = runs[name][1].total_ns
     chosen = min(policies, key=lambda name: (policies[name], name))
-    best, best_sim = runs[chosen]
+    best, best_sim, accepted = runs[chosen]
+    dropped = [item for item in start_items if item not in accepted]
     progress(f"start: {chosen} {best_sim.total_ns / 1e3:.1f} us")
+    if dropped:
+        progress(f"left out {len(dropped)} start override(s) {chosen} rejects, e.g. {dropped[0]}")
     deadline = start + budget_s if budget_s else float("inf")
     search = _Search(model, target, dispatch, chosen, deadline, max_trials, l1_usage_cap, cancelled)
     said = time.perf_counter()
     rng = random.Random(seed)
-    items: dict[str, str] = {parse_item(item).op: item for item in start_items}
+    # the search changes an op's output override (one per op); one of how it reads an operand or
+    # lays out one result is kept as it is
+    fixed = [item for item in accepted if not _of_output(item)]
+    items: dict[str, str] = {parse_item(item).op: item for item in accepted if _of_output(item)}
     gains: list[Change] = []
     stopped = ""
     passes, grouped = 0, True  # groups of alike ops first; once that gains nothing, op by op
@@ -275,7 +304,7 @@ def tune(
                 )
             tries = candidates(best, names[0], knobs, items.get(names[0]))
             rng.shuffle(tries)  # the order decides between candidates that tie
-            others = [v for k, v in items.items() if k not in names]
+            others = [*fixed, *(v for k, v in items.items() if k not in names)]
             winner_items, winner = (), None
             for item in tries:
                 stopped = search.out_of_budget()
@@ -305,12 +334,13 @@ def tune(
         policies=policies,
         start_ns=runs[chosen][1].total_ns,
         best_ns=best_sim.total_ns,
-        items=list(items.values()),
+        items=[*fixed, *items.values()],
         gains=gains,
         trials=search.trials,
         seconds=time.perf_counter() - start,
         stopped=stopped,
         l1_usage_cap=l1_usage_cap,
+        dropped=dropped,
         compilation=best,
         sim=best_sim,
     )
@@ -324,12 +354,14 @@ def contributions(
     the whole set. Parts interact (L1 is shared, a layout change moves conversions), so this
     differs from what a change saved when it was kept. None: without the group, the rest is
     rejected (another op's tensor no longer fits in L1, say)."""
-    items = {parse_item(item).op: item for item in tuned.items}
+    fixed = [item for item in tuned.items if not _of_output(item)]
+    items = {parse_item(item).op: item for item in tuned.items if _of_output(item)}
     groups = [names for names in alike(tuned.compilation, tuned.sim, items) if names[0] in items][:limit]
     search = _Search(model, target, dispatch, tuned.policy, float("inf"), None, tuned.l1_usage_cap, lambda: False)
     found = []
     for names in groups:
-        tried = search.trial([i for op, i in items.items() if op not in names], tuned.compilation, tuned.sim.costs)
+        rest = [*fixed, *(i for op, i in items.items() if op not in names)]
+        tried = search.trial(rest, tuned.compilation, tuned.sim.costs)
         found.append(
             (Change(tuple(items[n] for n in names), 0.0).label, tried[1].total_ns - tuned.best_ns if tried else None)
         )

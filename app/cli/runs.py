@@ -139,7 +139,7 @@ def warn(warnings: list[str]) -> None:
         )
 
 
-def settings(args) -> tuple[list[OpOverride], str, str, float]:
+def settings(args, default_dispatch: str = "host") -> tuple[list[OpOverride], str, str, float]:
     """Overrides and globals: command-line flags win over an overrides file, which wins over
     the defaults."""
     from overrides import parse_item
@@ -149,7 +149,7 @@ def settings(args) -> tuple[list[OpOverride], str, str, float]:
     items = [*loaded.items, *(parse_item(item) for item in args.override)]
     OverrideSet(items)  # one override per op, across file and flags
     policy = args.policy or loaded.policy or DEFAULT_POLICY
-    dispatch = getattr(args, "dispatch", None) or loaded.dispatch or "host"
+    dispatch = getattr(args, "dispatch", None) or loaded.dispatch or default_dispatch
     cap = args.l1_usage_cap if args.l1_usage_cap is not None else loaded.l1_usage_cap
     if cap is not None and not 0 < cap <= 1:
         raise TilescopeError(f"--l1-usage-cap must be in (0, 1], got {cap:g}")

@@ -4,16 +4,14 @@ and the benchmark."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from compiler.errors import TilescopeError
 
 from ..workbench.defaults import DEFAULT_TARGET
 from ..workbench.export_formats import EXPORT_FORMATS
+from .output_files import check_writable, replace_file
 from .options import RUN_HELP, TARGET_HELP, add_common, add_json, resolve_run, run_ids, run_ref
 
 
@@ -91,10 +89,7 @@ def cmd_export(args) -> int:
 
     output = Path(args.output) if args.output else None
     if output is not None:  # said before the export's work
-        if output.is_dir() or not output.parent.is_dir():
-            raise TilescopeError(f"{output}: cannot write: {'a directory' if output.is_dir() else 'no such directory'}")
-        if os.path.lexists(output) and not args.force:
-            raise TilescopeError(f"{output}: exists; give --force to replace it")
+        check_writable(output, args.force)
     with session_factory(open_db(args.db))() as session:
         text, _, note = export_run(session, resolve_run(session, args.run), args.format)
     if note:
@@ -102,32 +97,8 @@ def cmd_export(args) -> int:
     if output is None:
         sys.stdout.write(text)
         return 0
-    _replace(output, text)
+    replace_file(output, text)
     return 0
-
-
-def _replace(path: Path, text: str) -> None:
-    """Write `text` to a new file beside `path`, then rename it over `path`: a link at `path` is
-    replaced, not written through, and a failed write leaves the old file whole."""
-    try:
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    except OSError as err:
-        raise TilescopeError(f"{path}: cannot write: {err.strerror or err}") from None
-    try:
-        with os.fdopen(fd, "w") as out:
-            out.write(text)
-        os.chmod(temporary, 0o666 & ~_umask())  # as a plain new file would be, not mkstemp's 0600
-        os.replace(temporary, path)
-    except OSError as err:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise TilescopeError(f"{path}: cannot write: {err.strerror or err}") from None
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def cmd_import(args) -> int:

@@ -15,6 +15,7 @@ from compiler.errors import TilescopeError
 from compiler.target import DISPATCH_MODES
 
 from .options import MODEL_HELP, add_common, add_json
+from .output_files import check_writable, replace_file
 
 if TYPE_CHECKING:
     from ..workbench.tuning import TuneReport
@@ -52,7 +53,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--dispatch",
         choices=DISPATCH_MODES,
         default=None,
-        help="what the step's time counts: a captured trace (default) or host launches per op",
+        help="what the step's time counts: a captured trace (default, unless an overrides file names one) or host "
+        "launches per op",
     )
     tune.add_argument("--label", default="", help="a note for the stored start run")
     tune.add_argument(
@@ -73,14 +75,6 @@ def output_paths(output: str) -> dict[str, Path]:
     path = Path(output).expanduser()
     stem = path.with_suffix("") if path.suffix == ".json" else path
     return {"overrides": path, **{fmt: stem.with_name(stem.name + suffix) for fmt, suffix in TOOL_FILES.items()}}
-
-
-def _settings(args):
-    """The start's overrides and globals."""
-    from .runs import settings
-
-    args.dispatch = args.dispatch or "trace"  # over an overrides file's: tune's default is its own
-    return settings(args)
 
 
 class _Interrupt:
@@ -110,16 +104,16 @@ def cmd_tune(args) -> int:
     from ..workbench.explorer import Explorer
     from ..workbench.runs import execute
     from ..workbench.tuning import check_budget, knobs_of
+    from .runs import settings
 
     knobs = knobs_of(args.knobs)
     if args.budget is None and args.trials is None:
         args.budget = DEFAULT_BUDGET_S
     check_budget(args.budget, args.trials)
     paths = output_paths(args.output) if args.output else {}
-    existing = [str(p) for p in paths.values() if p.exists()]
-    if existing and not args.force:
-        raise TilescopeError(f"{existing[0]} exists (use --force to replace it)")
-    items, policy, dispatch, cap = _settings(args)
+    for path in paths.values():  # said before the search, not after it
+        check_writable(path, args.force)
+    items, policy, dispatch, cap = settings(args, default_dispatch="trace")
     sessions = session_factory(open_db(args.db))
     start = execute(
         sessions,
@@ -147,7 +141,7 @@ def cmd_tune(args) -> int:
         )
     tuned = OverrideSet([*map(_parsed, report.tuned.items)], report.tuned.policy, dispatch, cap)
     for fmt, path in paths.items():
-        path.write_text(dump(tuned, fmt), encoding="utf-8")
+        replace_file(path, dump(tuned, fmt))
     if args.json:
         print(json.dumps(report.as_dict() | {"files": {f: str(p) for f, p in paths.items()}}, indent=1))
         return 0
@@ -162,6 +156,8 @@ def _parsed(item: str):
 
 
 def print_report(report: TuneReport, model_ref: str, paths: dict[str, Path], missing: dict[str, list[str]]) -> None:
+    from overrides.search import changes_precision
+
     t, parent = report.tuned, report.parent
     print(
         f"tuned {model_ref} on {parent.target_name} ({parent.dispatch} dispatch), knobs {','.join(report.knobs)}: "
@@ -177,14 +173,17 @@ def print_report(report: TuneReport, model_ref: str, paths: dict[str, Path], mis
         f"  speedup {parent.total_ns / report.total_ns:.3f}x over the start, {report.greedy_ns / report.total_ns:.3f}x "
         f"over greedy-l1; roofline bound {report.roofline_ns / 1e3:,.1f} us: the tuned run is {gap:.2f}x it"
     )
-    precision = set(t.precision_items())
     if report.contributions:
         print("top changes (what the tuned run loses without each):")
-        for item, ns in report.contributions[:SHOWN_CHANGES]:
+        for label, ns in report.contributions[:SHOWN_CHANGES]:
             worth = f"{ns / 1e3:>+10.2f} us" if ns is not None else "  (the rest is rejected without it)"
-            print(f"  {worth}  {item}{'  [changes results]' if item in precision else ''}")
+            marked = "  [changes results]" if changes_precision(label.partition(" (and ")[0]) else ""
+            print(f"  {worth}  {label}{marked}")
+    precision = t.precision_items()
     if precision:
         print(f"{len(precision)} of the overrides change dtype or fidelity: they change results")
+    if t.dropped:
+        print(f"left out {len(t.dropped)} start override(s) {t.policy} rejects: {', '.join(t.dropped[:3])}")
     if paths:
         print("overrides written: " + ", ".join(f"{p} ({fmt})" for fmt, p in paths.items()))
     for fmt, left in missing.items():

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from compiler.errors import TilescopeError
 from compiler.policies import GREEDY_L1
 from overrides import format_item, parse_item
-from overrides.search import LAYOUT_KNOBS, PRECISION_KNOBS, Tuned, contributions, tune
+from overrides.search import LAYOUT_KNOBS, LAYOUT_POLICIES, PRECISION_KNOBS, Tuned, contributions, tune
 
 from . import runs
 from .run_view import RunView
@@ -58,6 +58,7 @@ class TuneReport:
             "trials": t.trials,
             "seconds": t.seconds,
             "stopped": t.stopped,
+            "left_out": t.dropped,
         }
 
 
@@ -102,6 +103,14 @@ def tune_run(
     store what it found as a run whose parent is `parent`, even when it found nothing better: the
     report then says so, and the stored run is the start it could not beat."""
     check_budget(budget_s, max_trials)
+    starts = LAYOUT_POLICIES
+    if parent.policy not in LAYOUT_POLICIES:  # its start would be slower than the run it tunes
+        if not set(PRECISION_KNOBS) & set(knobs):
+            raise TilescopeError(
+                f"run {parent.id} is compiled with the {parent.policy} policy, which changes precision: tune it "
+                f"with +precision, or tune a run of the {' or '.join(LAYOUT_POLICIES)} policy"
+            )
+        starts = (*LAYOUT_POLICIES, parent.policy)
     compilation = parent.compilation
     tuned = tune(
         compilation.model,
@@ -115,6 +124,7 @@ def tune_run(
         progress=progress,
         l1_usage_cap=parent.l1_usage_cap,
         cancelled=cancelled,
+        starts=starts,
     )
     progress("measuring what each of the top overrides is worth")
     worth = contributions(compilation.model, compilation.target, tuned, parent.dispatch, CONTRIBUTIONS)

@@ -121,3 +121,40 @@ def test_what_each_part_of_the_set_is_worth_is_measured_without_it(wormhole, mlp
         without = [parse_item(i) for i in tuned.items if i != item]
         alone = simulate(compile_model(mlp, wormhole, without, tuned.policy).kernel, wormhole, "trace").total_ns
         assert ns == pytest.approx(alone - tuned.best_ns)
+
+
+def test_how_an_op_reads_an_operand_is_kept_as_the_start_gave_it(wormhole, mlp):
+    operand = "mlp.layer.0.fc2.matmul=operand#0:l1:interleaved"
+    start = (operand, "mlp.layer.0.fc2.matmul=dram")
+    tuned = tune(mlp, wormhole, "trace", budget_s=None, max_trials=30, seed=0, start_items=start)
+    assert operand in tuned.items and tuned.dropped == []
+    assert not any("operand#" in item for change in tuned.gains for item in change.items)
+    again = compile_model(mlp, wormhole, [parse_item(i) for i in tuned.items], tuned.policy)
+    assert simulate(again.kernel, wormhole, "trace").total_ns == tuned.best_ns
+
+
+def test_start_items_the_policy_rejects_are_left_out_and_named(wormhole, mlp):
+    rejected = "mlp.layer.0.fc1.matmul=l1:height_sharded"
+    compiled = compile_model(mlp, wormhole, [parse_item(rejected)], "greedy-l1")
+    assert [o.status for o in compiled.override_outcomes] == ["rejected"]
+    tuned = tune(mlp, wormhole, "trace", budget_s=None, max_trials=60, policy="greedy-l1", start_items=(rejected,))
+    assert tuned.dropped == [rejected] and rejected not in tuned.items
+    assert (
+        tuned.start_ns == simulate(compile_model(mlp, wormhole, policy="greedy-l1").kernel, wormhole, "trace").total_ns
+    )
+    assert tuned.gains, "with the rejected item left out, the search goes on"
+
+
+def test_a_group_is_worth_what_the_set_loses_without_all_its_ops(wormhole):
+    bert = load_model("zoo:bert-base?layers=3&seq=128")
+    tuned = tune(bert, wormhole, "trace", budget_s=None, max_trials=40, seed=0)
+    worth = contributions(bert, wormhole, tuned, "trace")
+    grouped = [(label, ns) for label, ns in worth if " (and " in label]
+    assert grouped, "the first two layers' ops change together"
+    label, ns = grouped[0]
+    value = label.partition(" (and ")[0].partition("=")[2]
+    group = {i for i in tuned.items if i.endswith("=" + value)}
+    assert len(group) >= 2
+    without = [parse_item(i) for i in tuned.items if i not in group]
+    alone = simulate(compile_model(bert, wormhole, without, tuned.policy).kernel, wormhole, "trace").total_ns
+    assert ns == pytest.approx(alone - tuned.best_ns)

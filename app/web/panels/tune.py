@@ -62,7 +62,7 @@ def budget_of(value) -> float:
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TilescopeError(f"tune: give a budget of 1 to {MAX_BUDGET_S} seconds")
     if not 1 <= value <= MAX_BUDGET_S:
-        raise TilescopeError(f"tune: the budget is 1 to {MAX_BUDGET_S} seconds, got {value:g}")
+        raise TilescopeError(f"tune: the budget is 1 to {MAX_BUDGET_S} seconds, got {str(value)[:20]}")
     return float(value)
 
 
@@ -118,10 +118,11 @@ def register(wiring: Wiring) -> dict:
     )
     def tune_run(set_progress, _clicks, run_id, budget, precision=()):
         """Search from the shown run for `budget` seconds, store the best set as its child, show it."""
-        if run_id is None:
+        if not isinstance(run_id, int) or isinstance(run_id, bool):  # what the page sends: anything
             return outputs(TUNED, status=error("tune: choose a run first"))
         explorer.in_new_process()
-        knobs = (*LAYOUT_KNOBS, *PRECISION_KNOBS) if PRECISION in (precision or ()) else LAYOUT_KNOBS
+        asked = isinstance(precision, list) and PRECISION in precision
+        knobs = (*LAYOUT_KNOBS, *PRECISION_KNOBS) if asked else LAYOUT_KNOBS
         try:
             report = explorer.tune(
                 run_id, knobs=knobs, budget_s=budget_of(budget), progress=reporter(set_progress, "tune")

@@ -52,3 +52,14 @@ def test_knobs_as_typed():
 def test_a_search_without_a_bound_is_refused(budget, trials, message):
     with pytest.raises(TilescopeError, match=message):
         check_budget(budget, trials)
+
+
+def test_a_run_of_a_policy_that_changes_precision_is_tuned_only_with_precision_knobs(db_url):
+    sessions = session_factory(open_db(db_url))
+    explorer = Explorer(sessions)
+    start = runs.execute(sessions, "zoo:mlp?layers=1", dispatch="trace", policy="optimizer").run_id
+    with pytest.raises(TilescopeError, match="optimizer policy, which changes precision: tune it with \\+precision"):
+        explorer.tune(start, max_trials=5, budget_s=None)
+    report = explorer.tune(start, knobs=knobs_of("+precision"), max_trials=5, budget_s=None)
+    assert "optimizer" in report.tuned.policies  # a start too: the tuned run is never slower than its parent
+    assert report.total_ns <= report.parent.total_ns
