@@ -48,8 +48,13 @@ class Change:
 
     @property
     def label(self) -> str:
-        more = len(self.items) - 1
-        return self.items[0] + (f" (and {more} op{'s' if more > 1 else ''} alike)" if more else "")
+        return label_of(self.items)
+
+
+def label_of(items: tuple[str, ...]) -> str:
+    """A group's items as one line: the first, and how many ops alike have the same."""
+    more = len(items) - 1
+    return items[0] + (f" (and {more} op{'s' if more > 1 else ''} alike)" if more else "")
 
 
 @dataclass
@@ -58,7 +63,6 @@ class Tuned:
 
     policy: str  # the policy it started from, the fastest of LAYOUT_POLICIES (or the one given)
     policies: dict[str, float]  # each policy's time, ns
-    start_ns: float
     best_ns: float
     items: list[str]  # the best override set, one item per op
     gains: list[Change]  # each change kept, in order, and the ns it saved when it was kept
@@ -69,6 +73,10 @@ class Tuned:
     dropped: list[str]  # start items the chosen policy rejects, left out
     compilation: Compilation = field(repr=False)
     sim: SimResult = field(repr=False)
+
+    @property
+    def start_ns(self) -> float:
+        return self.policies[self.policy]
 
     @property
     def speedup(self) -> float:
@@ -189,7 +197,8 @@ def alike(compilation: Compilation, sim: SimResult, items: dict[str, str]) -> li
     for name in _tunable(compilation, sim):
         kernel = kernels.op(name).meta.get("kernel")
         template = id(kernel.like or kernel) if kernel is not None else name
-        groups.setdefault((template, items.get(name, "=").partition("=")[2]), []).append(name)
+        value = items[name].partition("=")[2] if name in items else ""
+        groups.setdefault((template, value), []).append(name)
     ranked = sorted(groups.values(), key=lambda names: (-sum(durations[n] for n in names), names[0]))
     return [sorted(names) for names in ranked]
 
@@ -317,7 +326,7 @@ def tune(
                     winner_items, winner = changed, tried
             if winner is not None:  # the best candidate, even when the budget ended mid-way
                 gains.append(Change(winner_items, best_sim.total_ns - winner[1].total_ns))
-                items.update((parse_item(item).op, item) for item in winner_items)
+                items.update(zip(names, winner_items))
                 best, best_sim = winner
                 kept_this_pass += 1
                 said = time.perf_counter()
@@ -332,7 +341,6 @@ def tune(
     return Tuned(
         policy=chosen,
         policies=policies,
-        start_ns=runs[chosen][1].total_ns,
         best_ns=best_sim.total_ns,
         items=[*fixed, *items.values()],
         gains=gains,
@@ -362,7 +370,5 @@ def contributions(
     for names in groups:
         rest = [*fixed, *(i for op, i in items.items() if op not in names)]
         tried = search.trial(rest, tuned.compilation, tuned.sim.costs)
-        found.append(
-            (Change(tuple(items[n] for n in names), 0.0).label, tried[1].total_ns - tuned.best_ns if tried else None)
-        )
+        found.append((label_of(tuple(items[n] for n in names)), tried[1].total_ns - tuned.best_ns if tried else None))
     return sorted(found, key=lambda pair: (pair[1] is None, -(pair[1] or 0.0), pair[0]))

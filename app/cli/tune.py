@@ -98,6 +98,7 @@ class _Interrupt:
 
 
 def cmd_tune(args) -> int:
+    from overrides import parse_item
     from overrides.formats import OverrideSet, dump, left_out
     from perfdb.engine import open_db, session_factory
 
@@ -139,7 +140,7 @@ def cmd_tune(args) -> int:
             progress=say,
             cancelled=lambda: interrupt.asked,
         )
-    tuned = OverrideSet([*map(_parsed, report.tuned.items)], report.tuned.policy, dispatch, cap)
+    tuned = OverrideSet([parse_item(i) for i in report.tuned.items], report.tuned.policy, dispatch, cap)
     for fmt, path in paths.items():
         replace_file(path, dump(tuned, fmt))
     if args.json:
@@ -147,12 +148,6 @@ def cmd_tune(args) -> int:
         return 0
     print_report(report, args.model, paths, {fmt: left_out(tuned, fmt) for fmt in TOOL_FILES if paths})
     return 0
-
-
-def _parsed(item: str):
-    from overrides import parse_item
-
-    return parse_item(item)
 
 
 def print_report(report: TuneReport, model_ref: str, paths: dict[str, Path], missing: dict[str, list[str]]) -> None:
@@ -168,9 +163,9 @@ def print_report(report: TuneReport, model_ref: str, paths: dict[str, Path], mis
     rows.append((f"run {report.run_id}", f"tuned (from {t.policy}, {len(t.items)} overrides)", report.total_ns))
     for where, what, ns in rows:
         print(f"  {where:<9} {what:<44} {ns / 1e3:>12,.1f} us  {ns / report.total_ns:>6.3f}x the tuned")
-    gap = report.total_ns / report.roofline_ns if report.roofline_ns else float("inf")
+    gap = report.roofline_gap or float("inf")
     print(
-        f"  speedup {parent.total_ns / report.total_ns:.3f}x over the start, {report.greedy_ns / report.total_ns:.3f}x "
+        f"  speedup {report.over_parent:.3f}x over the start, {report.over_greedy:.3f}x "
         f"over greedy-l1; roofline bound {report.roofline_ns / 1e3:,.1f} us: the tuned run is {gap:.2f}x it"
     )
     if report.contributions:

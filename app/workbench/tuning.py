@@ -36,6 +36,19 @@ class TuneReport:
         """greedy-l1 with the overrides the search started from."""
         return self.tuned.policies[GREEDY_L1]
 
+    @property
+    def over_parent(self) -> float:
+        return self.parent.total_ns / self.total_ns
+
+    @property
+    def over_greedy(self) -> float:
+        return self.greedy_ns / self.total_ns
+
+    @property
+    def roofline_gap(self) -> float | None:
+        """The tuned time as a multiple of its roofline bound (None: no op has a bound)."""
+        return self.total_ns / self.roofline_ns if self.roofline_ns else None
+
     def as_dict(self) -> dict:
         t = self.tuned
         return {
@@ -47,10 +60,10 @@ class TuneReport:
             "start_policy": t.policy,
             "start_ns": t.start_ns,
             "total_ns": self.total_ns,
-            "speedup_over_parent": self.parent.total_ns / self.total_ns,
-            "speedup_over_greedy_l1": self.greedy_ns / self.total_ns,
+            "speedup_over_parent": self.over_parent,
+            "speedup_over_greedy_l1": self.over_greedy,
             "roofline_ns": self.roofline_ns,
-            "roofline_gap": self.total_ns / self.roofline_ns if self.roofline_ns else None,
+            "roofline_gap": self.roofline_gap,
             "overrides": t.items,
             "precision_overrides": t.precision_items(),
             "changes": [{"overrides": list(change.items), "ns": change.ns} for change in t.gains],

@@ -69,10 +69,10 @@ def budget_of(value) -> float:
 def report_lines(report) -> list:
     """What a tune found, in a few lines: times, speedups, the roofline gap, the top changes."""
     t, parent = report.tuned, report.parent
-    gap = report.total_ns / report.roofline_ns if report.roofline_ns else float("inf")
+    gap = report.roofline_gap or float("inf")
     head = (
         f"Tuned #{report.run_id} from #{parent.id}: {parent.total_ns / 1e3:,.1f} -> {report.total_ns / 1e3:,.1f} us, "
-        f"{parent.total_ns / report.total_ns:.3f}x; {report.greedy_ns / report.total_ns:.3f}x over greedy-l1; "
+        f"{report.over_parent:.3f}x; {report.over_greedy:.3f}x over greedy-l1; "
         f"{gap:.2f}x the roofline bound ({report.roofline_ns / 1e3:,.1f} us). "
         f"{t.trials:,} trials in {t.seconds:.0f} s, {t.stopped}."
     )
