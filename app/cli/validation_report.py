@@ -18,6 +18,7 @@ from dataclasses import asdict
 
 from compiler import model_validation, validation
 from compiler.errors import TilescopeError
+from compiler.measurement_files import SOURCES_FILE
 from compiler.target import Target, load_target
 
 SPLIT_NOTE = {
@@ -87,7 +88,7 @@ def _print_summaries(summaries: list[validation.Summary]) -> None:
         )
     print(
         "error: simulated over measured throughput, minus one (device time, as the benchmark's profiler "
-        "measured it); sources: compiler/measurements/SOURCES.md"
+        f"measured it); sources: {SOURCES_FILE}"
     )
 
 
@@ -144,5 +145,5 @@ def _print_model_summaries(summaries: list[model_validation.ModelSummary]) -> No
             print(f"{s.split:<8} {s.rows:>4} {s.errors:>6} {'-':>13} {'-':>11} {'-':>9}  -")
     print(
         f"ratio: simulated over published time per step (above 1: tilescope slower), {model_validation.POLICY} "
-        "policy; sources: compiler/measurements/SOURCES.md"
+        f"policy; sources: {SOURCES_FILE}"
     )

@@ -33,7 +33,15 @@ from ..workbench import runs
 from ..workbench.defaults import DEFAULT_TARGET
 from .thread_jobs import ThreadJobManager
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
+
+def _assets() -> Path:
+    """The page's CSS and JS: in the package, where a wheel installs them (setup.py copies the
+    checkout's top-level assets/ there), else in the checkout an editable install runs from."""
+    installed = Path(__file__).resolve().parent / "assets"
+    return installed if installed.is_dir() else Path(__file__).resolve().parents[2] / "assets"
+
+
+ASSETS = _assets()
 
 
 def create_app(

@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
@@ -73,15 +74,21 @@ def _listens(proc: Process, port: int) -> bool:
         return False
 
 
-def start(model: str, db_url: str, *extra: str, logs: Path, env: dict | None = None) -> tuple[str, Process]:
-    """(the page's URL, the server process); the caller stops it. Its output goes to `logs`."""
+CHECKOUT_CLI = (sys.executable, "-m", "app.cli")  # the tilescope of the checkout under test
+
+
+def start(
+    model: str, db_url: str, *extra: str, logs: Path, env: dict | None = None, program: Sequence[str] = CHECKOUT_CLI
+) -> tuple[str, Process]:
+    """(the page's URL, the server process); the caller stops it. Its output goes to `logs`;
+    `program` is the tilescope that serves (an installed one, say)."""
     # the port is free when picked, but another process may bind it before the server does (the
     # server listens only once it has compiled the model): then the server does not start, and
     # what answers at the port is someone else's, so the server starts again on another port
     for _ in range(3):
         port = free_port()
         proc = Process(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--db", db_url, "--model", model, *extra],
+            [*program, "serve", "--port", str(port), "--db", db_url, "--model", model, *extra],
             logs / f"serve-{port}.log",
             env,
         )
