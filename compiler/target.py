@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -216,11 +217,12 @@ def _device_names() -> list[str]:
 def target_text(name_or_path: str) -> tuple[str, str]:
     """(TOML text, where it came from) of a built-in target name or a target file path. A system's
     text carries its device's file (a [device] table), so that it alone rebuilds the target."""
-    builtin = [d / f"{name_or_path}.toml" for d in (BUILTIN_DIR, SYSTEM_DIR)]
+    # a built-in's file only by its name: anything else is a path the user typed, looked up as typed
+    builtin = [d / f"{name_or_path}.toml" for d in (BUILTIN_DIR, SYSTEM_DIR)] if name_or_path in builtin_names() else []
     path = next((p for p in builtin if p.is_file()), None)
     if path is None:
         path = Path(name_or_path).expanduser()
-        if path.suffix == ".toml" and not path.is_file():
+        if path.suffix == ".toml" and not os.path.isfile(path):  # False for a name no file system takes too
             raise TargetError(f"{name_or_path}: no such target file")
         if path.suffix != ".toml":
             raise TargetError(

@@ -427,8 +427,8 @@ def load_file(path: str, errors: list[str] | None = None) -> OverrideSet:
             data = file.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise OverrideError(f"{path}: no such file") from None
-    except OSError as err:
-        raise OverrideError(f"{path}: cannot read: {err}") from None
+    except OSError as err:  # its reason alone: the error's text names the path again
+        raise OverrideError(f"{path}: cannot read: {err.strerror or err}") from None
     if len(data) > MAX_FILE_BYTES:
         raise OverrideError(_too_large(path))
     try:

@@ -13,11 +13,13 @@ import gc
 import importlib.metadata
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from compiler.errors import TilescopeError
 from perfdb.errors import DatabaseError, RunNotFound
 
 from . import runs, serving, stored, tune, validate
+from .messages import error, not_text, one_line
 
 GROUPS = (runs, tune, stored, validate, serving)  # in the order `tilescope --help` lists their commands
 
@@ -29,8 +31,16 @@ def _version() -> str:
         return "unknown"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser (its sub-commands' too), with a usage error in one line, as every other
+    error: `tilescope COMMAND --help` shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tilescope", description="Tune ML accelerator compilation: compile, simulate, store, compare."
     )
     parser.add_argument("--version", action="version", version=f"tilescope {_version()}")
@@ -53,19 +63,27 @@ def _sqlalchemy_errors() -> tuple[type[Exception], ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    undecodable = not_text(argv)
+    if undecodable is not None:
+        error(f"argument '{undecodable}' is not valid UTF-8: models, labels and paths are kept as text")
+        return 2
     args = _parser().parse_args(argv)
     gc.set_threshold(*GC_THRESHOLDS)
     try:
         return args.command_fn(args)
     except (TilescopeError, DatabaseError, RunNotFound) as err:
-        print(f"tilescope: error: {err}", file=sys.stderr)
+        error(str(err))
         return 2
     except _sqlalchemy_errors() as err:  # the database failed mid-way: say so in one line
         reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
-        print(f"tilescope: error: database: {reason}", file=sys.stderr)
+        error(f"database: {reason}")
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as err:  # a file named on the command line that the system refused (a name too long)
+        error(f"{err.filename}: {err.strerror}" if err.filename and err.strerror else str(err))
+        return 2
     except KeyboardInterrupt:  # a run stores in one transaction: nothing of it was kept
         print("tilescope: interrupted", file=sys.stderr)
         return 130

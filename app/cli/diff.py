@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from perfdb.engine import open_db, session_factory
 
@@ -21,6 +20,7 @@ from ..workbench.diff import (
     settings_text,
     time_split,
 )
+from .messages import warning
 
 
 def main(a: int, b: int, db: str | None, as_json: bool) -> int:
@@ -30,8 +30,8 @@ def main(a: int, b: int, db: str | None, as_json: bool) -> int:
     if as_json:
         print(json.dumps(found, indent=1))
         return 0
-    for warning in found["warnings"]:
-        print(f"tilescope: warning: {warning}", file=sys.stderr)
+    for text in found["warnings"]:
+        warning(text)
     print(f"run {b} against run {a}")
     width = max([len(op["name"]) for op in found["ops"]] + [2])
     print(f"{'op':<{width}}  {'a us':>10} {'b us':>10} {'delta us':>10} {'ratio':>7}  changes")

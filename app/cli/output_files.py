@@ -13,8 +13,11 @@ from compiler.errors import TilescopeError
 def check_writable(path: Path, force: bool) -> None:
     """One line, before any work, if `path` cannot be written: a directory, no such directory, or
     a file (or link) there already without `force`."""
-    if path.is_dir() or not path.parent.is_dir():
-        raise TilescopeError(f"{path}: cannot write: {'a directory' if path.is_dir() else 'no such directory'}")
+    try:
+        if path.is_dir() or not path.parent.is_dir():
+            raise TilescopeError(f"{path}: cannot write: {'a directory' if path.is_dir() else 'no such directory'}")
+    except OSError as err:  # a name longer than the file system takes, say
+        raise TilescopeError(f"{path}: cannot write: {err.strerror or err}") from None
     if os.path.lexists(path) and not force:
         raise TilescopeError(f"{path}: exists; give --force to replace it")
 

@@ -13,6 +13,7 @@ from compiler.ir import LEVELS
 from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
 from compiler.target import DISPATCH_MODES
 
+from .messages import error, one_line, warning
 from .options import MODEL_HELP, add_common, add_json
 
 if TYPE_CHECKING:  # the compiler and the runs are imported when a command runs
@@ -130,13 +131,10 @@ MAX_WARNINGS = 5
 
 def warn(warnings: list[str]) -> None:
     """Print the first few warnings and how many more there are; the kernel level lists them all."""
-    for warning in warnings[:MAX_WARNINGS]:
-        print(f"tilescope: warning: {warning}", file=sys.stderr)
+    for text in warnings[:MAX_WARNINGS]:
+        warning(text)
     if len(warnings) > MAX_WARNINGS:
-        print(
-            f"tilescope: warning: ... and {len(warnings) - MAX_WARNINGS} more (tilescope show MODEL --level kernel)",
-            file=sys.stderr,
-        )
+        warning(f"... and {len(warnings) - MAX_WARNINGS} more (tilescope show MODEL --level kernel)")
 
 
 def settings(args, default_dispatch: str = "host") -> tuple[list[OpOverride], str, str, float]:
@@ -176,9 +174,9 @@ def cmd_run(args) -> int:
     )
     warn(result.compilation.warnings)
     for outcome in result.rejected:
-        print(f"tilescope: override {outcome.spec!r} rejected: {outcome.reason}", file=sys.stderr)
+        print(f"tilescope: {one_line(f'override {outcome.spec!r} rejected: {outcome.reason}')}", file=sys.stderr)
     if result.rejected and not args.keep_going:
-        print("tilescope: error: run not stored (use --keep-going to store it anyway)", file=sys.stderr)
+        error("run not stored (use --keep-going to store it anyway)")
         return 1
     if args.json:
         print(json.dumps(_run_json(result, args.model), indent=1))

@@ -136,9 +136,10 @@ def cmd_passwd(args) -> int:
 
 
 def _password(name: str) -> str:
-    """Asked twice on a terminal; else the first line of standard input (for scripts)."""
+    """Asked twice on a terminal; else the first line of standard input (for scripts), without its
+    end: LF, or CR LF as a file written on Windows ends it."""
     if not sys.stdin.isatty():
-        return sys.stdin.readline().rstrip("\n")
+        return sys.stdin.readline().removesuffix("\n").removesuffix("\r")
     first = getpass.getpass(f"password for {name}: ")
     if getpass.getpass("again: ") != first:
         raise TilescopeError("the passwords differ")

@@ -11,6 +11,7 @@ from compiler.errors import TilescopeError
 
 from ..workbench.defaults import DEFAULT_TARGET
 from ..workbench.export_formats import EXPORT_FORMATS
+from .messages import one_line, warning
 from .output_files import check_writable, replace_file
 from .options import RUN_HELP, TARGET_HELP, add_common, add_json, resolve_run, run_ids, run_ref
 
@@ -93,7 +94,7 @@ def cmd_export(args) -> int:
     with session_factory(open_db(args.db))() as session:
         text, _, note = export_run(session, resolve_run(session, args.run), args.format)
     if note:
-        print(f"tilescope: {note}", file=sys.stderr)
+        print(f"tilescope: {one_line(note)}", file=sys.stderr)
     if output is None:
         sys.stdout.write(text)
         return 0
@@ -111,7 +112,9 @@ def cmd_import(args) -> int:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise TilescopeError(f"{args.csv}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
+    except OSError as err:
+        raise TilescopeError(f"{args.csv}: cannot read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
         raise TilescopeError(f"{args.csv}: cannot read: {err}") from None
     with session_factory(open_db(args.db))() as session:
         simulated = resolve_run(session, args.run)
@@ -121,7 +124,7 @@ def cmd_import(args) -> int:
             raise TilescopeError(str(err)) from None
         matched = len(op_records(session, run_id))
     for problem in problems:
-        print(f"tilescope: warning: {problem}", file=sys.stderr)
+        warning(problem)
     print(f"run {run_id}: measured, {matched} op(s) from {path.name}; {len(problems)} bad row(s) skipped")
     print(f"compare: tilescope diff {simulated} {run_id}")
     return 0
