@@ -9,6 +9,7 @@ the team set-up on a fresh PostgreSQL schema and a Redis database of its own. Co
 from __future__ import annotations
 
 import base64
+import math
 import os
 import queue
 import re
@@ -86,8 +87,8 @@ def _env(tmp_path: Path, **extra: str) -> dict:
     return env
 
 
-def _run(line: str, cwd: Path, env: dict) -> None:
-    # what a command asks for on its standard input (a password) is typed
+def _run(line: str, cwd: Path, env: dict) -> str:
+    """What the line printed; it must succeed. What it asks for on its standard input (a password) is typed."""
     done = subprocess.run(
         ["bash", "-c", line],
         cwd=cwd,
@@ -99,6 +100,7 @@ def _run(line: str, cwd: Path, env: dict) -> None:
     )
     assert done.returncode == 0, f"`{line}` exited {done.returncode}:\n{done.stderr[-3000:]}"
     assert "Traceback" not in done.stderr, f"`{line}`:\n{done.stderr[-3000:]}"
+    return done.stdout
 
 
 def _lines(proc: subprocess.Popen) -> queue.Queue:
@@ -161,7 +163,9 @@ def _ready(output: list[str]) -> bool:
     return any(" ready." in line for line in output)  # Celery's own word once the worker takes jobs
 
 
-def _execute(lines: list[str], cwd: Path, env: dict) -> None:
+def _execute(lines: list[str], cwd: Path, env: dict) -> dict[str, str]:
+    """Each line run in turn; what each line that ends printed."""
+    printed = {}
     for line in lines:
         program = _program(line)
         if program in SERVES:
@@ -169,7 +173,8 @@ def _execute(lines: list[str], cwd: Path, env: dict) -> None:
         elif program == "tilescope worker":
             _until_up(line, cwd, env, _ready)
         else:
-            _run(line, cwd, env)
+            printed[line] = _run(line, cwd, env)
+    return printed
 
 
 def test_readme_has_the_blocks_this_test_knows():
@@ -197,11 +202,29 @@ def test_command_line_walk_through_runs_as_written(tmp_path, checkout_status):
     work = tmp_path / "work"
     work.mkdir()
     env = _env(tmp_path)
-    _execute(dict(_blocks())["The command line"], work, env)
+    _run("tilescope run zoo:mlp", work, env)  # the database as the Quick start leaves it: its example's run
+    printed = _execute(dict(_blocks())["The command line"], work, env)
+    _check_diffs(printed, env["TILESCOPE_DB"])
     # what the commands wrote is where they were typed
     assert {"tuned.txt", "trace.json", "ops.csv", "ffn.db"} <= {p.name for p in work.iterdir()}
     # the layout tt-mlir reads; the fidelity, tilescope's own, is not in a tt-mlir file
     assert "override-output-layout=ffn.fc1=8x8:l1:block_sharded:bfp8 " in (work / "tuned.txt").read_text()
+
+
+def _check_diffs(printed: dict[str, str], db: str) -> None:
+    """Each `tilescope diff` compares two runs of one model; one said to be across meshes, a run on
+    one device with a run on several."""
+    from perfdb.engine import open_db, session_factory
+    from perfdb.queries import get_run
+
+    diffs = {line: out for line, out in printed.items() if _program(line) == "tilescope diff"}
+    assert any("across meshes" in line for line in diffs)
+    with session_factory(open_db(db))() as session:
+        for line, out in diffs.items():
+            b, a = (get_run(session, int(n)) for n in re.match(r"run (\d+) against run (\d+)", out).groups())
+            assert a.model_ref == b.model_ref, (line, a.model_ref, b.model_ref)
+            devices = [math.prod(size for _, size in run.mesh) for run in (a, b)]
+            assert (devices[0] == 1 < devices[1]) == ("across meshes" in line), (line, devices)
 
 
 def test_team_set_up_runs_as_written(tmp_path, pg_schemas, redis_broker, checkout_status):

@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from compiler.errors import TilescopeError
 from compiler.ir import LEVELS
 from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
-from compiler.target import DISPATCH_MODES
+from compiler.target import DEFAULT_DISPATCH, DISPATCH_MODES
 
 from .messages import error, one_line, warning
 from .options import MODEL_HELP, add_common, add_json
@@ -137,9 +138,19 @@ def warn(warnings: list[str]) -> None:
         warning(f"... and {len(warnings) - MAX_WARNINGS} more (tilescope show MODEL --level kernel)")
 
 
-def settings(args, default_dispatch: str = "host") -> tuple[list[OpOverride], str, str, float]:
-    """Overrides and globals: command-line flags win over an overrides file, which wins over
-    the defaults."""
+@dataclass(frozen=True)
+class Settings:
+    """What a command compiles with: command-line flags win over an overrides file, which wins
+    over the defaults."""
+
+    items: list[OpOverride]
+    policy: str
+    dispatch: str
+    l1_usage_cap: float
+    dispatch_defaulted: bool  # neither a flag nor the file named one: the command's own default
+
+
+def settings(args, default_dispatch: str = DEFAULT_DISPATCH) -> Settings:
     from overrides import parse_item
     from overrides.formats import OverrideSet, load_file
 
@@ -147,11 +158,12 @@ def settings(args, default_dispatch: str = "host") -> tuple[list[OpOverride], st
     items = [*loaded.items, *(parse_item(item) for item in args.override)]
     OverrideSet(items)  # one override per op, across file and flags
     policy = args.policy or loaded.policy or DEFAULT_POLICY
-    dispatch = getattr(args, "dispatch", None) or loaded.dispatch or default_dispatch
+    dispatch = getattr(args, "dispatch", None) or loaded.dispatch
     cap = args.l1_usage_cap if args.l1_usage_cap is not None else loaded.l1_usage_cap
     if cap is not None and not 0 < cap <= 1:
         raise TilescopeError(f"--l1-usage-cap must be in (0, 1], got {cap:g}")
-    return items, policy, dispatch, cap if cap is not None else DEFAULT_L1_USAGE_CAP
+    cap = cap if cap is not None else DEFAULT_L1_USAGE_CAP
+    return Settings(items, policy, dispatch or default_dispatch, cap, dispatch_defaulted=dispatch is None)
 
 
 def cmd_run(args) -> int:
@@ -159,17 +171,17 @@ def cmd_run(args) -> int:
 
     from ..workbench.runs import execute
 
-    items, policy, dispatch, cap = settings(args)
+    given = settings(args)
     sessions = session_factory(open_db(args.db))
     result = execute(
         sessions,
         args.model,
         args.target,
-        items,
+        given.items,
         label=args.label,
-        dispatch=dispatch,
-        policy=policy,
-        l1_usage_cap=cap,
+        dispatch=given.dispatch,
+        policy=given.policy,
+        l1_usage_cap=given.l1_usage_cap,
         keep_going=args.keep_going,
     )
     warn(result.compilation.warnings)
@@ -219,8 +231,10 @@ def cmd_runs(args) -> int:
 def cmd_show(args) -> int:
     from ..workbench.runs import compile_cached
 
-    items, policy, _, cap = settings(args)
-    compilation = compile_cached(args.model, args.target, tuple(items), policy=policy, l1_usage_cap=cap)
+    given = settings(args)
+    compilation = compile_cached(
+        args.model, args.target, tuple(given.items), policy=given.policy, l1_usage_cap=given.l1_usage_cap
+    )
     warn(compilation.warnings)
     sys.stdout.write(compilation.mlir(args.level))
     return 0

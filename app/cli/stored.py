@@ -92,13 +92,16 @@ def cmd_export(args) -> int:
     if output is not None:  # said before the export's work
         check_writable(output, args.force)
     with session_factory(open_db(args.db))() as session:
-        text, _, note = export_run(session, resolve_run(session, args.run), args.format)
+        run_id = resolve_run(session, args.run)
+        text, _, note = export_run(session, run_id, args.format)
     if note:
         print(f"tilescope: {one_line(note)}", file=sys.stderr)
     if output is None:
         sys.stdout.write(text)
         return 0
     replace_file(output, text)
+    what, _, how = EXPORT_FORMATS[args.format][0].partition(", ")
+    print(f"wrote run {run_id}'s {what} to {output} ({how})")
     return 0
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from compiler.errors import TilescopeError
+from compiler.target import DEFAULT_DISPATCH as RUN_DISPATCH
 from compiler.target import DISPATCH_MODES
 
 from .options import MODEL_HELP, add_common, add_json
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
 
 SHOWN_CHANGES = 10
 DEFAULT_BUDGET_S = 120.0
+# a tuned model is deployed with a captured trace; launched op by op from the host, a step waits on
+# launches that no override shortens
+DEFAULT_DISPATCH = "trace"
 # beside FILE (tilescope's JSON, which `tilescope run --overrides` reads back): the tools' formats
 TOOL_FILES = {"tt-mlir": ".tt-mlir.txt", "tt-explorer": ".tt-explorer.json"}
 
@@ -53,8 +57,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--dispatch",
         choices=DISPATCH_MODES,
         default=None,
-        help="what the step's time counts: a captured trace (default, unless an overrides file names one) or host "
-        "launches per op",
+        help=f"what the step's time counts: a captured trace (default, unless an overrides file names one; run's "
+        f"default is {RUN_DISPATCH}) or host launches per op",
     )
     tune.add_argument("--label", default="", help="a note for the stored start run")
     tune.add_argument(
@@ -114,17 +118,17 @@ def cmd_tune(args) -> int:
     paths = output_paths(args.output) if args.output else {}
     for path in paths.values():  # said before the search, not after it
         check_writable(path, args.force)
-    items, policy, dispatch, cap = settings(args, default_dispatch="trace")
+    given = settings(args, default_dispatch=DEFAULT_DISPATCH)
     sessions = session_factory(open_db(args.db))
     start = execute(
         sessions,
         args.model,
         args.target,
-        items,
+        given.items,
         label=args.label or "tune: start",
-        dispatch=dispatch,
-        policy=policy,
-        l1_usage_cap=cap,
+        dispatch=given.dispatch,
+        policy=given.policy,
+        l1_usage_cap=given.l1_usage_cap,
         keep_going=False,
     )
     if start.run_id is None:
@@ -140,22 +144,29 @@ def cmd_tune(args) -> int:
             progress=say,
             cancelled=lambda: interrupt.asked,
         )
-    tuned = OverrideSet([parse_item(i) for i in report.tuned.items], report.tuned.policy, dispatch, cap)
+    tuned = OverrideSet(
+        [parse_item(i) for i in report.tuned.items], report.tuned.policy, given.dispatch, given.l1_usage_cap
+    )
     for fmt, path in paths.items():
         replace_file(path, dump(tuned, fmt))
     if args.json:
         print(json.dumps(report.as_dict() | {"files": {f: str(p) for f, p in paths.items()}}, indent=1))
         return 0
-    print_report(report, args.model, paths, {fmt: left_out(tuned, fmt) for fmt in TOOL_FILES if paths})
+    missing = {fmt: left_out(tuned, fmt) for fmt in TOOL_FILES if paths}
+    print_report(report, args.model, paths, missing, given.dispatch_defaulted)
     return 0
 
 
-def print_report(report: TuneReport, model_ref: str, paths: dict[str, Path], missing: dict[str, list[str]]) -> None:
+def print_report(
+    report: TuneReport, model_ref: str, paths: dict[str, Path], missing: dict[str, list[str]], defaulted: bool
+) -> None:
     from overrides.search import changes_precision
 
     t, parent = report.tuned, report.parent
+    # a start compared with a run of the same model differs by its dispatch too, unless given alike
+    dispatch = f"{parent.dispatch} dispatch" + (f": tune's default; run's is {RUN_DISPATCH}" if defaulted else "")
     print(
-        f"tuned {model_ref} on {parent.target_name} ({parent.dispatch} dispatch), knobs {','.join(report.knobs)}: "
+        f"tuned {model_ref} on {parent.target_name} ({dispatch}), knobs {','.join(report.knobs)}: "
         f"{t.trials:,} trials in {t.seconds:.1f} s; {t.stopped}"
     )
     rows = [(f"run {parent.id}", f"start ({parent.policy}, {len(parent.overrides)} overrides)", parent.total_ns)]

@@ -85,9 +85,18 @@ def test_an_overrides_files_dispatch_is_the_starts_unless_one_is_given(capsys, d
 def test_the_report_names_speedups_the_roofline_and_the_top_changes(capsys, db_url, tmp_path):
     code, out, err = cli(capsys, "tune", "zoo:mlp?layers=1", "--db", db_url, "--trials", "30")
     assert code == 0, err
+    # its start is not what `tilescope run` of the same model times, and it says why
+    assert out.startswith("tuned zoo:mlp?layers=1 on wormhole_n150 (trace dispatch: tune's default; run's is host), ")
     assert "stopped after its 30 trials" in out and "over greedy-l1" in out and "roofline bound" in out
     assert "compare: tilescope diff" in out
     assert err.startswith("tune: start: ")  # progress on standard error
+
+
+@pytest.mark.parametrize("dispatch", ["trace", "host"])
+def test_a_dispatch_given_is_named_alone(capsys, db_url, dispatch):
+    code, out, err = cli(capsys, "tune", "zoo:mlp?layers=1", "--db", db_url, "--trials", "1", "--dispatch", dispatch)
+    assert code == 0, err
+    assert out.startswith(f"tuned zoo:mlp?layers=1 on wormhole_n150 ({dispatch} dispatch), ")
 
 
 def test_files_are_not_replaced_without_force_and_unwritable_ones_are_said_before_the_search(capsys, db_url, tmp_path):
