@@ -19,7 +19,7 @@ from compiler.errors import TilescopeError
 from perfdb.errors import DatabaseError, RunNotFound
 
 from . import runs, serving, stored, tune, validate
-from .messages import error, not_text, one_line
+from .messages import error, one_line, undecodable
 
 GROUPS = (runs, tune, stored, validate, serving)  # in the order `tilescope --help` lists their commands
 
@@ -64,9 +64,9 @@ def _sqlalchemy_errors() -> tuple[type[Exception], ...]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    undecodable = not_text(argv)
-    if undecodable is not None:
-        error(f"argument '{undecodable}' is not valid UTF-8: models, labels and paths are kept as text")
+    typed = undecodable(argv)
+    if typed is not None:
+        error(f"argument '{typed}' is not valid UTF-8: models, labels and paths are kept as text")
         return 2
     args = _parser().parse_args(argv)
     gc.set_threshold(*GC_THRESHOLDS)

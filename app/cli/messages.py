@@ -38,7 +38,7 @@ def _cut(text: str, head: int, tail: int) -> str:
     return f"{text[:head]}...({len(text) - head - tail:,} characters)...{text[-tail:]}"
 
 
-def not_text(argv: list[str]) -> str | None:
+def undecodable(argv: list[str]) -> str | None:
     """The first argument that is not valid UTF-8, as the user typed it, or None. Runs store their
     model, label and paths as text, and print them."""
     for arg in argv:
@@ -50,8 +50,12 @@ def not_text(argv: list[str]) -> str | None:
 
 
 def error(text: str) -> None:
-    print(f"tilescope: error: {one_line(text)}", file=sys.stderr)
+    note(f"error: {text}")
 
 
 def warning(text: str) -> None:
-    print(f"tilescope: warning: {one_line(text)}", file=sys.stderr)
+    note(f"warning: {text}")
+
+
+def note(text: str) -> None:
+    print(f"tilescope: {one_line(text)}", file=sys.stderr)

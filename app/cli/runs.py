@@ -14,7 +14,7 @@ from compiler.ir import LEVELS
 from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
 from compiler.target import DEFAULT_DISPATCH, DISPATCH_MODES
 
-from .messages import error, one_line, warning
+from .messages import error, note, warning
 from .options import MODEL_HELP, add_common, add_json
 
 if TYPE_CHECKING:  # the compiler and the runs are imported when a command runs
@@ -186,7 +186,7 @@ def cmd_run(args) -> int:
     )
     warn(result.compilation.warnings)
     for outcome in result.rejected:
-        print(f"tilescope: {one_line(f'override {outcome.spec!r} rejected: {outcome.reason}')}", file=sys.stderr)
+        note(f"override {outcome.spec!r} rejected: {outcome.reason}")
     if result.rejected and not args.keep_going:
         error("run not stored (use --keep-going to store it anyway)")
         return 1

@@ -11,7 +11,7 @@ from compiler.errors import TilescopeError
 
 from ..workbench.defaults import DEFAULT_TARGET
 from ..workbench.export_formats import EXPORT_FORMATS
-from .messages import one_line, warning
+from .messages import note, warning
 from .output_files import check_writable, replace_file
 from .options import RUN_HELP, TARGET_HELP, add_common, add_json, resolve_run, run_ids, run_ref
 
@@ -93,9 +93,9 @@ def cmd_export(args) -> int:
         check_writable(output, args.force)
     with session_factory(open_db(args.db))() as session:
         run_id = resolve_run(session, args.run)
-        text, _, note = export_run(session, run_id, args.format)
-    if note:
-        print(f"tilescope: {one_line(note)}", file=sys.stderr)
+        text, _, left_out = export_run(session, run_id, args.format)
+    if left_out:
+        note(left_out)
     if output is None:
         sys.stdout.write(text)
         return 0
