@@ -10,6 +10,7 @@ from . import ids
 from .grids import column, grid, grid_style
 from .style import us
 from ..workbench.diff import changes_text
+from ..workbench.natural_order import GRID_COMPARATOR, natural_key
 
 SHOWN_OPS = 1000  # rows of the per-op delta table (the grid renders those in view)
 TABLE_PX = 380  # the table's height at most; it scrolls past it
@@ -41,8 +42,9 @@ def unchanged(op: dict) -> bool:
 
 
 def delta_rows(found: dict, show_unchanged: bool = False) -> list[dict]:
-    """The table's rows, by |delta|: the ops of both runs (those unchanged only if asked for), and
-    each op only one run has, its delta its whole time."""
+    """The table's rows, by |delta| (equal ones in natural order of their names): the ops of both
+    runs (those unchanged only if asked for), and each op only one run has, its delta its whole
+    time."""
     a, b = found["a"], found["b"]
     rows = [
         {
@@ -70,7 +72,7 @@ def delta_rows(found: dict, show_unchanged: bool = False) -> list[dict]:
                 | {"b_us": time if side == "B" else None, "delta_us": sign * time, "ratio": None}
                 | {"changes": said, "only": side}
             )
-    return sorted(rows, key=lambda row: -abs(row["delta_us"]))
+    return sorted(rows, key=lambda row: (-abs(row["delta_us"]), natural_key(row["name"])))
 
 
 def delta_table(rows: Sequence[dict]):
@@ -82,6 +84,7 @@ def delta_table(rows: Sequence[dict]):
             kind,
             flex=3 if kind == "text" else 1,
             cellStyle=DELTA_STYLE if key == "delta_us" else None,
+            comparator=GRID_COMPARATOR if key == "name" else None,
             **({"wrapText": True, "autoHeight": True, "minWidth": 220} if key == "changes" else {}),
         )
         for key, label, kind in DELTA_COLUMNS

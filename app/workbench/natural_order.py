@@ -6,11 +6,8 @@ from __future__ import annotations
 import re
 
 _NUMBERS = re.compile(r"(\d+)")
-# the same order in an AG Grid column (its comparator's arguments are valueA and valueB)
-GRID_COMPARATOR = {
-    "function": "String(valueA == null ? '' : valueA)"
-    ".localeCompare(String(valueB == null ? '' : valueB), 'en', {numeric: true})"
-}
+# the same order in an AG Grid column: its comparator, named (assets/grid_functions.js)
+GRID_COMPARATOR = {"function": "naturalOrder"}
 
 
 def natural_key(text: str) -> tuple:

@@ -36,6 +36,7 @@ SPREAD = ("mean_ns", "min_ns", "max_ns", "median_ns", "p90_ns")  # of a row's se
 TAB = "statistics"
 STATS_PX = 380  # the statistics table's height at most; it scrolls past it
 IDLE_ROW = "host / idle"  # the row of the step's time with no op running, pinned under the ops
+PINNED_STYLE = {"function": "params.node.rowPinned ? {fontStyle: 'italic', background: '#f5f7fa'} : null"}
 
 
 def layout(_page: PageContext) -> list:
@@ -47,7 +48,7 @@ def layout(_page: PageContext) -> list:
         className="segmented light",
     )
     # the busiest first; every row is rendered only when scrolled into view
-    table = grid(ids.STATS_TABLE, stats_columns("name"), height=STATS_PX)
+    table = grid(ids.STATS_TABLE, stats_columns("name"), height=STATS_PX, getRowStyle=PINNED_STYLE)
     return [by, table, html.Div(id=ids.LOAD_OPS_VIEW), *find_zone_layout()]
 
 
