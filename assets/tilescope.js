@@ -404,17 +404,37 @@ window.tilescope = {
     return window.dash_clientside.no_update;  // the output is a placeholder: this hooks events
   },
 
+  // How much the graph is zoomed against its first view (`meta.home`, where its markers have
+  // their `meta.px` sizes): nodes grow and shrink with the zoom, as a graph viewer's do.
+  graphScale: function (gd, home) {
+    var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+    if (!home) { return 1; }
+    var cell = function (a, lo, hi) { return a._length / Math.abs(hi - lo); };
+    var base = Math.min(cell(xa, home[0], home[1]), cell(ya, home[2], home[3]));
+    var now = Math.min(cell(xa, xa.range[0], xa.range[1]), cell(ya, ya.range[0], ya.range[1]));
+    return now / base;
+  },
+
   // Labels for the graph's open-group boxes (each box's, as much as fits its width) and for the
   // nodes that have room at the zoom shown: the selection's and matches' first, then groups, then
   // ops by time; a label never covers another label or a node. Layout annotations, as the
-  // timeline's zone names are; the labels come escaped (graph_figure).
+  // timeline's zone names are; the labels come escaped (graph_figure). The markers are sized for
+  // the zoom in the same update.
   labelGraph: function (gd) {
     var layout = gd._fullLayout, meta = (gd.layout || {}).meta || {};
     if (!layout || !layout.xaxis || !layout.yaxis || !meta.boxes) { return; }
     var xa = layout.xaxis, ya = layout.yaxis;
+    var scale = window.tilescope.graphScale(gd, meta.home), sized = [], sizes = {};
+    (gd.data || []).forEach(function (trace, i) {
+      var m = trace.meta || {}, pad = m.pad || 0;
+      if (!m.px) { return; }
+      // a marker of 0 px (an edge's end in the selection's trace) stays without one
+      sizes[i] = m.px.map(function (px) { return px ? Math.min(Math.max(2, px * scale), 2000) + pad : 0; });
+      if (trace._tilescopeScale !== scale) { sized.push(i); }
+    });
     var key = xa.range.join() + '|' + ya.range.join() + '|' + xa._length + '|' + ya._length + '|' + (gd.data || []).length;
     var others = (gd.layout.annotations || []).filter(function (a) { return a.name !== 'graph-label'; });
-    if (gd._tilescopeGraphKey === key && others.length + gd._tilescopeGraphCount === (gd.layout.annotations || []).length) { return; }
+    if (!sized.length && gd._tilescopeGraphKey === key && others.length + gd._tilescopeGraphCount === (gd.layout.annotations || []).length) { return; }
     gd._tilescopeGraphKey = key;
     var px = function (x) { return xa.l2p(x); }, py = function (y) { return ya.l2p(y); };
     var taken = [], out = [], boxAt = {};
@@ -441,12 +461,12 @@ window.tilescope = {
                 font: {size: 10, color: '#52606d'}, hovertext: 'click to close ' + b[3]});
     });
     var nodes = [];
-    (gd.data || []).forEach(function (trace) {
+    (gd.data || []).forEach(function (trace, k) {
       if (!trace.meta || !trace.meta.labels) { return; }
       var x = window.tilescope.values(trace.x), y = window.tilescope.values(trace.y);
-      var sizes = (trace.marker || {}).size || [];
+      var drawn = sizes[k] || (trace.marker || {}).size || [];
       for (var i = 0; i < x.length; i++) {
-        var r = (sizes[i] || 18) / 2, cx = px(x[i]), cy = py(y[i]);
+        var r = (drawn[i] || 18) / 2, cx = px(x[i]), cy = py(y[i]);
         taken.push([cx - r, cy - r, cx + r, cy + r]);  // nodes first: a label never covers one
         nodes.push([trace.meta.weights[i], x[i], y[i], trace.meta.labels[i], cx, cy, r]);
       }
@@ -467,7 +487,13 @@ window.tilescope = {
     });
     gd._tilescopeBoxAt = boxAt;
     gd._tilescopeGraphCount = out.length;
-    window.Plotly.relayout(gd, {annotations: others.concat(out)});
+    if (!sized.length) {
+      window.Plotly.relayout(gd, {annotations: others.concat(out)});
+      return;
+    }
+    window.Plotly.update(gd, {'marker.size': sized.map(function (i) { return sizes[i]; })},
+                         {annotations: others.concat(out)}, sized);
+    sized.forEach(function (i) { gd.data[i]._tilescopeScale = scale; });
   },
 
   // The line shown while a model opens on a target: a model without a run there is compiled,

@@ -547,8 +547,8 @@ def _percentile(ordered: list[float], q: float) -> float:
 
 def op_statistics(session: Session, run_id: int, by: str = "name") -> list[dict]:
     """Per op name (or per op kind, by="kind"): count, total, self, mean, min, max, median and p90
-    of device durations in ns, and the share of the run's device time in %; by total descending.
-    Ops do not nest inside each other, so an op's self time is its total."""
+    of device durations in ns, and the share of the run (its step, host and idle time included) in
+    %; by total descending. Ops do not nest inside each other, so an op's self time is its total."""
     if by not in STAT_KEYS:
         raise ValueError(f"statistics by {by!r}; one of {', '.join(STAT_KEYS)}")
     if not 0 < run_id <= MAX_ID:
@@ -559,9 +559,10 @@ def op_statistics(session: Session, run_id: int, by: str = "name") -> list[dict]
         select(getattr(OpRecord, by), OpRecord.duration_ns).where(OpRecord.run_id == run_id).order_by(OpRecord.start_ns)
     ):
         groups.setdefault(key, []).append(duration)
-    if not groups and session.scalar(select(Run.id).where(Run.id == run_id)) is None:
+    run_ns = session.scalar(select(Run.total_ns).where(Run.id == run_id))
+    if run_ns is None:
         raise RunNotFound(run_id)
-    device = sum(sum(d) for d in groups.values()) or 1.0
+    run_ns = run_ns or 1.0
     rows = []
     for key, durations in groups.items():
         values = sorted(durations)  # most groups hold one op or a few: plain Python beats numpy's per-call cost
@@ -577,7 +578,7 @@ def op_statistics(session: Session, run_id: int, by: str = "name") -> list[dict]
                 "max_ns": values[-1],
                 "median_ns": _percentile(values, 50),
                 "p90_ns": _percentile(values, 90),
-                "pct_of_run": total / device * 100,
+                "pct_of_run": total / run_ns * 100,
             }
         )
     return sorted(rows, key=lambda row: (-row["total_ns"], row[by]))

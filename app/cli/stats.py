@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 
 from perfdb.engine import open_db, session_factory
-from perfdb.queries import get_run, load_ops, op_statistics
+from perfdb.queries import get_run, load_ops, op_records, op_statistics
 
+from ..workbench.device_split import split_each_device
 from ..workbench.load_time import kinds_text, load_line
+
+IDLE = "host/idle"  # the step's time with no op running: the shares of the run add up to 100% with it
 
 
 def main(run_id: int, by: str, db: str | None, as_json: bool) -> int:
@@ -16,10 +19,11 @@ def main(run_id: int, by: str, db: str | None, as_json: bool) -> int:
         rows = op_statistics(session, run_id, by)
         run = get_run(session, run_id)
         load, load_ns = load_ops(run), run.load_ns
+        idle_ns = split_each_device(op_records(session, run_id), run.tracks, run.total_ns)[0].idle_ns
     if as_json:
         print(json.dumps(rows, indent=1))
         return 0
-    width = max([len(str(row[by])) for row in rows] + [len(by)])
+    width = max([len(str(row[by])) for row in rows] + [len(by), len(IDLE)])
     print(
         f"{by:<{width}}  {'count':>6} {'total us':>10} {'mean us':>9} {'min us':>9} {'median us':>10} "
         f"{'p90 us':>9} {'max us':>9} {'% run':>6}"
@@ -30,6 +34,8 @@ def main(run_id: int, by: str, db: str | None, as_json: bool) -> int:
             f"{row['min_ns'] / 1e3:>9.2f} {row['median_ns'] / 1e3:>10.2f} {row['p90_ns'] / 1e3:>9.2f} "
             f"{row['max_ns'] / 1e3:>9.2f} {row['pct_of_run']:>6.1f}"
         )
+    idle_pct = idle_ns / run.total_ns * 100 if run.total_ns else 0.0
+    print(f"{IDLE:<{width}}  {'':>6} {idle_ns / 1e3:>10.2f} {'':>9} {'':>9} {'':>10} {'':>9} {'':>9} {idle_pct:>6.1f}")
     if load:
         print(f"{load_line(len(load), load_ns)}, not in % run: {kinds_text(load)}")
     return 0

@@ -18,11 +18,10 @@ from perfdb.schema import Run
 
 from . import ids
 from .device_table import devices_diff_children
-from .grids import column, grid
 from .style import TOP_LEGEND, all_of, base_layout, graph_config, kind_colour, plain, some_of, us
 from .zone_segments import segments, vertices
+from .diff_table import SHOWN_OPS, delta_rows, delta_table
 from ..workbench.diff import (
-    changes_text,
     collective_text,
     device_parts,
     more,
@@ -32,36 +31,20 @@ from ..workbench.diff import (
 )
 from ..workbench.load_time import duration_text, ops_text
 
-SHOWN_ONLY_IN = 10  # inserted or removed ops listed by name; the rest are counted
-SHOWN_OPS = 1000  # rows of the per-op delta table (the grid renders those in view)
+SHOWN_ONLY_IN = 10  # collectives or moved ops listed by name; the rest are counted
 
 
-def diff_children(found: dict, timelines: go.Figure | None = None, limit: int = SHOWN_OPS) -> list:
+def diff_children(found: dict, timelines: go.Figure | None = None) -> list:
     """Two runs compared (app.workbench.diff.compare, with the runs and their op durations): what
     makes the comparison suspect, totals and how they split between device and host, the
-    overrides that differ, the two runs' ops aligned on one time axis (`timelines`), per-op
-    deltas by impact with the ops found in one run only, and the overlaid duration histograms."""
+    overrides that differ, the two runs' ops aligned on one time axis (`timelines`) and each
+    device's split; diff_body has the per-op table and the histograms."""
     a, b = found["runs"][found["a"]], found["runs"][found["b"]]
     warnings = [html.P(f"Warning: {w}", className="hint", style={"color": "var(--warn)"}) for w in found["warnings"]]
-    extra = []
-    if len(found["ops"]) > limit:
-        extra.append(html.P(f"The {limit} ops of largest |delta| of {len(found['ops'])}.", className="hint"))
-    extra += _only_in(f"Removed (only in A #{a.id})", found["removed"])
-    extra += _only_in(f"Inserted (only in B #{b.id})", found["inserted"])
-    extra += _collectives(f"Collectives only in A #{a.id}", found["collectives"]["removed"])
-    extra += _collectives(f"Collectives only in B #{b.id}", found["collectives"]["inserted"])
-    extra += _moved(f"Moved to load time in B #{b.id} (per step in A #{a.id})", found["moved_to_load"])
-    extra += _moved(f"Moved into the step in B #{b.id} (load time in A #{a.id})", found["moved_into_step"])
     labels = (f"A #{a.id}", f"B #{b.id}")
-    histogram = dcc.Graph(
-        id=ids.DIFF_HISTOGRAM,
-        config=graph_config("duration-histogram"),
-        figure=duration_histogram(found["durations"][a.id], found["durations"][b.id], labels),
-    )
     aligned = (
         [dcc.Graph(id=ids.DIFF_TIMELINES, config=graph_config("diff-timelines"), figure=timelines)] if timelines else []
     )
-    table = html.Div([_delta_table(found["ops"][:limit]), *extra], className="diff-table")
     return [
         *warnings,
         _diff_head(found, a, b),
@@ -69,8 +52,28 @@ def diff_children(found: dict, timelines: go.Figure | None = None, limit: int = 
         _diff_overrides(found),
         *aligned,
         *devices_diff_children(found.get("devices", []), labels),
-        html.Div([table, histogram], className="diff-body"),
     ]
+
+
+def diff_body(found: dict, show_unchanged: bool = False, limit: int = SHOWN_OPS) -> list:
+    """Per-op deltas by impact, the ops found in one run only among them (app.web.diff_table),
+    the collectives and the moves between load time and the step, and the duration histograms."""
+    a, b = found["runs"][found["a"]], found["runs"][found["b"]]
+    rows = delta_rows(found, show_unchanged)
+    extra = []
+    if len(rows) > limit:
+        extra.append(html.P(f"The {limit} ops of largest |delta| of {len(rows)}.", className="hint"))
+    extra += _collectives(f"Collectives only in A #{a.id}", found["collectives"]["removed"])
+    extra += _collectives(f"Collectives only in B #{b.id}", found["collectives"]["inserted"])
+    extra += _moved(f"Moved to load time in B #{b.id} (per step in A #{a.id})", found["moved_to_load"])
+    extra += _moved(f"Moved into the step in B #{b.id} (load time in A #{a.id})", found["moved_into_step"])
+    histogram = dcc.Graph(
+        id=ids.DIFF_HISTOGRAM,
+        config=graph_config("duration-histogram"),
+        figure=duration_histogram(found["durations"][a.id], found["durations"][b.id], (f"A #{a.id}", f"B #{b.id}")),
+    )
+    table = html.Div([delta_table(rows[:limit]), *extra], className="diff-table")
+    return [html.Div([table, histogram], className="diff-body")]
 
 
 def _diff_head(found: dict, a: Run, b: Run) -> html.Div:
@@ -134,47 +137,6 @@ def _diff_overrides(found: dict) -> html.Div:
     )
 
 
-DELTA_COLUMNS = (
-    ("name", "op", "text"),
-    ("a_us", "A us", "us"),
-    ("b_us", "B us", "us"),
-    ("delta_us", "delta us", "us"),
-    ("ratio", "B/A", "ratio"),
-    ("changes", "changes", "text"),
-)
-# a slower op's delta in red, a faster one's in green
-DELTA_STYLE = {
-    "function": "params.value > 0 ? {color: '#b91c1c', fontWeight: 600} : "
-    "params.value < 0 ? {color: '#15803d', fontWeight: 600} : null"
-}
-
-
-def _delta_table(ops: Sequence[dict]):
-    rows = [
-        {
-            "id": op["name"],
-            "name": op["name"],
-            "a_us": us(op["a_ns"]),
-            "b_us": us(op["b_ns"]),
-            "delta_us": us(op["delta_ns"]),
-            "ratio": round(op["ratio"], 3) if op["ratio"] is not None else None,
-            "changes": changes_text(op["changes"]),
-        }
-        for op in ops
-    ]
-    columns = [
-        column(
-            key,
-            label,
-            kind,
-            flex=3 if kind == "text" else 1,
-            cellStyle=DELTA_STYLE if key == "delta_us" else None,
-        )
-        for key, label, kind in DELTA_COLUMNS
-    ]
-    return grid(ids.DIFF_TABLE, columns, rows, height=380)
-
-
 def _op_list(title: str, ops: Sequence[dict], total_ns: float, describe, per: str = "") -> list:
     """A titled list of ops with their total: the first SHOWN_ONLY_IN by name, the rest counted."""
     if not ops:
@@ -185,11 +147,6 @@ def _op_list(title: str, ops: Sequence[dict], total_ns: float, describe, per: st
         html.P(f"{title}: {len(ops)} op{'s' * (len(ops) != 1)}, {total_ns / 1e3:,.2f} us{per}", className="hint"),
         html.Ul(items, className="outcomes"),
     ]
-
-
-def _only_in(title: str, ops: Sequence[dict]) -> list:
-    """Ops found in one run only (a to_layout an override inserted), with their time."""
-    return _op_list(title, ops, sum(op["ns"] for op in ops), lambda op: f"{op['ns'] / 1e3:,.2f} us")
 
 
 def _collectives(title: str, ops: Sequence[dict]) -> list:
@@ -204,7 +161,7 @@ def _moved(title: str, ops: Sequence[dict]) -> list:
 
 
 def duration_histogram(a: Sequence[float], b: Sequence[float], labels: tuple[str, str]) -> go.Figure:
-    """Two runs' op durations overlaid on shared log bins, as Tracy's compare view draws them."""
+    """Two runs' op durations on shared log bins, each bin's two bars side by side."""
     fig = go.Figure()
     values = [d for d in (*a, *b) if d > 0]
     ticks: list[float] = []
@@ -216,7 +173,6 @@ def duration_histogram(a: Sequence[float], b: Sequence[float], labels: tuple[str
                 go.Histogram(
                     x=[math.log10(d / 1e3) for d in durations if d > 0],
                     name=label,
-                    opacity=0.6,
                     marker_color=colour,
                     xbins=dict(start=lo - size, end=hi + size, size=size),
                     hovertemplate="%{y} ops<extra>" + label + "</extra>",
@@ -227,7 +183,8 @@ def duration_histogram(a: Sequence[float], b: Sequence[float], labels: tuple[str
         title="op duration", tickvals=ticks, ticktext=[f"{10.0**t:.3g} us" for t in ticks], gridcolor="#e4e7eb"
     )
     fig.update_yaxes(title="ops", gridcolor="#e4e7eb")
-    fig.update_layout(barmode="overlay", legend={**TOP_LEGEND, "title": None})
+    # side by side: overlaid, the bars of near-equal runs blend into one colour
+    fig.update_layout(barmode="group", bargap=0.15, legend={**TOP_LEGEND, "title": None})
     return base_layout(fig, 260, top=30)
 
 

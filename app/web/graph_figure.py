@@ -31,6 +31,10 @@ BOX_FILLS = ("rgba(37, 99, 235, 0.05)", "rgba(37, 99, 235, 0.09)")  # an open gr
 FIRST = 1e18  # label weight of a node holding a selected op or a match: labelled before any other
 PLOT_PX = (820, 380)  # the graph's plot area on a laptop screen, to size the markers for
 GROUP_WEIGHT = 1e15  # a group's label weight (plus its ops): before any op's (its time in ns)
+# nodes a node's output may reach before its edges are drawn only for a selection: an input every
+# layer reads (an attention mask) fanned over every box, a grey band at 300 layers (Model
+# Explorer leaves such edges out too)
+FANOUT = 8
 
 
 def node_value(mode: str, ops: Sequence[str], metrics: Mapping[str, OpMetric]):
@@ -82,15 +86,16 @@ def graph_figure(
     is centred, in a view a few columns wide."""
     layout = nested_layout(view)
     positions = layout.positions
+    fanned = fanned_out(view)
     # always there, and first: a new selection changes only this trace (graph_rings)
     fig = go.Figure(graph_rings(view, selected, positions))
-    for trace in _edge_traces(view, graph, positions):
+    for trace in _edge_traces(view, graph, positions, fanned):
         fig.add_trace(trace)
     values = {n.id: node_value(mode, n.ops, metrics) for n in view.nodes}
     loaded = set(loaded)
     first = {n.id for n in view.nodes if set(n.ops).intersection(selected) or set(n.ops).intersection(matches)}
     weights = {n.id: _label_weight(n, metrics, first) for n in view.nodes}
-    nodes = _Nodes(fig, graph, positions, mode, values, loaded, weights)
+    nodes = _Nodes(fig, graph, positions, mode, values, loaded, weights, fanned)
     valued = [n for n in view.nodes if values[n.id] is not None]
     if mode in ("bound", "memory"):
         for category in sorted({values[n.id] for n in valued}):
@@ -108,22 +113,25 @@ def graph_figure(
         fig.add_trace(_rings(ringed, positions, "matches", "#f59e0b", 10))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, scaleanchor=None)
+    home = None
     if focus in positions:
         x, y = positions[focus]
-        fig.update_xaxes(range=[x - FOCUS_REACH, x + FOCUS_REACH], autorange=False)
-        fig.update_yaxes(range=[y - FOCUS_REACH, y + FOCUS_REACH], autorange=False)
+        home = [x - FOCUS_REACH, x + FOCUS_REACH, y - FOCUS_REACH, y + FOCUS_REACH]
     elif positions:  # the whole view with a margin: an outer box's edges are not the plot's
         xs = [p[0] for p in positions.values()] + [v for b in layout.boxes for v in (b.x0, b.x1)]
         ys = [p[1] for p in positions.values()] + [v for b in layout.boxes for v in (b.y0, b.y1)]
-        fig.update_xaxes(range=[min(xs) - 0.6, max(xs) + 0.6], autorange=False)
-        fig.update_yaxes(range=[min(ys) - 0.6, max(ys) + 0.6], autorange=False)
+        home = [min(xs) - 0.6, max(xs) + 0.6, min(ys) - 0.6, max(ys) + 0.6]
+    if home:
+        fig.update_xaxes(range=home[:2], autorange=False)
+        fig.update_yaxes(range=home[2:], autorange=False)
     fig.update_layout(
         dragmode="pan",
         clickmode="event",
         legend={**TOP_LEGEND, "title": dict(text=COLOUR_MODES[mode] + ":")},
         shapes=[_box_shape(box) for box in layout.boxes],
-        # the browser labels the boxes and the nodes that have room (tilescope.labelGraph)
-        meta={"boxes": [[b.x0, b.y1, b.x1, plain(b.label), b.group] for b in layout.boxes]},
+        # the browser labels the boxes and the nodes that have room, and sizes the nodes (markers
+        # of `px` at the `home` ranges) as the zoom grows or shrinks them (tilescope.labelGraph)
+        meta={"boxes": [[b.x0, b.y1, b.x1, plain(b.label), b.group] for b in layout.boxes], "home": home},
     )
     fig = base_layout(fig, 460, top=30)
     if focus in positions:
@@ -157,6 +165,7 @@ def _label_weight(node, metrics: Mapping[str, OpMetric], first: set[str]) -> flo
     return metrics[node.id].duration_ns if node.id in metrics else 0.0
 
 
+TENSOR_PX = 6  # a tensor marker's size at the view's first zoom
 TENSOR_AT = (0.5, 0.3, 0.7, 0.2, 0.8)  # where along an edge its tensor marker may go, the middle first
 
 
@@ -175,14 +184,25 @@ def _off_nodes(positions: Mapping) -> Callable[[float, float], bool]:
     return clear
 
 
-def _edge_traces(view: GroupedView, graph: Graph, positions: Mapping) -> list[go.Scatter]:
+def fanned_out(view: GroupedView) -> dict[str, int]:
+    """The nodes whose outputs more than FANOUT nodes read, and how many do."""
+    readers: dict[str, set[str]] = {}
+    for edge in view.edges:
+        readers.setdefault(edge.src, set()).add(edge.dst)
+    return {src: len(dst) for src, dst in readers.items() if len(dst) > FANOUT}
+
+
+def _edge_traces(view: GroupedView, graph: Graph, positions: Mapping, fanned: Mapping) -> list[go.Scatter]:
     """The edges as lines, and a marker along each edge, clear of the nodes, naming its tensors on
-    hover (none when the whole edge runs past nodes)."""
+    hover (none when the whole edge runs past nodes). The edges of a node read by many (`fanned`)
+    are left to the selection's trace (graph_rings)."""
     edge_x: list[float | None] = []
     edge_y: list[float | None] = []
     mid_x, mid_y, mid_text = [], [], []
     clear = _off_nodes(positions)
     for edge in view.edges:
+        if edge.src in fanned:
+            continue
         (x0, y0), (x1, y1) = positions[edge.src], positions[edge.dst]
         edge_x += [x0, x1, None]
         edge_y += [y0, y1, None]
@@ -204,11 +224,12 @@ def _edge_traces(view: GroupedView, graph: Graph, positions: Mapping) -> list[go
         x=mid_x,
         y=mid_y,
         mode="markers",
-        marker=dict(size=6, color="#cbd2d9"),
+        marker=dict(size=[TENSOR_PX] * len(mid_x), color="#cbd2d9"),
         hovertext=mid_text,
         hoverinfo="text",
         showlegend=False,
         name="tensors",
+        meta={"px": [TENSOR_PX] * len(mid_x)},
     )
     return [lines, middles]
 
@@ -228,11 +249,20 @@ class _Nodes:
     """Adds the graph's nodes to a figure, one trace per colour category."""
 
     def __init__(
-        self, fig: go.Figure, graph: Graph, positions: Mapping, mode: str, values: dict, loaded: set[str], weights: dict
+        self,
+        fig: go.Figure,
+        graph: Graph,
+        positions: Mapping,
+        mode: str,
+        values: dict,
+        loaded: set[str],
+        weights: dict,
+        fanned: Mapping[str, int],
     ):
         self.fig, self.graph, self.positions, self.mode, self.values = fig, graph, positions, mode, values
         self.loaded = loaded  # ops run once per model load
         self.weights = weights
+        self.fanned = fanned  # nodes whose edges are drawn for a selection only, and their readers
         self.group_px, self.op_px = marker_px(positions)
 
     def hover(self, node) -> str:
@@ -241,6 +271,8 @@ class _Nodes:
         if value is not None:
             said = value if isinstance(value, str) else f"{value:,.2f}" + _UNITS[self.mode]
             shown = f"<br>{COLOUR_MODES[self.mode]}: {said}"
+        if node.id in self.fanned:
+            shown += f"<br>read by {self.fanned[node.id]} nodes: its edges are drawn when it, or a reader, is selected"
         if node.is_group:
             kinds = sorted({self.graph.op(o).kind for o in node.ops})
             return (
@@ -259,18 +291,19 @@ class _Nodes:
             return
         at = self.positions
         labels = [plain(f"{n.label} ({len(n.ops)})" if n.is_group else _short(n.label)) for n in nodes]
+        sizes = [self.group_px if n.is_group else self.op_px for n in nodes]
         self.fig.add_trace(
             go.Scatter(
                 x=[at[n.id][0] for n in nodes],
                 y=[at[n.id][1] for n in nodes],
                 mode="markers",
                 # labelled in the browser, where it knows which have room at the zoom shown
-                meta={"labels": labels, "weights": [self.weights[n.id] for n in nodes]},
+                meta={"labels": labels, "weights": [self.weights[n.id] for n in nodes], "px": sizes},
                 customdata=[n.id for n in nodes],
                 hovertext=[self.hover(n) for n in nodes],
                 hoverinfo="text",
                 marker=dict(
-                    size=[self.group_px if n.is_group else self.op_px for n in nodes],
+                    size=sizes,
                     symbol="square",
                     line=dict(width=[2 if n.is_group else 1 for n in nodes], color="#52606d"),
                     **marker,
@@ -291,27 +324,46 @@ def marker_px(positions: Mapping) -> tuple[float, float]:
     return max(8, min(30, 0.8 * cell)), max(6, min(18, 0.6 * cell))
 
 
-def _rings(nodes, positions, name: str, colour: str, margin: int) -> go.Scatter:
-    """Open squares `margin` px wider than the nodes they ring."""
+def _rings(nodes, positions, name: str, colour: str, margin: int, edges: Sequence = ()) -> go.Scatter:
+    """Open squares `margin` px wider than the nodes they ring, and `edges` as lines in their colour."""
     group_px, op_px = marker_px(positions)
+    x: list[float | None] = []
+    y: list[float | None] = []
+    px: list[float] = []  # a ring's node's size; 0 for the ends of an edge, which have no marker
+    for n in nodes:  # a point apiece, apart: no line joins them
+        x += [positions[n.id][0], None]
+        y += [positions[n.id][1], None]
+        px += [group_px if n.is_group else op_px, 0]
+    for edge in edges:
+        (x0, y0), (x1, y1) = positions[edge.src], positions[edge.dst]
+        x += [x0, x1, None]
+        y += [y0, y1, None]
+        px += [0, 0, 0]
     return go.Scatter(
-        x=[positions[n.id][0] for n in nodes],
-        y=[positions[n.id][1] for n in nodes],
-        mode="markers",
+        x=x,
+        y=y,
+        mode="lines+markers",
+        connectgaps=False,
         hoverinfo="skip",
         showlegend=False,
         name=name,
+        line=dict(color=colour, width=1.5),
         marker=dict(
-            size=[(group_px if n.is_group else op_px) + margin for n in nodes],
+            size=[p + margin if p else 0 for p in px],
             symbol="square-open",
             color=colour,
             line=dict(width=3, color=colour),
         ),  # an open symbol is drawn in its colour
+        meta={"px": px, "pad": margin},  # the browser sizes the rings with their nodes as the zoom changes
     )
 
 
 def graph_rings(view: GroupedView, selected: Sequence[str], positions: Mapping | None = None) -> go.Scatter:
-    """The rings around the nodes holding a selected op: the graph figure's first trace."""
+    """The rings around the nodes holding a selected op, and the edges of a node many read
+    (fanned_out) that start or end at one: the graph figure's first trace."""
     if positions is None:
         positions = nested_layout(view).positions
-    return _rings([n for n in view.nodes if set(selected).intersection(n.ops)], positions, SELECTED, "#2563eb", 14)
+    ringed = [n for n in view.nodes if set(selected).intersection(n.ops)]
+    ids, fanned = {n.id for n in ringed}, fanned_out(view)
+    edges = [e for e in view.edges if e.src in fanned and (e.src in ids or e.dst in ids)]
+    return _rings(ringed, positions, SELECTED, "#2563eb", 14, edges)

@@ -49,7 +49,7 @@ def grid(component_id: str, columns: Sequence[dict], rows: Sequence[dict] = (), 
         id=component_id,
         rowData=list(rows),
         columnDefs=list(columns),
-        getRowId="params.data.id",
+        getRowId="'' + params.data.id",  # AG Grid takes strings alone: a run's number warned, and was cast
         defaultColDef={"sortable": True, "resizable": True, "minWidth": 70, "flex": 1},
         dashGridOptions={
             "theme": THEME,

@@ -30,10 +30,11 @@ from .graph_view import OpMetric, op_metrics
 from .grouping import ScopeTree
 from .kept import Kept
 from .memory_view import MemoryView, memory_view
+from .natural_order import natural_key
 from .model_access import MAX_SOURCE_BYTES, ModelAccess
 from .roofline_view import Roofline, roofline
 from .run_export import export_run
-from .device_split import DeviceSplit, split_by_device
+from .device_split import DeviceSplit, split_by_device, split_each_device
 from .run_view import RunView
 from .timeline_view import TimelineView, counter_steps, timeline
 from .tuning import TuneReport, tune_run
@@ -233,8 +234,14 @@ class Explorer:
             return op_zones(session, run_id, op)
 
     def statistics(self, run_id: int, by: str = "name") -> list[dict]:
+        """perfdb's statistics rows, equal totals in the natural order of their names."""
         with self.sessions() as session:
-            return queries.op_statistics(session, run_id, by)
+            rows = queries.op_statistics(session, run_id, by)
+        return sorted(rows, key=lambda row: (-row["total_ns"], natural_key(row[by])))
+
+    def idle_ns(self, run: RunView) -> float:
+        """The step's time with no op running: the device waiting on the host to issue the next."""
+        return split_each_device(self.op_records(run.id), run.tracks, run.total_ns)[0].idle_ns
 
     def device_split(self, run: RunView) -> list[DeviceSplit]:
         """Kept: the statistics tab asks again on every change of its table."""

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from compiler.ir import Graph
 from compiler.opset import ATTENTION, CONV, MATMUL, POOL, REDUCE, kind_of, op_class
 
+from .parameter_scopes import parameter_scopes
+
 GROUP = "group:"  # prefix of a group's node id; an op's node id is its name
 DEFAULT_BUDGET = 60  # nodes the default view opens up to: few enough to label
 MAX_NODES = 400  # nodes a view may show (Model Explorer stays responsive to a few hundred)
@@ -77,6 +79,11 @@ class ScopeTree:
         self.graph = graph
         self.order = [op.name for op in graph.ops]
         self.ancestors: dict[str, tuple[str, ...]] = _scope_chains(self.order)
+        if not any(self.ancestors.values()):
+            scopes = parameter_scopes(graph)  # names of kinds, but parameters named by their modules
+            if scopes:
+                self.order = _sources_by_readers(graph)
+                self.ancestors = _scope_chains(self.order, scopes)
         blocks = None
         if not any(self.ancestors.values()) and len(self.order) > DEFAULT_BUDGET:
             blocks = _dataflow_blocks(graph)
@@ -120,9 +127,8 @@ class ScopeTree:
             parent = self.parent.get(parent)  # relative to the group the chunk divides
         outer = parent.removeprefix(GROUP) if parent else ""
         rel = scope[len(outer) + 1 :] if outer and scope.startswith(outer + ".") else scope
-        if rel.isdigit():
-            words = scope.split(".")
-            rel = ".".join(words[-2:])
+        if rel.split(".")[0].isdigit():  # `stages.3.layers`, not `3.layers`
+            rel = ".".join(scope.split(".")[-rel.count(".") - 2 :])
         return rel
 
     def op_label(self, name: str) -> str:
@@ -205,13 +211,13 @@ class ScopeTree:
         )
 
 
-def _scope_chains(order: list[str]) -> dict[str, tuple[str, ...]]:
+def _scope_chains(order: list[str], scopes: dict[str, str] | None = None) -> dict[str, tuple[str, ...]]:
     """Each op's enclosing scopes (dotted name prefixes) that add something to the view: those
     holding two ops or more, and not holding the same ops as one of their sub-scopes (which names
     them better). Worked out once per scope, not per op: a 100k-op model has a few thousand. An
     XLA instruction name (`reshape.78`) names the op's kind, not a scope: grouping by it would
-    fold every reshape of the model into one node."""
-    scope_of = {name: "" if _INSTRUCTION.fullmatch(name) else name.rpartition(".")[0] for name in order}
+    fold every reshape of the model into one node. `scopes` gives each op's scope instead of its name."""
+    scope_of = scopes or {name: "" if _INSTRUCTION.fullmatch(name) else name.rpartition(".")[0] for name in order}
     size: dict[str, int] = {"": 0}  # ops inside each scope, at any depth
     for scope in scope_of.values():
         size[scope] = size.get(scope, 0) + 1

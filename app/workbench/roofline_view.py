@@ -42,3 +42,26 @@ def roofline(target: Target, records: Sequence) -> Roofline:
         points.append(RooflinePoint(record.name, record.kind, record.bound, memory, record.flops / moved, achieved))
     roofs = {dram.name: dram.bytes_per_s, local.name: local.bytes_per_s * target.cores}
     return Roofline(points, roofs, target.peak_flops("bf16"))
+
+
+@dataclass(frozen=True)
+class RooflineDot:
+    """The ops drawn at one place of a roofline: alike ops (a model's repeated layers) land on the
+    same point, and one dot over another would hide how many there are."""
+
+    points: tuple[RooflinePoint, ...]  # in the run's order
+
+    @property
+    def first(self) -> RooflinePoint:
+        return self.points[0]
+
+
+PLACES = 4  # significant digits a dot's position is told apart by: closer than that, points overlap
+
+
+def stacked(points: Sequence[RooflinePoint]) -> list[RooflineDot]:
+    """The points as dots, those of one bound and memory at the same place (to PLACES digits) in one."""
+    at: dict[tuple, list[RooflinePoint]] = {}
+    for p in points:
+        at.setdefault((p.bound, p.memory, f"{p.intensity:.{PLACES}g}", f"{p.achieved:.{PLACES}g}"), []).append(p)
+    return [RooflineDot(tuple(same)) for same in at.values()]

@@ -22,6 +22,7 @@ from ..style import (
 )
 from ...workbench.graph_view import provenance, search_ops
 from ...workbench.grouping import GROUP, MAX_NODES, GroupedView
+from ...workbench.natural_order import natural_key
 
 
 def layout(_page: PageContext) -> html.Div:
@@ -95,7 +96,7 @@ def register(wiring: Wiring) -> dict:
         tree = explorer.scope_tree(run, level)
         groups = [g for g in (expanded or []) if g in tree.members]
         if expanded is None or (expanded and not groups and trigger != ids.GRAPH_GROUPS):
-            groups = list(tree.default_expansion())  # a new page or another model
+            groups = sorted(tree.default_expansion(), key=_label_order)  # a new page or another model
         shown = provenance(run.compilation, level, selected)
         if trigger in (ids.SELECTED_OP, None):
             groups += [g for name in shown for g in tree.ancestors_of(name)]  # reveal the selected op
@@ -125,7 +126,7 @@ def register(wiring: Wiring) -> dict:
         figure.layout.meta["open"] = groups  # a click on a box's label closes it: the browser needs the rest
         # the groups open and those drawn closed, which can be opened next (all of a 100k-op
         # model's groups, tens of thousands, made the page's dropdown freeze the browser)
-        offered = dict.fromkeys([*groups, *(n.id for n in view.nodes if n.id in tree.members)])
+        offered = sorted({*groups, *(n.id for n in view.nodes if n.id in tree.members)}, key=_label_order)
         options = [{"label": g.removeprefix(GROUP), "value": g} for g in offered]
         return dict(figure=figure, group_options=options, groups=groups, note=notes)
 
@@ -155,7 +156,13 @@ def _found(matches: list[str], pattern: str, view: GroupedView, focus: str | Non
     said = f"{len(matches)} op matches" if len(matches) == 1 else f"{len(matches):,} ops match"
     where = f", in {holding:,} node{'s' * (holding != 1)}"
     first = f"; centred on {view.node_of[focus].removeprefix(GROUP)}" if focus else ""
-    return html.Span(f"{said} {pattern!r}{where}{first}", className="matches")
+    # quoted as typed: repr() would double each backslash of a pattern such as layer\.1
+    return html.Span(f"{said} '{pattern}'{where}{first}", className="matches")
+
+
+def _label_order(group: str) -> tuple:
+    """Groups as a person lists them: by name, numbers as numbers (layer.2 before layer.10)."""
+    return natural_key(group.removeprefix(GROUP))
 
 
 def _baseline(run, mode: str, ticked, notes: list) -> int | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -11,7 +12,7 @@ from .. import ids
 from ..callback_context import clicked_op, first_trace, only_triggered
 from ..panel import PageContext, Panel, Wiring
 from ..style import BOUND_COLOURS, LOADING, SELECTED, TOP_LEGEND, base_layout, graph_config, message_figure, plain
-from ...workbench.roofline_view import Roofline, RooflinePoint
+from ...workbench.roofline_view import Roofline, RooflineDot, RooflinePoint, stacked
 
 TAB = "roofline"
 
@@ -82,24 +83,51 @@ def roofline_figure(found: Roofline, selected: str | None) -> go.Figure:
     return base_layout(fig, 380, top=30)
 
 
+SHOWN_NAMES = 10  # ops a stacked dot's hover names; the rest are counted
+
+
 def _points(points: Sequence[RooflinePoint], bound: str, peak_flops: float) -> go.Scatter:
+    """One dot per place: alike ops (a model's repeated layers) stack into one dot, bigger the
+    more it holds, with their count beside it and their names on hover; a click selects the first."""
+    dots = stacked(points)
     return go.Scatter(
-        x=[p.intensity for p in points],
-        y=[p.achieved / 1e12 for p in points],
-        mode="markers",
+        x=[d.first.intensity for d in dots],
+        y=[d.first.achieved / 1e12 for d in dots],
+        mode="markers+text",
         name=f"{bound}-bound",
-        customdata=[p.name for p in points],
+        customdata=[d.first.name for d in dots],
+        text=[f"×{len(d.points)}" if len(d.points) > 1 else "" for d in dots],
+        textposition="middle right",
+        textfont=dict(size=10, color="#374151"),
         marker=dict(
             color=BOUND_COLOURS.get(bound, "#6b7280"),
-            size=8,
-            symbol=["circle" if p.memory == "dram" else "diamond" for p in points],
+            size=[min(8 + 3 * math.sqrt(len(d.points) - 1), 26) for d in dots],
+            symbol=["circle" if d.first.memory == "dram" else "diamond" for d in dots],
+            line=dict(width=[1.5 if len(d.points) > 1 else 0 for d in dots], color="#1f2933"),
+            # a stack lets a dot of another bound at its place show through
+            opacity=[0.7 if len(d.points) > 1 else 1.0 for d in dots],
         ),
-        hovertext=[
-            f"<b>{plain(p.name)}</b><br>{plain(p.kind)}<br>{p.intensity:.1f} FLOP/{p.memory} byte"
-            f"<br>{p.achieved / 1e12:.2f} TFLOP/s ({p.achieved / peak_flops * 100:.0f}% of peak)"
-            for p in points
-        ],
+        hovertext=[_hover(d, peak_flops) for d in dots],
         hoverinfo="text",
+    )
+
+
+def _hover(dot: RooflineDot, peak_flops: float) -> str:
+    p = dot.first
+    where = (
+        f"{p.intensity:.1f} FLOP/{p.memory} byte<br>{p.achieved / 1e12:.2f} TFLOP/s "
+        f"({p.achieved / peak_flops * 100:.0f}% of peak)"
+    )
+    if len(dot.points) == 1:
+        return f"<b>{plain(p.name)}</b><br>{plain(p.kind)}<br>{where}"
+    kinds = ", ".join(sorted({q.kind for q in dot.points}))
+    names = [plain(q.name) for q in dot.points[:SHOWN_NAMES]]
+    left = len(dot.points) - SHOWN_NAMES
+    names += [f"... and {left} more"] if left > 0 else []
+    return (
+        f"<b>{len(dot.points)} ops alike</b> ({plain(kinds)}), one over another:<br>"
+        + "<br>".join(names)
+        + f"<br>{where}<br><i>a click selects the first</i>"
     )
 
 

@@ -10,7 +10,8 @@ from perfdb.schema import Run
 
 from .. import ids
 from ..callback_context import diff_pair
-from ..diff_view import aligned_timelines, diff_children, timeline_rows
+from ..diff_table import unchanged_toggle
+from ..diff_view import aligned_timelines, diff_body, diff_children, timeline_rows
 from ..grids import column, grid
 from ..panel import PageContext, Panel, Wiring
 from ..style import us
@@ -43,7 +44,10 @@ def layout(_page: PageContext) -> list:
         className="hint",
     )
     ticked = dcc.Store(id=ids.TICKED_RUNS, data=[])
-    return [hint, table, ticked, html.Div(id=ids.DIFF_VIEW, className="diff-view")]
+    # over the per-op table: it lists the ops that changed, this adds those that did not
+    unchanged = dcc.Checklist(id=ids.DIFF_UNCHANGED, options=[], value=[], className="diff-unchanged")
+    view = html.Div([html.Div(id=ids.DIFF_HEAD), unchanged, html.Div(id=ids.DIFF_BODY)], id=ids.DIFF_VIEW)
+    return [hint, table, ticked, view]
 
 
 def runs_data(runs: Sequence[Run]) -> list[dict]:
@@ -88,21 +92,28 @@ def register(wiring: Wiring) -> dict:
         return shown | dict(url_state={**linked, "diff": []} if pair else no_update)
 
     @app.callback(
-        output=Output(ids.DIFF_VIEW, "children"),
+        output=dict(
+            view=Output(ids.DIFF_HEAD, "children"),
+            body=Output(ids.DIFF_BODY, "children"),
+            unchanged=Output(ids.DIFF_UNCHANGED, "options"),
+        ),
         inputs=dict(
             ticked=Input(ids.TICKED_RUNS, "data"),
             run_id=Input(ids.RUN_SELECT, "value"),
             tab=Input(ids.ANALYSIS_TABS, "value"),
+            shown=Input(ids.DIFF_UNCHANGED, "value"),
         ),
     )
-    def show_diff(ticked, run_id, tab=TAB):
+    def show_diff(ticked, run_id, tab=TAB, shown=None):
         """Two ticked runs: the older against the newer. One: it against the shown run. None: the
-        shown run against the run it was derived from."""
+        shown run against the run it was derived from. The ops that did not change are left out
+        of the per-op table unless the toggle over it is ticked."""
         if run_id is None or tab != TAB:
             return no_update
         pair = diff_pair(ticked or [], explorer.view(run_id))
         if pair is None:
-            return html.P("This run has no parent run; tick two runs to compare them.", className="hint")
+            none = html.P("This run has no parent run; tick two runs to compare them.", className="hint")
+            return dict(view=none, body=[], unchanged=[])
         found = explorer.diff(*pair)
         a, b = (explorer.op_records(i) for i in pair)
         kinds = {r.name: r.kind for r in (*a, *b)}
@@ -112,7 +123,12 @@ def register(wiring: Wiring) -> dict:
             for side, records, run_id in (("A", a, pair[0]), ("B", b, pair[1]))
             for row in timeline_rows(f"{side} #{run_id}", records, found["runs"][run_id].tracks, found["links"][run_id])
         ]
-        return diff_children(found, aligned_timelines(rows, kinds, changed))
+        every = isinstance(shown, list) and "show" in shown
+        return dict(
+            view=diff_children(found, aligned_timelines(rows, kinds, changed)),
+            body=diff_body(found, every),
+            unchanged=unchanged_toggle(found),
+        )
 
     return {"list_runs": list_runs, "show_diff": show_diff}
 

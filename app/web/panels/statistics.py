@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
-from dash import Input, Output, State, dcc, html, no_update
+from dash import Input, Output, Patch, State, dcc, html, no_update
 
 from .. import ids
 from ..callback_context import triggered
@@ -18,6 +18,7 @@ from ..style import LOADING, base_layout, graph_config, message_figure, plain, u
 from ..zone_card import pinned
 from ...workbench.find_zone import MAX_BUCKETS, Buckets, FoundZone, Picked, pick
 from ...workbench.load_time import kinds_text, ops_text
+from ...workbench.natural_order import GRID_COMPARATOR
 from ...workbench.run_view import RunView
 from ..device_table import devices_children
 
@@ -34,6 +35,8 @@ STAT_COLUMNS = (
 SPREAD = ("mean_ns", "min_ns", "max_ns", "median_ns", "p90_ns")  # of a row's several ops
 TAB = "statistics"
 STATS_PX = 380  # the statistics table's height at most; it scrolls past it
+IDLE_ROW = "host / idle"  # the row of the step's time with no op running, pinned under the ops
+PINNED_STYLE = {"function": "params.node.rowPinned ? {fontStyle: 'italic', background: '#f5f7fa'} : null"}
 
 
 def layout(_page: PageContext) -> list:
@@ -45,14 +48,21 @@ def layout(_page: PageContext) -> list:
         className="segmented light",
     )
     # the busiest first; every row is rendered only when scrolled into view
-    table = grid(ids.STATS_TABLE, stats_columns("name"), height=STATS_PX)
+    table = grid(ids.STATS_TABLE, stats_columns("name"), height=STATS_PX, getRowStyle=PINNED_STYLE)
     return [by, table, html.Div(id=ids.LOAD_OPS_VIEW), *find_zone_layout()]
 
 
 def stats_columns(by: str) -> list[dict]:
-    """Per op type every column; per op, each row is one op: no spread to show. Sorted by total time."""
+    """Per op type every column; per op, each row is one op: no spread to show. Sorted by total time;
+    a click on the names' header sorts them in natural order (`layer.2` before `layer.10`)."""
     shown = [(k, label, kind) for k, label, kind in STAT_COLUMNS if by != "name" or k not in SPREAD]
-    first = column(by, "op" if by == "name" else "op type", minWidth=260 if by == "name" else 160, flex=3)
+    first = column(
+        by,
+        "op" if by == "name" else "op type",
+        minWidth=260 if by == "name" else 160,
+        flex=3,
+        comparator=GRID_COMPARATOR,
+    )
     return [first] + [column(k, label, kind, sort="desc" if k == "total_ns" else None) for k, label, kind in shown]
 
 
@@ -72,6 +82,16 @@ def stats_data(rows: Sequence[dict], by: str) -> list[dict]:
     return [{"id": r[by], by: r[by], **{k: value(r, k) for k, _, _ in STAT_COLUMNS}} for r in rows]
 
 
+def idle_rows(idle_ns: float, total_ns: float, by: str) -> Patch:
+    """The row pinned under the table: the step's time with no op running (the host issuing ops,
+    or the device waiting on it), so the shares of the run add up to 100%."""
+    row = {"id": IDLE_ROW, by: IDLE_ROW} | {k: None for k, _, _ in STAT_COLUMNS}
+    row |= {"total_ns": us(idle_ns), "pct_of_run": round(idle_ns / total_ns * 100, 2) if total_ns else None}
+    pinned = Patch()
+    pinned["pinnedBottomRowData"] = [row]
+    return pinned
+
+
 def register(wiring: Wiring) -> dict:
     explorer, app = wiring.explorer, wiring.app
 
@@ -80,6 +100,7 @@ def register(wiring: Wiring) -> dict:
             data=Output(ids.STATS_TABLE, "rowData"),
             columns=Output(ids.STATS_TABLE, "columnDefs"),
             style=Output(ids.STATS_TABLE, "style"),
+            pinned=Output(ids.STATS_TABLE, "dashGridOptions"),
             load=Output(ids.LOAD_OPS_VIEW, "children"),
         ),
         inputs=dict(
@@ -96,7 +117,8 @@ def register(wiring: Wiring) -> dict:
         return dict(
             data=data,
             columns=stats_columns(by),
-            style=grid_style(len(data), STATS_PX),
+            style=grid_style(len(data) + 1, STATS_PX),
+            pinned=idle_rows(explorer.idle_ns(run), run.total_ns, by),
             load=devices_children(explorer.device_split(run)) + load_ops_children(run),
         )
 
@@ -108,7 +130,7 @@ def register(wiring: Wiring) -> dict:
     )
     def select_in_statistics(cell, by):
         """A row of the per-op table is an op: select it (rows of the per-type table are not)."""
-        if not cell or by != "name" or cell.get("rowId") is None:
+        if not cell or by != "name" or cell.get("rowId") in (None, IDLE_ROW):
             return no_update
         return cell["rowId"]
 
@@ -208,7 +230,7 @@ def _register_find_zone(wiring: Wiring) -> dict:
         if fired == ids.SELECTED_OP and shown and shown["run"] == run_id and selected in (shown["op"], shown["picked"]):
             return outputs(FOUND, shown=shown | {"picked": None}) if shown["picked"] else no_update
         if fired == ids.STATS_TABLE:
-            if by != "kind" or not cell or not isinstance(cell.get("rowId"), str):
+            if by != "kind" or not cell or not isinstance(cell.get("rowId"), str) or cell["rowId"] == IDLE_ROW:
                 return no_update  # a click in the per-op table selects its op, which draws it
             subject = {"run": run_id, "op": None, "kind": cell["rowId"], "picked": None}
         else:

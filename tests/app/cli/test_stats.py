@@ -59,9 +59,13 @@ def test_stats_ends_with_the_load_time_apart_from_the_shares_per_step(capsys, db
     load = [LoadOp.of(op) for op in sim.load_ops]
     assert table[-1] == f"{load_line(len(load), sim.load_ns)}, not in % run: {kinds_text(load)}"
     assert table[-1].startswith(f"load time (const-eval, once per model load): {len(load)} ops, ")
-    rows = table[1:-1]
+    rows, idle = table[1:-2], table[-2]
     assert {row.split()[0] for row in rows} == {op.name for op in sim.ops}  # the step's ops alone
-    assert sum(float(row.split()[-1]) for row in rows) == pytest.approx(100, abs=0.2)
+    # with the time no op runs (the host issuing the next), the shares are of the whole step
+    assert idle.split()[0] == "host/idle" and float(idle.split()[1]) == pytest.approx(
+        (sim.total_ns - sum(op.duration_ns for op in sim.ops)) / 1e3, abs=0.01
+    )
+    assert sum(float(row.split()[-1]) for row in [*rows, idle]) == pytest.approx(100, abs=0.2)
     assert main(["stats", str(run_id), "--db", db_url, "--json"]) == 0
     per_kind = json.loads(capsys.readouterr().out)
     assert sum(row["total_ns"] for row in per_kind) == pytest.approx(sim.device_ns)  # load time left out

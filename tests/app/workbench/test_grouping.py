@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 
 from app.workbench.grouping import CHUNK, DEFAULT_BUDGET, GROUP, MAX_NODES, RUN_LENGTH, ScopeTree
+from app.workbench.parameter_scopes import module_path
+from compiler.pipeline import compile_model
+from compiler.target import load_target
 from compiler.ir import Graph, Op, Tensor
 from compiler.models import load_model
 
@@ -20,6 +23,10 @@ def _chain(names: list[str]) -> Graph:
         previous = out
     graph.outputs.append(previous)
     return graph
+
+
+def _compiled(path):
+    return compile_model(load_model(str(path)), load_target("wormhole_n150"))
 
 
 @pytest.fixture(scope="module")
@@ -184,13 +191,44 @@ def test_a_small_graph_without_scopes_or_one_without_matmuls_is_not_made_into_bl
     assert ScopeTree(_chain(names)).label(ScopeTree(_chain(names)).groups[0]) == f"ops 1-{RUN_LENGTH}"
 
 
-def test_real_exports_without_scopes_are_grouped_by_their_matmuls_and_reductions(corpus):
+def test_parameters_name_the_modules_of_ops_named_by_kind():
+    dynamo = "getattr_l__self___resnet_encoder_stages_0_layers_0_layer___2___normalization_running_var"
+    assert module_path(dynamo) == "resnet.encoder.stages.0.layers.0.layer.2.normalization.running"
+    assert module_path("l__self___classifier_1_weight") == "classifier.1"
+    assert module_path("encoder.layer.0.output.LayerNorm.bias") == "encoder.layer.0.output.LayerNorm"
+    assert module_path("model.layers.0.self_attn.v_proj.parametrizations.weight.original") == (
+        "model.layers.0.self_attn.v_proj"
+    )
+    assert module_path("arg15_1") == module_path("args_0") == ""  # a name, not a path
+
+
+def test_xla_resnet50_opens_as_its_modules_not_a_flat_chain(corpus):
+    """Its ops are named by kind (`conv2d_16`, `maximum_3`) and its parameters by module: the
+    graph level is boxes of stages and layers, each conv with its batch norm, each ReLU and
+    residual add in the layer it ends."""
+    graph = _compiled(corpus / "resnet50_xla.mlir").levels["graph"]
+    tree = ScopeTree(graph)
+    assert [tree.label(g) for g in tree.children(None)] == ["resnet", "classifier.1"]
+    stages = GROUP + "resnet.encoder.stages"
+    assert [tree.label(g) for g in tree.children(stages)] == [f"stages.{i}.layers" for i in range(4)]
+    layers = tree.children(GROUP + "resnet.encoder.stages.1.layers")
+    assert [tree.label(g).removesuffix(".layer") for g in layers] == [f"layers.{i}" for i in range(4)]  # 3, 4, 6, 3
+    first = tree.members[layers[0]]
+    kinds = sorted(graph.op(o).kind for o in first if graph.op(o).inputs)
+    # a bottleneck with its shortcut: four convs and batch norms, three ReLUs, the residual add
+    assert kinds == sorted(["conv2d"] * 4 + ["batchnorm"] * 4 + ["maximum"] * 3 + ["add"])
+    view = tree.view(tree.default_expansion())
+    assert len(view.nodes) <= DEFAULT_BUDGET and sum(n.is_group for n in view.nodes) >= 4
+
+
+def test_real_exports_with_named_parameters_are_grouped_by_their_modules(corpus):
     graph = load_model(str(corpus / "bert_encoder_layer.mlir")).graph
     tree = ScopeTree(graph)
-    top = [g for g in tree.children(None) if g in tree.members]
-    assert top and all(g.endswith(" block") for g in top)
-    anchors = {graph.op(g.removeprefix(GROUP).removesuffix(" block")).kind for g in top}
-    assert "ttir.dot_general" in anchors and anchors <= {"ttir.dot_general", "ttir.sum", "ttir.max", "ttir.reduce_or"}
+    assert [tree.label(g) for g in tree.children(None) if g in tree.members] == [
+        "embeddings",
+        "encoder.layer.0",
+        "pooler",
+    ]
     assert len(tree.view(tree.default_expansion()).nodes) <= DEFAULT_BUDGET
 
 

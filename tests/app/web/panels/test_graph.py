@@ -6,6 +6,7 @@ import pytest
 
 from app.workbench.graph_view import search_ops
 from app.workbench.grouping import MAX_NODES
+from app.workbench.natural_order import natural_key
 from compiler.errors import TilescopeError
 from compiler.ir import Graph, Op
 
@@ -19,6 +20,11 @@ def _ops_drawn(figure) -> set[str]:
         if t.name not in ("selected", "matches", "tensors") and t.customdata is not None
         for n in t.customdata
     }
+
+
+def _ringed(trace) -> int:
+    """How many nodes a ring trace rings (its points with a marker: the ends of its edges have none)."""
+    return sum(1 for px in trace.meta["px"] if px)
 
 
 def test_a_small_graph_opens_with_every_group_open_and_every_op_drawn(app, cb):
@@ -54,7 +60,7 @@ def test_a_large_graph_opens_grouped_a_click_opens_a_group_and_an_op_selected_el
     revealed = cb["show_graph"](run_id, "input", selected=hidden, expanded=groups)
     assert hidden in _ops_drawn(revealed["figure"]) and set(revealed["groups"]) > set(groups)
     ring = next(t for t in revealed["figure"].data if t.name == "selected")
-    assert len(ring.x) == 1
+    assert _ringed(ring) == 1
 
 
 def test_the_graph_colours_by_bound_memory_peak_and_delta_against_the_parent_run(cb):
@@ -94,7 +100,7 @@ def test_regex_search_rings_the_matching_ops_and_a_bad_pattern_is_one_line(cb):
     run_id = shown_run(cb)
     found = cb["show_graph"](run_id, "kernel", pattern=r"fc\d\.matmul")
     ring = next(t for t in found["figure"].data if t.name == "matches")
-    assert len(ring.x) == 2 and "2 ops match" in str(found["note"])
+    assert _ringed(ring) == 2 and "2 ops match" in str(found["note"])
     bad = cb["show_graph"](run_id, "kernel", pattern="fc1(")
     assert "not a regular expression" in str(bad["note"]) and not any(t.name == "matches" for t in bad["figure"].data)
 
@@ -230,7 +236,7 @@ def test_open_groups_are_drawn_as_boxes_and_the_browser_gets_every_label_and_its
     assert {b[4] for b in meta["boxes"]} >= {"group:mlp.layer.1"} and len(boxes) == len(meta["boxes"])
     assert meta["open"] == shown["groups"]  # what a click on a box's label leaves open, in the browser
     nodes = [t for t in figure.data if t.meta and "labels" in t.meta]
-    labels = {n: (label, weight) for t in nodes for n, label, weight in zip(t.customdata, *t.meta.values())}
+    labels = {n: lw for t in nodes for n, *lw in zip(t.customdata, t.meta["labels"], t.meta["weights"])}
     assert set(labels) == _ops_drawn(figure)
     # the selected op's label is kept first, then the longest ops
     weights = sorted(((w, n) for n, (_, w) in labels.items()), reverse=True)
@@ -247,3 +253,60 @@ def test_a_tensor_marker_never_sits_on_a_node_where_it_would_take_the_nodes_clic
         assert len(tensors.x) > 0.8 * len([x for x in edges.x if x is None])  # most edges keep theirs
         for x, y in zip(tensors.x, tensors.y):
             assert all(abs(x - nx) >= 0.5 or abs(y - ny) >= 0.5 for nx, ny in nodes), (level, x, y)
+
+
+BERT = "zoo:bert-base?seq=128"
+MASK_READERS = 12  # the attention mask is read by every layer
+
+
+def _segments(trace) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """The line segments of a trace drawn as x0, x1, None, ..."""
+    xs, ys = list(trace.x), list(trace.y)
+    return [((xs[i], ys[i]), (xs[i + 1], ys[i + 1])) for i in range(len(xs) - 1) if None not in (xs[i], xs[i + 1])]
+
+
+def test_open_groups_come_in_natural_order(cb):
+    run_id = shown_run(cb, BERT)
+    shown = cb["show_graph"](run_id)
+    layers = [g for g in shown["groups"] if g.startswith("group:encoder.layer.")]
+    assert layers == [f"group:encoder.layer.{i}" for i in range(12)]  # not 4, 10, 3, ...
+    labels = [o["label"] for o in shown["group_options"]]
+    assert labels.index("encoder.layer.2") < labels.index("encoder.layer.10")
+    assert labels == sorted(labels, key=natural_key)
+
+
+def test_the_search_note_shows_the_pattern_as_typed(cb):
+    run_id = shown_run(cb, BERT)
+    note = " ".join(span.children for span in cb["show_graph"](run_id, pattern=r"layer\.1\..*query")["note"])
+    assert r"4 ops match 'layer\.1\..*query'" in note and "\\\\" not in note  # one backslash each, not two
+
+
+def test_edges_of_an_input_every_layer_reads_are_drawn_only_for_a_selection(cb):
+    run_id = shown_run(cb, BERT)
+    figure = cb["show_graph"](run_id)["figure"]
+    nodes = {n: (x, y) for t in figure.data if t.meta and "labels" in t.meta for n, x, y in zip(t.customdata, t.x, t.y)}
+    hovers = {n: h for t in figure.data if t.meta and "labels" in t.meta for n, h in zip(t.customdata, t.hovertext)}
+    fanning = [n for n, h in hovers.items() if f"read by {MASK_READERS} nodes" in h]
+    assert len(fanning) == 1 and "attention_mask" in fanning[0]
+    source = nodes[fanning[0]]
+    edges = next(t for t in figure.data if t.mode == "lines")
+    assert not [s for s in _segments(edges) if s[0] == source]  # no fan of 12 lines over the layers
+    assert len(_segments(edges)) > 12  # the others are drawn
+    # selected: its 12 edges drawn with the selection's ring
+    ring = cb["show_graph"](run_id, selected=fanning[0])["figure"].data[0]
+    assert ring.name == "selected" and len([s for s in _segments(ring) if s[0] == source]) == MASK_READERS
+    # a reader selected: its edge from the mask, only
+    reader = "encoder.layer.3.attention.self.scaled_dot_product_attention"
+    ring = cb["show_graph"](run_id, selected=reader)["figure"].data[0]
+    assert len([s for s in _segments(ring) if s[0] == source]) == 1
+
+
+def test_the_nodes_carry_their_size_for_the_browser_to_scale_with_the_zoom(cb):
+    figure = cb["show_graph"](shown_run(cb, BERT))["figure"]
+    scaled = [t for t in figure.data if t.meta and "px" in t.meta]
+    assert {t.name for t in scaled} >= {"selected", "ops", "tensors"}
+    for trace in scaled:
+        pad = trace.meta.get("pad", 0)
+        assert list(trace.marker.size) == [px + pad if px else 0 for px in trace.meta["px"]]
+    x0, x1 = figure.layout.xaxis.range
+    assert figure.layout.meta["home"] == [x0, x1, *figure.layout.yaxis.range]

@@ -9,7 +9,7 @@ import pytest
 from dash import no_update
 
 from app.web.callback_context import diff_pair
-from app.web.diff_view import aligned_timelines, duration_histogram, timeline_rows
+from app.web.diff_view import aligned_timelines, diff_body, duration_histogram, timeline_rows
 from app.web.panels.timeline import timeline_figure
 from app.workbench.diff import device_parts
 from perfdb.queries import WindowItem
@@ -106,8 +106,9 @@ def _operand_in_l1(app, cb):
 def test_the_diff_shows_the_inserted_op_the_time_split_and_warns_of_other_targets(app, cb):
     base_id, run_id, found, view = _operand_in_l1(app, cb)
     (inserted,) = found["inserted"]
-    assert f"Inserted (only in B #{run_id}): 1 op, {inserted['ns'] / 1e3:,.2f} us" in view
-    assert f"{CONSUMER}.in1.to_layout  to_layout" in view and "Removed" not in view
+    rows = {r["name"]: r for r in _delta_table(cb["show_diff"]([], run_id)).rowData}
+    assert inserted["name"] == f"{CONSUMER}.in1.to_layout" and rows[inserted["name"]]["only"] == "B"
+    assert not [r for r in rows.values() if r["only"] == "A"]
     assert (
         "operand 1 memory dram->l1, operand 1 memory_layout interleaved->width_sharded, operand 1 grid 1x1->1x8" in view
     )
@@ -122,7 +123,7 @@ def test_the_diff_aligns_the_two_runs_timelines_and_outlines_the_changed_op(app,
     base_id = shown_run(cb)
     run_id = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)
     view = cb["show_diff"]([], run_id)
-    aligned = next(c for c in view if getattr(c, "id", None) == "diff-timelines").figure
+    aligned = next(c for c in view["view"] if getattr(c, "id", None) == "diff-timelines").figure
     assert list(aligned.layout.yaxis.ticktext) == [f"A #{base_id}", f"B #{run_id}"]
     a, b = (app.explorer.op_record(i, FC1) for i in (base_id, run_id))
     boxes = {(round(s.x0, 6), round(s.x1, 6)) for s in aligned.layout.shapes}
@@ -143,7 +144,7 @@ def test_the_diff_shows_both_runs_load_time_and_the_ops_moved_to_load_time(app, 
     rows = {r["id"]: r for r in cb["list_runs"](None, MODEL)["rows"]}
     assert rows[run_id]["load_us"] == pytest.approx(sim.load_ns / 1e3, abs=1e-3) and rows[base_id]["load_us"] == 0
     view = cb["show_diff"]([base_id, run_id], run_id)
-    (load,) = [part for part in view if getattr(part, "id", None) == "diff-load"]
+    (load,) = [part for part in view["view"] if getattr(part, "id", None) == "diff-load"]
     assert f"none -> {ops_text(len(sim.load_ops), sim.load_ns)}" in str(load)
     text = str(view)
     assert f"Moved to load time in B #{run_id} (per step in A #{base_id}): 1 op" in text
@@ -169,3 +170,53 @@ def test_the_diff_explains_the_device_delta_by_the_ops_it_lists(app, cb):
         assert f"{len(faster)} faster {sum(faster) / 1e3:+,.2f} us" in said
     # what the parts leave is named, never silently dropped
     assert ("overlap on the device" in said) == (abs(found["device_delta_ns"] - listed) >= 5)
+
+
+def _find(component, component_id: str):
+    """The component of that id in a tree of components (or lists of them), else None."""
+    if isinstance(component, list | tuple):
+        return next((f for c in component if (f := _find(c, component_id)) is not None), None)
+    if getattr(component, "id", None) == component_id:
+        return component
+    children = getattr(component, "children", None)
+    return _find(children, component_id) if isinstance(children, list | tuple) else None
+
+
+def _delta_table(view):
+    """The per-op delta table of a diff view."""
+    return _find(view["body"], "diff-table")
+
+
+def test_an_inserted_op_is_a_marked_row_of_the_delta_table_and_unchanged_ops_are_hidden(app, cb):
+    base_id, run_id, found, _ = _operand_in_l1(app, cb)
+    (inserted,) = found["inserted"]
+    view = cb["show_diff"]([], run_id)
+    rows = {r["name"]: r for r in _delta_table(view).rowData}
+    row = rows[inserted["name"]]
+    assert row["a_us"] is None and row["b_us"] == pytest.approx(inserted["ns"] / 1e3, abs=1e-3)
+    assert row["delta_us"] == row["b_us"] and row["only"] == "B" and row["changes"] == f"inserted: only in B #{run_id}"
+    # the rows left out: ops no faster, no slower and unchanged; the toggle counts them
+    still = [op["name"] for op in found["ops"] if not op["changes"] and abs(op["delta_ns"]) < 5]
+    assert still and not set(still) & set(rows)
+    assert view["unchanged"] == [{"label": f" show the {len(still)} unchanged ops", "value": "show"}]
+    shown = {r["name"] for r in _delta_table(cb["show_diff"]([], run_id, "runs", ["show"])).rowData}
+    assert set(still) <= shown and inserted["name"] in shown
+    # the changes wrap in a wide column rather than being cut
+    changes = next(c for c in _delta_table(view).columnDefs if c["field"] == "changes")
+    assert changes["wrapText"] and changes["autoHeight"]
+
+
+def test_a_removed_op_is_a_row_of_its_own_too(app, cb):
+    base_id, run_id, _, _ = _operand_in_l1(app, cb)
+    found = app.explorer.diff(run_id, base_id)  # against the run without the to_layout
+    (removed,) = found["removed"]
+    rows = {r["name"]: r for r in _delta_table({"body": diff_body(found)}).rowData}
+    row = rows[removed["name"]]
+    assert row["only"] == "A" and row["b_us"] is None and row["delta_us"] == -row["a_us"]
+    assert row["changes"] == f"removed: only in A #{run_id}"
+
+
+def test_near_equal_runs_histograms_stand_side_by_side():
+    figure = duration_histogram([40_282.0, 42_205.0], [40_300.0, 42_210.0], ("A", "B"))
+    assert figure.layout.barmode == "group"  # overlaid, equal bars blend into one colour
+    assert all(t.opacity is None or t.opacity == 1 for t in figure.data)

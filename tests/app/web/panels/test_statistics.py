@@ -6,7 +6,7 @@ import pytest
 from dash import no_update
 
 from app.web.grids import grid_style
-from app.web.panels.statistics import LIST_PX, PICK_HINT, found_list
+from app.web.panels.statistics import IDLE_ROW, LIST_PX, PICK_HINT, found_list
 from app.workbench.find_zone import MAX_BUCKETS, pick
 from perfdb import queries
 
@@ -20,7 +20,7 @@ def test_statistics_per_op_and_type_and_a_row_click_selects_the_op(app, cb):
     assert {r["name"] for r in rows} == set(durations) and per_op["columns"][0]["field"] == "name"
     fc1 = next(r for r in rows if r["name"] == FC1)
     assert fc1["count"] == 1 and fc1["total_ns"] == pytest.approx(durations[FC1] / 1e3, abs=1e-3)  # shown in us
-    assert sum(r["pct_of_run"] for r in rows) == pytest.approx(100, abs=0.1)
+    assert sum(r["pct_of_run"] for r in rows) + _pinned(per_op)[0]["pct_of_run"] == pytest.approx(100, abs=0.1)
     # one op has no spread: no mean, min, max, median or p90 repeating its time
     assert all(fc1[k] is None for k in ("mean_ns", "min_ns", "max_ns", "median_ns", "p90_ns"))
     per_kind = cb["show_statistics"](run_id, "kind")
@@ -154,7 +154,8 @@ def test_the_statistics_list_the_load_time_ops_apart_from_the_shares_per_step(ap
     run_id, sim = store_hoisted(app.explorer.sessions, {FC1}, ref=MODEL)
     shown = cb["show_statistics"](run_id, "name")
     assert FC1 not in {r["name"] for r in shown["data"]}
-    assert sum(r["pct_of_run"] for r in shown["data"]) == pytest.approx(100, abs=0.1)  # of the step alone
+    shares = sum(r["pct_of_run"] for r in shown["data"]) + _pinned(shown)[0]["pct_of_run"]
+    assert shares == pytest.approx(100, abs=0.1)  # of the step alone
     heading, hint, table = shown["load"]
     assert heading.children == f"Once per model load: {ops_text(len(sim.load_ops), sim.load_ns)}"
     assert "const-eval" in hint.children and "not in the time per step" in hint.children
@@ -162,3 +163,35 @@ def test_the_statistics_list_the_load_time_ops_apart_from_the_shares_per_step(ap
         (op.name, op.kind, pytest.approx(op.duration_ns / 1e3, abs=1e-3)) for op in sim.load_ops
     ]
     assert FC1 in [r["name"] for r in table.rowData]
+
+
+def _pinned(shown: dict) -> list[dict]:
+    """The rows pinned under the statistics table (a patch of its grid options)."""
+    operations = shown["pinned"].to_plotly_json()["operations"]
+    return next(o["params"]["value"] for o in operations if o["location"] == ["pinnedBottomRowData"])
+
+
+@pytest.mark.parametrize("by", ["name", "kind"])
+def test_the_shares_are_of_the_whole_run_and_host_and_idle_time_has_a_row(app, cb, by):
+    run_id = shown_run(cb)  # host dispatch: the device waits on the host between ops
+    run = app.explorer.view(run_id)
+    shown = cb["show_statistics"](run_id, by)
+    busy = sum(r.duration_ns for r in app.explorer.op_records(run_id))
+    assert run.total_ns - busy > 0.1 * run.total_ns  # idle time enough to tell the shares apart
+    for row in shown["data"]:
+        assert row["pct_of_run"] == pytest.approx(row["total_ns"] * 1e3 / run.total_ns * 100, abs=0.01)
+    (idle,) = _pinned(shown)
+    assert idle[by] == IDLE_ROW and idle["count"] is None
+    assert idle["total_ns"] == pytest.approx((run.total_ns - busy) / 1e3, abs=1e-2)
+    assert sum(r["pct_of_run"] for r in shown["data"]) + idle["pct_of_run"] == pytest.approx(100, abs=0.05)
+    # it is no op: a click on it selects nothing, and shows no op type's spread
+    assert cb["select_in_statistics"]({"rowId": idle["id"], "colId": by}, by) is no_update
+
+
+def test_rows_of_equal_time_come_in_natural_order_and_the_name_column_sorts_so(cb):
+    run_id = shown_run(cb, "zoo:mlp?layers=12")
+    names = [r["name"] for r in cb["show_statistics"](run_id, "name")["data"]]
+    fc2 = [n for n in names if n.endswith("fc2.matmul")]
+    assert fc2 == [f"mlp.layer.{i}.fc2.matmul" for i in range(12)]  # not 0, 1, 10, 11, 2, ...
+    first = cb["show_statistics"](run_id, "name")["columns"][0]
+    assert first["comparator"] == {"function": "naturalOrder"}  # a click on its header sorts alike

@@ -1,0 +1,102 @@
+"""The per-op table of two runs compared: the ops of both by the size of their delta, the ops only
+one run has as rows of their own (marked), and the ops that did not change left out unless asked
+for: after an override of one op, a model's other ops fill hundreds of rows of 0.00."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import ids
+from .grids import column, grid, grid_style
+from .style import us
+from ..workbench.diff import changes_text
+from ..workbench.natural_order import GRID_COMPARATOR, natural_key
+
+SHOWN_OPS = 1000  # rows of the per-op delta table (the grid renders those in view)
+TABLE_PX = 380  # the table's height at most; it scrolls past it
+CHANGES_CHARS = 90  # of an op's changes on one line of the table, about, at the page's usual width
+SAME_NS = 5  # a delta the table shows as 0.00 us: below, rounding of the stored times
+DELTA_COLUMNS = (
+    ("name", "op", "text"),
+    ("a_us", "A us", "us"),
+    ("b_us", "B us", "us"),
+    ("delta_us", "delta us", "us"),
+    ("ratio", "B/A", "ratio"),
+    ("changes", "changes", "text"),
+)
+# a slower op's delta in red, a faster one's in green
+DELTA_STYLE = {
+    "function": "params.value > 0 ? {color: '#b91c1c', fontWeight: 600} : "
+    "params.value < 0 ? {color: '#15803d', fontWeight: 600} : null"
+}
+# an op only one run has: B's (inserted) tinted as B's pill, A's (removed) as A's
+ONLY_STYLE = {
+    "function": "params.data && params.data.only === 'B' ? {background: '#fef3c7'} : "
+    "params.data && params.data.only === 'A' ? {background: '#dbeafe'} : null"
+}
+
+
+def unchanged(op: dict) -> bool:
+    """An op of both runs that kept its layout and its time (to the table's 0.01 us)."""
+    return not op["changes"] and abs(op["delta_ns"]) < SAME_NS
+
+
+def delta_rows(found: dict, show_unchanged: bool = False) -> list[dict]:
+    """The table's rows, by |delta| (equal ones in natural order of their names): the ops of both
+    runs (those unchanged only if asked for), and each op only one run has, its delta its whole
+    time."""
+    a, b = found["a"], found["b"]
+    rows = [
+        {
+            "id": op["name"],
+            "name": op["name"],
+            "a_us": us(op["a_ns"]),
+            "b_us": us(op["b_ns"]),
+            "delta_us": us(op["delta_ns"]),
+            "ratio": round(op["ratio"], 3) if op["ratio"] is not None else None,
+            "changes": changes_text(op["changes"]),
+            "only": None,
+        }
+        for op in found["ops"]
+        if show_unchanged or not unchanged(op)
+    ]
+    only = (
+        ("B", found["inserted"], 1, f"inserted: only in B #{b}"),
+        ("A", found["removed"], -1, f"removed: only in A #{a}"),
+    )
+    for side, ops, sign, said in only:
+        for op in ops:
+            time = us(op["ns"])
+            rows.append(
+                {"id": op["name"], "name": op["name"], "a_us": time if side == "A" else None}
+                | {"b_us": time if side == "B" else None, "delta_us": sign * time, "ratio": None}
+                | {"changes": said, "only": side}
+            )
+    return sorted(rows, key=lambda row: (-abs(row["delta_us"]), natural_key(row["name"])))
+
+
+def delta_table(rows: Sequence[dict]):
+    """The rows as a grid: an op's changes wrap in their column rather than being cut."""
+    columns = [
+        column(
+            key,
+            label,
+            kind,
+            flex=3 if kind == "text" else 1,
+            cellStyle=DELTA_STYLE if key == "delta_us" else None,
+            comparator=GRID_COMPARATOR if key == "name" else None,
+            **({"wrapText": True, "autoHeight": True, "minWidth": 220} if key == "changes" else {}),
+        )
+        for key, label, kind in DELTA_COLUMNS
+    ]
+    table = grid(ids.DIFF_TABLE, columns, rows, height=TABLE_PX, getRowStyle=ONLY_STYLE)
+    # fitted to its rows as they wrap: a row of many changes takes a line per CHANGES_CHARS
+    lines = sum(max(1, -(-len(row["changes"]) // CHANGES_CHARS)) for row in rows)
+    table.style = grid_style(lines, TABLE_PX)
+    return table
+
+
+def unchanged_toggle(found: dict | None) -> list[dict]:
+    """The toggle's option, naming how many ops it shows; none when no op is left out."""
+    count = sum(unchanged(op) for op in found["ops"]) if found else 0
+    return [{"label": f" show the {count:,} unchanged ops", "value": "show"}] if count else []
