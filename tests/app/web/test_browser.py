@@ -950,6 +950,15 @@ def test_a_server_with_users_lets_in_only_who_signs_in(tmp_path, browser):
         d.execute_script(CLICK_NODE % "mlp.layer.0.fc1.matmul")
         _wait(d, lambda d: "mlp.layer.0.fc1.matmul" in _text(d, "op-inspector"))
         assert not [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+        set_password(users, "alice", "n3w")  # counts from the next request, without a restart
+        d.get(url)
+        _wait(
+            d,
+            lambda d: d.execute_script(
+                "var n = performance.getEntriesByType('navigation')[0]; return n && n.responseStatus === 401;"
+            ),
+        )
+        assert not d.find_elements(By.ID, "graph-view")
     finally:
         signed_in.quit()
         output = proc.stop()
