@@ -387,7 +387,7 @@ def test_impossible_overrides_are_refused_when_staged_and_all_named_on_apply(ser
     status = _text(d, "override-status")
     assert "Not re-run: 2 overrides cannot apply, so none was applied." in status
     lines = [line for line in status.splitlines()[1:] if line.strip()]
-    assert len(lines) == 2 and "no op named 'mlp.layer.0.fc9.matmul'" in lines[0], status
+    assert len(lines) == 2 and "'mlp.layer.0.fc9.matmul=l1': no such op" in lines[0], status
     assert "'mlp.layer.0.fc2.matmul=9x9' rejected: grid 9x9 outside wormhole_n150's 8x8 grid" in lines[1], status
     assert _prop(d, "run-select", "value") == run and len(_prop(d, "pending-overrides", "data")) == 3
     # long op names wrap inside the panel
