@@ -51,8 +51,9 @@ MAX_KEY_PARTS = 32
 _TOML_TOKENS = re.compile(
     r'''(?P<text>"""(?:[^"\\]|\\.|"(?!""))*+"""(?:""?)?+|'''
     r"""'''(?:[^']|'(?!''))*+'''(?:''?)?+|\#[^\n]*+)"""
+    "|(?P<unended>'''|\"\"\")"  # a multi-line string with no end: where TOML stops too
     r"""|(?P<part>"(?:[^"\\\n]|\\.)*+"|'[^'\n]*+'|[A-Za-z0-9_\- \t]++)"""
-    r"""|(?P<dot>\.)|(?P<unended>["'])|(?P<other>[^"'#.A-Za-z0-9_\- \t]++)""",
+    r"""|(?P<dot>\.)|(?P<lone>["'])|(?P<other>[^"'#.A-Za-z0-9_\- \t]++)""",
     re.DOTALL,
 )
 
@@ -68,7 +69,7 @@ def deepest_key(text: str, most: int = MAX_KEY_PARTS) -> int:
             deepest = max(deepest, dots + 1)
             if deepest > most:
                 break
-        elif kind == "unended":
+        elif kind in ("unended", "lone"):  # a quote that starts no whole string: TOML stops here
             break
         elif kind != "part":
             dots = 0

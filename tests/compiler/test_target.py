@@ -366,6 +366,10 @@ def test_only_keys_count_as_dotted_parts():
     assert data["basic"] == many and len(data["floats"]) == 100
     with pytest.raises(TargetError, match=f"x.toml: {DEEP_KEY}"):
         parse_toml(text + "\n" + ".".join(f"j{i}" for i in range(MAX_KEY_PARTS + 1)) + " = 1", "x.toml")
+    # where a string never ends TOML stops, and so does the count (each such string read to the
+    # end of the text again made it quadratic: 224 KB of them took minutes)
+    with pytest.raises(TargetError, match="x.toml: not valid TOML"):
+        parse_toml('\\"""x"\n' * 5_000 + "a." * 40 + "b = 1", "x.toml")
 
 
 def test_a_file_over_1_mib_is_refused_unread(tmp_path):
