@@ -87,7 +87,8 @@ class _PacedSocket(socket.socket):
     def _behind(self) -> bytes:
         if not self.dropped:  # said once: gunicorn reads again as it closes the connection
             self.dropped = True
-            sys.stderr.write(f"tilescope: dropped a client that sent its request too slowly ({self.received:,} bytes)\n")
+            said = f"dropped a client that sent its request too slowly ({self.received:,} bytes)"
+            sys.stderr.write(f"tilescope: {said}\n")
         return b""  # end-of-file: gunicorn closes the connection as a client's hang-up
 
 
