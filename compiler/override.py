@@ -53,11 +53,16 @@ class OpOverride:
     @property
     def target(self) -> str:
         """`op`, `op operand 1` or `op result 0`, for messages."""
+        return f"{self.op} {self.part}" if self.part else self.op
+
+    @property
+    def part(self) -> str:
+        """`operand 1`, `result 0`, or '' for the op's results."""
         if self.operand is not None:
-            return f"{self.op} operand {self.operand}"
+            return f"operand {self.operand}"
         if self.result is not None:
-            return f"{self.op} result {self.result}"
-        return self.op
+            return f"result {self.result}"
+        return ""
 
 
 LAYOUT_FIELDS = (
@@ -82,6 +87,18 @@ def sharding_requests(overrides: Iterable[OpOverride]) -> tuple[OpOverride, ...]
         for ov in overrides
         if ov.sharding is not None
     )
+
+
+NAME_SHOWN = 80  # characters of a name in a message: names taken from a model's locations run to 512
+
+
+def short_name(name: str) -> str:
+    """`name` for a message, cut in its middle past NAME_SHOWN characters: names of a model's ops
+    differ mostly at their ends (a layer's index, a hash the importer added)."""
+    if len(name) <= NAME_SHOWN:
+        return name
+    kept = (NAME_SHOWN - 3) // 2
+    return f"{name[:kept]}...{name[-kept:]}"
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .ir import Graph, Op
-from .override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome
+from .override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome, short_name
 from .sharding import Mesh, Sharding
 
 
@@ -40,28 +40,28 @@ class ShardingRequests:
                 continue
             op = graph.op(ov.op) if graph.has_op(ov.op) else hosts.get(ov.op)
             if op is None:
-                self.reject(i, f"no op named {ov.op!r} in the graph")
+                self.reject(i, "no such op in the graph")
                 continue
             if op.name != ov.op:
-                self.notes[i] = f"{ov.op} was fused into {op.name}; applied to {op.name}"
+                self.notes[i] = f"fused into {short_name(op.name)}; applied there"
             self._check(i, graph, mesh, op)
 
     def _check(self, i: int, graph: Graph, mesh: Mesh, op: Op) -> None:
         ov = self.requests[i]
         if ov.operand is not None:
             if ov.operand >= len(op.inputs):
-                self.reject(i, f"{op.name} has {len(op.inputs)} operand(s); operand#{ov.operand} is not one")
+                self.reject(i, f"the op has {len(op.inputs)} operand(s); operand#{ov.operand} is not one")
                 return
             tensors = [op.inputs[ov.operand]]
         elif ov.result is not None:
             if ov.result >= len(op.outputs):
-                self.reject(i, f"{op.name} has {len(op.outputs)} result(s); result#{ov.result} is not one")
+                self.reject(i, f"the op has {len(op.outputs)} result(s); result#{ov.result} is not one")
                 return
             tensors = [op.outputs[ov.result]]
         else:
             tensors = list(op.outputs)
             if not tensors:
-                self.reject(i, f"{op.name} has no result to shard")
+                self.reject(i, "the op has no result to shard")
                 return
         for name in tensors:
             shape = graph.tensors[name].shape
@@ -91,9 +91,7 @@ class ShardingRequests:
     def unread(self, op: Op, index: int, need: Sharding) -> None:
         """The op's rule cannot read input `index` as asked: it needs `need` given its others."""
         i, asked = self.reading[op.name].pop(index)
-        self.reject(
-            i, f"{op.name} ({op.kind}) cannot read operand {index} as {asked.spec()}: its rule needs {need.spec()}"
-        )
+        self.reject(i, f"{op.kind} cannot read operand {index} as {asked.spec()}: its rule needs {need.spec()}")
 
     def read(self, op: Op) -> None:
         """`op` reads its inputs as the requests standing say."""
@@ -112,7 +110,7 @@ class ShardingRequests:
 
     def reject(self, i: int, why: str) -> None:
         ov = self.requests[i]
-        self._done(i, REJECTED, f"{ov.target}: sharding#{ov.sharding.spec()}: {why}")
+        self._done(i, REJECTED, f"{ov.part + ': ' if ov.part else ''}sharding#{ov.sharding.spec()}: {why}")
 
     def _done(self, i: int, status: str, reason: str) -> None:
         ov = self.requests[i]

@@ -20,16 +20,18 @@ from functools import partial
 from compiler.errors import OverrideError
 from compiler.ir import Graph
 from compiler.mlir_import import ImportedModel
-from compiler.override import REJECTED, OpOverride, OverrideOutcome
+from compiler.override import REJECTED, OpOverride, OverrideOutcome, short_name
 from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
 from compiler.pipeline import Compilation, compile_model, layout_outcomes
 from compiler.target import Target, shown
 
 
 def _unknown(ov: OpOverride, names: list[str], graph: Graph) -> str:
+    """One line: the override (which names the op), that the model has no such op, and the closest
+    names it has, each cut if long."""
     close = difflib.get_close_matches(ov.op, names, n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    return f"override {shown(ov.spec or ov.op)}: no op named {shown(ov.op)} in {graph.name}{hint}"
+    hint = f"; did you mean {', '.join(short_name(name) for name in close)}?" if close else ""
+    return f"override {shown(ov.spec or ov.op)}: no such op in {short_name(graph.name)}{hint}"
 
 
 def check_op_names(overrides: Iterable[OpOverride], graph: Graph) -> None:

@@ -12,7 +12,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .errors import DatabaseError
-from .location import default_url
+from .location import default_url, embedded_path, embedded_url, keep_private
 from .migrate import upgrade
 
 
@@ -34,11 +34,15 @@ def open_db(url: str | None = None) -> Engine:
     try:
         if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
             folder = Path(url.removeprefix("sqlite:///")).expanduser().parent
-            if default:
+            if url == embedded_url():
+                keep_private(embedded_path())
+            elif default:
                 folder.mkdir(parents=True, exist_ok=True)
             elif not folder.is_dir():
                 raise DatabaseError(f"database {_describe(url)!r}: directory {folder} does not exist")
-        engine = create_engine(url)
+        # a connection the server ended (a restart, a failover, an idle timeout) is found at
+        # checkout and replaced: without the ping the next request after one failed
+        engine = create_engine(url, pool_pre_ping=True)
     except (ArgumentError, ImportError) as err:
         raise DatabaseError(f"database URL {_describe(url)!r} is not usable: {err}") from None
     except OSError as err:

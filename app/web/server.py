@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import binascii
 import contextlib
 import errno
 import faulthandler
@@ -15,7 +14,6 @@ from pathlib import Path
 import diskcache
 import platformdirs
 from dash import Dash, html, set_props
-from dash_auth import BasicAuth
 
 from compiler.errors import TilescopeError
 from compiler.target import load_target
@@ -23,7 +21,7 @@ from perfdb.engine import open_db, session_factory
 
 from . import celery_jobs, ids, panels
 from ..workbench.explorer import Explorer
-from .auth import Users, is_loopback, new_secret, read_users, require_door
+from .auth import SignIn, Users, is_loopback, new_secret, read_users, require_door
 from .jobs import ProcessJobs
 from ..workbench.model_access import ModelAccess
 from .page import page
@@ -32,6 +30,7 @@ from .request_limits import limit_requests
 from ..workbench import runs
 from ..workbench.defaults import DEFAULT_TARGET
 from .thread_jobs import ThreadJobManager
+from .users_file import UsersFile
 
 
 def _assets() -> Path:
@@ -135,7 +134,7 @@ def serve(
         # for the process's own first render: Dash registers the scripts it may serve when it
         # renders the page, and a worker whose first request is a script, the page having come
         # from another worker, would refuse it
-        door = SignIn(app, Users(users, secret), secret) if users else None
+        door = SignIn(app, Users(UsersFile(users_file), secret), secret) if users else None
         with door.opened() if door else contextlib.nullcontext():
             app.server.test_client().get("/")
         return app
@@ -217,35 +216,3 @@ def _gunicorn(host: str, port: int, workers: int, serving: str, make_app) -> Non
 
     _stacks_on_request()
     Workers().run()
-
-
-class SignIn(BasicAuth):
-    """dash-auth's basic authentication against a users file. A malformed Authorization header is
-    refused like a wrong password (dash-auth would answer it with an error 500)."""
-
-    def __init__(self, app: Dash, users: Users, secret_key: str) -> None:
-        super().__init__(app, auth_func=users.check, secret_key=secret_key)
-        self._open = False
-        # first of all: dash-auth's own check reads a callback's body before the credentials,
-        # and the request limits would count a stranger's large body against everyone's
-        app.server.before_request_funcs.setdefault(None, []).insert(0, self._refuse_strangers)
-
-    def _refuse_strangers(self):
-        return None if self.is_authorized() else self.login_request()
-
-    @contextlib.contextmanager
-    def opened(self):
-        """Open while the process renders its own page, before it serves anyone."""
-        self._open = True
-        try:
-            yield
-        finally:
-            self._open = False
-
-    def is_authorized(self) -> bool:
-        if self._open:
-            return True
-        try:
-            return super().is_authorized()
-        except (IndexError, ValueError, binascii.Error):  # no "Basic ", bad base64, not UTF-8, no ':'
-            return False

@@ -9,6 +9,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from compiler import zoo
@@ -299,7 +300,10 @@ class Explorer:
             on_stage=on_stage,
         )
         if result.run_id is not None:
-            self.kept("run").keep(result.run_id, self._read_view(result.run_id, result.compilation))
+            try:
+                self.kept("run").keep(result.run_id, self._read_view(result.run_id, result.compilation))
+            except SQLAlchemyError:  # stored: its view is read again where it is shown, which says why not
+                pass
         return result.run_id, [o.as_dict() for o in result.compilation.override_outcomes]
 
     def tune(self, run_id: int, **search) -> TuneReport:

@@ -25,7 +25,7 @@ from ..ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Op, Tensor
 from ..l1_allocator import FirstFit, last_uses
 from ..matmul_blocking import matmul_split
 from ..operand_layout import required_layout
-from ..override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome, sharding_requests
+from ..override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome, sharding_requests, short_name
 from ..target import Target
 from ..policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, GREEDY_L1, OPTIMIZER
 from ..tiles import ceil_div, shard_bytes, tile_bytes, tile_grid
@@ -214,7 +214,7 @@ class AssignLayouts:
         if ov.block is None and ov.subblock is None:
             return ""
         if opset.op_class(op.kind).kind_class not in opset.MATRIX_CLASSES or len(op.inputs) < 2:
-            return f"block and subblock apply to matmuls and convolutions; {op.name} is {op.kind}"
+            return f"block and subblock apply to matmuls and convolutions, not {op.kind}"
         tile = self.target.tile
         rows, k, cols = opset.gemm_dims(graph, op)
         mt, kt, nt = ceil_div(rows, tile[0]), ceil_div(k, tile[1]), ceil_div(cols, tile[1])
@@ -264,15 +264,15 @@ class AssignLayouts:
             return f"tile {rows}x{cols} not supported on {self.target.name}; tiles: {shapes}"
         return ""
 
-    def _uneven(self, tensor: Tensor, layout: Layout) -> str:
-        """Why `layout`'s shards do not divide `tensor` evenly (naming grids that would), or ''."""
+    def _uneven(self, tensor: Tensor, layout: Layout, said: str) -> str:
+        """Why `layout`'s shards do not divide `tensor` (`said` so) evenly (naming grids that would), or ''."""
         batch, rt, ct = tile_grid(tensor.shape, layout.tile)
         if _even(batch * rt, ct, layout.memory_layout, layout.grid):
             return ""
         would = _dividing_grids(batch * rt, ct, layout.memory_layout, self.target.grid)
         rows, cols = layout.grid
         return (
-            f"{layout.memory_layout} over {rows}x{cols} cores does not divide {tensor.name} "
+            f"{layout.memory_layout} over {rows}x{cols} cores does not divide {said} "
             f"({batch * rt}x{ct} tiles of {layout.tile[0]}x{layout.tile[1]}) evenly; "
             f"grids that would: {would or 'none on ' + self.target.name}"
         )
@@ -293,19 +293,20 @@ class AssignLayouts:
             tile=ov.tile or current.tile,
         )
 
-    def _placement_problem(self, tensor: Tensor, layout: Layout) -> str:
-        """Why `tensor` cannot be stored as `layout`, or ''."""
+    def _placement_problem(self, tensor: Tensor, layout: Layout, said: str) -> str:
+        """Why `tensor` cannot be stored as `layout`, or ''. The override's op is named beside its
+        outcome, so the tensor is `said` as its part ("the result", "operand 0")."""
         memory = self.target.memories[layout.memory]
         if layout.sharded and memory.scope != "core":
             return f"{layout.memory_layout} needs a per-core memory, not {layout.memory}"
-        uneven = self._uneven(tensor, layout)
+        uneven = self._uneven(tensor, layout, said)
         if uneven:
             return uneven
         if memory.scope == "core":
             need = shard_bytes(tensor, layout)
             if need > memory.capacity_bytes:
                 return (
-                    f"{tensor.name} needs {need / 1024:.0f} KiB per core in {layout.memory}, "
+                    f"{said} needs {need / 1024:.0f} KiB per core in {layout.memory}, "
                     f"{memory.capacity_bytes / 1024:.0f} KiB available"
                 )
         return ""
@@ -320,9 +321,9 @@ class AssignLayouts:
         else:
             host = hosts.get(ov.op)  # indexed once: a batch may name 100,000 ops
             if host is None:
-                return rejected(f"no op named {ov.op!r} in the graph")
+                return rejected("no such op in the graph")
             op = host
-            note = f"{ov.op} was fused into {host.name}; applied to {host.name}"
+            note = f"fused into {short_name(host.name)}; applied there"
         target = self.target
         if ov.memory is not None and ov.memory not in target.memories:
             return rejected(f"memory {ov.memory!r} not on {target.name} (has {', '.join(target.memories)})")
@@ -347,21 +348,22 @@ class AssignLayouts:
             return rejected(reason) if reason else self._done(ov, note)
 
         if ov.fidelity is not None and opset.op_class(op.kind).engine != "matrix":
-            return rejected(f"fidelity applies to matrix ops; {op.name} is {op.kind}")
+            return rejected(f"fidelity applies to matrix ops, not {op.kind}")
         if ov.fidelity is not None and not self.target.fidelities:
             return rejected(f"{self.target.name} has no math fidelity setting (its engine costs the same at each)")
         tiling = self._check_tiling(graph, op, ov)
         if tiling:
             return rejected(tiling)
         if ov.result is not None and ov.result >= len(op.outputs):
-            return rejected(f"{op.name} has {len(op.outputs)} result(s); result#{ov.result} is not one")
+            return rejected(f"the op has {len(op.outputs)} result(s); result#{ov.result} is not one")
         outputs = [op.outputs[ov.result]] if ov.result is not None else list(op.outputs)
         if not outputs:
-            return rejected(f"op {ov.op!r} has no output to lay out")
+            return rejected("the op has no output to lay out")
         grid = ov.grid or op.attrs["grid"]
         layouts = {t: self._layout_for(ov, graph.tensors[t], grid) for t in outputs}
         for t, layout in layouts.items():
-            problem = self._placement_problem(graph.tensors[t], layout)
+            said = f"result {op.outputs.index(t)}" if len(op.outputs) > 1 else "the result"
+            problem = self._placement_problem(graph.tensors[t], layout, said)
             if problem:
                 return rejected(problem)
         for t, layout in layouts.items():
@@ -383,18 +385,18 @@ class AssignLayouts:
         op converts it (insert-to-layout). Returns why not, or ''."""
         index = ov.operand
         if index >= len(op.inputs):
-            return f"{op.name} has {len(op.inputs)} operand(s); operand#{index} is not one"
+            return f"the op has {len(op.inputs)} operand(s); operand#{index} is not one"
         tensor = graph.tensors[op.inputs[index]]
         layout = self._layout_for(ov, tensor, ov.grid or op.attrs["grid"])
         if layout.grid != op.attrs["grid"] and layout.sharded and not ov.grid:
             layout = replace(layout, grid=op.attrs["grid"])
-        problem = self._placement_problem(tensor, layout)
+        problem = self._placement_problem(tensor, layout, f"operand {index}")
         if problem:
             return problem
         readable = required_layout(self.target, graph, op, replace(tensor, layout=layout))
         if readable != layout:
             return (
-                f"{op.name} ({op.kind}) cannot read operand {index} as {layout.memory} {layout.memory_layout} "
+                f"{op.kind} cannot read operand {index} as {layout.memory} {layout.memory_layout} "
                 f"{layout.grid[0]}x{layout.grid[1]}; it reads {readable.memory} {readable.memory_layout} "
                 f"{readable.grid[0]}x{readable.grid[1]}"
             )

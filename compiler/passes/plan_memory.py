@@ -24,7 +24,7 @@ import numpy as np
 from ..ir import Graph, Tensor
 from ..l1_allocator import FirstFit, last_uses
 from ..target import Target
-from ..override import REJECTED, OverrideOutcome
+from ..override import REJECTED, OverrideOutcome, short_name
 from ..rewrite import producers
 from ..tiles import shard_bytes, tile_bytes
 
@@ -79,13 +79,15 @@ class PlanMemory:
             need = self._bytes(tensor)
             address = allocator.allocate(int(need), tensor.name)
             if address is None:
-                reason = (
-                    f"L1 overflow at {op_name}: {tensor.name} needs {need / 1024:.1f} KiB per core, "
+                at = (
+                    "" if op_name == tensor.name else f" at {short_name(op_name)}"
+                )  # a tensor takes its producer's name
+                reason = (  # beside the override, which names the op: "it" is what the override lays out
+                    f"L1 overflow{at}: it needs {need / 1024:.1f} KiB per core, "
                     f"largest free range {allocator.largest_free() / 1024:.1f} KiB of "
                     f"{allocator.capacity / 1024:.0f} KiB left beside circular buffers"
                 )
                 if not self._reject_override(outcomes, producer.get(tensor.name), reason):
-                    at = "" if op_name == tensor.name else f" at {op_name}"  # a tensor takes its producer's name
                     diagnostics.append(
                         f"{tensor.name} kept in {self.target.dram.name}{at}: "
                         f"needs {need / 1024:.1f} KiB "

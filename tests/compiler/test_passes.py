@@ -117,7 +117,7 @@ func.func @forward(%x: tensor<1024x512xbf16> {ttir.name = "x"}) -> tensor<1024x5
 """
 
 
-def test_overflow_names_op_tensor_and_bytes(wormhole):
+def test_overflow_says_how_many_bytes_and_where(wormhole):
     # each 1 MiB output fits one core's 1464 KiB alone; alive together they do not fit, so the
     # second override is rejected, saying where and by how much
     items = [parse_item("e1=1x1:l1:block_sharded"), parse_item("e2=1x1:l1:block_sharded")]
@@ -126,7 +126,7 @@ def test_overflow_names_op_tensor_and_bytes(wormhole):
     assert first.status == "applied"
     assert second.status == "rejected"
     assert second.reason == (
-        "L1 overflow at e2: e2 needs 1024.0 KiB per core, largest free range 428.0 KiB of 1452 KiB left beside "
+        "L1 overflow: it needs 1024.0 KiB per core, largest free range 428.0 KiB of 1452 KiB left beside "
         "circular buffers"
     )
     # nothing overflows: e2 went back to DRAM

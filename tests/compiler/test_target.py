@@ -7,9 +7,11 @@ import re
 import pytest
 
 from compiler.errors import TargetError
+from compiler.data_file import MAX_KEY_PARTS, parse_toml
 from compiler.target import BUILTIN_DIR, builtin_names, load_target
 
 SOURCE = (BUILTIN_DIR / "wormhole_n150.toml").read_text()
+DEEP_KEY = f"a key of more than {MAX_KEY_PARTS} dotted parts: not a target file"
 
 
 def _write(tmp_path, text, name="t.toml"):
@@ -331,6 +333,12 @@ def test_numbers_outside_their_documented_range_are_refused(tmp_path, old, new, 
         ("x = " + "[" * 100_000 + "]" * 100_000, "not valid TOML: arrays or tables nested too deeply"),
         ("x = " + "{a=" * 100_000 + "1" + "}" * 100_000, "not valid TOML: arrays or tables nested too deeply"),
         ("x = " + "9" * 5000, "not valid TOML: a number with too many digits"),
+        # tomllib's work grows with the square of a key's parts: 20,000 of them took 11 s
+        ("a." * 20_000 + "b = 1", DEEP_KEY),
+        ("[" + "a ." * 20_000 + "b]", DEEP_KEY),
+        ("[[" + "'a'." * 20_000 + "b]]", DEEP_KEY),
+        ("x = {" + '"a".' * 20_000 + "b = 1}", DEEP_KEY),
+        ('s = """ " "" """"\n' + "a." * 40 + "b = 1", DEEP_KEY),  # after a string that ends in a quote
     ],
 )
 def test_deep_nesting_and_endless_digits_are_one_line(tmp_path, extra, message):
@@ -338,6 +346,30 @@ def test_deep_nesting_and_endless_digits_are_one_line(tmp_path, extra, message):
     with pytest.raises(TargetError) as err:
         load_target(path)
     assert str(err.value) == f"{path}: {message}"
+
+
+def test_only_keys_count_as_dotted_parts():
+    """Dots in strings, comments and numbers are no key's; a key of the most parts allowed is read."""
+    many = ".".join(["a"] * 100)
+    text = "\n".join(
+        [
+            f'basic = "{many}" # {many}',
+            f"literal = '{many}'",
+            f'multi = """\n{many}\n"" {many} \\""" {many}"""',
+            "raw = '''\n" + many + "'''",
+            "floats = [" + ", ".join(["1.5"] * 100) + "]",
+            "when = 1979-05-27T07:32:00.999999-07:00",
+            ".".join(f"k{i}" for i in range(MAX_KEY_PARTS)) + " = 1",
+        ]
+    )
+    data = parse_toml(text, "x.toml")
+    assert data["basic"] == many and len(data["floats"]) == 100
+    with pytest.raises(TargetError, match=f"x.toml: {DEEP_KEY}"):
+        parse_toml(text + "\n" + ".".join(f"j{i}" for i in range(MAX_KEY_PARTS + 1)) + " = 1", "x.toml")
+    # where a string never ends TOML stops, and so does the count (each such string read to the
+    # end of the text again made it quadratic: 224 KB of them took minutes)
+    with pytest.raises(TargetError, match="x.toml: not valid TOML"):
+        parse_toml('\\"""x"\n' * 5_000 + "a." * 40 + "b = 1", "x.toml")
 
 
 def test_a_file_over_1_mib_is_refused_unread(tmp_path):

@@ -90,4 +90,4 @@ func.func @forward(%x: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
 }
 """
     c = compile_model(import_mlir(text, "e.mlir"), wormhole, [parse_item("e=block#1x1x1")])
-    assert c.override_outcomes[0].reason == "block and subblock apply to matmuls and convolutions; e is exp"
+    assert c.override_outcomes[0].reason == "block and subblock apply to matmuls and convolutions, not exp"

@@ -16,7 +16,7 @@ def test_known_names_pass_and_one_unknown_name_fails_the_batch(model_file):
     known = [parse_item(f"{name}=l1") for name in names]
     assert check_op_names(known, graph) is None
     assert check_op_names([], graph) is None
-    with pytest.raises(OverrideError, match="no op named 'nope'"):
+    with pytest.raises(OverrideError, match="'nope=l1': no such op"):
         check_op_names([*known, parse_item("nope=l1")], graph)
 
 
@@ -26,7 +26,7 @@ def test_typo_suggests_the_right_name(model_file):
     with pytest.raises(OverrideError) as err:
         check_op_names([parse_item("matmul_l=2x2")], graph)
     message = str(err.value)
-    assert "no op named 'matmul_l'" in message
+    assert "override 'matmul_l=2x2': no such op in" in message
     assert "did you mean" in message and "matmul_1" in message
     assert "override 'matmul_l=2x2'" in message
     assert graph.name in message
@@ -76,9 +76,9 @@ def test_validate_lists_every_problem_of_a_file_at_once(wormhole):
         "override 'mlp.layer.0.fc1.matmul=operand#1:fidelity#lofi': fidelity# applies to the op, not to one operand",
         "tensor-l1-usage-cap=2: L1 usage cap must be in (0, 1], got 2",
         "override for 'mlp.layer.0.fc2.matmul' given twice; give each op one override",
-        "override 'nope=l1': no op named 'nope' in zoo:mlp",
+        "override 'nope=l1': no such op in zoo:mlp",
         "override 'mlp.layer.0.fc1.matmul=8x8:l1:block_sharded' rejected: block_sharded over 8x8 cores does not "
-        "divide mlp.layer.0.gelu (4x128 tiles of 32x32) evenly; grids that would: 4x8, 2x8, 4x4, 1x8, 2x4, 4x2",
+        "divide the result (4x128 tiles of 32x32) evenly; grids that would: 4x8, 2x8, 4x4, 1x8, 2x4, 4x2",
         "override 'mlp.layer.0.fc2.matmul=9x9' rejected: grid 9x9 outside wormhole_n150's 8x8 grid",
     ]
     # the good one still compiles and is reported
@@ -146,11 +146,11 @@ def test_check_overrides_names_every_impossible_override_in_order(wormhole):
     problems = check_overrides([parse_item(i) for i in items], _compiled("wormhole_n150"))
     assert problems.count == 4 and problems.more == 0
     assert problems.lines == [
-        f"override 'no.such.op=l1': no op named 'no.such.op' in {MLP}",
+        f"override 'no.such.op=l1': no such op in {MLP}",
         f"override '{FC2}=9x9' rejected: grid 9x9 outside wormhole_n150's 8x8 grid",
-        f"override '{FC1}=1x1:l1:interleaved:f32' rejected: mlp.layer.0.gelu needs 2048 KiB per core in l1, "
+        f"override '{FC1}=1x1:l1:interleaved:f32' rejected: the result needs 2048 KiB per core in l1, "
         "1464 KiB available",
-        f"override '{FC2}=operand#5:l1' rejected: {FC2} has 3 operand(s); operand#5 is not one",
+        f"override '{FC2}=operand#5:l1' rejected: the op has 3 operand(s); operand#5 is not one",
     ]
 
 
@@ -203,4 +203,46 @@ def test_check_overrides_counts_a_huge_batch_and_describes_one_page(monkeypatch)
     assert problems.lines[0] == "override 'mlp.layer.0.gelu=9x9' rejected: grid 9x9 outside wormhole_n150's 8x8 grid"
     assert searches == []  # the page is full of the fused op's rejections before any unknown name
     few = check_overrides(unknown[:3] + fused[:30], _compiled("wormhole_n150"))
-    assert searches == ["fc0", "fc1", "fc2"] and few.lines[0].startswith("override 'fc0=l1': no op named 'fc0'")
+    assert searches == ["fc0", "fc1", "fc2"] and few.lines[0].startswith("override 'fc0=l1': no such op")
+
+
+LONG = "model.encoder." + "very_long_scope_name." * 30  # the importer cuts a name at 512 characters
+LONG_NAMED = f"""func.func @forward(%x: tensor<32x64xf32>, %w1: tensor<64x128xf32>, %b: tensor<1x128xf32>,
+                   %w2: tensor<128x64xf32>) -> tensor<32x64xf32> {{
+  %0 = "ttir.exp"(%x) : (tensor<32x64xf32>) -> tensor<32x64xf32> loc("{LONG}exp")
+  %1 = "ttir.matmul"(%0, %w1) : (tensor<32x64xf32>, tensor<64x128xf32>) -> tensor<32x128xf32> loc("{LONG}fc1")
+  %2 = "ttir.add"(%1, %b) : (tensor<32x128xf32>, tensor<1x128xf32>) -> tensor<32x128xf32> loc("{LONG}bias")
+  %3 = "ttir.matmul"(%2, %w2) : (tensor<32x128xf32>, tensor<128x64xf32>) -> tensor<32x64xf32> loc("{LONG}fc2")
+  return %3 : tensor<32x64xf32>
+}}
+"""
+
+
+def test_a_long_op_name_is_named_once_and_cut(tmp_path, wormhole):
+    """Outcome reasons named the override's op again after its spec: with names of 512 characters,
+    235 of 1,500 problem lines ran past 1,000 characters. Each now names an op once, cut."""
+    from overrides import validate
+
+    path = tmp_path / "long.mlir"
+    path.write_text(LONG_NAMED)
+    model = load_model(str(path))
+    exp, fc1, bias, fc2 = (op.name for op in model.graph.ops)
+    assert min(len(exp), len(fc1)) > 500
+    items = [
+        f"{exp}=fidelity#lofi",  # not a matmul
+        f"{exp}=block#1x1x1",
+        f"{fc1}=operand#5:l1",  # no such operand
+        f"{fc2}=result#3:l1",
+        f"{fc1}=8x8:l1:block_sharded",  # 1x4 tiles over 64 cores
+        f"{fc2}=operand#0:8x8:l1:height_sharded",
+        f"{bias}=dram",  # fused into fc1: applied there
+        f"{LONG}fc3=l1",  # no such op; close names suggested
+    ]
+    report = validate([parse_item(i) for i in items], model, wormhole)
+    assert len(report.problems) == 7 and any("fused" in o.reason for o in report.outcomes)
+    for line in report.problems:
+        assert len(line) < 400, line
+        for name in (exp, fc1, bias, fc2):
+            assert line.count(name[-9:]) <= 1, line  # the name's end: its hash, which a cut keeps
+    for outcome in report.outcomes:  # shown beside the override, which names its op
+        assert outcome.op[-9:] not in outcome.reason and len(outcome.reason) < 200, outcome

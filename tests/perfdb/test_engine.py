@@ -80,3 +80,48 @@ def test_sqlite_pragmas_are_set(sqlite_url):
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
     assert engine_mod.session_factory(engine)().bind is engine
+
+
+def test_a_connection_the_server_dropped_is_replaced_unseen(pg_schemas, postgres_url):
+    """PostgreSQL ended the pooled connection (a restart, a failover, an idle timeout): the next
+    use reconnects rather than failing once."""
+    from sqlalchemy import create_engine
+
+    engine = open_db(pg_schemas())
+    with engine.connect() as connection:
+        pid = connection.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:  # this test's own connection, by its process id
+        assert connection.exec_driver_sql(f"SELECT pg_terminate_backend({pid})").scalar()
+    admin.dispose()
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT 1").scalar() == 1
+    engine.dispose()
+
+
+def test_the_embedded_database_is_readable_by_its_user_only(tmp_path, monkeypatch):
+    """It holds every model's source and run: 0600 in a 0700 directory (it was 0644 in 0755), and
+    one an older tilescope made is tightened when opened."""
+    import stat
+
+    from perfdb.engine import session_factory
+    from perfdb.store import save_run
+
+    from .test_store import _new_run
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    folder = tmp_path / "data" / "tilescope"
+
+    def modes() -> dict:
+        return {p.name: stat.S_IMODE(p.stat().st_mode) for p in [folder, *folder.iterdir()]}
+
+    engine = open_db()
+    with session_factory(engine)() as session:
+        save_run(session, _new_run())
+    assert modes() == {"tilescope": 0o700, "perf.db": 0o600, "perf.db-wal": 0o600, "perf.db-shm": 0o600}
+    engine.dispose()
+    folder.chmod(0o755)
+    (folder / "perf.db").chmod(0o644)
+    open_db().dispose()
+    assert modes()["tilescope"] == 0o700 and modes()["perf.db"] == 0o600

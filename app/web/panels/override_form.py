@@ -354,12 +354,17 @@ def _register_apply(wiring: Wiring) -> dict:
             return outputs(APPLIED, status=error(str(err)))
         if new_id is None:  # rejected only once planned together (L1 over-full)
             return outputs(APPLIED, status=problem_list(rejections(outcomes)))
-        run = explorer.view(new_id)
-        found = rerun_delta(explorer.view(run_id), run, explorer.durations(run_id), explorer.durations(new_id))
+        try:
+            run = explorer.view(new_id)
+            found = rerun_delta(explorer.view(run_id), run, explorer.durations(run_id), explorer.durations(new_id))
+            options = explorer.run_options(run.model_ref, run.target_ref)
+        except Exception as err:  # noqa: BLE001  # whatever failed, the run is stored: say so, or Apply is pressed again
+            said = (str(err).splitlines() or [type(err).__name__])[0][:300]
+            return outputs(
+                APPLIED, status=error(f"run #{new_id} was stored, but showing it failed: {said}"), pending=[]
+            )
         status = [delta_note(found), outcome_list(outcomes)]
-        return dict(
-            run_options=explorer.run_options(run.model_ref, run.target_ref), run_id=new_id, status=status, pending=[]
-        )
+        return dict(run_options=options, run_id=new_id, status=status, pending=[])
 
     return {"apply_override": apply_override}
 

@@ -282,7 +282,7 @@ def test_unparsable_mlir(capsys, db_url, tmp_path):
 def test_unknown_op_in_override(capsys, db_url, model_file):
     path, _ = model_file
     code, _, err = cli(capsys, "run", path, "--db", db_url, "--override", "matmul_l=2x2")
-    assert_one_error_line(code, err, "no op named 'matmul_l'", "matmul_1")
+    assert_one_error_line(code, err, "'matmul_l=2x2': no such op", "matmul_1")
     assert stored(db_url) == []
 
 
@@ -551,7 +551,7 @@ def test_check_lists_every_problem_and_exits_1(capsys, tmp_path):
     lines = out.splitlines()
     assert lines[-1] == "3 problem(s); 1 override(s) apply"
     assert any("unknown token 'zz'" in line for line in lines)
-    assert any("no op named 'nope'" in line for line in lines)
+    assert any("'nope=l1': no such op" in line for line in lines)
     assert any("grid 9x9 outside wormhole_n150's 8x8 grid" in line for line in lines)
     code, out, _ = cli(capsys, "check", "zoo:mlp", "--override", "mlp.layer.1.fc1.matmul=4x8:l1", "--json")
     assert code == 0 and json.loads(out)["ok"] is True

@@ -124,7 +124,7 @@ def test_files_are_not_replaced_without_force_and_unwritable_ones_are_said_befor
         (["--budget", "0"], "budget must be more than 0"),
         (["--budget", "1e9"], "at most 3600 s"),
         (["--trials", "0"], "trials must be at least 1"),
-        (["--override", "nothing=l1"], "no op named 'nothing'"),
+        (["--override", "nothing=l1"], "'nothing=l1': no such op"),
     ],
 )
 def test_bad_input_is_one_line(capsys, db_url, argv, fragment):

@@ -387,7 +387,7 @@ def test_impossible_overrides_are_refused_when_staged_and_all_named_on_apply(ser
     status = _text(d, "override-status")
     assert "Not re-run: 2 overrides cannot apply, so none was applied." in status
     lines = [line for line in status.splitlines()[1:] if line.strip()]
-    assert len(lines) == 2 and "no op named 'mlp.layer.0.fc9.matmul'" in lines[0], status
+    assert len(lines) == 2 and "'mlp.layer.0.fc9.matmul=l1': no such op" in lines[0], status
     assert "'mlp.layer.0.fc2.matmul=9x9' rejected: grid 9x9 outside wormhole_n150's 8x8 grid" in lines[1], status
     assert _prop(d, "run-select", "value") == run and len(_prop(d, "pending-overrides", "data")) == 3
     # long op names wrap inside the panel
@@ -950,6 +950,15 @@ def test_a_server_with_users_lets_in_only_who_signs_in(tmp_path, browser):
         d.execute_script(CLICK_NODE % "mlp.layer.0.fc1.matmul")
         _wait(d, lambda d: "mlp.layer.0.fc1.matmul" in _text(d, "op-inspector"))
         assert not [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+        set_password(users, "alice", "n3w")  # counts from the next request, without a restart
+        d.get(url)
+        _wait(
+            d,
+            lambda d: d.execute_script(
+                "var n = performance.getEntriesByType('navigation')[0]; return n && n.responseStatus === 401;"
+            ),
+        )
+        assert not d.find_elements(By.ID, "graph-view")
     finally:
         signed_in.quit()
         output = proc.stop()
