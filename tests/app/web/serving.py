@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
@@ -73,15 +74,19 @@ def _listens(proc: Process, port: int) -> bool:
         return False
 
 
-def start(model: str, db_url: str, *extra: str, logs: Path, env: dict | None = None) -> tuple[str, Process]:
-    """(the page's URL, the server process); the caller stops it. Its output goes to `logs`."""
+def start(
+    model: str, db_url: str, *extra: str, logs: Path, env: dict | None = None, under: Sequence[str] = ()
+) -> tuple[str, Process]:
+    """(the page's URL, the server process); the caller stops it. Its output goes to `logs`. `under`
+    is a command the server runs under (it ends by running its arguments in its own process)."""
     # the port is free when picked, but another process may bind it before the server does (the
     # server listens only once it has compiled the model): then the server does not start, and
     # what answers at the port is someone else's, so the server starts again on another port
     for _ in range(3):
         port = free_port()
         proc = Process(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--db", db_url, "--model", model, *extra],
+            [*under, sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--db", db_url, "--model", model]
+            + list(extra),
             logs / f"serve-{port}.log",
             env,
         )
