@@ -27,6 +27,7 @@ from dash.background_callback.managers import BaseBackgroundCallbackManager
 from compiler.errors import TilescopeError
 
 from .job_processes import OwnProcesses
+from .lost_jobs import SaysLostJobs
 
 # Background jobs one server process runs at once: each is a compile, and a page can start them
 # as fast as it sends requests. Beyond, a job is refused (one line on the page), not queued: a
@@ -93,7 +94,7 @@ class OwnResults(BaseBackgroundCallbackManager):
         return super().job_running(job) or self.result_ready(key)
 
 
-class ProcessJobs(OwnResults, OwnProcesses):
+class ProcessJobs(SaysLostJobs, OwnResults, OwnProcesses):
     """Jobs in processes of their own, their results in a local cache; at most JOBS_AT_ONCE. A
     cancel ends only a job it started (app.web.job_processes)."""
 

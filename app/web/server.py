@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from dash import Dash, html, set_props
+from dash.exceptions import BackgroundCallbackError
 from dash_auth import BasicAuth
 
 from compiler.errors import TilescopeError
@@ -32,6 +33,7 @@ from ..workbench.defaults import DEFAULT_TARGET
 from .thread_jobs import ThreadJobManager
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
+JOB_FAILED = "An error occurred inside a background callback: "  # how Dash words a job's error
 
 
 def create_app(
@@ -86,6 +88,8 @@ def _callback_failed(err: Exception) -> None:
     """A callback that failed on something nobody foresaw: one line on the page and in the log
     (not an error 500 and a traceback); the page keeps what it shows."""
     said = str(err) if isinstance(err, TilescopeError) else f"{type(err).__name__}: {err}"  # ours are one line already
+    if isinstance(err, BackgroundCallbackError):  # a job's failure: what the job said, without Dash's wording
+        said = str(err).removeprefix(JOB_FAILED)
     line = (said.splitlines() or [type(err).__name__])[0][:300]
     sys.stderr.write(f"tilescope: a request failed: {line}\n")  # one write: threads' lines stay whole
     set_props(ids.PAGE_MESSAGE, {"children": html.P(f"That failed: {line}", className="error")})
