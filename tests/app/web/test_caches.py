@@ -8,8 +8,10 @@ import hmac
 import json
 import os
 import re
+import pickle
 import stat
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -19,6 +21,11 @@ from pathlib import Path
 import diskcache
 import pytest
 from dash.background_callback.managers import BaseBackgroundCallbackManager
+
+from app.workbench.compile_store import CompileStore
+from compiler.models import read_source
+from compiler.policies import DEFAULT_L1_USAGE_CAP
+from compiler.target import load_target
 
 from . import cache_disk, serving
 
@@ -63,6 +70,56 @@ def test_a_forged_cancel_ends_no_process_but_the_servers_jobs(tmp_path):
         victim.wait()
         output = proc.stop()
     assert f"tilescope: a cancel named process '{victim.pid}', not a job of this server's" in output
+
+
+class _Planted:
+    """A pickle whose loading calls a function of its maker's choice: here, one that makes a marker
+    file, so the test shows whether it ran."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def _summary_request(url: str, run_id: int) -> urllib.request.Request:
+    """The run summary a page asks for as it shows a run: the run's compilation is read for it."""
+    body = {
+        "output": "run-summary.children",
+        "outputs": {"id": "run-summary", "property": "children"},
+        "inputs": [{"id": "run-select", "property": "value", "value": run_id}],
+        "changedPropIds": ["run-select.value"],
+        "state": [],
+    }
+    return urllib.request.Request(
+        f"{url}_dash-update-component", json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+
+
+def test_a_planted_compilation_is_never_run_by_the_server(tmp_path):
+    """Another user works the file's name out from public inputs and leaves a pickle there; one
+    page asking for the run's summary loaded it. Planted 0600 and the server's user's (as if the
+    directory had been open): only the signature is left to tell."""
+    db = f"sqlite:///{tmp_path / 'ui.db'}"
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cli-cache")}
+    stored = [sys.executable, "-m", "app.cli", "run", MODEL, "--policy", "greedy-l1", "--db", db]
+    subprocess.run(stored, check=True, env=env, capture_output=True)
+    key = CompileStore(tmp_path / "elsewhere").key(
+        MODEL, read_source(MODEL), repr(load_target("wormhole_n150")), (), "greedy-l1", DEFAULT_L1_USAGE_CAP
+    )
+    planted = tmp_path / "cache" / "tilescope" / "compilations" / f"{key}.pickle"
+    planted.parent.mkdir(parents=True)
+    marker = tmp_path / "the planted code ran"
+    planted.write_bytes(pickle.dumps(_Planted(marker)))
+    planted.chmod(0o600)
+    url, proc = serving.start(MODEL, db, logs=tmp_path)
+    try:
+        answer = urllib.request.urlopen(_summary_request(url, 1), timeout=60).read().decode()
+    finally:
+        output = proc.stop()
+    assert "run #1" in answer and not marker.exists() and not planted.exists()
+    assert "tilescope: a kept compilation was not read back (not signed by this server); compiling" in output
 
 
 def test_the_servers_caches_are_its_users_alone(tmp_path):
