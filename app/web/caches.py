@@ -4,9 +4,9 @@ diskcache), and where large compilations are kept across restarts.
 Both are private to the server's user (workbench.private_files). The jobs' cache holds pickled
 results, which the server unpickles, and the secret that signs the job handles a page sends back:
 whoever read it could have a cancel name any process. A jobs' cache that was open to others (an
-older tilescope's) is emptied, as what it holds may be known or changed. A cache that cannot be made private
-(another user's, read-only) is said in one line at start: jobs then keep their results in a
-private temporary directory for this run, and compilations are not kept.
+older tilescope's) is emptied, as what it holds may be known or changed. A cache that cannot be
+made private (another user's, read-only) is said in one line at start: jobs then keep their
+results in a private temporary directory for this run, and compilations are not kept.
 """
 
 from __future__ import annotations
@@ -113,4 +113,4 @@ def _for_this_run(why: str) -> Path:
 
 
 def _say(line: str) -> None:
-    sys.stderr.write(f"tilescope: {line}\n"[:400])  # one write: threads' lines stay whole
+    sys.stderr.write(f"tilescope: {line[:400]}\n")  # one write: threads' lines stay whole
