@@ -21,10 +21,13 @@ from functools import partial
 from contextvars import ContextVar
 
 import psutil
-from dash import DiskcacheManager, html
+from dash import html
 from dash.background_callback.managers import BaseBackgroundCallbackManager
 
 from compiler.errors import TilescopeError
+
+from .job_processes import OwnProcesses
+from .lost_jobs import SaysLostJobs
 
 # Background jobs one server process runs at once: each is a compile, and a page can start them
 # as fast as it sends requests. Beyond, a job is refused (one line on the page), not queued: a
@@ -91,8 +94,9 @@ class OwnResults(BaseBackgroundCallbackManager):
         return super().job_running(job) or self.result_ready(key)
 
 
-class ProcessJobs(OwnResults, DiskcacheManager):
-    """Jobs in processes of their own, their results in a local cache; at most JOBS_AT_ONCE."""
+class ProcessJobs(SaysLostJobs, OwnResults, OwnProcesses):
+    """Jobs in processes of their own, their results in a local cache; at most JOBS_AT_ONCE. A
+    cancel ends only a job it started (app.web.job_processes)."""
 
     def __init__(self, cache) -> None:
         super().__init__(cache)

@@ -11,15 +11,15 @@ import socket
 import sys
 from pathlib import Path
 
-import diskcache
-import platformdirs
 from dash import Dash, html, set_props
+from dash.exceptions import BackgroundCallbackError
 
 from compiler.errors import TilescopeError
 from compiler.target import load_target
 from perfdb.engine import open_db, session_factory
 
 from . import celery_jobs, ids, panels
+from .caches import CacheDirs, cache_dirs, default_jobs_dir, keep_compilations_in, open_job_cache
 from ..workbench.explorer import Explorer
 from .auth import SignIn, Users, is_loopback, new_secret, read_users, require_door
 from .jobs import ProcessJobs
@@ -27,7 +27,6 @@ from ..workbench.model_access import ModelAccess
 from .page import page
 from .panel import PageContext, Wiring
 from .request_limits import limit_requests
-from ..workbench import runs
 from ..workbench.defaults import DEFAULT_TARGET
 from .thread_jobs import ThreadJobManager
 from .users_file import UsersFile
@@ -41,6 +40,7 @@ def _assets() -> Path:
 
 
 ASSETS = _assets()
+JOB_FAILED = "An error occurred inside a background callback: "  # how Dash words a job's error
 
 
 def create_app(
@@ -51,6 +51,7 @@ def create_app(
     rerun_in_thread: bool = True,
     store_opening_run: bool = True,
     access: ModelAccess | None = None,
+    caches: CacheDirs | None = None,
 ) -> Dash:
     """The explorer on `db_url`, opened on `model_ref`; the model is compiled and stored if it has no
     run (unless `store_opening_run` is False: a Celery worker builds the app only for its tasks, and
@@ -58,19 +59,20 @@ def create_app(
     (`rerun_in_thread` False: several processes serve the page, and the next poll of a job may
     reach another) as processes like compiles; with a Celery broker configured (app.celery_jobs),
     both run on Celery workers. Requests may name what `access` allows (by default, no
-    directory of models)."""
+    directory of models). Jobs keep their results in `caches` (by default, as `job_dir` or the
+    user's cache directory has them: app.web.caches)."""
     broker = celery_jobs.broker_url()
     if broker:
         celery_jobs.check_broker(broker)
     explorer = Explorer(session_factory(open_db(db_url)))
-    cache = Path(job_dir).parent if job_dir else Path(platformdirs.user_cache_dir("tilescope"))
-    runs.keep_compilations_in(str(cache / "compilations"))  # a restart then shows a big model at once
+    caches = caches or cache_dirs(Path(job_dir) if job_dir else default_jobs_dir())
+    keep_compilations_in(caches.compilations)  # a restart then shows a big model at once
     if store_opening_run:  # the operator's model, whatever it is: before requests are limited
         explorer.ensure_run(model_ref, target)  # the first page load shows a stored run at once
     explorer.access = access or ModelAccess()
     # compiles and re-runs are background callbacks: each runs in a process of its own, reporting
     # its stage, and the page stays live; the job queue lives in a local cache directory
-    jobs = diskcache.Cache(job_dir or platformdirs.user_cache_dir("tilescope") + "/jobs")
+    jobs = open_job_cache(caches.jobs)
     manager = celery_jobs.CeleryJobs(celery_jobs.celery_app(broker)) if broker else ProcessJobs(jobs)
     app = Dash(
         __name__,
@@ -93,6 +95,8 @@ def _callback_failed(err: Exception) -> None:
     """A callback that failed on something nobody foresaw: one line on the page and in the log
     (not an error 500 and a traceback); the page keeps what it shows."""
     said = str(err) if isinstance(err, TilescopeError) else f"{type(err).__name__}: {err}"  # ours are one line already
+    if isinstance(err, BackgroundCallbackError):  # a job's failure: what the job said, without Dash's wording
+        said = str(err).removeprefix(JOB_FAILED)
     line = (said.splitlines() or [type(err).__name__])[0][:300]
     sys.stderr.write(f"tilescope: a request failed: {line}\n")  # one write: threads' lines stay whole
     set_props(ids.PAGE_MESSAGE, {"children": html.P(f"That failed: {line}", className="error")})
@@ -121,6 +125,7 @@ def serve(
     if broker:  # before any worker starts, so a wrong broker is one line, not a worker per retry
         celery_jobs.check_broker(broker)
     _check_address(host, port)
+    caches = cache_dirs(default_jobs_dir())  # once: the workers share the jobs' directory
     # the opening model's run is stored once, here, before the workers start and look for it; a
     # compilation made here is cached, and the forked workers inherit it
     engine = open_db(db_url)
@@ -129,7 +134,7 @@ def serve(
     open_to = "signing in" if users else "insecure: no signing in" if not is_loopback(host) else "this machine only"
 
     def make_app() -> Dash:
-        app = create_app(db_url, model_ref, target, rerun_in_thread=in_thread, access=access)
+        app = create_app(db_url, model_ref, target, rerun_in_thread=in_thread, access=access, caches=caches)
         # Flask takes no door once it has served a request, so the door comes first, open only
         # for the process's own first render: Dash registers the scripts it may serve when it
         # renders the page, and a worker whose first request is a script, the page having come

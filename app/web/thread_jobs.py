@@ -17,6 +17,7 @@ from threading import Lock, Thread
 from dash import DiskcacheManager
 
 from .jobs import OwnResults, refuse_past_limit
+from .lost_jobs import SaysLostJobs
 
 
 class _Threads(DiskcacheManager):
@@ -58,5 +59,5 @@ class _Threads(DiskcacheManager):
         return False  # a thread that died left its result (or its error) in the cache
 
 
-class ThreadJobManager(OwnResults, _Threads):
+class ThreadJobManager(SaysLostJobs, OwnResults, _Threads):
     """Jobs in threads of this process; each result goes to the page that started its job."""

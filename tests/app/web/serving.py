@@ -78,17 +78,24 @@ CHECKOUT_CLI = (sys.executable, "-m", "app.cli")  # the tilescope of the checkou
 
 
 def start(
-    model: str, db_url: str, *extra: str, logs: Path, env: dict | None = None, program: Sequence[str] = CHECKOUT_CLI
+    model: str,
+    db_url: str,
+    *extra: str,
+    logs: Path,
+    env: dict | None = None,
+    program: Sequence[str] = CHECKOUT_CLI,
+    under: Sequence[str] = (),
 ) -> tuple[str, Process]:
     """(the page's URL, the server process); the caller stops it. Its output goes to `logs`;
-    `program` is the tilescope that serves (an installed one, say)."""
+    `program` is the tilescope that serves (an installed one, say); `under` is a command the server
+    runs under (it ends by running its arguments in its own process)."""
     # the port is free when picked, but another process may bind it before the server does (the
     # server listens only once it has compiled the model): then the server does not start, and
     # what answers at the port is someone else's, so the server starts again on another port
     for _ in range(3):
         port = free_port()
         proc = Process(
-            [*program, "serve", "--port", str(port), "--db", db_url, "--model", model, *extra],
+            [*under, *program, "serve", "--port", str(port), "--db", db_url, "--model", model, *extra],
             logs / f"serve-{port}.log",
             env,
         )

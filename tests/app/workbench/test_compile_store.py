@@ -3,12 +3,19 @@ instead of compiling it again, and never reads one another compiler or model mad
 
 from __future__ import annotations
 
+import os
+import pickle
+import stat
+from pathlib import Path
+
 import pytest
 
 from app.workbench import compile_store, runs
 from app.workbench.compile_store import KEEP, CompileStore
+from app.workbench.private_files import NotPrivate
 from compiler.models import load_model, read_source
 from compiler.pipeline import compile_model
+from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
 from compiler.target import load_target
 from overrides import parse_item
 
@@ -42,13 +49,13 @@ def test_a_kept_compilation_reads_back_the_same_and_other_inputs_miss(tmp_path, 
 
 
 def test_a_small_compilation_is_not_kept(tmp_path, compiled):
-    assert CompileStore(tmp_path).keep("k", compiled) is None and not list(tmp_path.iterdir())
+    assert CompileStore(tmp_path).keep("k", compiled) is None and [p.name for p in tmp_path.iterdir()] == ["key"]
 
 
 def test_a_file_that_does_not_read_back_is_removed_and_compiled_instead(tmp_path, capsys):
     (tmp_path / "k.pickle").write_bytes(b"\x80\x05 truncated")
     assert CompileStore(tmp_path).load("k") is None and not (tmp_path / "k.pickle").exists()
-    assert "did not read back" in capsys.readouterr().err
+    assert "was not read back" in capsys.readouterr().err
 
 
 def test_the_least_recently_used_go_past_keep(tmp_path, compiled, small_is_large):
@@ -91,7 +98,7 @@ def test_a_compilation_that_cannot_be_written_leaves_nothing_behind(tmp_path, sm
     unwritable = compile_model(load_model(REF), load_target("wormhole_n150"))
     unwritable.kernel.meta["hook"] = lambda: None  # pickle cannot write a function made here
     CompileStore(tmp_path).keep("k", unwritable).join()
-    assert not list(tmp_path.iterdir()) and "could not keep a compilation" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["key"] and "could not keep a compilation" in capsys.readouterr().err
 
 
 def test_printed_text_is_not_kept_with_a_compilation(tmp_path, compiled, small_is_large):
@@ -100,3 +107,78 @@ def test_printed_text_is_not_kept_with_a_compilation(tmp_path, compiled, small_i
     store = CompileStore(tmp_path)
     store.keep("k", compiled).join()
     assert store.load("k")._printed == {} and compiled._printed
+
+
+class _Planted:
+    """What another local user may leave in a cache: a pickle whose loading calls a function of its
+    choice. Here the function only makes a marker file, so the test shows whether it ran."""
+
+    def __init__(self, marker) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.marker),))
+
+
+def test_a_planted_pickle_is_never_run_and_the_model_compiles(tmp_path, capsys):
+    """Anyone who knows the model can work out its file's name: the key is a hash of public inputs
+    (the compiler's own source among them). The server loads it as a page asks for the model's run.
+    Planted 0600 and this user's, as if its maker could write in the directory: only the
+    signature is left to tell."""
+    cache = tmp_path / "compilations"
+    runs.keep_compilations_in(str(cache))
+    try:
+        _forget()
+        key = runs._ON_DISK.key(
+            REF, read_source(REF), repr(load_target("wormhole_n150")), (), DEFAULT_POLICY, DEFAULT_L1_USAGE_CAP
+        )
+        marker = tmp_path / "the planted code ran"
+        planted = cache / f"{key}.pickle"
+        planted.write_bytes(pickle.dumps(_Planted(marker)))
+        planted.chmod(0o600)
+        compiled = runs.compile_cached(REF, "wormhole_n150")  # the path a page's run summary takes
+        assert not marker.exists()
+        assert compiled.kernel.ops and not planted.exists()
+        said = capsys.readouterr().err
+        assert said == "tilescope: a kept compilation was not read back (not signed by this server); compiling\n"
+    finally:
+        runs.keep_compilations_in(None)
+        _forget()
+
+
+def test_a_kept_compilation_is_private_to_the_servers_user(tmp_path, compiled, small_is_large):
+    """It holds the model's source."""
+    store = CompileStore(tmp_path / "compilations")
+    store.keep("k", compiled).join()
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "compilations").iterdir()}
+    assert modes == {"k.pickle": 0o600, "key": 0o600}
+    assert stat.S_IMODE((tmp_path / "compilations").stat().st_mode) == 0o700
+
+
+def test_a_file_moved_to_another_key_is_not_read(tmp_path, compiled, small_is_large):
+    """Each file is signed with its key: one compilation cannot stand in for another."""
+    store = CompileStore(tmp_path)
+    store.keep("k", compiled).join()
+    (tmp_path / "k.pickle").rename(tmp_path / "other.pickle")
+    assert store.load("other") is None and not (tmp_path / "other.pickle").exists()
+
+
+def test_a_store_in_another_users_directory_is_refused(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a directory to another user")
+    (tmp_path / "compilations").mkdir()
+    os.chown(tmp_path / "compilations", 65534, 65534)
+    with pytest.raises(NotPrivate, match="compilations: owned by uid 65534, not this user"):
+        CompileStore(tmp_path / "compilations")
+
+
+def test_a_store_left_open_to_others_is_narrowed_and_signs_with_a_new_key(tmp_path, compiled, small_is_large):
+    """Whoever could read the key could sign a pickle of their own: what it signed is read no more."""
+    CompileStore(tmp_path).keep("k", compiled).join()
+    tmp_path.chmod(0o755)
+    (tmp_path / "key").chmod(0o644)
+    store = CompileStore(tmp_path)
+    assert stat.S_IMODE(tmp_path.stat().st_mode) == 0o700 and stat.S_IMODE((tmp_path / "key").stat().st_mode) == 0o600
+    assert store.load("k") is None and not (tmp_path / "k.pickle").exists()
+    store.keep("k", compiled).join()
+    assert store.load("k") is not None
