@@ -66,6 +66,54 @@ def compile_cached(
         return _compile(ref, source, load_target(target, target_source), tuple(overrides), policy, l1_usage_cap)
 
 
+@dataclass(frozen=True)
+class CompileInputs:
+    """What compile_cached compiles (its arguments), for a compilation made in another process."""
+
+    ref: str
+    target: str
+    overrides: tuple[OpOverride, ...] = ()
+    text: str | None = None
+    policy: str = DEFAULT_POLICY
+    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
+    target_source: str | None = None
+
+    def compile(self) -> Compilation:
+        return compile_cached(**vars(self))
+
+    def key(self) -> tuple:
+        """The compilation's key in this process's caches (the target as the object loaded here)."""
+        source = read_source(self.ref) if self.text is None else self.text
+        target = load_target(self.target, self.target_source)
+        return (self.ref, source, target, self.overrides, self.policy, self.l1_usage_cap)
+
+
+def compiled(inputs: CompileInputs) -> Compilation | None:
+    """What compile_cached would return without compiling, if this process has it already (None:
+    it would compile)."""
+    return _MADE.get(inputs.key())
+
+
+def adopt(compilation: Compilation, inputs: CompileInputs) -> Compilation:
+    """`compilation`, which another process (an isolated child) made of `inputs`, kept as if
+    compile_cached had made it here: `compiled` finds it, and the model's next compile builds on it."""
+    key = inputs.key()
+    ref, source, target = key[:3]
+    compilation.target = target  # compile_model and the simulator reuse work for the same target object
+    with _COMPILING:
+        _IMPORTED.keep((ref, source), compilation.model)
+        _LATEST.keep((ref, source, target), compilation)
+        _MADE.keep(key, compilation)
+    return compilation
+
+
+def finish_keeping() -> None:
+    """Wait for the compilations being written to disk: a child process that made one writes it
+    before it exits."""
+    if _ON_DISK is not None:
+        _ON_DISK.flush()
+
+
 _COMPILING = threading.Lock()
 
 
@@ -96,7 +144,7 @@ def _compile(
         kept.target = target  # compile_model and the simulator reuse work for the same target object
         _IMPORTED.keep((ref, text), kept.model)
         _LATEST.keep(key, kept)
-        return kept
+        return _MADE.keep((*key, overrides, policy, l1_usage_cap), kept)
     model = _model(ref, text)
     check_op_names(overrides, model.graph)
     # incremental: what the last compilation of this model on this target did for the ops an
@@ -105,7 +153,7 @@ def _compile(
     _LATEST.keep(key, compilation)
     if store:
         store.keep(disk_key, compilation)
-    return compilation
+    return _MADE.keep((*key, overrides, policy, l1_usage_cap), compilation)
 
 
 def keep_compilations_in(directory: str | None) -> None:
@@ -118,6 +166,7 @@ _KEPT = 8  # models (or targets) kept in each
 _IMPORTED: Kept = Kept(16)  # imported models, by reference and text
 _ON_DISK: CompileStore | None = None  # where large compilations outlive the process
 _LATEST: Kept[Compilation] = Kept(_KEPT)  # per model and target, the latest compilation
+_MADE: Kept[Compilation] = Kept(64)  # what _compile returned (or adopt took), for `compiled` to find
 _COSTS: Kept[KernelCosts] = Kept(_KEPT)  # per model, target and dispatch, the latest simulation's costs
 _KEEPING = threading.Lock()  # for _COSTS (_LATEST is written under _COMPILING)
 
