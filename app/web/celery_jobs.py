@@ -19,6 +19,7 @@ from kombu.utils.url import maybe_sanitize_url
 
 from compiler.errors import TilescopeError
 
+from .job_book import JobBook, RedisStore
 from .jobs import OwnResults
 
 BROKER_ENV = "TILESCOPE_CELERY_BROKER"
@@ -32,11 +33,19 @@ def broker_url() -> str | None:
 @cache
 def celery_app(url: str) -> Celery:
     """One Celery app per broker: Redis carries the jobs and keeps their results and progress."""
-    return Celery("tilescope", broker=url, backend=url)
+    app = Celery("tilescope", broker=url, backend=url)
+    # a worker takes only the jobs it starts at once: one it held unstarted when it was killed
+    # would come back an hour later (Redis's visibility timeout), long after its page gave up
+    app.conf.worker_prefetch_multiplier = 1
+    return app
 
 
 class CeleryJobs(OwnResults, CeleryManager):
-    """Jobs on Celery workers, their results in Redis."""
+    """Jobs on Celery workers, their results and their book in Redis."""
+
+    def __init__(self, celery_app: Celery, book: JobBook | None = None) -> None:
+        self.book = book or JobBook(RedisStore(celery_app.backend.client))
+        super().__init__(celery_app)
 
     def get_or_create_signing_secret(self, generate) -> bytes:
         """The secret that signs the job handles a page polls with, the same in every app process,
