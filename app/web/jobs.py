@@ -100,7 +100,8 @@ class OwnResults(BaseBackgroundCallbackManager):
     def _lost(self, key: str, job) -> bool:
         """Whether the job ended, or stopped beating, without a result: asked in this order, a job
         that ended since its result was looked for is seen with it."""
-        return (self.book.lost(key) or not super().job_running(job)) and not self.result_ready(key)
+        ended = job is not None and not super().job_running(job)
+        return (self.book.lost(key) or ended) and not self.result_ready(key)
 
     def job_running(self, job) -> bool:
         polled = _POLLED.get()

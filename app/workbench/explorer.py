@@ -185,14 +185,12 @@ class Explorer:
         return RunView.of(run, overrides, compilation or self._compile(run, overrides))
 
     def _compile(self, run: Run, overrides: tuple[OpOverride, ...]) -> Compilation:
-        """The run's compilation; under `access`, made in a child process within the server's
-        limits (--max-ops, memory, time) unless this process has it already."""
+        """The run's compilation. Under `access`, a model this process has not compiled yet is
+        compiled in a child process within the server's limits (--max-ops, memory, time), then
+        kept here; one it has is compiled here, building on that (a few ops changed, as a re-run)."""
         inputs = _compile_inputs(run, overrides)
-        if self.access is None:
+        if self.access is None or runs.builds_on(inputs):
             return inputs.compile()
-        found = runs.compiled(inputs)
-        if found is not None:
-            return found
 
         def work(_say) -> Compilation:
             self.access.check_ops(run.model_ref, run.model.source_text)

@@ -82,28 +82,26 @@ class CompileInputs:
         return compile_cached(**vars(self))
 
     def key(self) -> tuple:
-        """The compilation's key in this process's caches (the target as the object loaded here)."""
+        """The model's key in this process's caches: its reference, its text, and the target as
+        the object loaded here."""
         source = read_source(self.ref) if self.text is None else self.text
-        target = load_target(self.target, self.target_source)
-        return (self.ref, source, target, self.overrides, self.policy, self.l1_usage_cap)
+        return (self.ref, source, load_target(self.target, self.target_source))
 
 
-def compiled(inputs: CompileInputs) -> Compilation | None:
-    """What compile_cached would return without compiling, if this process has it already (None:
-    it would compile)."""
-    return _MADE.get(inputs.key())
+def builds_on(inputs: CompileInputs) -> bool:
+    """Whether this process has compiled the model on the target already, so that compile_cached
+    would build on that compilation (a few ops changed) rather than import and compile anew."""
+    return _LATEST.get(inputs.key()[:3]) is not None
 
 
 def adopt(compilation: Compilation, inputs: CompileInputs) -> Compilation:
     """`compilation`, which another process (an isolated child) made of `inputs`, kept as if
-    compile_cached had made it here: `compiled` finds it, and the model's next compile builds on it."""
-    key = inputs.key()
-    ref, source, target = key[:3]
+    compile_cached had made it here: the model's next compile builds on it."""
+    ref, source, target = inputs.key()
     compilation.target = target  # compile_model and the simulator reuse work for the same target object
     with _COMPILING:
         _IMPORTED.keep((ref, source), compilation.model)
         _LATEST.keep((ref, source, target), compilation)
-        _MADE.keep(key, compilation)
     return compilation
 
 
@@ -144,7 +142,7 @@ def _compile(
         kept.target = target  # compile_model and the simulator reuse work for the same target object
         _IMPORTED.keep((ref, text), kept.model)
         _LATEST.keep(key, kept)
-        return _MADE.keep((*key, overrides, policy, l1_usage_cap), kept)
+        return kept
     model = _model(ref, text)
     check_op_names(overrides, model.graph)
     # incremental: what the last compilation of this model on this target did for the ops an
@@ -153,7 +151,7 @@ def _compile(
     _LATEST.keep(key, compilation)
     if store:
         store.keep(disk_key, compilation)
-    return _MADE.keep((*key, overrides, policy, l1_usage_cap), compilation)
+    return compilation
 
 
 def keep_compilations_in(directory: str | None) -> None:
@@ -166,7 +164,6 @@ _KEPT = 8  # models (or targets) kept in each
 _IMPORTED: Kept = Kept(16)  # imported models, by reference and text
 _ON_DISK: CompileStore | None = None  # where large compilations outlive the process
 _LATEST: Kept[Compilation] = Kept(_KEPT)  # per model and target, the latest compilation
-_MADE: Kept[Compilation] = Kept(64)  # what _compile returned (or adopt took), for `compiled` to find
 _COSTS: Kept[KernelCosts] = Kept(_KEPT)  # per model, target and dispatch, the latest simulation's costs
 _KEEPING = threading.Lock()  # for _COSTS (_LATEST is written under _COMPILING)
 

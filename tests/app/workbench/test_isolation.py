@@ -209,15 +209,15 @@ def test_viewing_a_stored_run_past_max_ops_is_one_line_and_compiles_nothing(sqli
     assert runs._compile.cache_info().misses == made
 
 
-def test_a_stored_run_is_compiled_for_its_view_in_a_child_and_kept_here(sqlite_url):
+def test_a_model_new_to_the_server_is_compiled_for_its_view_in_a_child_then_built_on_here(sqlite_url):
     from app.workbench import runs
+    from app.workbench.explorer import _compile_inputs
 
     _, explorer = _explorer_on(sqlite_url, max_ops=1000)
     stored = _stored_elsewhere(sqlite_url, "zoo:mlp?layers=2&width=64&hidden=96")
+    inputs = _compile_inputs(explorer.run(stored), ())
+    assert not runs.builds_on(inputs)
     made = runs._compile.cache_info().misses
     view = explorer.view(stored)
-    assert runs._compile.cache_info().misses == made  # compiled in the child, not here
-    from app.workbench.explorer import _compile_inputs
-
-    # kept as this process's own: the next compile of the model here builds on it
-    assert runs.compiled(_compile_inputs(explorer.run(stored), view.overrides)) is view.compilation
+    assert runs._compile.cache_info().misses == made and view.compilation.kernel.ops  # compiled in the child
+    assert runs.builds_on(inputs)  # kept here: the model's next compile (a re-run) builds on it
