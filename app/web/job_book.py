@@ -103,11 +103,14 @@ class JobBook:
         abandoned_after: float = ABANDONED_AFTER_S,
         at_once: int = JOBS_AT_ONCE,
         per_client: int = JOBS_PER_CLIENT,
+        workers: Callable[[], int] | None = None,
     ) -> None:
         self.store = store
         self.abandoned_after = abandoned_after
         self.at_once = at_once
         self.per_client = per_client
+        # how many jobs the processes that run them run at once (None: as many as it admits)
+        self.workers = workers
 
     # --- the app's side: admitting a job, and its page's polls ------------------------------------
 
@@ -115,15 +118,18 @@ class JobBook:
         """Give the job `key` a slot, or refuse it in one line (the server's slots are taken, or as
         many as one client may hold are this client's). Jobs that ended, were lost or that no page
         waits for any more hold none."""
+        slots = self.at_once if self.workers is None else min(self.at_once, self.workers())
+        if not slots:
+            raise TilescopeError("no job worker is running (tilescope worker); try again once one is")
 
         def take(jobs: dict) -> dict:
             holding = {k: who for k, who in jobs.items() if self.holds_slot(k)}
-            if len(holding) >= self.at_once:
-                raise TilescopeError(f"this server is running {len(holding)} jobs already; try again in a moment")
+            if len(holding) >= slots:
+                raise TilescopeError(f"this server is running {_jobs(len(holding))} already; try again in a moment")
             mine = sum(who == client for who in holding.values())
             if mine >= self.per_client:
                 raise TilescopeError(
-                    f"you are running {mine} jobs on this server already, the most one user may; "
+                    f"you are running {_jobs(mine)} on this server already, the most one user may; "
                     "try again when one has ended"
                 )
             return {**holding, key: client}
@@ -145,8 +151,11 @@ class JobBook:
         self.store.put(f"{PREFIX}stop:{key}", "1", _KEPT_S)
 
     def lost(self, key: str) -> bool:
-        """Whether the job started and then stopped beating without ending: its process was killed."""
-        return self._said(key, "started") and not self._said(key, "beat") and not self._said(key, "ended")
+        """Whether the job started and then stopped beating without ending (its process was killed),
+        or waits for a worker when none is left."""
+        if not self._said(key, "started"):
+            return self.workers is not None and not self.workers() and not self._said(key, "ended")
+        return not self._said(key, "beat") and not self._said(key, "ended")
 
     def holds_slot(self, key: str) -> bool:
         """Whether the job still runs or may yet (waiting for a worker while its page waits for it)."""
@@ -186,3 +195,7 @@ class JobBook:
 
     def _said(self, key: str, what: str) -> bool:
         return self.store.get(f"{PREFIX}{what}:{key}") is not None
+
+
+def _jobs(count: int) -> str:
+    return f"{count} job{'' if count == 1 else 's'}"

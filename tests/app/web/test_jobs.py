@@ -15,6 +15,7 @@ import diskcache
 import flask
 import psutil
 import pytest
+import redis
 
 from app.web.job_book import JOBS_AT_ONCE, JOBS_PER_CLIENT, DiskStore, JobBook
 from app.web.job_watch import this_job
@@ -203,19 +204,38 @@ def test_a_signed_in_user_is_one_client_from_any_address(tmp_path):
 
 def test_celery_jobs_are_bounded_across_app_processes(redis_broker):
     """Celery jobs too: the bound is kept in Redis, so two app processes count each other's jobs
-    (no worker runs here: a job waiting for one holds its slot while its page waits)."""
+    (no worker takes them here: a job waiting for one holds its slot while its page waits)."""
     from celery import Celery
 
-    from app.web.celery_jobs import CeleryJobs
+    from app.web.celery_jobs import CeleryJobs, WorkerRoll
 
     processes = [CeleryJobs(Celery("tilescope", broker=redis_broker, backend=redis_broker)) for _ in range(2)]
     tasks = [manager.make_job_fn(_token, progress=False) for manager in processes]
+    with _from("10.0.0.1"), pytest.raises(TilescopeError, match=r"^no job worker is running \(tilescope worker\)"):
+        processes[0].call_job_fn("early", tasks[0], [], {})
+    WorkerRoll(redis.Redis.from_url(redis_broker)).say("a worker of eight processes", 8)
     for i in range(JOBS_AT_ONCE):
         with _from(f"10.0.0.{i}"):
             processes[i % 2].call_job_fn(f"job{i}", tasks[i % 2], [], {})
     for manager, task in zip(processes, tasks, strict=True):
         with _from("10.0.0.99"), pytest.raises(TilescopeError, match=f"running {JOBS_AT_ONCE} jobs already"):
             manager.call_job_fn("late", task, [], {})
+
+
+def test_celery_jobs_are_no_more_than_the_workers_run_at_once(redis_broker):
+    """A job past what the workers run at once waited in the queue, and its page with it: another
+    user's Apply went unanswered behind long searches. It is refused in one line instead."""
+    from celery import Celery
+
+    from app.web.celery_jobs import CeleryJobs, WorkerRoll
+
+    manager = CeleryJobs(Celery("tilescope", broker=redis_broker, backend=redis_broker))
+    task = manager.make_job_fn(_token, progress=False)
+    WorkerRoll(redis.Redis.from_url(redis_broker)).say("a worker of one process", 1)
+    with _from("10.0.0.1"):
+        manager.call_job_fn("search", task, [], {})
+    with _from("10.0.0.2"), pytest.raises(TilescopeError, match="^this server is running 1 job already"):
+        manager.call_job_fn("apply", task, [], {})
 
 
 def _abandoned(tmp_path, manager_class):
