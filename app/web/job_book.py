@@ -150,16 +150,21 @@ class JobBook:
     def ask_stop(self, key: str) -> None:
         self.store.put(f"{PREFIX}stop:{key}", "1", _KEPT_S)
 
+    def ended(self, key: str) -> bool:
+        return self._said(key, "ended")
+
     def lost(self, key: str) -> bool:
         """Whether the job started and then stopped beating without ending (its process was killed),
         or waits for a worker when none is left."""
+        if self.ended(key):
+            return False
         if not self._said(key, "started"):
-            return self.workers is not None and not self.workers() and not self._said(key, "ended")
-        return not self._said(key, "beat") and not self._said(key, "ended")
+            return self.workers is not None and not self.workers()
+        return not self._said(key, "beat")
 
     def holds_slot(self, key: str) -> bool:
         """Whether the job still runs or may yet (waiting for a worker while its page waits for it)."""
-        if self._said(key, "ended"):
+        if self.ended(key):
             return False
         if self._said(key, "started"):
             return self._said(key, "beat")

@@ -93,6 +93,7 @@ class OwnResults(BaseBackgroundCallbackManager):
         if result is self.UNDEFINED:
             self.book.polled(key)
             if self._lost(key, job):
+                self.book.end(key)  # its slot is free, and a worker that takes it late leaves it
                 result = {"background_callback_error": {"msg": LOST, "tb": ""}}
         _POLLED.set((self, str(job), key, result is not self.UNDEFINED))
         return result
@@ -127,10 +128,10 @@ def _watched(fn, manager: OwnResults):
         key = context_value.get().get(JOB_KEY)
         if key is None:  # not started by call_job_fn: nothing to watch it by
             return fn(*args, **kwargs)
+        if not manager.book.wanted(key) or manager.book.ended(key):  # it waited for a worker past its page
+            raise PreventUpdate
         watch = JobWatch(manager.book, key, manager.in_own_process)
         with watch:
-            if not watch.book.wanted(key):  # it waited for a worker until its page was gone
-                raise PreventUpdate
             token = watching(watch)
             try:
                 return fn(*args, **kwargs)

@@ -282,7 +282,7 @@ def test_a_job_whose_process_is_killed_says_so_to_its_page_in_one_line(tmp_path)
     results = []
     _until(lambda: results.append(manager.get_result(key, job)) or results[-1] is not manager.UNDEFINED)
     assert results[-1]["background_callback_error"]["msg"] == LOST and "\n" not in LOST
-    assert not manager.job_running(job)
+    assert not manager.job_running(job) and not manager.book.holds_slot(key)
 
 
 def test_cancel_asks_a_job_that_stops_by_itself_and_it_keeps_what_it_found(tmp_path):
