@@ -71,8 +71,9 @@ class Tuned:
     stopped: str  # why the search ended, one line
     l1_usage_cap: float
     dropped: list[str]  # start items the chosen policy rejects, left out
-    compilation: Compilation = field(repr=False)
-    sim: SimResult = field(repr=False)
+    # the best's; None in a summary sent to another process (app/workbench/tuning.py)
+    compilation: Compilation | None = field(repr=False)
+    sim: SimResult | None = field(repr=False)
 
     @property
     def start_ns(self) -> float:
@@ -237,14 +238,17 @@ class _Search:
     max_trials: int | None
     l1_usage_cap: float
     cancelled: Callable[[], bool]
+    reserved: int = 0  # trials' time kept of the budget for after the search (what its parts are worth)
     trials: int = 0
+    began: float = field(default_factory=time.perf_counter)
 
     def out_of_budget(self) -> str:
         if self.cancelled():
             return "cancelled; the best set so far is kept"
         if self.max_trials is not None and self.trials >= self.max_trials:
             return f"stopped after its {self.max_trials} trials"
-        if time.perf_counter() >= self.deadline:
+        now = time.perf_counter()
+        if now + self.reserved * (now - self.began) / max(1, self.trials) >= self.deadline:
             return "stopped at the end of its time budget"
         return ""
 
@@ -272,16 +276,23 @@ def tune(
     l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
     cancelled: Callable[[], bool] = lambda: False,
     starts: tuple[str, ...] = LAYOUT_POLICIES,
+    reserved: int = 0,
 ) -> Tuned:
     """The best override set found for `model` on `target` within the budget (seconds, trials or
     both; None: unbounded) or until `cancelled()`; never slower than where it started: the fastest
     of the `starts` policies (or `policy`) with the `start_items` it accepts (a search carried on
     from an earlier one, or a stored run's overrides; those it rejects are left out and named).
+    The time budget covers the starts too: once it has ended, the first start alone is compiled.
+    It ends up to `reserved` trials' time early (one per item found), for what follows it in the budget.
     `progress` hears a line at the start, at each kept override, and every HEARTBEAT_S."""
     start = time.perf_counter()
+    deadline = start + budget_s if budget_s else float("inf")
     policies: dict[str, float] = {}
     runs: dict[str, tuple[Compilation, SimResult, list[str]]] = {}
     for name in (policy,) if policy else starts:
+        if runs and (cancelled() or time.perf_counter() >= deadline):
+            progress(f"left out the {name} start: {'cancelled' if cancelled() else 'the budget has ended'}")
+            continue
         runs[name] = _start(model, target, dispatch, name, start_items, l1_usage_cap)
         policies[name] = runs[name][1].total_ns
     chosen = min(policies, key=lambda name: (policies[name], name))
@@ -290,7 +301,6 @@ def tune(
     progress(f"start: {chosen} {best_sim.total_ns / 1e3:.1f} us")
     if dropped:
         progress(f"left out {len(dropped)} start override(s) {chosen} rejects, e.g. {dropped[0]}")
-    deadline = start + budget_s if budget_s else float("inf")
     search = _Search(model, target, dispatch, chosen, deadline, max_trials, l1_usage_cap, cancelled)
     said = time.perf_counter()
     rng = random.Random(seed)
@@ -298,6 +308,7 @@ def tune(
     # lays out one result is kept as it is
     fixed = [item for item in accepted if not _of_output(item)]
     items: dict[str, str] = {parse_item(item).op: item for item in accepted if _of_output(item)}
+    search.reserved = min(reserved, len(items))  # a trial per item, at most: what it has to measure
     gains: list[Change] = []
     stopped = ""
     passes, grouped = 0, True  # groups of alike ops first; once that gains nothing, op by op
@@ -327,6 +338,7 @@ def tune(
             if winner is not None:  # the best candidate, even when the budget ended mid-way
                 gains.append(Change(winner_items, best_sim.total_ns - winner[1].total_ns))
                 items.update(zip(names, winner_items))
+                search.reserved = min(reserved, len(items))
                 best, best_sim = winner
                 kept_this_pass += 1
                 said = time.perf_counter()
@@ -354,20 +366,31 @@ def tune(
     )
 
 
+def worth_groups(tuned: Tuned, limit: int = 10) -> list[list[str]]:
+    """The final set's items in groups of alike ops with the same item, the `limit` of most time."""
+    items = {parse_item(item).op: item for item in tuned.items if _of_output(item)}
+    return [names for names in alike(tuned.compilation, tuned.sim, items) if names[0] in items][:limit]
+
+
 def contributions(
-    model: ImportedModel, target: Target, tuned: Tuned, dispatch: str, limit: int = 10
+    model: ImportedModel,
+    target: Target,
+    tuned: Tuned,
+    dispatch: str,
+    limit: int = 10,
+    stop: Callable[[], bool] = lambda: False,
 ) -> list[tuple[str, float | None]]:
-    """What the final set's parts are worth: its items in groups of alike ops with the same item,
-    and for the `limit` groups of most time, the step's time without the group less the time with
-    the whole set. Parts interact (L1 is shared, a layout change moves conversions), so this
-    differs from what a change saved when it was kept. None: without the group, the rest is
-    rejected (another op's tensor no longer fits in L1, say)."""
+    """What the final set's parts are worth: for each of `worth_groups` until `stop()`, the step's
+    time without the group less the time with the whole set. Parts interact (L1 is shared, a
+    layout change moves conversions), so this differs from what a change saved when it was kept.
+    None: without the group, the rest is rejected (another op's tensor no longer fits in L1, say)."""
     fixed = [item for item in tuned.items if not _of_output(item)]
     items = {parse_item(item).op: item for item in tuned.items if _of_output(item)}
-    groups = [names for names in alike(tuned.compilation, tuned.sim, items) if names[0] in items][:limit]
     search = _Search(model, target, dispatch, tuned.policy, float("inf"), None, tuned.l1_usage_cap, lambda: False)
     found = []
-    for names in groups:
+    for names in worth_groups(tuned, limit):
+        if stop():
+            break
         rest = [*fixed, *(i for op, i in items.items() if op not in names)]
         tried = search.trial(rest, tuned.compilation, tuned.sim.costs)
         found.append((label_of(tuple(items[n] for n in names)), tried[1].total_ns - tuned.best_ns if tried else None))

@@ -9,8 +9,14 @@ app (create_app) runs the tasks the app sends.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import threading
+import time
 from functools import cache
+
+import redis
 
 from celery import Celery
 from dash import CeleryManager
@@ -19,10 +25,12 @@ from kombu.utils.url import maybe_sanitize_url
 
 from compiler.errors import TilescopeError
 
+from .job_book import BEAT_S, LOST_AFTER_S, PREFIX, JobBook, RedisStore
 from .jobs import OwnResults
 
 BROKER_ENV = "TILESCOPE_CELERY_BROKER"
 CONNECT_TIMEOUT_S = 5
+WORKERS = PREFIX + "workers"  # worker name -> the jobs it runs at once
 
 
 def broker_url() -> str | None:
@@ -32,11 +40,21 @@ def broker_url() -> str | None:
 @cache
 def celery_app(url: str) -> Celery:
     """One Celery app per broker: Redis carries the jobs and keeps their results and progress."""
-    return Celery("tilescope", broker=url, backend=url)
+    app = Celery("tilescope", broker=url, backend=url)
+    # a worker takes only the jobs it starts at once: one it held unstarted when it was killed
+    # would come back an hour later (Redis's visibility timeout), long after its page gave up
+    app.conf.worker_prefetch_multiplier = 1
+    return app
 
 
 class CeleryJobs(OwnResults, CeleryManager):
-    """Jobs on Celery workers, their results in Redis."""
+    """Jobs on Celery workers, their results and their book in Redis. The book admits no more jobs
+    than the workers alive run at once: one past them would wait in the queue, its page with it."""
+
+    def __init__(self, celery_app: Celery, book: JobBook | None = None) -> None:
+        client = celery_app.backend.client
+        self.book = book or JobBook(RedisStore(client), workers=WorkerRoll(client).processes)
+        super().__init__(celery_app)
 
     def get_or_create_signing_secret(self, generate) -> bytes:
         """The secret that signs the job handles a page polls with, the same in every app process,
@@ -47,6 +65,42 @@ class CeleryJobs(OwnResults, CeleryManager):
         client = self.handle.backend.client
         client.set(self.SIGNING_SECRET_KEY, generate(), nx=True)
         return client.get(self.SIGNING_SECRET_KEY)
+
+
+class WorkerRoll:
+    """The job workers alive and how many jobs each runs at once, in Redis: each says so every
+    BEAT_S, and one not heard from for LOST_AFTER_S (killed) is gone from it."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+
+    def say(self, name: str, processes: int) -> None:
+        """Worker `name` runs `processes` jobs at once, for the next LOST_AFTER_S."""
+        self.client.hset(WORKERS, name, processes)
+        self.client.set(f"{WORKERS}:{name}", 1, px=int(LOST_AFTER_S * 1000))
+
+    def announce(self, name: str, processes: int) -> threading.Thread:
+        """`say` it every BEAT_S, until this process ends."""
+
+        def keep_saying() -> None:
+            while True:
+                with contextlib.suppress(redis.RedisError):  # said again in a moment
+                    self.say(name, processes)
+                time.sleep(BEAT_S)
+
+        thread = threading.Thread(target=keep_saying, name="worker roll", daemon=True)
+        thread.start()
+        return thread
+
+    def processes(self) -> int:
+        """How many jobs the workers alive run at once."""
+        found = 0
+        for name, processes in self.client.hgetall(WORKERS).items():
+            if self.client.exists(f"{WORKERS}:{name.decode()}"):
+                found += int(processes)
+            else:
+                self.client.hdel(WORKERS, name)
+        return found
 
 
 def check_broker(url: str) -> None:
@@ -65,4 +119,5 @@ def check_broker(url: str) -> None:
 
 def work(url: str, concurrency: int) -> None:
     """Run a Celery worker for the tasks the app's callbacks (already registered) define."""
+    WorkerRoll(celery_app(url).backend.client).announce(f"{socket.gethostname()}:{os.getpid()}", concurrency)
     celery_app(url).worker_main(["worker", "--loglevel=INFO", f"--concurrency={concurrency}", "--pool=prefork"])

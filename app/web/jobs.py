@@ -10,40 +10,54 @@ it stops the job should it still run. As Dash's managers come, a user could lose
   cancelled, and its result is never read.
 - a job stopped once its result is read is stopped as it ends: Celery's revoke then lands on the job
   or on the next one its worker process took.
+- a job whose process is killed looks pending for ever to Celery, and the page polls for ever.
+Beyond, every job is in the job book (app/web/job_book.py), which bounds how many run, in all and
+per client, whichever process starts them; and is watched while it runs (app/web/job_watch.py).
 """
 
 from __future__ import annotations
 
-import threading
+import functools
 import uuid
 from collections.abc import Callable
-from functools import partial
 from contextvars import ContextVar
 
-import psutil
 from dash import html
+from dash._callback_context import context_value
 from dash.background_callback.managers import BaseBackgroundCallbackManager
+from dash.exceptions import PreventUpdate
+from flask import has_request_context, request, session
 
-from compiler.errors import TilescopeError
-
+from .job_book import DiskStore, JobBook
 from .job_processes import OwnProcesses
+from .job_watch import JobWatch, done_watching, this_job, watching
 from .lost_jobs import SaysLostJobs
 
-# Background jobs one server process runs at once: each is a compile, and a page can start them
-# as fast as it sends requests. Beyond, a job is refused (one line on the page), not queued: a
-# queue of compiles would hold the request threads that poll for them.
-JOBS_AT_ONCE = 4
 JOB_POLL_MS = 100  # how often the page asks after a job (Dash's default, 1 s, adds up to 1 s to a re-run)
+JOB_KEY = "tilescope_job"  # the job's result key, in the context a job receives
+LOST = "this job was lost: the process running it ended before it finished (killed, or its server restarted)"
 
 
 def reporter(set_progress, what: str) -> Callable[[str], None]:
-    """An `on_stage` that shows a job's stage on the page (a background callback's progress)."""
-    return lambda stage: set_progress([html.Span([html.Span(className="spinner"), f"{what}: {stage}..."])])
+    """An `on_stage` that shows a job's stage on the page (a background callback's progress), and
+    stops the job there if its page is gone."""
+    job = this_job()
+
+    def say(stage: str) -> None:
+        if job is not None:
+            job.check()
+        set_progress([html.Span([html.Span(className="spinner"), f"{what}: {stage}..."])])
+
+    return say
 
 
-def refuse_past_limit(running: int) -> None:
-    if running >= JOBS_AT_ONCE:
-        raise TilescopeError(f"this server is running {running} jobs already; try again in a moment")
+def requester() -> str:
+    """Who asks for a job: the signed-in user (dash-auth keeps them in the signed session), else the
+    address the request came from."""
+    if not has_request_context():
+        return "this process"
+    user = (session.get("user") or {}).get("email")
+    return f"user {user}" if user else f"address {request.remote_addr}"
 
 
 # what this thread's (or task's) last poll found: (manager, job, result key, whether it had a result);
@@ -53,67 +67,94 @@ _POLLED: ContextVar[tuple | None] = ContextVar("polled", default=None)
 
 class OwnResults(BaseBackgroundCallbackManager):
     """Mixin for a Dash background callback manager: each job's result has a key of its own, a job
-    runs until its result has been read, and a job whose result has been read is left to end."""
+    runs until its result has been read, a job whose result has been read is left to end; every
+    job holds a slot of the job book while it runs, and a job that was lost says so to its page."""
 
-    # results read of the jobs a local manager counts (see counted_jobs): a job lingers a moment
-    # after writing its result, and a page may read it in that moment
-    _read_keys: set[str] | None = None
+    book: JobBook
+    in_own_process = True  # its jobs run in processes of their own (not threads of the server's)
 
     def build_cache_key(self, fn, args, cache_args_to_ignore, triggered) -> str:
         return uuid.uuid4().hex  # tilescope caches no job's result for a later job (no cache_by)
 
+    def make_job_fn(self, fn, progress, key=None):
+        return super().make_job_fn(_watched(fn, self), progress, key)
+
+    def call_job_fn(self, key, job_fn, args, context):
+        self.book.admit(key, requester())
+        try:
+            job = super().call_job_fn(key, job_fn, args, {**context, JOB_KEY: key})
+        except BaseException:
+            self.book.end(key)
+            raise
+        self.book.named(key, str(job))
+        return job
+
     def get_result(self, key, job):
         # the job wrote its result as its last step: it ends by itself
         result = super().get_result(key, None)
-        _POLLED.set((self, str(job), key, result is not self.UNDEFINED))
-        if result is not self.UNDEFINED and self._read_keys is not None:
-            self._read_keys.add(key)
+        cancelled = result is self.UNDEFINED and self.book.cancelled(key)
+        if result is self.UNDEFINED and not cancelled:
+            self.book.polled(key)
+            if self._lost(key, job):
+                self.book.end(key)  # its slot is free, and a worker that takes it late leaves it
+                result = {"background_callback_error": {"msg": self.why_lost(key), "tb": ""}}
+        # a cancelled job runs no more for its page, which is told nothing of it
+        _POLLED.set((self, str(job), key, cancelled or result is not self.UNDEFINED))
         return result
 
-    def counted_jobs(self, jobs: dict[str, Callable[[], bool]]) -> dict[str, Callable[[], bool]]:
-        """Of `jobs` (result key -> whether its process or thread lives), those still computing:
-        alive, and their result neither written nor read. The read keys of the others are let go."""
-        if self._read_keys is None:
-            self._read_keys = set()
-        computing = {
-            key: alive
-            for key, alive in jobs.items()
-            if key not in self._read_keys and not self.result_ready(key) and alive()
-        }
-        self._read_keys &= computing.keys()
-        return computing
+    def _lost(self, key: str, job) -> bool:
+        """Whether the job ended, or stopped beating, without a result: asked in this order, a job
+        that ended since its result was looked for is seen with it."""
+        ended = job is not None and not super().job_running(job)
+        return (self.book.lost(key) or ended) and not self.result_ready(key)
+
+    def why_lost(self, key: str) -> str:
+        """What the page of a job that ended without its result is told."""
+        return LOST
 
     def job_running(self, job) -> bool:
         polled = _POLLED.get()
         if polled is None or polled[0] is not self or polled[1] != str(job):
             return super().job_running(job)
-        _, _, key, read = polled
-        if read:
-            return False
-        # asked in this order, a job that ended since its result was looked for is seen with it
-        return super().job_running(job) or self.result_ready(key)
+        return not polled[3]  # read (its result, or that it was lost): it runs no more for its page
+
+    def terminate_job(self, job) -> None:
+        """A job that stops when asked is asked (Cancel keeps what it found, and its page gets it);
+        any other is ended."""
+        key = self.book.key_of(str(job)) if job else None
+        if key is not None and self.book.cooperative(key):
+            self.book.ask_stop(key)
+            return
+        if key is not None:
+            self.book.cancel(key)
+        super().terminate_job(job)
+
+
+def _watched(fn, manager: OwnResults):
+    """`fn` run as a job of `manager`'s, watched while it runs (app/web/job_watch.py)."""
+
+    @functools.wraps(fn)
+    def job(*args, **kwargs):
+        key = context_value.get().get(JOB_KEY)
+        if key is None:  # not started by call_job_fn: nothing to watch it by
+            return fn(*args, **kwargs)
+        if not manager.book.wanted(key) or manager.book.ended(key):  # it waited for a worker past its page
+            raise PreventUpdate
+        watch = JobWatch(manager.book, key, manager.in_own_process)
+        with watch:
+            token = watching(watch)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                done_watching(token)
+
+    return job
 
 
 class ProcessJobs(SaysLostJobs, OwnResults, OwnProcesses):
-    """Jobs in processes of their own, their results in a local cache; at most JOBS_AT_ONCE. A
-    cancel ends only a job it started (app.web.job_processes)."""
+    """Jobs in processes of their own, their results and their book in a local cache. A cancel
+    ends only a job it started (app.web.job_processes)."""
 
-    def __init__(self, cache) -> None:
+    def __init__(self, cache, book: JobBook | None = None) -> None:
+        self.book = book or JobBook(DiskStore(cache))
         super().__init__(cache)
-        self._running: dict[str, Callable[[], bool]] = {}  # result key -> whether its process lives
-        self._starting = threading.Lock()
-
-    def call_job_fn(self, key, job_fn, args, context) -> int:
-        with self._starting:
-            self._running = self.counted_jobs(self._running)
-            refuse_past_limit(len(self._running))
-            pid = super().call_job_fn(key, job_fn, args, context)
-            self._running[key] = partial(_alive, pid)
-        return pid
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False

@@ -5,8 +5,8 @@ waiting without a word (an answer 204). A job ends so when its cache cannot take
 (a full or read-only disk: its progress fails, then its result and the error that replaces it),
 or when it is killed (out of memory). Its job function then says why in one line in the server's
 log, and on a pipe the server process reads as pages poll (a job runs in a thread of that process
-or in a process it forked, which inherits the pipe): the page gets that line, or, from a worker
-other than the job's, a line that points to the log.
+or in a process it forked, which inherits the pipe): the page gets that line, or, polled through a
+worker other than the job's, the line any lost job gets (app/web/jobs.py, LOST).
 """
 
 from __future__ import annotations
@@ -17,18 +17,17 @@ import select
 import sys
 import threading
 import weakref
-from collections import OrderedDict, deque
+from collections import OrderedDict
 
 from dash import DiskcacheManager
 
 LINE_BYTES = select.PIPE_BUF  # a write this long to a pipe is never interleaved with another's
 KEPT = 64  # lines kept for pages that have not polled yet (one that stopped polling never takes its own)
-UNKNOWN = "the job ended without leaving its result (the server's log says why)"
 
 
 class SaysLostJobs(DiskcacheManager):
-    """A DiskcacheManager whose pages hear of a job that ended without a result (a mixin, before
-    OwnResults: it needs the job that Dash's poll names)."""
+    """A DiskcacheManager whose pages hear why a job ended without a result (a mixin, before
+    OwnResults, which finds such a job as its page polls and asks `why_lost`)."""
 
     _pipe: tuple[int, int] | None = None  # (read, write) ends, made for the first job
     _making = threading.Lock()
@@ -38,7 +37,6 @@ class SaysLostJobs(DiskcacheManager):
         self._lines: OrderedDict[str, str] = OrderedDict()  # result key -> why its job left none
         self._unread = b""
         self._reading = threading.Lock()
-        self._ended: deque[str] = deque(maxlen=KEPT)  # jobs ended on purpose: no line for them
 
     def call_job_fn(self, key, job_fn, args, context):
         with self._making:  # before the job starts: a process inherits the pipe as it forks
@@ -62,23 +60,13 @@ class SaysLostJobs(DiskcacheManager):
 
         return job
 
-    def get_result(self, key, job):
-        result = super().get_result(key, job)
-        if result is not self.UNDEFINED or job is None or str(job) in self._ended or self.job_running(job):
-            return result
-        result = super().get_result(key, job)  # written as the job ended, after the first look
-        if result is not self.UNDEFINED:
-            return result
-        return {"background_callback_error": {"msg": self._why(key), "tb": ""}}
+    def why_lost(self, key: str) -> str:
+        return self._why(key) or super().why_lost(key)
 
-    def terminate_job(self, job) -> None:
-        if job is not None:
-            self._ended.append(str(job))
-        super().terminate_job(job)
-
-    def _why(self, key: str) -> str:
+    def _why(self, key: str) -> str | None:
+        """The line the job of `key` said as it ended, if it said one."""
         if self._pipe is None:
-            return UNKNOWN
+            return None
         with self._reading:
             with contextlib.suppress(BlockingIOError):
                 while chunk := os.read(self._pipe[0], 1 << 16):
@@ -89,7 +77,7 @@ class SaysLostJobs(DiskcacheManager):
                 self._lines[said_key] = why
                 while len(self._lines) > KEPT:
                     self._lines.popitem(last=False)
-            return self._lines.pop(key, UNKNOWN)
+            return self._lines.pop(key, None)
 
 
 def _cause(err: Exception) -> str:

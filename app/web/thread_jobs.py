@@ -10,13 +10,14 @@ progress and stays live (the thread yields the interpreter between bytecodes). L
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
 from itertools import count
 from threading import Lock, Thread
 
 from dash import DiskcacheManager
 
-from .jobs import OwnResults, refuse_past_limit
+from .job_book import DiskStore, JobBook
+from .jobs import OwnResults
 from .lost_jobs import SaysLostJobs
 
 
@@ -26,23 +27,19 @@ class _Threads(DiskcacheManager):
     def __init__(self, cache) -> None:
         super().__init__(cache)
         self._threads: dict[int, Thread] = {}
-        self._running: dict[str, Callable[[], bool]] = {}  # result key -> whether its thread lives
         self._starting = Lock()
-        # not the thread's ident: the next thread reuses it, and two jobs would share one entry
-        self._ids = count(1)
+        # not the thread's ident: the next thread reuses it, and two jobs would share one entry; and
+        # the process's own, as the job book names jobs for every process sharing it
+        self._ids = count((os.getpid() << 32) + 1)
 
     def call_job_fn(self, key, job_fn, args, context) -> int:
         with self._starting:
-            # a job whose page stopped asking is gone from _threads but may still run
-            self._running = self.counted_jobs(self._running)
-            refuse_past_limit(len(self._running))
             job = next(self._ids)
             thread = Thread(target=job_fn, args=(key, self._make_progress_key(key), args, context), daemon=True)
             for other, other_thread in list(self._threads.items()):  # a copy: other requests start jobs too
                 if not other_thread.is_alive():
                     self._threads.pop(other, None)  # ended: it runs no more, whether or not its result was read
             self._threads[job] = thread
-            self._running[key] = thread.is_alive
             thread.start()
         return job
 
@@ -61,3 +58,9 @@ class _Threads(DiskcacheManager):
 
 class ThreadJobManager(SaysLostJobs, OwnResults, _Threads):
     """Jobs in threads of this process; each result goes to the page that started its job."""
+
+    in_own_process = False
+
+    def __init__(self, cache, book: JobBook | None = None) -> None:
+        self.book = book or JobBook(DiskStore(cache))
+        super().__init__(cache)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -42,6 +43,19 @@ from .tuning import TuneReport, tune_run
 from .uploads import upload_name, uploaded_bytes
 
 KEPT_PER_VIEW = 32  # runs (or run and level) whose derived views each cache keeps
+# one read of a run's view at a time, so the panels asking for it at once compile it once (runs
+# whose ids share a lock wait for each other)
+_READING: tuple[threading.Lock, ...] = ()
+
+
+def _new_locks() -> None:
+    """Locks of their own: a background job forked while a view was read would wait for ever."""
+    global _READING
+    _READING = tuple(threading.Lock() for _ in range(16))
+
+
+_new_locks()
+os.register_at_fork(after_in_child=_new_locks)
 
 
 @dataclass
@@ -158,8 +172,14 @@ class Explorer:
             return queries.get_run(session, run_id)
 
     def view(self, run_id: int) -> RunView:
-        """The run as every panel shows it: read once, then shared by them all."""
-        return self.kept("run").of(run_id, lambda: self._read_view(run_id))
+        """The run as every panel shows it: read once, then shared by them all (the panels that
+        ask for it at once wait for the one that reads it)."""
+        kept = self.kept("run")
+        found = kept.get(run_id)
+        if found is not None:
+            return found
+        with _READING[hash(run_id) % len(_READING)]:
+            return kept.of(run_id, lambda: self._read_view(run_id))
 
     def _read_view(self, run_id: int, compilation: Compilation | None = None) -> RunView:
         run = self.run(run_id)
@@ -167,15 +187,20 @@ class Explorer:
         return RunView.of(run, overrides, compilation or self._compile(run, overrides))
 
     def _compile(self, run: Run, overrides: tuple[OpOverride, ...]) -> Compilation:
-        return runs.compile_cached(
-            run.model_ref,
-            runs.target_of(run),
-            overrides,
-            run.model.source_text,
-            run.policy,
-            run.l1_usage_cap,
-            run.target.description or None,
-        )
+        """The run's compilation. Under `access`, a model this process has not compiled yet is
+        compiled in a child process within the server's limits (--max-ops, memory, time), then
+        kept here; one it has is compiled here, building on that (a few ops changed, as a re-run)."""
+        inputs = _compile_inputs(run, overrides)
+        if self.access is None or runs.builds_on(inputs):
+            return inputs.compile()
+
+        def work(_say) -> Compilation:
+            self.access.check_ops(run.model_ref, run.model.source_text)
+            compilation = inputs.compile()
+            runs.finish_keeping()
+            return compilation
+
+        return runs.adopt(self.access.isolated(work, f"run {run.id}"), inputs)
 
     def runs_of(self, model_ref: str) -> list[Run]:
         with self.sessions() as session:
@@ -306,10 +331,26 @@ class Explorer:
                 pass
         return result.run_id, [o.as_dict() for o in result.compilation.override_outcomes]
 
-    def tune(self, run_id: int, **search) -> TuneReport:
+    def tune(self, run_id: int, progress=runs.no_progress, **search) -> TuneReport:
         """Search overrides from run `run_id` and store the best set as its child
-        (app.workbench.tuning.tune_run takes `search`: knobs, budget, seed, progress...)."""
-        return tune_run(self.sessions, self.view(run_id), **search)
+        (app.workbench.tuning.tune_run takes `search`: knobs, budget, seed, cancelled...). Under
+        `access`, the whole of it runs in a child process within the server's limits: --max-ops,
+        memory, and its budget plus a compile's time."""
+        if self.access is None:
+            return tune_run(self.sessions, self.view(run_id), progress=progress, **search)
+        run = self.run(run_id)
+
+        def work(say) -> TuneReport:
+            self.in_new_process()
+            self.access.check_ops(run.model_ref, run.model.source_text)
+            overrides = tuple(parse_item(item) for item in run.overrides)
+            view = RunView.of(run, overrides, _compile_inputs(run, overrides).compile())
+            report = tune_run(self.sessions, view, progress=say, **search)
+            runs.finish_keeping()
+            return report.summary()
+
+        seconds = (search.get("budget_s") or 0.0) + self.access.seconds
+        return self.access.isolated(work, f"tune of run {run_id}", progress, seconds)
 
     def in_new_process(self) -> None:
         """A background job runs in a forked process: it must not share the parent's pooled
@@ -325,6 +366,19 @@ class Explorer:
 
 LABELLED_OVERRIDES = 3  # beyond, a label counts them and names the newest
 MAX_LABEL = 500  # characters: a run's label column holds 512
+
+
+def _compile_inputs(run: Run, overrides: tuple[OpOverride, ...]) -> runs.CompileInputs:
+    """What a stored run is compiled from: its kept model text and target description."""
+    return runs.CompileInputs(
+        run.model_ref,
+        runs.target_of(run),
+        overrides,
+        run.model.source_text,
+        run.policy,
+        run.l1_usage_cap,
+        run.target.description or None,
+    )
 
 
 def overrides_label(overrides: Sequence[OpOverride], new: Sequence[OpOverride] = ()) -> str:

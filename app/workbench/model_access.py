@@ -15,6 +15,7 @@ import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -32,6 +33,7 @@ MEMORY_PER_OP = 64 * 2**10  # a 50k-op model peaks at ~1.5 GB compiling and stor
 MIN_COMPILE_MEMORY = 2 * 2**30  # counting a 64 MiB upload's ~1M ops peaks at ~0.7 GB
 COMPILE_SECONDS = 300.0
 LISTED_FILES = 200  # files of the models directories offered in the model menu
+T = TypeVar("T")
 
 
 class NotAllowed(TilescopeError):
@@ -126,19 +128,31 @@ class ModelAccess:
     ) -> int:
         """Compile, simulate and store a model's first run in a child process; returns the run id."""
 
-        def work() -> int:
+        def work(say: Callable[[str], None]) -> int:
             sessions.kw["bind"].dispose(close=False)  # the parent's pooled connections are the parent's
-            on_stage("importing")
+            say("importing")
             text = read_source(model_ref) if source_text is None else source_text  # a zoo model: generated
-            ops = count_ops(model_ref, text)  # before the import, which costs ~15x the count
-            if ops > self.max_ops:
-                raise TilescopeError(
-                    f"{model_ref}: {ops:,} ops is over this server's limit of {self.max_ops:,} "
-                    "(tilescope serve --max-ops; the command line has none)"
-                )
-            return store_baseline(sessions, model_ref, target, policy, text, target_source, on_stage, dispatch)
+            self.check_ops(model_ref, text)
+            return store_baseline(sessions, model_ref, target, policy, text, target_source, say, dispatch)
 
-        return run_isolated(work, model_ref, self.memory_bytes, self.seconds)
+        return self.isolated(work, model_ref, on_stage)
+
+    def check_ops(self, model_ref: str, text: str) -> None:
+        """Refuse, in one line, a model of more ops than this server compiles: counted before any
+        import, which costs ~15x the count."""
+        ops = count_ops(model_ref, text)
+        if ops > self.max_ops:
+            raise TilescopeError(
+                f"{model_ref}: {ops:,} ops is over this server's limit of {self.max_ops:,} "
+                "(tilescope serve --max-ops; the command line has none)"
+            )
+
+    def isolated(
+        self, work: Callable[[Callable[[str], None]], T], what: str, on_stage=None, seconds: float | None = None
+    ) -> T:
+        """`work(say)` in a child process within this server's memory budget and `seconds` (by
+        default, a compile's); what it says goes to `on_stage` (app/workbench/isolation.py)."""
+        return run_isolated(work, what, self.memory_bytes, self.seconds if seconds is None else seconds, on_stage)
 
 
 def _read(path: Path, ref: str) -> str:

@@ -66,6 +66,52 @@ def compile_cached(
         return _compile(ref, source, load_target(target, target_source), tuple(overrides), policy, l1_usage_cap)
 
 
+@dataclass(frozen=True)
+class CompileInputs:
+    """What compile_cached compiles (its arguments), for a compilation made in another process."""
+
+    ref: str
+    target: str
+    overrides: tuple[OpOverride, ...] = ()
+    text: str | None = None
+    policy: str = DEFAULT_POLICY
+    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
+    target_source: str | None = None
+
+    def compile(self) -> Compilation:
+        return compile_cached(**vars(self))
+
+    def key(self) -> tuple:
+        """The model's key in this process's caches: its reference, its text, and the target as
+        the object loaded here."""
+        source = read_source(self.ref) if self.text is None else self.text
+        return (self.ref, source, load_target(self.target, self.target_source))
+
+
+def builds_on(inputs: CompileInputs) -> bool:
+    """Whether this process has compiled the model on the target already, so that compile_cached
+    would build on that compilation (a few ops changed) rather than import and compile anew."""
+    return _LATEST.get(inputs.key()[:3]) is not None
+
+
+def adopt(compilation: Compilation, inputs: CompileInputs) -> Compilation:
+    """`compilation`, which another process (an isolated child) made of `inputs`, kept as if
+    compile_cached had made it here: the model's next compile builds on it."""
+    ref, source, target = inputs.key()
+    compilation.target = target  # compile_model and the simulator reuse work for the same target object
+    with _COMPILING:
+        _IMPORTED.keep((ref, source), compilation.model)
+        _LATEST.keep((ref, source, target), compilation)
+    return compilation
+
+
+def finish_keeping() -> None:
+    """Wait for the compilations being written to disk: a child process that made one writes it
+    before it exits."""
+    if _ON_DISK is not None:
+        _ON_DISK.flush()
+
+
 _COMPILING = threading.Lock()
 
 

@@ -4,32 +4,82 @@ far the result still is from the roofline. Shared by `tilescope tune` and the pa
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from compiler.errors import TilescopeError
+from compiler.override import OpOverride
 from compiler.policies import GREEDY_L1
 from overrides import format_item, parse_item
-from overrides.search import LAYOUT_KNOBS, LAYOUT_POLICIES, PRECISION_KNOBS, Tuned, contributions, tune
+from overrides.search import (
+    LAYOUT_KNOBS,
+    LAYOUT_POLICIES,
+    PRECISION_KNOBS,
+    Tuned,
+    contributions,
+    tune,
+    worth_groups,
+)
 
 from . import runs
 from .run_view import RunView
 
 MAX_BUDGET_S = 3600.0  # an hour: a longer search is a batch job, not an interactive one
 CONTRIBUTIONS = 10  # the items whose worth in the final set is measured and reported
+HOST_BOUND = 0.5  # of the step the device waits for the host to issue ops, from which it is host-bound
+
+
+@dataclass(frozen=True)
+class Start:
+    """The stored run a search started from, as its report names it."""
+
+    id: int
+    model_ref: str
+    target_ref: str
+    target_name: str
+    policy: str
+    dispatch: str
+    overrides: tuple[OpOverride, ...]
+    total_ns: float
+
+    @classmethod
+    def of(cls, run: RunView) -> Start:
+        return cls(
+            run.id,
+            run.model_ref,
+            run.target_ref,
+            run.target_name,
+            run.policy,
+            run.dispatch,
+            run.overrides,
+            run.total_ns,
+        )
 
 
 @dataclass
 class TuneReport:
-    parent: RunView  # the run the search started from
+    parent: Start  # the run the search started from
     run_id: int  # the tuned run, stored with `parent` as its parent
     total_ns: float  # the tuned run's time, as stored
     roofline_ns: float  # the tuned run's ops, each at its roofline (peak compute or bandwidth)
     tuned: Tuned
     knobs: tuple[str, ...]
     contributions: list[tuple[str, float | None]]  # item -> ns the final set loses without it
+    unmeasured: int  # the top items whose worth the budget left no time (or a cancel no wish) to measure
+    host_wait_ns: float  # of the tuned run's step, how long the device waited for the host to issue ops
+
+    @property
+    def host_bound(self) -> bool:
+        """Whether the host's issuing, not the device, sets the step's time: then an override that
+        speeds an op up on the device leaves the step as long."""
+        return self.host_wait_ns >= HOST_BOUND * self.total_ns
+
+    def summary(self) -> TuneReport:
+        """The report without the search's compilation and simulation: what another process needs."""
+        return replace(self, tuned=replace(self.tuned, compilation=None, sim=None))
 
     @property
     def greedy_ns(self) -> float:
@@ -68,6 +118,7 @@ class TuneReport:
             "precision_overrides": t.precision_items(),
             "changes": [{"overrides": list(change.items), "ns": change.ns} for change in t.gains],
             "contributions": [{"override": item, "ns": ns} for item, ns in self.contributions],
+            "host_wait_ns": self.host_wait_ns,
             "trials": t.trials,
             "seconds": t.seconds,
             "stopped": t.stopped,
@@ -116,14 +167,14 @@ def tune_run(
     store what it found as a run whose parent is `parent`, even when it found nothing better: the
     report then says so, and the stored run is the start it could not beat."""
     check_budget(budget_s, max_trials)
-    starts = LAYOUT_POLICIES
-    if parent.policy not in LAYOUT_POLICIES:  # its start would be slower than the run it tunes
-        if not set(PRECISION_KNOBS) & set(knobs):
-            raise TilescopeError(
-                f"run {parent.id} is compiled with the {parent.policy} policy, which changes precision: tune it "
-                f"with +precision, or tune a run of the {' or '.join(LAYOUT_POLICIES)} policy"
-            )
-        starts = (*LAYOUT_POLICIES, parent.policy)
+    began = time.perf_counter()
+    starts = (parent.policy, *(p for p in LAYOUT_POLICIES if p != parent.policy))  # its own first: never slower
+    if parent.policy not in LAYOUT_POLICIES and not set(PRECISION_KNOBS) & set(knobs):
+        # its start would be slower than the run it tunes, or change what it computes
+        raise TilescopeError(
+            f"run {parent.id} is compiled with the {parent.policy} policy, which changes precision: tune it "
+            f"with +precision, or tune a run of the {' or '.join(LAYOUT_POLICIES)} policy"
+        )
     compilation = parent.compilation
     tuned = tune(
         compilation.model,
@@ -138,9 +189,20 @@ def tune_run(
         l1_usage_cap=parent.l1_usage_cap,
         cancelled=cancelled,
         starts=starts,
+        reserved=CONTRIBUTIONS,
     )
+    # within the same budget, and not after a cancel: the page or the user asked for the set now
+    deadline = began + budget_s if budget_s else float("inf")
+    groups = len(worth_groups(tuned, CONTRIBUTIONS))
     progress("measuring what each of the top overrides is worth")
-    worth = contributions(compilation.model, compilation.target, tuned, parent.dispatch, CONTRIBUTIONS)
+    worth = contributions(
+        compilation.model,
+        compilation.target,
+        tuned,
+        parent.dispatch,
+        CONTRIBUTIONS,
+        stop=lambda: cancelled() or time.perf_counter() >= deadline,
+    )
     progress("storing the tuned run")
     result = runs.execute(
         sessions,
@@ -158,11 +220,13 @@ def tune_run(
     if result.run_id is None:  # the search only keeps sets the compiler accepted
         raise TilescopeError("the tuned override set was rejected when compiled on its own")
     return TuneReport(
-        parent=parent,
+        parent=Start.of(parent),
         run_id=result.run_id,
         total_ns=result.sim.total_ns,
         roofline_ns=sum(o.roofline_ns for o in result.sim.ops),
         tuned=tuned,
         knobs=knobs,
         contributions=worth,
+        unmeasured=groups - len(worth),
+        host_wait_ns=sum(o.dispatch_wait_ns for o in result.sim.ops),
     )

@@ -12,6 +12,7 @@ from overrides.search import LAYOUT_KNOBS, PRECISION_KNOBS
 from perfdb.errors import RunNotFound
 
 from .. import ids
+from ..job_watch import this_job
 from ..jobs import JOB_POLL_MS, reporter
 from ..panel import PageContext, Panel, Wiring, outputs
 from ..style import error, labelled
@@ -82,8 +83,26 @@ def report_lines(report) -> list:
         html.Li(f"{'-' if ns is None else f'{ns / 1e3:+,.2f} us'}  {label}", className="mono")
         for label, ns in report.contributions[:5]
     ]
-    note = "What the tuned run loses without each; its diff against the start is under Runs & diff."
-    return [html.P(head, className="ok"), html.Ul(changes, className="tune-changes"), html.P(note, className="hint")]
+    return [
+        html.P(head, className="ok"),
+        html.Ul(changes, className="tune-changes"),
+        *[html.P(line, className="hint") for line in worth_notes(report)],
+    ]
+
+
+def worth_notes(report) -> list[str]:
+    """What the list of what each override is worth means, and why it may say little."""
+    notes = ["What the tuned run loses without each; its diff against the start is under Runs & diff."]
+    if report.host_bound:
+        notes.append(
+            f"Host-bound: the device waits {report.host_wait_ns / 1e3:,.1f} us of the {report.total_ns / 1e3:,.1f} us "
+            "step for the host to issue its ops, so device changes do not shorten the step; "
+            "a run of trace dispatch replays the ops without the host."
+        )
+    if report.unmeasured:
+        why = "the search was cancelled" if report.tuned.stopped.startswith("cancelled") else "its budget had ended"
+        notes.append(f"{report.unmeasured} more not measured: {why}.")
+    return notes
 
 
 TUNED = dict(
@@ -106,7 +125,7 @@ def register(wiring: Wiring) -> dict:
             precision=State(ids.TUNE_PRECISION, "value"),
         ),
         prevent_initial_call=True,
-        background=True,  # in a process of its own (the app's manager), which Cancel ends
+        background=True,  # in a process of its own (the app's manager); Cancel asks it to stop and keep its best
         interval=JOB_POLL_MS,
         progress=[Output(ids.TUNE_PROGRESS, "children")],
         progress_default=[""],
@@ -123,9 +142,14 @@ def register(wiring: Wiring) -> dict:
         explorer.in_new_process()
         asked = isinstance(precision, list) and PRECISION in precision
         knobs = (*LAYOUT_KNOBS, *PRECISION_KNOBS) if asked else LAYOUT_KNOBS
+        job = this_job()
         try:
             report = explorer.tune(
-                run_id, knobs=knobs, budget_s=budget_of(budget), progress=reporter(set_progress, "tune")
+                run_id,
+                knobs=knobs,
+                budget_s=budget_of(budget),
+                progress=reporter(set_progress, "tune"),
+                cancelled=job.stops_when_asked() if job else lambda: False,
             )
         except (TilescopeError, RunNotFound) as err:  # a run id is what the page sends: any number
             return outputs(TUNED, status=error(f"tune: {err}" if isinstance(err, RunNotFound) else str(err)))

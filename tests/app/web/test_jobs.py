@@ -3,15 +3,25 @@ and a job that ends while a poll looks for its result is not taken for cancelled
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
 
 import diskcache
+import flask
+import psutil
 import pytest
+import redis
 
-from app.web.jobs import ProcessJobs
+from app.web.job_book import JOBS_AT_ONCE, JOBS_PER_CLIENT, DiskStore, JobBook
+from app.web.job_watch import this_job
+from app.web.jobs import LOST, ProcessJobs, reporter
 from app.web.thread_jobs import ThreadJobManager
+from compiler.errors import TilescopeError
 
 
 def _result(manager, key, job, timeout=20.0):
@@ -109,28 +119,226 @@ def _wait_for(path, release):
     return path.name
 
 
+def _from(address: str):
+    """A request from `address`: jobs are counted per client (an address when nobody signs in)."""
+    return flask.Flask(__name__).test_request_context(environ_base={"REMOTE_ADDR": address})
+
+
+def _start_waiting(manager, tmp_path, name: str, address: str):
+    """(result key, job) of a job started from `address` that waits for tmp_path/release."""
+    fn = manager.make_job_fn(lambda: _wait_for(tmp_path / name, tmp_path / "release"), progress=False)
+    key = manager.build_cache_key(_token, [], [], None)
+    with _from(address):
+        return key, manager.call_job_fn(key, fn, [], {})
+
+
+def _until(condition, timeout: float = 30.0, what: str = "it did not happen"):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("manager_class", [ThreadJobManager, ProcessJobs])
 def test_a_job_past_the_limit_is_refused_not_queued(tmp_path, manager_class):
-    """A page can start jobs as fast as it sends requests: past JOBS_AT_ONCE, one line, at once."""
-    from app.web.jobs import JOBS_AT_ONCE
-    from compiler.errors import TilescopeError
+    """A page can start jobs as fast as it sends requests: past JOBS_AT_ONCE, one line, at once;
+    and the limit is the server's, not each of its processes' (two managers on one job cache)."""
+    cache = diskcache.Cache(str(tmp_path / "cache"))
+    processes = [manager_class(cache), manager_class(cache)]
+    try:
+        jobs = [_start_waiting(processes[i % 2], tmp_path, f"job{i}", f"10.0.0.{i}") for i in range(JOBS_AT_ONCE)]
+        _until(lambda: all((tmp_path / f"job{i}").exists() for i in range(JOBS_AT_ONCE)))
+        late = processes[0].make_job_fn(_token, progress=False)
+        for manager in processes:
+            with (
+                _from("10.0.0.99"),
+                pytest.raises(
+                    TilescopeError,
+                    match=rf"^this server is running {JOBS_AT_ONCE} jobs already; try again in a moment$",
+                ),
+            ):
+                manager.call_job_fn("late", late, [], {})
+    finally:
+        (tmp_path / "release").touch()
+    results = [_result(processes[i % 2], key, job) for i, (key, job) in enumerate(jobs)]
+    assert sorted(results) == sorted(f"job{i}" for i in range(JOBS_AT_ONCE))
+    with _from("10.0.0.99"):
+        job = processes[1].call_job_fn("after", late, [], {})  # the ended jobs count no more
+    assert len(_result(processes[1], "after", job)) == 32
 
+
+@pytest.mark.parametrize("manager_class", [ThreadJobManager, ProcessJobs])
+def test_one_client_holds_at_most_its_share_of_the_jobs(tmp_path, manager_class):
+    """Uploads, re-runs and searches share the server's jobs: one client may hold JOBS_PER_CLIENT of
+    them, and another still gets one."""
     manager = manager_class(diskcache.Cache(str(tmp_path / "cache")))
-    release = tmp_path / "release"
-    started = [tmp_path / f"job{i}" for i in range(JOBS_AT_ONCE)]
-    jobs = []
-    for path in started:
-        fn = manager.make_job_fn(lambda path=path: _wait_for(path, release), progress=False)
-        key = manager.build_cache_key(_token, [], [], None)
-        jobs.append((key, manager.call_job_fn(key, fn, [], {})))
-    while not all(path.exists() for path in started):
-        time.sleep(0.01)
-    late = manager.make_job_fn(_token, progress=False)
-    with pytest.raises(
-        TilescopeError, match=rf"^this server is running {JOBS_AT_ONCE} jobs already; try again in a moment$"
-    ):
-        manager.call_job_fn("late", late, [], {})
-    release.touch()
-    assert sorted(_result(manager, key, job) for key, job in jobs) == sorted(p.name for p in started)
-    job = manager.call_job_fn("after", late, [], {})  # the ended jobs count no more
-    assert len(_result(manager, "after", job)) == 32
+    try:
+        jobs = [_start_waiting(manager, tmp_path, f"job{i}", "10.0.0.1") for i in range(JOBS_PER_CLIENT)]
+        with (
+            _from("10.0.0.1"),
+            pytest.raises(TilescopeError, match=f"^you are running {JOBS_PER_CLIENT} jobs on this server already"),
+        ):
+            manager.call_job_fn("third", manager.make_job_fn(_token, progress=False), [], {})
+        jobs.append(_start_waiting(manager, tmp_path, "other", "10.0.0.2"))
+    finally:
+        (tmp_path / "release").touch()
+    assert sorted(_result(manager, key, job) for key, job in jobs) == ["job0", "job1", "other"]
+
+
+def test_a_signed_in_user_is_one_client_from_any_address(tmp_path):
+    """With users, a client is who signed in (dash-auth keeps them in the signed session), wherever
+    they ask from; two users on one address (a proxy's) are two clients."""
+    from app.web.jobs import requester
+
+    server = flask.Flask(__name__)
+    server.secret_key = "test"
+    seen = []
+    for user, address in (("alice", "10.0.0.1"), ("alice", "10.0.0.2"), ("bob", "10.0.0.1")):
+        with server.test_request_context(environ_base={"REMOTE_ADDR": address}):
+            flask.session["user"] = {"email": user, "groups": []}
+            seen.append(requester())
+    assert seen[0] == seen[1] != seen[2]
+    with _from("10.0.0.1"):
+        assert requester() not in seen
+
+
+def test_celery_jobs_are_bounded_across_app_processes(redis_broker):
+    """Celery jobs too: the bound is kept in Redis, so two app processes count each other's jobs
+    (no worker takes them here: a job waiting for one holds its slot while its page waits)."""
+    from celery import Celery
+
+    from app.web.celery_jobs import CeleryJobs, WorkerRoll
+
+    processes = [CeleryJobs(Celery("tilescope", broker=redis_broker, backend=redis_broker)) for _ in range(2)]
+    tasks = [manager.make_job_fn(_token, progress=False) for manager in processes]
+    with _from("10.0.0.1"), pytest.raises(TilescopeError, match=r"^no job worker is running \(tilescope worker\)"):
+        processes[0].call_job_fn("early", tasks[0], [], {})
+    WorkerRoll(redis.Redis.from_url(redis_broker)).say("a worker of eight processes", 8)
+    for i in range(JOBS_AT_ONCE):
+        with _from(f"10.0.0.{i}"):
+            processes[i % 2].call_job_fn(f"job{i}", tasks[i % 2], [], {})
+    for manager, task in zip(processes, tasks, strict=True):
+        with _from("10.0.0.99"), pytest.raises(TilescopeError, match=f"running {JOBS_AT_ONCE} jobs already"):
+            manager.call_job_fn("late", task, [], {})
+
+
+def test_celery_jobs_are_no_more_than_the_workers_run_at_once(redis_broker):
+    """A job past what the workers run at once waited in the queue, and its page with it: another
+    user's Apply went unanswered behind long searches. It is refused in one line instead."""
+    from celery import Celery
+
+    from app.web.celery_jobs import CeleryJobs, WorkerRoll
+
+    manager = CeleryJobs(Celery("tilescope", broker=redis_broker, backend=redis_broker))
+    task = manager.make_job_fn(_token, progress=False)
+    WorkerRoll(redis.Redis.from_url(redis_broker)).say("a worker of one process", 1)
+    with _from("10.0.0.1"):
+        manager.call_job_fn("search", task, [], {})
+    with _from("10.0.0.2"), pytest.raises(TilescopeError, match="^this server is running 1 job already"):
+        manager.call_job_fn("apply", task, [], {})
+
+
+def _abandoned(tmp_path, manager_class):
+    """A manager whose jobs end once their page has not polled for a second."""
+    cache = diskcache.Cache(str(tmp_path / "cache"))
+    return manager_class(cache, JobBook(DiskStore(cache), abandoned_after=1.0))
+
+
+def test_a_job_in_a_process_that_no_page_polls_ends_and_frees_its_slot(tmp_path):
+    """A page closed mid-search held its slot until the search's budget ended."""
+    manager = _abandoned(tmp_path, ProcessJobs)
+    key, job = _start_waiting(manager, tmp_path, "job", "10.0.0.1")
+    try:
+        _until(lambda: (tmp_path / "job").exists())
+        _until(lambda: not manager.job_running(job), what="the job nobody polls still runs")
+    finally:
+        (tmp_path / "release").touch()
+    assert not manager.result_ready(key) and not manager.book.holds_slot(key)
+
+
+def test_a_job_in_a_thread_that_no_page_polls_stops_at_its_next_stage_and_stores_nothing(tmp_path):
+    manager = _abandoned(tmp_path, ThreadJobManager)
+    stored = tmp_path / "stored"
+
+    def rerun(set_progress):
+        say = reporter(set_progress, "re-run")
+        for _ in range(600):
+            say("compiling")
+            time.sleep(0.05)
+        stored.touch()
+
+    key = manager.build_cache_key(_token, [], [], None)
+    job = manager.call_job_fn(key, manager.make_job_fn(rerun, progress=True), [], {})
+    error = _result(manager, key, job)["background_callback_error"]["msg"]
+    assert error == "the page that asked for this job is gone; it stopped" and not stored.exists()
+
+
+def test_a_job_whose_process_is_killed_says_so_to_its_page_in_one_line(tmp_path):
+    """Its page polled, then stopped without a word (or, on Celery, polled for ever)."""
+    manager = ProcessJobs(diskcache.Cache(str(tmp_path / "cache")))
+    key, job = _start_waiting(manager, tmp_path, "job", "10.0.0.1")
+    _until(lambda: (tmp_path / "job").exists())
+    os.kill(job, signal.SIGKILL)
+    results = []
+    _until(lambda: results.append(manager.get_result(key, job)) or results[-1] is not manager.UNDEFINED)
+    assert results[-1]["background_callback_error"]["msg"] == LOST and "\n" not in LOST
+    assert not manager.job_running(job) and not manager.book.holds_slot(key)
+
+
+def test_cancel_asks_a_job_that_stops_by_itself_and_it_keeps_what_it_found(tmp_path):
+    """Cancel of a search killed it and its best set with it: a job that looks for a stop request
+    winds down, and its page gets what it returns."""
+    manager = ProcessJobs(diskcache.Cache(str(tmp_path / "cache")))
+    started = tmp_path / "started"
+
+    def search():
+        stop = this_job().stops_when_asked()
+        started.touch()
+        best = 0
+        while not stop():
+            best += 1
+            time.sleep(0.01)
+        return f"kept {best > 0}"
+
+    key = manager.build_cache_key(_token, [], [], None)
+    with _from("10.0.0.1"):
+        job = manager.call_job_fn(key, manager.make_job_fn(search, progress=False), [], {})
+    _until(started.exists)
+    manager.terminate_job(str(job))  # what Dash does on Cancel
+    assert _result(manager, key, job) == "kept True"
+
+
+PARENT = """
+import os, sys, time
+import diskcache
+from app.web.jobs import ProcessJobs
+
+manager = ProcessJobs(diskcache.Cache(sys.argv[1]))
+def job():
+    open(sys.argv[2], "w").write(str(os.getpid()))
+    time.sleep(600)
+manager.call_job_fn("job", manager.make_job_fn(job, progress=False), [], {})
+time.sleep(600)
+"""
+
+
+def test_a_job_process_dies_with_the_server_process_that_started_it(tmp_path):
+    """kill -9 of a server worker left its jobs running, outside any count, storing runs nobody
+    asked for."""
+    pid_file = tmp_path / "job.pid"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(tmp_path / "cache"), str(pid_file)])
+    try:
+        _until(lambda: pid_file.exists() and pid_file.read_text())
+        job = psutil.Process(int(pid_file.read_text()))
+        parent.kill()
+        parent.wait(10)
+        _until(lambda: not _alive(job), what="the job outlived its server process")
+    finally:
+        parent.kill()
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -11,8 +11,7 @@ import time
 
 import diskcache
 
-from app.web.jobs import ProcessJobs
-from app.web.lost_jobs import UNKNOWN
+from app.web.jobs import LOST, ProcessJobs
 from app.web.thread_jobs import ThreadJobManager
 
 
@@ -67,7 +66,7 @@ def _killed():
 def test_a_killed_job_says_so(tmp_path):
     manager = ProcessJobs(diskcache.Cache(str(tmp_path)))
     job = manager.call_job_fn("k", manager.make_job_fn(_killed, progress=False), [], {})
-    assert _polled(manager, "k", job) == _said(UNKNOWN)
+    assert _polled(manager, "k", job) == _said(LOST)
 
 
 def _sleep():

@@ -3,13 +3,15 @@ typed, or one line saying what is wrong with them."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from app.workbench import runs
 from app.workbench.explorer import Explorer
 from app.workbench.tuning import check_budget, knobs_of
 from compiler.errors import TilescopeError
-from overrides import format_item
+from overrides import format_item, parse_item
 from overrides.search import LAYOUT_KNOBS, PRECISION_KNOBS
 from perfdb.engine import open_db, session_factory
 
@@ -62,4 +64,52 @@ def test_a_run_of_a_policy_that_changes_precision_is_tuned_only_with_precision_k
         explorer.tune(start, max_trials=5, budget_s=None)
     report = explorer.tune(start, knobs=knobs_of("+precision"), max_trials=5, budget_s=None)
     assert "optimizer" in report.tuned.policies  # a start too: the tuned run is never slower than its parent
+    assert report.total_ns <= report.parent.total_ns
+
+
+def _on_a_server(db_url: str, max_ops: int = 50_000) -> Explorer:
+    from app.workbench.model_access import ModelAccess
+
+    return Explorer(session_factory(open_db(db_url)), access=ModelAccess(max_ops=max_ops))
+
+
+def test_a_page_tune_of_a_run_past_max_ops_is_one_line_and_stores_nothing(db_url):
+    """A page tune of a stored 102,615-op run ran 109 s and peaked at 7.4 GB: --max-ops did not apply."""
+    explorer = _on_a_server(db_url, max_ops=5)
+    start = runs.execute(explorer.sessions, "zoo:mlp?layers=2", dispatch="trace").run_id  # by the CLI: no limit
+    with pytest.raises(TilescopeError, match=r"^zoo:mlp\?layers=2: 10 ops is over this server's limit of 5 "):
+        explorer.tune(start, budget_s=60)
+    assert [r.id for r in explorer.runs_of("zoo:mlp?layers=2")] == [start]
+
+
+def test_a_page_tune_runs_whole_in_a_child_process_under_the_memory_cap(db_url, tmp_path):
+    """The search, what each override is worth and the store: each phase within the child's caps."""
+    import resource
+
+    explorer = _on_a_server(db_url)
+    start = runs.execute(explorer.sessions, "zoo:mlp?layers=1", dispatch="trace").run_id
+    seen = tmp_path / "seen"
+
+    def cancelled() -> bool:  # asked before each trial, where the search runs
+        with seen.open("a") as out:
+            out.write(f"{os.getpid()} {resource.getrlimit(resource.RLIMIT_AS)[0]}\n")
+        return False
+
+    heard: list[str] = []
+    report = explorer.tune(start, max_trials=20, budget_s=None, cancelled=cancelled, progress=heard.append)
+    searched = {tuple(map(int, line.split())) for line in seen.read_text().splitlines()}
+    assert searched and all(pid != os.getpid() and cap != resource.RLIM_INFINITY for pid, cap in searched)
+    assert heard[0].startswith("start: ") and heard[-1] == "storing the tuned run"  # said here, as it went
+    assert explorer.view(report.run_id).parent_id == start and report.tuned.trials == 20
+
+
+def test_the_budget_covers_the_starts_and_what_each_override_is_worth(db_url):
+    """Past its budget, a search compiled its other starts and measured what its overrides are
+    worth all the same: a 1-s budget ran 109 s."""
+    sessions = session_factory(open_db(db_url))
+    fc1 = parse_item("mlp.layer.0.fc1.matmul=l1")
+    start = runs.execute(sessions, "zoo:mlp?layers=2", overrides=[fc1], dispatch="trace", policy="greedy-l1").run_id
+    report = Explorer(sessions).tune(start, budget_s=1e-3)  # over once the first start is compiled
+    assert list(report.tuned.policies) == ["greedy-l1"]  # the run's own policy: never slower than it
+    assert report.tuned.trials == 0 and report.contributions == [] and report.unmeasured == 1
     assert report.total_ns <= report.parent.total_ns
