@@ -12,6 +12,7 @@ its `polled`, and a job no page has asked after for `abandoned_after` is not wan
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from typing import Protocol
 
@@ -19,6 +20,8 @@ import diskcache
 import redis
 
 from compiler.errors import TilescopeError
+
+STORE_ERRORS = (OSError, sqlite3.Error, redis.RedisError)  # a book that cannot be read or written
 
 JOBS_AT_ONCE = 4  # jobs a server runs at once: each is a compile, or a search of many
 JOBS_PER_CLIENT = 2  # of them, one client's (a signed-in user, else an address): the rest are others'

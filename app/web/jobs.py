@@ -17,6 +17,7 @@ per client, whichever process starts them; and is watched while it runs (app/web
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import uuid
 from collections.abc import Callable
@@ -28,13 +29,16 @@ from dash.background_callback.managers import BaseBackgroundCallbackManager
 from dash.exceptions import PreventUpdate
 from flask import has_request_context, request, session
 
-from .job_book import DiskStore, JobBook
+from compiler.errors import TilescopeError
+
+from .job_book import STORE_ERRORS, DiskStore, JobBook
 from .job_processes import OwnProcesses
 from .job_watch import JobWatch, done_watching, this_job, watching
 from .lost_jobs import SaysLostJobs
 
 JOB_POLL_MS = 100  # how often the page asks after a job (Dash's default, 1 s, adds up to 1 s to a re-run)
 JOB_KEY = "tilescope_job"  # the job's result key, in the context a job receives
+REFUSED = "refused:"  # the start of a job handle that says why no job started
 LOST = "this job was lost: the process running it ended before it finished (killed, or its server restarted)"
 
 
@@ -80,16 +84,27 @@ class OwnResults(BaseBackgroundCallbackManager):
         return super().make_job_fn(_watched(fn, self), progress, key)
 
     def call_job_fn(self, key, job_fn, args, context):
-        self.book.admit(key, requester())
+        """Start the job, or refuse it: then its handle says why, and its page's first poll hears
+        it (an error raised here never reaches the page: Dash's renderer drops it)."""
+        try:
+            self.book.admit(key, requester())
+        except TilescopeError as err:
+            return REFUSED + str(err)
+        except STORE_ERRORS as err:
+            return REFUSED + f"the server's job cache cannot take a job: {_first_line(err)}"
         try:
             job = super().call_job_fn(key, job_fn, args, {**context, JOB_KEY: key})
-        except BaseException:
-            self.book.end(key)
-            raise
+        except Exception as err:  # noqa: BLE001  # no process or thread to run it: said to the page
+            with contextlib.suppress(*STORE_ERRORS):
+                self.book.end(key)
+            return REFUSED + (str(err) if isinstance(err, TilescopeError) else _first_line(err))
         self.book.named(key, str(job))
         return job
 
     def get_result(self, key, job):
+        if _refused(job):
+            _POLLED.set((self, str(job), key, True))
+            return {"background_callback_error": {"msg": str(job).removeprefix(REFUSED), "tb": ""}}
         # the job wrote its result as its last step: it ends by itself
         result = super().get_result(key, None)
         cancelled = result is self.UNDEFINED and self.book.cancelled(key)
@@ -113,6 +128,8 @@ class OwnResults(BaseBackgroundCallbackManager):
         return LOST
 
     def job_running(self, job) -> bool:
+        if _refused(job):
+            return False
         polled = _POLLED.get()
         if polled is None or polled[0] is not self or polled[1] != str(job):
             return super().job_running(job)
@@ -121,6 +138,8 @@ class OwnResults(BaseBackgroundCallbackManager):
     def terminate_job(self, job) -> None:
         """A job that stops when asked is asked (Cancel keeps what it found, and its page gets it);
         any other is ended."""
+        if _refused(job):
+            return
         key = self.book.key_of(str(job)) if job else None
         if key is not None and self.book.cooperative(key):
             self.book.ask_stop(key)
@@ -128,6 +147,14 @@ class OwnResults(BaseBackgroundCallbackManager):
         if key is not None:
             self.book.cancel(key)
         super().terminate_job(job)
+
+
+def _refused(job) -> bool:
+    return str(job).startswith(REFUSED)
+
+
+def _first_line(err: Exception) -> str:
+    return f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
 
 
 def _watched(fn, manager: OwnResults):

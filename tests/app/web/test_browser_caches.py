@@ -18,8 +18,8 @@ OP = "mlp.layer.0.fc1.matmul"
 
 
 def test_a_full_job_cache_ends_apply_and_tune_with_one_line_each(tmp_path, browser):  # noqa: F811
-    """Apply runs in a thread of the server, Tune in a process of its own: neither can write its
-    progress or result, and each page hears why, once, where it would have heard of any failure."""
+    """Apply runs in a thread of the server, Tune in a process of its own: neither can be entered in
+    the job cache, and each page hears why, once, where it would have heard of any failure."""
     cache = tmp_path / "cache"  # the server's $XDG_CACHE_HOME
     url, proc = serving.start(
         MODEL, f"sqlite:///{tmp_path / 'ui.db'}", logs=tmp_path, under=cache_disk.on_tmpfs(cache, size_kib=2048)
@@ -50,10 +50,10 @@ def test_a_full_job_cache_ends_apply_and_tune_with_one_line_each(tmp_path, brows
     finally:
         output = proc.stop()
     assert filled > 0 and "Traceback" not in output, output[-3000:]
-    assert output.count(f"tilescope: {FULL}") == 2  # each job's own line, in the log too
+    assert output.count(f"tilescope: a request failed: {FULL}") == 2  # each job's own line, in the log too
 
 
-FULL = "the job's result could not be kept: database or disk is full"
+FULL = "the server's job cache cannot take a job: OperationalError: database or disk is full"
 
 
 def _failed(proc) -> int:

@@ -21,7 +21,6 @@ from app.web.job_book import JOBS_AT_ONCE, JOBS_PER_CLIENT, DiskStore, JobBook
 from app.web.job_watch import this_job
 from app.web.jobs import LOST, ProcessJobs, reporter
 from app.web.thread_jobs import ThreadJobManager
-from compiler.errors import TilescopeError
 
 
 def _result(manager, key, job, timeout=20.0):
@@ -139,6 +138,15 @@ def _until(condition, timeout: float = 30.0, what: str = "it did not happen"):
         time.sleep(0.05)
 
 
+
+def _refusal(manager, key: str, job_fn) -> str:
+    """The line a page hears of a job refused as it starts: its first poll's error, and the job
+    then runs no more."""
+    job = manager.call_job_fn(key, job_fn, [], {})
+    said = manager.get_result(key, job)
+    assert not manager.job_running(job)
+    return said["background_callback_error"]["msg"]
+
 @pytest.mark.parametrize("manager_class", [ThreadJobManager, ProcessJobs])
 def test_a_job_past_the_limit_is_refused_not_queued(tmp_path, manager_class):
     """A page can start jobs as fast as it sends requests: past JOBS_AT_ONCE, one line, at once;
@@ -150,14 +158,9 @@ def test_a_job_past_the_limit_is_refused_not_queued(tmp_path, manager_class):
         _until(lambda: all((tmp_path / f"job{i}").exists() for i in range(JOBS_AT_ONCE)))
         late = processes[0].make_job_fn(_token, progress=False)
         for manager in processes:
-            with (
-                _from("10.0.0.99"),
-                pytest.raises(
-                    TilescopeError,
-                    match=rf"^this server is running {JOBS_AT_ONCE} jobs already; try again in a moment$",
-                ),
-            ):
-                manager.call_job_fn("late", late, [], {})
+            with _from("10.0.0.99"):
+                said = _refusal(manager, "late", late)
+            assert said == f"this server is running {JOBS_AT_ONCE} jobs already; try again in a moment"
     finally:
         (tmp_path / "release").touch()
     results = [_result(processes[i % 2], key, job) for i, (key, job) in enumerate(jobs)]
@@ -174,11 +177,9 @@ def test_one_client_holds_at_most_its_share_of_the_jobs(tmp_path, manager_class)
     manager = manager_class(diskcache.Cache(str(tmp_path / "cache")))
     try:
         jobs = [_start_waiting(manager, tmp_path, f"job{i}", "10.0.0.1") for i in range(JOBS_PER_CLIENT)]
-        with (
-            _from("10.0.0.1"),
-            pytest.raises(TilescopeError, match=f"^you are running {JOBS_PER_CLIENT} jobs on this server already"),
-        ):
-            manager.call_job_fn("third", manager.make_job_fn(_token, progress=False), [], {})
+        with _from("10.0.0.1"):
+            said = _refusal(manager, "third", manager.make_job_fn(_token, progress=False))
+        assert said.startswith(f"you are running {JOBS_PER_CLIENT} jobs on this server already")
         jobs.append(_start_waiting(manager, tmp_path, "other", "10.0.0.2"))
     finally:
         (tmp_path / "release").touch()
@@ -211,15 +212,15 @@ def test_celery_jobs_are_bounded_across_app_processes(redis_broker):
 
     processes = [CeleryJobs(Celery("tilescope", broker=redis_broker, backend=redis_broker)) for _ in range(2)]
     tasks = [manager.make_job_fn(_token, progress=False) for manager in processes]
-    with _from("10.0.0.1"), pytest.raises(TilescopeError, match=r"^no job worker is running \(tilescope worker\)"):
-        processes[0].call_job_fn("early", tasks[0], [], {})
+    with _from("10.0.0.1"):
+        assert _refusal(processes[0], "early", tasks[0]).startswith("no job worker is running (tilescope worker)")
     WorkerRoll(redis.Redis.from_url(redis_broker)).say("a worker of eight processes", 8)
     for i in range(JOBS_AT_ONCE):
         with _from(f"10.0.0.{i}"):
             processes[i % 2].call_job_fn(f"job{i}", tasks[i % 2], [], {})
     for manager, task in zip(processes, tasks, strict=True):
-        with _from("10.0.0.99"), pytest.raises(TilescopeError, match=f"running {JOBS_AT_ONCE} jobs already"):
-            manager.call_job_fn("late", task, [], {})
+        with _from("10.0.0.99"):
+            assert f"running {JOBS_AT_ONCE} jobs already" in _refusal(manager, "late", task)
 
 
 def test_celery_jobs_are_no_more_than_the_workers_run_at_once(redis_broker):
@@ -234,8 +235,8 @@ def test_celery_jobs_are_no_more_than_the_workers_run_at_once(redis_broker):
     WorkerRoll(redis.Redis.from_url(redis_broker)).say("a worker of one process", 1)
     with _from("10.0.0.1"):
         manager.call_job_fn("search", task, [], {})
-    with _from("10.0.0.2"), pytest.raises(TilescopeError, match="^this server is running 1 job already"):
-        manager.call_job_fn("apply", task, [], {})
+    with _from("10.0.0.2"):
+        assert _refusal(manager, "apply", task).startswith("this server is running 1 job already")
 
 
 def _abandoned(tmp_path, manager_class):
