@@ -89,9 +89,13 @@
       ctx.beginPath();
       ctx.rect(view.x0, view.y0, view.width, ya._length);
       ctx.clip();
-      ctx.fillStyle = 'rgba(15, 23, 42, 0.035)';  // every other row shaded, so a row is followed by eye
-      view.geo.top.forEach(function (top, r) {
-        if (r % 2) { ctx.fillRect(view.x0, view.y0 + top, view.width, view.geo.height[r]); }
+      view.geo.top.forEach(function (top, r) {  // every other row shaded, so a row is followed by eye
+        ctx.fillStyle = r % 2 ? 'rgba(15, 23, 42, 0.035)' : 'rgba(0, 0, 0, 0)';
+        ctx.fillRect(view.x0, view.y0 + top, view.width, view.geo.height[r]);
+        if (meta.laned[r]) {  // a core's lanes end at a line
+          ctx.fillStyle = '#cbd2d9';
+          ctx.fillRect(view.x0, view.y0 + top, view.width, 1);
+        }
       });
       var paint = function (list, colour, ink) {
         ctx.fillStyle = colour;
@@ -140,7 +144,7 @@
       var every = Math.max(1, Math.ceil(LABEL_ROW_PX / Math.max(thinnest, 1e-9))), laneRoom = meta.lanes.length ? 44 : 0;
       ctx.textBaseline = 'middle';
       meta.labels.forEach(function (label, r) {
-        var laned = meta.laned[r], lh = geo.height[r] / 3, mid = view.y0 + geo.top[r] + (laned ? lh / 2 : geo.height[r] / 2);
+        var laned = meta.laned[r], lh = geo.height[r] / 3, mid = view.y0 + geo.top[r] + geo.height[r] / 2;
         if (geo.height[r] >= LABEL_ROW_PX || r % every === 0) {
           var text = ts.fitName(label, Math.floor((view.x0 - 8 - laneRoom) / CHAR_PX));
           ctx.font = FONT;
