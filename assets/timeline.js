@@ -9,6 +9,7 @@
   var MIN_SPAN_US = 0.01;  // zoom stops at 10 ns across
   var LINE_PX = 16, CLICK_PX = 4;  // a wheel "line" (Firefox counts lines); a click moves less than this
   var ASK_AFTER_MS = 120;  // the view rests this long before the server is asked for more
+  var AXIS_AFTER_MS = 50;  // and this long before Plotly's axis follows it (Plotly's own wheel waited as long)
 
   Object.assign(ts, {
     timelineGd: function () { return document.querySelector('#timeline-view .js-plotly-plot'); },
@@ -65,27 +66,35 @@
       var s = gd._ts, meta = (gd.layout || {}).meta;
       if (!s || !meta || !meta.zones || !isFinite(range[0]) || !isFinite(range[1])) { return; }
       s.range = ts.bounded(meta, range);
+      ts._lastView = {run: meta.run, range: s.range};
       if (!s.frame) {
         s.frame = window.requestAnimationFrame(function () { s.frame = null; ts.drawTimeline(gd); });
       }
       ts.scheduleAxis(gd);
     },
 
-    // One Plotly.relayout of the time axis at a time, after the frame that shows the zones is
-    // painted; the newest range wins.
+    // Plotly's time axis (the counter plots', under the zones) follows the canvas once the input
+    // rests a moment, one relayout at a time: a relayout costs 15-70 ms, and each wheel notch or
+    // drag step waited for it (the zones' own ruler is on the canvas, at every frame).
     scheduleAxis: function (gd) {
       var s = gd._ts;
-      s.axisWanted = true;
-      if (s.axisBusy) { return; }
       s.axisBusy = true;
-      window.requestAnimationFrame(function () {
-        setTimeout(function () {
-          var done = function () { s.axisBusy = false; if (s.axisWanted) { ts.scheduleAxis(gd); } };
-          s.axisWanted = false;
-          s.sent = s.range.slice();
-          window.Plotly.relayout(gd, {'xaxis.range': s.sent}).then(done, done);
-        }, 0);
-      });
+      clearTimeout(s.axisTimer);
+      s.axisTimer = setTimeout(function () {
+        if (s.relayouting) { s.axisAgain = true; return; }
+        s.relayouting = true;
+        s.sent = s.range.slice();
+        var done = function () {
+          s.relayouting = false;
+          if (s.axisAgain || s.sent[0] !== s.range[0] || s.sent[1] !== s.range[1]) {
+            s.axisAgain = false;
+            ts.scheduleAxis(gd);
+          } else {
+            s.axisBusy = false;
+          }
+        };
+        window.Plotly.relayout(gd, {'xaxis.range': s.sent}).then(done, done);
+      }, AXIS_AFTER_MS);
     },
 
     // A relayout of the time axis: Plotly's own (the end of a drag, the zoom tool, autoscale) moves
@@ -100,6 +109,7 @@
       if (!ours) {
         var kept = ts.bounded(meta, range);
         s.range = kept;
+        ts._lastView = {run: meta.run, range: kept};
         if (reset || kept[0] !== range[0] || kept[1] !== range[1]) { ts.scheduleAxis(gd); }
         ts.drawTimeline(gd);
       }
@@ -167,20 +177,22 @@
       }, true);
     },
 
-    // A figure from the server (or Dash's copy of one after a relayout): its run's view starts
-    // where the figure says; a figure of the same run made while the user moved on is shown
-    // where they are now.
+    // A figure from the server (or Dash's copy of one): another run's view starts where the
+    // figure says; the same run's is shown where the user is now, who may have moved on while it
+    // was made, or closed the tab (whose figure is drawn anew as it opens).
     takeFigure: function (gd) {
       var s = gd._ts, meta = (gd.layout || {}).meta || {};
       if (!meta.zones) { return; }
-      var shown = gd._fullLayout.xaxis.range.slice();
+      var shown = gd._fullLayout.xaxis.range.slice(), last = ts._lastView || {};
       if (s.run !== meta.run || !s.range) {
         s.run = meta.run;
-        s.range = ts.bounded(meta, shown);
+        s.range = ts.bounded(meta, last.run === meta.run ? last.range : shown);
         if (s.selected === undefined) { s.selected = meta.selected; }
-      } else if (Math.abs(s.range[0] - shown[0]) + Math.abs(s.range[1] - shown[1]) > 1e-9 * meta.total) {
+      }
+      if (Math.abs(s.range[0] - shown[0]) + Math.abs(s.range[1] - shown[1]) > 1e-9 * meta.total) {
         ts.scheduleAxis(gd);
       }
+      ts._lastView = {run: meta.run, range: s.range};
       ts.drawTimeline(gd);
     },
 

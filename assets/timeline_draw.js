@@ -9,6 +9,7 @@
   var NAMES_AT_MOST = 2000;  // names drawn per frame
   var LABEL_ROW_PX = 10;  // rows' names are this far apart at least (thin rows: every n-th)
   var PICK_PX = 3;  // the pointer finds a zone this close
+  var TICK_PX = 110, RULER_FONT = '11px Inter, system-ui, sans-serif';  // the ruler's ticks are about this far apart
 
   Object.assign(ts, {
     // The zones of a figure's meta as arrays, each kind's and each row's listed: once per figure
@@ -85,6 +86,7 @@
                   scale: xa._length / (s.range[1] - s.range[0]), geo: ts.rowGeometry(meta, ya._length)};
       var drawn = {range: s.range.slice(), zones: 0, rows: [], names: [], outlines: 0, rowNames: [], laneNames: []};
       var hidden = ts.hiddenKinds(gd), named = [];
+      ts.drawRuler(ctx, view, ya._length, drawn);
       ctx.save();
       ctx.beginPath();
       ctx.rect(view.x0, view.y0, view.width, ya._length);
@@ -92,8 +94,8 @@
       view.geo.top.forEach(function (top, r) {  // every other row shaded, so a row is followed by eye
         ctx.fillStyle = r % 2 ? 'rgba(15, 23, 42, 0.035)' : 'rgba(0, 0, 0, 0)';
         ctx.fillRect(view.x0, view.y0 + top, view.width, view.geo.height[r]);
-        if (meta.laned[r]) {  // a core's lanes end at a line
-          ctx.fillStyle = '#cbd2d9';
+        if (meta.laned[r] || r === meta.cores_from) {  // a line under the device's rows, and between a core's lanes and the next
+          ctx.fillStyle = r === meta.cores_from ? '#9aa5b1' : '#cbd2d9';
           ctx.fillRect(view.x0, view.y0 + top, view.width, 1);
         }
       });
@@ -115,7 +117,7 @@
       ctx.font = FONT;
       ctx.textBaseline = 'middle';
       named.forEach(function (n) {
-        var room = n[1][2] - 6, text = ts.fitName(z.names[z.label[n[0]]], Math.floor(room / CHAR_PX));
+        var room = n[1][2] - 6, text = ts.zoneName(z.names[z.label[n[0]]], cols.kinds[z.kind[n[0]]], room);
         while (text && ctx.measureText(text).width > room) { text = ts.fitName(text, text.length - 1); }
         if (!text) { return; }
         ctx.fillStyle = n[2];
@@ -135,6 +137,42 @@
       ts.drawRowNames(ctx, meta, view, drawn);
       drawn.rows = drawn.rows.reduce(function (n, row) { return n + (row ? 1 : 0); }, 0);
       s.drawn = drawn;
+    },
+
+    // The most of a zone's name that fits `room` pixels: all of it, else its last scopes; an op
+    // named after its kind ("....query.matmul") drops the kind, which its colour says, for the
+    // scope that tells it apart ("…query").
+    zoneName: function (name, kind, room) {
+      var chars = Math.floor(room / CHAR_PX), text = ts.fitName(name, chars);
+      if (kind && text !== name && name.slice(-kind.length - 1) === '.' + kind) {
+        text = ts.fitName(name.slice(0, -kind.length - 1), chars);
+      }
+      return text;
+    },
+
+    // The time axis above the zones, and its lines through them, at the range drawn: the canvas's
+    // own, so it moves with the zones at every frame (Plotly's follows when the input rests).
+    drawRuler: function (ctx, view, height, drawn) {
+      var span = view.range[1] - view.range[0], rough = span * TICK_PX / view.width;
+      var step = Math.pow(10, Math.floor(Math.log10(rough)));
+      step *= rough / step >= 5 ? 5 : rough / step >= 2 ? 2 : 1;
+      var digits = Math.max(0, -Math.floor(Math.log10(step)));
+      ctx.fillStyle = '#e4e7eb';
+      ctx.font = RULER_FONT;
+      ctx.textAlign = 'center';
+      ctx.textBaseline = 'bottom';
+      drawn.ticks = [];
+      for (var t = Math.ceil(view.range[0] / step) * step; t <= view.range[1]; t += step) {
+        var x = Math.round(view.x0 + (t - view.range[0]) * view.scale) + 0.5;
+        ctx.fillStyle = '#e4e7eb';
+        ctx.fillRect(x, view.y0, 1, height);
+        ctx.fillStyle = '#52606d';
+        ctx.fillRect(x, view.y0 - 4, 1, 4);
+        var label = t.toLocaleString('en-US', {minimumFractionDigits: digits, maximumFractionDigits: digits});
+        ctx.fillText(label, x, view.y0 - 6);
+        drawn.ticks.push(label);
+      }
+      ctx.textAlign = 'left';
     },
 
     // The rows' names left of the zones (every n-th of thin rows), and each engine's lane named

@@ -194,8 +194,9 @@ def timeline_figure(
     # ticks are not measured against the figure's edges: a zoom redraws them, and measuring cost more than drawing
     fig.update_xaxes(ticklabeloverflow="allow")
     fig.update_yaxes(ticklabeloverflow="allow")
-    # the time axis above the zones too, as Tracy's: the rows of a large chip run off the screen
-    fig.update_xaxes(showticklabels=True, side="top", ticks="outside", ticklen=3, row=1, col=1)
+    # the zones' time axis and its grid are drawn with them, on the canvas (above them, as Tracy's:
+    # the rows of a large chip run off the screen)
+    fig.update_xaxes(showticklabels=False, showgrid=False, row=1, col=1)
     fig.update_xaxes(title="time (us)", row=1 + len(plots), col=1)
     fig.update_yaxes(range=[1, 0], visible=False, fixedrange=True, row=1, col=1)
     fig.update_layout(
@@ -209,6 +210,7 @@ def timeline_figure(
             "labels": [row_label(t) for t in rows],  # drawn as text, not markup
             "heights": heights,
             "laned": tall,
+            "cores_from": next((i for i, t in enumerate(rows) if parse_track(t) is not None), len(rows)),
             "lanes": list(ENGINES) if lanes else [],
             "loaded": list(window.loaded),
             "span": window.span,
