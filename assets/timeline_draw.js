@@ -169,8 +169,10 @@
         ctx.fillStyle = '#52606d';
         ctx.fillRect(x, view.y0 - 4, 1, 4);
         var label = t.toLocaleString('en-US', {minimumFractionDigits: digits, maximumFractionDigits: digits});
-        ctx.fillText(label, x, view.y0 - 6);
-        drawn.ticks.push(label);
+        if (x + ctx.measureText(label).width / 2 <= view.x0 + view.width + 6) {  // not cut by the figure's edge
+          ctx.fillText(label, x, view.y0 - 6);
+          drawn.ticks.push(label);
+        }
       }
       ctx.textAlign = 'left';
     },
