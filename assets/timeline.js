@@ -187,7 +187,7 @@
       if (s.run !== meta.run || !s.range) {
         s.run = meta.run;
         s.range = ts.bounded(meta, last.run === meta.run ? last.range : shown);
-        if (s.selected === undefined) { s.selected = meta.selected; }
+        if (s.selected === undefined) { s.selected = ts.timelineZones(meta).selected; }
       }
       if (Math.abs(s.range[0] - shown[0]) + Math.abs(s.range[1] - shown[1]) > 1e-9 * meta.total) {
         ts.scheduleAxis(gd);
@@ -257,7 +257,7 @@
       if (tip) { tip.style.display = 'none'; }
     },
 
-    opInfo: function (gd, zone) { return (((gd.layout || {}).meta || {}).ops || {})[zone.op]; },
+    opInfo: function (gd, zone) { return ts.timelineZones(gd.layout.meta).ops[zone.op]; },
 
     // A drag over the zones or counters pans the time axis (in the pan mode; the zoom tool's box
     // is Plotly's), drawn as the wheel's zoom is: the zones at once, the axis when Plotly is free.

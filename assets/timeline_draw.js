@@ -12,13 +12,17 @@
   var TICK_PX = 110, RULER_FONT = '11px Inter, system-ui, sans-serif';  // the ruler's ticks are about this far apart
 
   Object.assign(ts, {
-    // The zones of a figure's meta as arrays, each kind's and each row's listed: once per figure
-    // (known by its key: the last two are kept, the figure shown and the one before).
+    // The zones of a figure's meta as arrays, each kind's and each row's listed, and its names as
+    // the model has them (they come escaped, as every name in a figure: timeline_figure): once
+    // per figure (known by its key: the last two are kept, the figure shown and the one before).
     timelineZones: function (meta) {
       var z = meta.zones, cache = ts._zoneCache;
       if (!cache.has(z.key)) {
-        var v = ts.values, out = {row: v(z.row), lane: v(z.lane), start: v(z.start), end: v(z.end),
-                                  kind: v(z.kind), op: v(z.op), label: v(z.label), names: z.names, index: {}};
+        var v = ts.values, raw = ts.plainText, out = {
+          row: v(z.row), lane: v(z.lane), start: v(z.start), end: v(z.end), kind: v(z.kind), op: v(z.op),
+          label: v(z.label), names: z.names.map(raw), index: {}, ops: {}, rows: meta.rows.map(raw),
+          labels: meta.labels.map(raw), selected: meta.selected === null ? null : raw(meta.selected)};
+        Object.keys(meta.ops || {}).forEach(function (name) { out.ops[raw(name)] = meta.ops[name]; });
         out.byKind = z.kinds.map(function () { return []; });
         out.merged = [];
         out.byRow = meta.rows.map(function () { return []; });
@@ -26,13 +30,17 @@
           (out.kind[i] >= 0 ? out.byKind[out.kind[i]] : out.merged).push(i);
           out.byRow[out.row[i]].push(i);
         }
-        z.names.forEach(function (name, i) { out.index[name] = i; });
+        out.names.forEach(function (name, i) { out.index[name] = i; });
         cache.set(z.key, out);
         if (cache.size > 2) { cache.delete(cache.keys().next().value); }
       }
       return cache.get(z.key);
     },
     _zoneCache: new Map(),
+
+    plainText: function (text) {
+      return String(text).replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+    },
 
     // Each row's top and height in the plot area's pixels: the figure's row heights, to scale.
     rowGeometry: function (meta, height) {
@@ -183,7 +191,7 @@
       var geo = view.geo, thinnest = Math.min.apply(null, geo.height.concat([LABEL_ROW_PX]));
       var every = Math.max(1, Math.ceil(LABEL_ROW_PX / Math.max(thinnest, 1e-9))), laneRoom = meta.lanes.length ? 44 : 0;
       ctx.textBaseline = 'middle';
-      meta.labels.forEach(function (label, r) {
+      ts.timelineZones(meta).labels.forEach(function (label, r) {
         var laned = meta.laned[r], lh = geo.height[r] / 3, mid = view.y0 + geo.top[r] + geo.height[r] / 2;
         if (geo.height[r] >= LABEL_ROW_PX || r % every === 0) {
           var text = ts.fitName(label, Math.floor((view.x0 - 8 - laneRoom) / CHAR_PX));
@@ -247,7 +255,7 @@
       });
       if (best < 0) { return null; }
       return {name: z.names[z.label[best]], op: z.op[best] >= 0 ? z.names[z.op[best]] : null, start: z.start[best],
-              end: z.end[best], row: meta.rows[row], lane: lane >= 0 ? meta.lanes[lane] : ''};
+              end: z.end[best], row: z.rows[row], lane: lane >= 0 ? meta.lanes[lane] : ''};
     },
 
     // What the canvas drew last (for tests and the bench): the range, zones, rows with zones,

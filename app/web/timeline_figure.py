@@ -128,8 +128,8 @@ def zone_columns(zones: Sequence, kinds: Mapping[str, str], rows: Sequence[str])
         "op": packed(op),
         "label": packed(label),
         "count": packed(np.fromiter((z.count for z in zones), np.int32, n)),
-        "names": list(names),
-        "kinds": list(kind_at),
+        "names": [plain(n) for n in names],  # escaped, as every name in a figure; drawn as text
+        "kinds": [plain(k) for k in kind_at],
         "colours": colours,
         "inks": [ink(c) for c in colours],
         "merged": [MERGED_COLOUR, ink(MERGED_COLOUR)],
@@ -146,7 +146,7 @@ def op_infos(zones: Sequence, records: Mapping) -> dict:
     drawn = {z.op for z in zones if z.op}
     if len(drawn) > OP_INFO_BUDGET:
         return {}
-    return {name: op_info(r) for name in drawn if (r := records.get(name)) is not None}
+    return {plain(name): op_info(r) for name in drawn if (r := records.get(name)) is not None}
 
 
 def timeline_figure(
@@ -206,8 +206,8 @@ def timeline_figure(
         dragmode="pan",
         showlegend=True,
         meta={
-            "rows": rows,
-            "labels": [row_label(t) for t in rows],  # drawn as text, not markup
+            "rows": [plain(t) for t in rows],  # names escaped, as every name in a figure (a mesh's axes)
+            "labels": [plain(row_label(t)) for t in rows],
             "heights": heights,
             "laned": tall,
             "cores_from": next((i for i, t in enumerate(rows) if parse_track(t) is not None), len(rows)),
@@ -218,7 +218,7 @@ def timeline_figure(
             "total": window.total,
             "margin": MARGIN,
             "run": window.run_id,
-            "selected": selected,
+            "selected": plain(selected) if selected else None,
             "zones": columns,
             "ops": op_infos(zones, records or {}),
         },
@@ -241,7 +241,7 @@ def _add_legend(fig: go.Figure, columns: dict, merged: bool) -> None:
                 mode="markers",
                 marker=dict(symbol="square", size=10, color=colour),
                 name=plain(kind) if kind else None,
-                legendgroup=kind,  # as the zones name it: tilescope.js leaves out the kinds hidden here
+                legendgroup=plain(kind) if kind else None,  # as the zones name it: the kinds hidden here are not drawn
                 showlegend=kind is not None,
                 hoverinfo="skip",
             ),

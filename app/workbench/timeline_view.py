@@ -63,14 +63,13 @@ def timeline(
     return TimelineView(device + items, [DEVICE_ROW, *system_rows, *cores], span, complete)
 
 
-def counter_steps(session: Session, run_id: int) -> dict[str, list[tuple[float, float]]]:
+def counter_steps(session: Session, run_id: int, end_ns: float) -> dict[str, list[tuple[float, float]]]:
     """The timeline's counter plots: L1 in use on the fullest core, and each shared memory's
-    bandwidth in use, as (t_ns, value) steps, each to the run's end: a counter is sampled as an op
-    starts, and its last value holds while the last op runs."""
+    bandwidth in use, as (t_ns, value) steps, each to the run's end (`end_ns`): a counter is
+    sampled as an op starts, and its last value holds while the last op runs."""
     steps = {"l1_bytes": queries.counter_envelope(session, run_id, "l1_bytes")}
     for name in queries.counter_names(session, run_id):
         if name.endswith("_bytes_per_s"):
             # an op's end (0) and the next op's start share a time: the start holds after it
             steps[name] = sorted((c.t_ns, c.value) for c in queries.counters(session, run_id, name))
-    end = queries.get_run(session, run_id).total_ns
-    return {name: s + [(end, s[-1][1])] if s[-1][0] < end else s for name, s in steps.items() if s}
+    return {name: s + [(end_ns, s[-1][1])] if s[-1][0] < end_ns else s for name, s in steps.items() if s}

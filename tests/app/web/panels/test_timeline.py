@@ -38,6 +38,12 @@ def zones_drawn(figure: go.Figure) -> int:
     return len(columns(figure)["start"])
 
 
+def outlined(figure: go.Figure) -> int:
+    """How many zones the browser outlines in a timeline figure: those of its selected op."""
+    drawn, selected = columns(figure), figure.layout.meta["selected"]
+    return sum(1 for i in drawn["op"] if i >= 0 and drawn["names"][i] == selected)
+
+
 def _zone(track, depth, name, start, end, op):
     return WindowItem(track, depth, name, start, end, op, 1, 0.0)
 
@@ -70,7 +76,7 @@ def test_a_core_s_engines_are_lanes_of_its_row_in_the_order_a_tile_moves():
     # an engine's zone says which phase of which op it is, and selects that op
     labels = [drawn["names"][i] for i in drawn["label"]]
     assert "mm · read" in labels and {drawn["names"][i] for i in drawn["op"]} == {"mm"}
-    assert meta["selected"] == "mm"  # tilescope.js outlines its zones
+    assert meta["selected"] == "mm" and outlined(figure) == len(ZONES)  # timeline_draw.js outlines its zones
 
 
 def test_the_zones_go_to_the_browser_as_columns_with_their_kinds_and_colours():
