@@ -145,14 +145,28 @@
     // Once per drawn figure: hook the canvas, zoom, pan and cards to it, and draw.
     hookTimeline: function () {
       ts.whenDrawn(function (gd) {
-        if (!gd._ts) { ts.hookTimelineEvents(gd); }
+        if (!gd._ts) { ts.hookPage(gd); }
+        if (!gd._ev || !gd._ev.tilescope) { ts.hookPlotly(gd); }  // Plotly's events are made anew if it purges
         ts.takeFigure(gd);
       });
       return window.dash_clientside.no_update;  // the output is a placeholder: this hooks events
     },
 
-    hookTimelineEvents: function (gd) {
+    // The pointer's events over the figure's element (once per element).
+    hookPage: function (gd) {
       gd._ts = {};
+      gd.addEventListener('wheel', function (e) { ts.wheelTimeline(gd, e); }, {capture: true, passive: false});
+      gd.addEventListener('mousemove', function (e) { ts.hoverTimeline(gd, e); });
+      gd.addEventListener('mouseleave', function () { ts.hideTip(); });
+      gd.addEventListener('mousedown', function (e) { ts.startPan(gd, e); }, true);
+      gd.addEventListener('dblclick', function (e) {  // the whole run
+        var meta = (gd.layout || {}).meta;
+        if (meta && meta.zones && ts.plotPoint(gd, e.clientX, e.clientY)) { ts.showRange(gd, [0, meta.total]); }
+      }, true);
+    },
+
+    // Plotly's events of the figure (once per set of them).
+    hookPlotly: function (gd) {
       gd.on('plotly_afterplot', function () { ts.drawTimeline(gd); });
       gd.on('plotly_relayouting', function (e) {  // Plotly's zoom box: the zones follow it
         var r = ts.xRange(e);
@@ -167,14 +181,7 @@
         if (gd._internalEv) { gd._internalEv.emit(name, data); }
         ts.axisMoved(gd, data);
       };
-      gd.addEventListener('wheel', function (e) { ts.wheelTimeline(gd, e); }, {capture: true, passive: false});
-      gd.addEventListener('mousemove', function (e) { ts.hoverTimeline(gd, e); });
-      gd.addEventListener('mouseleave', function () { ts.hideTip(); });
-      gd.addEventListener('mousedown', function (e) { ts.startPan(gd, e); }, true);
-      gd.addEventListener('dblclick', function (e) {  // the whole run
-        var meta = (gd.layout || {}).meta;
-        if (meta && meta.zones && ts.plotPoint(gd, e.clientX, e.clientY)) { ts.showRange(gd, [0, meta.total]); }
-      }, true);
+      gd._ev.tilescope = true;
     },
 
     // A figure from the server (or Dash's copy of one): another run's view starts where the
@@ -182,7 +189,11 @@
     // was made, or closed the tab (whose figure is drawn anew as it opens).
     takeFigure: function (gd) {
       var s = gd._ts, meta = (gd.layout || {}).meta || {};
-      if (!meta.zones) { return; }
+      if (!meta.zones) {  // a figure that says why it is empty: no zones of another over it
+        if (s.canvas) { s.canvas.getContext('2d').clearRect(0, 0, s.canvas.width, s.canvas.height); }
+        s.drawnKey = null;
+        return;
+      }
       var shown = gd._fullLayout.xaxis.range.slice(), last = ts._lastView || {};
       if (s.run !== meta.run || !s.range) {
         s.run = meta.run;

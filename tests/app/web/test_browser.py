@@ -124,9 +124,14 @@ def _pick(driver, element_id: str, value: str) -> None:
     _wait(driver, lambda d: value in _text(d, element_id), timeout=10)
 
 
+def _timeline_drawn(driver) -> dict:
+    """What the timeline's canvas drew last (timeline_draw.js timelineDrawn), {} before it drew."""
+    return driver.execute_script("return window.tilescope.timelineDrawn();") or {}
+
+
 def _timeline_zones(driver) -> int:
     """Zones (and merged markers) the timeline's canvas drew in the view."""
-    return driver.execute_script("var d = window.tilescope.timelineDrawn(); return d ? d.zones : 0;")
+    return _timeline_drawn(driver).get("zones", 0)
 
 
 TIMELINE = "var gd = document.querySelector('#timeline-view .js-plotly-plot');"
@@ -146,7 +151,7 @@ def _timeline_rows(driver) -> int:
 
 def _zone_names(driver) -> list[str]:
     """The names the timeline shows inside its zones."""
-    return driver.execute_script("var d = window.tilescope.timelineDrawn(); return d ? d.names : [];")
+    return _timeline_drawn(driver).get("names", [])
 
 
 def _hover_zone(driver, op: str) -> None:
@@ -207,7 +212,7 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     assert "mlp.layer.0.fc1.matmul" in d.find_element(By.CSS_SELECTOR, "#mlir-view mark").text
     # the op's zones are outlined on the timeline (in the browser, without a new figure): its cores and the device row
     cores = d.execute_script(TIMELINE_OPS)["mlp.layer.0.fc1.matmul"]
-    _wait(d, lambda d: d.execute_script("return window.tilescope.timelineDrawn().outlines") == cores)
+    _wait(d, lambda d: _timeline_drawn(d).get("outlines") == cores)
     assert cores > 1
     _shot(d, "03-op-selected")
     # a click on an edge (no customdata) selects nothing else: once Dash has the click and has run
@@ -250,7 +255,7 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     _shot(d, "04b-timeline-hover")
     d.find_element(By.XPATH, "//div[@id='timeline-show']//label[contains(., 'engine lanes')]").click()
     # reader, compute and writer in lanes of each core's row, each lane named: as many rows, taller
-    _wait(d, lambda d: "compute" in d.execute_script("return window.tilescope.timelineDrawn().laneNames"))
+    _wait(d, lambda d: "compute" in _timeline_drawn(d).get("laneNames", []))
     assert _timeline_rows(d) == 65 and d.find_element(By.ID, "timeline-view").size["height"] > height
     _shot(d, "04c-timeline-engines-counters")
 
@@ -522,7 +527,7 @@ def test_find_zone_lists_the_zones_of_the_bars_picked_and_a_row_selects_its_op(s
     _tab(d, "Timeline")
     _wait(d, lambda d: f"{fc1}\n" in _text(d, "timeline-zone") and f"· {row['track']}" in _text(d, "timeline-zone"))
     # the timeline drawn anew as its tab opened: the op outlined, and its hover card hooked again
-    _wait(d, lambda d: (d.execute_script("return window.tilescope.timelineDrawn()") or {}).get("outlines", 0) > 0)
+    _wait(d, lambda d: _timeline_drawn(d).get("outlines", 0) > 0)
     _hover_zone(d, fc2)
     _wait(d, lambda d: fc2 in _text(d, "timeline-tip"))
     # the card following the pointer never covers the pinned one

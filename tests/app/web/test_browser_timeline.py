@@ -35,7 +35,9 @@ MERGED_DRAWN = TIMELINE + (
     "z.merged.forEach(function (i) { if (z.end[i] >= r[0] && z.start[i] <= r[1]) { n++; } }); return n;"
 )
 # whether the figure holds what the view shows at its level of detail (else the server is asked)
-FINE_ENOUGH = TIMELINE + "return window.tilescope.drawnAlready(gd.layout.meta, gd._ts.range);"
+FINE_ENOUGH = (
+    TIMELINE + "return !!(gd && gd._ts && gd._ts.range) && window.tilescope.drawnAlready(gd.layout.meta, gd._ts.range);"
+)
 # the point of the viewport over the zones at `arguments[0]` of their width, `arguments[1]` of their height
 OVER_ZONES = TIMELINE + (
     "var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();"
@@ -64,7 +66,8 @@ def _span(d) -> float:
 def _settled(d) -> bool:
     """The page idle, and Plotly's time axis where the canvas is."""
     return d.execute_script(SETTLED) and d.execute_script(
-        TIMELINE + "var r = gd._ts.range, a = gd._fullLayout.xaxis.range;"
+        TIMELINE + "if (!gd || !gd._ts || !gd._ts.range) { return false; }"
+        "var r = gd._ts.range, a = gd._fullLayout.xaxis.range;"
         "return !gd._ts.axisBusy && Math.abs(r[0] - a[0]) + Math.abs(r[1] - a[1]) < 1e-6 * (r[1] - r[0]);"
     )
 
