@@ -13,7 +13,6 @@ from perfdb import queries
 from .run_view import RunView
 
 DEVICE_ROW = "device"  # the timeline's top row: each op once, from its start to its end
-DEVICE_OPS_ONE_BY_ONE = 12_000  # ops the device row draws one by one; past this, those under a pixel merge
 
 
 @dataclass(frozen=True)
@@ -47,14 +46,13 @@ def timeline(
     cores = [t for t, core in rows if core is not None and not core.engine]
     span = (max(0.0, 2 * t0 - t1), min(total, 2 * t1 - t0))
     records = queries.op_records_between(session, run.id, *span)
-    # every op on the device row, unless there are more than a figure draws quickly: then the
-    # ops shorter than a pixel are merged, as on the core rows
+    # each op on the device row, those shorter than a pixel merged, as on the core rows
     device = queries.merged(
         DEVICE_ROW,
         [r.name for r in records],
         [r.start_ns for r in records],
         [r.start_ns + r.duration_ns for r in records],
-        resolution if len(records) > DEVICE_OPS_ONE_BY_ONE else 0.0,
+        resolution,
     )
     if system_rows:
         device = device + queries.timeline_window(session, run.id, *span, resolution, system_rows)

@@ -14,7 +14,6 @@ from dash import no_update
 from app.web.panels.timeline import x_window
 from app.web.style import kind_colour
 from app.web.timeline_figure import LANE_PX, MERGED_COLOUR, ROW_PX, row_key, row_label, timeline_figure
-from app.workbench import timeline_view
 from perfdb import queries
 from perfdb.queries import WindowItem
 
@@ -161,13 +160,10 @@ def test_the_timeline_shows_the_zoomed_window_with_short_zones_merged(app, cb):
     # a marker names its count, is drawn grey and selects no op
     assert all(drawn["names"][drawn["label"][i]].endswith(" zones") for i in markers)
     assert all(drawn["kind"][markers] == -1) and all(drawn["op"][markers] == -1)
-    # the device row draws every op while a figure can (a 100k-op run's would be 40 MB)
-    assert sum(z.count for z in coarse if z.track == "device") == len([z for z in coarse if z.track == "device"])
 
 
-def test_the_device_row_merges_short_ops_when_a_run_has_more_than_a_figure_draws(app, cb, monkeypatch):
+def test_the_device_row_merges_ops_shorter_than_a_pixel_as_the_core_rows_do(app, cb):
     run = app.explorer.view(shown_run(cb))
-    monkeypatch.setattr(timeline_view, "DEVICE_OPS_ONE_BY_ONE", 1)  # fewer than the model's two ops
     device = [z for z in app.explorer.timeline(run, (0.0, run.total_ns), pixels=2).items if z.track == "device"]
     ops = len(app.explorer.op_records(run.id))
     assert len(device) < ops and sum(z.count for z in device) == ops
@@ -186,10 +182,8 @@ def test_every_core_row_is_drawn_at_every_zoom_with_what_is_drawn_bounded_by_row
         view = app.explorer.timeline(run, pixels=pixels)
         per_row = Counter(z.track for z in view.items)
         assert set(per_row) == set(view.rows) and len(view.rows) == 1 + 64
-        # at most two items a pixel per core row (a zone a pixel long, or a marker of those
-        # shorter); the device row draws each op while there are fewer than a figure draws
-        assert max(n for row, n in per_row.items() if row != "device") <= 2 * pixels + 2
-        assert per_row["device"] == len(app.explorer.op_records(run_id)) < timeline_view.DEVICE_OPS_ONE_BY_ONE
+        # at most two items a pixel per row (a zone a pixel long, or a marker of those shorter)
+        assert max(per_row.values()) <= 2 * pixels + 2
     # zoomed to one op, its zones come one by one
     first = min(app.explorer.op_records(run_id), key=lambda r: r.start_ns)
     op = app.explorer.timeline(run, (first.start_ns, first.start_ns + first.duration_ns), pixels=400)
