@@ -1,4 +1,4 @@
-// Client-side helpers for the explorer page.
+// Client-side helpers for the explorer page (the timeline's are in timeline.js).
 window.tilescope = {
   // Draw the MLIR view's window (the server's data: app/web/panels/mlir.py, mlir_view): line
   // numbers, then the code with each token in a span of its kind's class, the search's matches in
@@ -147,162 +147,6 @@ window.tilescope = {
     return label === null || label === undefined ? '' : String(label);
   },
 
-  // A relayout of the timeline that moves its time axis (a zoom, a pan, a reset; as
-  // timeline.x_window and _x_reset read it) past what the drawn figure holds, or no_update: a
-  // resize, or a zoom or pan that the figure already draws (its meta, timeline.figure_meta).
-  timeAxisChange: function (relayout) {
-    var noUpdate = window.dash_clientside.no_update;
-    var keys = Object.keys(relayout || {}).filter(function (key) {
-      return /^xaxis[0-9]*\.(range|range\[[01]\]|autorange)$/.test(key) && relayout[key] !== false;
-    });
-    if (!keys.length) {
-      return noUpdate;
-    }
-    var gd = document.querySelector('#timeline-view .js-plotly-plot');
-    var meta = gd && gd.layout && gd.layout.meta;
-    if (!meta || !meta.loaded) {
-      return relayout;
-    }
-    var range = window.tilescope.xRange(relayout);
-    return range && window.tilescope.drawnAlready(meta, range) ? noUpdate : relayout;
-  },
-
-  xRange: function (relayout) {
-    for (var key in relayout) {
-      var m = /^(xaxis[0-9]*)\.range(\[0\])?$/.exec(key);
-      if (!m) { continue; }
-      if (m[2]) { return [relayout[key], relayout[m[1] + '.range[1]']]; }
-      return relayout[key];
-    }
-    return null;  // autorange: the whole run
-  },
-
-  // Whether the figure holds what a view of `range` (us) shows: the range inside the time it
-  // holds, and either every zone there, or a view not much narrower than it was made for (merged
-  // markers stay about a pixel) with no core rows waiting that would now fit.
-  drawnAlready: function (meta, range) {
-    var lo = meta.loaded[0], hi = meta.loaded[1], span = range[1] - range[0];
-    var slack = 1e-9 * Math.max(1, hi);
-    if (range[0] < lo - slack || range[1] > hi + slack || !(span > 0)) {
-      return false;
-    }
-    if (meta.complete) {
-      return true;
-    }
-    if (span < meta.span / 3) {
-      return false;  // finer detail
-    }
-    return !(meta.hidden && meta.core_zones * span / Math.max(hi - lo, 1e-9) <= meta.budget);
-  },
-
-  // Once per drawn figure: hook the zone names, the hover card and the zone card to its events.
-  hookTimeline: function (figure) {
-    window.tilescope.whenDrawn(function (gd) {
-      if (!gd._tilescopeHooked) {
-        gd._tilescopeHooked = true;
-        gd.on('plotly_afterplot', function () { window.tilescope.labelZones(gd); });
-        gd.on('plotly_hover', function (e) { window.tilescope.zoneCard(gd, e, 'timeline-tip'); });
-        gd.on('plotly_unhover', function () {
-          var tip = document.getElementById('timeline-tip');
-          if (tip) { tip.style.display = 'none'; }
-        });
-        gd.on('plotly_click', function (e) { window.tilescope.zoneCard(gd, e, 'timeline-zone'); });
-      }
-      // new zones: label them again (Dash also hands back the figure after a zoom, with the same zones)
-      if (figure && figure.data !== gd._tilescopeData) {
-        gd._tilescopeData = figure.data;
-        gd._tilescopeFigure = (gd._tilescopeFigure || 0) + 1;
-      }
-      window.tilescope.labelZones(gd);
-    });
-    return window.dash_clientside.no_update;  // the output is a placeholder: this hooks events
-  },
-
-  // `then(gd)` once the timeline's figure is on the page: at once, or as its tab opens (only the
-  // open tab is on the page; its figure is drawn anew, without the events hooked to the last one).
-  whenDrawn: function (then, frames) {
-    window.requestAnimationFrame(function () {
-      var gd = document.querySelector('#timeline-view .js-plotly-plot');
-      if (gd && gd.on && gd._fullLayout) { then(gd); return; }
-      if ((frames || 0) < 300) { window.tilescope.whenDrawn(then, (frames || 0) + 1); }  // ~5 s at most
-    });
-  },
-
-  // The timeline's tab opened, a zone was pinned from elsewhere on the page (find zone's list), or
-  // another run is shown (whose zones the pinned one is not): the figure drawn anew gets its
-  // events, the selected op's outlines and the pinned zone's card.
-  timelineShown: function (tab, pin, selected, figure) {
-    var ts = window.tilescope, fired = (window.dash_clientside.callback_context || {}).triggered || [];
-    var by = function (id) { return fired.some(function (t) { return t.prop_id === id; }); };
-    if (by('run-select.value')) { ts._pinned = null; }
-    if (by('timeline-pin.data') && pin) { ts._pinned = {zone: pin, info: pin.info}; }
-    if (tab === 'timeline' && !by('run-select.value')) {  // a new run's figure is hooked as it comes
-      ts.hookTimeline(figure);
-      ts.whenDrawn(function () {
-        ts.highlightZones(selected, figure);
-        var card = document.getElementById('timeline-zone');
-        if (card && ts._pinned) { ts.fillCard(card, ts._pinned.zone, ts._pinned.info); }
-      });
-    }
-    return window.dash_clientside.no_update;
-  },
-
-  // The zone under a hover or click event: its name, op, track, start and end (us), or null.
-  zoneAt: function (gd, event) {
-    var point = ((event || {}).points || [])[0];
-    if (!point || !point.data || point.data.mode !== 'lines' || !point.data.meta) {
-      return null;
-    }
-    var trace = point.data, i = point.pointNumber - (point.pointNumber % 4);
-    var x = window.tilescope.values(trace.x);
-    var y = window.tilescope.values(trace.y)[i];
-    var row = Math.round(y), lanes = trace.meta.half < 0.4, offset = y - row;
-    return {name: (trace.text || [])[i] || '', op: (trace.customdata || [])[i], start: x[i], end: x[i + 2],
-            row: ((gd.layout.meta || {}).rows || [])[row] || '',
-            lane: !lanes ? '' : offset < -0.1 ? 'reader' : offset > 0.1 ? 'writer' : 'compute'};
-  },
-
-  // A zone's card: its name, duration and why (from the figure's per-op meta), in the hover card
-  // that follows the pointer or, on a click, the card pinned beside the timeline.
-  zoneCard: function (gd, event, id) {
-    var card = document.getElementById(id), zone = window.tilescope.zoneAt(gd, event);
-    if (!card) { return; }
-    if (!zone) { card.style.display = id === 'timeline-tip' ? 'none' : card.style.display; return; }
-    var info = ((gd.layout.meta || {}).ops || {})[zone.op];
-    if (id === 'timeline-zone') { window.tilescope._pinned = {zone: zone, info: info}; }  // shown again as the tab reopens
-    window.tilescope.fillCard(card, zone, info);
-    if (id === 'timeline-tip' && event.event) {
-      var x = event.event.clientX, y = event.event.clientY;
-      card.style.left = Math.min(x + 14, window.innerWidth - 380) + 'px';
-      card.style.top = Math.min(y + 14, window.innerHeight - 140) + 'px';
-      // never over the pinned card beside the timeline: then on the pointer's other side
-      var tip = card.getBoundingClientRect(), pinned = document.getElementById('timeline-zone');
-      var held = pinned && pinned.style.display !== 'none' ? pinned.getBoundingClientRect() : null;
-      if (held && held.width && tip.right > held.left && tip.left < held.right && tip.bottom > held.top && tip.top < held.bottom) {
-        card.style.left = Math.max(0, x - 14 - tip.width) + 'px';
-      }
-    }
-  },
-
-  // A card's lines for `zone` ({name, op, start, end (us), row, lane}) and its op's `info` ([kind,
-  // time (us), bound, why], from the figure's meta or zone_card.pinned), as text.
-  fillCard: function (card, zone, info) {
-    var fmt = function (us) { return us.toLocaleString('en-US', {maximumFractionDigits: 2, minimumFractionDigits: 2}); };
-    var lines = [
-      ['b', zone.name],
-      ['span', fmt(zone.end - zone.start) + ' us' + (info && zone.op ? ' of the op\'s ' + fmt(info[1]) + ' us' : '')],
-      ['span', (info ? info[0] + ' \u00b7 ' + info[2] + '-bound \u00b7 ' : '') + (zone.row || '') + (zone.lane ? ' ' + zone.lane : '')],
-      ['span', fmt(zone.start) + ' \u2192 ' + fmt(zone.end) + ' us'],
-    ];
-    if (info && info[3]) { lines.push(['i', info[3]]); }
-    card.replaceChildren.apply(card, lines.map(function (l) {
-      var el = document.createElement(l[0]);
-      el.textContent = l[1];  // text, never markup: names come from the model
-      return el;
-    }));
-    card.style.display = 'block';
-  },
-
   // The most of `name` that fits in `chars` letters: all of it, else its last scopes (they tell
   // ops apart: "dense.bias_add"), else the end of its last scope; '' when under 5 letters fit.
   fitName: function (name, chars) {
@@ -314,71 +158,6 @@ window.tilescope = {
       if (tail.length + 1 <= chars) { return '\u2026' + tail; }
     }
     return parts[parts.length - 1].slice(0, chars - 1) + '\u2026';
-  },
-
-  // Names inside the zones wide enough for a few letters (the end of a long name: its last scopes
-  // tell ops apart), in the rows tall enough, the widest first: layout annotations (named, as the
-  // outlines are), so no WebGL trace is redrawn and Dash's copy of the figure keeps them.
-  labelZones: function (gd) {
-    var layout = gd._fullLayout, data = gd.data || [];
-    if (!layout || !layout.xaxis || !layout.yaxis || !(layout.meta || {}).rows) { return; }
-    var range = layout.xaxis.range, width = layout.xaxis._length, rows = layout.yaxis.range;
-    var rowPx = layout.yaxis._length / Math.abs(rows[0] - rows[1]);
-    var others = (gd.layout.annotations || []).filter(function (a) { return a.name !== 'zone-name'; });
-    var key = range.join() + '|' + width + '|' + data.length + '|' + gd._tilescopeFigure;
-    var shown = (gd.layout.annotations || []).length - others.length;
-    if (gd._tilescopeLabels === key && shown === gd._tilescopeLabelCount) { return; }
-    gd._tilescopeLabels = key;
-    var perUs = width / (range[1] - range[0]), found = [];
-    data.forEach(function (trace) {
-      if (trace.mode !== 'lines' || !trace.meta || trace.meta.half < 0.4 || rowPx < 10) { return; }
-      var x = window.tilescope.values(trace.x), y = window.tilescope.values(trace.y), text = trace.text || [];
-      for (var i = 0; i + 2 < x.length; i += 4) {
-        var a = Math.max(x[i], range[0]), b = Math.min(x[i + 2], range[1]), px = (b - a) * perUs;
-        var label = window.tilescope.fitName(text[i], Math.floor((px - 8) / 6));
-        if (label) { found.push([px, (a + b) / 2, y[i], label]); }
-      }
-    });
-    found.sort(function (p, q) { return q[0] - p[0]; });
-    var esc = function (t) { return t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;'); };
-    var names = found.slice(0, 300).map(function (f) {
-      return {name: 'zone-name', x: f[1], y: f[2], xref: 'x', yref: 'y', text: esc(f[3]), showarrow: false,
-              font: {size: 10, color: '#ffffff'}, captureevents: false};
-    });
-    gd._tilescopeLabelCount = names.length;
-    window.Plotly.relayout(gd, {annotations: others.concat(names)});
-  },
-
-  // Outline the selected op's zones on the timeline without asking the server for a new figure.
-  // The outlines are layout shapes (as timelines.outline draws them), set with Plotly.relayout:
-  // a new figure, even one with the same data, would have Plotly decode its typed arrays again and
-  // redraw every WebGL trace (~100 ms) to move an outline. A zone is a run of four entries (start,
-  // middle, end, gap) in its trace. The server draws the outlines itself into any figure it sends.
-  highlightZones: function (selected, figure) {
-    var noUpdate = window.dash_clientside.no_update;
-    var gd = document.querySelector('#timeline-view .js-plotly-plot');
-    if (!figure || !figure.data || !gd || !gd.layout || !window.Plotly) {
-      return noUpdate;
-    }
-    var values = window.tilescope.values;
-    var shapes = (gd.layout.shapes || []).filter(function (s) { return s.name !== 'selected'; });
-    figure.data.forEach(function (trace) {
-      if (!trace.customdata || !selected) {
-        return;
-      }
-      var x = values(trace.x), y = values(trace.y), half = (trace.meta || {}).half || 0.45;
-      for (var i = 0; i + 3 < x.length; i += 4) {
-        if (trace.customdata[i] === selected) {
-          shapes.push({
-            type: 'rect', name: 'selected', xref: 'x', yref: 'y', x0: x[i], x1: x[i + 2],
-            y0: y[i] - half, y1: y[i] + half, line: {color: '#111827', width: 2},
-            fillcolor: 'rgba(0,0,0,0)', layer: 'above',
-          });
-        }
-      }
-    });
-    window.Plotly.relayout(gd, {shapes: shapes});
-    return noUpdate;
   },
 
   // Once per drawn graph: label it after each draw (a zoom or pan changes which labels have
@@ -417,9 +196,8 @@ window.tilescope = {
 
   // Labels for the graph's open-group boxes (each box's, as much as fits its width) and for the
   // nodes that have room at the zoom shown: the selection's and matches' first, then groups, then
-  // ops by time; a label never covers another label or a node. Layout annotations, as the
-  // timeline's zone names are; the labels come escaped (graph_figure). The markers are sized for
-  // the zoom in the same update.
+  // ops by time; a label never covers another label or a node. Layout annotations; the labels
+  // come escaped (graph_figure). The markers are sized for the zoom in the same update.
   labelGraph: function (gd) {
     var layout = gd._fullLayout, meta = (gd.layout || {}).meta || {};
     if (!layout || !layout.xaxis || !layout.yaxis || !meta.boxes) { return; }

@@ -41,6 +41,7 @@ def page(page: PageContext) -> html.Div:
             dcc.Store(id=ids.URL_STATE, data=None),
             dcc.Store(id=ids.URL_APPLIED, data=False),
             dcc.Store(id=ids.TIMELINE_ZOOM, data=None),
+            dcc.Store(id=ids.TIMELINE_RANGE, data=None),
             dcc.Store(id=ids.TIMELINE_PIN, data=None),
             dcc.Interval(id=ids.RUNS_POLL, interval=RUNS_POLL_MS),
             *placed("bar"),

@@ -3,18 +3,23 @@ and how text from a model is made safe to show."""
 
 from __future__ import annotations
 
+import functools
 import html as text_html
 import zlib
 
+import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 from dash import dcc, html
 
+from compiler import opset
+
 FONT = "Inter, system-ui, -apple-system, Segoe UI, sans-serif"
-KIND_COLOURS = tuple(plotly.colors.qualitative.Dark24)
-# The kinds most of a run's time goes to, each a colour of its own that a reader learns; any other
-# kind takes one by its name's hash, as Tracy colours zones. Either way a kind's colour does not
-# depend on what else is on screen: the same in every window of a zoom, every run and every panel.
+# The kinds most of a run's time goes to keep the colours a reader has learned (plotly's Dark24);
+# every other kind of the compiler's vocabulary gets one of its own, picked as far as possible from
+# those already taken, as the eye sees colours (CIELAB), so no two kinds of a model look alike. A
+# kind's colour does not depend on what else is on screen: the same in every window of a zoom,
+# every run and every panel, as Tracy colours zones by name.
 _KNOWN_KINDS = {
     "matmul": 0,
     "conv2d": 19,
@@ -36,6 +41,8 @@ _KNOWN_KINDS = {
     "gelu": 12,
     "silu": 11,
 }
+EXTRA_COLOURS = 24  # colours beyond the vocabulary's, that kinds from elsewhere hash into
+UNKNOWN_KIND_COLOUR = "#9ca3af"  # an op whose kind the run does not record
 BOUND_COLOURS = {
     "compute": "#2563eb",
     "dram": "#dc2626",
@@ -49,19 +56,58 @@ BOUND_COLOURS = {
 SELECTED = "selected"  # the name of the selection's ring (graph, roofline) and outlines (timeline)
 
 
-_OTHER_KINDS = [i for i in range(len(KIND_COLOURS)) if i not in _KNOWN_KINDS.values()]
-UNKNOWN_KIND_COLOUR = "#9ca3af"  # an op whose kind the run does not record
+def cielab(colour: str) -> tuple[float, float, float]:
+    """A "#rrggbb" colour in CIELAB (D65), where distance is how different two colours look."""
+    return tuple(float(v) for v in _lab(_rgb([colour]))[0])
+
+
+def _rgb(colours: list[str]) -> np.ndarray:
+    return np.array([[int(c[i : i + 2], 16) / 255 for i in (1, 3, 5)] for c in colours])
+
+
+def _lab(rgb: np.ndarray) -> np.ndarray:
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    xyz = linear @ np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]).T
+    f = xyz / [0.95047, 1.0, 1.08883]
+    f = np.where(f > (6 / 29) ** 3, np.cbrt(f), f / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.stack([116 * f[:, 1] - 16, 500 * (f[:, 0] - f[:, 1]), 200 * (f[:, 1] - f[:, 2])], axis=1)
+
+
+@functools.cache
+def _kind_colours() -> tuple[dict[str, str], tuple[str, ...]]:
+    """(kind -> colour for the whole vocabulary, the extra colours): greedy farthest-point picks
+    from an sRGB grid, dark enough for white names and coloured enough not to read as the grey of
+    merged zones."""
+    dark24 = plotly.colors.qualitative.Dark24
+    taken = {kind: dark24[i] for kind, i in _KNOWN_KINDS.items()}
+    grid = np.linspace(0.0, 1.0, 16)
+    rgb = np.stack(np.meshgrid(grid, grid, grid, indexing="ij"), axis=-1).reshape(-1, 3)
+    lab = _lab(rgb)
+    fits = (lab[:, 0] >= 25) & (lab[:, 0] <= 65) & (np.hypot(lab[:, 1], lab[:, 2]) >= 20)
+    rgb, lab = rgb[fits], lab[fits]
+    fixed = _lab(_rgb(list(taken.values())))
+    nearest = np.linalg.norm(lab[:, None] - fixed[None], axis=2).min(axis=1)
+    others = [kind for kind in opset.KINDS if kind not in taken]
+    picked = []
+    for _ in range(len(others) + EXTRA_COLOURS):
+        best = int(np.argmax(nearest))
+        picked.append("#" + "".join(f"{round(v * 255):02X}" for v in rgb[best]))
+        nearest = np.minimum(nearest, np.linalg.norm(lab - lab[best], axis=1))
+    return {**taken, **dict(zip(others, picked))}, tuple(picked[len(others) :])
 
 
 def kind_colour(kind: str) -> str:
-    """The colour of an op kind, wherever it is drawn; other kinds hash into the colours the known
-    ones leave free, so none is mistaken for a matmul."""
+    """The colour of an op kind, wherever it is drawn: its own for every kind of the vocabulary;
+    a kind from elsewhere (an imported report) hashes into colours no vocabulary kind has."""
     if kind == "?":
         return UNKNOWN_KIND_COLOUR
-    index = _KNOWN_KINDS.get(kind)
-    if index is None:
-        index = _OTHER_KINDS[zlib.crc32(kind.encode()) % len(_OTHER_KINDS)]
-    return KIND_COLOURS[index]
+    colours, extra = _kind_colours()
+    return colours.get(kind) or extra[zlib.crc32(kind.encode()) % len(extra)]
+
+
+def ink(colour: str) -> str:
+    """The colour of a name written on `colour`: white on the dark, near-black on the light."""
+    return "#ffffff" if cielab(colour)[0] < 62 else "#111827"
 
 
 def plain(text: str) -> str:

@@ -1,5 +1,5 @@
-"""Zones drawn as WebGL line segments, one row each: what the timeline and the diff's aligned
-runs draw alike."""
+"""Zones drawn as WebGL line segments, one row each: the diff's aligned runs (the timeline draws
+its zones on a canvas: app/web/timeline_figure.py)."""
 
 from __future__ import annotations
 

@@ -249,8 +249,9 @@ class Explorer:
         return self.kept("counters").of(run_id, lambda: self._counter_steps(run_id))
 
     def _counter_steps(self, run_id: int) -> dict[str, list[tuple[float, float]]]:
+        end_ns = self.view(run_id).total_ns  # the run as the other views read it: one read
         with self.sessions() as session:
-            return counter_steps(session, run_id)
+            return counter_steps(session, run_id, end_ns)
 
     def find_zone(self, run_id: int, op: str | None = None, kind: str | None = None) -> list[FoundZone]:
         """Tracy's find zone: one op's zones, one per core it ran on, or every op of one kind."""

@@ -7,21 +7,18 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from compiler.tracks import ENGINES, is_device_track, is_link_track, parse_track
+from compiler.tracks import is_device_track, is_link_track, parse_track
 from perfdb import queries
 
 from .run_view import RunView
 
 DEVICE_ROW = "device"  # the timeline's top row: each op once, from its start to its end
-CORE_ZONE_BUDGET = 12_000  # core zones one timeline figure draws at once (WebGL keeps this smooth)
 
 
 @dataclass(frozen=True)
 class TimelineView:
     items: list  # the device row's ops, then the core rows' zones and markers (or their engines')
-    hidden_cores: int  # core rows left out of this window (too many zones), 0 when drawn
-    core_zones: int  # zones the core rows hold in the window
-    rows: list[str]  # the rows to draw, drawn or waiting: the device's, then each core's
+    rows: list[str]  # the rows to draw: the device's, then each core's
     window: tuple[float, float]  # the time (ns) the items cover: the view, and a view's width either side
     complete: bool  # every zone of the window is there one by one: a zoom or pan inside needs nothing more
 
@@ -33,12 +30,12 @@ def timeline(
     pixels: int = 1600,
     engines: bool = False,
 ) -> TimelineView:
-    """The timeline over `window` (ns; default the whole run): a device row of the ops, then
-    one row per core at the level of detail of `pixels` across (short zones come merged into
-    "N zones" markers), or, if `engines`, its engines' zones (reader, compute, writer) in its row.
-    A view's width either side comes too when the core rows fit in it, so a pan is drawn in the
-    browser. When the window holds more core zones than a figure draws quickly (each op has one
-    per core it runs on, and one per engine), the core rows wait until the user zooms in."""
+    """The timeline over `window` (ns; default the whole run), and a view's width either side so a
+    pan is drawn in the browser: a device row of the ops, then one row per core, or, if `engines`,
+    its engines' zones (reader, compute, writer) in lanes of its row. As Tracy draws, every row is
+    drawn at the level of detail of `pixels` across: zones shorter than about a pixel come merged
+    into "N zones" markers, so a row holds at most a few items per pixel however many zones the run
+    has, and no row is ever left out."""
     total = max(run.total_ns, 1.0)
     t0, t1 = window or (0.0, total)
     resolution = (t1 - t0) / pixels
@@ -47,38 +44,30 @@ def timeline(
     system_rows = [t for t in run.tracks if is_device_track(t)] + [t for t in run.tracks if is_link_track(t)]
     tracks = [t for t, core in rows if core is not None and bool(core.engine) == engines]
     cores = [t for t, core in rows if core is not None and not core.engine]
-    per_op = len(ENGINES) if engines else 1
-    wide = (max(0.0, 2 * t0 - t1), min(total, 2 * t1 - t0))
-    for span in dict.fromkeys([wide, (t0, t1)]):  # the wide window if its core rows fit, else the view's
-        records = queries.op_records_between(session, run.id, *span)
-        core_zones = sum(r.cores for r in records) * per_op
-        if core_zones <= CORE_ZONE_BUDGET:
-            break
-    # every op on the device row, unless there are more than a figure draws quickly: then
-    # the ops shorter than a pixel are merged, as on the core rows
+    span = (max(0.0, 2 * t0 - t1), min(total, 2 * t1 - t0))
+    records = queries.op_records_between(session, run.id, *span)
+    # each op on the device row, those shorter than a pixel merged, as on the core rows
     device = queries.merged(
         DEVICE_ROW,
         [r.name for r in records],
         [r.start_ns for r in records],
         [r.start_ns + r.duration_ns for r in records],
-        resolution if len(records) > CORE_ZONE_BUDGET else 0.0,
+        resolution,
     )
-    shown = [DEVICE_ROW, *system_rows, *cores]
     if system_rows:
         device = device + queries.timeline_window(session, run.id, *span, resolution, system_rows)
-    if core_zones > CORE_ZONE_BUDGET:
-        return TimelineView(device, len(cores), core_zones, shown, span, False)
     items = queries.timeline_window(session, run.id, *span, resolution, tracks)
     complete = all(i.count == 1 for i in device) and all(i.count == 1 for i in items)
-    return TimelineView(device + items, 0, core_zones, shown, span, complete)
+    return TimelineView(device + items, [DEVICE_ROW, *system_rows, *cores], span, complete)
 
 
-def counter_steps(session: Session, run_id: int) -> dict[str, list[tuple[float, float]]]:
+def counter_steps(session: Session, run_id: int, end_ns: float) -> dict[str, list[tuple[float, float]]]:
     """The timeline's counter plots: L1 in use on the fullest core, and each shared memory's
-    bandwidth in use, as (t_ns, value) steps."""
+    bandwidth in use, as (t_ns, value) steps, each to the run's end (`end_ns`): a counter is
+    sampled as an op starts, and its last value holds while the last op runs."""
     steps = {"l1_bytes": queries.counter_envelope(session, run_id, "l1_bytes")}
     for name in queries.counter_names(session, run_id):
         if name.endswith("_bytes_per_s"):
             # an op's end (0) and the next op's start share a time: the start holds after it
             steps[name] = sorted((c.t_ns, c.value) for c in queries.counters(session, run_id, name))
-    return {name: s for name, s in steps.items() if s}
+    return {name: s + [(end_ns, s[-1][1])] if s[-1][0] < end_ns else s for name, s in steps.items() if s}

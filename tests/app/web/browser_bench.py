@@ -3,9 +3,11 @@
     .venv/bin/python -m tests.app.web.browser_bench http://127.0.0.1:8050/ [--only page,statistics,kernel]
 
 Each figure is from the action to the page idle with the view updated (Dash's callback queue empty,
-no component loading), as test_browser's latency test measures it; the wheel zoom is to the first
-frame drawn with the new axis. Prints one JSON object of milliseconds. docs/benchmarks.md records
-what it measured.
+no component loading), as test_browser's latency test measures it. The timeline's wheel and drag
+are real input (WebDriver's wheel and pointer), each event timed from its time stamp to the end of
+the frame that draws it, over the zones of every core row (median and 90th percentile), and to
+Plotly's axis and counters following it. Prints one JSON object of milliseconds.
+docs/benchmarks.md records what it measured.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import argparse
 import json
 import time
 
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.actions.action_builder import ActionBuilder
+from selenium.webdriver.common.actions.wheel_input import ScrollOrigin
 from selenium.webdriver.common.by import By
 
 from .test_browser import CLICK_NODE, GRAPH, SETTLED, TIMELINE, _chrome, _pick, _tab, _timed, _wait
@@ -26,26 +31,68 @@ FIRST_OP = GRAPH + (
     " var op = (t.customdata || []).find(function (n) { return n.indexOf('group:') !== 0; });"
     " if (op) { return op; } } return null;"
 )
-# a wheel notch over the middle of the timeline, and the time to the first frame with the new axis
-WHEEL = """
-var done = arguments[arguments.length - 1];
-var gd = document.querySelector('#timeline-view .js-plotly-plot');
-var drag = gd.querySelector('.nsewdrag'), box = drag.getBoundingClientRect();
-var before = gd._fullLayout.xaxis.range.join(), t0 = performance.now();
-drag.dispatchEvent(new WheelEvent('wheel', {deltaY: -120, clientX: box.left + box.width / 2,
-  clientY: box.top + box.height / 2, bubbles: true, cancelable: true}));
-(function frame() {
-  if (gd._fullLayout.xaxis.range.join() !== before) { return done(performance.now() - t0); }
-  if (performance.now() - t0 > 10000) { return done(-1); }
-  requestAnimationFrame(frame);
-})();
+# each wheel and mouse event: from its time stamp to the end of the frame that draws it (a task
+# queued from that frame runs once it is painted), and to Plotly's time axis where the zones are
+RECORD = """
+window._frames = [];
+['wheel', 'mousemove'].forEach(function (type) {
+  window.addEventListener(type, function (e) {
+    var t = e.timeStamp;
+    requestAnimationFrame(function () { setTimeout(function () {
+      var frame = performance.now() - t, gd = document.querySelector('#timeline-view .js-plotly-plot');
+      (function follows() {
+        var r = gd._ts.range, a = gd._fullLayout.xaxis.range;
+        if (!gd._ts.axisBusy && Math.abs(r[0] - a[0]) + Math.abs(r[1] - a[1]) < 1e-6 * (r[1] - r[0])) {
+          window._frames.push([type, frame, performance.now() - t]);
+        } else { setTimeout(follows, 1); }
+      })();
+    }, 0); });
+  }, {capture: true, passive: true});
+});
 """
-PAN = """
-var done = arguments[arguments.length - 1];
-var gd = document.querySelector('#timeline-view .js-plotly-plot'), r = gd._fullLayout.xaxis.range;
-var shift = (r[1] - r[0]) / 4, t0 = performance.now();
-Plotly.relayout(gd, {'xaxis.range': [r[0] + shift, r[1] + shift]}).then(function () { done(performance.now() - t0); });
-"""
+FRAMES = "var type = arguments[0]; return window._frames.filter(function (f) { return f[0] === type; });"
+OVER_ZONES = TIMELINE + (
+    "gd.scrollIntoView({block: 'start'}); var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis,"
+    " box = gd.getBoundingClientRect();"
+    "return [Math.round(box.left + xa._offset + arguments[0] * xa._length), Math.round(box.top + ya._offset + 200)];"
+)
+
+
+def _spread(values: list[float]) -> tuple[float, float]:
+    """(median, 90th percentile)."""
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
+def timeline_frames(d, notches: int = 12, moves: int = 30) -> dict[str, float]:
+    """The timeline's wheel and drag, as a user's: `notches` wheel notches in (to about a layer of
+    BERT) and back out, then a drag of `moves` steps across the zones."""
+    found: dict[str, float] = {}
+    d.execute_script(RECORD)
+    at = d.execute_script(OVER_ZONES, 0.4)
+    for delta in [-100] * notches + [100] * notches:
+        ActionChains(d).scroll_from_origin(ScrollOrigin.from_viewport(*at), 0, delta).perform()
+    _wait(d, lambda d: len(d.execute_script(FRAMES, "wheel")) >= 2 * notches, timeout=120)
+    wheel = d.execute_script(FRAMES, "wheel")
+    found["wheel_frame_ms"], found["wheel_frame_p90_ms"] = _spread([f[1] for f in wheel])
+    found["wheel_axis_ms"], found["wheel_axis_p90_ms"] = _spread([f[2] for f in wheel])
+    for _ in range(notches // 2):
+        ActionChains(d).scroll_from_origin(ScrollOrigin.from_viewport(*at), 0, -100).perform()
+    _wait(d, lambda d: d.execute_script(IDLE), timeout=120)
+    d.execute_script("window._frames = [];")
+    drag = ActionBuilder(d)
+    drag.pointer_action.move_to_location(*at).pointer_down()
+    for step in range(1, moves + 1):
+        drag.pointer_action.move_to_location(at[0] - 10 * step, at[1])
+    drag.pointer_action.pointer_up()
+    drag.perform()
+    _wait(d, lambda d: len(d.execute_script(FRAMES, "mousemove")) >= moves, timeout=120)
+    pan = d.execute_script(FRAMES, "mousemove")
+    found["pan_frame_ms"], found["pan_frame_p90_ms"] = _spread([f[1] for f in pan])
+    found["pan_axis_ms"], found["pan_axis_p90_ms"] = _spread([f[2] for f in pan])
+    found["zones_drawn"] = d.execute_script("return window.tilescope.timelineDrawn().zones;")
+    found["rows_drawn"] = d.execute_script("return window.tilescope.timelineDrawn().rows;")
+    return found
 
 
 def measure(url: str, only: set[str] | None) -> dict[str, float]:
@@ -80,13 +127,9 @@ def measure(url: str, only: set[str] | None) -> dict[str, float]:
             )
         if wanted("timeline"):
             _tab(d, "Timeline")
-            _wait(d, lambda d: d.execute_script(TIMELINE + "return gd && gd.data && gd.data.length > 0;"), timeout=120)
+            _wait(d, lambda d: d.execute_script("return window.tilescope.timelineDrawn() !== null;"), timeout=120)
             _wait(d, lambda d: d.execute_script(IDLE), timeout=120)
-            d.execute_script(TIMELINE + "gd.scrollIntoView();")
-            wheels = sorted(d.execute_async_script(WHEEL) for _ in range(3))
-            found["wheel_to_frame_ms"] = wheels[1]
-            pans = sorted(d.execute_async_script(PAN) for _ in range(3))
-            found["pan_relayout_ms"] = pans[1]
+            found.update(timeline_frames(d))
             _wait(d, lambda d: d.execute_script(IDLE), timeout=120)
         if wanted("apply"):
             d.execute_script(CLICK_NODE % op)

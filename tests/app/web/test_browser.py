@@ -124,17 +124,23 @@ def _pick(driver, element_id: str, value: str) -> None:
     _wait(driver, lambda d: value in _text(d, element_id), timeout=10)
 
 
+def _timeline_drawn(driver) -> dict:
+    """What the timeline's canvas drew last (timeline_draw.js timelineDrawn), {} before it drew."""
+    return driver.execute_script("return window.tilescope.timelineDrawn();") or {}
+
+
 def _timeline_zones(driver) -> int:
-    """Zones the timeline figure holds (each is start, middle, end and a gap), outline excluded."""
-    return driver.execute_script(
-        "var g = document.querySelector('#timeline-view .js-plotly-plot');"
-        "if (!g || !g.data) { return 0; }"
-        "return g.data"
-        "  .reduce(function (n, t) { return n + Math.floor((t.customdata || []).length / 4); }, 0);"
-    )
+    """Zones (and merged markers) the timeline's canvas drew in the view."""
+    return _timeline_drawn(driver).get("zones", 0)
 
 
 TIMELINE = "var gd = document.querySelector('#timeline-view .js-plotly-plot');"
+# op -> how many zones of it the timeline's figure holds (timeline_draw.js reads them from its meta)
+TIMELINE_OPS = TIMELINE + (
+    "var z = window.tilescope.timelineZones(gd.layout.meta), ops = {};"
+    "z.op.forEach(function (o) { if (o >= 0) { ops[z.names[o]] = (ops[z.names[o]] || 0) + 1; } });"
+    "return ops;"
+)
 
 
 def _timeline_rows(driver) -> int:
@@ -145,29 +151,28 @@ def _timeline_rows(driver) -> int:
 
 def _zone_names(driver) -> list[str]:
     """The names the timeline shows inside its zones."""
-    return driver.execute_script(
-        TIMELINE + "return (gd.layout.annotations || []).filter(function (a) { return a.name === 'zone-name'; })"
-        ".map(function (a) { return a.text; });"
-    )
+    return _timeline_drawn(driver).get("names", [])
 
 
 def _hover_zone(driver, op: str) -> None:
-    """The pointer to the middle of `op`'s zone on the device row, as a user moves it."""
+    """The pointer to the middle of `op`'s zone on the device row (its first row), as a user moves it."""
     driver.execute_script(TIMELINE + "gd.scrollIntoView({block: 'start'});")
     where = driver.execute_script(
         TIMELINE + "var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();"
-        "for (var k = 0; k < gd.data.length; k++) { var t = gd.data[k], c = t.customdata || [];"
-        "  for (var i = 0; i < c.length; i += 4) { if (c[i] === arguments[0]) {"
-        "    var x = window.tilescope.values(t.x), y = window.tilescope.values(t.y);"
-        "    if (y[i] !== 0) { continue; }"
-        "    var mid = Math.max(x[i], xa.range[0]) / 2 + Math.min(x[i + 2], xa.range[1]) / 2;"
-        "    return [xa._offset + xa.l2p(mid) - box.width / 2, ya._offset + ya.l2p(0) - box.height / 2]; } } }"
+        "var z = window.tilescope.timelineZones(gd.layout.meta), r = gd._ts.range, op = z.index[arguments[0]];"
+        "var geo = window.tilescope.rowGeometry(gd.layout.meta, ya._length);"
+        "for (var i = 0; i < z.op.length; i++) { if (z.op[i] === op && z.row[i] === 0) {"
+        "  var mid = Math.max(z.start[i], r[0]) / 2 + Math.min(z.end[i], r[1]) / 2;"
+        "  return [box.left + xa._offset + (mid - r[0]) * xa._length / (r[1] - r[0]),"
+        "          box.top + ya._offset + geo.top[0] + geo.height[0] / 2]; } }"
         "return null;",
         op,
     )
     assert where, f"{op} has no zone on the device row"
-    gd = driver.find_element(By.CSS_SELECTOR, "#timeline-view .js-plotly-plot")
-    ActionChains(driver).move_to_element_with_offset(gd, int(where[0]), int(where[1])).perform()
+    # to a point of the viewport: a figure taller than the window is not centred on by WebDriver
+    actions = ActionBuilder(driver)
+    actions.pointer_action.move_to_location(int(where[0]), int(where[1]))
+    actions.perform()
 
 
 def _tab(driver, label: str) -> None:
@@ -185,20 +190,6 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     _wait(d, lambda d: len(_op_nodes(d)) == 2)  # fc1 and fc2, bias adds and gelu fused in
     _wait(d, lambda d: "run #1" in _text(d, "run-summary"))
     _wait(d, lambda d: _timeline_zones(d) > 0)
-    # of the timeline's relayouts only moves of its time axis go to the server: a request for a
-    # resize would replace the one drawing a new run, and draw nothing
-    assert d.execute_script(
-        "return window.tilescope.timeAxisChange({autosize: true}) === window.dash_clientside.no_update"
-    )
-    # a zoom inside what the figure holds is drawn in the browser (this run's zones are all there);
-    # one past it asks the server
-    assert d.execute_script(
-        "return window.tilescope.timeAxisChange({'xaxis.range[0]': 1, 'xaxis.range[1]': 2}) === "
-        "window.dash_clientside.no_update"
-    )
-    assert (
-        d.execute_script("return window.tilescope.timeAxisChange({'xaxis.range': [-5, 1e9]})['xaxis.range'][1]") == 1e9
-    )
     # the bare address gets the view's state at once, so it can be copied as a link
     _wait(d, lambda d: "model=" in d.current_url and "run=" in d.current_url)
     _shot(d, "01-graph-level")
@@ -220,23 +211,8 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#mlir-view mark"))
     assert "mlp.layer.0.fc1.matmul" in d.find_element(By.CSS_SELECTOR, "#mlir-view mark").text
     # the op's zones are outlined on the timeline (in the browser, without a new figure): its cores and the device row
-    cores = d.execute_script(
-        "var g = document.querySelector('#timeline-view .js-plotly-plot'), op = arguments[0], n = 0;"
-        "g.data.forEach(function (t) { var c = t.customdata || []; "
-        "for (var i = 0; i < c.length; i += 4) { if (c[i] === op) n++; } });"
-        "return n;",
-        "mlp.layer.0.fc1.matmul",
-    )
-    _wait(
-        d,
-        lambda d: (
-            d.execute_script(
-                "var g = document.querySelector('#timeline-view .js-plotly-plot');"
-                "return (g.layout.shapes || []).filter(function (s) { return s.name === 'selected'; }).length;"
-            )
-            == cores
-        ),
-    )
+    cores = d.execute_script(TIMELINE_OPS)["mlp.layer.0.fc1.matmul"]
+    _wait(d, lambda d: _timeline_drawn(d).get("outlines") == cores)
     assert cores > 1
     _shot(d, "03-op-selected")
     # a click on an edge (no customdata) selects nothing else: once Dash has the click and has run
@@ -278,14 +254,9 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     assert " us of the op's " in _text(d, "timeline-tip")
     _shot(d, "04b-timeline-hover")
     d.find_element(By.XPATH, "//div[@id='timeline-show']//label[contains(., 'engine lanes')]").click()
-    # reader, compute and writer in lanes of each core's row: as many rows, the same height
-    _wait(
-        d,
-        lambda d: d.execute_script(
-            TIMELINE + "return gd.data.some(function (t) { return t.meta && t.meta.half < 0.4; });"
-        ),
-    )
-    assert _timeline_rows(d) == 65 and d.find_element(By.ID, "timeline-view").size["height"] == height
+    # reader, compute and writer in lanes of each core's row, each lane named: as many rows, taller
+    _wait(d, lambda d: "compute" in _timeline_drawn(d).get("laneNames", []))
+    assert _timeline_rows(d) == 65 and d.find_element(By.ID, "timeline-view").size["height"] > height
     _shot(d, "04c-timeline-engines-counters")
 
     # the analysis tabs: the diff of the re-run against its parent, statistics, memory, roofline
@@ -556,13 +527,7 @@ def test_find_zone_lists_the_zones_of_the_bars_picked_and_a_row_selects_its_op(s
     _tab(d, "Timeline")
     _wait(d, lambda d: f"{fc1}\n" in _text(d, "timeline-zone") and f"· {row['track']}" in _text(d, "timeline-zone"))
     # the timeline drawn anew as its tab opened: the op outlined, and its hover card hooked again
-    _wait(
-        d,
-        lambda d: d.execute_script(
-            TIMELINE + "return gd._tilescopeHooked && "
-            "(gd.layout.shapes || []).some(function (s) { return s.name === 'selected'; });"
-        ),
-    )
+    _wait(d, lambda d: _timeline_drawn(d).get("outlines", 0) > 0)
     _hover_zone(d, fc2)
     _wait(d, lambda d: fc2 in _text(d, "timeline-tip"))
     # the card following the pointer never covers the pinned one
@@ -638,11 +603,7 @@ def test_a_run_with_load_time_work_shows_it_beside_the_time_per_step(tmp_path, b
         _shot(d, "15-load-time-ops")
         _tab(d, "Timeline")
         _wait(d, lambda d: _timeline_zones(d) > 0 and _settled(d))
-        assert not d.execute_script(
-            "var g = document.querySelector('#timeline-view .js-plotly-plot'), op = arguments[0];"
-            "return g.data.some(function (t) { return (t.customdata || []).indexOf(op) >= 0; });",
-            fc1,
-        )
+        assert fc1 not in d.execute_script(TIMELINE_OPS)
         severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
         assert not severe, severe
     finally:

@@ -138,7 +138,6 @@ def _until(condition, timeout: float = 30.0, what: str = "it did not happen"):
         time.sleep(0.05)
 
 
-
 def _refusal(manager, key: str, job_fn) -> str:
     """The line a page hears of a job refused as it starts: its first poll's error, and the job
     then runs no more."""
@@ -146,6 +145,7 @@ def _refusal(manager, key: str, job_fn) -> str:
     said = manager.get_result(key, job)
     assert not manager.job_running(job)
     return said["background_callback_error"]["msg"]
+
 
 @pytest.mark.parametrize("manager_class", [ThreadJobManager, ProcessJobs])
 def test_a_job_past_the_limit_is_refused_not_queued(tmp_path, manager_class):

@@ -32,7 +32,7 @@ from .conftest import (
     shown_run,
     zones,
 )
-from .test_timeline import zones_drawn
+from .test_timeline import outlined, zones_drawn
 
 
 def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
@@ -75,8 +75,7 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     op_zones = [z for z in zones(app, new_id) if z.depth == 0]
     # a device row with each op once, then every core's op zones
     assert zones_drawn(timeline) == len(app.explorer.durations(new_id)) + len(op_zones)
-    outlines = [s for s in timeline.layout.shapes if s.name == "selected"]
-    assert len(outlines) == sum(1 for z in op_zones if z.op == FC1) + 1  # its cores and the device row
+    assert outlined(timeline) == sum(1 for z in op_zones if z.op == FC1) + 1  # its cores and the device row
 
 
 def _run_select_callbacks(app) -> int:

@@ -10,7 +10,7 @@ from dash import no_update
 
 from app.web.callback_context import diff_pair
 from app.web.diff_view import aligned_timelines, diff_body, duration_histogram, timeline_rows
-from app.web.panels.timeline import timeline_figure
+from app.web.timeline_figure import timeline_figure
 from app.workbench.diff import device_parts
 from perfdb.queries import WindowItem
 
@@ -52,7 +52,9 @@ def test_two_runs_align_on_one_axis_with_the_changed_op_outlined_in_both():
     assert boxes == [(1.0, 4.0, 0), (1.0, 2.0, 1)]  # y: 3 us in A, 1 us in B
     # each kind in the colour the timeline gives it
     drawn = timeline_figure([WindowItem("device", 0, "y", 0.0, 1.0, "y", 1, 0.0)], {"y": "ttir.matmul"}, None)
-    assert next(t.line.color for t in figure.data if t.name == "ttir.matmul") == drawn.data[0].line.color
+    assert (
+        next(t.line.color for t in figure.data if t.name == "ttir.matmul") == drawn.layout.meta["zones"]["colours"][0]
+    )
 
 
 def test_a_run_on_several_devices_aligns_a_row_per_device_and_per_link():

@@ -1,25 +1,46 @@
-"""The timeline tab: rows by core with engine sub-rows, counter plots on the same time axis, zoom
-at a level of detail, and a click that selects an op."""
+"""The timeline tab: rows by core with engine lanes, counter plots on the same time axis, every row
+at the level of detail of the view, and what the browser draws the zones from."""
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
-from dash import no_update
+import base64
+from collections import Counter
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
+from dash import no_update
 
-from app.web.panels.timeline import LANES, row_key, row_label, timeline_figure
-from app.workbench import timeline_view
+from app.web.panels.timeline import x_window
+from app.web.style import kind_colour
+from app.web.timeline_figure import LANE_PX, MERGED_COLOUR, ROW_PX, row_key, row_label, timeline_figure
 from perfdb import queries
 from perfdb.queries import WindowItem
 
-from .conftest import CONSUMER, FC1, shown_run, zones
+from .conftest import FC1, shown_run, zones
+
+
+def columns(figure: go.Figure) -> dict:
+    """The zones a figure sends the browser, decoded as timeline_draw.js decodes them."""
+    packed = figure.layout.meta["zones"]
+    types = {"f8": "<f8", "i4": "<i4", "i2": "<i2", "i1": "<i1"}
+    out = {
+        name: np.frombuffer(base64.b64decode(spec["bdata"]), types[spec["dtype"]])
+        for name, spec in packed.items()
+        if isinstance(spec, dict) and "bdata" in spec
+    }
+    return {**out, "names": packed["names"], "kinds": packed["kinds"], "colours": packed["colours"]}
 
 
 def zones_drawn(figure: go.Figure) -> int:
-    """How many zones (or merged markers) a timeline figure draws: four vertices each."""
-    return sum(len(trace.x) // 4 for trace in figure.data if isinstance(trace, go.Scattergl))
+    """How many zones (or merged markers) a timeline figure holds."""
+    return len(columns(figure)["start"])
+
+
+def outlined(figure: go.Figure) -> int:
+    """How many zones the browser outlines in a timeline figure: those of its selected op."""
+    drawn, selected = columns(figure), figure.layout.meta["selected"]
+    return sum(1 for i in drawn["op"] if i >= 0 and drawn["names"][i] == selected)
 
 
 def _zone(track, depth, name, start, end, op):
@@ -41,100 +62,150 @@ def test_a_core_s_engines_are_lanes_of_its_row_in_the_order_a_tile_moves():
     assert tracks == ["device", "core 0,1", "core 0,1/reader", "core 0,1/compute", "core 0,1/writer", "core 1,0"]
     assert [row_label(t) for t in tracks][1:3] == ["core 0,1", "↳ reader"]
     figure = timeline_figure(ZONES, {"mm": "ttir.matmul"}, "mm")
-    # one row per core: its engines do not add rows, so showing them does not make the figure taller
-    assert list(figure.layout.yaxis.ticktext) == ["device", "core 0,1", "core 1,0"]
-    assert figure.layout.meta["rows"] == ["device", "core 0,1", "core 1,0"]
-    assert zones_drawn(figure) == len(ZONES)
-    lanes = next(t for t in figure.data if t.meta and t.meta["half"] < 0.4)
-    # reader above, compute in the middle, writer below, in core 0,1's row (row 1)
-    assert sorted(set(lanes.y[~np.isnan(lanes.y)])) == [1 + LANES["reader"], 1.0, 1 + LANES["writer"]]
-    assert lanes.line.width < next(t for t in figure.data if t.meta and t.meta["half"] > 0.4).line.width
-    # an engine's zone says which phase of which op it is
-    assert "mm · read" in lanes.text
-    # the selected op is outlined on every row and lane it has a zone on
-    outlines = [s for s in figure.layout.shapes if s.name == "selected"]
-    assert len(outlines) == len(ZONES) and sum(s.y1 - s.y0 < 0.5 for s in outlines) == 3
+    meta = figure.layout.meta
+    # one row per core: its engines are lanes of it, named beside it, the row tall enough for three names
+    assert meta["rows"] == meta["labels"] == ["device", "core 0,1", "core 1,0"]
+    assert meta["lanes"] == ["reader", "compute", "writer"] and meta["laned"] == [False, True, True]
+    assert meta["heights"] == [ROW_PX, 3 * LANE_PX, 3 * LANE_PX]
+    drawn = columns(figure)
+    assert len(drawn["start"]) == len(ZONES)
+    at = {(int(r), int(lane)) for r, lane in zip(drawn["row"], drawn["lane"])}
+    # reader, compute, writer (lanes 0, 1, 2) in core 0,1's row (row 1); the rows' own zones in no lane
+    assert at == {(0, -1), (1, -1), (1, 0), (1, 1), (1, 2), (2, -1)}
+    # an engine's zone says which phase of which op it is, and selects that op
+    labels = [drawn["names"][i] for i in drawn["label"]]
+    assert "mm · read" in labels and {drawn["names"][i] for i in drawn["op"]} == {"mm"}
+    assert meta["selected"] == "mm" and outlined(figure) == len(ZONES)  # timeline_draw.js outlines its zones
+
+
+def test_the_zones_go_to_the_browser_as_columns_with_their_kinds_and_colours():
+    """What timeline_draw.js reads: times in us, kinds with their colours and the colour of names
+    on them, merged markers with their count and no op."""
+    items = [
+        _zone("device", 0, "mm", 1000.0, 3000.0, "mm"),
+        WindowItem("core 0,0", 0, "5 zones", 3000.0, 3100.0, "", 5, 80.0),
+        _zone("core 0,0", 0, "ln", 3100.0, 4000.0, "ln"),
+    ]
+    figure = timeline_figure(items, {"mm": "matmul", "ln": "layernorm"}, None)
+    drawn = columns(figure)
+    assert list(drawn["start"]) == [1.0, 3.0, 3.1] and list(drawn["end"]) == [3.0, 3.1, 4.0]
+    assert list(drawn["count"]) == [1, 5, 1] and drawn["op"][1] == -1 and drawn["kind"][1] == -1
+    assert [drawn["kinds"][k] for k in drawn["kind"] if k >= 0] == ["matmul", "layernorm"]
+    assert drawn["colours"] == [kind_colour("matmul"), kind_colour("layernorm")]
+    # the legend names each kind in its colour, and the merged markers last, in grey
+    legend = [(t.name, t.marker.color) for t in figure.data if t.showlegend]
+    assert legend == [
+        ("layernorm", kind_colour("layernorm")),
+        ("matmul", kind_colour("matmul")),
+        ("merged", MERGED_COLOUR),
+    ]
+    # the same data is known by the same key, other data by another
+    assert (
+        figure.layout.meta["zones"]["key"]
+        == timeline_figure(items, {"mm": "matmul", "ln": "layernorm"}, None).layout.meta["zones"]["key"]
+    )
+    assert (
+        figure.layout.meta["zones"]["key"]
+        != timeline_figure(items[:2], {"mm": "matmul"}, None).layout.meta["zones"]["key"]
+    )
 
 
 def test_counter_plots_share_the_time_axis_under_the_zones():
     counters = {"l1_bytes": [(0.0, 2048.0), (4000.0, 0.0)], "dram_bytes_per_s": [(0.0, 5e10), (4000.0, 0.0)]}
-    figure = timeline_figure(ZONES, {}, None, window=(1.0, 3.0), counters=counters)
-    plots = [t for t in figure.data if isinstance(t, go.Scatter)]
+    figure = timeline_figure(ZONES, {}, None, counters=counters, view=(1.0, 3.0))
+    plots = [t for t in figure.data if t.mode == "lines"]
     assert [p.name for p in plots] == ["L1 in use, fullest core", "DRAM bandwidth"]
     assert list(plots[0].y) == [2.0, 0.0] and list(plots[1].y) == [50.0, 0.0]  # KiB and GB/s
     assert plots[0].xaxis == "x2" and plots[1].xaxis == "x3"
     assert figure.layout.xaxis.matches == figure.layout.xaxis2.matches == "x3"  # one time axis
-    # a zoomed window holds on every axis
+    # a zoomed view holds on every axis
     assert [list(a.range) for a in (figure.layout.xaxis, figure.layout.xaxis2, figure.layout.xaxis3)] == [
         [1.0, 3.0]
     ] * 3
     assert zones_drawn(figure) == len(ZONES)  # counter plots are not zones
-    assert len([t for t in timeline_figure(ZONES, {}, None, counters={}).data if isinstance(t, go.Scatter)]) == 0
+    assert not [t for t in timeline_figure(ZONES, {}, None, counters={}).data if t.mode == "lines"]
 
 
-def test_a_click_on_a_zone_selects_its_op_and_a_click_on_anything_else_nothing(cb):
-    assert cb["select_in_timeline"]({"points": [{"customdata": CONSUMER}]}) == CONSUMER
-    assert cb["select_in_timeline"]({"points": [{"x": 1, "y": 2}]}) is no_update
-    assert cb["select_in_timeline"](None) is no_update
+def test_the_l1_counter_runs_to_the_end_of_the_run(app, cb):
+    """A counter is sampled as each op starts: its last value holds while the last op runs, to the
+    run's end, not to the last op's start."""
+    run_id = shown_run(cb)
+    total_us = app.explorer.view(run_id).total_ns / 1e3
+    figure = cb["show_timeline"](run_id, None, ["counters"], None)
+    plots = {t.name: t for t in figure.data if t.mode == "lines"}
+    for plot in plots.values():
+        assert plot.x[-1] == pytest.approx(total_us)
+    last_start = max(r.start_ns for r in app.explorer.op_records(run_id)) / 1e3
+    l1 = plots["L1 in use, fullest core"]
+    assert l1.x[-2] == pytest.approx(last_start) and l1.y[-1] == l1.y[-2]  # the last op's L1, held
 
 
 def test_the_timeline_shows_the_zoomed_window_with_short_zones_merged(app, cb):
     run_id = shown_run(cb)
     run = app.explorer.view(run_id)
     everything = cb["show_timeline"](run_id, None, [], None)
-    assert "merged" not in [t.name for t in everything.data]  # ops are microseconds long: all drawn
+    assert all(count == 1 for count in columns(everything)["count"])  # ops are microseconds long: all drawn
     # zoom into the first op: only the zones in that window, and the axis stays there
     first = min(zones(app, run_id, depth=0), key=lambda z: z.start_ns)
     window = [first.start_ns / 1e3, (first.start_ns + first.end_ns) / 2e3]
     zoomed = cb["show_timeline"](run_id, {"xaxis.range[0]": window[0], "xaxis.range[1]": window[1]}, [], None)
     assert list(zoomed.layout.xaxis.range) == window
     assert 0 < zones_drawn(zoomed) < zones_drawn(everything)
-    # a view a few pixels wide merges whole ops into grey "N zones" bars, one per core
+    # a view a few pixels wide merges whole ops into grey "N zones" markers, one per core
     coarse = app.explorer.timeline(run, (0.0, run.total_ns), pixels=2).items
     merged = [z for z in coarse if z.count > 1]
     assert merged and all(z.name == f"{z.count} zones" and z.op == "" for z in merged)
-    figure = timeline_figure(coarse, {}, None)
-    markers = next(t for t in figure.data if t.name == "merged")
-    # a marker shows its count on hover but selects no op when clicked
-    assert set(markers.customdata) == {None} and any(n and n.endswith(" zones") for n in markers.text)
-    assert cb["select_in_timeline"]({"points": [{"customdata": None}]}) is no_update
-    # the device row draws every op while a figure can (a 100k-op run's would be 40 MB)
-    assert sum(z.count for z in coarse if z.track == "device") == len([z for z in coarse if z.track == "device"])
+    drawn = columns(timeline_figure(coarse, {}, None))
+    markers = np.flatnonzero(drawn["count"] > 1)
+    # a marker names its count, is drawn grey and selects no op
+    assert all(drawn["names"][drawn["label"][i]].endswith(" zones") for i in markers)
+    assert all(drawn["kind"][markers] == -1) and all(drawn["op"][markers] == -1)
 
 
-def test_the_device_row_merges_short_ops_when_a_run_has_more_than_a_figure_draws(app, cb, monkeypatch):
+def test_the_device_row_merges_ops_shorter_than_a_pixel_as_the_core_rows_do(app, cb):
     run = app.explorer.view(shown_run(cb))
-    monkeypatch.setattr(timeline_view, "CORE_ZONE_BUDGET", 1)  # fewer than the model's two ops
     device = [z for z in app.explorer.timeline(run, (0.0, run.total_ns), pixels=2).items if z.track == "device"]
     ops = len(app.explorer.op_records(run.id))
     assert len(device) < ops and sum(z.count for z in device) == ops
     assert any(z.count > 1 and z.name == f"{z.count} zones" for z in device)
 
 
-def test_core_rows_wait_for_a_zoom_when_a_window_holds_too_many_zones(app, cb, monkeypatch):
-    run_id = shown_run(cb)
-    ops = len(app.explorer.durations(run_id))
-    monkeypatch.setattr(timeline_view, "CORE_ZONE_BUDGET", 10)
-    view = app.explorer.timeline(app.explorer.view(run_id))
-    assert view.hidden_cores == 64 and view.core_zones > 10
-    assert [i.track for i in view.items] == ["device"] * ops
+def test_every_core_row_is_drawn_at_every_zoom_with_what_is_drawn_bounded_by_rows_and_pixels(app, cb):
+    """Tracy never hides a row: on a run whose cores hold more zones than a figure once drew
+    (12,000: 150 layers of two ops on up to 64 cores), every core row is drawn at the whole run, its
+    short zones merged, so a row holds a few items per pixel, however many zones it has."""
+    run_id = shown_run(cb, "zoo:mlp?layers=150")
+    run = app.explorer.view(run_id)
+    core_zones = len(zones(app, run_id, depth=0)) - len(app.explorer.op_records(run_id))
+    assert core_zones > 12_000
+    for pixels in (50, 400):
+        view = app.explorer.timeline(run, pixels=pixels)
+        per_row = Counter(z.track for z in view.items)
+        assert set(per_row) == set(view.rows) and len(view.rows) == 1 + 64
+        # at most two items a pixel per row (a zone a pixel long, or a marker of those shorter)
+        assert max(per_row.values()) <= 2 * pixels + 2
+    # zoomed to one op, its zones come one by one
+    first = min(app.explorer.op_records(run_id), key=lambda r: r.start_ns)
+    op = app.explorer.timeline(run, (first.start_ns, first.start_ns + first.duration_ns), pixels=400)
+    assert op.complete and {z.op for z in op.items if z.track.startswith("core")} >= {first.name}
     figure = cb["show_timeline"](run_id, None, [], None)
-    assert zones_drawn(figure) == ops and "64 core rows hidden" in figure.layout.annotations[0].text
+    assert len(set(columns(figure)["row"])) == 1 + 64 and "hidden" not in figure.layout.meta
 
 
-def test_the_timeline_adds_engine_rows_and_counter_plots_and_keeps_a_counter_zoom(app, cb):
+def test_the_timeline_adds_engine_lanes_and_counter_plots_and_keeps_a_counter_zoom(app, cb):
     run_id = shown_run(cb)
     plain = cb["show_timeline"](run_id, None, [], None)
     engines = cb["show_timeline"](run_id, None, ["engines"], None)
     rows = engines.layout.meta["rows"]
     assert len(rows) == 1 + 64 and rows[1:3] == ["core 0,0", "core 0,1"] and rows == plain.layout.meta["rows"]
-    assert engines.layout.height == plain.layout.height  # the panel does not jump
+    # each core's row has room for its three lanes' names
+    assert engines.layout.meta["heights"][1] == 3 * LANE_PX and engines.layout.height > plain.layout.height
     # the engines' zones in place of the cores' own
     ops = len(app.explorer.durations(run_id))
     assert zones_drawn(engines) == ops + len(zones(app, run_id, depth=1))
 
     with_counters = cb["show_timeline"](run_id, None, ["counters"], None)
-    plots = {t.name: t for t in with_counters.data if t.type == "scatter"}
+    plots = {t.name: t for t in with_counters.data if t.mode == "lines"}
     assert set(plots) == {"L1 in use, fullest core", "DRAM bandwidth"}
     memory = app.explorer.memory(app.explorer.view(run_id))
     assert max(plots["L1 in use, fullest core"].y) == max(v for _, v in memory.envelope) / 1024
@@ -157,8 +228,8 @@ def test_a_kind_keeps_its_colour_whatever_else_is_drawn():
     kinds = {"mm": "matmul", "ln": "layernorm", "a": "add", "z": "zeta_op"}
 
     def colours(zones):
-        drawn = timeline_figure(zones, kinds, None).data
-        return {t.name: t.line.color for t in drawn if isinstance(t, go.Scattergl)}
+        drawn = columns(timeline_figure(zones, kinds, None))
+        return dict(zip(drawn["kinds"], drawn["colours"]))
 
     whole = colours(both)
     zoomed = colours(both[:1])  # the window holds the matmul only: first of one, where it was second
@@ -169,11 +240,12 @@ def test_a_kind_keeps_its_colour_whatever_else_is_drawn():
     assert colours([_zone("device", 0, "z", 0.0, 10.0, "z")])["zeta_op"] not in other.values()
 
 
-def test_a_zoomed_figure_holds_a_view_s_width_either_side_so_a_pan_is_drawn_in_the_browser(app, cb, monkeypatch):
+def test_a_zoomed_figure_holds_a_view_s_width_either_side_so_a_pan_is_drawn_in_the_browser(app, cb):
     run_id = shown_run(cb)
     total = app.explorer.view(run_id).total_ns / 1e3
     whole = cb["show_timeline"](run_id, None, [], None).layout.meta
     assert whole["loaded"] == [0.0, total] and whole["span"] == total and whole["complete"]
+    assert whole["total"] == total and whole["run"] == run_id
     records = {r.name: r for r in app.explorer.op_records(run_id)}
     # each drawn op's kind, time, bound and why, once, for the hover and zone cards
     assert whole["ops"][FC1] == [records[FC1].kind, round(records[FC1].duration_ns / 1e3, 3)] + [
@@ -184,11 +256,36 @@ def test_a_zoomed_figure_holds_a_view_s_width_either_side_so_a_pan_is_drawn_in_t
     meta = cb["show_timeline"](run_id, {"xaxis.range[0]": view[0], "xaxis.range[1]": view[1]}, [], None).layout.meta
     assert meta["loaded"] == [pytest.approx(0.3 * total), pytest.approx(0.6 * total)]
     assert meta["span"] == pytest.approx(0.1 * total)
-    # when the wider window's core zones are more than a figure draws and the view's are not: the view
-    first, second = sorted(records.values(), key=lambda r: r.start_ns)[:2]
-    reach = second.start_ns - (first.start_ns + first.duration_ns) + 1.0  # the wider window reaches the second op
-    assert reach < first.duration_ns / 2
-    view_ns = (first.start_ns + first.duration_ns - reach, first.start_ns + first.duration_ns)
-    monkeypatch.setattr(timeline_view, "CORE_ZONE_BUDGET", first.cores)
-    fallback = app.explorer.timeline(app.explorer.view(run_id), view_ns)
-    assert fallback.window == view_ns and fallback.hidden_cores == 0 and fallback.core_zones == first.cores
+
+
+@pytest.mark.parametrize(
+    "relayout",
+    [
+        {"xaxis.range": ["a", None]},
+        {"xaxis.range": [5.0, 1.0]},
+        {"xaxis.range[0]": "nan", "xaxis.range[1]": 3.0},
+        {"xaxis.range[0]": 1.0},
+        {"xaxis.range": [float("-inf"), 1.0]},
+        {"xaxis.range": {"a": 1}},
+        ["xaxis.range", 1, 2],
+        {1: 2},
+    ],
+)
+def test_a_forged_zoom_sets_no_window_and_the_callback_draws_the_whole_run(app, cb, relayout):
+    assert x_window(relayout) is None
+    run_id = shown_run(cb)
+    figure = cb["show_timeline"](run_id, relayout, [], None)
+    assert list(figure.layout.xaxis.range) == [0.0, figure.layout.meta["total"]]
+
+
+def test_a_zoom_past_the_run_shows_the_run_and_its_margin_at_most(app, cb):
+    run_id = shown_run(cb)
+    total = app.explorer.view(run_id).total_ns / 1e3
+    figure = cb["show_timeline"](run_id, {"xaxis.range": [-1e300, 1e300]}, [], None)
+    assert list(figure.layout.xaxis.range) == [pytest.approx(-0.02 * total), pytest.approx(1.02 * total)]
+    assert figure.layout.meta["loaded"] == [0.0, total]
+    # a window wholly past the run's end: the whole run
+    past = cb["show_timeline"](run_id, {"xaxis.range": [2 * total, 3 * total]}, [], None)
+    assert list(past.layout.xaxis.range) == [0.0, total]
+    assert cb["show_timeline"](run_id, {"autosize": True}, [], None).layout.meta["span"] == total
+    assert cb["show_timeline"](None, None, [], None) is no_update
