@@ -47,6 +47,7 @@ FIELDS = {
     "applies_to": ids.OV_APPLIES_TO,
     "tile": ids.OV_TILE,
     "block": ids.OV_BLOCK,
+    "subblock": ids.OV_SUBBLOCK,
     "double_buffer": ids.OV_DOUBLE_BUFFER,
     "sharding": ids.OV_SHARDING,
 }
@@ -55,8 +56,9 @@ SHOWN_PENDING = 100  # pending overrides listed on the page, each with its remov
 
 def layout(page: PageContext) -> html.Div:
     offered = override_choices(page.target)
-    block = dcc.Input(
-        id=ids.OV_BLOCK, type="text", value="", placeholder="default", debounce=True, className="text-input"
+    block, subblock = (
+        dcc.Input(id=i, type="text", value="", placeholder="default", debounce=True, className="text-input")
+        for i in (ids.OV_BLOCK, ids.OV_SUBBLOCK)
     )
     sharding = dcc.Input(
         id=ids.OV_SHARDING, type="text", value="", placeholder="{},{model}", debounce=True, className="text-input"
@@ -72,6 +74,7 @@ def layout(page: PageContext) -> html.Div:
         labelled("Tile", menu(ids.OV_TILE, offered.tiles, DEFAULT_CHOICE)),
         labelled("Math fidelity", menu(ids.OV_FIDELITY, offered.fidelities)),
         labelled("Matmul block MxNxK", block),
+        labelled("Matmul sub-block HxW", subblock),
         labelled("Double buffer", menu(ids.OV_DOUBLE_BUFFER, list(DOUBLE_BUFFER_CHOICES), DEFAULT_CHOICE)),
         # per dimension of the output (or the operand "Applies to" names), the mesh axes splitting it
         labelled("Sharding", sharding, id=ids.OV_SHARDING_FIELD, hidden=True),
@@ -183,21 +186,27 @@ def register(wiring: Wiring) -> dict:
             selected=Input(ids.SELECTED_OP, "data"),
             run_id=Input(ids.RUN_SELECT, "value"),
             pending=Input(ids.PENDING_OVERRIDES, "data"),
+            applies_to=Input(ids.OV_APPLIES_TO, "value"),
         ),
     )
-    def fill_form(selected, run_id, pending=None):
-        """The selected op's current settings, and whether Apply and Add have something to do."""
+    def fill_form(selected, run_id, pending=None, applies_to=None):
+        """The selected op part's current settings and every knob the run's override of it holds,
+        and whether Apply and Add have something to do. Another op shows its output, or the part
+        the run overrides; another "Applies to" shows that part."""
         if run_id is None:
             return no_update
         if triggered() == ids.PENDING_OVERRIDES:  # only whether Apply has something to apply
             return outputs(FILLED, apply_disabled=not selected and not pending)
-        compilation = explorer.view(run_id).compilation
-        values = form_values(compilation, selected)
+        run = explorer.view(run_id)
+        values = form_values(run, selected, applies_to if triggered() == ids.OV_APPLIES_TO else None)
         no_op = values.memory is None
-        placeholder = sharding_placeholder(compilation)  # None: one device, no sharding to set
+        placeholder = sharding_placeholder(run.compilation)  # None: one device, no sharding to set
         return dict(
             form=asdict(values),
-            applies_to_options=applies_to_choices(compilation, selected),
+            applies_to_options=[
+                {"label": f"{c.value} (overridden)" if c.overridden else c.value, "value": c.value}
+                for c in applies_to_choices(run, selected)
+            ],
             sharding_hidden=placeholder is None,
             sharding_placeholder=placeholder or "",
             apply_disabled=no_op and not pending,
@@ -345,7 +354,7 @@ def _register_apply(wiring: Wiring) -> dict:
         explorer.in_new_process()
         try:
             parent, problems = explorer.view(run_id), Problems()
-            items = rerun_overrides(parent.compilation, selected, pending or [], FormValues.sent(form), problems)
+            items = rerun_overrides(parent, selected, pending or [], FormValues.sent(form), problems)
             # all or nothing: a run missing some of what was asked for would be read as the answer
             if rerun_problems(parent, items, problems):
                 return outputs(APPLIED, status=problem_list(problems))

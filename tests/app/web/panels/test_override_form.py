@@ -113,7 +113,7 @@ def test_after_apply_every_view_shares_one_read_of_the_new_run_and_one_compile_l
         "show_memory": lambda: cb["show_memory"](new_id, "timeline"),
         "show_roofline": lambda: cb["show_roofline"](new_id, FC1, "timeline"),
         "show_diff": lambda: cb["show_diff"]([], new_id, "timeline"),
-        "write_link": lambda: cb["write_link"](MODEL, TARGET, POLICY, "graph", new_id, FC1, [], True),
+        "write_link": lambda: cb["write_link"](MODEL, TARGET, POLICY, "graph", new_id, FC1, [], "host", {"search": ""}),
     }
     assert len(views) == _run_select_callbacks(app), "a view of the run is missing from this count"
     for view in views.values():
