@@ -19,6 +19,8 @@ TIMELINE_VIEW = "timeline-view"
 RUN_SUMMARY = "run-summary"
 RUN_LOAD_TIME = "run-load-time"  # in the summary: the run's work once per model load, when it has any
 SHOW_LOAD_OPS = "show-load-ops"  # pattern-matching id type of the load time's link to its ops
+RUN_NOT_BASELINE = "run-not-baseline"  # in the summary: a run with overrides says so, and offers the baseline
+SHOW_BASELINE = "show-baseline"  # pattern-matching id type of its button, by the baseline's run id
 OVERRIDE_STATUS = "override-status"
 SELECTED_OP = "selected-op"
 

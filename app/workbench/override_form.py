@@ -172,16 +172,22 @@ def form_values(run: RunView, op_name: str | None, applies_to=None) -> FormValue
 
 
 def _shown_part(op, items: dict, applies_to) -> tuple[int | None, int | None]:
-    """The op part the form shows: the one asked for if the op has it (a page may send anything),
-    else the output, or the first part the run overrides when it does not override the output."""
+    """The op part the form shows: the one asked for, else the output, or the first part the run
+    overrides when it does not override the output."""
     if applies_to is not None:
-        try:
-            operand, result = _part(applies_to)
-        except TilescopeError:
-            return None, None
-        within = operand < len(op.inputs) if operand is not None else (result or 0) < len(op.outputs)
-        return (operand, result) if within else (None, None)
+        return part_of(op, applies_to)
     return (None, None) if not items or (None, None) in items else next(iter(items))
+
+
+def part_of(op, applies_to) -> tuple[int | None, int | None]:
+    """(operand, result) of an "Applies to" choice, if the op has that part (a page may send
+    anything); else its outputs (None, None)."""
+    try:
+        operand, result = _part(applies_to)
+    except TilescopeError:
+        return None, None
+    within = operand < len(op.inputs) if operand is not None else (result or 0) < len(op.outputs)
+    return (operand, result) if within else (None, None)
 
 
 def _counts(value: tuple[int, ...] | None) -> str:

@@ -12,7 +12,7 @@ from compiler.errors import TilescopeError
 from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
 from overrides import Problems
 
-from .. import ids
+from .. import form_grid, ids
 from ..callback_context import triggered
 from ..jobs import JOB_POLL_MS, reporter
 from ..panel import PageContext, Panel, Wiring, outputs
@@ -69,6 +69,7 @@ def layout(page: PageContext) -> html.Div:
         labelled("Memory layout", menu(ids.OV_MEMORY_LAYOUT, list(MEMORY_LAYOUTS))),
         labelled("Grid rows", menu(ids.OV_GRID_ROWS, offered.rows)),
         labelled("Grid cols", menu(ids.OV_GRID_COLS, offered.cols)),
+        form_grid.note(),
         labelled("Layout", menu(ids.OV_LAYOUT, list(TENSOR_LAYOUTS))),
         labelled("Dtype", menu(ids.OV_DTYPE, offered.dtypes)),
         labelled("Tile", menu(ids.OV_TILE, offered.tiles, DEFAULT_CHOICE)),
@@ -132,8 +133,10 @@ def outcome_list(outcomes: list[dict]) -> html.Ul:
 
 def problem_list(problems: Problems) -> html.Div:
     """Why Apply re-ran nothing: every override that cannot apply counted, a page of them named."""
-    count = f"{problems.count:,} override{'s' if problems.count != 1 else ''}"
-    head = error(f"Not re-run: {count} cannot apply, so none was applied. Fix or remove them, then apply again.")
+    several = problems.count != 1
+    count = f"{problems.count:,} override{'s' * several}"
+    them = "them" if several else "it"
+    head = error(f"Not re-run: {count} cannot apply, so none was applied. Fix or remove {them}, then apply again.")
     lines = [html.Li(line) for line in problems.lines]
     if problems.more:
         lines.append(html.Li(f"... and {problems.more:,} more", className="muted"))
@@ -216,8 +219,6 @@ def register(wiring: Wiring) -> dict:
     @app.callback(
         output=dict(
             memories=Output(ids.OV_MEMORY, "options"),
-            rows=Output(ids.OV_GRID_ROWS, "options"),
-            cols=Output(ids.OV_GRID_COLS, "options"),
             dtypes=Output(ids.OV_DTYPE, "options"),
             tiles=Output(ids.OV_TILE, "options"),
             fidelities=Output(ids.OV_FIDELITY, "options"),
@@ -225,13 +226,18 @@ def register(wiring: Wiring) -> dict:
         inputs=dict(target=Input(ids.TARGET_SELECT, "value")),
     )
     def form_choices(target):
-        """The form in the target's terms: its memories, grid, dtypes, tile shapes and fidelities."""
+        """The form in the target's terms: its memories, dtypes, tile shapes and fidelities (its
+        grids: form_grid, as the op part's tensors allow)."""
         try:
-            return asdict(override_choices(explorer.target(target)))
+            offered = override_choices(explorer.target(target))
         except TilescopeError:
             return no_update
+        return dict(
+            memories=offered.memories, dtypes=offered.dtypes, tiles=offered.tiles, fidelities=offered.fidelities
+        )
 
     callbacks = {"fill_form": fill_form, "form_choices": form_choices}
+    callbacks |= form_grid.register(wiring)
     callbacks |= _register_pending(wiring)
     callbacks |= _register_apply(wiring)
     return callbacks
@@ -312,7 +318,8 @@ def _register_pending(wiring: Wiring) -> dict:
             pending = with_pending(pending or [], *found)
         except TilescopeError as err:
             return dict(pending=no_update, status=error(str(err)), contents=None)
-        lines = [html.P(f"{filename}: {len(found)} override(s) added to pending", className="ok")]
+        count = f"{len(found):,} override{'s' * (len(found) != 1)}"
+        lines = [html.P(f"{filename}: {count} added to pending", className="ok")]
         lines += [error(p) for p in problems]
         return dict(pending=pending or [], status=lines, contents=None)
 
