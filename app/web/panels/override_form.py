@@ -69,7 +69,6 @@ def layout(page: PageContext) -> html.Div:
         labelled("Memory layout", menu(ids.OV_MEMORY_LAYOUT, list(MEMORY_LAYOUTS))),
         labelled("Grid rows", menu(ids.OV_GRID_ROWS, offered.rows)),
         labelled("Grid cols", menu(ids.OV_GRID_COLS, offered.cols)),
-        form_grid.note(),
         labelled("Layout", menu(ids.OV_LAYOUT, list(TENSOR_LAYOUTS))),
         labelled("Dtype", menu(ids.OV_DTYPE, offered.dtypes)),
         labelled("Tile", menu(ids.OV_TILE, offered.tiles, DEFAULT_CHOICE)),
@@ -98,6 +97,7 @@ def layout(page: PageContext) -> html.Div:
         [
             html.H3("Override"),
             html.Div(fields, className="form-grid"),
+            form_grid.note(),
             html.Div(buttons, className="buttons"),
             html.Div(id=ids.APPLY_PROGRESS, className="progress"),
             html.Div(id=ids.OVERRIDE_STATUS, className="status"),
@@ -318,12 +318,15 @@ def _register_pending(wiring: Wiring) -> dict:
             pending = with_pending(pending or [], *found)
         except TilescopeError as err:
             return dict(pending=no_update, status=error(str(err)), contents=None)
-        count = f"{len(found):,} override{'s' * (len(found) != 1)}"
-        lines = [html.P(f"{filename}: {count} added to pending", className="ok")]
-        lines += [error(p) for p in problems]
-        return dict(pending=pending or [], status=lines, contents=None)
+        return dict(pending=pending or [], status=imported_note(filename, len(found), problems), contents=None)
 
     return {f.__name__: f for f in (stage_override, remove_pending, show_pending, import_overrides)}
+
+
+def imported_note(filename: str, count: int, problems: list[str]) -> list:
+    """What an imported file added to the pending list, and a line per item it could not read."""
+    added = html.P(f"{filename}: {count:,} override{'s' * (count != 1)} added to pending", className="ok")
+    return [added, *(error(p) for p in problems)]
 
 
 APPLIED = dict(

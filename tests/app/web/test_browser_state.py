@@ -110,7 +110,7 @@ def test_the_form_shows_the_runs_block_and_the_next_apply_keeps_it(page, browser
     assert _prop(d, "override-block", "value") == "4x3x2"  # and the form still shows it
 
 
-def _options(d, menu: str) -> dict[str, bool]:
+def _options(d, menu: str, shot: str) -> dict[str, bool]:
     """A menu's options as the page draws them: label -> whether it can be chosen."""
     d.find_element(By.ID, menu).click()
     _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "[role=option]"), 10)
@@ -118,6 +118,7 @@ def _options(d, menu: str) -> dict[str, bool]:
         "return Array.from(document.querySelectorAll('[role=option]'), function (o) {"
         " return [o.innerText.trim(), !o.querySelector('input[disabled]')]; });"
     )
+    _shot(d, shot)
     d.find_element(By.TAG_NAME, "body").send_keys("\ue00c")  # Escape: closed again
     return dict(drawn)
 
@@ -131,9 +132,8 @@ def test_the_grid_menus_offer_the_grids_that_divide_the_tensor(page, browser, tm
     _pick(d, "override-memory-layout", "height_sharded")  # rows x columns of cores must divide 32
     _wait(d, lambda d: (_prop(d, "override-grid-rows", "value"), _prop(d, "override-grid-cols", "value")) == (4, 8))
     assert "grid set to 4x8" in _text(d, "override-grid-note")
-    rows = _options(d, "override-grid-rows")
+    rows = _options(d, "override-grid-rows", "51-grid-menus")
     assert [r for r, can in rows.items() if not can] == ["3", "5", "6", "7"]
-    _shot(d, "51-grid-menus")
     d.find_element(By.ID, "stage-override").click()
     _wait(d, lambda d: _prop(d, "pending-overrides", "data"))
     assert _prop(d, "pending-overrides", "data") == [f"{QUERY}=4x8:l1:height_sharded:tile:bf16"]
