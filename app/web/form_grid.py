@@ -67,10 +67,8 @@ def register(wiring: Wiring) -> dict:
             cols_options=_options(choice.cols),
             rows=choice.grid[0] if moved else no_update,
             cols=choice.grid[1] if moved else no_update,
-            # said when the grid moved; gone once the user chooses a grid, another op or run
-            note=choice.moved
-            if moved
-            else (None if kept or triggered() in (ids.SELECTED_OP, ids.RUN_SELECT) else no_update),
+            # said when the grid moved (its own move does not call this again), gone at the next change
+            note=choice.moved or None,
         )
 
     return {"offer_grids": offer_grids}

@@ -103,9 +103,9 @@ URL = "url"
 URL_STATE = "url-state"  # store: the link's run and diff pair, until the page has shown them
 URL_SHOWN = "url-shown"  # store: the address as the page last read or wrote it (url_state.Shown)
 URL_WANTED = "url-wanted"  # store: the address the page asks the browser to show (url_state.Wanted)
-URL_OPENING = "url-opening"  # store: the same, written at once as another model is chosen (its own
-# store: Dash holds back a callback whose input a running callback may still change, such as the
-# view's address while the new model's run is found)
+# the same, written at once as another model is chosen: a store of its own, as Dash holds back a
+# callback whose input a running callback may still change (the view's, until the model's run is found)
+URL_OPENING = "url-opening"
 
 # MLIR view: a search of the level's text, stepping through its matches, and what the view shows
 MLIR_SEARCH = "mlir-search"

@@ -11,7 +11,7 @@ from compiler.ir import Tensor
 from compiler.passes.layout import even_shards
 from compiler.tiles import tile_grid
 
-from .override_form import DEFAULT_CHOICE, part_of
+from .override_form import DEFAULT_CHOICE, layout_op, part_of
 from .run_view import RunView
 
 
@@ -74,10 +74,9 @@ def grid_choice(
 
 def _tensors(run: RunView, op_name: str | None, applies_to) -> list[Tensor]:
     """The tensors the op part's override lays out: an operand, one result, or every output."""
-    graph = run.compilation.levels["layout"]
-    if not op_name or not graph.has_op(op_name):
+    graph, op = run.compilation.levels["layout"], layout_op(run, op_name)
+    if op is None:
         return []
-    op = graph.op(op_name)
     operand, result = part_of(op, applies_to)
     if operand is not None:
         names = [op.inputs[operand]]

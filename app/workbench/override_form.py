@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from compiler.errors import OverrideError, TilescopeError
+from compiler.ir import Op
 from compiler.override import REJECTED, OpOverride, OverrideOutcome
 from compiler.pipeline import Compilation
 from compiler.sharding import Sharding
@@ -144,9 +145,9 @@ def form_values(run: RunView, op_name: str | None, applies_to=None) -> FormValue
     next Apply keeps what the user leaves alone. With no part named, the output, unless the run
     overrides only other parts of the op: then the first of those."""
     graph = run.compilation.levels["layout"]
-    if not op_name or not graph.has_op(op_name) or not graph.op(op_name).outputs:
+    op = layout_op(run, op_name)
+    if op is None or not op.outputs:
         return FormValues()
-    op = graph.op(op_name)
     items = {o.key[1:]: o for o in run.overrides if o.op == op_name}
     part = _shown_part(op, items, applies_to)
     operand, result = part
@@ -179,6 +180,12 @@ def _shown_part(op, items: dict, applies_to) -> tuple[int | None, int | None]:
     return (None, None) if not items or (None, None) in items else next(iter(items))
 
 
+def layout_op(run: RunView, op_name) -> Op | None:
+    """The selected op at the `layout` level (None: no op, or one it lacks; a page may send any value)."""
+    graph = run.compilation.levels["layout"]
+    return graph.op(op_name) if isinstance(op_name, str) and graph.has_op(op_name) else None
+
+
 def part_of(op, applies_to) -> tuple[int | None, int | None]:
     """(operand, result) of an "Applies to" choice, if the op has that part (a page may send
     anything); else its outputs (None, None)."""
@@ -186,7 +193,8 @@ def part_of(op, applies_to) -> tuple[int | None, int | None]:
         operand, result = _part(applies_to)
     except TilescopeError:
         return None, None
-    within = operand < len(op.inputs) if operand is not None else (result or 0) < len(op.outputs)
+    index, count = (operand, len(op.inputs)) if operand is not None else (result or 0, len(op.outputs))
+    within = 0 <= index < count
     return (operand, result) if within else (None, None)
 
 
@@ -205,10 +213,9 @@ class AppliesTo:
 def applies_to_choices(run: RunView, op_name: str | None) -> list[AppliesTo]:
     """The op's outputs, each result when it has several (or the run overrides one), and each of
     its inputs (read through a to_layout in the layout asked for)."""
-    graph = run.compilation.levels["layout"]
-    if not op_name or not graph.has_op(op_name):
+    op = layout_op(run, op_name)
+    if op is None:
         return [AppliesTo(OUTPUT)]
-    op = graph.op(op_name)
     overridden = {part_name(o.operand, o.result) for o in run.overrides if o.op == op_name}
     results = [i for i in range(len(op.outputs)) if len(op.outputs) > 1 or f"result {i}" in overridden]
     parts = [OUTPUT, *(f"result {i}" for i in results), *(f"operand {i}" for i in range(len(op.inputs)))]

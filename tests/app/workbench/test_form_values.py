@@ -75,3 +75,7 @@ def test_another_part_of_the_op_shows_its_own_layout_and_override(explorer):
     assert (weight.memory, weight.memory_layout, weight.rows, weight.cols) == ("l1", "width_sharded", 8, 8)
     assert form_values(run, FC1, "operand 9").applies_to == OUTPUT  # a part the op lacks: its output
     assert form_values(run, FC1, {"forged": 1}).applies_to == OUTPUT
+    assert form_values(run, FC1, "operand -1").applies_to == OUTPUT
+    # an op a page names that is no op: an empty form, as with none selected
+    assert form_values(run, {"forged": 1}) == form_values(run, ["x"]) == form_values(run, None)
+    assert [c.value for c in applies_to_choices(run, {"forged": 1})] == [OUTPUT]

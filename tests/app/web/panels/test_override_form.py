@@ -408,6 +408,8 @@ def test_the_grid_menus_offer_the_grids_the_tensor_divides_into_and_move_one_tha
     # what a page sends that the menus do not offer is left for Add to name
     odd = cb["offer_grids"](run_id, FC1, "output", "block_sharded", "default", "eight", 8)
     assert odd["rows"] is no_update
+    forged = cb["offer_grids"](run_id, {"op": 1}, ["x"], {"a": 1}, "0x0", 10**30, None)
+    assert all(not o.get("disabled") for o in forged["rows_options"])  # no op: every grid
 
 
 def test_problems_are_counted_in_words_that_agree_with_the_count(cb):
