@@ -19,6 +19,8 @@ TIMELINE_VIEW = "timeline-view"
 RUN_SUMMARY = "run-summary"
 RUN_LOAD_TIME = "run-load-time"  # in the summary: the run's work once per model load, when it has any
 SHOW_LOAD_OPS = "show-load-ops"  # pattern-matching id type of the load time's link to its ops
+RUN_NOT_BASELINE = "run-not-baseline"  # in the summary: a run with overrides says so, and offers the baseline
+SHOW_BASELINE = "show-baseline"  # pattern-matching id type of its button, by the baseline's run id
 OVERRIDE_STATUS = "override-status"
 SELECTED_OP = "selected-op"
 
@@ -27,12 +29,14 @@ OV_MEMORY = "override-memory"
 OV_MEMORY_LAYOUT = "override-memory-layout"
 OV_GRID_ROWS = "override-grid-rows"
 OV_GRID_COLS = "override-grid-cols"
+OV_GRID_NOTE = "override-grid-note"  # why the grid moved to one that divides the tensor
 OV_LAYOUT = "override-layout"
 OV_DTYPE = "override-dtype"
 OV_FIDELITY = "override-fidelity"
 OV_APPLIES_TO = "override-applies-to"
 OV_TILE = "override-tile"
 OV_BLOCK = "override-block"
+OV_SUBBLOCK = "override-subblock"
 OV_DOUBLE_BUFFER = "override-double-buffer"
 OV_SHARDING = "override-sharding"
 OV_SHARDING_FIELD = "override-sharding-field"  # its label and input, hidden for a run on one device
@@ -101,7 +105,11 @@ GRAPH_NOTE = "graph-note"
 # the view in the address bar
 URL = "url"
 URL_STATE = "url-state"  # store: the link's run and diff pair, until the page has shown them
-URL_APPLIED = "url-applied"  # store: the link has been read (later changes of the address are ours)
+URL_SHOWN = "url-shown"  # store: the address as the page last read or wrote it (url_state.Shown)
+URL_WANTED = "url-wanted"  # store: the address the page asks the browser to show (url_state.Wanted)
+# the same, written at once as another model is chosen: a store of its own, as Dash holds back a
+# callback whose input a running callback may still change (the view's, until the model's run is found)
+URL_OPENING = "url-opening"
 
 # MLIR view: a search of the level's text, stepping through its matches, and what the view shows
 MLIR_SEARCH = "mlir-search"

@@ -37,9 +37,6 @@ def page(page: PageContext) -> html.Div:
         [
             dcc.Store(id=ids.SELECTED_OP, data=None),
             dcc.Store(id=ids.PENDING_OVERRIDES, data=[]),
-            dcc.Location(id=ids.URL, refresh=False),
-            dcc.Store(id=ids.URL_STATE, data=None),
-            dcc.Store(id=ids.URL_APPLIED, data=False),
             dcc.Store(id=ids.TIMELINE_ZOOM, data=None),
             dcc.Store(id=ids.TIMELINE_RANGE, data=None),
             dcc.Store(id=ids.TIMELINE_PIN, data=None),

@@ -58,3 +58,54 @@ def encode(state: ViewState) -> str:
     if "diff" in fields:
         fields["diff"] = ",".join(map(str, fields["diff"]))
     return "?" + urlencode(fields) if fields else ""
+
+
+# The address bar and the history: Back and Forward land on an address the page then shows. A
+# change of view is a new history entry; filling in the address the page is opening (a link's
+# view settled, or a new model's run found) replaces it, so Back never lands on a half-told view.
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The query string the address bar holds, as the page last read or wrote it; `opening`: the
+    page is still settling on it (read from the bar, or written as another model was chosen)."""
+
+    search: str
+    opening: bool = False
+
+    @classmethod
+    def of(cls, data) -> Shown | None:
+        """The store's value (None: the address has not been read yet)."""
+        if not isinstance(data, dict) or not isinstance(data.get("search"), str):
+            return None
+        return cls(data["search"], bool(data.get("opening")))
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """An address for the browser to show: a new history entry, or in place of the current one."""
+
+    search: str
+    replace: bool = False
+
+
+def written(view: ViewState, shown: Shown | None) -> tuple[Wanted | None, Shown | None]:
+    """What the page writes when its view is `view`: the address (None: the bar says it already)
+    and what the bar then holds (None: nothing to change; also before the bar has been read)."""
+    if shown is None:
+        return None, None
+    search = encode(view)
+    if search == shown.search:
+        return None, Shown(search) if shown.opening else None
+    return Wanted(search, replace=shown.opening), Shown(search)
+
+
+def opening(chosen: ViewState, bar: ViewState) -> ViewState | None:
+    """The address to show at once when another model, target, policy or dispatch is `chosen` and
+    its run is still to be found (None: the bar names them already, as when a link is being
+    opened): the bar's level, and its op but of another model; the run and the ticked pair go."""
+    keys = ("model", "target", "policy", "dispatch")
+    if all(getattr(chosen, k) == getattr(bar, k) for k in keys):
+        return None
+    op = bar.op if chosen.model == bar.model else None
+    return ViewState(chosen.model, chosen.target, chosen.policy, bar.level, None, op, (), chosen.dispatch)

@@ -123,8 +123,9 @@ class Explorer:
         on_stage=runs.no_progress,
         dispatch: str = DEFAULT_DISPATCH,
     ) -> int:
-        """The newest run of a model on a target under a policy and a dispatch, compiling and
-        simulating one if there is none: from `source_text`, else the text stored with the model's runs (an upload,
+        """The baseline run of a model on a target under a policy and a dispatch (the newest run
+        with no overrides: what the model is before anyone tuned it), compiling and simulating one
+        if there is none: from `source_text`, else the text stored with the model's runs (an upload,
         or a file changed or gone since), else the file or zoo model itself. Under `access`, the
         model and the target must be ones a request may name, and the compile is isolated."""
         if not model_ref or not target:
@@ -133,9 +134,9 @@ class Explorer:
             raise TilescopeError(f"dispatch must be one of {', '.join(DISPATCH_MODES)}, got {shown(dispatch)}")
         with self.sessions() as session:
             stored = queries.list_runs(session, model_ref)
-            for run in stored:
-                if runs.target_of(run) == target and run.policy == policy and run.dispatch == dispatch:
-                    return run.id
+            found = _baseline(stored, target, policy, dispatch)
+            if found is not None:
+                return found
             if source_text is None and stored:
                 source_text = queries.get_run(session, stored[0].id).model.source_text
         if self.access is not None:
@@ -148,6 +149,11 @@ class Explorer:
         return runs.store_baseline(
             self.sessions, model_ref, target, policy, source_text, on_stage=on_stage, dispatch=dispatch
         )
+
+    def baseline_id(self, run: RunView) -> int | None:
+        """The baseline of the model, target, policy and dispatch a run was made with (None: none
+        stored), as choosing them opens it."""
+        return _baseline(self.runs_of(run.model_ref), run.target_ref, run.policy, run.dispatch)
 
     def target(self, target_ref: str | None) -> Target:
         """The target a page names (under `access`: a built-in one, or one a stored run kept)."""
@@ -363,6 +369,16 @@ class Explorer:
     def export(self, run_id: int, fmt: str) -> tuple[str, str, str | None]:
         with self.sessions() as session:
             return export_run(session, run_id, fmt)
+
+
+def _baseline(stored: Sequence[Run], target: str, policy: str, dispatch: str) -> int | None:
+    """The newest of `stored` (newest first) that is simulated with no overrides, on `target`
+    under `policy` and `dispatch`."""
+    wanted = (target, policy, dispatch)
+    for run in stored:
+        if not run.overrides and run.kind != "measured" and (runs.target_of(run), run.policy, run.dispatch) == wanted:
+            return run.id
+    return None
 
 
 LABELLED_OVERRIDES = 3  # beyond, a label counts them and names the newest

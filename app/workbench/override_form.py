@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from compiler.errors import OverrideError, TilescopeError
+from compiler.ir import Op
 from compiler.override import REJECTED, OpOverride, OverrideOutcome
 from compiler.pipeline import Compilation
 from compiler.sharding import Sharding
@@ -24,7 +25,7 @@ DEFAULT_FIDELITY_CHOICE = "default"
 DEFAULT_CHOICE = "default"  # tile and double buffering as the compiler picks them
 OUTPUT = "output"  # the override lays out the op's outputs (else "operand N": that input)
 DOUBLE_BUFFER_CHOICES = {DEFAULT_CHOICE: None, "on": True, "off": False}
-_BLOCK = re.compile(r"\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)\s*")
+_BLOCK = re.compile(r"\d+(x\d+)+")  # tile counts, RxC or MxNxK
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class FormValues:
     applies_to: str = OUTPUT
     tile: str = DEFAULT_CHOICE
     block: str = ""
+    subblock: str = ""
     double_buffer: str = DEFAULT_CHOICE
     sharding: str = ""  # over the run's devices, as the token spells it: {},{model}
 
@@ -60,13 +62,7 @@ def form_override(op: str | None, form: FormValues) -> OpOverride:
     f = form
     if None in (f.memory, f.memory_layout, f.rows, f.cols, f.layout, f.dtype):
         raise TilescopeError("fill in every field of the override form")
-    blocking = None
-    if f.block and str(f.block).strip():
-        found = _BLOCK.fullmatch(str(f.block))
-        if not found:
-            raise TilescopeError(f"block {f.block!r}: expected M x N x K tiles per core, e.g. 4x4x2")
-        blocking = tuple(int(v) for v in found.groups())
-    applies_to = str(f.applies_to or OUTPUT)
+    operand, result = _part(f.applies_to)
     tile = None if f.tile in (None, DEFAULT_CHOICE) else _numbers("tile", f.tile, "x")
     ov = OpOverride(
         op,
@@ -76,13 +72,44 @@ def form_override(op: str | None, form: FormValues) -> OpOverride:
         f.layout,
         f.dtype,
         None if f.fidelity in (None, DEFAULT_FIDELITY_CHOICE) else f.fidelity,
-        block=blocking,
+        block=_blocking("block", f.block, 3, "M x N x K tiles per core, e.g. 4x4x2"),
+        subblock=_blocking("subblock", f.subblock, 2, "H x W output tiles, e.g. 2x4"),
         double_buffer=DOUBLE_BUFFER_CHOICES.get(f.double_buffer or DEFAULT_CHOICE),
         tile=tile,
         sharding=_sharding(f.sharding),
-        operand=_numbers("applies to", applies_to.removeprefix("operand "))[0] if applies_to != OUTPUT else None,
+        operand=operand,
+        result=result,
     )
     return parse_item(format_item(ov))
+
+
+def _blocking(field: str, text, count: int, expected: str) -> tuple[int, ...] | None:
+    """A block or sub-block field's tile counts (empty: the compiler's)."""
+    if text is None or not str(text).strip():
+        return None
+    packed = "".join(str(text).split())  # "4 x 4 x 2" reads as 4x4x2
+    if not _BLOCK.fullmatch(packed) or packed.count("x") != count - 1:
+        raise TilescopeError(f"{field} {shown(str(text))}: expected {expected}")
+    return tuple(int(v) for v in packed.split("x"))
+
+
+def _part(applies_to) -> tuple[int | None, int | None]:
+    """(operand, result) of an "Applies to" choice: `output`, `operand N` or `result N`."""
+    text = str(applies_to or OUTPUT)
+    for prefix in ("operand ", "result "):
+        if text.startswith(prefix):
+            index = _numbers("applies to", text.removeprefix(prefix))[0]
+            return (index, None) if prefix == "operand " else (None, index)
+    if text != OUTPUT:
+        raise TilescopeError(f"override form: applies to {shown(text)} is not a choice it offers")
+    return None, None
+
+
+def part_name(operand: int | None, result: int | None) -> str:
+    """The "Applies to" choice of an op part."""
+    if operand is not None:
+        return f"operand {operand}"
+    return OUTPUT if result is None else f"result {result}"
 
 
 def _sharding(text) -> Sharding | None:
@@ -112,15 +139,22 @@ def _numbers(field: str, value, sep: str | None = None) -> tuple[int, ...]:
         raise TilescopeError(f"override form: {field} {value!r} is not a choice it offers") from None
 
 
-def form_values(compilation: Compilation, op_name: str | None) -> FormValues:
-    """What the form shows for an op: its current output layout at the `layout` level, and the
-    compiler's own choices for the rest."""
-    layout_graph = compilation.levels["layout"]
-    if not op_name or not layout_graph.has_op(op_name) or not layout_graph.op(op_name).outputs:
+def form_values(run: RunView, op_name: str | None, applies_to=None) -> FormValues:
+    """What the form shows for a part of an op (its output, one result or one operand): the layout
+    it has at the `layout` level, and every knob the run's override of that part holds, so the
+    next Apply keeps what the user leaves alone. With no part named, the output, unless the run
+    overrides only other parts of the op: then the first of those."""
+    graph = run.compilation.levels["layout"]
+    op = layout_op(run, op_name)
+    if op is None or not op.outputs:
         return FormValues()
-    op = layout_graph.op(op_name)
-    current = layout_graph.tensors[op.outputs[0]].layout
-    rows, cols = op.attrs.get("grid", (1, 1))
+    items = {o.key[1:]: o for o in run.overrides if o.op == op_name}
+    part = _shown_part(op, items, applies_to)
+    operand, result = part
+    tensor = graph.tensors[op.inputs[operand] if operand is not None else op.outputs[result or 0]]
+    current, item = tensor.layout, items.get(part, OpOverride(op_name))
+    rows, cols = current.grid if operand is not None else op.attrs.get("grid", (1, 1))
+    fidelity = op.attrs.get("math_fidelity", DEFAULT_FIDELITY_CHOICE) if operand is None else DEFAULT_FIDELITY_CHOICE
     return FormValues(
         current.memory,
         current.memory_layout,
@@ -128,8 +162,64 @@ def form_values(compilation: Compilation, op_name: str | None) -> FormValues:
         cols,
         current.layout,
         current.dtype,
-        op.attrs.get("math_fidelity", DEFAULT_FIDELITY_CHOICE),
+        item.fidelity or fidelity,
+        applies_to=part_name(operand, result),
+        tile=_counts(item.tile) or DEFAULT_CHOICE,
+        block=_counts(item.block),
+        subblock=_counts(item.subblock),
+        double_buffer=next(k for k, v in DOUBLE_BUFFER_CHOICES.items() if v is item.double_buffer),
+        sharding=item.sharding.spec() if item.sharding is not None else "",
     )
+
+
+def _shown_part(op, items: dict, applies_to) -> tuple[int | None, int | None]:
+    """The op part the form shows: the one asked for, else the output, or the first part the run
+    overrides when it does not override the output."""
+    if applies_to is not None:
+        return part_of(op, applies_to)
+    return (None, None) if not items or (None, None) in items else next(iter(items))
+
+
+def layout_op(run: RunView, op_name) -> Op | None:
+    """The selected op at the `layout` level (None: no op, or one it lacks; a page may send any value)."""
+    graph = run.compilation.levels["layout"]
+    return graph.op(op_name) if isinstance(op_name, str) and graph.has_op(op_name) else None
+
+
+def part_of(op, applies_to) -> tuple[int | None, int | None]:
+    """(operand, result) of an "Applies to" choice, if the op has that part (a page may send
+    anything); else its outputs (None, None)."""
+    try:
+        operand, result = _part(applies_to)
+    except TilescopeError:
+        return None, None
+    index, count = (operand, len(op.inputs)) if operand is not None else (result or 0, len(op.outputs))
+    within = 0 <= index < count
+    return (operand, result) if within else (None, None)
+
+
+def _counts(value: tuple[int, ...] | None) -> str:
+    return "x".join(map(str, value)) if value else ""
+
+
+@dataclass(frozen=True)
+class AppliesTo:
+    """A choice of "Applies to": an op part, and whether the run overrides it."""
+
+    value: str
+    overridden: bool = False
+
+
+def applies_to_choices(run: RunView, op_name: str | None) -> list[AppliesTo]:
+    """The op's outputs, each result when it has several (or the run overrides one), and each of
+    its inputs (read through a to_layout in the layout asked for)."""
+    op = layout_op(run, op_name)
+    if op is None:
+        return [AppliesTo(OUTPUT)]
+    overridden = {part_name(o.operand, o.result) for o in run.overrides if o.op == op_name}
+    results = [i for i in range(len(op.outputs)) if len(op.outputs) > 1 or f"result {i}" in overridden]
+    parts = [OUTPUT, *(f"result {i}" for i in results), *(f"operand {i}" for i in range(len(op.inputs)))]
+    return [AppliesTo(p, p in overridden) for p in parts]
 
 
 @dataclass(frozen=True)
@@ -154,14 +244,6 @@ def override_choices(target: Target) -> Choices:
         tiles=[DEFAULT_CHOICE, *(f"{r}x{c}" for r, c in target.tile_shapes)],
         fidelities=[DEFAULT_FIDELITY_CHOICE, *target.fidelities],
     )
-
-
-def applies_to_choices(compilation: Compilation, op_name: str | None) -> list[str]:
-    """The op's outputs, or one of its inputs (read through a to_layout in that layout)."""
-    layout_graph = compilation.levels["layout"]
-    if not op_name or not layout_graph.has_op(op_name):
-        return [OUTPUT]
-    return [OUTPUT, *(f"operand {i}" for i in range(len(layout_graph.op(op_name).inputs)))]
 
 
 def pending_overrides(pending: Sequence, problems: Problems | None = None) -> list[OpOverride]:
@@ -206,17 +288,17 @@ def staged_override(run: RunView, op: str | None, form: FormValues) -> OpOverrid
 
 
 def rerun_overrides(
-    compilation: Compilation,
+    run: RunView,
     selected: str | None,
     pending: Sequence,
     form: FormValues,
     problems: Problems | None = None,
 ) -> list[OpOverride]:
-    """What a re-run applies: the pending overrides and the form's override of the selected op
-    (left out when there are pending ones and the form still shows the op as it is). With
-    `problems`, unreadable items and a form that describes no override are among them."""
+    """What a re-run of `run` applies: the pending overrides and the form's override of the
+    selected op (left out when there are pending ones and the form still shows the op part as it
+    is). With `problems`, unreadable items and a form that describes no override are among them."""
     items = pending_overrides(pending, problems)
-    if pending and (not selected or form == form_values(compilation, selected)):
+    if pending and (not selected or form == form_values(run, selected, form.applies_to)):
         return items  # the pending list alone
     try:
         override = form_override(selected, form)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from ..panel import Panel, Wiring
 from . import (
+    address,
     graph,
     inspector,
     memory,
@@ -25,6 +26,7 @@ PANELS: tuple[Panel, ...] = tuple(
     module.PANEL
     for module in (
         run_bar,
+        address,
         tune,
         summary,
         graph,

@@ -12,7 +12,7 @@ from compiler.errors import TilescopeError
 from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
 from overrides import Problems
 
-from .. import ids
+from .. import form_grid, ids
 from ..callback_context import triggered
 from ..jobs import JOB_POLL_MS, reporter
 from ..panel import PageContext, Panel, Wiring, outputs
@@ -47,6 +47,7 @@ FIELDS = {
     "applies_to": ids.OV_APPLIES_TO,
     "tile": ids.OV_TILE,
     "block": ids.OV_BLOCK,
+    "subblock": ids.OV_SUBBLOCK,
     "double_buffer": ids.OV_DOUBLE_BUFFER,
     "sharding": ids.OV_SHARDING,
 }
@@ -55,8 +56,9 @@ SHOWN_PENDING = 100  # pending overrides listed on the page, each with its remov
 
 def layout(page: PageContext) -> html.Div:
     offered = override_choices(page.target)
-    block = dcc.Input(
-        id=ids.OV_BLOCK, type="text", value="", placeholder="default", debounce=True, className="text-input"
+    block, subblock = (
+        dcc.Input(id=i, type="text", value="", placeholder="default", debounce=True, className="text-input")
+        for i in (ids.OV_BLOCK, ids.OV_SUBBLOCK)
     )
     sharding = dcc.Input(
         id=ids.OV_SHARDING, type="text", value="", placeholder="{},{model}", debounce=True, className="text-input"
@@ -72,6 +74,7 @@ def layout(page: PageContext) -> html.Div:
         labelled("Tile", menu(ids.OV_TILE, offered.tiles, DEFAULT_CHOICE)),
         labelled("Math fidelity", menu(ids.OV_FIDELITY, offered.fidelities)),
         labelled("Matmul block MxNxK", block),
+        labelled("Matmul sub-block HxW", subblock),
         labelled("Double buffer", menu(ids.OV_DOUBLE_BUFFER, list(DOUBLE_BUFFER_CHOICES), DEFAULT_CHOICE)),
         # per dimension of the output (or the operand "Applies to" names), the mesh axes splitting it
         labelled("Sharding", sharding, id=ids.OV_SHARDING_FIELD, hidden=True),
@@ -94,6 +97,7 @@ def layout(page: PageContext) -> html.Div:
         [
             html.H3("Override"),
             html.Div(fields, className="form-grid"),
+            form_grid.note(),
             html.Div(buttons, className="buttons"),
             html.Div(id=ids.APPLY_PROGRESS, className="progress"),
             html.Div(id=ids.OVERRIDE_STATUS, className="status"),
@@ -129,8 +133,10 @@ def outcome_list(outcomes: list[dict]) -> html.Ul:
 
 def problem_list(problems: Problems) -> html.Div:
     """Why Apply re-ran nothing: every override that cannot apply counted, a page of them named."""
-    count = f"{problems.count:,} override{'s' if problems.count != 1 else ''}"
-    head = error(f"Not re-run: {count} cannot apply, so none was applied. Fix or remove them, then apply again.")
+    several = problems.count != 1
+    count = f"{problems.count:,} override{'s' * several}"
+    them = "them" if several else "it"
+    head = error(f"Not re-run: {count} cannot apply, so none was applied. Fix or remove {them}, then apply again.")
     lines = [html.Li(line) for line in problems.lines]
     if problems.more:
         lines.append(html.Li(f"... and {problems.more:,} more", className="muted"))
@@ -183,21 +189,27 @@ def register(wiring: Wiring) -> dict:
             selected=Input(ids.SELECTED_OP, "data"),
             run_id=Input(ids.RUN_SELECT, "value"),
             pending=Input(ids.PENDING_OVERRIDES, "data"),
+            applies_to=Input(ids.OV_APPLIES_TO, "value"),
         ),
     )
-    def fill_form(selected, run_id, pending=None):
-        """The selected op's current settings, and whether Apply and Add have something to do."""
+    def fill_form(selected, run_id, pending=None, applies_to=None):
+        """The selected op part's current settings and every knob the run's override of it holds,
+        and whether Apply and Add have something to do. Another op shows its output, or the part
+        the run overrides; another "Applies to" shows that part."""
         if run_id is None:
             return no_update
         if triggered() == ids.PENDING_OVERRIDES:  # only whether Apply has something to apply
             return outputs(FILLED, apply_disabled=not selected and not pending)
-        compilation = explorer.view(run_id).compilation
-        values = form_values(compilation, selected)
+        run = explorer.view(run_id)
+        values = form_values(run, selected, applies_to if triggered() == ids.OV_APPLIES_TO else None)
         no_op = values.memory is None
-        placeholder = sharding_placeholder(compilation)  # None: one device, no sharding to set
+        placeholder = sharding_placeholder(run.compilation)  # None: one device, no sharding to set
         return dict(
             form=asdict(values),
-            applies_to_options=applies_to_choices(compilation, selected),
+            applies_to_options=[
+                {"label": f"{c.value} (overridden)" if c.overridden else c.value, "value": c.value}
+                for c in applies_to_choices(run, selected)
+            ],
             sharding_hidden=placeholder is None,
             sharding_placeholder=placeholder or "",
             apply_disabled=no_op and not pending,
@@ -207,8 +219,6 @@ def register(wiring: Wiring) -> dict:
     @app.callback(
         output=dict(
             memories=Output(ids.OV_MEMORY, "options"),
-            rows=Output(ids.OV_GRID_ROWS, "options"),
-            cols=Output(ids.OV_GRID_COLS, "options"),
             dtypes=Output(ids.OV_DTYPE, "options"),
             tiles=Output(ids.OV_TILE, "options"),
             fidelities=Output(ids.OV_FIDELITY, "options"),
@@ -216,13 +226,18 @@ def register(wiring: Wiring) -> dict:
         inputs=dict(target=Input(ids.TARGET_SELECT, "value")),
     )
     def form_choices(target):
-        """The form in the target's terms: its memories, grid, dtypes, tile shapes and fidelities."""
+        """The form in the target's terms: its memories, dtypes, tile shapes and fidelities (its
+        grids: form_grid, as the op part's tensors allow)."""
         try:
-            return asdict(override_choices(explorer.target(target)))
+            offered = override_choices(explorer.target(target))
         except TilescopeError:
             return no_update
+        return dict(
+            memories=offered.memories, dtypes=offered.dtypes, tiles=offered.tiles, fidelities=offered.fidelities
+        )
 
     callbacks = {"fill_form": fill_form, "form_choices": form_choices}
+    callbacks |= form_grid.register(wiring)
     callbacks |= _register_pending(wiring)
     callbacks |= _register_apply(wiring)
     return callbacks
@@ -303,11 +318,15 @@ def _register_pending(wiring: Wiring) -> dict:
             pending = with_pending(pending or [], *found)
         except TilescopeError as err:
             return dict(pending=no_update, status=error(str(err)), contents=None)
-        lines = [html.P(f"{filename}: {len(found)} override(s) added to pending", className="ok")]
-        lines += [error(p) for p in problems]
-        return dict(pending=pending or [], status=lines, contents=None)
+        return dict(pending=pending or [], status=imported_note(filename, len(found), problems), contents=None)
 
     return {f.__name__: f for f in (stage_override, remove_pending, show_pending, import_overrides)}
+
+
+def imported_note(filename: str, count: int, problems: list[str]) -> list:
+    """What an imported file added to the pending list, and a line per item it could not read."""
+    added = html.P(f"{filename}: {count:,} override{'s' * (count != 1)} added to pending", className="ok")
+    return [added, *(error(p) for p in problems)]
 
 
 APPLIED = dict(
@@ -345,7 +364,7 @@ def _register_apply(wiring: Wiring) -> dict:
         explorer.in_new_process()
         try:
             parent, problems = explorer.view(run_id), Problems()
-            items = rerun_overrides(parent.compilation, selected, pending or [], FormValues.sent(form), problems)
+            items = rerun_overrides(parent, selected, pending or [], FormValues.sent(form), problems)
             # all or nothing: a run missing some of what was asked for would be read as the answer
             if rerun_problems(parent, items, problems):
                 return outputs(APPLIED, status=problem_list(problems))

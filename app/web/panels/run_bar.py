@@ -1,9 +1,7 @@
-"""The run bar: which model, target, policy, dispatch, level and run the page shows; an uploaded model;
-and the address bar, which names the view so a link reproduces it."""
+"""The run bar: which model, target, policy, dispatch, level and run the page shows, and an uploaded
+model. The address bar, which names the view, is address.py's."""
 
 from __future__ import annotations
-
-from urllib.parse import urlparse
 
 from dash import Input, Output, State, dcc, html, no_update
 
@@ -14,6 +12,7 @@ from compiler.policies import DEFAULT_POLICY, POLICIES
 from compiler.target import DEFAULT_DISPATCH, DISPATCH_MODES, builtin_names
 
 from .. import ids, url_state
+from ..callback_context import triggered
 from . import tune
 from ..jobs import JOB_POLL_MS, reporter
 from ..panel import PageContext, Panel, Wiring, outputs
@@ -87,13 +86,8 @@ def _query(model: str | None) -> str:
     return model.partition("?")[2] if model and zoo.is_zoo(model) else ""
 
 
-def _values(options: list) -> set:
-    """The values a dcc menu offers, given as plain values or {label, value} dicts."""
-    return {o["value"] if isinstance(o, dict) else o for o in options or []}
-
-
 def register(wiring: Wiring) -> dict:
-    callbacks = _register_runs(wiring) | _register_link(wiring) | _register_model_switch(wiring)
+    callbacks = _register_runs(wiring) | _register_model_switch(wiring)
     return callbacks | _register_zoo_params(wiring) | _register_upload(wiring)
 
 
@@ -118,12 +112,15 @@ def _register_runs(wiring: Wiring) -> dict:
             linked=Input(ids.URL_STATE, "data"),
             dispatch=Input(ids.DISPATCH_SELECT, "value"),
         ),
+        state=dict(shown=State(ids.RUN_SELECT, "value")),
         # a model without a run there is compiled, simulated and stored first: say so while it is
         running=[(Output(ids.COMPILE_PROGRESS, "className"), "compile-progress busy", "compile-progress")],
     )
-    def choose_model(model, target, policy, linked=None, dispatch=DEFAULT_DISPATCH):
-        """The newest run of the model on the target under the policy and dispatch (host: each op
+    def choose_model(model, target, policy, linked=None, dispatch=DEFAULT_DISPATCH, shown=None):
+        """The baseline run of the model on the target under the policy and dispatch (host: each op
         launched by the host; trace: a captured trace replayed), or the run a link names."""
+        if shown is not None and triggered() == ids.URL_STATE and not (linked or {}).get("run"):
+            return no_update  # the link's pair ticked, or a link naming no run: the shown run stays
         try:
             run_id = explorer.ensure_run(model, target, policy, dispatch=dispatch)
         except TilescopeError as err:
@@ -163,78 +160,6 @@ def _register_runs(wiring: Wiring) -> dict:
         return explorer.run_options(model, target)
 
     return {"choose_model": choose_model, "refresh_runs": refresh_runs}
-
-
-def _register_link(wiring: Wiring) -> dict:
-    """The address bar: read once as the page opens, then written as the view changes."""
-    explorer, app = wiring.explorer, wiring.app
-
-    @app.callback(
-        output=dict(
-            model_options=Output(ids.MODEL_SELECT, "options", allow_duplicate=True),
-            model=Output(ids.MODEL_SELECT, "value", allow_duplicate=True),
-            target=Output(ids.TARGET_SELECT, "value"),
-            policy=Output(ids.POLICY_SELECT, "value"),
-            dispatch=Output(ids.DISPATCH_SELECT, "value"),
-            level=Output(ids.LEVEL_SELECT, "value"),
-            selected=Output(ids.SELECTED_OP, "data", allow_duplicate=True),
-            url_state=Output(ids.URL_STATE, "data", allow_duplicate=True),
-            applied=Output(ids.URL_APPLIED, "data"),
-        ),
-        inputs=dict(href=Input(ids.URL, "href")),
-        state=dict(
-            applied=State(ids.URL_APPLIED, "data"),
-            targets=State(ids.TARGET_SELECT, "options"),
-            policies=State(ids.POLICY_SELECT, "options"),
-        ),
-        prevent_initial_call="initial_duplicate",
-    )
-    def open_link(href, applied=False, targets=None, policies=None):
-        """On page load, show the view the address names (later address changes are the page's own).
-        A target or policy the page does not offer is left as it is: a menu would drop it."""
-        if applied or href is None:
-            return no_update
-        state = url_state.parse(urlparse(href).query)
-
-        def given(value, offered=None):
-            if value is None or (offered is not None and value not in _values(offered)):
-                return no_update
-            return value
-
-        return dict(
-            model_options=explorer.model_options(state.model) if state.model else no_update,
-            model=given(state.model),
-            target=given(state.target, targets),
-            policy=given(state.policy, policies),
-            dispatch=given(state.dispatch),
-            level=given(state.level),
-            selected=given(state.op),
-            url_state={"run": state.run, "diff": list(state.diff)},
-            applied=True,
-        )
-
-    @app.callback(
-        output=Output(ids.URL, "search"),
-        inputs=dict(
-            model=Input(ids.MODEL_SELECT, "value"),
-            target=Input(ids.TARGET_SELECT, "value"),
-            policy=Input(ids.POLICY_SELECT, "value"),
-            level=Input(ids.LEVEL_SELECT, "value"),
-            run_id=Input(ids.RUN_SELECT, "value"),
-            selected=Input(ids.SELECTED_OP, "data"),
-            ticked=Input(ids.TICKED_RUNS, "data"),
-            dispatch=Input(ids.DISPATCH_SELECT, "value"),
-        ),
-        state=dict(applied=State(ids.URL_APPLIED, "data")),
-    )
-    def write_link(model, target, policy, level, run_id, selected, ticked, applied, dispatch=DEFAULT_DISPATCH):
-        if not applied:
-            return no_update  # the link has not been read yet
-        ticked = sorted(ticked or [])
-        pair = tuple(ticked) if len(ticked) == 2 else ()
-        return url_state.encode(url_state.ViewState(model, target, policy, level, run_id, selected, pair, dispatch))
-
-    return {"open_link": open_link, "write_link": write_link}
 
 
 def _register_model_switch(wiring: Wiring) -> dict:

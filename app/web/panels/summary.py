@@ -9,6 +9,7 @@ from compiler.errors import TilescopeError
 from overrides import format_item
 
 from .. import ids
+from ..callback_context import triggered
 from ..panel import PageContext, Panel, Wiring
 from ..style import all_of, error, some_of
 from .statistics import TAB as STATISTICS
@@ -40,7 +41,10 @@ def register(wiring: Wiring) -> dict:
 
     @wiring.app.callback(output=Output(ids.RUN_SUMMARY, "children"), inputs=dict(run_id=Input(ids.RUN_SELECT, "value")))
     def show_summary(run_id):
-        return no_update if run_id is None else summary_children(explorer.view(run_id))
+        if run_id is None:
+            return no_update
+        run = explorer.view(run_id)
+        return summary_children(run, explorer.baseline_id(run) if run.overrides else None)
 
     @wiring.app.callback(
         output=dict(
@@ -71,17 +75,36 @@ def register(wiring: Wiring) -> dict:
         """The load-time ops are listed in the statistics tab: a click on their count opens it."""
         return STATISTICS if any(clicks) else no_update  # else the summary was redrawn, nothing clicked
 
-    return {"show_summary": show_summary, "export_run": export_run, "show_load_ops": show_load_ops}
+    @wiring.app.callback(
+        output=Output(ids.RUN_SELECT, "value", allow_duplicate=True),
+        inputs=dict(clicks=Input({"type": ids.SHOW_BASELINE, "index": ALL}, "n_clicks")),
+        prevent_initial_call=True,
+    )
+    def show_baseline(clicks):
+        """The baseline a run with overrides offers: a click shows it."""
+        which = triggered()
+        if not isinstance(which, dict) or not any(clicks):
+            return no_update  # the summary was redrawn, nothing clicked
+        return which["index"]
+
+    return {
+        "show_summary": show_summary,
+        "export_run": export_run,
+        "show_load_ops": show_load_ops,
+        "show_baseline": show_baseline,
+    }
 
 
 PANEL = Panel("bar", "Summary", "summary", layout, register)
 
 
-def summary_children(run: RunView) -> list:
-    """The run, its time per step and, when it has any, its work once per model load beside it."""
+def summary_children(run: RunView, baseline: int | None = None) -> list:
+    """The run, whether it is the model's baseline, its time per step and, when it has any, its work
+    once per model load beside it."""
     per_step = " per step" if run.load_ops else ""
     parts = [
         html.Span(f"run #{run.id}", className="pill"),
+        *not_baseline(run, baseline),
         # a long model name (an upload's file name) is cut short on one line, whole in the tooltip
         html.Span([html.Span(run.model_name, className="model-name", title=run.model_name), f" on {run.target_name}"]),
         html.Span(f"total {run.total_ns / 1e3:,.1f} us{per_step}", className="metric"),
@@ -119,3 +142,22 @@ def load_time(run: RunView) -> list:
             "once when the model is loaded: not in the time per step.",
         )
     ]
+
+
+def not_baseline(run: RunView, baseline: int | None) -> list:
+    """A run with overrides (a re-run, a tune) says it is not the baseline, and offers the
+    baseline (the run with none, under the same policy and dispatch) when one is stored."""
+    if not run.overrides:
+        return []
+    count = len(run.overrides)
+    said = f"not the baseline ({count} override{'s' * (count != 1)})"
+    if baseline is None:
+        return [html.Span(said, id=ids.RUN_NOT_BASELINE, className="not-baseline")]
+    show = html.Button(
+        f"show baseline #{baseline}",
+        id={"type": ids.SHOW_BASELINE, "index": baseline},
+        n_clicks=0,
+        className="link",
+        title="the run of this model, target, policy and dispatch with no overrides",
+    )
+    return [html.Span([said, ": ", show], id=ids.RUN_NOT_BASELINE, className="not-baseline")]

@@ -298,7 +298,8 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     _wait(d, lambda d: "classifier on wormhole_n150" in _text(d, "run-summary"))
     _wait(d, lambda d: "op=" not in d.current_url and "diff=" not in d.current_url)
     assert _prop(d, "selected-op", "data") is None and _prop(d, "graph-search", "value") == ""
-    assert "no parent run" in _text(d, "diff-view")
+    # the address says the model at once, before its views have all caught up
+    _wait(d, lambda d: "no parent run" in _text(d, "diff-view") and _settled(d))
 
     # a zoo model's parameters, typed in the run bar: Enter opens the model with them
     d.get(server + "?model=zoo%3Amlp")
@@ -338,12 +339,14 @@ def test_impossible_overrides_are_refused_when_staged_and_all_named_on_apply(ser
     _wait(d, lambda d: "mlp.layer.0.fc1.matmul" in _text(d, "op-inspector") and _settled(d))
 
     _pick(d, "override-memory", "l1")
-    _pick(d, "override-memory-layout", "block_sharded")  # fc1's 4x128 tiles over 8x8 cores: uneven
+    # the menus offer only grids that divide fc1's output; a block is typed, and 3 does not divide K
+    d.find_element(By.ID, "override-block").send_keys("3x3x3\n")
+    _wait(d, lambda d: _prop(d, "override-block", "value") == "3x3x3")
     d.find_element(By.ID, "stage-override").click()
     _wait(d, lambda d: "does not divide" in _text(d, "override-status"))
     refused = _text(d, "override-status").strip()
-    assert refused.startswith("Not added: override 'mlp.layer.0.fc1.matmul=8x8:l1:block_sharded")
-    assert "\n" not in refused and "grids that would: " in refused, refused
+    assert refused.startswith("Not added: override 'mlp.layer.0.fc1.matmul=8x8:l1:interleaved:tile:bf16:block#3x3x3")
+    assert "\n" not in refused and "would: " in refused, refused
     assert _prop(d, "pending-overrides", "data") == [] and "None." in _text(d, "pending-list")
     d.execute_script("document.getElementById('override-status').scrollIntoView({block: 'center'})")
     _shot(d, "04d-override-refused")
@@ -351,7 +354,9 @@ def test_impossible_overrides_are_refused_when_staged_and_all_named_on_apply(ser
     bad = "override-output-layout=mlp.layer.0.fc9.matmul=l1,mlp.layer.0.fc2.matmul=9x9,"
     (tmp_path / "overrides.txt").write_text(bad + "mlp.layer.0.fc2.matmul=result#0:8x8:dram:interleaved")
     d.find_element(By.CSS_SELECTOR, "#overrides-upload input[type=file]").send_keys(str(tmp_path / "overrides.txt"))
-    _wait(d, lambda d: "3 override(s) added to pending" in _text(d, "override-status"))
+    _wait(d, lambda d: "3 overrides added to pending" in _text(d, "override-status"))
+    d.find_element(By.ID, "override-block").send_keys(*["\ue003"] * 5, "\n")  # Backspace: the compiler's block
+    _wait(d, lambda d: _prop(d, "override-block", "value") == "")
     _pick(d, "override-memory-layout", "width_sharded")  # the form's override of fc1 is possible
     d.find_element(By.ID, "apply-overrides").click()
     _wait(d, lambda d: "cannot apply" in _text(d, "override-status"), timeout=60)

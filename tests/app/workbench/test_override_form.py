@@ -84,7 +84,7 @@ def test_a_reruns_problems_are_every_pending_item_and_the_form_at_once(explorer)
     run, problems = _run(explorer), Problems()
     pending = ["garbage", 7, "nope=l1", f"{FC2}=9x9", f"{FC1}=8x8:l1:width_sharded"]
     form = FormValues(**{**LAYOUT, "rows": "eight"})
-    items = rerun_overrides(run.compilation, FC2, pending, form, problems)
+    items = rerun_overrides(run, FC2, pending, form, problems)
     assert [format_item(o) for o in items] == ["nope=l1", f"{FC2}=9x9", f"{FC1}=8x8:l1:width_sharded"]
     rerun_problems(run, items, problems)
     assert problems.lines == [
@@ -96,7 +96,7 @@ def test_a_reruns_problems_are_every_pending_item_and_the_form_at_once(explorer)
     ]
     # without a list to collect them in, the first stops the reading, as staging and imports need
     with pytest.raises(TilescopeError, match="'garbage'"):
-        rerun_overrides(run.compilation, FC2, pending, form)
+        rerun_overrides(run, FC2, pending, form)
 
 
 def test_a_reruns_check_covers_the_runs_own_overrides_as_the_new_ones_replace_them(explorer):

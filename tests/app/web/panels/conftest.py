@@ -76,3 +76,18 @@ def marked_text(shown: dict) -> str:
 def zones(app, run_id: int, depth: int | None = None) -> list:
     with app.explorer.sessions() as session:
         return queries.zones(session, run_id, depth=depth)
+
+
+def fired(prop_id: str, callback, *args, **kwargs):
+    """`callback` called as Dash calls it when input `prop_id` ("component.property") changed:
+    for callbacks that do something else for each of their inputs."""
+    from contextvars import copy_context
+
+    from dash._callback_context import context_value
+    from dash._utils import AttributeDict
+
+    def call():
+        context_value.set(AttributeDict(triggered_inputs=[{"prop_id": prop_id, "value": None}]))
+        return callback(*args, **kwargs)
+
+    return copy_context().run(call)

@@ -21,10 +21,12 @@ def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
         "applies_to": "output",
         "tile": "default",
         "block": "",
+        "subblock": "",
         "double_buffer": "default",
         "sharding": "",  # the compiler's (and a run on one device has no sharding field)
     }
-    assert filled["applies_to_options"] == ["output", "operand 0", "operand 1", "operand 2"]  # activation, weight, bias
+    parts = ["output", "operand 0", "operand 1", "operand 2"]  # activation, weight, bias
+    assert filled["applies_to_options"] == [{"label": p, "value": p} for p in parts]
     assert filled["apply_disabled"] is False and filled["stage_disabled"] is False
     nothing = cb["fill_form"](None, run_id)
     assert nothing["apply_disabled"] is True and nothing["stage_disabled"] is True

@@ -8,8 +8,9 @@ import json
 import pytest
 from dash import no_update
 
-from app.web.panels.override_form import SHOWN_PENDING
+from app.web.panels.override_form import SHOWN_PENDING, problem_list
 from app.workbench import runs
+from overrides import Problems
 from overrides.formats import MAX_ITEMS
 from overrides.validate import SHOWN_PROBLEMS
 from perfdb import queries
@@ -25,6 +26,7 @@ from .conftest import (
     TARGET,
     apply,
     data_url,
+    fired,
     form,
     marked_text,
     records,
@@ -106,13 +108,14 @@ def test_after_apply_every_view_shares_one_read_of_the_new_run_and_one_compile_l
         "show_summary": lambda: cb["show_summary"](new_id),
         "inspect": lambda: cb["inspect"](FC1, new_id, "graph"),
         "fill_form": lambda: cb["fill_form"](FC1, new_id),
+        "offer_grids": lambda: cb["offer_grids"](new_id, FC1, "output", "width_sharded", "default", 8, 8),
         "show_timeline": lambda: cb["show_timeline"](new_id, None, ["counters"], FC1),
         "show_statistics": lambda: cb["show_statistics"](new_id, "name", "timeline"),
         "find_zone": lambda: cb["find_zone"](new_id, FC1, None, "timeline", "name"),
         "show_memory": lambda: cb["show_memory"](new_id, "timeline"),
         "show_roofline": lambda: cb["show_roofline"](new_id, FC1, "timeline"),
         "show_diff": lambda: cb["show_diff"]([], new_id, "timeline"),
-        "write_link": lambda: cb["write_link"](MODEL, TARGET, POLICY, "graph", new_id, FC1, [], True),
+        "write_link": lambda: cb["write_link"](MODEL, TARGET, POLICY, "graph", new_id, FC1, [], "host", {"search": ""}),
     }
     assert len(views) == _run_select_callbacks(app), "a view of the run is missing from this count"
     for view in views.values():
@@ -215,9 +218,13 @@ def test_form_without_a_selected_op_says_so(cb):
 
 def test_the_override_form_offers_what_the_selected_target_has(cb):
     mtia = cb["form_choices"]("mtia_v1")
-    assert mtia["memories"] == ["l1", "lls", "dram"] and mtia["rows"] == list(range(1, 9)) and "i8" in mtia["dtypes"]
+    assert mtia["memories"] == ["l1", "lls", "dram"] and "i8" in mtia["dtypes"]
     blackhole = cb["form_choices"]("blackhole_p150")
-    assert "lls" not in blackhole["memories"] and blackhole["rows"][-1] == 10 and blackhole["cols"][-1] == 13
+    assert "lls" not in blackhole["memories"]
+    grids = cb["offer_grids"](shown_run(cb, target="blackhole_p150"), None, "output", "interleaved", "default", 8, 8)
+    assert [o["value"] for o in grids["rows_options"]] == list(range(1, 11)) and grids["cols_options"][-1][
+        "value"
+    ] == 13
     assert cb["form_choices"]("no-such-target") is no_update
     # Tenstorrent's tiny tiles and math fidelities only where the engine has them
     assert blackhole["tiles"] == ["default", "32x32", "16x32", "8x32", "4x32", "2x32", "1x32"]
@@ -280,7 +287,7 @@ def test_an_overrides_file_of_any_format_joins_the_pending_list_and_bad_items_ar
     text = f"override-output-layout={FC1}=4x4:l1:block_sharded,no.such=1x1:dram:interleaved:tile:bf16:fidelity#nope"
     imported = cb["import_overrides"](data_url(text), "opts.txt", [f"{FC1}=8x8:dram:interleaved"])
     assert imported["pending"] == [f"{FC1}=4x4:l1:block_sharded"] and imported["contents"] is None
-    assert "1 override(s) added" in str(imported["status"]) and "nope" in str(imported["status"])
+    assert "opts.txt: 1 override added" in str(imported["status"]) and "nope" in str(imported["status"])
     explorer_json = json.dumps(
         {
             f'loc("{CONSUMER}")': {
@@ -309,7 +316,7 @@ def test_a_file_of_many_overrides_joins_the_pending_list_in_one_pass_and_a_page_
         data_url(text), "many.txt", ["op3=1x1:l1:interleaved", "other=1x1:l1:interleaved"]
     )
     pending = imported["pending"]
-    assert len(pending) == 50_001 and "50000 override(s) added" in str(imported["status"])
+    assert len(pending) == 50_001 and "50,000 overrides added" in str(imported["status"])
     assert pending[:3] == ["other=1x1:l1:interleaved", "op0=2x2:dram:interleaved", "op1=2x2:dram:interleaved"]
     assert "op3=2x2:dram:interleaved" in pending and "op3=1x1:l1:interleaved" not in pending
     shown = cb["show_pending"](pending)
@@ -373,3 +380,41 @@ def test_the_sharding_field_shows_for_a_run_over_several_devices_and_reshards_th
     assert "reduce_scatter" in kinds and "all_reduce" not in kinds
     bad = apply(cb, base_id, selected=CONSUMER, **{**filled["form"], "sharding": "{},{vocab}"})
     assert bad["run_id"] is no_update and 'mesh has no axis "vocab"' in str(bad["status"])
+
+
+def test_the_grid_menus_offer_the_grids_the_tensor_divides_into_and_move_one_that_does_not(cb):
+    """fc1's output is 4x128 tiles: block-sharded rows of cores must divide 4; a grid the form holds
+    that does not divide moves to the nearest that does, the dimension just chosen kept."""
+    run_id = shown_run(cb)
+    offered = cb["offer_grids"](run_id, FC1, "output", "block_sharded", "default", 8, 8)
+    rows = offered["rows_options"]
+    assert [o["value"] for o in rows if o.get("disabled")] == [3, 5, 6, 7, 8]
+    assert rows[2]["title"].startswith("no grid of 3 rows cuts mlp.layer.0.gelu (4x128 tiles of 32x32) block_sharded")
+    assert (offered["rows"], offered["cols"]) == (4, 8) and offered["note"].endswith("grid set to 4x8")
+    kept = fired(
+        "override-grid-cols.value", cb["offer_grids"], run_id, FC1, "output", "height_sharded", "default", 4, 2
+    )
+    assert (kept["rows"], kept["cols"], kept["note"]) == (
+        2,
+        2,
+        "height_sharded over 4x2 cores does not divide mlp.layer.0.gelu (4x128 tiles of 32x32): grid set to 2x2",
+    )
+    chosen = fired(
+        "override-grid-rows.value", cb["offer_grids"], run_id, FC1, "output", "block_sharded", "default", 2, 8
+    )
+    assert chosen["rows"] is no_update and chosen["note"] is None  # a grid that divides, chosen: the note goes
+    # what a page sends that the menus do not offer is left for Add to name
+    odd = cb["offer_grids"](run_id, FC1, "output", "block_sharded", "default", "eight", 8)
+    assert odd["rows"] is no_update
+    forged = cb["offer_grids"](run_id, {"op": 1}, ["x"], {"a": 1}, "0x0", 10**30, None)
+    assert all(not o.get("disabled") for o in forged["rows_options"])  # no op: every grid
+
+
+def test_problems_are_counted_in_words_that_agree_with_the_count(cb):
+    one, two = Problems(), Problems()
+    one.add("override 'a=l1': no op named 'a'")
+    two.add("x"), two.add("y")
+    assert problem_list(one).children[0].children == (
+        "Not re-run: 1 override cannot apply, so none was applied. Fix or remove it, then apply again."
+    )
+    assert problem_list(two).children[0].children.endswith("Fix or remove them, then apply again.")

@@ -12,7 +12,7 @@ from app.web.server import create_app
 from app.workbench.runs import execute
 from perfdb import queries
 
-from .conftest import FC1, MODEL, POLICY, TARGET, data_url, progress, rerun, shown_run
+from .conftest import FC1, MODEL, POLICY, TARGET, data_url, fired, progress, rerun, shown_run
 
 SMALL_MLIR = """
 func.func @forward(%x: tensor<256x256xbf16> {ttir.name = "x"}) -> tensor<256x256xbf16> {
@@ -103,69 +103,6 @@ def test_runs_stored_elsewhere_join_the_run_list_without_a_reload(app, cb):
     assert cb["refresh_runs"](3, MODEL, TARGET, fresh) is no_update
 
 
-def test_a_link_reopens_the_model_level_run_op_and_diff_pair_it_names(cb):
-    base_id = shown_run(cb)
-    new_id = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)
-    search = cb["write_link"](MODEL, TARGET, POLICY, "kernel", base_id, FC1, [new_id, base_id], True)
-    assert "level=kernel" in search and f"run={base_id}" in search and f"diff={base_id}%2C{new_id}" in search
-    assert cb["write_link"](MODEL, TARGET, POLICY, "kernel", base_id, FC1, [], False) is no_update
-
-    opened = cb["open_link"](f"http://host/{search}", False)
-    view = tuple(opened[k] for k in ("model", "target", "policy", "level", "selected", "applied"))
-    assert view == (MODEL, TARGET, POLICY, "kernel", FC1, True)
-    assert MODEL in opened["model_options"] and opened["url_state"] == {"run": base_id, "diff": [base_id, new_id]}
-    # the link's run is shown, not the newest, and only once
-    chosen = cb["choose_model"](MODEL, TARGET, POLICY, opened["url_state"])
-    assert chosen["run_id"] == base_id and chosen["url_state"]["run"] is None
-    assert shown_run(cb, linked=chosen["url_state"]) == new_id
-    listed = cb["list_runs"](None, MODEL, chosen["url_state"])
-    ticked = sorted(int(i) for i in listed["ticked"]["ids"])
-    assert ticked == sorted(listed["ticked_ids"]) == [base_id, new_id] and listed["url_state"]["diff"] == []
-    # what the diff reads: the table sets the ids of ticked rows only on a user's click
-    diff = str(cb["show_diff"](listed["ticked_ids"], base_id))
-    assert f"#{base_id}" in diff and f"#{new_id}" in diff
-
-    assert cb["open_link"](f"http://host/{search}", True) is no_update  # read once per page load
-    odd = cb["open_link"]("http://host/?level=nonsense&run=abc&diff=1", False)
-    assert odd["selected"] is no_update and odd["url_state"] == {"run": None, "diff": []}
-    # a run the database does not hold: the newest instead
-    assert shown_run(cb, linked={"run": 99999, "diff": []}) == new_id
-
-
-def test_switching_model_forgets_the_selection_and_search_a_link_keeps_them(cb):
-    base_id = shown_run(cb)
-    new_id = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)
-    search = cb["write_link"](MODEL, TARGET, POLICY, "graph", base_id, FC1, [base_id, new_id], True)
-    # the page opening a link sets the model the address names: its op stays selected
-    assert cb["forget_on_model_switch"](MODEL, search) is no_update
-    # the user picks another model: the last one's op and search go, and op= leaves the address
-    forgot = cb["forget_on_model_switch"]("classifier.mlir", search)
-    assert forgot == {"selected": None, "pattern": "", "mlir_search": ""}
-    after = cb["write_link"]("classifier.mlir", TARGET, POLICY, "graph", None, forgot["selected"], [], True)
-    assert "op=" not in after and "diff=" not in after
-    # the last model's ticked pair does not carry over to the other model's runs
-    shown_run(cb, model="classifier.mlir")
-    listed = cb["list_runs"](None, "classifier.mlir", {"run": None, "diff": [base_id, new_id]})
-    assert listed["rows"] and listed["ticked_ids"] == [] and listed["ticked"] == {"ids": []}
-
-
-@pytest.mark.parametrize(
-    "query", ["run=99999999999999999999&diff=1,99999999999999999999", "run=%C2%B2", "run=-1&diff=0,1"]
-)
-def test_a_link_with_run_ids_no_database_holds_opens_the_newest_run(cb, query):
-    assert cb["open_link"](f"http://host/?{query}", False)["url_state"] == {"run": None, "diff": []}
-    chosen = cb["choose_model"](MODEL, TARGET, POLICY, {"run": 2**70, "diff": []})
-    assert chosen["status"] is None and isinstance(chosen["run_id"], int)
-
-
-def test_a_link_to_a_target_or_policy_the_page_does_not_offer_keeps_the_menus(cb):
-    offered = [{"label": t, "value": t} for t in ("wormhole_n150", "blackhole_p150")]
-    opened = cb["open_link"](
-        "http://host/?target=/etc/x.toml&policy=nosuch&level=kernel", False, offered, ["dram-interleaved"]
-    )
-    assert opened["target"] is no_update and opened["policy"] is no_update and opened["level"] == "kernel"
-
-
 def test_the_dispatch_menu_shows_the_run_under_host_or_trace_dispatch(app, cb):
     host = shown_run(cb)
     chosen = cb["choose_model"](MODEL, TARGET, POLICY, None, "trace")
@@ -176,11 +113,6 @@ def test_the_dispatch_menu_shows_the_run_under_host_or_trace_dispatch(app, cb):
     assert b.total_ns < a.total_ns and b.device_ns == pytest.approx(a.device_ns, rel=0.05)
     assert cb["choose_model"](MODEL, TARGET, POLICY, None, "trace")["run_id"] == traced  # found, not stored again
     assert cb["choose_model"](MODEL, TARGET, POLICY, None, "host")["run_id"] == host
-    # the address keeps it, and a link opens it
-    search = cb["write_link"](MODEL, TARGET, POLICY, "graph", traced, None, [], True, "trace")
-    assert "dispatch=trace" in search
-    assert cb["open_link"](f"http://host/{search}", False)["dispatch"] == "trace"
-    assert cb["open_link"]("http://host/?dispatch=warp", False)["dispatch"] is no_update
     # a hostile value from the page is one line, and stores nothing
     refused = cb["choose_model"](MODEL, TARGET, POLICY, None, "x" * 10_000)
     assert "dispatch must be one of host, trace" in str(refused["status"]) and len(str(refused["status"])) < 400
@@ -201,3 +133,31 @@ def test_zoo_parameters_reopen_the_model_with_them(cb):
     assert "apply to zoo models" in str(cb["apply_zoo_params"](1, "layers=2", "classifier.mlir")["message"])
     # the parameters compile: the page then shows that model's run
     assert shown_run(cb, model=chosen["model"]) > 0
+
+
+def test_choosing_a_model_opens_its_baseline_not_its_newest_run(app, cb):
+    """After a re-run, a tune or a CI run with overrides, the model, target, policy and dispatch
+    chosen open the run with no overrides; the others are a choice in the run menu."""
+    base_id = shown_run(cb)
+    child = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)
+    execute(app.explorer.sessions, MODEL, TARGET, [parse_item(f"{FC1}=l1")], label="from CI", policy=POLICY)
+    chosen = cb["choose_model"](MODEL, TARGET, POLICY)
+    assert chosen["run_id"] == base_id and len(chosen["run_options"]) == 3
+    assert app.explorer.baseline_id(app.explorer.view(child)) == base_id
+    # a model with runs of overrides alone (stored from the command line) gets a baseline of its own
+    wide = "zoo:mlp?layers=1&width=512"
+    only = execute(app.explorer.sessions, wide, TARGET, [parse_item(f"{FC1}=l1")], policy=POLICY).run_id
+    opened = cb["choose_model"](wide, TARGET, POLICY)["run_id"]
+    assert opened != only and not app.explorer.run(opened).overrides
+    assert app.explorer.baseline_id(app.explorer.view(only)) == opened
+
+
+def test_a_link_whose_pair_is_ticked_keeps_showing_the_run_it_names(cb):
+    """The runs table consumes the link's pair after the run menu consumed its run: the run the
+    link named stays shown."""
+    base_id = shown_run(cb)
+    child = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)
+    chosen = cb["choose_model"](MODEL, TARGET, POLICY, {"run": child, "diff": [base_id, child]})
+    listed = cb["list_runs"](None, MODEL, chosen["url_state"])
+    again = fired("url-state.data", cb["choose_model"], MODEL, TARGET, POLICY, listed["url_state"], shown=child)
+    assert chosen["run_id"] == child and again is no_update

@@ -6,7 +6,7 @@ import json
 
 from dash import no_update
 
-from .conftest import FC1, rerun, shown_run
+from .conftest import FC1, fired, rerun, shown_run
 
 
 def test_the_summary_names_the_run_its_totals_and_overrides(cb):
@@ -68,3 +68,16 @@ def test_the_summary_shows_the_load_time_beside_the_time_per_step(app, cb):
     # beside the step's times, after them
     order = [str(part) for part in summary]
     assert order.index(text) == 1 + next(i for i, part in enumerate(order) if "device busy" in part)
+
+
+def test_a_run_with_overrides_says_it_is_not_the_baseline_and_opens_it(cb):
+    base_id = shown_run(cb)
+    assert "not the baseline" not in str(cb["show_summary"](base_id))
+    run_id = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)
+    summary = cb["show_summary"](run_id)
+    (note,) = [part for part in summary if getattr(part, "id", None) == "run-not-baseline"]
+    assert "not the baseline (1 override)" in str(note)
+    (button,) = [c for c in note.children if getattr(c, "id", None) == {"type": "show-baseline", "index": base_id}]
+    assert button.children == f"show baseline #{base_id}"
+    assert fired(f'{{"index":{base_id},"type":"show-baseline"}}.n_clicks', cb["show_baseline"], [1]) == base_id
+    assert cb["show_baseline"]([0]) is no_update and cb["show_baseline"]([]) is no_update  # redrawn, not clicked
