@@ -20,7 +20,7 @@ from compiler.override import OpOverride
 from compiler.pipeline import Compilation
 from compiler.policies import DEFAULT_POLICY
 from compiler.target import DEFAULT_DISPATCH, DISPATCH_MODES, Target, load_target, shown
-from overrides import format_item, parse_item
+from overrides import parse_item
 from perfdb import queries
 from perfdb.meshes import collective_groups, run_mesh
 from perfdb.schema import Run
@@ -36,6 +36,7 @@ from .natural_order import natural_key
 from .model_access import MAX_SOURCE_BYTES, ModelAccess
 from .roofline_view import Roofline, roofline
 from .run_export import export_run
+from .run_labels import overrides_label, run_label
 from .device_split import DeviceSplit, split_by_device, split_each_device
 from .run_view import RunView
 from .timeline_view import TimelineView, counter_steps, timeline
@@ -381,10 +382,6 @@ def _baseline(stored: Sequence[Run], target: str, policy: str, dispatch: str) ->
     return None
 
 
-LABELLED_OVERRIDES = 3  # beyond, a label counts them and names the newest
-MAX_LABEL = 500  # characters: a run's label column holds 512
-
-
 def _compile_inputs(run: Run, overrides: tuple[OpOverride, ...]) -> runs.CompileInputs:
     """What a stored run is compiled from: its kept model text and target description."""
     return runs.CompileInputs(
@@ -396,20 +393,3 @@ def _compile_inputs(run: Run, overrides: tuple[OpOverride, ...]) -> runs.Compile
         run.l1_usage_cap,
         run.target.description or None,
     )
-
-
-def overrides_label(overrides: Sequence[OpOverride], new: Sequence[OpOverride] = ()) -> str:
-    """A run's label from all its overrides: each of them when few, else how many and the `new`
-    ones (what this run changed), then "..."."""
-    if len(overrides) <= LABELLED_OVERRIDES:
-        label = ", ".join(format_item(o) for o in overrides)
-    else:
-        shown = [format_item(o) for o in (new or overrides)[:LABELLED_OVERRIDES]]
-        label = f"{len(overrides)} overrides: {', '.join(shown)}, ..."
-    return label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 3] + "..."  # long op names
-
-
-def run_label(run: Run) -> str:
-    label = run.label or "baseline"
-    settings = run.policy if run.dispatch == DEFAULT_DISPATCH else f"{run.policy}, {run.dispatch} dispatch"
-    return f"#{run.id} {label} [{settings}] ({run.total_ns / 1e3:,.1f} us)"

@@ -357,7 +357,7 @@ def test_a_reruns_label_names_every_override_it_runs_with(app, cb):
 
 
 def test_a_label_of_many_overrides_counts_them_and_names_the_new_ones():
-    from app.workbench.explorer import overrides_label
+    from app.workbench.run_labels import overrides_label
     from overrides import parse_item
 
     items = [parse_item(f"op{i}=l1") for i in range(5)]

@@ -1,0 +1,31 @@
+"""How a run is named in menus and tables: its label, its settings and its time; a label made from
+its overrides."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from compiler.override import OpOverride
+from compiler.target import DEFAULT_DISPATCH
+from overrides import format_item
+from perfdb.schema import Run
+
+LABELLED_OVERRIDES = 3  # beyond, a label counts them and names the newest
+MAX_LABEL = 500  # characters: a run's label column holds 512
+
+
+def overrides_label(overrides: Sequence[OpOverride], new: Sequence[OpOverride] = ()) -> str:
+    """A run's label from all its overrides: each of them when few, else how many and the `new`
+    ones (what this run changed), then "..."."""
+    if len(overrides) <= LABELLED_OVERRIDES:
+        label = ", ".join(format_item(o) for o in overrides)
+    else:
+        shown = [format_item(o) for o in (new or overrides)[:LABELLED_OVERRIDES]]
+        label = f"{len(overrides)} overrides: {', '.join(shown)}, ..."
+    return label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 3] + "..."  # long op names
+
+
+def run_label(run: Run) -> str:
+    label = run.label or "baseline"
+    settings = run.policy if run.dispatch == DEFAULT_DISPATCH else f"{run.policy}, {run.dispatch} dispatch"
+    return f"#{run.id} {label} [{settings}] ({run.total_ns / 1e3:,.1f} us)"
