@@ -10,6 +10,7 @@ import sys
 from compiler.errors import TilescopeError
 
 from ..web.auth import AUTH_ENV, set_password
+from ..web.job_book import JOBS_AT_ONCE
 from ..workbench.defaults import DEFAULT_TARGET
 from .options import EXAMPLE_MODEL, MODEL_HELP, TARGET_HELP, add_common, add_web_limits
 
@@ -68,7 +69,13 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     worker.add_argument("--model", default=EXAMPLE_MODEL, help="the model the app opens on (as given to serve)")
     worker.add_argument("--target", default=DEFAULT_TARGET, help="the app's target (as given to serve)")
-    worker.add_argument("--concurrency", type=int, default=2, metavar="N", help="jobs run at once (default 2)")
+    worker.add_argument(
+        "--concurrency",
+        type=int,
+        default=JOBS_AT_ONCE,
+        metavar="N",
+        help=f"jobs run at once (default {JOBS_AT_ONCE}, what one server runs at once)",
+    )
     add_web_limits(worker, "(as given to serve)")
     add_common(worker, target=False)
     serve.set_defaults(command_fn=cmd_serve)

@@ -126,7 +126,7 @@ def test_bert_base_timeline_every_core_row_at_every_zoom_the_wheel_in_proportion
     drawn = _drawn(d)
     assert drawn["rows"] == 1 + CORES and len(drawn["rowNames"]) >= CORES // 2
     d.execute_script(TIMELINE + "gd.scrollIntoView({block: 'start'});")
-    _shot(d, "40-bert-timeline-whole-run")
+    _shot(d, "34-bert-timeline-whole-run")
 
     # the wheel zooms as far as it turns: a notch of 100 px 1.3x, one of 300 px 1.3^3 x, about the pointer
     span = _span(d)
@@ -143,7 +143,7 @@ def test_bert_base_timeline_every_core_row_at_every_zoom_the_wheel_in_proportion
     drawn = _drawn(d)
     assert drawn["rows"] == 1 + CORES and drawn["zones"] > CORES * 5 and len(drawn["names"]) > CORES
     d.execute_script(TIMELINE + "gd.scrollIntoView({block: 'start'});")
-    _shot(d, "41-bert-timeline-one-layer")
+    _shot(d, "35-bert-timeline-one-layer")
 
     # lanes on, then counters off and on: the view stays where it was, each lane is named
     view = _drawn(d)["range"]
@@ -154,7 +154,7 @@ def test_bert_base_timeline_every_core_row_at_every_zoom_the_wheel_in_proportion
     names = _drawn(d)["laneNames"]
     assert names.count("reader") == names.count("compute") == names.count("writer") == CORES
     d.execute_script(TIMELINE + "gd.scrollIntoView({block: 'start'});")
-    _shot(d, "43-bert-timeline-engine-lanes")
+    _shot(d, "37-bert-timeline-engine-lanes")
     _show(d, "counters")
     _wait(d, lambda d: "L1 KiB" not in _text(d, "timeline-view") and _settled(d), timeout=60)
     _show(d, "counters")
@@ -214,7 +214,7 @@ def test_bert_base_timeline_down_to_one_op_a_zone_hovered_and_clicked(bert, brow
     actions.perform()
     _wait(d, lambda d: _prop(d, "selected-op", "data") == attention and _drawn(d)["outlines"] == 1 + CORES)
     assert attention in _text(d, "timeline-zone") and "-bound" in _text(d, "timeline-zone")
-    _shot(d, "42-bert-timeline-one-op-selected")
+    _shot(d, "36-bert-timeline-one-op-selected")
     # a drag pans: the view moves with the pointer and keeps its width
     before = _drawn(d)["range"]
     start = d.execute_script(OVER_ZONES, 0.5, 0.5)
