@@ -180,6 +180,11 @@ class WindowItem(NamedTuple):
     count: int = 1
     busy_ns: float = 0.0  # a marker's summed zone time (its zones need not fill it)
 
+    @property
+    def label(self) -> str:
+        """What a timeline names it by: its op, an engine's phase of its op, or the marker's name."""
+        return f"{self.op} · {self.name}" if self.op and self.depth else (self.op or self.name)
+
 
 def timeline_window(
     session: Session,

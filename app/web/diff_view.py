@@ -213,6 +213,10 @@ class RowOp(NamedTuple):
     name: str = ""
     depth: int = 0
 
+    @property
+    def label(self) -> str:
+        return self.op
+
 
 def timeline_rows(label: str, records: Sequence, tracks: Sequence[str], links: Mapping[str, str]) -> list:
     """(row label, records) of one run in the aligned diff: on one device a row of all its ops; on

@@ -1,6 +1,6 @@
 """The timeline's figure. Zones are not Plotly traces: they go to the browser as columns (a row,
 lane, start, end, kind, op and count per zone or merged marker, in the figure's meta) and
-tilescope.js draws them on a canvas over the figure's plot area, as Tracy draws, every frame of a
+assets/timeline_draw.js draws them on a canvas over the figure's plot area, as Tracy draws, every frame of a
 zoom or pan from what it holds. WebGL lines cost about 1.5 s a frame for bert-base's 14k zones on
 software GL, a canvas's rectangles a few milliseconds. The Plotly figure keeps what it is good at:
 the time axis, the counter plots under the zones on that axis, and a legend of the kinds drawn."""
@@ -44,7 +44,7 @@ COUNTER_PLOTS = {
 
 @dataclass(frozen=True)
 class Window:
-    """What a figure holds of its run, for tilescope.js to know when to ask for more: the time it
+    """What a figure holds of its run, for assets/timeline.js to know when to ask for more: the time it
     holds (us), the width of the view it was made for (us), whether every zone there is drawn one
     by one, the run's length (us: zoom and pan stay within it) and the run's id."""
 
@@ -102,7 +102,7 @@ def packed(values: np.ndarray) -> dict:
 
 
 def zone_columns(zones: Sequence, kinds: Mapping[str, str], rows: Sequence[str]) -> dict:
-    """The zones and markers to draw, as columns for tilescope.js: each one's row and lane, start
+    """The zones and markers to draw, as columns for assets/timeline_draw.js: each one's row and lane, start
     and end (us), kind (an index into `kinds`, -1 for a marker), op and label (indices into
     `names`; op -1 for a marker) and count of zones (1 but for a marker). Kinds come with their
     colours and the colour of names written on them."""
@@ -116,8 +116,7 @@ def zone_columns(zones: Sequence, kinds: Mapping[str, str], rows: Sequence[str])
         lanes[i] = lane(z.track)
         kind[i] = kind_at.setdefault(kinds.get(z.op, "?"), len(kind_at)) if z.op else -1
         op[i] = names.setdefault(z.op, len(names)) if z.op else -1
-        text = f"{z.op} · {z.name}" if z.op and z.depth else (z.op or z.name)
-        label[i] = names.setdefault(text, len(names))
+        label[i] = names.setdefault(z.label, len(names))
     colours = [kind_colour(k) for k in kind_at]
     columns = {
         "row": packed(row),
@@ -162,7 +161,7 @@ def timeline_figure(
 ) -> go.Figure:
     """One row per core (`rows`; by default those the zones are on), under the device row, an
     engine's zones in a lane of its core's row; times in us. The zones go in the meta for
-    tilescope.js to draw (zone_columns), coloured by op kind, merged markers in grey, the
+    assets/timeline_draw.js to draw (zone_columns), coloured by op kind, merged markers in grey, the
     `selected` op's outlined; the legend names the kinds. Under them, one plot per counter
     (`counters`: name -> (t_ns, value) steps) on the same time axis, shown over `view` (us;
     default all the figure holds); `engines` (default: whether any zone is an engine's) puts the

@@ -22,7 +22,7 @@ def segments(zones: Sequence, row: Mapping[str, int]) -> tuple[np.ndarray, np.nd
     gap = np.full(n, np.nan)
     # a merged marker selects nothing; an engine's zone is that engine's phase of the op
     ops = [z.op or None for z in zones]
-    labels = [plain(f"{z.op} · {z.name}" if z.op and z.depth else (z.op or z.name)) for z in zones]
+    labels = [plain(z.label) for z in zones]
     return (
         np.column_stack([start, (start + end) / 2, end, gap]).ravel(),
         np.column_stack([rows, rows, rows, gap]).ravel(),
