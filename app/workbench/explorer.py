@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -31,6 +30,7 @@ from .find_zone import FoundZone, kind_ops, op_zones
 from .graph_view import OpMetric, op_metrics
 from .grouping import ScopeTree
 from .kept import Kept
+from .key_locks import KeyLocks
 from .memory_view import MemoryView, memory_view
 from .natural_order import natural_key
 from .model_access import MAX_SOURCE_BYTES, ModelAccess
@@ -44,19 +44,8 @@ from .tuning import TuneReport, tune_run
 from .uploads import upload_name, uploaded_bytes
 
 KEPT_PER_VIEW = 32  # runs (or run and level) whose derived views each cache keeps
-# one read of a run's view at a time, so the panels asking for it at once compile it once (runs
-# whose ids share a lock wait for each other)
-_READING: tuple[threading.Lock, ...] = ()
-
-
-def _new_locks() -> None:
-    """Locks of their own: a background job forked while a view was read would wait for ever."""
-    global _READING
-    _READING = tuple(threading.Lock() for _ in range(16))
-
-
-_new_locks()
-os.register_at_fork(after_in_child=_new_locks)
+# one read of a run's view at a time, so the panels asking for it at once compile it once
+_READING = KeyLocks()
 
 
 @dataclass
@@ -185,7 +174,7 @@ class Explorer:
         found = kept.get(run_id)
         if found is not None:
             return found
-        with _READING[hash(run_id) % len(_READING)]:
+        with _READING.holding(run_id):
             return kept.of(run_id, lambda: self._read_view(run_id))
 
     def _read_view(self, run_id: int, compilation: Compilation | None = None) -> RunView:
