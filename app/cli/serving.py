@@ -9,8 +9,7 @@ import sys
 
 from compiler.errors import TilescopeError
 
-from ..web.auth import AUTH_ENV, set_password
-from ..web.job_book import JOBS_AT_ONCE
+from ..web.users_file import AUTH_ENV, set_password
 from ..workbench.defaults import DEFAULT_TARGET
 from .options import EXAMPLE_MODEL, MODEL_HELP, TARGET_HELP, add_common, add_web_limits
 
@@ -70,11 +69,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     worker.add_argument("--model", default=EXAMPLE_MODEL, help="the model the app opens on (as given to serve)")
     worker.add_argument("--target", default=DEFAULT_TARGET, help="the app's target (as given to serve)")
     worker.add_argument(
-        "--concurrency",
-        type=int,
-        default=JOBS_AT_ONCE,
-        metavar="N",
-        help=f"jobs run at once (default {JOBS_AT_ONCE}, what one server runs at once)",
+        "--concurrency", type=int, metavar="N", help="jobs run at once (default: as many as one server runs at once)"
     )
     add_web_limits(worker, "(as given to serve)")
     add_common(worker, target=False)
@@ -85,6 +80,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def cmd_worker(args) -> int:
     from ..web.celery_jobs import BROKER_ENV, broker_url, work
+    from ..web.job_book import JOBS_AT_ONCE
     from ..web.server import create_app
     from ..workbench.model_access import ModelAccess
 
@@ -95,7 +91,7 @@ def cmd_worker(args) -> int:
     create_app(
         args.db, args.model, args.target, store_opening_run=False, access=ModelAccess.of(args.models_dir, args.max_ops)
     )
-    work(url, args.concurrency)
+    work(url, args.concurrency or JOBS_AT_ONCE)
     return 0
 
 

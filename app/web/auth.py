@@ -27,11 +27,10 @@ from werkzeug.security import check_password_hash
 from compiler.errors import TilescopeError
 
 from .sign_in_limits import SignInLimits
-from .users_file import Roster, UsersFile, read_users, set_password
+from .users_file import AUTH_ENV, Roster, UsersFile, read_users, set_password
 
 __all__ = ["AUTH_ENV", "SignIn", "Users", "is_loopback", "new_secret", "read_users", "require_door", "set_password"]
 
-AUTH_ENV = "TILESCOPE_AUTH_FILE"
 VERIFIED_KEPT = 1024  # credentials verified once, then known by a keyed digest: hashing is slow on purpose
 
 

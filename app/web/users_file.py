@@ -27,6 +27,8 @@ from werkzeug.security import DEFAULT_PBKDF2_ITERATIONS, generate_password_hash
 from compiler.data_file import shown
 from compiler.errors import TilescopeError
 
+AUTH_ENV = "TILESCOPE_AUTH_FILE"  # the users file, when serve is given no --auth
+
 USER_NAME = re.compile(r"[A-Za-z0-9._@+-]{1,64}")  # no ':' (the file's separator), nothing to escape
 MAX_USERS_BYTES = 1 << 20
 # a sign-in's work, at most twice werkzeug's defaults (scrypt:32768:8:1, pbkdf2 of 1,000,000

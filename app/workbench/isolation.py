@@ -160,9 +160,11 @@ def _read_upto(fd: int, size: int | None, deadline: float) -> bytearray:
     """`size` bytes from `fd`, fewer if it ends first (None: all until it ends). A compilation sent
     back is hundreds of MB: it is read into one buffer that grows in place."""
     buffer = bytearray()
+    ready = select.poll()  # not select(): a busy server's descriptors run past select's 1,024
+    ready.register(fd, select.POLLIN)
     while size is None or len(buffer) < size:
         left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        if left <= 0 or not ready.poll(left * 1000):
             raise TimeoutError
         chunk = os.read(fd, 1 << 20 if size is None else size - len(buffer))
         if not chunk:

@@ -21,6 +21,16 @@ def test_the_result_comes_back_from_the_child():
     assert run_isolated(lambda _say: os.getpid(), "model", GIB, 30) != os.getpid()
 
 
+def test_the_result_comes_back_when_the_server_holds_over_a_thousand_descriptors():
+    """A busy server's connections and caches hold descriptors past select()'s 1,024."""
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        assert run_isolated(lambda _say: "done", "model", GIB, 30) == "done"
+    finally:
+        for fd in held:
+            os.close(fd)
+
+
 def test_a_tilescope_error_comes_back_as_itself():
     def refuse(_say):
         raise TilescopeError("model.mlir:3:1: expected ')'")
