@@ -7,6 +7,9 @@ compared with a scratch database at the previous head:
     python -c "from alembic import command; from perfdb.migrate import config, upgrade; \\
                upgrade('sqlite:///scratch.db'); \\
                command.revision(config('sqlite:///scratch.db'), 'what changed', autogenerate=True, rev_id='0002')"
+
+A revision that copies or moves a table's rows joins REWRITES_TABLES, so an upgrade through it
+gives the space they held back.
 """
 
 from __future__ import annotations
@@ -27,6 +30,14 @@ from sqlalchemy import Connection, Engine, create_engine
 
 SCRIPTS = Path(__file__).resolve().parent / "migrations"
 INITIAL = "0001"  # the schema create_all made before Alembic; older databases are adopted as it
+# revisions that rewrite tables, leaving the space their rows held free: an upgrade through one of
+# them reclaims it (_reclaim), and no other upgrade does
+REWRITES_TABLES = frozenset(
+    {
+        "0002",  # zones and op_records altered: SQLite's batch mode copies them into new tables
+        "0005",  # zone rows packed into timeline blocks, their tables dropped
+    }
+)
 
 
 def config(url: str | None = None, connection: Connection | None = None) -> Config:
@@ -73,17 +84,30 @@ def upgrade(db: str | Engine) -> tuple[str | None, str]:
                 )
             broken_before = _foreign_key_violations(connection)
             cfg = config(connection=connection)
+            start = before
             if before is None and sa.inspect(connection).has_table("runs"):
                 _adopt(connection)
                 command.stamp(cfg, INITIAL)
+                start = INITIAL
+            rewrites = _rewrites_tables(start)  # nothing, if another process upgraded it meanwhile
             command.upgrade(cfg, "head")
             _check_foreign_keys(connection, broken_before)
-        if before is not None:
+        # only after this process's own migration rewrote tables: on PostgreSQL a reclaim is a
+        # VACUUM (ANALYZE) of what may be a team's shared database
+        if rewrites:
             _reclaim(engine)
         return before, head()
     finally:
         if isinstance(db, str):
             engine.dispose()
+
+
+def _rewrites_tables(start: str | None) -> bool:
+    """Whether an upgrade from `start` to the newest revision runs one that rewrites tables (from
+    None, an empty database: its tables hold no rows to move)."""
+    if start is None:
+        return False
+    return any(script.revision in REWRITES_TABLES for script in _scripts().iterate_revisions(head(), start))
 
 
 RECLAIMED_FREE = 0.25  # of a SQLite file's pages: past this share free, an upgrade vacuums it

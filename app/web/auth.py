@@ -29,7 +29,17 @@ from compiler.errors import TilescopeError
 from .sign_in_limits import SignInLimits
 from .users_file import AUTH_ENV, Roster, UsersFile, read_users, set_password
 
-__all__ = ["AUTH_ENV", "SignIn", "Users", "is_loopback", "new_secret", "read_users", "require_door", "set_password"]
+__all__ = [
+    "AUTH_ENV",
+    "SignIn",
+    "Users",
+    "is_loopback",
+    "new_secret",
+    "read_users",
+    "require_door",
+    "set_password",
+    "signed_in",
+]
 
 VERIFIED_KEPT = 1024  # credentials verified once, then known by a keyed digest: hashing is slow on purpose
 
@@ -146,10 +156,18 @@ class SignIn(Auth):
             given = credentials(flask.request.headers.get("Authorization", ""))
             address = flask.request.remote_addr or ""
             flask.g.sign_in = self._users.check(*given, address) if given else REFUSED
+            if flask.g.sign_in.allowed:
+                flask.g.signed_in = given[0]
         return flask.g.sign_in
 
     def login_request(self):
         return flask.Response("Sign in", status=401, headers={"WWW-Authenticate": 'Basic realm="tilescope"'})
+
+
+def signed_in() -> str | None:
+    """The name this request signed in with at the server's door; None without a door, or
+    outside a request. Kept for the request alone: the credentials come with every request."""
+    return flask.g.get("signed_in") if flask.has_request_context() else None
 
 
 def new_secret() -> str:

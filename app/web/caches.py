@@ -28,7 +28,7 @@ import platformdirs
 from compiler.errors import TilescopeError
 
 from ..workbench import runs
-from ..workbench.private_files import FILE_MODE, NotPrivate, make_private
+from ..workbench.private_files import DIRECTORY_MODE, FILE_MODE, NotPrivate, make_private
 
 JOBS = "jobs"
 COMPILATIONS = "compilations"
@@ -89,7 +89,19 @@ def open_job_cache(jobs: Path) -> diskcache.Cache:
 
 
 class PrivateDisk(diskcache.Disk):
-    """diskcache's files for large values, 0600 (diskcache makes them with the umask's mode)."""
+    """diskcache's files for large values 0600, and their directories 0700 (diskcache makes both
+    with the umask's mode)."""
+
+    def filename(self, key=diskcache.core.UNKNOWN, value=diskcache.core.UNKNOWN):
+        filename, full_path = super().filename(key, value)
+        # the value's two levels of directories, made here so diskcache finds them (os.makedirs
+        # gives a mode to the last level alone); what fails here, diskcache meets as it writes, and
+        # one another process removes meanwhile it makes again, 0755 in the 0700 cache: out of reach
+        parent = Path(full_path).parent
+        for directory in (parent.parent, parent):
+            with contextlib.suppress(OSError):
+                os.mkdir(directory, DIRECTORY_MODE)
+        return filename, full_path
 
     def store(self, value, read, key=diskcache.core.UNKNOWN):
         size, mode, filename, db_value = super().store(value, read, key)
@@ -107,9 +119,22 @@ def _for_this_run(why: str) -> Path:
     except (NotPrivate, OSError, sqlite3.Error) as err:
         elsewhere = tempfile.gettempdir()
         raise TilescopeError(f"{why}; and no directory for the jobs' results in {elsewhere}: {err}") from None
-    atexit.register(shutil.rmtree, jobs.parent, ignore_errors=True)  # by the process that made it (not a worker)
+    _remove_at_exit(jobs.parent)
     _say(f"{why}; jobs keep their results in {jobs} for this run only, and compilations are not kept")
     return jobs
+
+
+def _remove_at_exit(directory: Path) -> None:
+    """Remove `directory` as this process exits. A process forked from it inherits the handler
+    (gunicorn's workers are forked after the caches are decided), and one worker that ends alone,
+    restarted, would remove the directory under the others: there it does nothing."""
+    maker = os.getpid()
+
+    def remove() -> None:
+        if os.getpid() == maker:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    atexit.register(remove)
 
 
 def _say(line: str) -> None:

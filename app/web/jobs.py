@@ -27,10 +27,11 @@ from dash import html
 from dash._callback_context import context_value
 from dash.background_callback.managers import BaseBackgroundCallbackManager
 from dash.exceptions import PreventUpdate
-from flask import has_request_context, request, session
+from flask import has_request_context, request
 
 from compiler.errors import TilescopeError
 
+from .auth import signed_in
 from .job_book import STORE_ERRORS, DiskStore, JobBook
 from .job_processes import OwnProcesses
 from .job_watch import JobWatch, done_watching, this_job, watching
@@ -56,11 +57,11 @@ def reporter(set_progress, what: str) -> Callable[[str], None]:
 
 
 def requester() -> str:
-    """Who asks for a job: the signed-in user (dash-auth keeps them in the signed session), else the
-    address the request came from."""
+    """Who asks for a job: the user who signed in at the server's door, else the address the
+    request came from."""
     if not has_request_context():
         return "this process"
-    user = (session.get("user") or {}).get("email")
+    user = signed_in()
     return f"user {user}" if user else f"address {request.remote_addr}"
 
 

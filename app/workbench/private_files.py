@@ -8,7 +8,9 @@ read would give them the models and the secret. So a cache directory is made 070
 caller goes on without it.
 
 A directory of this user's that is open to others (made by an older tilescope, 0755) is narrowed
-and its entries with it, unless one of them is another user's.
+and its entries with it, unless one of them is another user's. What is in a directory others
+could reach only through it: an entry open to others in one that was not (diskcache makes its
+value directories with the umask's 0755, in a cache that is 0700) was never theirs to reach.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ class NotPrivate(TilescopeError):
 def make_private(directory: Path | str, *, entries: bool = False) -> bool:
     """Make `directory` (and its missing parents) a directory only this user may use, or narrow an
     existing one of this user's to 0700, and with `entries` everything in it (files 0600). Whether
-    it was open to others before, so that what it holds may be known to them. NotPrivate when a
+    it was open to others before, so that what it holds may be known to them (what it holds they
+    reached only through it, whatever its entries' own modes). NotPrivate when a
     directory above it may be changed by another user, or it or an entry is a link or another
     user's; or when the file system refuses (read-only, no room, no permission)."""
     path = Path(os.path.abspath(directory))
@@ -48,7 +51,7 @@ def make_private(directory: Path | str, *, entries: bool = False) -> bool:
             raise NotPrivate(f"{path}: not a directory")
         opened = _narrow(path, found)
         if entries:
-            opened = _narrow_entries(path) or opened
+            _narrow_entries(path)
     except OSError as err:
         raise _refused(err, path) from None
     return opened
@@ -150,10 +153,13 @@ def _narrow(path: Path, found: os.stat_result) -> bool:
     return False
 
 
-def _narrow_entries(directory: Path) -> bool:
-    opened = False
+def _narrow_entries(directory: Path) -> None:
+    """Narrow everything in `directory`; an entry removed meanwhile (another server of this user's
+    on the same cache goes on working in it) is passed over."""
     for top, dirs, files in os.walk(directory):  # links are not followed: _narrow refuses them
         for name in dirs + files:
             entry = Path(top) / name
-            opened = _narrow(entry, os.lstat(entry)) or opened
-    return opened
+            try:
+                _narrow(entry, os.lstat(entry))
+            except FileNotFoundError:
+                pass

@@ -367,32 +367,3 @@ def test_runs_of_the_previous_revision_get_no_load_work_and_keep_their_rows(db_u
         ]
     engine.dispose()
     assert not {"load_ns", "load_ops"} & {c[0] for c in shape(db_url)["runs"]["columns"]}
-
-
-def test_an_upgrade_that_moves_rows_gives_their_space_back(db_url):
-    """Revision 0005 packs zone rows into blocks and drops their tables. SQLite kept their pages as
-    free space in the file (a database of 562 MB, 93% of it free, where one made at the newest
-    revision held 44 MB): the upgrade vacuums it. PostgreSQL frees dropped tables itself; there the
-    upgrade analyzes what moved, so the planner knows the new tables at once."""
-    many = [(f"core {i % 64},0", 0, f"op_{i}", float(i), i + 0.5, f"op_{i}") for i in range(40_000)]
-    with session_factory(open_db(db_url))() as s:
-        save_run(s, _new_run(zones=ZoneColumns.from_rows(many)))
-    engine = create_engine(db_url)
-    with engine.begin() as connection:
-        command.downgrade(config(connection=connection), "0004")
-    sqlite = engine.dialect.name == "sqlite"
-    if sqlite:
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-            connection.exec_driver_sql("VACUUM")  # a database made at 0004: no free pages
-    engine.dispose()
-    open_db(db_url).dispose()  # upgraded to the newest revision
-    engine = create_engine(db_url)
-    with engine.connect() as connection:
-        if sqlite:
-            pages = connection.exec_driver_sql("PRAGMA page_count").scalar()
-            free = connection.exec_driver_sql("PRAGMA freelist_count").scalar()
-            assert free <= pages // 4, f"{free} of {pages} pages free"
-        else:  # never analyzed: -1 tuples
-            analyzed = "SELECT reltuples FROM pg_class WHERE relname = 'timeline_blocks' AND pg_table_is_visible(oid)"
-            assert connection.exec_driver_sql(analyzed).scalar() > 0
-    engine.dispose()

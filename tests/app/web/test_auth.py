@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import stat
 import sys
+import time
 
 import pytest
 
@@ -14,6 +15,7 @@ from werkzeug.security import generate_password_hash
 
 from app.cli import main
 from app.web.server import create_app
+from app.web.job_book import JOBS_PER_CLIENT
 from app.web.sign_in_limits import FAILURES_PER_USER, FailureCounts, SignInLimits
 from app.web.users_file import MAX_PBKDF2_ITERATIONS, UsersFile
 from compiler.errors import TilescopeError
@@ -233,3 +235,52 @@ def test_a_users_file_rewritten_within_a_clock_tick_is_read_again(tmp_path):
         out.write(f"alice:{entry}\n")
     assert file.roster().hashes["alice"] == entry
     assert not checker.check("alice", "s3cret").allowed and checker.check("alice", "n3w").allowed
+
+
+def _wait_for(release):
+    while not release.exists():
+        time.sleep(0.01)
+    return "done"
+
+
+def test_a_signed_in_user_is_one_client_from_any_address(tmp_path):
+    """Jobs are counted per client: with users, the user who signed in at the server's door,
+    wherever they ask from (alice on two addresses holds her share, not two per address); two
+    users on one address (a proxy's) are two clients."""
+    users = tmp_path / "users"
+    set_password(users, "alice", "s3cret")
+    set_password(users, "bob", "pw")
+    app = create_app(f"sqlite:///{tmp_path}/ui.db", MODEL, job_dir=str(tmp_path / "jobs"))
+    SignIn(app, Users(UsersFile(users), "key"), "key")
+    manager = app._background_manager  # the server's own: jobs in processes, counted in its job book
+    release = tmp_path / "release"
+    started = []
+
+    def start(credentials: bytes, address: str) -> str | None:
+        """A job asked for through the door by `credentials` from `address`: None if it started,
+        else the line its page hears."""
+        key = manager.build_cache_key(_wait_for, [], [], None)
+        context = app.server.test_request_context(headers=_basic(credentials), environ_base={"REMOTE_ADDR": address})
+        with context:
+            assert app.server.preprocess_request() is None  # let in
+            job = manager.call_job_fn(key, manager.make_job_fn(lambda: _wait_for(release), progress=False), [], {})
+            if not str(job).startswith("refused:"):
+                started.append((key, job))
+                return None
+            return manager.get_result(key, job)["background_callback_error"]["msg"]
+
+    try:
+        assert start(b"alice:s3cret", "10.0.0.1") is None
+        assert start(b"alice:s3cret", "10.0.0.2") is None
+        said = start(b"alice:s3cret", "10.0.0.3")
+        assert said is not None and said.startswith(f"you are running {JOBS_PER_CLIENT} jobs on this server already")
+        assert start(b"bob:pw", "10.0.0.1") is None  # the address alice asked from: bob's own share
+        assert start(b"bob:pw", "10.0.0.1") is None
+    finally:
+        release.touch()
+        for key, job in started:
+            deadline = time.monotonic() + 30
+            while not manager.result_ready(key):
+                assert time.monotonic() < deadline, "a job left no result"
+                time.sleep(0.05)
+            assert manager.get_result(key, job) == "done"

@@ -186,23 +186,6 @@ def test_one_client_holds_at_most_its_share_of_the_jobs(tmp_path, manager_class)
     assert sorted(_result(manager, key, job) for key, job in jobs) == ["job0", "job1", "other"]
 
 
-def test_a_signed_in_user_is_one_client_from_any_address(tmp_path):
-    """With users, a client is who signed in (dash-auth keeps them in the signed session), wherever
-    they ask from; two users on one address (a proxy's) are two clients."""
-    from app.web.jobs import requester
-
-    server = flask.Flask(__name__)
-    server.secret_key = "test"
-    seen = []
-    for user, address in (("alice", "10.0.0.1"), ("alice", "10.0.0.2"), ("bob", "10.0.0.1")):
-        with server.test_request_context(environ_base={"REMOTE_ADDR": address}):
-            flask.session["user"] = {"email": user, "groups": []}
-            seen.append(requester())
-    assert seen[0] == seen[1] != seen[2]
-    with _from("10.0.0.1"):
-        assert requester() not in seen
-
-
 def test_celery_jobs_are_bounded_across_app_processes(redis_broker):
     """Celery jobs too: the bound is kept in Redis, so two app processes count each other's jobs
     (no worker takes them here: a job waiting for one holds its slot while its page waits)."""

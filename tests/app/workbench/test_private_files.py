@@ -53,6 +53,19 @@ def test_an_open_directory_of_this_users_is_narrowed_with_what_it_holds(tmp_path
     assert make_private(cache, entries=True) is False
 
 
+def test_what_others_could_not_reach_was_not_open(tmp_path):
+    """diskcache makes the directories of its large values with the umask's 0755, inside a cache
+    that is 0700: nobody else could reach them or their files, so the cache was never open."""
+    cache = tmp_path / "jobs"
+    (cache / "ab" / "cd").mkdir(parents=True)
+    (cache / "ab" / "cd" / "result.val").write_bytes(b"x")
+    modes = {cache: 0o700, cache / "ab": 0o755, cache / "ab" / "cd": 0o755, cache / "ab" / "cd" / "result.val": 0o644}
+    for path, mode in modes.items():
+        path.chmod(mode)
+    assert make_private(cache, entries=True) is False
+    assert [_mode(path) for path in modes] == [0o700, 0o700, 0o700, 0o600]  # narrowed all the same
+
+
 def test_another_users_directory_is_refused_in_one_line(tmp_path):
     cache = tmp_path / "tilescope"
     cache.mkdir()
