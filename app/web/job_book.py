@@ -157,9 +157,9 @@ class JobBook:
         return self._said(key, "ended")
 
     def cancel(self, key: str) -> None:
-        """Its page cancelled the job, which is ended without a result: nothing is said of it."""
+        """Its page cancelled the job, which is to end without a result: nothing is said of it. It
+        holds its slot until it has ended (`end`), which a thread does at its next stage."""
         self.store.put(f"{PREFIX}cancelled:{key}", "1", _KEPT_S)
-        self.end(key)
 
     def cancelled(self, key: str) -> bool:
         return self._said(key, "cancelled")

@@ -5,11 +5,13 @@ process that started it. A job that nobody will read must neither hold a slot no
 A job in a process of its own (a local server's job process, a Celery worker's) is killed outright
 when its page is gone or when the process that started it dies (gunicorn's worker killed, say):
 what it would store, nobody asked for, and its own isolated compiles die with it. A job in a thread
-of the server cannot be killed: it is told, and stops at its next stage (app/web/jobs.py, reporter).
+of the server cannot be killed: it is told (its page gone, or a cancel), and stops at its next stage
+(app/web/jobs.py, reporter), holding its slot until it has stopped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -18,7 +20,7 @@ from contextvars import ContextVar
 
 from compiler.errors import TilescopeError
 
-from .job_book import BEAT_S, JobBook
+from .job_book import BEAT_S, STORE_ERRORS, JobBook
 
 
 class JobWatch:
@@ -63,9 +65,15 @@ class JobWatch:
         return self.stop_asked
 
     def check(self) -> None:
-        """Raise if no page waits for the job any more: what it would do next, nobody will see."""
+        """Raise if no page waits for the job any more (gone, or it cancelled the job): what it would
+        do next, nobody will see. Its slot stays taken until it has stopped."""
         if self.abandoned.is_set():
             raise TilescopeError("the page that asked for this job is gone; it stopped")
+        cancelled = False
+        with contextlib.suppress(*STORE_ERRORS):  # a book that cannot be read tells of no cancel
+            cancelled = self.book.cancelled(self.key)
+        if cancelled:
+            raise TilescopeError("this job was cancelled; it stopped")
 
 
 _CURRENT: ContextVar[JobWatch | None] = ContextVar("job", default=None)

@@ -146,6 +146,8 @@ class OwnResults(BaseBackgroundCallbackManager):
             return
         if key is not None:
             self.book.cancel(key)
+            if self.in_own_process:  # its process is killed now; a thread ends at its next stage
+                self.book.end(key)
         super().terminate_job(job)
 
 
