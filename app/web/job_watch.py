@@ -14,12 +14,14 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
 
 from compiler.errors import TilescopeError
 
+from .error_lines import error_line
 from .job_book import BEAT_S, STORE_ERRORS, JobBook
 
 
@@ -41,18 +43,33 @@ class JobWatch:
 
     def __exit__(self, *_exc) -> None:
         self._done.set()
-        self.book.end(self.key)
+        with contextlib.suppress(*STORE_ERRORS):  # its result stands; unended, its beat expires, freeing its slot
+            self.book.end(self.key)
 
     def _watch(self) -> None:
+        failing = False
         while not self._done.wait(BEAT_S):
             if self.own_process and os.getppid() != self._parent:  # the server process that started it died
                 os.kill(os.getpid(), signal.SIGKILL)
-            self.book.beat(self.key)
-            if not self.book.wanted(self.key):
-                self.abandoned.set()
-                if self.own_process:
+            try:
+                self._turn()
+                failing = False
+            except STORE_ERRORS as err:  # a lock held, a Redis blip: the next turn tries again
+                if not failing:  # said once a spell, not every second
+                    sys.stderr.write(
+                        f"tilescope: a job could not reach the job book, trying again: {error_line(err)}\n"
+                    )
+                failing = True
+
+    def _turn(self) -> None:
+        """Beat, and end the job if no page waits for it any more (a thread: at its next stage)."""
+        self.book.beat(self.key)
+        if not self.book.wanted(self.key):
+            self.abandoned.set()
+            if self.own_process:
+                with contextlib.suppress(*STORE_ERRORS):  # unended, its beat expires, freeing its slot
                     self.book.end(self.key)
-                    os.kill(os.getpid(), signal.SIGKILL)
+                os.kill(os.getpid(), signal.SIGKILL)
 
     def stop_asked(self) -> bool:
         """Whether its page asked it to stop (Cancel)."""
