@@ -6,13 +6,17 @@ A local server keeps it in its job cache (diskcache, which its worker processes 
 in Redis, which every app process and worker shares, so the bound holds across them. What is alive
 is kept as keys that expire rather than as times, so no two machines' clocks are compared: a running
 job renews its beat every BEAT_S and is lost once the beat has expired; each poll of its page renews
-its `polled`, and a job no page has asked after for `abandoned_after` is not wanted any more.
+its `polled` (now and then: see `polled`), and a job no page has asked after for `abandoned_after`
+is not wanted any more.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol
 
@@ -32,6 +36,10 @@ LOST_AFTER_S = 20.0
 # a job whose page has not polled for this long is ended: a page polls every JOB_POLL_MS, but a
 # browser wakes a page hidden for 5 minutes once a minute (Chrome's intensive throttling)
 ABANDONED_AFTER_S = 90.0
+# a poll renews its job once this share of abandoned_after has passed since this process last did:
+# a page polls every 100 ms, and each renewal is a write to the store every process shares
+RENEW_SHARE = 0.1
+RENEWALS_KEPT = 1024  # jobs a process remembers renewing (one forgotten is renewed at its next poll)
 _KEPT_S = 24 * 3600.0  # what is said of a job (its name, that it started or ended) lasts this long
 PREFIX = "tilescope-job:"
 _JOBS = PREFIX + "running"  # the jobs that hold a slot: result key -> the client's name
@@ -114,6 +122,8 @@ class JobBook:
         self.per_client = per_client
         # how many jobs the processes that run them run at once (None: as many as it admits)
         self.workers = workers
+        self._renewed: OrderedDict[str, float] = OrderedDict()  # key -> when this process renewed it
+        self._renewing = threading.Lock()
 
     # --- the app's side: admitting a job, and its page's polls ------------------------------------
 
@@ -148,7 +158,21 @@ class JobBook:
         return self.store.get(f"{PREFIX}job:{job}")
 
     def polled(self, key: str) -> None:
+        """A page asked after the job: it is wanted for `abandoned_after` more. Written only once
+        RENEW_SHARE of that has passed since this process last wrote it; any process's write moves
+        the lapse later, so a job polled through any of them lapses no sooner than
+        (1 - RENEW_SHARE) * abandoned_after after its last poll."""
+        now = time.monotonic()
+        with self._renewing:
+            last = self._renewed.get(key)
+        if last is not None and now - last < RENEW_SHARE * self.abandoned_after:
+            return
         self.store.put(f"{PREFIX}polled:{key}", "1", self.abandoned_after)
+        with self._renewing:
+            self._renewed[key] = now
+            self._renewed.move_to_end(key)
+            while len(self._renewed) > RENEWALS_KEPT:
+                self._renewed.popitem(last=False)
 
     def ask_stop(self, key: str) -> None:
         self.store.put(f"{PREFIX}stop:{key}", "1", _KEPT_S)
