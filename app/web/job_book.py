@@ -18,6 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import diskcache
@@ -43,6 +44,15 @@ RENEWALS_KEPT = 1024  # jobs a process remembers renewing (one forgotten is rene
 _KEPT_S = 24 * 3600.0  # what is said of a job (its name, that it started or ended) lasts this long
 PREFIX = "tilescope-job:"
 _JOBS = PREFIX + "running"  # the jobs that hold a slot: result key -> the client's name
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """What a job handle names: the job's result key, and when the process of its own it runs in
+    started (a pid is reused: the time tells the job's process from a later one), else None."""
+
+    key: str
+    started: float | None
 
 
 class Store(Protocol):
@@ -150,12 +160,21 @@ class JobBook:
         self.polled(key)  # wanted from the start: its page polls once it has its handle
         self.store.update(_JOBS, take)
 
-    def named(self, key: str, job: str) -> None:
-        """The job's handle (a process id, a thread number or a task id) names `key` from now on."""
-        self.store.put(f"{PREFIX}job:{job}", key, _KEPT_S)
+    def named(self, key: str, job: str, started: float | None) -> None:
+        """The job's handle (a process id, a thread number or a task id) names `key` from now on;
+        `started`: when the process of its own it runs in started, None if it has none."""
+        self.store.put(f"{PREFIX}job:{job}", json.dumps({"key": key, "started": started}), _KEPT_S)
 
-    def key_of(self, job: str) -> str | None:
-        return self.store.get(f"{PREFIX}job:{job}")
+    def record(self, job: str) -> JobRecord | None:
+        """What the job handle `job` names, if it names a job."""
+        try:
+            said = json.loads(self.store.get(f"{PREFIX}job:{job}") or "null")
+            if said is None:
+                return None
+            started = said["started"]
+            return JobRecord(str(said["key"]), None if started is None else float(started))
+        except (ValueError, TypeError, KeyError):  # a record of an older tilescope's: a plain key
+            return None
 
     def polled(self, key: str) -> None:
         """A page asked after the job: it is wanted for `abandoned_after` more. Written only once

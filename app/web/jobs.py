@@ -76,6 +76,9 @@ class OwnResults(BaseBackgroundCallbackManager):
 
     book: JobBook
     in_own_process = True  # its jobs run in processes of their own (not threads of the server's)
+    # when the process a job's handle names started (app/web/job_processes.py), None for a job that
+    # runs in none of its own (a thread, a Celery task): each manager says for its jobs
+    process_start: Callable[[object], float | None]
 
     def build_cache_key(self, fn, args, cache_args_to_ignore, triggered) -> str:
         return uuid.uuid4().hex  # tilescope caches no job's result for a later job (no cache_by)
@@ -98,7 +101,8 @@ class OwnResults(BaseBackgroundCallbackManager):
             with contextlib.suppress(*STORE_ERRORS):
                 self.book.end(key)
             return REFUSED + (str(err) if isinstance(err, TilescopeError) else _first_line(err))
-        self.book.named(key, str(job))
+        with contextlib.suppress(*STORE_ERRORS):  # unnamed, it cannot be cancelled, and ends alone
+            self.book.named(key, str(job), self.process_start(job))
         return job
 
     def get_result(self, key, job):
@@ -140,7 +144,8 @@ class OwnResults(BaseBackgroundCallbackManager):
         any other is ended."""
         if _refused(job):
             return
-        key = self.book.key_of(str(job)) if job else None
+        record = self.book.record(str(job)) if job else None
+        key = record.key if record else None
         if key is not None and self.book.cooperative(key):
             self.book.ask_stop(key)
             return

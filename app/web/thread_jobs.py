@@ -52,6 +52,9 @@ class _Threads(DiskcacheManager):
         if job:
             self._threads.pop(int(job), None)
 
+    def process_start(self, job) -> None:
+        return None  # a thread runs in the server's own process, which no cancel ends
+
     def terminate_unhealthy_job(self, job) -> bool:
         return False  # a thread that died left its result (or its error) in the cache
 
