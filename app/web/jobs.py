@@ -22,6 +22,7 @@ import functools
 import uuid
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 from dash import html
 from dash._callback_context import context_value
@@ -64,9 +65,17 @@ def requester() -> str:
     return f"user {user}" if user else f"address {request.remote_addr}"
 
 
-# what this thread's (or task's) last poll found: (manager, job, result key, whether it had a result);
-# Dash asks whether the job runs right after reading its result, in the same request
-_POLLED: ContextVar[tuple | None] = ContextVar("polled", default=None)
+@dataclass(frozen=True)
+class _Poll:
+    """What this thread's (or task's) last poll found: Dash asks whether the job runs right after
+    reading its result, in the same request."""
+
+    manager: OwnResults
+    job: str  # the job's handle
+    over: bool  # its result was read, or it was lost or cancelled: it runs no more for its page
+
+
+_POLLED: ContextVar[_Poll | None] = ContextVar("polled", default=None)
 
 
 class OwnResults(BaseBackgroundCallbackManager):
@@ -107,7 +116,7 @@ class OwnResults(BaseBackgroundCallbackManager):
 
     def get_result(self, key, job):
         if _refused(job):
-            _POLLED.set((self, str(job), key, True))
+            _POLLED.set(_Poll(self, str(job), over=True))
             return {"background_callback_error": {"msg": str(job).removeprefix(REFUSED), "tb": ""}}
         # the job wrote its result as its last step: it ends by itself
         result = super().get_result(key, None)
@@ -118,7 +127,7 @@ class OwnResults(BaseBackgroundCallbackManager):
                 self.book.end(key)  # its slot is free, and a worker that takes it late leaves it
                 result = {"background_callback_error": {"msg": self.why_lost(key), "tb": ""}}
         # a cancelled job runs no more for its page, which is told nothing of it
-        _POLLED.set((self, str(job), key, cancelled or result is not self.UNDEFINED))
+        _POLLED.set(_Poll(self, str(job), over=cancelled or result is not self.UNDEFINED))
         return result
 
     def _lost(self, key: str, job) -> bool:
@@ -135,9 +144,9 @@ class OwnResults(BaseBackgroundCallbackManager):
         if _refused(job):
             return False
         polled = _POLLED.get()
-        if polled is None or polled[0] is not self or polled[1] != str(job):
+        if polled is None or polled.manager is not self or polled.job != str(job):
             return super().job_running(job)
-        return not polled[3]  # read (its result, or that it was lost): it runs no more for its page
+        return not polled.over
 
     def terminate_job(self, job) -> None:
         """A job that stops when asked is asked (Cancel keeps what it found, and its page gets it);
