@@ -227,8 +227,8 @@ class JobBook:
     # --- the job's side -----------------------------------------------------------------------------
 
     def start(self, key: str) -> None:
+        self.beat(key)  # first: a job started and not beating is lost, and holds no slot
         self.store.put(f"{PREFIX}started:{key}", "1", _KEPT_S)
-        self.beat(key)
 
     def beat(self, key: str) -> None:
         self.store.put(f"{PREFIX}beat:{key}", "1", LOST_AFTER_S)

@@ -120,13 +120,16 @@ class OwnResults(BaseBackgroundCallbackManager):
             return {"background_callback_error": {"msg": str(job).removeprefix(REFUSED), "tb": ""}}
         # the job wrote its result as its last step: it ends by itself
         result = super().get_result(key, None)
-        cancelled = result is self.UNDEFINED and self.book.cancelled(key)
-        if result is self.UNDEFINED and not cancelled:
+        # a cancelled job runs no more for its page, which is told nothing of it, nor of what it
+        # stopped with (a thread stops with why; a process may end itself before it is killed)
+        cancelled = self.book.cancelled(key)
+        if cancelled:
+            result = self.UNDEFINED
+        elif result is self.UNDEFINED:
             self.book.polled(key)
             if self._lost(key, job):
                 self.book.end(key)  # its slot is free, and a worker that takes it late leaves it
                 result = {"background_callback_error": {"msg": self.why_lost(key), "tb": ""}}
-        # a cancelled job runs no more for its page, which is told nothing of it
         _POLLED.set(_Poll(self, str(job), over=cancelled or result is not self.UNDEFINED))
         return result
 

@@ -115,6 +115,7 @@ def test_a_cancelled_job_holds_its_slot_until_it_stops_and_stores_nothing(tmp_pa
     for thread in threads:
         thread.join(30)
     assert not list(tmp_path.glob("*.stored")), "a cancelled re-run stored its run"
+    assert all(manager.get_result(key, None) is manager.UNDEFINED for key in keys)  # nor is why it stopped said
     assert not any(manager.book.holds_slot(key) for key in keys)
     refused = manager.get_result("another", another)
     assert refused != "ran", "a client ran more jobs at once than its share"
