@@ -20,8 +20,9 @@ def error_line(err: BaseException) -> str:
     error by its cause without the path it names (a page's reader has no use for the server's
     paths), any other named by its type, as nobody foresaw it."""
     name = type(err).__name__
-    if isinstance(err, TilescopeError):
-        return first_line(str(err), name)
     if isinstance(err, OSError) and err.errno:
-        return first_line(f"{name}: {os.strerror(err.errno)}", name)
-    return first_line(f"{name}: {err}" if str(err) else name, name)
+        return f"{name}: {os.strerror(err.errno)}"
+    said = first_line(str(err), "")
+    if isinstance(err, TilescopeError):
+        return said or name
+    return first_line(f"{name}: {said}", name) if said else name

@@ -32,6 +32,7 @@ from flask import has_request_context, request, session
 
 from compiler.errors import TilescopeError
 
+from .error_lines import error_line
 from .job_book import STORE_ERRORS, DiskStore, JobBook
 from .job_processes import OwnProcesses
 from .job_watch import JobWatch, done_watching, this_job, watching
@@ -103,13 +104,13 @@ class OwnResults(BaseBackgroundCallbackManager):
         except TilescopeError as err:
             return REFUSED + str(err)
         except STORE_ERRORS as err:
-            return REFUSED + f"the server's job cache cannot take a job: {_first_line(err)}"
+            return REFUSED + f"the server's job cache cannot take a job: {error_line(err)}"
         try:
             job = super().call_job_fn(key, job_fn, args, {**context, JOB_KEY: key})
         except Exception as err:  # noqa: BLE001  # no process or thread to run it: said to the page
             with contextlib.suppress(*STORE_ERRORS):
                 self.book.end(key)
-            return REFUSED + (str(err) if isinstance(err, TilescopeError) else _first_line(err))
+            return REFUSED + error_line(err)
         with contextlib.suppress(*STORE_ERRORS):  # unnamed, it cannot be cancelled, and ends alone
             self.book.named(key, str(job), self.process_start(job))
         return job
@@ -170,10 +171,6 @@ class OwnResults(BaseBackgroundCallbackManager):
 
 def _refused(job) -> bool:
     return str(job).startswith(REFUSED)
-
-
-def _first_line(err: Exception) -> str:
-    return f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
 
 
 def _watched(fn, manager: OwnResults):
