@@ -55,7 +55,7 @@ class JobWatch:
                 self._turn()
                 failing = False
             except STORE_ERRORS as err:  # a lock held, a Redis blip: the next turn tries again
-                if not failing:  # said once a spell, not every second
+                if not failing:  # said once for a run of failures, not every second
                     sys.stderr.write(
                         f"tilescope: a job could not reach the job book, trying again: {error_line(err)}\n"
                     )

@@ -48,7 +48,8 @@ class _Threads(DiskcacheManager):
         return thread is not None and thread.is_alive()
 
     def terminate_job(self, job) -> None:
-        # a thread cannot be stopped from outside: it finishes, and nobody asks for its result
+        # a thread cannot be stopped from outside: it stops at its next stage, told by the job book
+        # (app/web/job_watch.py), and nobody asks for its result
         if job:
             self._threads.pop(int(job), None)
 
