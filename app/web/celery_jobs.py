@@ -56,6 +56,9 @@ class CeleryJobs(OwnResults, CeleryManager):
         self.book = book or JobBook(RedisStore(client), workers=WorkerRoll(client).processes)
         super().__init__(celery_app)
 
+    def process_start(self, job) -> None:
+        return None  # a task id, not a process: a cancel revokes the task on its worker
+
     def get_or_create_signing_secret(self, generate) -> bytes:
         """The secret that signs the job handles a page polls with, the same in every app process,
         or a poll reaching another process than the one that started the job is refused and the

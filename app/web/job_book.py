@@ -6,14 +6,19 @@ A local server keeps it in its job cache (diskcache, which its worker processes 
 in Redis, which every app process and worker shares, so the bound holds across them. What is alive
 is kept as keys that expire rather than as times, so no two machines' clocks are compared: a running
 job renews its beat every BEAT_S and is lost once the beat has expired; each poll of its page renews
-its `polled`, and a job no page has asked after for `abandoned_after` is not wanted any more.
+its `polled` (now and then: see `polled`), and a job no page has asked after for `abandoned_after`
+is not wanted any more.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import diskcache
@@ -32,9 +37,22 @@ LOST_AFTER_S = 20.0
 # a job whose page has not polled for this long is ended: a page polls every JOB_POLL_MS, but a
 # browser wakes a page hidden for 5 minutes once a minute (Chrome's intensive throttling)
 ABANDONED_AFTER_S = 90.0
+# a poll renews its job once this share of abandoned_after has passed since this process last did:
+# a page polls every 100 ms, and each renewal is a write to the store every process shares
+RENEW_SHARE = 0.1
+RENEWALS_KEPT = 1024  # jobs a process remembers renewing (one forgotten is renewed at its next poll)
 _KEPT_S = 24 * 3600.0  # what is said of a job (its name, that it started or ended) lasts this long
 PREFIX = "tilescope-job:"
 _JOBS = PREFIX + "running"  # the jobs that hold a slot: result key -> the client's name
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """What a job handle names: the job's result key, and when the process of its own it runs in
+    started (a pid is reused: the time tells the job's process from a later one), else None."""
+
+    key: str
+    started: float | None
 
 
 class Store(Protocol):
@@ -114,6 +132,8 @@ class JobBook:
         self.per_client = per_client
         # how many jobs the processes that run them run at once (None: as many as it admits)
         self.workers = workers
+        self._renewed: OrderedDict[str, float] = OrderedDict()  # key -> when this process renewed it
+        self._renewing = threading.Lock()
 
     # --- the app's side: admitting a job, and its page's polls ------------------------------------
 
@@ -140,15 +160,38 @@ class JobBook:
         self.polled(key)  # wanted from the start: its page polls once it has its handle
         self.store.update(_JOBS, take)
 
-    def named(self, key: str, job: str) -> None:
-        """The job's handle (a process id, a thread number or a task id) names `key` from now on."""
-        self.store.put(f"{PREFIX}job:{job}", key, _KEPT_S)
+    def named(self, key: str, job: str, started: float | None) -> None:
+        """The job's handle (a process id, a thread number or a task id) names `key` from now on;
+        `started`: when the process of its own it runs in started, None if it has none."""
+        self.store.put(f"{PREFIX}job:{job}", json.dumps({"key": key, "started": started}), _KEPT_S)
 
-    def key_of(self, job: str) -> str | None:
-        return self.store.get(f"{PREFIX}job:{job}")
+    def record(self, job: str) -> JobRecord | None:
+        """What the job handle `job` names, if it names a job."""
+        try:
+            said = json.loads(self.store.get(f"{PREFIX}job:{job}") or "null")
+            if said is None:
+                return None
+            started = said["started"]
+            return JobRecord(str(said["key"]), None if started is None else float(started))
+        except (ValueError, TypeError, KeyError):  # a record of an older tilescope's: a plain key
+            return None
 
     def polled(self, key: str) -> None:
+        """A page asked after the job: it is wanted for `abandoned_after` more. Written only once
+        RENEW_SHARE of that has passed since this process last wrote it; any process's write moves
+        the lapse later, so a job polled through any of them lapses no sooner than
+        (1 - RENEW_SHARE) * abandoned_after after its last poll."""
+        now = time.monotonic()
+        with self._renewing:
+            last = self._renewed.get(key)
+        if last is not None and now - last < RENEW_SHARE * self.abandoned_after:
+            return
         self.store.put(f"{PREFIX}polled:{key}", "1", self.abandoned_after)
+        with self._renewing:
+            self._renewed[key] = now
+            self._renewed.move_to_end(key)
+            while len(self._renewed) > RENEWALS_KEPT:
+                self._renewed.popitem(last=False)
 
     def ask_stop(self, key: str) -> None:
         self.store.put(f"{PREFIX}stop:{key}", "1", _KEPT_S)
@@ -157,9 +200,9 @@ class JobBook:
         return self._said(key, "ended")
 
     def cancel(self, key: str) -> None:
-        """Its page cancelled the job, which is ended without a result: nothing is said of it."""
+        """Its page cancelled the job, which is to end without a result: nothing is said of it. It
+        holds its slot until it has ended (`end`), which a thread does at its next stage."""
         self.store.put(f"{PREFIX}cancelled:{key}", "1", _KEPT_S)
-        self.end(key)
 
     def cancelled(self, key: str) -> bool:
         return self._said(key, "cancelled")
@@ -184,8 +227,8 @@ class JobBook:
     # --- the job's side -----------------------------------------------------------------------------
 
     def start(self, key: str) -> None:
+        self.beat(key)  # first: a job started and not beating is lost, and holds no slot
         self.store.put(f"{PREFIX}started:{key}", "1", _KEPT_S)
-        self.beat(key)
 
     def beat(self, key: str) -> None:
         self.store.put(f"{PREFIX}beat:{key}", "1", LOST_AFTER_S)

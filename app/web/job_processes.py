@@ -2,41 +2,44 @@
 
 Dash ends the process a page's job handle names, the handle signed with a secret the server keeps
 in its jobs' cache. Whoever knows that secret can name any process, and the server, perhaps root,
-would kill it. So each job process is recorded as it starts, by pid and start time, in the jobs'
-cache (private, and shared by a server's workers: a cancel may reach a worker other than the one
-that started the job), and a process is ended only if it is one of them, whatever the handle's
-signature says. The start time tells a job from a process that took its pid after it ended.
+would kill it. So the job book (app/web/job_book.py, in the jobs' cache: private, and shared by a
+server's workers, as a cancel may reach a worker other than the one that started the job) records
+each job process as it starts, by pid and start time, with its job; and a process is ended only if
+it is one of them, whatever the handle's signature says. The start time tells a job from a process
+that took its pid after it ended.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 
 import psutil
 from dash import DiskcacheManager
 
-RECORD_S = 24 * 3600  # a job's record outlives any job (the longest is a 600 s search)
+from .job_book import STORE_ERRORS, JobBook
 
 
 class OwnProcesses(DiskcacheManager):
-    """A DiskcacheManager that ends only processes it started (a mixin, before the manager)."""
+    """A DiskcacheManager that ends only processes it started (a mixin, before the manager, after
+    app.web.jobs.OwnResults, which records each job it starts with `process_start`)."""
 
-    def call_job_fn(self, key, job_fn, args, context) -> int:
-        pid = super().call_job_fn(key, job_fn, args, context)
+    book: JobBook
+
+    def process_start(self, job) -> float | None:
+        """When the job's process started; None if it has ended already (then it cannot be cancelled)."""
         try:
-            self.handle.set(_record(pid), psutil.Process(pid).create_time(), expire=RECORD_S)
-        except (psutil.NoSuchProcess, OSError, sqlite3.Error):
-            pass  # ended already, or the cache cannot be written: the job cannot be cancelled, and ends alone
-        return pid
+            return psutil.Process(int(job)).create_time()
+        except (psutil.NoSuchProcess, ValueError, TypeError):
+            return None
 
     def is_own_job(self, job) -> bool:
         """Whether `job` names a process this server started as a job, still running."""
         try:
             pid = int(job)
-            started = self.handle.get(_record(pid))
+            record = self.book.record(str(pid))
+            started = record.started if record else None
             return started is not None and psutil.Process(pid).create_time() == started
-        except (ValueError, TypeError, OverflowError, psutil.Error, OSError, sqlite3.Error):
+        except (ValueError, TypeError, OverflowError, psutil.Error, *STORE_ERRORS):
             return False
 
     def terminate_job(self, job) -> None:
@@ -46,10 +49,6 @@ class OwnProcesses(DiskcacheManager):
             super().terminate_job(job)
         elif _lives(job):  # a forged handle (a job that ended is gone, or its pid went to another)
             sys.stderr.write(f"tilescope: a cancel named process {str(job)[:20]!r}, not a job of this server's\n")
-
-
-def _record(pid: int) -> str:
-    return f"tilescope-job-process-{pid}"
 
 
 def _lives(job) -> bool:

@@ -5,20 +5,24 @@ process that started it. A job that nobody will read must neither hold a slot no
 A job in a process of its own (a local server's job process, a Celery worker's) is killed outright
 when its page is gone or when the process that started it dies (gunicorn's worker killed, say):
 what it would store, nobody asked for, and its own isolated compiles die with it. A job in a thread
-of the server cannot be killed: it is told, and stops at its next stage (app/web/jobs.py, reporter).
+of the server cannot be killed: it is told (its page gone, or a cancel), and stops at its next stage
+(app/web/jobs.py, reporter), holding its slot until it has stopped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
 
 from compiler.errors import TilescopeError
 
-from .job_book import BEAT_S, JobBook
+from .error_lines import error_line
+from .job_book import BEAT_S, STORE_ERRORS, JobBook
 
 
 class JobWatch:
@@ -39,18 +43,33 @@ class JobWatch:
 
     def __exit__(self, *_exc) -> None:
         self._done.set()
-        self.book.end(self.key)
+        with contextlib.suppress(*STORE_ERRORS):  # its result stands; unended, its beat expires, freeing its slot
+            self.book.end(self.key)
 
     def _watch(self) -> None:
+        failing = False
         while not self._done.wait(BEAT_S):
             if self.own_process and os.getppid() != self._parent:  # the server process that started it died
                 os.kill(os.getpid(), signal.SIGKILL)
-            self.book.beat(self.key)
-            if not self.book.wanted(self.key):
-                self.abandoned.set()
-                if self.own_process:
+            try:
+                self._turn()
+                failing = False
+            except STORE_ERRORS as err:  # a lock held, a Redis blip: the next turn tries again
+                if not failing:  # said once for a run of failures, not every second
+                    sys.stderr.write(
+                        f"tilescope: a job could not reach the job book, trying again: {error_line(err)}\n"
+                    )
+                failing = True
+
+    def _turn(self) -> None:
+        """Beat, and end the job if no page waits for it any more (a thread: at its next stage)."""
+        self.book.beat(self.key)
+        if not self.book.wanted(self.key):
+            self.abandoned.set()
+            if self.own_process:
+                with contextlib.suppress(*STORE_ERRORS):  # unended, its beat expires, freeing its slot
                     self.book.end(self.key)
-                    os.kill(os.getpid(), signal.SIGKILL)
+                os.kill(os.getpid(), signal.SIGKILL)
 
     def stop_asked(self) -> bool:
         """Whether its page asked it to stop (Cancel)."""
@@ -63,9 +82,15 @@ class JobWatch:
         return self.stop_asked
 
     def check(self) -> None:
-        """Raise if no page waits for the job any more: what it would do next, nobody will see."""
+        """Raise if no page waits for the job any more (gone, or it cancelled the job): what it would
+        do next, nobody will see. Its slot stays taken until it has stopped."""
         if self.abandoned.is_set():
             raise TilescopeError("the page that asked for this job is gone; it stopped")
+        cancelled = False
+        with contextlib.suppress(*STORE_ERRORS):  # a book that cannot be read tells of no cancel
+            cancelled = self.book.cancelled(self.key)
+        if cancelled:
+            raise TilescopeError("this job was cancelled; it stopped")
 
 
 _CURRENT: ContextVar[JobWatch | None] = ContextVar("job", default=None)

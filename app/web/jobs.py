@@ -22,6 +22,7 @@ import functools
 import uuid
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 from dash import html
 from dash._callback_context import context_value
@@ -32,6 +33,7 @@ from flask import has_request_context, request
 from compiler.errors import TilescopeError
 
 from .auth import signed_in
+from .error_lines import error_line
 from .job_book import STORE_ERRORS, DiskStore, JobBook
 from .job_processes import OwnProcesses
 from .job_watch import JobWatch, done_watching, this_job, watching
@@ -65,9 +67,17 @@ def requester() -> str:
     return f"user {user}" if user else f"address {request.remote_addr}"
 
 
-# what this thread's (or task's) last poll found: (manager, job, result key, whether it had a result);
-# Dash asks whether the job runs right after reading its result, in the same request
-_POLLED: ContextVar[tuple | None] = ContextVar("polled", default=None)
+@dataclass(frozen=True)
+class _Poll:
+    """What this thread's (or task's) last poll found: Dash asks whether the job runs right after
+    reading its result, in the same request."""
+
+    manager: OwnResults
+    job: str  # the job's handle
+    over: bool  # its result was read, or it was lost or cancelled: it runs no more for its page
+
+
+_POLLED: ContextVar[_Poll | None] = ContextVar("polled", default=None)
 
 
 class OwnResults(BaseBackgroundCallbackManager):
@@ -77,6 +87,9 @@ class OwnResults(BaseBackgroundCallbackManager):
 
     book: JobBook
     in_own_process = True  # its jobs run in processes of their own (not threads of the server's)
+    # when the process a job's handle names started (app/web/job_processes.py), None for a job that
+    # runs in none of its own (a thread, a Celery task): each manager says for its jobs
+    process_start: Callable[[object], float | None]
 
     def build_cache_key(self, fn, args, cache_args_to_ignore, triggered) -> str:
         return uuid.uuid4().hex  # tilescope caches no job's result for a later job (no cache_by)
@@ -92,30 +105,34 @@ class OwnResults(BaseBackgroundCallbackManager):
         except TilescopeError as err:
             return REFUSED + str(err)
         except STORE_ERRORS as err:
-            return REFUSED + f"the server's job cache cannot take a job: {_first_line(err)}"
+            return REFUSED + f"the server's job cache cannot take a job: {error_line(err)}"
         try:
             job = super().call_job_fn(key, job_fn, args, {**context, JOB_KEY: key})
         except Exception as err:  # noqa: BLE001  # no process or thread to run it: said to the page
             with contextlib.suppress(*STORE_ERRORS):
                 self.book.end(key)
-            return REFUSED + (str(err) if isinstance(err, TilescopeError) else _first_line(err))
-        self.book.named(key, str(job))
+            return REFUSED + error_line(err)
+        with contextlib.suppress(*STORE_ERRORS):  # unnamed, it cannot be cancelled, and ends alone
+            self.book.named(key, str(job), self.process_start(job))
         return job
 
     def get_result(self, key, job):
         if _refused(job):
-            _POLLED.set((self, str(job), key, True))
+            _POLLED.set(_Poll(self, str(job), over=True))
             return {"background_callback_error": {"msg": str(job).removeprefix(REFUSED), "tb": ""}}
         # the job wrote its result as its last step: it ends by itself
         result = super().get_result(key, None)
-        cancelled = result is self.UNDEFINED and self.book.cancelled(key)
-        if result is self.UNDEFINED and not cancelled:
+        # a cancelled job runs no more for its page, which is told nothing of it, nor of what it
+        # stopped with (a thread stops with why; a process may end itself before it is killed)
+        cancelled = self.book.cancelled(key)
+        if cancelled:
+            result = self.UNDEFINED
+        elif result is self.UNDEFINED:
             self.book.polled(key)
             if self._lost(key, job):
                 self.book.end(key)  # its slot is free, and a worker that takes it late leaves it
                 result = {"background_callback_error": {"msg": self.why_lost(key), "tb": ""}}
-        # a cancelled job runs no more for its page, which is told nothing of it
-        _POLLED.set((self, str(job), key, cancelled or result is not self.UNDEFINED))
+        _POLLED.set(_Poll(self, str(job), over=cancelled or result is not self.UNDEFINED))
         return result
 
     def _lost(self, key: str, job) -> bool:
@@ -132,30 +149,29 @@ class OwnResults(BaseBackgroundCallbackManager):
         if _refused(job):
             return False
         polled = _POLLED.get()
-        if polled is None or polled[0] is not self or polled[1] != str(job):
+        if polled is None or polled.manager is not self or polled.job != str(job):
             return super().job_running(job)
-        return not polled[3]  # read (its result, or that it was lost): it runs no more for its page
+        return not polled.over
 
     def terminate_job(self, job) -> None:
         """A job that stops when asked is asked (Cancel keeps what it found, and its page gets it);
         any other is ended."""
         if _refused(job):
             return
-        key = self.book.key_of(str(job)) if job else None
+        record = self.book.record(str(job)) if job else None
+        key = record.key if record else None
         if key is not None and self.book.cooperative(key):
             self.book.ask_stop(key)
             return
         if key is not None:
             self.book.cancel(key)
+            if self.in_own_process:  # its process is killed now; a thread ends at its next stage
+                self.book.end(key)
         super().terminate_job(job)
 
 
 def _refused(job) -> bool:
     return str(job).startswith(REFUSED)
-
-
-def _first_line(err: Exception) -> str:
-    return f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
 
 
 def _watched(fn, manager: OwnResults):

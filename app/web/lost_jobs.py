@@ -21,6 +21,8 @@ from collections import OrderedDict
 
 from dash import DiskcacheManager
 
+from .error_lines import error_line
+
 LINE_BYTES = select.PIPE_BUF  # a write this long to a pipe is never interleaved with another's
 KEPT = 64  # lines kept for pages that have not polled yet (one that stopped polling never takes its own)
 
@@ -52,7 +54,7 @@ class SaysLostJobs(DiskcacheManager):
             try:
                 job_fn(result_key, progress_key, args, context)
             except Exception as err:  # noqa: BLE001  # Dash's job writes any error as its result: that write failed
-                line = f"the job's result could not be kept: {_cause(err)}"
+                line = f"the job's result could not be kept: {error_line(err)}"
                 with contextlib.suppress(OSError):  # the pipe full: the page gets the pointer to the log
                     os.write(self._pipe[1], f"{result_key}\t{line}\n".encode()[:LINE_BYTES])
                 with contextlib.suppress(OSError):  # the log on the full disk too
@@ -78,12 +80,6 @@ class SaysLostJobs(DiskcacheManager):
                 while len(self._lines) > KEPT:
                     self._lines.popitem(last=False)
             return self._lines.pop(key, None)
-
-
-def _cause(err: Exception) -> str:
-    if isinstance(err, OSError) and err.errno:
-        return os.strerror(err.errno)  # without the path: the page's reader has no use for it
-    return (str(err).splitlines() or [type(err).__name__])[0][:200]
 
 
 def _close(*fds: int) -> None:

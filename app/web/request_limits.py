@@ -20,6 +20,7 @@ from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge, ServiceUnavailable
 
 from ..workbench.model_access import MAX_SOURCE_BYTES
+from .error_lines import error_line, first_line
 
 MAX_REQUEST_BYTES = MAX_SOURCE_BYTES * 4 // 3 + (1 << 20)
 LARGE_BODY_BYTES = 1 << 20  # a re-run with 100,000 pending overrides sends ~4 MB; page clicks send KBs
@@ -65,10 +66,9 @@ def limit_requests(server: Flask) -> None:
     @server.errorhandler(Exception)
     def one_line(error: Exception) -> Response:
         if isinstance(error, HTTPException):  # its own status and headers, with one line for a body
-            said, response = error.description or error.name, error.get_response()
+            line, response = first_line(str(error.description or error.name), "bad request"), error.get_response()
         else:  # a malformed body Dash did not expect, nested past the recursion limit, ...
-            said, response = f"{type(error).__name__}: {error}", Response(status=400)
-        line = (str(said).splitlines() or ["bad request"])[0][:300]
+            line, response = error_line(error), Response(status=400)
         if response.status_code != 404:
             sys.stderr.write(f"tilescope: refused {request.method} {request.path[:100]}: {line}\n")  # one write
         response.set_data(f"tilescope: {line}\n")

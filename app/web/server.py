@@ -19,6 +19,7 @@ from compiler.target import load_target
 from perfdb.engine import open_db, session_factory
 
 from . import celery_jobs, ids, panels
+from .error_lines import error_line, first_line
 from .caches import CacheDirs, cache_dirs, default_jobs_dir, keep_compilations_in, open_job_cache
 from ..workbench.explorer import Explorer
 from .auth import SignIn, Users, is_loopback, new_secret, read_users, require_door
@@ -94,10 +95,10 @@ def create_app(
 def _callback_failed(err: Exception) -> None:
     """A callback that failed on something nobody foresaw: one line on the page and in the log
     (not an error 500 and a traceback); the page keeps what it shows."""
-    said = str(err) if isinstance(err, TilescopeError) else f"{type(err).__name__}: {err}"  # ours are one line already
     if isinstance(err, BackgroundCallbackError):  # a job's failure: what the job said, without Dash's wording
-        said = str(err).removeprefix(JOB_FAILED)
-    line = (said.splitlines() or [type(err).__name__])[0][:300]
+        line = first_line(str(err).removeprefix(JOB_FAILED), type(err).__name__)
+    else:
+        line = error_line(err)
     sys.stderr.write(f"tilescope: a request failed: {line}\n")  # one write: threads' lines stay whole
     set_props(ids.PAGE_MESSAGE, {"children": html.P(f"That failed: {line}", className="error")})
 

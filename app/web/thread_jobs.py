@@ -21,6 +21,12 @@ from .jobs import OwnResults
 from .lost_jobs import SaysLostJobs
 
 
+# a job's number: not the thread's ident (the next thread reuses it, and two jobs would share one
+# entry), one count for every manager of the process, and the process's own id above it, as the
+# job book names jobs for every process sharing it
+_NUMBERS = count(1)
+
+
 class _Threads(DiskcacheManager):
     """A DiskcacheManager (results and progress in the same cache) whose jobs are threads."""
 
@@ -28,13 +34,10 @@ class _Threads(DiskcacheManager):
         super().__init__(cache)
         self._threads: dict[int, Thread] = {}
         self._starting = Lock()
-        # not the thread's ident: the next thread reuses it, and two jobs would share one entry; and
-        # the process's own, as the job book names jobs for every process sharing it
-        self._ids = count((os.getpid() << 32) + 1)
 
     def call_job_fn(self, key, job_fn, args, context) -> int:
         with self._starting:
-            job = next(self._ids)
+            job = (os.getpid() << 32) + next(_NUMBERS)
             thread = Thread(target=job_fn, args=(key, self._make_progress_key(key), args, context), daemon=True)
             for other, other_thread in list(self._threads.items()):  # a copy: other requests start jobs too
                 if not other_thread.is_alive():
@@ -48,9 +51,13 @@ class _Threads(DiskcacheManager):
         return thread is not None and thread.is_alive()
 
     def terminate_job(self, job) -> None:
-        # a thread cannot be stopped from outside: it finishes, and nobody asks for its result
+        # a thread cannot be stopped from outside: it stops at its next stage, told by the job book
+        # (app/web/job_watch.py), and nobody asks for its result
         if job:
             self._threads.pop(int(job), None)
+
+    def process_start(self, job) -> None:
+        return None  # a thread runs in the server's own process, which no cancel ends
 
     def terminate_unhealthy_job(self, job) -> bool:
         return False  # a thread that died left its result (or its error) in the cache

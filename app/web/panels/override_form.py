@@ -14,6 +14,7 @@ from overrides import Problems
 
 from .. import form_grid, ids
 from ..callback_context import triggered
+from ..error_lines import error_line
 from ..jobs import JOB_POLL_MS, reporter
 from ..panel import PageContext, Panel, Wiring, outputs
 from ..style import error, labelled, menu
@@ -378,10 +379,8 @@ def _register_apply(wiring: Wiring) -> dict:
             found = rerun_delta(explorer.view(run_id), run, explorer.durations(run_id), explorer.durations(new_id))
             options = explorer.run_options(run.model_ref, run.target_ref)
         except Exception as err:  # noqa: BLE001  # whatever failed, the run is stored: say so, or Apply is pressed again
-            said = (str(err).splitlines() or [type(err).__name__])[0][:300]
-            return outputs(
-                APPLIED, status=error(f"run #{new_id} was stored, but showing it failed: {said}"), pending=[]
-            )
+            said = f"run #{new_id} was stored, but showing it failed: {error_line(err)}"
+            return outputs(APPLIED, status=error(said), pending=[])
         status = [delta_note(found), outcome_list(outcomes)]
         return dict(run_options=options, run_id=new_id, status=status, pending=[])
 

@@ -10,7 +10,7 @@ import diskcache
 import psutil
 import pytest
 
-from app.web.job_processes import _record
+from app.web.job_book import PREFIX, JobRecord
 from app.web.jobs import ProcessJobs
 
 
@@ -45,6 +45,17 @@ def test_a_cancel_ends_the_job_it_names(tmp_path):
     assert _gone(job)
 
 
+def test_a_job_process_is_recorded_once_with_its_key_and_start_time(tmp_path):
+    """One record, in the job book, of what a handle names: it was two, by pid, with two lifetimes."""
+    cache = diskcache.Cache(str(tmp_path))
+    manager = ProcessJobs(cache)
+    job = manager.call_job_fn("k", manager.make_job_fn(_sleep, progress=False), [], {})
+    assert manager.book.record(str(job)) == JobRecord("k", psutil.Process(job).create_time())
+    assert [name for name in cache.iterkeys() if str(name).endswith(f"{job}")] == [f"{PREFIX}job:{job}"]
+    manager.terminate_job(str(job))
+    assert _gone(job)
+
+
 def test_a_job_may_be_cancelled_from_another_worker(tmp_path):
     """A page's polls and its cancel reach any of the server's workers, which share the jobs' cache."""
     started, other = (ProcessJobs(diskcache.Cache(str(tmp_path))) for _ in range(2))
@@ -66,12 +77,14 @@ def test_a_process_that_took_an_ended_jobs_pid_is_not_ended(tmp_path, other_proc
     """Pids are reused: a job's record holds its start time too."""
     manager = ProcessJobs(diskcache.Cache(str(tmp_path)))
     started = psutil.Process(other_process.pid).create_time()
-    manager.handle.set(_record(other_process.pid), started - 5)  # a job that had this pid, 5 s before
+    manager.book.named("k", str(other_process.pid), started - 5)  # a job that had this pid, 5 s before
     assert not manager.is_own_job(other_process.pid)
     manager.terminate_job(other_process.pid)
     assert other_process.poll() is None
-    manager.handle.set(_record(other_process.pid), started)
+    manager.book.named("k", str(other_process.pid), started)
     assert manager.is_own_job(other_process.pid)  # the record is what tells
+    manager.book.named("k", str(other_process.pid), None)  # a job named by the pid, not in a process of its own
+    assert not manager.is_own_job(other_process.pid)
 
 
 @pytest.mark.parametrize("job", ["", "not a pid", "-1", "1" * 400, None])

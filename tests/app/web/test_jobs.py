@@ -17,7 +17,7 @@ import psutil
 import pytest
 import redis
 
-from app.web.job_book import JOBS_AT_ONCE, JOBS_PER_CLIENT, DiskStore, JobBook
+from app.web.job_book import JOBS_AT_ONCE, JOBS_PER_CLIENT, PREFIX, DiskStore, JobBook
 from app.web.job_watch import this_job
 from app.web.jobs import LOST, ProcessJobs, reporter
 from app.web.thread_jobs import ThreadJobManager
@@ -240,9 +240,9 @@ def test_a_job_in_a_process_that_no_page_polls_ends_and_frees_its_slot(tmp_path)
     assert not manager.result_ready(key) and not manager.book.holds_slot(key)
 
 
-def test_a_job_in_a_thread_that_no_page_polls_stops_at_its_next_stage_and_stores_nothing(tmp_path):
-    manager = _abandoned(tmp_path, ThreadJobManager)
-    stored = tmp_path / "stored"
+def gone_before_storing(manager, stored) -> bool:
+    """Whether a re-run in a thread of `manager`'s, saying a stage every 50 ms for 30 s before it
+    stores its run (touches `stored`), stops as one whose page is gone, having stored nothing."""
 
     def rerun(set_progress):
         say = reporter(set_progress, "re-run")
@@ -254,7 +254,44 @@ def test_a_job_in_a_thread_that_no_page_polls_stops_at_its_next_stage_and_stores
     key = manager.build_cache_key(_token, [], [], None)
     job = manager.call_job_fn(key, manager.make_job_fn(rerun, progress=True), [], {})
     error = _result(manager, key, job)["background_callback_error"]["msg"]
-    assert error == "the page that asked for this job is gone; it stopped" and not stored.exists()
+    return error == "the page that asked for this job is gone; it stopped" and not stored.exists()
+
+
+def test_a_job_in_a_thread_that_no_page_polls_stops_at_its_next_stage_and_stores_nothing(tmp_path):
+    assert gone_before_storing(_abandoned(tmp_path, ThreadJobManager), tmp_path / "stored")
+
+
+def test_a_pages_polls_renew_its_job_now_and_then_not_at_each_poll(tmp_path):
+    """A page polls every 100 ms, and each poll wrote its job's renewal to the store every server
+    process shares (the job cache, or Redis): ten writes a second per page, for nothing."""
+    cache = diskcache.Cache(str(tmp_path / "cache"))
+    manager = ThreadJobManager(cache)
+    key, job = _start_waiting(manager, tmp_path, "job", "10.0.0.1")
+    try:
+        renewed = cache.get(f"{PREFIX}polled:{key}", expire_time=True)[1]
+        for _ in range(20):
+            assert manager.get_result(key, job) is manager.UNDEFINED and manager.job_running(job)
+        assert cache.get(f"{PREFIX}polled:{key}", expire_time=True)[1] == renewed
+    finally:
+        (tmp_path / "release").touch()
+    assert _result(manager, key, job) == "job"
+
+
+def test_a_job_polled_through_any_process_stays_wanted(tmp_path):
+    """Each process renews a job as its own polls last did: a page whose polls reach two processes
+    keeps its job past `abandoned_after` (a job process nobody wants is killed)."""
+    processes = [_abandoned(tmp_path, ProcessJobs), _abandoned(tmp_path, ProcessJobs)]
+    key, job = _start_waiting(processes[0], tmp_path, "job", "10.0.0.1")
+    try:
+        _until(lambda: (tmp_path / "job").exists())
+        deadline = time.monotonic() + 3 * processes[0].book.abandoned_after
+        while time.monotonic() < deadline:
+            for manager in processes:
+                assert manager.get_result(key, job) is manager.UNDEFINED and manager.job_running(job)
+                time.sleep(0.05)
+    finally:
+        (tmp_path / "release").touch()
+    assert _result(processes[1], key, job) == "job"
 
 
 def test_a_job_whose_process_is_killed_says_so_to_its_page_in_one_line(tmp_path):

@@ -43,7 +43,7 @@ def test_a_job_process_that_cannot_write_its_result_tells_the_page_why(tmp_path,
     manager = ProcessJobs(diskcache.Cache(str(tmp_path)))
     job = manager.call_job_fn("k", manager.make_job_fn(_no_file_may_grow, progress=True), [], {})
     said = _polled(manager, "k", job)
-    assert said == _said("the job's result could not be kept: disk I/O error")
+    assert said == _said("the job's result could not be kept: OperationalError: disk I/O error")
     assert "Traceback" not in capfd.readouterr().err
 
 
@@ -54,9 +54,11 @@ def test_a_job_thread_whose_cache_went_tells_the_page_why(tmp_path, capfd):
     manager.get_result("warm", None)  # the polling thread's connection, opened before
     shutil.rmtree(tmp_path / "jobs")
     job = manager.call_job_fn("k", manager.make_job_fn(lambda: "done", progress=False), [], {})
-    assert _polled(manager, "k", job) == _said("the job's result could not be kept: unable to open database file")
+    assert _polled(manager, "k", job) == _said(
+        "the job's result could not be kept: OperationalError: unable to open database file"
+    )
     err = capfd.readouterr().err
-    assert err == "tilescope: the job's result could not be kept: unable to open database file\n"
+    assert err == "tilescope: the job's result could not be kept: OperationalError: unable to open database file\n"
 
 
 def _killed():
