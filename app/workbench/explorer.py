@@ -39,7 +39,7 @@ from .run_export import export_run
 from .run_labels import overrides_label, run_label
 from .device_split import DeviceSplit, split_by_device, split_each_device
 from .run_view import RunView
-from .timeline_view import TimelineView, counter_steps, timeline
+from .timeline_view import TimelineView, counter_steps, timeline, to_run_end
 from .tuning import TuneReport, tune_run
 from .uploads import upload_name, uploaded_bytes
 
@@ -281,7 +281,7 @@ class Explorer:
     def memory(self, run: RunView) -> MemoryView:
         with self.sessions() as session:
             envelope = queries.counter_envelope(session, run.id, "l1_bytes")
-        return memory_view(run.compilation, envelope)
+        return memory_view(run.compilation, to_run_end(envelope, run.total_ns))
 
     def diff(self, a: int, b: int) -> dict:
         """app.workbench.diff.compare of b against a, with both runs, their op durations and each

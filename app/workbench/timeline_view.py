@@ -63,11 +63,16 @@ def timeline(
 
 def counter_steps(session: Session, run_id: int, end_ns: float) -> dict[str, list[tuple[float, float]]]:
     """The timeline's counter plots: L1 in use on the fullest core, and each shared memory's
-    bandwidth in use, as (t_ns, value) steps, each to the run's end (`end_ns`): a counter is
-    sampled as an op starts, and its last value holds while the last op runs."""
+    bandwidth in use, as (t_ns, value) steps, each to the run's end (`end_ns`)."""
     steps = {"l1_bytes": queries.counter_envelope(session, run_id, "l1_bytes")}
     for name in queries.counter_names(session, run_id):
         if name.endswith("_bytes_per_s"):
             # an op's end (0) and the next op's start share a time: the start holds after it
             steps[name] = sorted((c.t_ns, c.value) for c in queries.counters(session, run_id, name))
-    return {name: s + [(end_ns, s[-1][1])] if s[-1][0] < end_ns else s for name, s in steps.items() if s}
+    return {name: to_run_end(s, end_ns) for name, s in steps.items() if s}
+
+
+def to_run_end(steps: list[tuple[float, float]], end_ns: float) -> list[tuple[float, float]]:
+    """(t_ns, value) steps of a counter held to the run's end: it is sampled as an op starts, and
+    its last value holds while the last op runs."""
+    return steps + [(end_ns, steps[-1][1])] if steps and steps[-1][0] < end_ns else steps

@@ -14,6 +14,8 @@ def test_memory_view_shows_l1_over_time_and_what_makes_the_peak(app, cb):
     used = [v for _, v in view.envelope]
     assert used and max(used) > 0 and view.capacity == 1499136
     assert list(shown["figure"].data[0].y) == [v / 1024 for v in used]
+    # to the run's end: the last op's L1 holds while it runs (it stopped as the last op started)
+    assert shown["figure"].data[0].x[-1] == pytest.approx(app.explorer.view(run_id).total_ns / 1e3)
     # fc1's output sits in L1 while its consumer reads it; the peak names the tensors and buffers there
     peak = view.peak
     assert peak.tensors and all(size > 0 for _, size, _ in peak.tensors)
