@@ -185,16 +185,28 @@ def cmd_run(args) -> int:
         keep_going=args.keep_going,
     )
     warn(result.compilation.warnings)
+    if result.rejected and not args.keep_going:
+        _refused(result.rejected)
+        return 1
     for outcome in result.rejected:
         note(f"override {outcome.spec!r} rejected: {outcome.reason}")
-    if result.rejected and not args.keep_going:
-        error("run not stored (use --keep-going to store it anyway)")
-        return 1
     if args.json:
         print(json.dumps(_run_json(result, args.model), indent=1))
     else:
         _print_table(result, args.model)
     return 0
+
+
+def _refused(rejected) -> None:
+    """One line for one rejected override, which is what stopped the run; one each and a last line
+    saying what it cost for several."""
+    unstored = "run not stored (use --keep-going to store it anyway)"
+    if len(rejected) == 1:
+        error(f"override {rejected[0].spec!r} rejected: {rejected[0].reason}; {unstored}")
+        return
+    for outcome in rejected:
+        note(f"override {outcome.spec!r} rejected: {outcome.reason}")
+    error(f"{len(rejected)} overrides rejected; {unstored}")
 
 
 def cmd_runs(args) -> int:

@@ -324,10 +324,19 @@ def test_bad_level_is_a_usage_error(capsys, tiny_path):
 def test_rejected_override_stores_no_run(capsys, db_url, model_file):
     path, _ = model_file
     code, out, err = cli(capsys, "run", path, "--db", db_url, "--override", "matmul_1=2x2:lls")
-    assert code != 0
-    assert "Traceback" not in err and out == ""
-    assert "'matmul_1=2x2:lls' rejected" in err and "'lls' not on wormhole_n150" in err
-    assert err.strip().splitlines()[-1].startswith("tilescope: error:")
+    assert code == 1 and out == ""
+    assert_one_error_line(code, err, "'matmul_1=2x2:lls' rejected", "'lls' not on wormhole_n150", "run not stored")
+    assert stored(db_url) == []
+    # several: one line each, then what they cost
+    code, out, err = cli(
+        capsys, "run", path, "--db", db_url, "--override", "matmul_1=2x2:lls", "--override", "matmul_0=99x99"
+    )
+    lines = err.strip().splitlines()
+    assert (
+        code == 1
+        and len(lines) == 3
+        and lines[-1] == "tilescope: error: 2 overrides rejected; run not stored (use --keep-going to store it anyway)"
+    )
     assert stored(db_url) == []
 
     data = run_json(capsys, path, "--db", db_url, "--override", "matmul_1=2x2:lls", "--keep-going")
