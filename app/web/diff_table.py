@@ -14,6 +14,7 @@ from ..workbench.natural_order import GRID_COMPARATOR, natural_key
 
 SHOWN_OPS = 1000  # rows of the per-op delta table (the grid renders those in view)
 TABLE_PX = 380  # the table's height at most; it scrolls past it
+GROWN_ROWS = 20  # a table of so few rows grows to hold them all (it renders every row)
 CHANGES_CHARS = 90  # of an op's changes on one line of the table, about, at the page's usual width
 SAME_NS = 5  # a delta the table shows as 0.00 us: below, rounding of the stored times
 DELTA_COLUMNS = (
@@ -89,6 +90,10 @@ def delta_table(rows: Sequence[dict]):
         )
         for key, label, kind in DELTA_COLUMNS
     ]
+    if len(rows) <= GROWN_ROWS:  # as tall as its rows as the browser wraps them: none cut off
+        table = grid(ids.DIFF_TABLE, columns, rows, getRowStyle=ONLY_STYLE, domLayout="autoHeight")
+        table.style = {"width": "100%"}
+        return table
     table = grid(ids.DIFF_TABLE, columns, rows, height=TABLE_PX, getRowStyle=ONLY_STYLE)
     # fitted to its rows as they wrap: a row of many changes takes a line per CHANGES_CHARS
     lines = sum(max(1, -(-len(row["changes"]) // CHANGES_CHARS)) for row in rows)

@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
+import numpy as np
 import plotly.graph_objects as go
 from dash import dcc, html
 
@@ -160,6 +161,11 @@ def _moved(title: str, ops: Sequence[dict]) -> list:
     return _op_list(title, ops, sum(op["step_ns"] for op in ops), moved_text, per=" per step")
 
 
+def _tallest_bin(durations: Sequence[float], bins: np.ndarray) -> int:
+    logs = [math.log10(d / 1e3) for d in durations if d > 0]
+    return int(np.histogram(logs, bins)[0].max(initial=0))
+
+
 def duration_histogram(a: Sequence[float], b: Sequence[float], labels: tuple[str, str]) -> go.Figure:
     """Two runs' op durations on shared log bins, each bin's two bars side by side."""
     fig = go.Figure()
@@ -179,10 +185,14 @@ def duration_histogram(a: Sequence[float], b: Sequence[float], labels: tuple[str
                 )
             )
         ticks = _log_ticks(lo - size, hi + size)
+        bins = np.arange(lo - size, hi + 2 * size, size)
+        tallest = max(_tallest_bin(durations, bins) for durations in (a, b))
+        if tallest <= 8:  # whole ops: Plotly's own ticks of a short axis are 0.5, 1.5
+            fig.update_yaxes(dtick=1)
     fig.update_xaxes(
         title="op duration", tickvals=ticks, ticktext=[f"{10.0**t:.3g} us" for t in ticks], gridcolor="#e4e7eb"
     )
-    fig.update_yaxes(title="ops", gridcolor="#e4e7eb")
+    fig.update_yaxes(title="ops", gridcolor="#e4e7eb", rangemode="tozero")
     # side by side: overlaid, the bars of near-equal runs blend into one colour
     fig.update_layout(barmode="group", bargap=0.15, legend={**TOP_LEGEND, "title": None})
     return base_layout(fig, 260, top=30)

@@ -113,6 +113,11 @@ def test_the_diff_lists_inserted_ops_as_rows_hides_unchanged_ones_and_shows_both
         inserted,
     )
     assert tint == "rgb(254, 243, 199)"
+    # a table of a few rows is as tall as they are: none cut off behind a scroll bar
+    hidden = d.execute_script(
+        "var v = document.querySelector('#diff-table .ag-body-viewport');return v.scrollHeight - v.clientHeight;"
+    )
+    assert hidden <= 1
     # the unchanged ops of the other eleven layers are left out, counted by the toggle
     assert "mlp.layer.5.fc1.matmul" not in rows and len(rows) < 10
     toggle = _text(d, "diff-unchanged")

@@ -29,6 +29,13 @@ def test_duration_histogram_ticks_durations_within_one_decade():
     assert figure.layout.xaxis.ticktext[0].endswith(" us")
 
 
+def test_duration_histogram_counts_ops_in_whole_numbers():
+    few = duration_histogram([40_000.0, 40_100.0], [33_000.0], ("A", "B"))
+    assert few.layout.yaxis.dtick == 1  # Plotly's own ticks of a count of 2 are 0.5 apart
+    many = duration_histogram([40_000.0] * 50, [33_000.0] * 50, ("A", "B"))
+    assert many.layout.yaxis.dtick is None
+
+
 def test_duration_histogram_ticks_decades_at_one_two_five():
     figure = duration_histogram([1_000.0, 900_000.0], [5_000.0], ("A", "B"))
     mantissas = {round(t / 10 ** math.floor(math.log10(t)), 6) for t in _ticks_us(figure)}
@@ -222,3 +229,14 @@ def test_near_equal_runs_histograms_stand_side_by_side():
     figure = duration_histogram([40_282.0, 42_205.0], [40_300.0, 42_210.0], ("A", "B"))
     assert figure.layout.barmode == "group"  # overlaid, equal bars blend into one colour
     assert all(t.opacity is None or t.opacity == 1 for t in figure.data)
+
+
+def test_a_delta_table_of_a_few_rows_grows_to_hold_them_as_they_wrap_and_a_long_one_scrolls():
+    """Its height was guessed from the changes' length, and two rows of long changes were cut off."""
+    from app.web.diff_table import GROWN_ROWS, delta_table
+
+    row = {"id": "op", "name": "op", "a_us": 1.0, "b_us": 2.0, "delta_us": 1.0, "ratio": 2.0, "changes": "x " * 200}
+    few = delta_table([row, {**row, "id": "op2", "name": "op2"}])
+    assert few.dashGridOptions["domLayout"] == "autoHeight" and "height" not in few.style
+    many = delta_table([{**row, "id": f"op{i}", "name": f"op{i}"} for i in range(GROWN_ROWS + 1)])
+    assert "domLayout" not in many.dashGridOptions and many.style["height"].endswith("px")
