@@ -37,11 +37,15 @@ def clicked_op(click: dict | None):
     return name if isinstance(name, str) else no_update
 
 
-def diff_pair(ticked: list[int], shown) -> tuple[int, int] | None:
-    """Which two runs the diff view compares (A, B); None when there is nothing to compare."""
+def diff_pair(ticked: list[int], shown, baseline: int | None = None) -> tuple[int, int] | None:
+    """Which two runs the diff view compares (A, B): two ticked runs; one ticked and the shown run;
+    else the shown run against the run it came from, or, for one with no parent (a run stored by
+    the command line with overrides), against the `baseline` of its model. None: nothing to compare."""
     ticked = sorted(int(i) for i in ticked)
     if len(ticked) >= 2:
         return ticked[0], ticked[-1]
     if len(ticked) == 1 and ticked[0] != shown.id:
         return ticked[0], shown.id
-    return (shown.parent_id, shown.id) if shown.parent_id is not None else None
+    if shown.parent_id is not None:
+        return shown.parent_id, shown.id
+    return (baseline, shown.id) if baseline is not None and baseline != shown.id else None

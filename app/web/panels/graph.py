@@ -118,7 +118,7 @@ def register(wiring: Wiring) -> dict:
             notes.append(_kept_closed(closed))
         if pattern and matches:
             notes.append(_found(matches, pattern, view, focus))
-        baseline = _baseline(run, mode, ticked, notes)
+        baseline = _baseline(run, mode, ticked, notes, explorer.baseline_id(run) if mode == "delta" else None)
         notes.insert(0, html.Span(f"{len(view.nodes)} nodes for {len(graph.ops):,} ops", className="hint"))
         loaded = {op.name for op in run.load_ops}
         metrics = explorer.op_metrics(run, baseline)
@@ -165,17 +165,17 @@ def _label_order(group: str) -> tuple:
     return natural_key(group.removeprefix(GROUP))
 
 
-def _baseline(run, mode: str, ticked, notes: list) -> int | None:
-    """The run a delta colouring compares with: a ticked run, else the run's parent."""
+def _baseline(run, mode: str, ticked, notes: list, baseline: int | None) -> int | None:
+    """The run a delta colouring compares with: a ticked run, else the run's parent or baseline."""
     if mode != "delta":
         return None
-    pair = diff_pair(ticked or [], run)
+    pair = diff_pair(ticked or [], run, baseline)
     baseline = pair[0] if pair else None
     notes.append(
         html.Span(
             f"delta vs run #{baseline}"
             if baseline
-            else "no baseline: this run has no parent; tick a run in Runs & diff",
+            else "no baseline: this run is its model's baseline; tick a run in Runs & diff",
             className="hint" if baseline else "error",
         )
     )

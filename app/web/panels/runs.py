@@ -110,9 +110,10 @@ def register(wiring: Wiring) -> dict:
         of the per-op table unless the toggle over it is ticked."""
         if run_id is None or tab != TAB:
             return no_update
-        pair = diff_pair(ticked or [], explorer.view(run_id))
+        shown_run = explorer.view(run_id)
+        pair = diff_pair(ticked or [], shown_run, explorer.baseline_id(shown_run))
         if pair is None:
-            none = html.P("This run has no parent run; tick two runs to compare them.", className="hint")
+            none = html.P("This run is its model's baseline; tick two runs to compare them.", className="hint")
             return dict(view=none, body=[], unchanged=[])
         found = explorer.diff(*pair)
         a, b = (explorer.op_records(i) for i in pair)

@@ -299,7 +299,7 @@ def test_load_switch_levels_click_override_rerun(server, browser):
     _wait(d, lambda d: "op=" not in d.current_url and "diff=" not in d.current_url)
     assert _prop(d, "selected-op", "data") is None and _prop(d, "graph-search", "value") == ""
     # the address says the model at once, before its views have all caught up
-    _wait(d, lambda d: "no parent run" in _text(d, "diff-view") and _settled(d))
+    _wait(d, lambda d: "its model's baseline" in _text(d, "diff-view") and _settled(d))
 
     # a zoo model's parameters, typed in the run bar: Enter opens the model with them
     d.get(server + "?model=zoo%3Amlp")

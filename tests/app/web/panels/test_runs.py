@@ -101,7 +101,7 @@ def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):
     view = str(cb["show_diff"]([], run_id))
     assert f"#{base_id} baseline" in view and f"#{run_id}" in view and FC1 in view
     assert "memory dram->l1" in view  # the layout change of the op
-    assert "no parent run" in str(cb["show_diff"]([], base_id))
+    assert "its model's baseline" in str(cb["show_diff"]([], base_id))
 
 
 def _operand_in_l1(app, cb):
@@ -240,3 +240,22 @@ def test_a_delta_table_of_a_few_rows_grows_to_hold_them_as_they_wrap_and_a_long_
     assert few.dashGridOptions["domLayout"] == "autoHeight" and "height" not in few.style
     many = delta_table([{**row, "id": f"op{i}", "name": f"op{i}"} for i in range(GROWN_ROWS + 1)])
     assert "domLayout" not in many.dashGridOptions and many.style["height"].endswith("px")
+
+
+def test_a_run_stored_with_overrides_and_no_parent_is_compared_with_its_models_baseline(app, cb):
+    """The command line stores a run with overrides and no parent (a CI job's, say): the diff and
+    the graph's delta colouring compare it with the baseline the summary offers."""
+    from app.workbench.runs import execute
+    from overrides import parse_item
+
+    from .conftest import FC1, MODEL, TARGET, shown_run
+
+    base_id = shown_run(cb)
+    stored = execute(app.explorer.sessions, MODEL, TARGET, [parse_item(f"{FC1}=8x8:l1:width_sharded")], label="ci")
+    assert app.explorer.view(stored.run_id).parent_id is None
+    view = str(cb["show_diff"]([], stored.run_id)["view"])
+    assert (
+        f"#{base_id} baseline" in view
+        and f"#{stored.run_id} ci" in view
+        and "memory dram->l1" in str(cb["show_diff"]([], stored.run_id)["body"])
+    )
