@@ -209,9 +209,14 @@ def _refused(rejected) -> None:
     error(f"{len(rejected)} overrides rejected; {unstored}")
 
 
+MODEL_COLUMN = 48  # characters of a model reference `runs` shows; a longer one ends in "…"
+
+
 def cmd_runs(args) -> int:
     from perfdb.engine import open_db, session_factory
     from perfdb.queries import list_runs
+
+    from ..workbench.run_labels import name_of
 
     with session_factory(open_db(args.db))() as session:
         runs = list_runs(session)
@@ -219,6 +224,7 @@ def cmd_runs(args) -> int:
             {
                 "run_id": r.id,
                 "label": r.label,
+                "name": name_of(r),
                 "model": r.model_ref,
                 "target": r.target.name,
                 "total_ns": r.total_ns,
@@ -231,12 +237,12 @@ def cmd_runs(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    print(f"{'id':>4}  {'model':<28} {'target':<14} {'total us':>10} {'ovr':>3}  label")
+    width = min(max([len("model"), *(len(r["model"]) for r in rows)]), MODEL_COLUMN)
+    print(f"{'id':>4}  {'model':<{width}} {'target':<14} {'total us':>12} {'ovr':>3}  label")
     for r in rows:
-        print(
-            f"{r['run_id']:>4}  {r['model'][:28]:<28} {r['target']:<14} {r['total_ns'] / 1e3:>10.1f} "
-            f"{r['overrides']:>3}  {r['label']}"
-        )
+        model = r["model"] if len(r["model"]) <= width else r["model"][: width - 1] + "…"
+        total = f"{r['total_ns'] / 1e3:>12,.1f}"
+        print(f"{r['run_id']:>4}  {model:<{width}} {r['target']:<14} {total} {r['overrides']:>3}  {r['name']}")
     return 0
 
 

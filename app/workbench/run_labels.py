@@ -25,7 +25,16 @@ def overrides_label(overrides: Sequence[OpOverride], new: Sequence[OpOverride] =
     return label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 3] + "..."  # long op names
 
 
+def name_of(run: Run) -> str:
+    """What a run is called: its label; else "baseline" when it has no overrides, else "N overrides"
+    (a run the command line stored with overrides and no label is no baseline)."""
+    if run.label:
+        return run.label
+    count = len(run.overrides)
+    return "baseline" if not count else f"{count} override{'' if count == 1 else 's'}"
+
+
 def run_label(run: Run) -> str:
-    label = run.label or "baseline"
+    label = name_of(run)
     settings = run.policy if run.dispatch == DEFAULT_DISPATCH else f"{run.policy}, {run.dispatch} dispatch"
     return f"#{run.id} {label} [{settings}] ({run.total_ns / 1e3:,.1f} us)"
