@@ -68,8 +68,8 @@ def main(a: int, b: int, db: str | None, as_json: bool) -> int:
         print(load)
     times = found["times"]
     print(
-        f"total delta {found['total_delta_ns'] / 1e3:+z.2f} us "
-        f"({times['a']['total_ns'] / 1e3:.2f} us -> {times['b']['total_ns'] / 1e3:.2f} us)"
+        f"total delta {found['total_delta_ns'] / 1e3:+z,.2f} us "
+        f"({times['a']['total_ns'] / 1e3:,.2f} us -> {times['b']['total_ns'] / 1e3:,.2f} us)"
     )
     print(time_split(found))
     print(device_parts(found))
