@@ -1,31 +1,12 @@
-"""The one build step pyproject.toml cannot declare: the explorer's CSS and JS, which the checkout
-keeps in its top-level assets/, go into the package as app/web/assets/, where an installed
-explorer finds them (app/web/server.py). An editable install reads them from the checkout."""
+"""The one build fact pyproject.toml cannot declare: which packages go under `tilescope`. Its
+folders (app/, compiler/, ...) are mapped to dotted names in pyproject.toml; their sub-packages are
+found here and named with the root in front, so tests/ and docs/ stay out. Folders of data files
+(assets/, targets/chips/, migrations/versions/, ...) are packages too, so their files install beside
+the code that reads them (package-data in pyproject.toml)."""
 
-from pathlib import Path
+from setuptools import find_namespace_packages, setup
 
-from setuptools import setup
-from setuptools.command.build_py import build_py
+TOP = ("app", "compiler", "overrides", "perfdb")
+SUB = find_namespace_packages(include=[f"{top}{rest}" for top in TOP for rest in ("", ".*")], exclude=["*__pycache__"])
 
-ASSETS = Path("assets")  # beside this file; MANIFEST.in puts it in the source distribution
-IN_PACKAGE = Path("app", "web", "assets")
-
-
-class BuildPyWithAssets(build_py):
-    def _assets(self) -> list[tuple[Path, Path]]:
-        if self.editable_mode:
-            return []
-        files = sorted(path for path in ASSETS.rglob("*") if path.is_file())
-        return [(path, Path(self.build_lib, IN_PACKAGE, path.relative_to(ASSETS))) for path in files]
-
-    def run(self) -> None:
-        super().run()
-        for source, target in self._assets():
-            self.mkpath(str(target.parent))
-            self.copy_file(str(source), str(target))
-
-    def get_outputs(self, include_bytecode: bool = True) -> list[str]:
-        return super().get_outputs(include_bytecode) + [str(target) for _, target in self._assets()]
-
-
-setup(cmdclass={"build_py": BuildPyWithAssets})
+setup(packages=["tilescope", "tilescope.assets", *(f"tilescope.{package}" for package in SUB)])

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import jsonschema
 
-from compiler.errors import OverrideError
-from compiler.override import OpOverride
-from compiler.policies import DEFAULT_POLICY
-from compiler.sharding import Sharding
-from compiler.target import DEFAULT_DISPATCH, shown
+from tilescope.compiler.errors import OverrideError
+from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.compiler.pipeline.options import DEFAULT_POLICY
+from tilescope.compiler.sharding.mesh import Sharding
+from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, shown
 
-from .spec import format_item, parse_item
+from tilescope.overrides.spec import format_item, parse_item
 
 SCHEMA_PATH = Path(__file__).parent / "overrides.schema.json"
 VERSION = 1

@@ -17,16 +17,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from compiler import opset
-from compiler.matmul_blocking import subblock
-from compiler.mlir_import import ImportedModel
-from compiler.override import LAYOUT_FIELDS, REJECTED
-from compiler.pipeline import Compilation, compile_model
-from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, GREEDY_L1
-from compiler.simulator import SimResult, simulate
-from compiler.target import Target
+from tilescope.compiler.ir import opset
+from tilescope.compiler.analysis.matmul_blocking import subblock
+from tilescope.compiler.frontend.mlir_import import ImportedModel
+from tilescope.compiler.pipeline.op_override import LAYOUT_FIELDS, REJECTED
+from tilescope.compiler.pipeline.stages import Compilation, compile_model
+from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, GREEDY_L1
+from tilescope.compiler.sim.simulator import SimResult, simulate
+from tilescope.compiler.targets.chip import Target
 
-from .spec import format_item, parse_item
+from tilescope.overrides.spec import format_item, parse_item
 
 # what an override may change without changing the numbers the model computes, and what it may
 # change only when asked (`+precision`): reported apart, since they change results

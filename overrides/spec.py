@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import re
 
-from compiler.dtypes import BYTES_PER_ELEMENT
-from compiler.errors import OverrideError
-from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
-from compiler.override import OpOverride
-from compiler.sharding import Sharding
-from compiler.target import FIDELITIES, shown
+from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
+from tilescope.compiler.errors import OverrideError
+from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS
+from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.compiler.sharding.mesh import Sharding
+from tilescope.compiler.targets.chip import FIDELITIES, shown
 
 # Memory names as users write them; tt-mlir spells host memory `system_memory`.
 MEMORY_ALIASES = {"dram": "dram", "l1": "l1", "lls": "lls", "system": "system", "system_memory": "system"}

@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from compiler.errors import OverrideError
-from compiler.ir import Graph
-from compiler.mlir_import import ImportedModel
-from compiler.override import REJECTED, OpOverride, OverrideOutcome, short_name
-from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
-from compiler.pipeline import Compilation, compile_model, layout_outcomes
-from compiler.target import Target, shown
+from tilescope.compiler.errors import OverrideError
+from tilescope.compiler.ir.graph import Graph
+from tilescope.compiler.frontend.mlir_import import ImportedModel
+from tilescope.compiler.pipeline.op_override import REJECTED, OpOverride, OverrideOutcome, short_name
+from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
+from tilescope.compiler.pipeline.stages import Compilation, compile_model, layout_outcomes
+from tilescope.compiler.targets.chip import Target, shown
 
 
 def _unknown(ov: OpOverride, names: list[str], graph: Graph) -> str:

@@ -11,9 +11,9 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from .errors import DatabaseError
-from .location import default_url, embedded_path, embedded_url, keep_private
-from .migrate import upgrade
+from tilescope.perfdb.errors import DatabaseError
+from tilescope.perfdb.location import default_url, embedded_path, embedded_url, keep_private
+from tilescope.perfdb.migrate import upgrade
 
 
 def _describe(url: str) -> str:

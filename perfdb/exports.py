@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from compiler.tracks import parse_track
+from tilescope.compiler.sim.tracks import parse_track
 
-from . import queries
+from tilescope.perfdb import queries
 
 DEVICE_PID = 0
 LOAD_PID = 1

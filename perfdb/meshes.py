@@ -14,11 +14,11 @@ from typing import NamedTuple
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from compiler.resharding import COLLECTIVES
-from compiler.tracks import is_device_track, is_link_track, link_axes
+from tilescope.compiler.ir.opset import COLLECTIVES
+from tilescope.compiler.sim.tracks import is_device_track, is_link_track, link_axes
 
-from . import blocks
-from .schema import OpRecord, Run, TimelineBlock
+from tilescope.perfdb import blocks
+from tilescope.perfdb.schema import OpRecord, Run, TimelineBlock
 
 
 class RunMesh(NamedTuple):

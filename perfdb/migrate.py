@@ -4,7 +4,7 @@ The migration scripts ship inside the package (perfdb/migrations); Alembic is co
 no alembic.ini is needed. A new revision (edit schema.py first), from the repository root,
 compared with a scratch database at the previous head:
 
-    python -c "from alembic import command; from perfdb.migrate import config, upgrade; \\
+    python -c "from alembic import command; from tilescope.perfdb.migrate import config, upgrade; \\
                upgrade('sqlite:///scratch.db'); \\
                command.revision(config('sqlite:///scratch.db'), 'what changed', autogenerate=True, rev_id='0002')"
 

@@ -22,10 +22,10 @@ from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
-from . import queries
-from .records import CounterColumns, NewOp, NewRun, ZoneColumns
-from .schema import MeasuredImport
-from .store import add_run
+from tilescope.perfdb import queries
+from tilescope.perfdb.records import CounterColumns, NewOp, NewRun, ZoneColumns
+from tilescope.perfdb.schema import MeasuredImport
+from tilescope.perfdb.store import add_run
 
 
 class CsvImportError(ValueError):

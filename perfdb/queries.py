@@ -11,13 +11,14 @@ import numpy as np
 from sqlalchemy import Row, Text, cast, func, select
 from sqlalchemy.orm import Session, selectinload, undefer
 
-from compiler.resharding import COLLECTIVES
+from tilescope.compiler.ir.opset import COLLECTIVES
 
-from . import blocks, lod
-from .errors import RunNotFound
-from .meshes import collectives_only_in, devices_warning, run_mesh
-from .records import LoadOp
-from .schema import Model, OpRecord, Run, TimelineBlock
+from tilescope.perfdb import blocks
+from tilescope.perfdb import lod
+from tilescope.perfdb.errors import RunNotFound
+from tilescope.perfdb.meshes import collectives_only_in, devices_warning, run_mesh
+from tilescope.perfdb.records import LoadOp
+from tilescope.perfdb.schema import Model, OpRecord, Run, TimelineBlock
 
 
 def list_runs(session: Session, model_ref: str | None = None) -> list[Run]:

@@ -13,10 +13,11 @@ from sqlalchemy import Connection, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from . import blocks, lod
-from .errors import DatabaseError
-from .records import OP_FIELDS, CounterColumns, NewRun, ZoneColumns
-from .schema import Model, Run, Target
+from tilescope.perfdb import blocks
+from tilescope.perfdb import lod
+from tilescope.perfdb.errors import DatabaseError
+from tilescope.perfdb.records import OP_FIELDS, CounterColumns, NewRun, ZoneColumns
+from tilescope.perfdb.schema import Model, Run, Target
 
 _JSON_FIELDS = {"bytes", "tensors"}  # stored as JSON text (the bulk path skips the ORM's types)
 _TEXT_FIELDS = ("name", "kind", "bound", "why", "memory", "grid", "level", "fidelity")

@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
-from compiler.models import load_model
-from compiler.pipeline import compile_model
-from compiler.simulator import simulate
-from compiler.target import load_target
-from overrides import parse_item
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.simulator import simulate
+from tilescope.compiler.targets.chip import load_target
+from tilescope.overrides import parse_item
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "ttmlir"
 DATA = Path(__file__).resolve().parent / "data"

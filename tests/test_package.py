@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from compiler.target import builtin_names
+from tilescope.compiler.targets.chip import builtin_names
 
 from .app.web import serving
 
@@ -145,14 +145,15 @@ def installed(wheel, tmp_path_factory) -> Installed:
     installed = Installed(venv, work, env)
     purelib = Path(installed.python("import sysconfig; print(sysconfig.get_path('purelib'))").strip())
     (purelib / "dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    for path in installed.python("import app, compiler; print(app.__file__, compiler.__file__)").split():
+    for path in installed.python("import tilescope; print(tilescope.__file__)").split():
         assert Path(path).is_relative_to(venv), path  # what runs below is the wheel's, not the checkout's
     return installed
 
 
 def test_installed_knows_every_built_in_target_and_system(installed):
     code = (
-        "from compiler.target import builtin_names, load_target\nprint(*[load_target(n).name for n in builtin_names()])"
+        "from tilescope.compiler.targets.chip import builtin_names, load_target\n"
+        "print(*[load_target(n).name for n in builtin_names()])"
     )
     assert installed.python(code).split() == list(builtin_names())
 

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_distribution_name_script_and_python():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == "tilescope"
-    assert project["scripts"]["tilescope"] == "app.cli:entry"
+    assert project["scripts"]["tilescope"] == "tilescope.app.cli:entry"
     assert project["requires-python"] == ">=3.11"
     for required in ("dash", "plotly", "networkx", "numpy", "sqlalchemy"):
         assert any(dep.startswith(required) for dep in project["dependencies"]), required

@@ -191,8 +191,8 @@ def test_quick_start_serves_the_example_model(tmp_path, checkout_status):
     env = _env(tmp_path)
     lines = [line for line in dict(_blocks())["Quick start"] if line != "./run test"]  # the test is running
     _execute(lines, ROOT, env)  # from the checkout, as a new user types it
-    from perfdb.engine import open_db, session_factory
-    from perfdb.queries import list_runs
+    from tilescope.perfdb.engine import open_db, session_factory
+    from tilescope.perfdb.queries import list_runs
 
     with session_factory(open_db(env["TILESCOPE_DB"]))() as session:
         assert [run.model_ref for run in list_runs(session)] == ["zoo:mlp"]  # the example run, on the given database
@@ -214,8 +214,8 @@ def test_command_line_walk_through_runs_as_written(tmp_path, checkout_status):
 def _check_diffs(printed: dict[str, str], db: str) -> None:
     """Each `tilescope diff` compares two runs of one model; one said to be across meshes, a run on
     one device with a run on several."""
-    from perfdb.engine import open_db, session_factory
-    from perfdb.queries import get_run
+    from tilescope.perfdb.engine import open_db, session_factory
+    from tilescope.perfdb.queries import get_run
 
     diffs = {line: out for line, out in printed.items() if _program(line) == "tilescope diff"}
     assert any("across meshes" in line for line in diffs)
@@ -236,9 +236,10 @@ def test_team_set_up_runs_as_written(tmp_path, pg_schemas, redis_broker, checkou
 
 def test_override_examples_in_the_docs_apply_to_the_shipped_model():
     """The examples table of docs/overrides.md: each applies to ffn.mlir on the default target as written."""
-    from compiler.models import load_model
-    from compiler.target import load_target
-    from overrides import parse_item, validate
+    from tilescope.compiler.frontend.model_refs import load_model
+    from tilescope.compiler.targets.chip import load_target
+    from tilescope.overrides import parse_item
+    from tilescope.overrides import validate
 
     table = (ROOT / "docs" / "overrides.md").read_text().split("## Outcomes")[0]
     specs = re.findall(r"^\| `(ffn\.[^`]+)` \|", table, flags=re.M)

@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 
-from .commands import main
+from tilescope.app.cli.commands import main
 
 __all__ = ["main", "entry"]
 

@@ -1,5 +1,5 @@
 """`python -m app.cli`: the `tilescope` command."""
 
-from . import entry
+from tilescope.app.cli import entry
 
 entry()

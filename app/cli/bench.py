@@ -19,27 +19,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compiler import zoo
-from compiler.mlir_import import import_mlir
-from compiler.ir import Graph
-from compiler.pipeline import Compilation, compile_model, stages
-from compiler.simulator import SimResult, simulate
-from compiler.target import load_target
-from overrides import parse_item
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import op_statistics
-from perfdb.store import save_run
+from tilescope.compiler.frontend import zoo
+from tilescope.compiler.frontend.mlir_import import import_mlir
+from tilescope.compiler.ir.graph import Graph
+from tilescope.compiler.pipeline.stages import Compilation, compile_model, stages
+from tilescope.compiler.sim.simulator import SimResult, simulate
+from tilescope.compiler.targets.chip import load_target
+from tilescope.overrides import parse_item
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.queries import op_statistics
+from tilescope.perfdb.store import save_run
 
-from ..workbench.explorer import Explorer
-from ..web.graph_figure import graph_figure
-from ..workbench.graph_view import op_metrics
-from ..workbench.grouping import ScopeTree
-from ..workbench.runs import new_run
-from . import bench_goals
-from .bench_goals import bare_parse_seconds
-from .bench_perfdb import PIXELS, perfdb_bench
-from .bench_perfdb import progress as _progress
-from .peer_bench import CORPUS, compare_import, format_rows, peer_files
+from tilescope.app.workbench.explorer import Explorer
+from tilescope.app.web.graph_figure import graph_figure
+from tilescope.app.workbench.graph_view import op_metrics
+from tilescope.app.workbench.grouping import ScopeTree
+from tilescope.app.workbench.runs import new_run
+from tilescope.app.cli import bench_goals
+from tilescope.app.cli.bench_goals import bare_parse_seconds
+from tilescope.app.cli.bench_perfdb import PIXELS, perfdb_bench
+from tilescope.app.cli.bench_perfdb import progress as _progress
+from tilescope.app.cli.peer_bench import CORPUS, compare_import, format_rows, peer_files
 
 CORPUS_RESNET = CORPUS / "resnet50_xla.mlir"
 SIZES = {  # name -> zoo reference

@@ -15,13 +15,13 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from compiler.mlir_import import new_context, parse_module
-from compiler.mlir_text import make_parsable
-from compiler.models import load_model
-from compiler.pipeline import compile_model
-from compiler.simulator import simulate
-from compiler.target import load_target
-from overrides import parse_item
+from tilescope.compiler.frontend.mlir_import import new_context, parse_module
+from tilescope.compiler.frontend.mlir_text import make_parsable
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.simulator import simulate
+from tilescope.compiler.targets.chip import load_target
+from tilescope.overrides import parse_item
 
 STARTUP_MAX_S = 0.5  # `tilescope --help`
 PROCESS_REF = "zoo:bert-base?layers=1040"  # 99,867 ops
@@ -46,7 +46,7 @@ class Goal:
 
 def _cli(*args: str) -> list[str]:
     # the `tilescope` executable's own entry point, with this interpreter
-    return [sys.executable, "-c", "from app.cli import entry; entry()", *args]
+    return [sys.executable, "-c", "from tilescope.app.cli import entry; entry()", *args]
 
 
 def cli_startup(repeats: int = 5) -> list[float]:

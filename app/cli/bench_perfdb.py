@@ -7,12 +7,12 @@ import sys
 import time
 from pathlib import Path
 
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import diff_runs, timeline_window
-from perfdb.records import NewOp, NewRun, ZoneColumns
-from perfdb.store import save_run
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.queries import diff_runs, timeline_window
+from tilescope.perfdb.records import NewOp, NewRun, ZoneColumns
+from tilescope.perfdb.store import save_run
 
-from compiler.tracks import core_track, engine_track
+from tilescope.compiler.sim.tracks import core_track, engine_track
 
 
 def progress(message: str) -> None:

@@ -15,11 +15,15 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from compiler.errors import TilescopeError
-from perfdb.errors import DatabaseError, RunNotFound
+from tilescope.compiler.errors import TilescopeError
+from tilescope.perfdb.errors import DatabaseError, RunNotFound
 
-from . import runs, serving, stored, tune, validate
-from .messages import error, one_line, undecodable
+from tilescope.app.cli import runs
+from tilescope.app.cli import serving
+from tilescope.app.cli import stored
+from tilescope.app.cli import tune
+from tilescope.app.cli import validate
+from tilescope.app.cli.messages import error, one_line, undecodable
 
 GROUPS = (runs, tune, stored, validate, serving)  # in the order `tilescope --help` lists their commands
 

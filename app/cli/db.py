@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from perfdb.engine import open_db
-from perfdb.migrate import current
+from tilescope.perfdb.engine import open_db
+from tilescope.perfdb.migrate import current
 
 
 def upgrade_main(db: str | None) -> int:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from perfdb.engine import open_db, session_factory
+from tilescope.perfdb.engine import open_db, session_factory
 
-from ..workbench.diff import (
+from tilescope.app.workbench.diff import (
     SHOWN,
     changes_text,
     collective_text,
@@ -20,7 +20,7 @@ from ..workbench.diff import (
     settings_text,
     time_split,
 )
-from .messages import warning
+from tilescope.app.cli.messages import warning
 
 
 def main(a: int, b: int, db: str | None, as_json: bool) -> int:

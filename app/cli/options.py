@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-from compiler.errors import TilescopeError
-from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
-from compiler.target import builtin_names
-from perfdb.location import ENV_VAR as DB_ENV
-from perfdb.location import embedded_url
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
+from tilescope.compiler.targets.chip import builtin_names
+from tilescope.perfdb.location import ENV_VAR as DB_ENV
+from tilescope.perfdb.location import embedded_url
 
-from ..workbench.defaults import DEFAULT_MAX_OPS, DEFAULT_TARGET
+from tilescope.app.workbench.defaults import DEFAULT_MAX_OPS, DEFAULT_TARGET
 
 EXAMPLE_MODEL = "zoo:mlp"
 MODEL_HELP = (
@@ -42,7 +42,7 @@ def digits(text: str) -> bool:
 
 
 def resolve_run(session, ref: int | str) -> int:
-    from perfdb.queries import run_id_back
+    from tilescope.perfdb.queries import run_id_back
 
     if isinstance(ref, int):
         return ref
@@ -53,7 +53,7 @@ def resolve_run(session, ref: int | str) -> int:
 
 
 def run_ids(db: str | None, *refs: int | str) -> list[int]:
-    from perfdb.engine import open_db, session_factory
+    from tilescope.perfdb.engine import open_db, session_factory
 
     with session_factory(open_db(db))() as session:
         return [resolve_run(session, ref) for ref in refs]

@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
 
 def check_writable(path: Path, force: bool) -> None:

@@ -24,11 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from compiler.errors import TilescopeError, clip
-from compiler.mlir_import import import_mlir
-from compiler.mlir_text import make_parsable
+from tilescope.compiler.errors import TilescopeError, clip
+from tilescope.compiler.frontend.mlir_import import import_mlir
+from tilescope.compiler.frontend.mlir_text import make_parsable
 
-from .bench_goals import parse_seconds
+from tilescope.app.cli.bench_goals import parse_seconds
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "ttmlir"
 # The corpus's other StableHLO file, gather_op.mlir, is 18 small functions: Model Explorer converts

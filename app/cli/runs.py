@@ -9,19 +9,19 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from compiler.errors import TilescopeError
-from compiler.ir import LEVELS
-from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
-from compiler.target import DEFAULT_DISPATCH, DISPATCH_MODES
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.ir.graph import LEVELS
+from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
+from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, DISPATCH_MODES
 
-from .messages import error, note, warning
-from .options import MODEL_HELP, add_common, add_json
+from tilescope.app.cli.messages import error, note, warning
+from tilescope.app.cli.options import MODEL_HELP, add_common, add_json
 
 if TYPE_CHECKING:  # the compiler and the runs are imported when a command runs
-    from compiler.override import OpOverride
-    from compiler.simulator import OpTiming
+    from tilescope.compiler.pipeline.op_override import OpOverride
+    from tilescope.compiler.sim.simulator import OpTiming
 
-    from ..workbench.runs import RunResult
+    from tilescope.app.workbench.runs import RunResult
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -97,8 +97,8 @@ def _op_json(o: OpTiming) -> dict:
 
 
 def _print_table(result: RunResult, model_ref: str) -> None:
-    from ..workbench.device_split import split_by_device
-    from ..workbench.load_time import load_line
+    from tilescope.app.workbench.device_split import split_by_device
+    from tilescope.app.workbench.load_time import load_line
 
     sim = result.sim
     print(
@@ -151,8 +151,8 @@ class Settings:
 
 
 def settings(args, default_dispatch: str = DEFAULT_DISPATCH) -> Settings:
-    from overrides import parse_item
-    from overrides.formats import OverrideSet, load_file
+    from tilescope.overrides import parse_item
+    from tilescope.overrides.formats import OverrideSet, load_file
 
     loaded = load_file(args.overrides) if args.overrides else OverrideSet()
     items = [*loaded.items, *(parse_item(item) for item in args.override)]
@@ -167,9 +167,9 @@ def settings(args, default_dispatch: str = DEFAULT_DISPATCH) -> Settings:
 
 
 def cmd_run(args) -> int:
-    from perfdb.engine import open_db, session_factory
+    from tilescope.perfdb.engine import open_db, session_factory
 
-    from ..workbench.runs import execute
+    from tilescope.app.workbench.runs import execute
 
     given = settings(args)
     sessions = session_factory(open_db(args.db))
@@ -213,10 +213,10 @@ MODEL_COLUMN = 48  # characters of a model reference `runs` shows; a longer one 
 
 
 def cmd_runs(args) -> int:
-    from perfdb.engine import open_db, session_factory
-    from perfdb.queries import list_runs
+    from tilescope.perfdb.engine import open_db, session_factory
+    from tilescope.perfdb.queries import list_runs
 
-    from ..workbench.run_labels import name_of
+    from tilescope.app.workbench.run_labels import name_of
 
     with session_factory(open_db(args.db))() as session:
         runs = list_runs(session)
@@ -247,7 +247,7 @@ def cmd_runs(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from ..workbench.runs import compile_cached
+    from tilescope.app.workbench.runs import compile_cached
 
     given = settings(args)
     compilation = compile_cached(
@@ -260,10 +260,11 @@ def cmd_show(args) -> int:
 
 def cmd_check(args) -> int:
     """Read the file leniently, then compile once: every problem is listed, not just the first."""
-    from compiler.models import load_model
-    from compiler.target import load_target
-    from overrides import parse_item, validate
-    from overrides.formats import OverrideSet, load_file, unique_items
+    from tilescope.compiler.frontend.model_refs import load_model
+    from tilescope.compiler.targets.chip import load_target
+    from tilescope.overrides import parse_item
+    from tilescope.overrides import validate
+    from tilescope.overrides.formats import OverrideSet, load_file, unique_items
 
     problems: list[str] = []
     loaded = load_file(args.overrides, problems) if args.overrides else OverrideSet()

@@ -7,11 +7,11 @@ import getpass
 import os
 import sys
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
-from ..web.users_file import AUTH_ENV, set_password
-from ..workbench.defaults import DEFAULT_TARGET
-from .options import EXAMPLE_MODEL, MODEL_HELP, TARGET_HELP, add_common, add_web_limits
+from tilescope.app.web.users_file import AUTH_ENV, set_password
+from tilescope.app.workbench.defaults import DEFAULT_TARGET
+from tilescope.app.cli.options import EXAMPLE_MODEL, MODEL_HELP, TARGET_HELP, add_common, add_web_limits
 
 PORT_ENV, DEFAULT_PORT = "TILESCOPE_PORT", 8050
 
@@ -79,10 +79,10 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_worker(args) -> int:
-    from ..web.celery_jobs import BROKER_ENV, broker_url, work
-    from ..web.job_book import JOBS_AT_ONCE
-    from ..web.server import create_app
-    from ..workbench.model_access import ModelAccess
+    from tilescope.app.web.celery_jobs import BROKER_ENV, broker_url, work
+    from tilescope.app.web.job_book import JOBS_AT_ONCE
+    from tilescope.app.web.server import create_app
+    from tilescope.app.workbench.model_access import ModelAccess
 
     url = broker_url()
     if url is None:
@@ -110,8 +110,8 @@ def _port_from_env() -> int:
 
 
 def cmd_serve(args) -> int:
-    from ..web.server import serve
-    from ..workbench.model_access import ModelAccess
+    from tilescope.app.web.server import serve
+    from tilescope.app.workbench.model_access import ModelAccess
 
     if args.workers < 1:
         raise TilescopeError(f"--workers {args.workers}: a number of processes is at least 1")

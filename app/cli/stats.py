@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import get_run, load_ops, op_records, op_statistics
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.queries import get_run, load_ops, op_records, op_statistics
 
-from ..workbench.device_split import split_each_device
-from ..workbench.load_time import kinds_text, load_line
+from tilescope.app.workbench.device_split import split_each_device
+from tilescope.app.workbench.load_time import kinds_text, load_line
 
 IDLE = "host/idle"  # the step's time with no op running: the shares of the run add up to 100% with it
 

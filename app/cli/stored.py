@@ -7,13 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
-from ..workbench.defaults import DEFAULT_TARGET
-from ..workbench.export_formats import EXPORT_FORMATS
-from .messages import note, warning
-from .output_files import check_writable, replace_file
-from .options import RUN_HELP, TARGET_HELP, add_common, add_json, resolve_run, run_ids, run_ref
+from tilescope.app.workbench.defaults import DEFAULT_TARGET
+from tilescope.app.workbench.export_formats import EXPORT_FORMATS
+from tilescope.app.cli.messages import note, warning
+from tilescope.app.cli.output_files import check_writable, replace_file
+from tilescope.app.cli.options import RUN_HELP, TARGET_HELP, add_common, add_json, resolve_run, run_ids, run_ref
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -78,15 +78,15 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_bench(args) -> int:
-    from .bench import main as bench_main
+    from tilescope.app.cli.bench import main as bench_main
 
     return bench_main(quick=args.quick, as_json=args.json, target=args.target, peer_python=args.peer_python)
 
 
 def cmd_export(args) -> int:
-    from perfdb.engine import open_db, session_factory
+    from tilescope.perfdb.engine import open_db, session_factory
 
-    from ..workbench.run_export import export_run
+    from tilescope.app.workbench.run_export import export_run
 
     output = Path(args.output) if args.output else None
     if output is not None:  # said before the export's work
@@ -106,9 +106,9 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from perfdb.engine import open_db, session_factory
-    from perfdb.ops_csv import CsvImportError, import_csv
-    from perfdb.queries import op_records
+    from tilescope.perfdb.engine import open_db, session_factory
+    from tilescope.perfdb.ops_csv import CsvImportError, import_csv
+    from tilescope.perfdb.queries import op_records
 
     path = Path(args.csv)
     try:
@@ -134,18 +134,18 @@ def cmd_import(args) -> int:
 
 
 def cmd_diff(args) -> int:
-    from .diff import main as diff_main
+    from tilescope.app.cli.diff import main as diff_main
 
     return diff_main(*run_ids(args.db, args.a, args.b), args.db, args.json)
 
 
 def cmd_stats(args) -> int:
-    from .stats import main as stats_main
+    from tilescope.app.cli.stats import main as stats_main
 
     return stats_main(*run_ids(args.db, args.run), args.by, args.db, args.json)
 
 
 def cmd_db(args) -> int:
-    from .db import upgrade_main
+    from tilescope.app.cli.db import upgrade_main
 
     return upgrade_main(args.db)

@@ -11,15 +11,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from compiler.errors import TilescopeError
-from compiler.target import DEFAULT_DISPATCH as RUN_DISPATCH
-from compiler.target import DISPATCH_MODES
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.targets.chip import DEFAULT_DISPATCH as RUN_DISPATCH
+from tilescope.compiler.targets.chip import DISPATCH_MODES
 
-from .options import MODEL_HELP, add_common, add_json
-from .output_files import check_writable, replace_file
+from tilescope.app.cli.options import MODEL_HELP, add_common, add_json
+from tilescope.app.cli.output_files import check_writable, replace_file
 
 if TYPE_CHECKING:
-    from ..workbench.tuning import TuneReport
+    from tilescope.app.workbench.tuning import TuneReport
 
 SHOWN_CHANGES = 10
 DEFAULT_BUDGET_S = 120.0
@@ -102,14 +102,14 @@ class _Interrupt:
 
 
 def cmd_tune(args) -> int:
-    from overrides import parse_item
-    from overrides.formats import OverrideSet, dump, left_out
-    from perfdb.engine import open_db, session_factory
+    from tilescope.overrides import parse_item
+    from tilescope.overrides.formats import OverrideSet, dump, left_out
+    from tilescope.perfdb.engine import open_db, session_factory
 
-    from ..workbench.explorer import Explorer
-    from ..workbench.runs import execute
-    from ..workbench.tuning import check_budget, knobs_of
-    from .runs import settings
+    from tilescope.app.workbench.explorer import Explorer
+    from tilescope.app.workbench.runs import execute
+    from tilescope.app.workbench.tuning import check_budget, knobs_of
+    from tilescope.app.cli.runs import settings
 
     knobs = knobs_of(args.knobs)
     if args.budget is None and args.trials is None:
@@ -160,7 +160,7 @@ def cmd_tune(args) -> int:
 def print_report(
     report: TuneReport, model_ref: str, paths: dict[str, Path], missing: dict[str, list[str]], defaulted: bool
 ) -> None:
-    from overrides.search import changes_precision
+    from tilescope.overrides.search import changes_precision
 
     t, parent = report.tuned, report.parent
     # a start compared with a run of the same model differs by its dispatch too, unless given alike

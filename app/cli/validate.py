@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from compiler.measurement_files import MODELS_FILE
+from tilescope.compiler.validation.files import MODELS_FILE
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -35,6 +35,6 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .validation_report import main
+    from tilescope.app.cli.validation_report import main
 
     return main(args.models, args.rows, args.fit, args.json)

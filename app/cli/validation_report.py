@@ -16,32 +16,33 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict
 
-from compiler import model_validation, validation
-from compiler.errors import TilescopeError
-from compiler.measurement_files import SOURCES_FILE
-from compiler.target import Target, load_target
+from tilescope.compiler.validation import whole_models
+from tilescope.compiler.validation import microbench
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.validation.files import SOURCES_FILE
+from tilescope.compiler.targets.chip import Target, load_target
 
 SPLIT_NOTE = {
-    validation.FIT: "constants fitted on these",
-    validation.HELD_OUT: "never seen by the fit",
-    validation.NO_REFIT: "Wormhole's fitted constants, own specs",
+    microbench.FIT: "constants fitted on these",
+    microbench.HELD_OUT: "never seen by the fit",
+    microbench.NO_REFIT: "Wormhole's fitted constants, own specs",
 }
 
 
 def main(models: str | None, every_row: bool, fit: bool, as_json: bool) -> int:
     """`models`: the whole-model table to compare against, or None for the GEMM and eltwise rows."""
     # the table first: a malformed one is reported before any fit or compile
-    measurements = model_validation.load_models(models) if models is not None else None
-    gemm = validation.load_gemm()
+    measurements = whole_models.load_models(models) if models is not None else None
+    gemm = microbench.load_gemm()
     fitted: dict[str, float] = {}
     targets = load_target
     if fit:
         fitted = _fit(gemm)
-        targets = validation.fitted_targets(fitted)
+        targets = microbench.fitted_targets(fitted)
     if measurements is not None:
         return _models(measurements, targets, fitted, as_json)
-    rows = validation.gemm_rows(gemm, targets) + validation.eltwise_rows(validation.load_eltwise(), targets)
-    summaries = validation.summaries(rows)
+    rows = microbench.gemm_rows(gemm, targets) + microbench.eltwise_rows(microbench.load_eltwise(), targets)
+    summaries = microbench.summaries(rows)
     if as_json:
         report = {
             "fitted": fitted,
@@ -58,14 +59,14 @@ def main(models: str | None, every_row: bool, fit: bool, as_json: bool) -> int:
     return 0
 
 
-def _fit(gemm: list[validation.GemmMeasurement]) -> dict[str, float]:
+def _fit(gemm: list[microbench.GemmMeasurement]) -> dict[str, float]:
     try:
-        return validation.fit(gemm)
+        return microbench.fit(gemm)
     except ImportError:
         raise TilescopeError("validate --fit needs scipy: pip install 'tilescope[calibrate]'") from None
 
 
-def _print_rows(rows: list[validation.Row]) -> None:
+def _print_rows(rows: list[microbench.Row]) -> None:
     print(
         f"{'target':<15} {'split':<9} {'shape':<34} {'layout':<17} {'config':<11} "
         f"{'measured us':>12} {'simulated us':>13} {'error':>7}"
@@ -78,7 +79,7 @@ def _print_rows(rows: list[validation.Row]) -> None:
     print()
 
 
-def _print_summaries(summaries: list[validation.Summary]) -> None:
+def _print_summaries(summaries: list[microbench.Summary]) -> None:
     print(f"{'target':<15} {'ops':<8} {'split':<9} {'rows':>5} {'mean abs error':>15} {'rank agreement':>25}  ")
     for s in summaries:
         ranks = f"{s.rank_agreement:.0%} of {s.rank_pairs} pairs" if s.rank_pairs else "no pairs"
@@ -93,16 +94,16 @@ def _print_summaries(summaries: list[validation.Summary]) -> None:
 
 
 def _models(
-    measurements: list[model_validation.ModelMeasurement],
+    measurements: list[whole_models.ModelMeasurement],
     targets: Callable[[str], Target],
     fitted: dict[str, float],
     as_json: bool,
 ) -> int:
-    rows = model_validation.model_rows(measurements, targets)
-    summaries = model_validation.summaries(rows)
+    rows = whole_models.model_rows(measurements, targets)
+    summaries = whole_models.summaries(rows)
     if as_json:
         report = {
-            "policy": model_validation.POLICY,
+            "policy": whole_models.POLICY,
             "fitted": fitted,
             "summaries": [asdict(s) for s in summaries],
             "rows": [r.as_dict() for r in rows],
@@ -116,7 +117,7 @@ def _models(
     return 0
 
 
-def _print_model_rows(rows: list[model_validation.ModelRow]) -> None:
+def _print_model_rows(rows: list[whole_models.ModelRow]) -> None:
     width = max([len(r.measurement.model) for r in rows] + [5])
     print(
         f"{'model':<{width}} {'hardware':<8} {'metric':<11} {'published':>10} {'predicted':>10} {'ratio':>7}  "
@@ -133,7 +134,7 @@ def _print_model_rows(rows: list[model_validation.ModelRow]) -> None:
     print()
 
 
-def _print_model_summaries(summaries: list[model_validation.ModelSummary]) -> None:
+def _print_model_summaries(summaries: list[whole_models.ModelSummary]) -> None:
     print(f"{'split':<8} {'rows':>4} {'errors':>6} {'geomean ratio':>13} {'mean |log2|':>11} {'within 2x':>9}  worst")
     for s in summaries:
         if s.rows:
@@ -144,6 +145,6 @@ def _print_model_summaries(summaries: list[model_validation.ModelSummary]) -> No
         else:
             print(f"{s.split:<8} {s.rows:>4} {s.errors:>6} {'-':>13} {'-':>11} {'-':>9}  -")
     print(
-        f"ratio: simulated over published time per step (above 1: tilescope slower), {model_validation.POLICY} "
+        f"ratio: simulated over published time per step (above 1: tilescope slower), {whole_models.POLICY} "
         f"policy; sources: {SOURCES_FILE}"
     )

@@ -24,10 +24,10 @@ from dash import Dash
 from dash_auth.auth import Auth
 from werkzeug.security import check_password_hash
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
-from .sign_in_limits import SignInLimits
-from .users_file import AUTH_ENV, Roster, UsersFile, read_users, set_password
+from tilescope.app.web.sign_in_limits import SignInLimits
+from tilescope.app.web.users_file import AUTH_ENV, Roster, UsersFile, read_users, set_password
 
 __all__ = [
     "AUTH_ENV",

@@ -25,10 +25,10 @@ from pathlib import Path
 import diskcache
 import platformdirs
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
-from ..workbench import runs
-from ..workbench.private_files import DIRECTORY_MODE, FILE_MODE, NotPrivate, make_private
+from tilescope.app.workbench import runs
+from tilescope.app.workbench.private_files import DIRECTORY_MODE, FILE_MODE, NotPrivate, make_private
 
 JOBS = "jobs"
 COMPILATIONS = "compilations"

@@ -23,10 +23,10 @@ from dash import CeleryManager
 from kombu.exceptions import OperationalError
 from kombu.utils.url import maybe_sanitize_url
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
-from .job_book import BEAT_S, LOST_AFTER_S, PREFIX, JobBook, RedisStore
-from .jobs import OwnResults
+from tilescope.app.web.job_book import BEAT_S, LOST_AFTER_S, PREFIX, JobBook, RedisStore
+from tilescope.app.web.jobs import OwnResults
 
 BROKER_ENV = "TILESCOPE_CELERY_BROKER"
 CONNECT_TIMEOUT_S = 5

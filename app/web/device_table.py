@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from dash import html
 
-from ..workbench.device_split import DeviceSplit
-from . import ids
-from .grids import column, grid
+from tilescope.app.workbench.device_split import DeviceSplit
+from tilescope.app.web import ids
+from tilescope.app.web.grids import column, grid
 
 DEVICE_COLUMNS = (
     ("device", "device", "text"),

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import ids
-from .grids import column, grid, grid_style
-from .style import us
-from ..workbench.diff import changes_text
-from ..workbench.natural_order import GRID_COMPARATOR, natural_key
+from tilescope.app.web import ids
+from tilescope.app.web.grids import column, grid, grid_style
+from tilescope.app.web.style import us
+from tilescope.app.workbench.diff import changes_text
+from tilescope.app.workbench.natural_order import GRID_COMPARATOR, natural_key
 
 SHOWN_OPS = 1000  # rows of the per-op delta table (the grid renders those in view)
 TABLE_PX = 380  # the table's height at most; it scrolls past it

@@ -13,24 +13,17 @@ import numpy as np
 import plotly.graph_objects as go
 from dash import dcc, html
 
-from compiler.resharding import COLLECTIVES
-from compiler.tracks import is_device_track, is_link_track
-from perfdb.schema import Run
+from tilescope.compiler.ir.opset import COLLECTIVES
+from tilescope.compiler.sim.tracks import is_device_track, is_link_track
+from tilescope.perfdb.schema import Run
 
-from . import ids
-from .device_table import devices_diff_children
-from .style import TOP_LEGEND, all_of, base_layout, graph_config, kind_colour, plain, some_of, us
-from .zone_segments import segments, vertices
-from .diff_table import SHOWN_OPS, delta_rows, delta_table
-from ..workbench.diff import (
-    collective_text,
-    device_parts,
-    more,
-    moved_text,
-    settings_text,
-    time_split,
-)
-from ..workbench.load_time import duration_text, ops_text
+from tilescope.app.web import ids
+from tilescope.app.web.device_table import devices_diff_children
+from tilescope.app.web.style import TOP_LEGEND, all_of, base_layout, graph_config, kind_colour, plain, some_of, us
+from tilescope.app.web.zone_segments import segments, vertices
+from tilescope.app.web.diff_table import SHOWN_OPS, delta_rows, delta_table
+from tilescope.app.workbench.diff import collective_text, device_parts, more, moved_text, settings_text, time_split
+from tilescope.app.workbench.load_time import duration_text, ops_text
 
 SHOWN_ONLY_IN = 10  # collectives or moved ops listed by name; the rest are counted
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
 LINE_CHARS = 300  # of one line: past this, a message is a dump, not something to read
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dash import Input, Output, html, no_update
 
-from . import ids
-from .callback_context import triggered
-from .panel import Wiring
-from ..workbench.grid_choices import GridOption, grid_choice
+from tilescope.app.web import ids
+from tilescope.app.web.callback_context import triggered
+from tilescope.app.web.panel import Wiring
+from tilescope.app.workbench.grid_choices import GridOption, grid_choice
 
 GRID = dict(
     rows_options=Output(ids.OV_GRID_ROWS, "options"),

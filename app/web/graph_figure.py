@@ -7,12 +7,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from compiler.ir import Graph
+from tilescope.compiler.ir.graph import Graph
 
-from .style import BOUND_COLOURS, SELECTED, TOP_LEGEND, base_layout, plain
-from ..workbench.graph_view import OpMetric
-from ..workbench.graph_layout import Box, nested_layout
-from ..workbench.grouping import GROUP, GroupedView
+from tilescope.app.web.style import BOUND_COLOURS, SELECTED, TOP_LEGEND, base_layout, plain
+from tilescope.app.workbench.graph_view import OpMetric
+from tilescope.app.workbench.graph_layout import Box, nested_layout
+from tilescope.app.workbench.grouping import GROUP, GroupedView
 
 # colour mode -> what the colour bar or legend calls it
 COLOUR_MODES = {

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import dash_ag_grid as dag
 
-from .style import FONT
+from tilescope.app.web.style import FONT
 
 # Balham is AG Grid's dense theme, for data-heavy tables; its colours follow the page's
 THEME = {

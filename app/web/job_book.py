@@ -24,7 +24,7 @@ from typing import Protocol
 import diskcache
 import redis
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
 STORE_ERRORS = (OSError, sqlite3.Error, redis.RedisError)  # a book that cannot be read or written
 

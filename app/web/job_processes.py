@@ -16,7 +16,7 @@ import sys
 import psutil
 from dash import DiskcacheManager
 
-from .job_book import STORE_ERRORS, JobBook
+from tilescope.app.web.job_book import STORE_ERRORS, JobBook
 
 
 class OwnProcesses(DiskcacheManager):

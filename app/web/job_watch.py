@@ -19,10 +19,10 @@ import threading
 from collections.abc import Callable
 from contextvars import ContextVar
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
-from .error_lines import error_line
-from .job_book import BEAT_S, STORE_ERRORS, JobBook
+from tilescope.app.web.error_lines import error_line
+from tilescope.app.web.job_book import BEAT_S, STORE_ERRORS, JobBook
 
 
 class JobWatch:

@@ -30,14 +30,14 @@ from dash.background_callback.managers import BaseBackgroundCallbackManager
 from dash.exceptions import PreventUpdate
 from flask import has_request_context, request
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
-from .auth import signed_in
-from .error_lines import error_line
-from .job_book import STORE_ERRORS, DiskStore, JobBook
-from .job_processes import OwnProcesses
-from .job_watch import JobWatch, done_watching, this_job, watching
-from .lost_jobs import SaysLostJobs
+from tilescope.app.web.auth import signed_in
+from tilescope.app.web.error_lines import error_line
+from tilescope.app.web.job_book import STORE_ERRORS, DiskStore, JobBook
+from tilescope.app.web.job_processes import OwnProcesses
+from tilescope.app.web.job_watch import JobWatch, done_watching, this_job, watching
+from tilescope.app.web.lost_jobs import SaysLostJobs
 
 JOB_POLL_MS = 100  # how often the page asks after a job (Dash's default, 1 s, adds up to 1 s to a re-run)
 JOB_KEY = "tilescope_job"  # the job's result key, in the context a job receives

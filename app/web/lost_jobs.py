@@ -21,7 +21,7 @@ from collections import OrderedDict
 
 from dash import DiskcacheManager
 
-from .error_lines import error_line
+from tilescope.app.web.error_lines import error_line
 
 LINE_BYTES = select.PIPE_BUF  # a write this long to a pipe is never interleaved with another's
 KEPT = 64  # lines kept for pages that have not polled yet (one that stopped polling never takes its own)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dash import dcc, html
 
-from . import ids
-from .panel import PageContext, Panel
-from .panels import PANELS
+from tilescope.app.web import ids
+from tilescope.app.web.panel import PageContext, Panel
+from tilescope.app.web.panels import PANELS
 
 RUNS_POLL_MS = 5000  # how often the page looks for runs stored by others
 

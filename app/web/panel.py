@@ -10,9 +10,9 @@ from typing import Any, Literal
 from dash import Dash, no_update
 from dash.background_callback.managers import BaseBackgroundCallbackManager
 
-from compiler.target import Target
+from tilescope.compiler.targets.chip import Target
 
-from ..workbench.explorer import Explorer
+from tilescope.app.workbench.explorer import Explorer
 
 Place = Literal["bar", "main", "side", "tab"]  # the run bar on top, the two columns, the analysis tabs
 

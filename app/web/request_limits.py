@@ -19,8 +19,8 @@ from flask import Flask, Response, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge, ServiceUnavailable
 
-from ..workbench.model_access import MAX_SOURCE_BYTES
-from .error_lines import error_line, first_line
+from tilescope.app.workbench.model_access import MAX_SOURCE_BYTES
+from tilescope.app.web.error_lines import error_line, first_line
 
 MAX_REQUEST_BYTES = MAX_SOURCE_BYTES * 4 // 3 + (1 << 20)
 LARGE_BODY_BYTES = 1 << 20  # a re-run with 100,000 pending overrides sends ~4 MB; page clicks send KBs

@@ -14,33 +14,29 @@ from pathlib import Path
 from dash import Dash, html, set_props
 from dash.exceptions import BackgroundCallbackError
 
-from compiler.errors import TilescopeError
-from compiler.target import load_target
-from perfdb.engine import open_db, session_factory
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.targets.chip import load_target
+from tilescope.perfdb.engine import open_db, session_factory
 
-from . import celery_jobs, ids, panels
-from .error_lines import error_line, first_line
-from .caches import CacheDirs, cache_dirs, default_jobs_dir, keep_compilations_in, open_job_cache
-from ..workbench.explorer import Explorer
-from .auth import SignIn, Users, is_loopback, new_secret, read_users, require_door
-from .jobs import ProcessJobs
-from ..workbench.model_access import ModelAccess
-from .page import page
-from .panel import PageContext, Wiring
-from .request_limits import limit_requests
-from ..workbench.defaults import DEFAULT_TARGET
-from .thread_jobs import ThreadJobManager
-from .users_file import UsersFile
-
-
-def _assets() -> Path:
-    """The page's CSS and JS: in the package, where a wheel installs them (setup.py copies the
-    checkout's top-level assets/ there), else in the checkout an editable install runs from."""
-    installed = Path(__file__).resolve().parent / "assets"
-    return installed if installed.is_dir() else Path(__file__).resolve().parents[2] / "assets"
+from tilescope.app.web import celery_jobs
+from tilescope.app.web import ids
+from tilescope.app.web import panels
+from tilescope.app.web.error_lines import error_line, first_line
+from tilescope.app.web.caches import CacheDirs, cache_dirs, default_jobs_dir, keep_compilations_in, open_job_cache
+from tilescope.app.workbench.explorer import Explorer
+from tilescope.app.web.auth import SignIn, Users, is_loopback, new_secret, read_users, require_door
+from tilescope.app.web.jobs import ProcessJobs
+from tilescope.app.workbench.model_access import ModelAccess
+from tilescope.app.web.page import page
+from tilescope.app.web.panel import PageContext, Wiring
+from tilescope.app.web.request_limits import limit_requests
+from tilescope.app.workbench.defaults import DEFAULT_TARGET
+from tilescope.app.web.thread_jobs import ThreadJobManager
+from tilescope.app.web.users_file import UsersFile
 
 
-ASSETS = _assets()
+# the page's CSS and JS: tilescope/assets, in the checkout and in an installed wheel alike
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 JOB_FAILED = "An error occurred inside a background callback: "  # how Dash words a job's error
 
 
@@ -199,7 +195,7 @@ def _gunicorn(host: str, port: int, workers: int, serving: str, make_app) -> Non
     is printed once the socket listens, so the line never names an address that does not answer."""
     from gunicorn.app.base import BaseApplication  # noqa: PLC0415  # only this way of serving needs it
 
-    from .slow_clients import PacedThreadWorker  # noqa: PLC0415
+    from tilescope.app.web.slow_clients import PacedThreadWorker  # noqa: PLC0415
 
     class Workers(BaseApplication):
         def load_config(self) -> None:

@@ -12,7 +12,7 @@ import plotly.colors
 import plotly.graph_objects as go
 from dash import dcc, html
 
-from compiler import opset
+from tilescope.compiler.ir import opset
 
 FONT = "Inter, system-ui, -apple-system, Segoe UI, sans-serif"
 # The kinds most of a run's time goes to keep the colours a reader has learned (plotly's Dark24);

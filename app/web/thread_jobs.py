@@ -16,9 +16,9 @@ from threading import Lock, Thread
 
 from dash import DiskcacheManager
 
-from .job_book import DiskStore, JobBook
-from .jobs import OwnResults
-from .lost_jobs import SaysLostJobs
+from tilescope.app.web.job_book import DiskStore, JobBook
+from tilescope.app.web.jobs import OwnResults
+from tilescope.app.web.lost_jobs import SaysLostJobs
 
 
 # a job's number: not the thread's ident (the next thread reuses it, and two jobs would share one

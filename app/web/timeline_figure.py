@@ -17,10 +17,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from compiler.tracks import ENGINES, core_track, parse_track
+from tilescope.compiler.sim.tracks import ENGINES, core_track, parse_track
 
-from .style import TOP_LEGEND, base_layout, ink, kind_colour, plain
-from .zone_card import op_info
+from tilescope.app.web.style import TOP_LEGEND, base_layout, ink, kind_colour, plain
+from tilescope.app.web.zone_card import op_info
 
 MERGED = "merged"  # legend entry of "N zones" markers
 MERGED_COLOUR = "#9ca3af"

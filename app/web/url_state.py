@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from urllib.parse import parse_qs, urlencode
 
-from compiler.ir import LEVELS
-from compiler.target import DISPATCH_MODES
+from tilescope.compiler.ir.graph import LEVELS
+from tilescope.compiler.targets.chip import DISPATCH_MODES
 
 
 @dataclass(frozen=True)

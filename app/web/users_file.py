@@ -24,8 +24,8 @@ from pathlib import Path
 
 from werkzeug.security import DEFAULT_PBKDF2_ITERATIONS, generate_password_hash
 
-from compiler.data_file import shown
-from compiler.errors import TilescopeError
+from tilescope.compiler.targets.data_file import shown
+from tilescope.compiler.errors import TilescopeError
 
 AUTH_ENV = "TILESCOPE_AUTH_FILE"  # the users file, when serve is given no --auth
 

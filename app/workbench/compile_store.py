@@ -33,10 +33,10 @@ import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
-from compiler.override import OpOverride
-from compiler.pipeline import Compilation
+from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.compiler.pipeline.stages import Compilation
 
-from .private_files import NotPrivate, create_private, make_private, open_private, private_key
+from tilescope.app.workbench.private_files import NotPrivate, create_private, make_private, open_private, private_key
 
 MIN_OPS = 20_000  # kernel-level ops from which a compilation is kept
 KEEP = 4  # compilations kept; the least recently used goes first

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from compiler.resharding import COLLECTIVES
-from compiler.tracks import device_track, is_device_track
+from tilescope.compiler.ir.opset import COLLECTIVES
+from tilescope.compiler.sim.tracks import device_track, is_device_track
 
 
 @dataclass(frozen=True)

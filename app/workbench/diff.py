@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from compiler.override import REJECTED
-from overrides import format_item, format_value, parse_item
-from compiler.resharding import COLLECTIVES
-from perfdb.queries import diff_runs, get_run, op_records
-from perfdb.schema import Run
+from tilescope.compiler.pipeline.op_override import REJECTED
+from tilescope.overrides import format_item, format_value, parse_item
+from tilescope.compiler.ir.opset import COLLECTIVES
+from tilescope.perfdb.queries import diff_runs, get_run, op_records
+from tilescope.perfdb.schema import Run
 
-from .device_split import SPLIT_PARTS, side_by_side, split_each_device
-from .load_time import LOAD_TIME, duration_text, ops_text
-from .run_view import RunView
+from tilescope.app.workbench.device_split import SPLIT_PARTS, side_by_side, split_each_device
+from tilescope.app.workbench.load_time import LOAD_TIME, duration_text, ops_text
+from tilescope.app.workbench.run_view import RunView
 
 # Kernel parameters op records do not keep: what override items asked for is all there is to
 # compare, and an op without one ran with the compiler's choice, shown as DEFAULT.

@@ -12,36 +12,36 @@ from dataclasses import dataclass, field
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from compiler import zoo
-from compiler.errors import TilescopeError
-from compiler.models import example_names
-from compiler.override import OpOverride
-from compiler.pipeline import Compilation
-from compiler.policies import DEFAULT_POLICY
-from compiler.target import DEFAULT_DISPATCH, DISPATCH_MODES, Target, load_target, shown
-from overrides import parse_item
-from perfdb import queries
-from perfdb.meshes import collective_groups, run_mesh
-from perfdb.schema import Run
+from tilescope.compiler.frontend import zoo
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.frontend.model_refs import example_names
+from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.compiler.pipeline.stages import Compilation
+from tilescope.compiler.pipeline.options import DEFAULT_POLICY
+from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, DISPATCH_MODES, Target, load_target, shown
+from tilescope.overrides import parse_item
+from tilescope.perfdb import queries
+from tilescope.perfdb.meshes import collective_groups, run_mesh
+from tilescope.perfdb.schema import Run
 
-from . import runs
-from .diff import compare
-from .find_zone import FoundZone, kind_ops, op_zones
-from .graph_view import OpMetric, op_metrics
-from .grouping import ScopeTree
-from .kept import Kept
-from .key_locks import KeyLocks
-from .memory_view import MemoryView, memory_view
-from .natural_order import natural_key
-from .model_access import MAX_SOURCE_BYTES, ModelAccess
-from .roofline_view import Roofline, roofline
-from .run_export import export_run
-from .run_labels import overrides_label, run_label
-from .device_split import DeviceSplit, split_by_device, split_each_device
-from .run_view import RunView
-from .timeline_view import TimelineView, counter_steps, timeline, to_run_end
-from .tuning import TuneReport, tune_run
-from .uploads import upload_name, uploaded_bytes
+from tilescope.app.workbench import runs
+from tilescope.app.workbench.diff import compare
+from tilescope.app.workbench.find_zone import FoundZone, kind_ops, op_zones
+from tilescope.app.workbench.graph_view import OpMetric, op_metrics
+from tilescope.app.workbench.grouping import ScopeTree
+from tilescope.app.workbench.kept import Kept
+from tilescope.app.workbench.key_locks import KeyLocks
+from tilescope.app.workbench.memory_view import MemoryView, memory_view
+from tilescope.app.workbench.natural_order import natural_key
+from tilescope.app.workbench.model_access import MAX_SOURCE_BYTES, ModelAccess
+from tilescope.app.workbench.roofline_view import Roofline, roofline
+from tilescope.app.workbench.run_export import export_run
+from tilescope.app.workbench.run_labels import overrides_label, run_label
+from tilescope.app.workbench.device_split import DeviceSplit, split_by_device, split_each_device
+from tilescope.app.workbench.run_view import RunView
+from tilescope.app.workbench.timeline_view import TimelineView, counter_steps, timeline, to_run_end
+from tilescope.app.workbench.tuning import TuneReport, tune_run
+from tilescope.app.workbench.uploads import upload_name, uploaded_bytes
 
 KEPT_PER_VIEW = 32  # runs (or run and level) whose derived views each cache keeps
 # one read of a run's view at a time, so the panels asking for it at once compile it once

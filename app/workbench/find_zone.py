@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from sqlalchemy.orm import Session
 
-from compiler.tracks import parse_track
-from perfdb import queries
+from tilescope.compiler.sim.tracks import parse_track
+from tilescope.perfdb import queries
 
 MAX_BUCKETS = 60
 MIN_BUCKETS = 10

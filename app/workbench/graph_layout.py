@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from .grouping import GroupedView
+from tilescope.app.workbench.grouping import GroupedView
 
 PAD = 0.3  # cells between a box's edge and what it holds, at its sides and bottom
 HEAD = 0.6  # cells above what a box holds: room for its label

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import re2
 
-from compiler.errors import TilescopeError
-from compiler.pipeline import Compilation
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.pipeline.stages import Compilation
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.ir import Tensor
-from compiler.passes.layout import even_shards
-from compiler.tiles import tile_grid
+from tilescope.compiler.ir.graph import Tensor
+from tilescope.compiler.passes.layout import even_shards
+from tilescope.compiler.ir.tiles import tile_grid
 
-from .override_form import DEFAULT_CHOICE, layout_op, part_of
-from .run_view import RunView
+from tilescope.app.workbench.override_form import DEFAULT_CHOICE, layout_op, part_of
+from tilescope.app.workbench.run_view import RunView
 
 
 @dataclass(frozen=True)

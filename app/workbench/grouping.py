@@ -17,10 +17,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from compiler.ir import Graph
-from compiler.opset import ATTENTION, CONV, MATMUL, POOL, REDUCE, kind_of, op_class
+from tilescope.compiler.ir.graph import Graph
+from tilescope.compiler.ir.opset import ATTENTION, CONV, MATMUL, POOL, REDUCE, kind_of, op_class
 
-from .parameter_scopes import parameter_scopes
+from tilescope.app.workbench.parameter_scopes import parameter_scopes
 
 GROUP = "group:"  # prefix of a group's node id; an op's node id is its name
 DEFAULT_BUDGET = 60  # nodes the default view opens up to: few enough to label

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
 T = TypeVar("T")
 Say = Callable[[str], None]

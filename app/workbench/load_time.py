@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from perfdb.records import LoadOp
+from tilescope.perfdb.records import LoadOp
 
 LOAD_TIME = "load time (const-eval, once per model load)"
 SHOWN_KINDS = 3  # op kinds named on a load-time line; the rest are counted

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.passes.plan_memory import l1_live_at
-from compiler.pipeline import Compilation
+from tilescope.compiler.passes.plan_memory import l1_live_at
+from tilescope.compiler.pipeline.stages import Compilation
 
 
 @dataclass(frozen=True)

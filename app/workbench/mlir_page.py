@@ -7,7 +7,7 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
 MAX_QUERY = 200  # characters of a search
 MAX_MATCHES = 10_000  # matches counted; past that the count says "10,000+"

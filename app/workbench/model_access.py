@@ -19,14 +19,14 @@ from typing import TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from compiler import zoo
-from compiler.errors import TilescopeError
-from compiler.models import EXAMPLES, count_ops, example_names, read_source, split_function
-from compiler.target import DEFAULT_DISPATCH, builtin_names
+from tilescope.compiler.frontend import zoo
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.frontend.model_refs import EXAMPLES, count_ops, example_names, read_source, split_function
+from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, builtin_names
 
-from .defaults import DEFAULT_MAX_OPS
-from .isolation import run_isolated
-from .runs import store_baseline
+from tilescope.app.workbench.defaults import DEFAULT_MAX_OPS
+from tilescope.app.workbench.isolation import run_isolated
+from tilescope.app.workbench.runs import store_baseline
 
 MAX_SOURCE_BYTES = 64 * 2**20  # an upload or a file under --models-dir; larger models: the CLI
 MEMORY_PER_OP = 64 * 2**10  # a 50k-op model peaks at ~1.5 GB compiling and storing: twice that

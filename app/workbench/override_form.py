@@ -7,19 +7,19 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from compiler.errors import OverrideError, TilescopeError
-from compiler.ir import Op
-from compiler.override import REJECTED, OpOverride, OverrideOutcome
-from compiler.pipeline import Compilation
-from compiler.sharding import Sharding
-from compiler.target import Target, shown
-from overrides import Problems, check_overrides, format_item, parse_item
-from overrides.formats import MAX_FILE_BYTES, MAX_ITEMS, parse_text
-from overrides.spec import parse_sharding
-from overrides.validate import SHOWN_PROBLEMS, rejection
+from tilescope.compiler.errors import OverrideError, TilescopeError
+from tilescope.compiler.ir.graph import Op
+from tilescope.compiler.pipeline.op_override import REJECTED, OpOverride, OverrideOutcome
+from tilescope.compiler.pipeline.stages import Compilation
+from tilescope.compiler.sharding.mesh import Sharding
+from tilescope.compiler.targets.chip import Target, shown
+from tilescope.overrides import Problems, check_overrides, format_item, parse_item
+from tilescope.overrides.formats import MAX_FILE_BYTES, MAX_ITEMS, parse_text
+from tilescope.overrides.spec import parse_sharding
+from tilescope.overrides.validate import SHOWN_PROBLEMS, rejection
 
-from .run_view import RunView
-from .uploads import upload_name, uploaded_bytes
+from tilescope.app.workbench.run_view import RunView
+from tilescope.app.workbench.uploads import upload_name, uploaded_bytes
 
 DEFAULT_FIDELITY_CHOICE = "default"
 DEFAULT_CHOICE = "default"  # tile and double buffering as the compiler picks them

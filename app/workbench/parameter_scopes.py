@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from compiler.ir import Graph
+from tilescope.compiler.ir.graph import Graph
 
 _DYNAMO = re.compile(r"(?:getattr_)?[lL]__self___(.+)")  # TorchDynamo's name of `self.<path>`
 _INDEX = re.compile(r"___(\d+)___")  # getattr(module, "2") inside such a name: `layer___2___conv`

@@ -20,7 +20,7 @@ import os
 import stat
 from pathlib import Path
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
 DIRECTORY_MODE = 0o700
 FILE_MODE = 0o600

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from compiler.target import Target
+from tilescope.compiler.targets.chip import Target
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,17 @@ import json
 
 from sqlalchemy.orm import Session
 
-from compiler.errors import TilescopeError
-from compiler.target import load_target
-from overrides import parse_item
-from overrides.formats import OverrideSet, dump, left_out
-from perfdb.exports import chrome_trace
-from perfdb.ops_csv import write_csv
-from perfdb.queries import get_run
-from perfdb.schema import Run
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.targets.chip import load_target
+from tilescope.overrides import parse_item
+from tilescope.overrides.formats import OverrideSet, dump, left_out
+from tilescope.perfdb.exports import chrome_trace
+from tilescope.perfdb.ops_csv import write_csv
+from tilescope.perfdb.queries import get_run
+from tilescope.perfdb.schema import Run
 
-from .export_formats import EXPORT_FORMATS
-from .runs import target_of
+from tilescope.app.workbench.export_formats import EXPORT_FORMATS
+from tilescope.app.workbench.runs import target_of
 
 
 def peak_bytes_per_s(run: Run) -> dict[str, float]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compiler.override import OpOverride
-from compiler.target import DEFAULT_DISPATCH
-from overrides import format_item
-from perfdb.schema import Run
+from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.compiler.targets.chip import DEFAULT_DISPATCH
+from tilescope.overrides import format_item
+from tilescope.perfdb.schema import Run
 
 LABELLED_OVERRIDES = 3  # beyond, a label counts them and names the newest
 MAX_LABEL = 500  # characters: a run's label column holds 512

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from compiler.override import OpOverride
-from compiler.pipeline import Compilation
-from perfdb.queries import load_ops
-from perfdb.records import LoadOp
-from perfdb.schema import Run
+from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.compiler.pipeline.stages import Compilation
+from tilescope.perfdb.queries import load_ops
+from tilescope.perfdb.records import LoadOp
+from tilescope.perfdb.schema import Run
 
-from .runs import target_of
+from tilescope.app.workbench.runs import target_of
 
 
 @dataclass(frozen=True)

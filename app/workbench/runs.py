@@ -10,21 +10,21 @@ from functools import lru_cache
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from compiler.models import load_model, read_source
-from compiler.errors import TilescopeError
-from compiler.override import REJECTED, OpOverride, OverrideOutcome
-from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
-from compiler.pipeline import Compilation, compile_model
-from compiler.simulator import KernelCosts, SimResult, simulate
-from compiler.target import DEFAULT_DISPATCH, Target, load_target, target_text
-from overrides import check_op_names, format_item
-from perfdb.schema import Run
-from perfdb.records import CounterColumns, LoadOp, NewOp, NewRun, ZoneColumns
-from perfdb.store import save_run
+from tilescope.compiler.frontend.model_refs import load_model, read_source
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.pipeline.op_override import REJECTED, OpOverride, OverrideOutcome
+from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
+from tilescope.compiler.pipeline.stages import Compilation, compile_model
+from tilescope.compiler.sim.simulator import KernelCosts, SimResult, simulate
+from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, Target, load_target, target_text
+from tilescope.overrides import check_op_names, format_item
+from tilescope.perfdb.schema import Run
+from tilescope.perfdb.records import CounterColumns, LoadOp, NewOp, NewRun, ZoneColumns
+from tilescope.perfdb.store import save_run
 
-from .compile_store import CompileStore
-from .defaults import DEFAULT_TARGET
-from .kept import Kept
+from tilescope.app.workbench.compile_store import CompileStore
+from tilescope.app.workbench.defaults import DEFAULT_TARGET
+from tilescope.app.workbench.kept import Kept
 
 
 def no_progress(stage: str) -> None:

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from compiler.tracks import is_device_track, is_link_track, parse_track
-from perfdb import queries
+from tilescope.compiler.sim.tracks import is_device_track, is_link_track, parse_track
+from tilescope.perfdb import queries
 
-from .run_view import RunView
+from tilescope.app.workbench.run_view import RunView
 
 DEVICE_ROW = "device"  # the timeline's top row: each op once, from its start to its end
 

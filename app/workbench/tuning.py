@@ -10,11 +10,11 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from compiler.errors import TilescopeError
-from compiler.override import OpOverride
-from compiler.policies import GREEDY_L1
-from overrides import format_item, parse_item
-from overrides.search import (
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.compiler.pipeline.options import GREEDY_L1
+from tilescope.overrides import format_item, parse_item
+from tilescope.overrides.search import (
     LAYOUT_KNOBS,
     LAYOUT_POLICIES,
     PRECISION_KNOBS,
@@ -24,8 +24,8 @@ from overrides.search import (
     worth_groups,
 )
 
-from . import runs
-from .run_view import RunView
+from tilescope.app.workbench import runs
+from tilescope.app.workbench.run_view import RunView
 
 MAX_BUDGET_S = 3600.0  # an hour: a longer search is a batch job, not an interactive one
 CONTRIBUTIONS = 10  # the items whose worth in the final set is measured and reported

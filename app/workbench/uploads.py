@@ -7,7 +7,7 @@ import base64
 import binascii
 from pathlib import PurePosixPath
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
 
 def upload_name(filename: str | None, default: str = "upload") -> str:

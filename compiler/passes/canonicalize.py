@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import attrs, opset
-from ..ir import Graph, Op
-from ..rewrite import drop_unread
+from tilescope.compiler.ir import attributes
+from tilescope.compiler.ir import opset
+from tilescope.compiler.ir.graph import Graph, Op
+from tilescope.compiler.ir.rewrite import drop_unread
 
 # Ops whose output equals their input when shapes and dtypes match.
 _IDENTITY_WHEN_SAME_TYPE = {"reshape", "broadcast", "typecast", "slice", "to_layout", "repeat"}
@@ -62,10 +63,10 @@ def _is_identity(graph: Graph, op: Op) -> bool:
     if op.kind in _IDENTITY_WHEN_SAME_TYPE:
         return True
     if op.kind == "permute":
-        perm = attrs.ints(op.attrs.get("permutation"))
+        perm = attributes.ints(op.attrs.get("permutation"))
         return perm == tuple(range(len(perm)))
     if op.kind == "transpose":
-        dims = attrs.ints(op.attrs.get("dim0")) + attrs.ints(op.attrs.get("dim1"))
+        dims = attributes.ints(op.attrs.get("dim0")) + attributes.ints(op.attrs.get("dim1"))
         return len(dims) == 2 and dims[0] % max(1, len(src.shape)) == dims[1] % max(1, len(src.shape))
     return False
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import opset
-from ..ir import Graph
+from tilescope.compiler.ir import opset
+from tilescope.compiler.ir.graph import Graph
 
 
 @dataclass(frozen=True)

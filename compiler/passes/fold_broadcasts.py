@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import opset
-from ..ir import Graph
-from ..rewrite import drop_unread, readers
+from tilescope.compiler.ir import opset
+from tilescope.compiler.ir.graph import Graph
+from tilescope.compiler.ir.rewrite import drop_unread, readers
 
 _BROADCASTING = (opset.ELTWISE_BINARY, opset.ELTWISE_TERNARY)
 

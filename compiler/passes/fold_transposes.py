@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import attrs
-from ..ir import Graph, Op
-from ..rewrite import drop_unread, producers
+from tilescope.compiler.ir import attributes
+from tilescope.compiler.ir.graph import Graph, Op
+from tilescope.compiler.ir.rewrite import drop_unread, producers
 
 _TRANSPOSES = ("permute", "transpose")
 _SIDES = (("lhs", "transpose_a"), ("rhs", "transpose_b"))
@@ -28,9 +28,9 @@ def permutation(graph: Graph, op: Op) -> tuple[int, ...] | None:
     """The permutation a permute or transpose applies, as positions of its input dims."""
     rank = len(graph.tensors[op.inputs[0]].shape)
     if op.kind == "permute":
-        perm = attrs.ints(op.attrs.get("permutation"))
+        perm = attributes.ints(op.attrs.get("permutation"))
         return perm if sorted(perm) == list(range(rank)) else None
-    dims = attrs.ints(op.attrs.get("dim0")) + attrs.ints(op.attrs.get("dim1"))
+    dims = attributes.ints(op.attrs.get("dim0")) + attributes.ints(op.attrs.get("dim1"))
     if len(dims) != 2 or rank == 0:
         return None
     a, b = (d % rank for d in dims)
@@ -72,8 +72,8 @@ class FoldTransposes:
         rank = len(perm)
         contract_key, batch_key = f"contract_dims_{side}", f"batch_dims_{side}"
         if contract_key in op.attrs:
-            contract = attrs.ints(op.attrs[contract_key])
-            batch = attrs.ints(op.attrs.get(batch_key))
+            contract = attributes.ints(op.attrs[contract_key])
+            batch = attributes.ints(op.attrs.get(batch_key))
             free = [d for d in range(rank) if d not in contract and d not in batch]
             if [perm[d] for d in free] != sorted(perm[d] for d in free):
                 return False  # the free dims would come out in another order

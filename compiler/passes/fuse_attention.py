@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import attrs
-from ..ir import Graph, Op
-from ..rewrite import drop_unread, producers, readers
+from tilescope.compiler.ir import attributes
+from tilescope.compiler.ir.graph import Graph, Op
+from tilescope.compiler.ir.rewrite import drop_unread, producers, readers
 
 PREFILL, DECODE = "scaled_dot_product_attention", "scaled_dot_product_attention_decode"
 _SCORE_STEPS = ("typecast", "multiply", "divide", "add")
@@ -165,7 +165,7 @@ class FuseAttention:
 
     @staticmethod
     def _swaps_heads(op: Op) -> bool:
-        return op.kind == "permute" and attrs.ints(op.attrs.get("permutation")) == SWAP_HEADS
+        return op.kind == "permute" and attributes.ints(op.attrs.get("permutation")) == SWAP_HEADS
 
     def _head_split(self, graph: Graph, t: str, made_by, only_reader) -> list[Op] | None:
         """The permute of [B, S, H, D] into [B, H, S, D] that makes `t`, and the reshape of
@@ -213,5 +213,5 @@ class FuseAttention:
         contracting its last dim, the rhs dim `rhs_contract` (3 for Q K^T, 2 for P V)."""
         if len(op.inputs) != 2 or any(len(graph.tensors[t].shape) != 4 for t in op.inputs):
             return False
-        lhs, rhs = (attrs.ints(op.attrs.get(f"contract_dims_{side}")) for side in ("lhs", "rhs"))
+        lhs, rhs = (attributes.ints(op.attrs.get(f"contract_dims_{side}")) for side in ("lhs", "rhs"))
         return lhs == (3,) and rhs == (rhs_contract,)

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import opset
-from ..ir import Graph, Op
-from ..rewrite import producers
-from ..target import Target
+from tilescope.compiler.ir import opset
+from tilescope.compiler.ir.graph import Graph, Op
+from tilescope.compiler.ir.rewrite import producers
+from tilescope.compiler.targets.chip import Target
 
 _ACTIVATION_HOSTS = (*opset.MATRIX_CLASSES, opset.ELTWISE_BINARY, opset.NORM)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir import Graph, Op, Tensor
-from ..operand_layout import required_layout, required_layout_key
-from ..target import Target
+from tilescope.compiler.ir.graph import Graph, Op, Tensor
+from tilescope.compiler.analysis.operand_layout import required_layout, required_layout_key
+from tilescope.compiler.targets.chip import Target
 
 
 @dataclass(frozen=True)

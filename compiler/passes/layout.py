@@ -19,16 +19,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from .. import opset
-from ..dtypes import BYTES_PER_ELEMENT
-from ..ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Op, Tensor
-from ..l1_allocator import FirstFit, last_uses
-from ..matmul_blocking import matmul_split
-from ..operand_layout import required_layout
-from ..override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome, sharding_requests, short_name
-from ..target import Target
-from ..policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, GREEDY_L1, OPTIMIZER
-from ..tiles import ceil_div, shard_bytes, tile_bytes, tile_grid
+from tilescope.compiler.ir import opset
+from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
+from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Op, Tensor
+from tilescope.compiler.analysis.l1_allocator import FirstFit, last_uses
+from tilescope.compiler.analysis.matmul_blocking import matmul_split
+from tilescope.compiler.analysis.operand_layout import required_layout
+from tilescope.compiler.pipeline.op_override import (
+    ADJUSTED,
+    APPLIED,
+    REJECTED,
+    OpOverride,
+    OverrideOutcome,
+    sharding_requests,
+    short_name,
+)
+from tilescope.compiler.targets.chip import Target
+from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, GREEDY_L1, OPTIMIZER
+from tilescope.compiler.ir.tiles import ceil_div, shard_bytes, tile_bytes, tile_grid
 
 # Output tiles a matmul sub-block may hold: tt-metal's destination registers take 8 tiles of 16-bit
 # data (matmul program configs require out_subblock_h * out_subblock_w <= 8)

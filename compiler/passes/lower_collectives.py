@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..collective_timing import on_the_links
-from ..ir import Graph
-from ..resharding import COLLECTIVES, EXCHANGES
-from ..target import Target
+from tilescope.compiler.sim.collectives import on_the_links
+from tilescope.compiler.ir.graph import Graph
+from tilescope.compiler.ir.opset import COLLECTIVES, EXCHANGES
+from tilescope.compiler.targets.chip import Target
 
 
 @dataclass(frozen=True)

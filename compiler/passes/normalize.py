@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import opset
-from ..errors import clip
-from ..ir import Graph, Op
+from tilescope.compiler.ir import opset
+from tilescope.compiler.errors import clip
+from tilescope.compiler.ir.graph import Graph, Op
 
 
 @dataclass(frozen=True)

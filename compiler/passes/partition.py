@@ -4,7 +4,7 @@
                inputs split along a `batch` axis by their leading dimension (data parallel), and
                matmul weights split Megatron-style along a `model` axis: column-parallel where
                the activation is whole, row-parallel where it arrives split along K
-    propagate  op by op in program order (compiler/sharding_rules.py)
+    propagate  op by op in program order (compiler/rules.py)
     reshard    where an op needs an operand split otherwise, the collectives that do it
                (compiler/resharding.py); the graph's results are returned whole
     localize   every tensor takes the shape of one device's piece
@@ -23,14 +23,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .. import attrs, opset, sharding_rules
-from ..errors import ModelLoadError
-from ..ir import Graph, Op, Tensor
-from ..override import OpOverride
-from ..resharding import COLLECTIVES, steps
-from ..sharding import SINGLE, Mesh, Sharding
-from ..sharding_override import ShardingRequests
-from ..target import Target
+from tilescope.compiler.ir import attributes
+from tilescope.compiler.ir import opset
+from tilescope.compiler.sharding import rules
+from tilescope.compiler.errors import ModelLoadError
+from tilescope.compiler.ir.graph import Graph, Op, Tensor
+from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.compiler.ir.opset import COLLECTIVES
+from tilescope.compiler.sharding.resharding import steps
+from tilescope.compiler.sharding.mesh import SINGLE, Mesh, Sharding
+from tilescope.compiler.sharding.requests import ShardingRequests
+from tilescope.compiler.targets.chip import Target
 
 DATA_AXES = ("batch", "data", "dp")
 MODEL_AXES = ("model", "tp", "tensor")
@@ -114,7 +117,7 @@ class _Partitioner:
         self.taken = {op.name for op in graph.ops} | set(graph.tensors)
         self.suffixes: dict[str, int] = {}
         self.reductions: dict[str, str] = {}  # tensor -> how its partial sums combine (sum, max, min)
-        self.plans: dict[tuple, sharding_rules.Plan] = {}  # see _planned
+        self.plans: dict[tuple, rules.Plan] = {}  # see _planned
         self.by_policy = not self.annotated and not self.local
         self.model_axis = next((a for a, n in mesh.axes if a in MODEL_AXES and n > 1), None)
 
@@ -178,7 +181,7 @@ class _Partitioner:
         weight = self.graph.tensors[rhs]
         if not weight.is_parameter or weight.sharding is not None or self.readers.get(rhs, 0) != 1:
             return None
-        rule = sharding_rules.dim_map(self.graph, op)
+        rule = rules.dim_map(self.graph, op)
         if rule is None:
             return None
         dims: list[tuple[str, ...]] = [()] * len(weight.shape)
@@ -225,7 +228,7 @@ class _Partitioner:
                 tensor.sharding = given
                 self.reductions[name] = plan.reduce
 
-    def _plan(self, op: Op) -> tuple[sharding_rules.Plan, Sharding | None]:
+    def _plan(self, op: Op) -> tuple[rules.Plan, Sharding | None]:
         """The op's plan, reading inputs as the requests say where its rule can, and the sharding
         the policy gives its weight (None: none). A request the rule cannot honour is rejected
         and the op planned without it."""
@@ -242,17 +245,17 @@ class _Partitioner:
             for i in unread:
                 self.requests.unread(op, i, plan.inputs[i])
 
-    def _planned(self, op: Op, current: list[Sharding], fixed: tuple[int, ...]) -> sharding_rules.Plan:
-        """sharding_rules.plan, once per op of the same kind, attributes, shapes and operand
+    def _planned(self, op: Op, current: list[Sharding], fixed: tuple[int, ...]) -> rules.Plan:
+        """rules.plan, once per op of the same kind, attributes, shapes and operand
         shardings (every layer of a model asks again); plans are read, never changed."""
         shapes = tuple(self.graph.tensors[t].shape for t in (*op.inputs, *op.outputs[:1]))
         key = (op.kind, tuple(sorted(op.attrs.items())), shapes, len(op.outputs), tuple(current), fixed)
         try:
             found = self.plans.get(key)
         except TypeError:  # an attribute that cannot be compared: planned afresh
-            return sharding_rules.plan(self.graph, op, current, self.mesh, fixed=fixed)
+            return rules.plan(self.graph, op, current, self.mesh, fixed=fixed)
         if found is None:
-            found = self.plans[key] = sharding_rules.plan(self.graph, op, current, self.mesh, fixed=fixed)
+            found = self.plans[key] = rules.plan(self.graph, op, current, self.mesh, fixed=fixed)
         return found
 
     def _constraint(self, op: Op) -> None:
@@ -357,7 +360,7 @@ def _localize(graph: Graph, mesh: Mesh, local: set[str]) -> None:
 
 def _sliced_ends(text: str, whole: tuple[int, ...], local: tuple[int, ...]) -> str:
     """A slice's ends with each split dimension's end scaled to the piece."""
-    ends = list(attrs.ints(text))
+    ends = list(attributes.ints(text))
     if len(ends) != len(whole):
         return text
     for d, (w, n) in enumerate(zip(whole, local)):

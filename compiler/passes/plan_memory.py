@@ -21,12 +21,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..ir import Graph, Tensor
-from ..l1_allocator import FirstFit, last_uses
-from ..target import Target
-from ..override import REJECTED, OverrideOutcome, short_name
-from ..rewrite import producers
-from ..tiles import shard_bytes, tile_bytes
+from tilescope.compiler.ir.graph import Graph, Tensor
+from tilescope.compiler.analysis.l1_allocator import FirstFit, last_uses
+from tilescope.compiler.targets.chip import Target
+from tilescope.compiler.pipeline.op_override import REJECTED, OverrideOutcome, short_name
+from tilescope.compiler.ir.rewrite import producers
+from tilescope.compiler.ir.tiles import shard_bytes, tile_bytes
 
 
 @dataclass(frozen=True)

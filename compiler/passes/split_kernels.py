@@ -16,13 +16,13 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .. import opset
-from ..dtypes import BYTES_PER_ELEMENT
-from ..ir import Graph, Layout, Op, Tensor
-from ..kernel import MCAST, NOC, CircularBuffer, Compute, CoreWork, Kernel, Transfer
-from ..matmul_blocking import fit_blocks, matmul_split, subblock, unpacked_per_multiply
-from ..target import Target
-from ..tiles import ceil_div, num_tiles, same_bytes, shard_bytes, tile_bytes
+from tilescope.compiler.ir import opset
+from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
+from tilescope.compiler.ir.graph import Graph, Layout, Op, Tensor
+from tilescope.compiler.ir.core_work import MCAST, NOC, CircularBuffer, Compute, CoreWork, Kernel, Transfer
+from tilescope.compiler.analysis.matmul_blocking import fit_blocks, matmul_split, subblock, unpacked_per_multiply
+from tilescope.compiler.targets.chip import Target
+from tilescope.compiler.ir.tiles import ceil_div, num_tiles, same_bytes, shard_bytes, tile_bytes
 
 MAX_ELTWISE_BLOCK = 8  # tiles per step of a streaming (eltwise, data movement) kernel
 # query rows and key rows per step of flash attention: tt-transformers' SDPA program configs use

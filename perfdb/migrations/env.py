@@ -5,7 +5,7 @@ the config's `sqlalchemy.url`, e.g. to autogenerate a new revision against a scr
 from alembic import context
 from sqlalchemy import Connection, create_engine, pool
 
-from perfdb.schema import Base
+from tilescope.perfdb.schema import Base
 
 config = context.config
 

@@ -7,15 +7,15 @@ from collections import Counter
 
 import pytest
 
-from compiler import opset
-from compiler.ir import LEVELS
-from compiler.mlir_import import import_mlir, parse_module, strip_unparsable
-from compiler.mlir_text import make_parsable
-from compiler.models import load_model
-from compiler.pipeline import compile_model
-from compiler.resharding import EXCHANGES
-from compiler.target import load_target
-from compiler.simulator import simulate
+from tilescope.compiler.ir import opset
+from tilescope.compiler.ir.graph import LEVELS
+from tilescope.compiler.frontend.mlir_import import import_mlir, parse_module, strip_unparsable
+from tilescope.compiler.frontend.mlir_text import make_parsable
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.ir.opset import EXCHANGES
+from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.sim.simulator import simulate
 
 CORPUS_OPS = {  # file -> ops in the entry function (counted with grep on '= "ttir.' and friends)
     "mnist.mlir": 8,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from compiler import opset
-from compiler.mlir_import import import_mlir, parse_module
-from compiler.pipeline import compile_model
-from compiler.simulator import simulate
+from tilescope.compiler.ir import opset
+from tilescope.compiler.frontend.mlir_import import import_mlir, parse_module
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.simulator import simulate
 
 LINALG = """
 func.func @forward(%a: tensor<128x256xf32>, %b: tensor<256x512xf32>, %bias: tensor<512xf32>) -> tensor<128x512xf32> {

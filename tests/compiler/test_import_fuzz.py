@@ -16,12 +16,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compiler.errors import TilescopeError
-from compiler.mlir_import import MAX_NESTING, import_mlir
-from compiler.models import EXAMPLES, load_model
-from compiler.pipeline import compile_model
-from compiler.simulator import simulate
-from compiler.target import load_target
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.frontend.mlir_import import MAX_NESTING, import_mlir
+from tilescope.compiler.frontend.model_refs import EXAMPLES, load_model
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.simulator import simulate
+from tilescope.compiler.targets.chip import load_target
 from tests.fuzzing import case, fuzz_settings, one_line
 
 FUZZ = fuzz_settings(default=100)

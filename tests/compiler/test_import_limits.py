@@ -16,11 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler import dialect_stubs, mlir_import, mlir_text
-from compiler.errors import ModelLoadError
-from compiler.mlir_import import MAX_NAME_CHARS, MAX_NESTING, import_mlir, parse_module
-from compiler.pipeline import compile_model
-from compiler.simulator import simulate
+from tilescope.compiler.frontend import dialect_stubs
+from tilescope.compiler.frontend import mlir_import
+from tilescope.compiler.frontend import mlir_text
+from tilescope.compiler.errors import ModelLoadError
+from tilescope.compiler.frontend.mlir_import import MAX_NAME_CHARS, MAX_NESTING, import_mlir, parse_module
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.simulator import simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,7 +60,7 @@ def _in_subprocess(code: str, timeout: float) -> dict:
 
 _LONG_LOC = """
 import json, resource, sys
-from compiler.mlir_import import import_mlir
+from tilescope.compiler.frontend.mlir_import import import_mlir
 def rss(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 name = ".".join(["a"] * {parts})
 text = ('func.func @forward(%a: tensor<32x32xf32>) -> tensor<32x32xf32> {{\\n'
@@ -102,7 +104,7 @@ def test_long_names_are_shortened_distinct_and_said():
 
 _MANY = """
 import json
-from compiler.mlir_import import import_mlir, strip_unparsable
+from tilescope.compiler.frontend.mlir_import import import_mlir, strip_unparsable
 n = 40_000
 relu = '"ttir.relu"(%{a}) : (tensor<32x32xf32>) -> tensor<32x32xf32>'
 head = 'func.func @forward(%a: tensor<32x32xf32>) -> tensor<32x32xf32> {\\n'

@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from compiler.models import load_model
-from compiler.override import APPLIED, REJECTED, OpOverride
-from compiler.pipeline import compile_model
-from compiler.target import load_target
-from overrides import parse_item
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.op_override import APPLIED, REJECTED, OpOverride
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.targets.chip import load_target
+from tilescope.overrides import parse_item
 
 
 def _outcome(compilation):
@@ -123,7 +123,7 @@ def test_uneven_shards_are_rejected_with_the_grids_that_would_divide(tiny_path, 
 
 
 def test_greedy_l1_only_makes_even_shards(wormhole):
-    from compiler.passes.layout import even_shards
+    from tilescope.compiler.passes.layout import even_shards
 
     # 100 positions: 4 tile rows a user, which divide a grid for 8 users but not for one
     c = compile_model(load_model("zoo:bert-base?layers=1&seq=100&batch=8"), wormhole, policy="greedy-l1")
@@ -227,7 +227,7 @@ func.func @forward(%x: tensor<256x256xbf16> {ttir.name = "x"}) -> tensor<256x256
   return %0 : tensor<256x256xbf16>
 }
 """
-    from compiler.mlir_import import import_mlir
+    from tilescope.compiler.frontend.mlir_import import import_mlir
 
     c = compile_model(import_mlir(permute, "p.mlir"), wormhole, [parse_item("p=operand#0:8x8:l1:block_sharded")])
     outcome = _outcome(c)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 import pytest
 
-from compiler import opset
-from compiler.errors import ModelLoadError
-from compiler.mlir_import import import_mlir, strip_unparsable
-from compiler.models import EXAMPLES, load_model
-from compiler.passes.normalize import Normalize
-from compiler.pipeline import compile_model
-from compiler.sharding import Mesh, Sharding
+from tilescope.compiler.ir import opset
+from tilescope.compiler.errors import ModelLoadError
+from tilescope.compiler.frontend.mlir_import import import_mlir, strip_unparsable
+from tilescope.compiler.frontend.model_refs import EXAMPLES, load_model
+from tilescope.compiler.passes.normalize import Normalize
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sharding.mesh import Mesh, Sharding
 
 EXAMPLE = EXAMPLES / "sharded_attention.mlir"
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from compiler import zoo
-from compiler.errors import ModelLoadError
-from compiler.mlir_import import import_mlir
-from compiler.models import count_ops, load_model, read_source
+from tilescope.compiler.frontend import zoo
+from tilescope.compiler.errors import ModelLoadError
+from tilescope.compiler.frontend.mlir_import import import_mlir
+from tilescope.compiler.frontend.model_refs import count_ops, load_model, read_source
 
 MNIST_ARGS = [
     "input_1",
@@ -276,7 +276,7 @@ def test_bad_zoo_matmul_parameter_is_a_model_error():
 
 
 def test_shipped_example_loads_by_file_name():
-    from compiler.models import example_names
+    from tilescope.compiler.frontend.model_refs import example_names
 
     assert "classifier.mlir" in example_names()
     graph = load_model("classifier.mlir").graph

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from iree.compiler import ir
 
-from compiler.mlir_import import import_mlir, new_context, parse_module
-from compiler.models import load_model
-from compiler.pipeline import compile_model
-from overrides import parse_item
+from tilescope.compiler.frontend.mlir_import import import_mlir, new_context, parse_module
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.overrides import parse_item
 
 
 def _walk(op):

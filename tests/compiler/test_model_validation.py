@@ -8,12 +8,12 @@ from urllib.parse import parse_qsl
 
 import pytest
 
-from compiler import model_validation as mv
-from compiler.errors import TilescopeError
-from compiler.models import load_model
-from compiler.pipeline import compile_model
-from compiler.simulator import simulate
-from compiler.target import load_target
+from tilescope.compiler.validation import whole_models as mv
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.simulator import simulate
+from tilescope.compiler.targets.chip import load_target
 
 DEFAULTS = {
     "model": "m",

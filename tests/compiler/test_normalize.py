@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from compiler import opset
-from compiler.mlir_import import import_mlir, parse_module
-from compiler.models import load_model
-from compiler.passes.normalize import Normalize
-from compiler.pipeline import compile_model
-from compiler.simulator import simulate
+from tilescope.compiler.ir import opset
+from tilescope.compiler.frontend.mlir_import import import_mlir, parse_module
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.passes.normalize import Normalize
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.simulator import simulate
 
 NAMED_DPS = str(Path(__file__).parents[1] / "data" / "named_dps.mlir")
 

@@ -14,6 +14,8 @@ PASSES = Path(__file__).resolve().parents[2] / "compiler" / "passes"
 
 @pytest.mark.parametrize("path", sorted(PASSES.glob("*.py")), ids=lambda p: p.name)
 def test_a_pass_imports_no_other_pass(path):
-    others = {f"compiler.passes.{p.stem}" for p in PASSES.glob("*.py") if p != path and p.stem != "__init__"}
-    found = _imports(path) & others  # `from .x import y`, `from . import x` and `import compiler.passes.x` alike
+    others = {f"tilescope.compiler.passes.{p.stem}" for p in PASSES.glob("*.py") if p != path and p.stem != "__init__"}
+    found = (
+        _imports(path) & others
+    )  # `from .x import y`, `from . import x` and `import tilescope.compiler.passes.x` alike
     assert not found, f"{path.name} imports {sorted(found)}"

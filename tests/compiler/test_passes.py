@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from compiler.mlir_import import import_mlir
-from compiler.passes.plan_memory import l1_live_at
-from compiler.pipeline import compile_model
-from overrides import parse_item
+from tilescope.compiler.frontend.mlir_import import import_mlir
+from tilescope.compiler.passes.plan_memory import l1_live_at
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.overrides import parse_item
 
 CANON = """
 func.func @forward(%x: tensor<32x64xf32> {ttir.name = "x"}) -> tensor<32x64xf32> {
@@ -137,8 +137,8 @@ def test_overflow_says_how_many_bytes_and_where(wormhole):
 
 def test_a_tensor_the_policy_cannot_fit_stays_in_dram_with_one_line_saying_why():
     """greedy-l1 on MTIA (128 KiB of local memory per PE) leaves too little room for the value projection."""
-    from compiler.models import load_model
-    from compiler.target import load_target
+    from tilescope.compiler.frontend.model_refs import load_model
+    from tilescope.compiler.targets.chip import load_target
 
     c = compile_model(load_model("zoo:bert-base?layers=1&batch=2"), load_target("mtia_v1"), policy="greedy-l1")
     name = "encoder.layer.0.attention.self.value.matmul"
@@ -190,7 +190,7 @@ def test_moving_a_greedy_sharded_output_to_dram_unshards_it(wormhole):
 
 
 def test_streaming_buffers_shrink_to_fit_a_small_local_memory():
-    from compiler.target import load_target
+    from tilescope.compiler.targets.chip import load_target
 
     mtia = load_target("mtia_v1")  # 128 KiB per PE
     c = compile_model(import_mlir(PERMUTE.replace("256x256", "4096x4096"), "p.mlir"), mtia, policy="greedy-l1")

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from compiler.ir import LEVELS
-from compiler.mlir_import import parse_module
-from compiler.models import load_model
-from compiler.pipeline import compile_model
+from tilescope.compiler.ir.graph import LEVELS
+from tilescope.compiler.frontend.mlir_import import parse_module
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model
 
 from ..conftest import DATA
 
@@ -167,8 +167,8 @@ def _sim_rows(sim):
 def test_a_compile_and_simulation_since_an_earlier_one_equal_those_from_scratch(wormhole, ref, policy, item):
     """The incremental path (since=, known=) reuses the graph level and the unchanged ops' kernels
     and timings, and gives what compiling and simulating from nothing gives."""
-    from compiler.simulator import simulate
-    from overrides import parse_item
+    from tilescope.compiler.sim.simulator import simulate
+    from tilescope.overrides import parse_item
 
     model = load_model(ref)
     base = compile_model(model, wormhole, policy=policy)
@@ -198,7 +198,7 @@ def test_a_compile_and_simulation_since_an_earlier_one_equal_those_from_scratch(
 
 
 def test_an_earlier_compilation_of_another_model_or_target_is_not_reused(wormhole):
-    from compiler.target import load_target
+    from tilescope.compiler.targets.chip import load_target
 
     blackhole = load_target("blackhole_p150")
     model = load_model("zoo:mlp")
@@ -231,9 +231,9 @@ def test_a_recompile_with_other_sharding_overrides_partitions_again_and_equals_o
 ):
     """The partition level is reused only when the shardings asked for are the same; the graph
     level always. Either way the levels, outcomes and simulation are those of a fresh compile."""
-    from compiler.simulator import simulate
-    from compiler.target import load_target
-    from overrides import parse_item
+    from tilescope.compiler.sim.simulator import simulate
+    from tilescope.compiler.targets.chip import load_target
+    from tilescope.overrides import parse_item
 
     t3k = load_target("t3k")
     model = load_model(SHARDED)
@@ -354,12 +354,12 @@ def test_a_chain_of_compiles_each_since_the_last_equals_compiles_from_scratch(re
     found and the kernels split in every earlier compile, kernels renamed from one that is no
     longer compiled) gives what compiling and simulating from nothing gives, and that is what
     compiling with no op's work taken from another's gives, down to each op's L1 on every core."""
-    from compiler.operand_layout import required_layout
-    from compiler.passes import split_kernels
-    from compiler.passes.insert_to_layout import InsertToLayout
-    from compiler.simulator import simulate
-    from compiler.target import load_target
-    from overrides import parse_item
+    from tilescope.compiler.analysis.operand_layout import required_layout
+    from tilescope.compiler.passes import split_kernels
+    from tilescope.compiler.passes.insert_to_layout import InsertToLayout
+    from tilescope.compiler.sim.simulator import simulate
+    from tilescope.compiler.targets.chip import load_target
+    from tilescope.overrides import parse_item
 
     target = load_target(target_name)
     model = load_model(str(DATA / ref) if ref.endswith(".mlir") else ref)
@@ -414,7 +414,7 @@ def _l1_planned(compilation) -> list[tuple[str, tuple[int, int], float]]:
 
 def _l1_of_live_tensors(compilation) -> list[tuple[str, tuple[int, int], float]]:
     """The same cores' L1 in use, added up from the tensors placed there and live at the op."""
-    from compiler.passes.plan_memory import l1_live_at
+    from tilescope.compiler.passes.plan_memory import l1_live_at
 
     kernel, target = compilation.kernel, compilation.target
     return [

@@ -3,8 +3,8 @@
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from compiler.resharding import steps
-from compiler.sharding import Mesh, Sharding
+from tilescope.compiler.sharding.resharding import steps
+from tilescope.compiler.sharding.mesh import Mesh, Sharding
 from tests.fuzzing import fuzz_settings
 
 MESH = Mesh((("x", 2), ("y", 4)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.simulator import simulate
+from tilescope.compiler.sim.simulator import simulate
 
 
 @pytest.fixture(params=["mnist", "zoo:mlp", "tiny"])

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.mlir_import import import_mlir
-from compiler.models import load_model
-from compiler.pipeline import compile_model
-from compiler.simulator import simulate
-from compiler.target import builtin_names, load_target
-from overrides import parse_item
+from tilescope.compiler.frontend.mlir_import import import_mlir
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.simulator import simulate
+from tilescope.compiler.targets.chip import builtin_names, load_target
+from tilescope.overrides import parse_item
 
 TARGETS = builtin_names()
 # Large enough to be compute-bound on the whole grid of every target: 2*N^3 FLOPs over ~6*N^2

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from compiler.errors import TargetError
-from compiler.sharding import Mesh
-from compiler.system import SINGLE_DEVICE, System
-from compiler.target import SYSTEM_DIR, load_target, target_text
+from tilescope.compiler.errors import TargetError
+from tilescope.compiler.sharding.mesh import Mesh
+from tilescope.compiler.targets.system import SINGLE_DEVICE, System
+from tilescope.compiler.targets.chip import SYSTEM_DIR, load_target, target_text
 
 SHIPPED = {  # name: (device, mesh, fabric, links per neighbour)
     "wormhole_n300": ("wormhole_n150", (1, 2), "mesh", 1),
@@ -190,6 +190,6 @@ def test_an_embedded_device_must_be_the_named_single_device(tmp_path):
 
 
 def _quoted(text: str) -> str:
-    from compiler.data_file import toml_string
+    from tilescope.compiler.targets.data_file import toml_string
 
     return toml_string(text)

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from compiler.errors import TargetError
-from compiler.data_file import MAX_KEY_PARTS, parse_toml
-from compiler.target import BUILTIN_DIR, builtin_names, load_target
+from tilescope.compiler.errors import TargetError
+from tilescope.compiler.targets.data_file import MAX_KEY_PARTS, parse_toml
+from tilescope.compiler.targets.chip import BUILTIN_DIR, builtin_names, load_target
 
 SOURCE = (BUILTIN_DIR / "wormhole_n150.toml").read_text()
 DEEP_KEY = f"a key of more than {MAX_KEY_PARTS} dotted parts: not a target file"
@@ -215,7 +215,7 @@ def test_short_tiles_cost_their_rows_but_at_least_the_minimum_pass(wormhole):
 
 
 def test_a_grid_of_ten_billion_cores_is_refused_before_anything_is_allocated(tmp_path, capsys, tiny_path):
-    from app.cli import main
+    from tilescope.app.cli import main
 
     path = _write(tmp_path, _edit("rows = 8\ncols = 8", "rows = 100000\ncols = 100000"), "my.toml")
     with pytest.raises(TargetError) as err:
@@ -382,7 +382,7 @@ def test_a_file_over_1_mib_is_refused_unread(tmp_path):
 
 @pytest.mark.parametrize("name", sorted(BUILTIN))
 def test_every_builtin_target_is_inside_the_limits(name):
-    from compiler.target import LIMITS, MAX_GRID
+    from tilescope.compiler.targets.chip import LIMITS, MAX_GRID
 
     t = load_target(name)
     assert max(t.grid) <= MAX_GRID

@@ -12,11 +12,11 @@ import tomllib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compiler.errors import TargetError, TilescopeError
-from compiler.models import load_model
-from compiler.pipeline import compile_model
-from compiler.simulator import simulate
-from compiler.target import BUILTIN_DIR, LIMITS, Target, load_target
+from tilescope.compiler.errors import TargetError, TilescopeError
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.simulator import simulate
+from tilescope.compiler.targets.chip import BUILTIN_DIR, LIMITS, Target, load_target
 from tests.conftest import DATA
 from tests.fuzzing import case, fuzz_settings, one_line
 

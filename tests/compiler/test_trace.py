@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compiler.trace import Zone, ZoneTable
+from tilescope.compiler.sim.zone_tables import Zone, ZoneTable
 
 
 def test_zones_added_for_track_sets_spread_over_their_tracks_in_order():

@@ -7,24 +7,24 @@ import json
 
 import pytest
 
-from app.cli import main
-from compiler import validation
-from compiler.measurement_files import MEASUREMENTS
-from compiler.target import load_target
+from tilescope.app.cli import main
+from tilescope.compiler.validation import microbench
+from tilescope.compiler.validation.files import MEASUREMENTS
+from tilescope.compiler.targets.chip import load_target
 
 
 @pytest.fixture(scope="module")
 def gemm():
-    return validation.load_gemm()
+    return microbench.load_gemm()
 
 
 @pytest.fixture(scope="module")
 def rows(gemm):
-    return validation.gemm_rows(gemm) + validation.eltwise_rows(validation.load_eltwise())
+    return microbench.gemm_rows(gemm) + microbench.eltwise_rows(microbench.load_eltwise())
 
 
 def _summary(rows, target, kind, split):
-    return next(s for s in validation.summaries(rows) if (s.target, s.kind, s.split) == (target, kind, split))
+    return next(s for s in microbench.summaries(rows) if (s.target, s.kind, s.split) == (target, kind, split))
 
 
 def test_the_shipped_measurements_are_the_published_tables(gemm):
@@ -39,18 +39,18 @@ def test_the_shipped_measurements_are_the_published_tables(gemm):
 
 
 def test_the_fit_sees_half_the_wormhole_shapes_and_no_blackhole_row(gemm):
-    shapes = validation.calibration_shapes(gemm)
+    shapes = microbench.calibration_shapes(gemm)
     wormhole = {m.shape for m in gemm if m.target == "wormhole_n150"}
     assert shapes < wormhole and len(shapes) == (len(wormhole) + 1) // 2
-    splits = {validation.split_of(m, shapes) for m in gemm if m.target == "blackhole_p150"}
-    assert splits == {validation.NO_REFIT}
-    held = {m.shape for m in gemm if validation.split_of(m, shapes) == validation.HELD_OUT}
+    splits = {microbench.split_of(m, shapes) for m in gemm if m.target == "blackhole_p150"}
+    assert splits == {microbench.NO_REFIT}
+    held = {m.shape for m in gemm if microbench.split_of(m, shapes) == microbench.HELD_OUT}
     assert held and not held & shapes
 
 
 def test_wormhole_held_out_and_blackhole_without_refit_meet_the_bounds(rows):
-    held = _summary(rows, "wormhole_n150", "gemm", validation.HELD_OUT)
-    blackhole = _summary(rows, "blackhole_p150", "gemm", validation.NO_REFIT)
+    held = _summary(rows, "wormhole_n150", "gemm", microbench.HELD_OUT)
+    blackhole = _summary(rows, "blackhole_p150", "gemm", microbench.NO_REFIT)
     assert held.rows == 40 and held.mean_abs_error <= 0.10, held
     assert blackhole.rows == 156 and blackhole.mean_abs_error <= 0.15, blackhole
     assert held.rank_pairs > 50 and held.rank_agreement >= 0.9
@@ -67,19 +67,19 @@ def test_lower_precision_buys_what_the_chip_measured_not_the_nominal_peak(rows):
 
 def test_rank_agreement_counts_pairs_in_the_chips_order_and_skips_ties():
     def row(config, measured, predicted):
-        return validation.Row("t", "table", "512^3", "l1", config, validation.HELD_OUT, measured, predicted)
+        return microbench.Row("t", "table", "512^3", "l1", config, microbench.HELD_OUT, measured, predicted)
 
     same = [row("a", 100, 10), row("b", 200, 20), row("c", 300, 30)]
     reversed_ = [row("a", 100, 30), row("b", 200, 20), row("c", 300, 10)]
     tied = [row("a", 100, 10), row("b", 101, 5)]
-    assert validation.rank_agreement(same) == (3, 1.0)
-    assert validation.rank_agreement(reversed_) == (3, 0.0)
-    assert validation.rank_agreement(tied) == (0, 1.0)
+    assert microbench.rank_agreement(same) == (3, 1.0)
+    assert microbench.rank_agreement(reversed_) == (3, 0.0)
+    assert microbench.rank_agreement(tied) == (0, 1.0)
 
 
 def test_the_shipped_wormhole_constants_are_what_the_fit_gives(gemm):
     pytest.importorskip("scipy")
-    fitted = validation.fit(gemm)
+    fitted = microbench.fit(gemm)
     shipped = load_target("wormhole_n150").pipeline
     for name, value in fitted.items():
         assert getattr(shipped, name) == pytest.approx(value, rel=0.05), name
@@ -98,6 +98,6 @@ def test_validate_prints_the_held_out_error_per_target(capsys):
 def test_validate_json_has_every_row(capsys):
     assert main(["validate", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert len(report["rows"]) == 78 + 156 + len(validation.load_eltwise())
+    assert len(report["rows"]) == 78 + 156 + len(microbench.load_eltwise())
     first = report["rows"][0]
     assert first["error"] == pytest.approx(first["measured_ns"] / first["predicted_ns"] - 1)

@@ -18,12 +18,12 @@ from functools import lru_cache
 import pytest
 from iree.compiler import ir
 
-from compiler import zoo
-from compiler.errors import ModelLoadError
-from compiler.ir import Graph
-from compiler.mlir_import import import_mlir
-from compiler.models import load_model
-from compiler.pipeline import compile_model
+from tilescope.compiler.frontend import zoo
+from tilescope.compiler.errors import ModelLoadError
+from tilescope.compiler.ir.graph import Graph
+from tilescope.compiler.frontend.mlir_import import import_mlir
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model
 
 BERT, LLAMA, DECODE, RESNET = "zoo:bert-base", "zoo:llama-3.2-1b", "zoo:llama-3.2-1b?mode=decode", "zoo:resnet50"
 BERT_LARGE, LLAMA_3B, LLAMA_8B = "zoo:bert-large", "zoo:llama-3.2-3b", "zoo:llama-3.1-8b"

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from compiler.errors import OverrideError
-from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
-from compiler.override import OpOverride
-from compiler.sharding import Sharding
-from compiler.target import FIDELITIES
-from overrides import format_item
-from overrides.formats import (
+from tilescope.compiler.errors import OverrideError
+from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS
+from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.compiler.sharding.mesh import Sharding
+from tilescope.compiler.targets.chip import FIDELITIES
+from tilescope.overrides import format_item
+from tilescope.overrides.formats import (
     OverrideSet,
     dump,
     format_explorer,
@@ -355,7 +355,7 @@ def test_only_strings_make_a_tt_explorer_override():
 
 
 def test_a_file_over_4_mib_or_100000_overrides_is_refused_unread(tmp_path):
-    from overrides.formats import MAX_FILE_BYTES, MAX_ITEMS, load_file
+    from tilescope.overrides.formats import MAX_FILE_BYTES, MAX_ITEMS, load_file
 
     big = tmp_path / "big.txt"
     big.write_text("override-output-layout=a=l1" + " " * MAX_FILE_BYTES)
@@ -378,7 +378,7 @@ def test_a_file_over_4_mib_or_100000_overrides_is_refused_unread(tmp_path):
 def test_a_byte_order_mark_is_read_past(tmp_path):
     path = tmp_path / "o.json"
     path.write_text("\ufeff" + dump(EXAMPLE, "tilescope"), encoding="utf-8")
-    from overrides.formats import load_file
+    from tilescope.overrides.formats import load_file
 
     assert load_file(str(path)).canonical() == parse_text(dump(EXAMPLE, "tilescope")).canonical()
 
@@ -389,7 +389,7 @@ def test_the_apps_import_control_gets_an_override_error_not_a_500(text, fragment
     package; the page shows an OverrideError's line, anything else was an HTTP 500."""
     import base64
 
-    from app.workbench.override_form import imported_overrides
+    from tilescope.app.workbench.override_form import imported_overrides
 
     contents = "data:application/json;base64," + base64.b64encode(text.encode()).decode()
     try:

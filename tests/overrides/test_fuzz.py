@@ -11,11 +11,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compiler.errors import OverrideError
-from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
-from compiler.override import OpOverride
-from overrides.formats import L1_USAGE_CAP, OUTPUT_LAYOUT, OverrideSet, dump, format_json, load_file, parse_text
-from overrides.spec import EXTENSIONS, parse_item
+from tilescope.compiler.errors import OverrideError
+from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS
+from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.overrides.formats import (
+    L1_USAGE_CAP,
+    OUTPUT_LAYOUT,
+    OverrideSet,
+    dump,
+    format_json,
+    load_file,
+    parse_text,
+)
+from tilescope.overrides.spec import EXTENSIONS, parse_item
 from tests.fuzzing import case, fuzz_settings, one_line
 
 OPS = st.sampled_from(["matmul_0", "relu_0", "a", 'loc("x")', "", " ", "a=b", "a:b", "a,b", "a b", "\x00"]) | st.text(

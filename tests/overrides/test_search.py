@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.mlir_import import import_mlir
-from compiler.models import load_model
-from compiler.pipeline import compile_model
-from compiler.simulator import simulate
-from overrides import check_overrides, parse_item
-from overrides.search import LAYOUT_KNOBS, alike, candidates, combined, contributions, tune
+from tilescope.compiler.frontend.mlir_import import import_mlir
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.simulator import simulate
+from tilescope.overrides import check_overrides, parse_item
+from tilescope.overrides.search import LAYOUT_KNOBS, alike, candidates, combined, contributions, tune
 
 RELU = """func.func @main(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
   %0 = "ttir.relu"(%a) : (tensor<64x64xbf16>) -> tensor<64x64xbf16>

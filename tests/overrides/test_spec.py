@@ -6,10 +6,10 @@ import itertools
 
 import pytest
 
-from compiler.errors import OverrideError
-from compiler.override import OpOverride
-from compiler.sharding import Sharding
-from overrides import format_item, parse_item
+from tilescope.compiler.errors import OverrideError
+from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.compiler.sharding.mesh import Sharding
+from tilescope.overrides import format_item, parse_item
 
 
 def test_parse_fields():

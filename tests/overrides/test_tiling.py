@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.models import load_model
-from compiler.pipeline import compile_model
-from compiler.simulator import simulate
-from overrides import format_item, parse_item
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.simulator import simulate
+from tilescope.overrides import format_item, parse_item
 
 MATMUL = "zoo:matmul:2048x2048x2048"  # 64x64x64 tiles; 8x8 output tiles per core on an 8x8 grid
 
@@ -81,7 +81,7 @@ def test_tilings_that_do_not_fit_the_work_are_rejected_with_what_would(wormhole,
 
 
 def test_blocks_apply_to_matrix_ops_only(wormhole):
-    from compiler.mlir_import import import_mlir
+    from tilescope.compiler.frontend.mlir_import import import_mlir
 
     text = """
 func.func @forward(%x: tensor<64x64xbf16>) -> tensor<64x64xbf16> {

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.errors import OverrideError
-from compiler.models import load_model
-from overrides import check_op_names, parse_item
+from tilescope.compiler.errors import OverrideError
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.overrides import check_op_names, parse_item
 
 
 def test_known_names_pass_and_one_unknown_name_fails_the_batch(model_file):
@@ -64,8 +64,8 @@ BAD_FILE = (
 
 
 def test_validate_lists_every_problem_of_a_file_at_once(wormhole):
-    from overrides import validate
-    from overrides.formats import parse_text
+    from tilescope.overrides import validate
+    from tilescope.overrides.formats import parse_text
 
     errors: list[str] = []
     loaded = parse_text(BAD_FILE, "o.txt", errors)
@@ -88,7 +88,7 @@ def test_validate_lists_every_problem_of_a_file_at_once(wormhole):
 
 
 def test_a_clean_batch_validates(wormhole):
-    from overrides import validate
+    from tilescope.overrides import validate
 
     report = validate([parse_item("mlp.layer.1.fc1.matmul=4x8:l1:block_sharded")], load_model("zoo:mlp"), wormhole)
     assert report.ok and report.as_dict()["overrides"][0]["status"] == "applied"
@@ -97,7 +97,7 @@ def test_a_clean_batch_validates(wormhole):
 def test_json_file_problems_are_all_reported():
     import json
 
-    from overrides.formats import parse_text
+    from tilescope.overrides.formats import parse_text
 
     data = {
         "version": 1,
@@ -126,14 +126,14 @@ FC1, FC2 = "mlp.layer.0.fc1.matmul", "mlp.layer.0.fc2.matmul"  # fc1 has the bia
 
 
 def _compiled(target: str):
-    from compiler.pipeline import compile_model
-    from compiler.target import load_target
+    from tilescope.compiler.pipeline.stages import compile_model
+    from tilescope.compiler.targets.chip import load_target
 
     return compile_model(load_model(MLP), load_target(target))
 
 
 def test_check_overrides_names_every_impossible_override_in_order(wormhole):
-    from overrides import check_overrides
+    from tilescope.overrides import check_overrides
 
     items = [
         "no.such.op=l1",
@@ -155,7 +155,7 @@ def test_check_overrides_names_every_impossible_override_in_order(wormhole):
 
 
 def test_check_overrides_knows_what_a_target_lacks():
-    from overrides import check_overrides
+    from tilescope.overrides import check_overrides
 
     items = [f"{FC1}=fidelity#lofi", f"{FC1}=result#0:tile#16x32", f"{FC2}=bfp8", f"{FC2}=result#0:lls:interleaved"]
     problems = check_overrides([parse_item(i) for i in items], _compiled("mtia_v1"))
@@ -169,9 +169,9 @@ def test_check_overrides_knows_what_a_target_lacks():
 
 def test_check_overrides_rejects_what_a_compile_rejects(wormhole):
     """The check is the layout pass's: a compile with the same overrides rejects the same ones."""
-    from compiler.pipeline import compile_model
-    from overrides import check_overrides
-    from overrides.validate import rejection
+    from tilescope.compiler.pipeline.stages import compile_model
+    from tilescope.overrides import check_overrides
+    from tilescope.overrides.validate import rejection
 
     items = [
         parse_item(i)
@@ -187,13 +187,13 @@ def test_check_overrides_counts_a_huge_batch_and_describes_one_page(monkeypatch)
     """100,000 overrides are each checked once; only the page of lines shown searches for close names."""
     import difflib
 
-    from overrides import check_overrides
-    from overrides.validate import SHOWN_PROBLEMS
+    from tilescope.overrides import check_overrides
+    from tilescope.overrides.validate import SHOWN_PROBLEMS
 
     searches = []
     close_matches = difflib.get_close_matches
     monkeypatch.setattr(difflib, "get_close_matches", lambda *a, **k: searches.append(a[0]) or close_matches(*a, **k))
-    from compiler.override import OpOverride
+    from tilescope.compiler.pipeline.op_override import OpOverride
 
     unknown = [OpOverride(f"fc{i}", memory="l1", spec=f"fc{i}=l1") for i in range(99_000)]
     fused = [OpOverride("mlp.layer.0.gelu", grid=(9, 9), spec="mlp.layer.0.gelu=9x9")] * 1_000
@@ -221,7 +221,7 @@ LONG_NAMED = f"""func.func @forward(%x: tensor<32x64xf32>, %w1: tensor<64x128xf3
 def test_a_long_op_name_is_named_once_and_cut(tmp_path, wormhole):
     """Outcome reasons named the override's op again after its spec: with names of 512 characters,
     235 of 1,500 problem lines ran past 1,000 characters. Each now names an op once, cut."""
-    from overrides import validate
+    from tilescope.overrides import validate
 
     path = tmp_path / "long.mlir"
     path.write_text(LONG_NAMED)

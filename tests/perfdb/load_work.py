@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from app.workbench.runs import new_run
-from compiler.models import load_model
-from compiler.pipeline import compile_model
-from compiler.simulator import SimResult, simulate
-from compiler.target import load_target, target_text
-from perfdb.records import ZoneColumns
-from perfdb.store import save_run
+from tilescope.app.workbench.runs import new_run
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.simulator import SimResult, simulate
+from tilescope.compiler.targets.chip import load_target, target_text
+from tilescope.perfdb.records import ZoneColumns
+from tilescope.perfdb.store import save_run
 
 MLP = "zoo:mlp?layers=2"  # four matmuls, bias adds and activations fused in
 TARGET = "wormhole_n150"

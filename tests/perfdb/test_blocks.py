@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from perfdb import blocks
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import timeline_window, zones
-from perfdb.records import ZoneColumns
-from perfdb.schema import TimelineBlock
-from perfdb.store import save_run
+from tilescope.perfdb import blocks
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.queries import timeline_window, zones
+from tilescope.perfdb.records import ZoneColumns
+from tilescope.perfdb.schema import TimelineBlock
+from tilescope.perfdb.store import save_run
 
 from .test_store import _new_run
 

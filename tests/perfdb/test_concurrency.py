@@ -11,17 +11,17 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import counters, zones
-from perfdb.schema import Model, OpRecord, Run, Target
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.queries import counters, zones
+from tilescope.perfdb.schema import Model, OpRecord, Run, Target
 
 RUNS, OPS, ZONES_PER_OP, COUNTERS = 8, 40, 50, 30
 
 WRITER = f"""
 import json, sys
-from perfdb.engine import open_db, session_factory
-from perfdb.records import CounterColumns, NewOp, NewRun, ZoneColumns
-from perfdb.store import save_run
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.records import CounterColumns, NewOp, NewRun, ZoneColumns
+from tilescope.perfdb.store import save_run
 
 url, label = sys.argv[1], sys.argv[2]
 sys.stdin.readline()  # start together

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from perfdb import engine as engine_mod
-from perfdb.engine import DatabaseError, open_db
-from perfdb.location import ENV_VAR, default_url
+from tilescope.perfdb import engine as engine_mod
+from tilescope.perfdb.engine import DatabaseError, open_db
+from tilescope.perfdb.location import ENV_VAR, default_url
 
 
 def _one_line(err) -> str:
@@ -104,8 +104,8 @@ def test_the_embedded_database_is_readable_by_its_user_only(tmp_path, monkeypatc
     one an older tilescope made is tightened when opened."""
     import stat
 
-    from perfdb.engine import session_factory
-    from perfdb.store import save_run
+    from tilescope.perfdb.engine import session_factory
+    from tilescope.perfdb.store import save_run
 
     from .test_store import _new_run
 

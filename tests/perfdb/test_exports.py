@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from app.cli import main
-from perfdb.engine import open_db, session_factory
-from perfdb.exports import chrome_trace
+from tilescope.app.cli import main
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.exports import chrome_trace
 
 
 def test_chrome_trace_of_a_stored_run(capsys, db_url, tiny_path):

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfdb import lod
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import timeline_window, zones
-from perfdb.records import ZoneColumns
-from perfdb.store import save_run
+from tilescope.perfdb import lod
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.queries import timeline_window, zones
+from tilescope.perfdb.records import ZoneColumns
+from tilescope.perfdb.store import save_run
 
 from .test_store import _new_run
 

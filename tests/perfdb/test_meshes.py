@@ -8,12 +8,12 @@ import math
 import pytest
 from sqlalchemy import update
 
-from app.workbench.runs import execute
-from compiler.resharding import COLLECTIVES
-from perfdb.engine import open_db, session_factory
-from perfdb.meshes import RunMesh, devices_warning, mesh_text, run_mesh
-from perfdb.queries import diff_runs, get_run, op_records
-from perfdb.schema import Run
+from tilescope.app.workbench.runs import execute
+from tilescope.compiler.ir.opset import COLLECTIVES
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.meshes import RunMesh, devices_warning, mesh_text, run_mesh
+from tilescope.perfdb.queries import diff_runs, get_run, op_records
+from tilescope.perfdb.schema import Run
 
 LLAMA = "zoo:llama-3.2-1b?layers=1&seq=64"
 DOWN = "model.layers.0.mlp.down_proj.matmul"

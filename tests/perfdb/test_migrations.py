@@ -9,12 +9,12 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 
-from perfdb.engine import DatabaseError, open_db, session_factory
-from perfdb.migrate import config, current, head, upgrade
-from perfdb.queries import counters, get_run, list_runs, op_records, timeline_window, zones
-from perfdb.records import ZoneColumns
-from perfdb.schema import Base
-from perfdb.store import save_run
+from tilescope.perfdb.engine import DatabaseError, open_db, session_factory
+from tilescope.perfdb.migrate import config, current, head, upgrade
+from tilescope.perfdb.queries import counters, get_run, list_runs, op_records, timeline_window, zones
+from tilescope.perfdb.records import ZoneColumns
+from tilescope.perfdb.schema import Base
+from tilescope.perfdb.store import save_run
 
 from .test_store import ZONES, _new_run
 
@@ -52,7 +52,7 @@ def revision(url: str) -> str | None:
 
 def initial_schema():
     """The tables as revision 0001 declares them."""
-    from perfdb.migrate import _scripts
+    from tilescope.perfdb.migrate import _scripts
 
     return _scripts().get_revision("0001").module.schema()
 
@@ -337,7 +337,7 @@ def test_runs_of_the_previous_revision_keep_their_rows_and_lose_their_status(db_
 def test_runs_of_the_previous_revision_get_no_load_work_and_keep_their_rows(db_url):
     """Revision 0007: a database at 0006 keeps its runs, which did no work at load time (0 ns, no
     ops); a new run's load ops are stored beside them; downgrading drops them, keeping the runs."""
-    from perfdb.queries import load_ops
+    from tilescope.perfdb.queries import load_ops
 
     from .test_store import BIAS_BROADCAST
 

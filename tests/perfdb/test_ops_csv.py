@@ -3,19 +3,19 @@ bad rows reported and skipped; on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-from overrides import parse_item
+from tilescope.overrides import parse_item
 
 import csv
 import io
 
 import pytest
 
-from app.cli import main
-from app.workbench.runs import execute
-from perfdb.engine import open_db, session_factory
-from perfdb.ops_csv import COLUMNS, DURATION, CsvImportError, import_csv, write_csv
-from perfdb.queries import counters, diff_runs, get_run, op_records
-from perfdb.schema import MeasuredImport
+from tilescope.app.cli import main
+from tilescope.app.workbench.runs import execute
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.ops_csv import COLUMNS, DURATION, CsvImportError, import_csv, write_csv
+from tilescope.perfdb.queries import counters, diff_runs, get_run, op_records
+from tilescope.perfdb.schema import MeasuredImport
 
 ANCHOR_COLUMNS = [  # what users' scripts read (tt-metal ops perf report)
     "OP CODE",
@@ -268,7 +268,7 @@ def test_old_mac_and_windows_line_ends_and_a_byte_order_mark_import(sessions, ba
 
 def test_a_run_stored_with_an_infinite_time_still_exports(sessions, base):
     """Runs imported before times were bounded may hold inf: their export leaves those cells blank."""
-    from perfdb.schema import OpRecord
+    from tilescope.perfdb.schema import OpRecord
 
     with sessions() as s:
         measured, _ = import_csv(s, HEADER + "matmul_0,100,0\nmatmul_1,200,0\n", base, "x.csv")
@@ -294,8 +294,8 @@ def test_a_vanishing_duration_stores_no_infinite_bandwidth(sessions, base):
 @pytest.mark.parametrize("failure", ["too many rows", "import record refused"])
 def test_a_report_failing_on_a_late_row_stores_nothing(sessions, base, monkeypatch, failure):
     """The measured run, its ops, zones and counters and its import record go in one transaction."""
-    from perfdb import ops_csv
-    from perfdb.schema import OpRecord, Run, TimelineBlock
+    from tilescope.perfdb import ops_csv
+    from tilescope.perfdb.schema import OpRecord, Run, TimelineBlock
 
     text = HEADER + "matmul_0,100,0\nmatmul_1,200,0\nnope,5,0\n"  # the last row names no op of the run
     if failure == "too many rows":
@@ -321,7 +321,7 @@ def test_a_report_failing_on_a_late_row_stores_nothing(sessions, base, monkeypat
 def test_a_measured_row_of_a_load_time_op_is_measured_load_time_work(sessions):
     """The device runs a const-eval op too, once, when the model is loaded: its row in a report is
     load-time work of the measured run, not an op of its step nor a row the run lacks."""
-    from perfdb.queries import load_ops
+    from tilescope.perfdb.queries import load_ops
 
     from .load_work import store_hoisted
 

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from overrides import parse_item
+from tilescope.overrides import parse_item
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.workbench.runs import execute
-from compiler.target import target_text
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import RunNotFound, diff_runs, get_run
-from perfdb.records import LoadOp, NewOp, NewRun, ZoneColumns
-from perfdb.store import save_run
+from tilescope.app.workbench.runs import execute
+from tilescope.compiler.targets.chip import target_text
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.queries import RunNotFound, diff_runs, get_run
+from tilescope.perfdb.records import LoadOp, NewOp, NewRun, ZoneColumns
+from tilescope.perfdb.store import save_run
 
 KEYS = [
     "a",
@@ -376,14 +376,14 @@ def test_a_missing_run(sessions):
 def test_statistics_percentiles_are_numpys(values, q):
     import numpy as np
 
-    from perfdb.queries import _percentile
+    from tilescope.perfdb.queries import _percentile
 
     assert _percentile(sorted(values), q) == pytest.approx(float(np.percentile(values, q)), rel=1e-9, abs=1e-6)
 
 
 def test_zones_made_on_the_fly_merge_as_stored_ones_do():
-    from perfdb import lod
-    from perfdb.queries import merged
+    from tilescope.perfdb import lod
+    from tilescope.perfdb.queries import merged
 
     # 1,000 ops of 1 us back to back, then one of 1 ms
     names = [f"op_{i}" for i in range(1001)]

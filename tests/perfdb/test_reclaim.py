@@ -8,10 +8,10 @@ import threading
 from alembic import command
 from sqlalchemy import Engine, create_engine, event
 
-from perfdb.engine import open_db, session_factory
-from perfdb.migrate import _lock, config, head, upgrade
-from perfdb.records import ZoneColumns
-from perfdb.store import save_run
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.migrate import _lock, config, head, upgrade
+from tilescope.perfdb.records import ZoneColumns
+from tilescope.perfdb.store import save_run
 
 from .test_migrations import pre_alembic, revision
 from .test_store import _new_run

@@ -8,11 +8,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from sqlalchemy import func, inspect, select
 
-from perfdb.engine import DatabaseError, open_db, session_factory
-from perfdb.queries import RunNotFound, get_run, list_runs, load_ops, op_records, zones
-from perfdb.schema import OpRecord, Run, TimelineBlock
-from perfdb.records import CounterColumns, LoadOp, NewOp, NewRun, ZoneColumns
-from perfdb.store import save_run
+from tilescope.perfdb.engine import DatabaseError, open_db, session_factory
+from tilescope.perfdb.queries import RunNotFound, get_run, list_runs, load_ops, op_records, zones
+from tilescope.perfdb.schema import OpRecord, Run, TimelineBlock
+from tilescope.perfdb.records import CounterColumns, LoadOp, NewOp, NewRun, ZoneColumns
+from tilescope.perfdb.store import save_run
 
 
 def _op(name, start, duration, **extra):
@@ -207,8 +207,8 @@ def test_missing_run(sessions):
 def test_an_op_record_is_the_op_records_row_and_takes_the_simulators_timing():
     from dataclasses import fields
 
-    from compiler.simulator import OpTiming
-    from perfdb.records import OP_FIELDS
+    from tilescope.compiler.sim.simulator import OpTiming
+    from tilescope.perfdb.records import OP_FIELDS
 
     assert set(OP_FIELDS) == {c.name for c in OpRecord.__table__.c} - {"id", "run_id"}
     assert {f.name for f in fields(OpTiming)} <= set(OP_FIELDS)
@@ -262,7 +262,7 @@ def test_created_at_keeps_its_timezone(sessions):
 
 
 def test_runs_of_one_model_and_target_share_their_rows(sessions):
-    from perfdb.schema import Model, Target
+    from tilescope.perfdb.schema import Model, Target
 
     with sessions() as s:
         first = save_run(s, _new_run(target_text='name = "wormhole_n150"\n'))
@@ -280,7 +280,7 @@ def test_runs_of_one_model_and_target_share_their_rows(sessions):
 
 
 def test_counter_envelope_is_the_fullest_track_at_each_time(sessions):
-    from perfdb.queries import counter_envelope
+    from tilescope.perfdb.queries import counter_envelope
 
     samples = [
         ("core 0,0", "l1_bytes", 0.0, 100.0),
@@ -355,8 +355,8 @@ def _model(ty: str, loc: str = "", op: str = "relu", b: str | None = None) -> st
 )
 def test_models_that_failed_to_store_are_one_line_before_storing(db_url, text, message):
     # each overflowed SQLite, PostgreSQL or both at store time, or failed in the compiler
-    from app.workbench.runs import execute
-    from compiler.errors import ModelLoadError
+    from tilescope.app.workbench.runs import execute
+    from tilescope.compiler.errors import ModelLoadError
 
     sessions = session_factory(open_db(db_url))
     with pytest.raises(ModelLoadError) as err:
@@ -367,7 +367,7 @@ def test_models_that_failed_to_store_are_one_line_before_storing(db_url, text, m
 
 
 def test_the_largest_tensor_tilescope_takes_stores_its_flops(db_url):
-    from app.workbench.runs import execute
+    from tilescope.app.workbench.runs import execute
 
     sessions = session_factory(open_db(db_url))
     run_id = execute(sessions, "big.mlir", source_text=_model("tensor<16777216x16777216xf32>")).run_id

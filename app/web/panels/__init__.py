@@ -5,22 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..panel import Panel, Wiring
-from . import (
-    address,
-    graph,
-    inspector,
-    memory,
-    mlir,
-    override_form,
-    roofline,
-    run_bar,
-    runs,
-    statistics,
-    summary,
-    timeline,
-    tune,
-)
+from tilescope.app.web.panel import Panel, Wiring
+from tilescope.app.web.panels import address
+from tilescope.app.web.panels import graph
+from tilescope.app.web.panels import inspector
+from tilescope.app.web.panels import memory
+from tilescope.app.web.panels import mlir
+from tilescope.app.web.panels import override_form
+from tilescope.app.web.panels import roofline
+from tilescope.app.web.panels import run_bar
+from tilescope.app.web.panels import runs
+from tilescope.app.web.panels import statistics
+from tilescope.app.web.panels import summary
+from tilescope.app.web.panels import timeline
+from tilescope.app.web.panels import tune
 
 PANELS: tuple[Panel, ...] = tuple(
     module.PANEL

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from dash import Input, Output, State, dcc, no_update
 
-from compiler.target import DEFAULT_DISPATCH
+from tilescope.compiler.targets.chip import DEFAULT_DISPATCH
 
-from .. import ids, url_state
-from ..panel import PageContext, Panel, Wiring
-from ..url_state import Shown, ViewState
+from tilescope.app.web import ids
+from tilescope.app.web import url_state
+from tilescope.app.web.panel import PageContext, Panel, Wiring
+from tilescope.app.web.url_state import Shown, ViewState
 
 
 def layout(_page: PageContext) -> list:

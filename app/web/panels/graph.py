@@ -6,23 +6,17 @@ from __future__ import annotations
 
 from dash import Input, Output, State, dcc, html, no_update
 
-from compiler.errors import TilescopeError
-from compiler.ir import Graph
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.ir.graph import Graph
 
-from .. import ids
-from ..callback_context import diff_pair, first_trace, only_triggered, triggered
-from ..graph_figure import COLOUR_MODES, graph_figure, graph_rings
-from ..panel import PageContext, Panel, Wiring, outputs
-from ..style import (
-    LOADING,
-    graph_config,
-    labelled,
-    menu,
-    message_figure,
-)
-from ...workbench.graph_view import provenance, search_ops
-from ...workbench.grouping import GROUP, MAX_NODES, GroupedView
-from ...workbench.natural_order import natural_key
+from tilescope.app.web import ids
+from tilescope.app.web.callback_context import diff_pair, first_trace, only_triggered, triggered
+from tilescope.app.web.graph_figure import COLOUR_MODES, graph_figure, graph_rings
+from tilescope.app.web.panel import PageContext, Panel, Wiring, outputs
+from tilescope.app.web.style import LOADING, graph_config, labelled, menu, message_figure
+from tilescope.app.workbench.graph_view import provenance, search_ops
+from tilescope.app.workbench.grouping import GROUP, MAX_NODES, GroupedView
+from tilescope.app.workbench.natural_order import natural_key
 
 
 def layout(_page: PageContext) -> html.Div:

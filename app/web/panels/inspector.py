@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dash import Input, Output, html, no_update
 
-from compiler.pipeline import Compilation
-from perfdb.records import LoadOp
+from tilescope.compiler.pipeline.stages import Compilation
+from tilescope.perfdb.records import LoadOp
 
-from .. import ids
-from ..panel import PageContext, Panel, Wiring
-from ...workbench.graph_view import provenance
-from ...workbench.load_time import duration_text
+from tilescope.app.web import ids
+from tilescope.app.web.panel import PageContext, Panel, Wiring
+from tilescope.app.workbench.graph_view import provenance
+from tilescope.app.workbench.load_time import duration_text
 
 HINT = "Click an op in the graph or the timeline."
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from dash import Input, Output, dcc, html, no_update
 
-from .. import ids
-from ..panel import PageContext, Panel, Wiring
-from ..style import LOADING, base_layout, graph_config, message_figure, plain
-from ...workbench.memory_view import MemoryView
+from tilescope.app.web import ids
+from tilescope.app.web.panel import PageContext, Panel, Wiring
+from tilescope.app.web.style import LOADING, base_layout, graph_config, message_figure, plain
+from tilescope.app.workbench.memory_view import MemoryView
 
 TAB = "memory"
 

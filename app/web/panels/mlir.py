@@ -12,15 +12,15 @@ from collections.abc import Sequence
 
 from dash import Input, Output, State, dcc, html, no_update
 
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
-from .. import ids
-from ..panel import PageContext, Panel, Wiring
-from ...workbench import mlir_page
-from ...workbench.graph_view import provenance
-from ...workbench.kept import Kept
-from ...workbench.mlir_page import NO_MATCHES, Matches
-from ...workbench.mlir_tokens import KINDS, page_tokens
+from tilescope.app.web import ids
+from tilescope.app.web.panel import PageContext, Panel, Wiring
+from tilescope.app.workbench import mlir_page
+from tilescope.app.workbench.graph_view import provenance
+from tilescope.app.workbench.kept import Kept
+from tilescope.app.workbench.mlir_page import NO_MATCHES, Matches
+from tilescope.app.workbench.mlir_tokens import KINDS, page_tokens
 
 MLIR_PAGE = 500  # lines of MLIR sent to the page at once: a large model's kernel level is megabytes
 # what is coloured of a page: tokens (~5,000 on a BERT page) and characters read (~120,000; 0.3 us

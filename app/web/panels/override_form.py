@@ -8,18 +8,19 @@ from dataclasses import asdict
 
 from dash import ALL, Input, Output, State, dcc, html, no_update
 
-from compiler.errors import TilescopeError
-from compiler.ir import MEMORY_LAYOUTS, TENSOR_LAYOUTS
-from overrides import Problems
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS
+from tilescope.overrides import Problems
 
-from .. import form_grid, ids
-from ..callback_context import triggered
-from ..error_lines import error_line
-from ..jobs import JOB_POLL_MS, reporter
-from ..panel import PageContext, Panel, Wiring, outputs
-from ..style import error, labelled, menu
-from ...workbench.diff import rerun_delta, time_split
-from ...workbench.override_form import (
+from tilescope.app.web import form_grid
+from tilescope.app.web import ids
+from tilescope.app.web.callback_context import triggered
+from tilescope.app.web.error_lines import error_line
+from tilescope.app.web.jobs import JOB_POLL_MS, reporter
+from tilescope.app.web.panel import PageContext, Panel, Wiring, outputs
+from tilescope.app.web.style import error, labelled, menu
+from tilescope.app.workbench.diff import rerun_delta, time_split
+from tilescope.app.workbench.override_form import (
     DEFAULT_CHOICE,
     DOUBLE_BUFFER_CHOICES,
     OUTPUT,

@@ -8,11 +8,20 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from dash import Input, Output, dcc, no_update
 
-from .. import ids
-from ..callback_context import clicked_op, first_trace, only_triggered
-from ..panel import PageContext, Panel, Wiring
-from ..style import BOUND_COLOURS, LOADING, SELECTED, TOP_LEGEND, base_layout, graph_config, message_figure, plain
-from ...workbench.roofline_view import Roofline, RooflineDot, RooflinePoint, stacked
+from tilescope.app.web import ids
+from tilescope.app.web.callback_context import clicked_op, first_trace, only_triggered
+from tilescope.app.web.panel import PageContext, Panel, Wiring
+from tilescope.app.web.style import (
+    BOUND_COLOURS,
+    LOADING,
+    SELECTED,
+    TOP_LEGEND,
+    base_layout,
+    graph_config,
+    message_figure,
+    plain,
+)
+from tilescope.app.workbench.roofline_view import Roofline, RooflineDot, RooflinePoint, stacked
 
 TAB = "roofline"
 

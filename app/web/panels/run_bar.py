@@ -5,20 +5,21 @@ from __future__ import annotations
 
 from dash import Input, Output, State, dcc, html, no_update
 
-from compiler import zoo
-from compiler.errors import TilescopeError
-from compiler.ir import LEVELS
-from compiler.policies import DEFAULT_POLICY, POLICIES
-from compiler.target import DEFAULT_DISPATCH, DISPATCH_MODES, builtin_names
+from tilescope.compiler.frontend import zoo
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.ir.graph import LEVELS
+from tilescope.compiler.pipeline.options import DEFAULT_POLICY, POLICIES
+from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, DISPATCH_MODES, builtin_names
 
-from .. import ids, url_state
-from ..callback_context import triggered
-from . import tune
-from ..jobs import JOB_POLL_MS, reporter
-from ..panel import PageContext, Panel, Wiring, outputs
-from ..style import error, labelled, menu
-from ...workbench.model_access import MAX_SOURCE_BYTES
-from ...workbench.runs import target_of
+from tilescope.app.web import ids
+from tilescope.app.web import url_state
+from tilescope.app.web.callback_context import triggered
+from tilescope.app.web.panels import tune
+from tilescope.app.web.jobs import JOB_POLL_MS, reporter
+from tilescope.app.web.panel import PageContext, Panel, Wiring, outputs
+from tilescope.app.web.style import error, labelled, menu
+from tilescope.app.workbench.model_access import MAX_SOURCE_BYTES
+from tilescope.app.workbench.runs import target_of
 
 
 def layout(page: PageContext) -> list:

@@ -6,15 +6,15 @@ from collections.abc import Sequence
 
 from dash import Input, Output, State, dcc, html, no_update
 
-from perfdb.schema import Run
+from tilescope.perfdb.schema import Run
 
-from .. import ids
-from ..callback_context import diff_pair
-from ..diff_table import unchanged_toggle
-from ..diff_view import aligned_timelines, diff_body, diff_children, timeline_rows
-from ..grids import column, grid
-from ..panel import PageContext, Panel, Wiring
-from ..style import us
+from tilescope.app.web import ids
+from tilescope.app.web.callback_context import diff_pair
+from tilescope.app.web.diff_table import unchanged_toggle
+from tilescope.app.web.diff_view import aligned_timelines, diff_body, diff_children, timeline_rows
+from tilescope.app.web.grids import column, grid
+from tilescope.app.web.panel import PageContext, Panel, Wiring
+from tilescope.app.web.style import us
 
 TAB = "runs"
 RUN_COLUMNS = (

@@ -10,17 +10,17 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from dash import Input, Output, Patch, State, dcc, html, no_update
 
-from .. import ids
-from ..callback_context import triggered
-from ..grids import column, grid, grid_style
-from ..panel import PageContext, Panel, Wiring, outputs
-from ..style import LOADING, base_layout, graph_config, message_figure, plain, us
-from ..zone_card import pinned
-from ...workbench.find_zone import MAX_BUCKETS, Buckets, FoundZone, Picked, pick
-from ...workbench.load_time import kinds_text, ops_text
-from ...workbench.natural_order import GRID_COMPARATOR
-from ...workbench.run_view import RunView
-from ..device_table import devices_children
+from tilescope.app.web import ids
+from tilescope.app.web.callback_context import triggered
+from tilescope.app.web.grids import column, grid, grid_style
+from tilescope.app.web.panel import PageContext, Panel, Wiring, outputs
+from tilescope.app.web.style import LOADING, base_layout, graph_config, message_figure, plain, us
+from tilescope.app.web.zone_card import pinned
+from tilescope.app.workbench.find_zone import MAX_BUCKETS, Buckets, FoundZone, Picked, pick
+from tilescope.app.workbench.load_time import kinds_text, ops_text
+from tilescope.app.workbench.natural_order import GRID_COMPARATOR
+from tilescope.app.workbench.run_view import RunView
+from tilescope.app.web.device_table import devices_children
 
 STAT_COLUMNS = (
     ("count", "count", "count"),

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from dash import ALL, Input, Output, State, dcc, html, no_update
 
-from compiler.errors import TilescopeError
-from overrides import format_item
+from tilescope.compiler.errors import TilescopeError
+from tilescope.overrides import format_item
 
-from .. import ids
-from ..callback_context import triggered
-from ..panel import PageContext, Panel, Wiring
-from ..style import all_of, error, some_of
-from .statistics import TAB as STATISTICS
-from ...workbench.load_time import duration_text
-from ...workbench.export_formats import EXPORT_FORMATS
-from ...workbench.run_view import RunView
+from tilescope.app.web import ids
+from tilescope.app.web.callback_context import triggered
+from tilescope.app.web.panel import PageContext, Panel, Wiring
+from tilescope.app.web.style import all_of, error, some_of
+from tilescope.app.web.panels.statistics import TAB as STATISTICS
+from tilescope.app.workbench.load_time import duration_text
+from tilescope.app.workbench.export_formats import EXPORT_FORMATS
+from tilescope.app.workbench.run_view import RunView
 
 
 def layout(_page: PageContext) -> html.Div:

@@ -12,11 +12,11 @@ import math
 
 from dash import Input, Output, State, dcc, html, no_update
 
-from .. import ids
-from ..callback_context import only_triggered, triggered
-from ..panel import PageContext, Panel, Wiring
-from ..style import LOADING, graph_config, message_figure
-from ..timeline_figure import MARGIN, Window, timeline_figure
+from tilescope.app.web import ids
+from tilescope.app.web.callback_context import only_triggered, triggered
+from tilescope.app.web.panel import PageContext, Panel, Wiring
+from tilescope.app.web.style import LOADING, graph_config, message_figure
+from tilescope.app.web.timeline_figure import MARGIN, Window, timeline_figure
 
 
 def layout(_page: PageContext) -> list:

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from dash import Input, Output, State, dcc, html
 
-from compiler.errors import TilescopeError
-from overrides.search import LAYOUT_KNOBS, PRECISION_KNOBS
-from perfdb.errors import RunNotFound
+from tilescope.compiler.errors import TilescopeError
+from tilescope.overrides.search import LAYOUT_KNOBS, PRECISION_KNOBS
+from tilescope.perfdb.errors import RunNotFound
 
-from .. import ids
-from ..job_watch import this_job
-from ..jobs import JOB_POLL_MS, reporter
-from ..panel import PageContext, Panel, Wiring, outputs
-from ..style import error, labelled
-from .runs import TAB as DIFF_TAB
+from tilescope.app.web import ids
+from tilescope.app.web.job_watch import this_job
+from tilescope.app.web.jobs import JOB_POLL_MS, reporter
+from tilescope.app.web.panel import PageContext, Panel, Wiring, outputs
+from tilescope.app.web.style import error, labelled
+from tilescope.app.web.panels.runs import TAB as DIFF_TAB
 
 DEFAULT_BUDGET_S = 30
 MAX_BUDGET_S = 600  # a page's search: ten minutes at most of one of the server's few job slots

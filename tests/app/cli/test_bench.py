@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.cli.bench import format_table, run_case
-from compiler import zoo
+from tilescope.app.cli.bench import format_table, run_case
+from tilescope.compiler.frontend import zoo
 
 
 def test_a_case_runs_every_step_and_reports_sizes(tmp_path, capsys):

@@ -3,10 +3,10 @@ judged against its limit. No test here asserts a time."""
 
 from __future__ import annotations
 
-from app.cli import bench_goals
-from app.cli.bench_goals import Goal, check, format_goals
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import list_runs
+from tilescope.app.cli import bench_goals
+from tilescope.app.cli.bench_goals import Goal, check, format_goals
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.queries import list_runs
 
 
 def _case(name: str, compile_s: float, parse_s: float, rerun_s: float | None = None) -> dict:
@@ -58,6 +58,6 @@ def test_a_run_as_its_own_process_stores_its_run_and_reports_its_peak_memory(tmp
 
 def test_startup_runs_the_tilescope_executable_and_the_bare_parse_reads_the_text():
     assert len(bench_goals.cli_startup(repeats=2)) == 2
-    from compiler import zoo
+    from tilescope.compiler.frontend import zoo
 
     assert bench_goals.bare_parse_seconds(zoo.generate("zoo:mlp"), "zoo:mlp") > 0

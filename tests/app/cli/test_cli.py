@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from app.cli import main
-from compiler.mlir_import import parse_module
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import list_runs, op_records
+from tilescope.app.cli import main
+from tilescope.compiler.frontend.mlir_import import parse_module
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.queries import list_runs, op_records
 
 OP_KEYS = {"name", "type", "start_ns", "duration_ns", "flops", "bytes", "bound", "memory", "grid"}
 RUN_KEYS = {"run_id", "label", "model", "target", "total_ns", "created_at"}
@@ -144,9 +144,9 @@ LOAD_LINE = re.compile(r"^load time \(const-eval, once per model load\): (\d+) o
 def test_run_prints_its_load_time_on_one_line_and_its_json_lists_the_load_ops(capsys, db_url):
     """A run whose compiler moved two ops to load time: one line for them under the step's total,
     and in the JSON, beside the step's ops (which no longer hold them)."""
-    from app.cli.runs import _print_table, _run_json
-    from app.workbench.load_time import duration_text
-    from app.workbench.runs import RunResult
+    from tilescope.app.cli.runs import _print_table, _run_json
+    from tilescope.app.workbench.load_time import duration_text
+    from tilescope.app.workbench.runs import RunResult
     from tests.perfdb.load_work import MLP, hoisted, simulated
 
     compilation, sim = simulated(MLP)
@@ -191,9 +191,9 @@ def test_runs_json_gives_each_runs_load_time(capsys, db_url):
 
 def test_a_model_with_weight_only_ops_prints_and_stores_its_load_time(capsys, db_url):
     """BERT's bias reshapes depend on weights alone: the compiler runs them once at load."""
-    from app.workbench.load_time import load_line
-    from perfdb.queries import get_run, load_ops
-    from perfdb.records import LoadOp
+    from tilescope.app.workbench.load_time import load_line
+    from tilescope.perfdb.queries import get_run, load_ops
+    from tilescope.perfdb.records import LoadOp
 
     ref = "zoo:bert-base?layers=1"
     data = run_json(capsys, ref, "--db", db_url)
@@ -360,7 +360,7 @@ def test_rerun_after_the_file_changes_uses_the_new_text(capsys, db_url, tmp_path
 
 
 def test_rerun_after_the_target_file_changes_uses_the_new_numbers(capsys, db_url, tmp_path, tiny_path):
-    from compiler.target import BUILTIN_DIR
+    from tilescope.compiler.targets.chip import BUILTIN_DIR
 
     target = tmp_path / "t.toml"
     source = (BUILTIN_DIR / "wormhole_n150.toml").read_text()
@@ -388,7 +388,12 @@ def test_model_with_op_attributes_runs(capsys, db_url, tmp_path):
 def tilescope(tmp_path, *argv):
     env = {**os.environ, "TILESCOPE_DB": f"sqlite:///{tmp_path}/proc.db"}
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *argv], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+        [sys.executable, "-m", "tilescope.app.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
     )
 
 
@@ -450,11 +455,11 @@ def test_run_with_the_greedy_policy_is_stored_with_it(capsys, db_url, tiny_path)
 
 def _twenty_overrides(corpus):
     """20 overrides of different kinds on ResNet-50's first ops of the graph level."""
-    from compiler.models import load_model
-    from compiler.override import OpOverride
-    from compiler.pipeline import compile_model
-    from compiler.target import load_target
-    from overrides.formats import OverrideSet
+    from tilescope.compiler.frontend.model_refs import load_model
+    from tilescope.compiler.pipeline.op_override import OpOverride
+    from tilescope.compiler.pipeline.stages import compile_model
+    from tilescope.compiler.targets.chip import load_target
+    from tilescope.overrides.formats import OverrideSet
 
     graph = compile_model(load_model(str(corpus / "resnet50_xla.mlir")), load_target("wormhole_n150")).levels["graph"]
     names = [op.name for op in graph.ops if op.kind in ("conv2d", "matmul")][:20]
@@ -469,7 +474,7 @@ def _twenty_overrides(corpus):
 
 
 def test_twenty_overrides_give_the_same_run_through_every_format(capsys, corpus, tmp_path, db_url):
-    from overrides.formats import dump
+    from tilescope.overrides.formats import dump
 
     overrides = _twenty_overrides(corpus)
     assert len(overrides.items) == 20
@@ -543,7 +548,7 @@ def test_two_overrides_of_one_op_are_refused(capsys, tiny_path, db_url):
 
 
 def test_warnings_are_summarised(capsys, db_url):
-    from app.cli.runs import MAX_WARNINGS, warn
+    from tilescope.app.cli.runs import MAX_WARNINGS, warn
 
     warn([f"w{i}" for i in range(MAX_WARNINGS + 3)])
     err = capsys.readouterr().err.splitlines()
@@ -607,7 +612,7 @@ def test_version(capsys):
 
 
 def test_every_option_of_every_command_says_what_it_does():
-    from app.cli.commands import _parser
+    from tilescope.app.cli.commands import _parser
 
     parser = _parser()
     commands = parser._subparsers._group_actions[0].choices  # argparse keeps sub-commands here
@@ -637,7 +642,7 @@ def test_building_the_parser_imports_none_of_what_the_commands_run_on():
     """In a fresh process: this one has imported everything already."""
     code = (
         "import sys\n"
-        "from app.cli.commands import _parser\n"
+        "from tilescope.app.cli.commands import _parser\n"
         "_parser()\n"
         f"print(sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules))\n"
     )
@@ -680,7 +685,7 @@ def test_ctrl_c_during_a_run_is_one_line_and_stores_nothing(tmp_path):
 
     db = tmp_path / "perf.db"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "run", "zoo:bert-base?layers=24", "--db", f"sqlite:///{db}"],
+        [sys.executable, "-m", "tilescope.app.cli", "run", "zoo:bert-base?layers=24", "--db", f"sqlite:///{db}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -739,7 +744,7 @@ def test_a_reader_that_leaves_early_ends_the_process_quietly(tmp_path):
     """`tilescope show ... | head -1`: the rest of the text is not wanted; no traceback, and the
     process leaves rather than hang on a full pipe."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "show", "zoo:bert-base?layers=2", "--level", "kernel"],
+        [sys.executable, "-m", "tilescope.app.cli", "show", "zoo:bert-base?layers=2", "--level", "kernel"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=tmp_path,

@@ -3,20 +3,20 @@ for real; app.db.upgrade_main."""
 
 from __future__ import annotations
 
-from overrides import parse_item
+from tilescope.overrides import parse_item
 
 import json
 import re
 
 import pytest
 
-from app.cli.db import upgrade_main
-from app.cli.diff import main
-from app.workbench.diff import SHOWN, SHOWN_CHANGES, device_parts
-from app.workbench.runs import execute
-from perfdb.engine import open_db, session_factory
-from perfdb.migrate import head
-from perfdb.queries import RunNotFound
+from tilescope.app.cli.db import upgrade_main
+from tilescope.app.cli.diff import main
+from tilescope.app.workbench.diff import SHOWN, SHOWN_CHANGES, device_parts
+from tilescope.app.workbench.runs import execute
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.migrate import head
+from tilescope.perfdb.queries import RunNotFound
 from tests.perfdb.test_meshes import one_vs_eight  # noqa: F401  # the fixture
 from tests.perfdb.test_queries import FC1, FC2, MLP, KEYS, change, output
 

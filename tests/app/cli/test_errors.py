@@ -12,10 +12,10 @@ import sys
 import pytest
 from werkzeug.security import check_password_hash
 
-from app.cli import main
-from compiler.models import EXAMPLES
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import list_runs
+from tilescope.app.cli import main
+from tilescope.compiler.frontend.model_refs import EXAMPLES
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.queries import list_runs
 
 LONGEST_LINE = 300  # characters: an error line a terminal shows in a few rows
 
@@ -90,7 +90,7 @@ def test_a_hundred_thousand_character_override_is_cut_in_the_line(capsys, db):
 def test_a_label_that_is_not_utf8_is_one_line_and_stores_nothing(tmp_path, db):
     """As typed in a shell: `--label $'\\xff'` reaches Python as bytes it cannot decode."""
     done = subprocess.run(
-        [sys.executable, "-m", "app.cli", "run", "ffn.mlir", "--db", db, "--label", b"caf\xe9"],
+        [sys.executable, "-m", "tilescope.app.cli", "run", "ffn.mlir", "--db", db, "--label", b"caf\xe9"],
         capture_output=True,
         text=True,
         cwd=tmp_path,

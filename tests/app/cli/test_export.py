@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from app.cli import main
+from tilescope.app.cli import main
 
 
 @pytest.fixture

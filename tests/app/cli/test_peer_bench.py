@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.peer_bench import TIMER, PeerError, chained, compare_import
-from compiler.mlir_import import import_mlir
+from tilescope.app.cli.peer_bench import TIMER, PeerError, chained, compare_import
+from tilescope.compiler.frontend.mlir_import import import_mlir
 
 TWO_OPS = """func.func @main(%arg0: tensor<4x4xf32>, %arg1: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %0 = stablehlo.add %arg0, %arg1 : tensor<4x4xf32>

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from app.cli import main
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import op_statistics
+from tilescope.app.cli import main
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.queries import op_statistics
 
 
 def _run(capsys, db_url, ref="zoo:bert-base?layers=1&seq=128&batch=1"):
@@ -47,8 +47,8 @@ def test_stats_command_per_name(capsys, db_url):
 
 
 def test_stats_ends_with_the_load_time_apart_from_the_shares_per_step(capsys, db_url):
-    from app.workbench.load_time import kinds_text, load_line
-    from perfdb.records import LoadOp
+    from tilescope.app.workbench.load_time import kinds_text, load_line
+    from tilescope.perfdb.records import LoadOp
     from tests.perfdb.load_work import store_hoisted
 
     sessions = session_factory(open_db(db_url))

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from app.cli import main
-from compiler import model_validation as mv
+from tilescope.app.cli import main
+from tilescope.compiler.validation import whole_models as mv
 
 ROW = {
     "model": "1B decode",

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from app.web.server import STACKS_SIGNAL
+from tilescope.app.web.server import STACKS_SIGNAL
 
 START_S = 90  # a server compiles and stores the opening model before it listens
 
@@ -74,7 +74,7 @@ def _listens(proc: Process, port: int) -> bool:
         return False
 
 
-CHECKOUT_CLI = (sys.executable, "-m", "app.cli")  # the tilescope of the checkout under test
+CHECKOUT_CLI = (sys.executable, "-m", "tilescope.app.cli")  # the tilescope of the checkout under test
 
 
 def start(
@@ -121,7 +121,7 @@ def start(
 def start_worker(model: str, db_url: str, logs: Path, env: dict) -> Process:
     """`tilescope worker`, once Celery says it is ready; its output goes to `logs`."""
     proc = Process(
-        [sys.executable, "-m", "app.cli", "worker", "--db", db_url, "--model", model, "--concurrency", "2"],
+        [sys.executable, "-m", "tilescope.app.cli", "worker", "--db", db_url, "--model", model, "--concurrency", "2"],
         logs / "worker.log",
         env,
     )

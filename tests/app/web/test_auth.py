@@ -10,15 +10,15 @@ import time
 
 import pytest
 
-from app.web.auth import SignIn, Users, is_loopback, read_users, require_door, set_password
+from tilescope.app.web.auth import SignIn, Users, is_loopback, read_users, require_door, set_password
 from werkzeug.security import generate_password_hash
 
-from app.cli import main
-from app.web.server import create_app
-from app.web.job_book import JOBS_PER_CLIENT
-from app.web.sign_in_limits import FAILURES_PER_USER, FailureCounts, SignInLimits
-from app.web.users_file import MAX_PBKDF2_ITERATIONS, UsersFile
-from compiler.errors import TilescopeError
+from tilescope.app.cli import main
+from tilescope.app.web.server import create_app
+from tilescope.app.web.job_book import JOBS_PER_CLIENT
+from tilescope.app.web.sign_in_limits import FAILURES_PER_USER, FailureCounts, SignInLimits
+from tilescope.app.web.users_file import MAX_PBKDF2_ITERATIONS, UsersFile
+from tilescope.compiler.errors import TilescopeError
 
 MODEL = "zoo:mlp?layers=1"
 

@@ -11,9 +11,9 @@ import urllib.request
 
 import pytest
 
-from app.cli import main
-from app.web.auth import set_password
-from app.web.sign_in_limits import FAILURES_PER_ADDRESS, FAILURES_PER_USER
+from tilescope.app.cli import main
+from tilescope.app.web.auth import set_password
+from tilescope.app.web.sign_in_limits import FAILURES_PER_ADDRESS, FAILURES_PER_USER
 
 from . import serving
 
@@ -34,7 +34,7 @@ def _status(url: str, credentials: bytes) -> tuple[int, str | None]:
 def _passwd(users, name: str, password: str) -> None:
     """`tilescope passwd` in a process of its own, as an operator runs it beside the server."""
     subprocess.run(
-        [sys.executable, "-m", "app.cli", "passwd", str(users), name],
+        [sys.executable, "-m", "tilescope.app.cli", "passwd", str(users), name],
         input=password + "\n",
         text=True,
         check=True,

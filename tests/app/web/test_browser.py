@@ -549,7 +549,7 @@ def test_find_zone_lists_the_zones_of_the_bars_picked_and_a_row_selects_its_op(s
 def test_a_long_model_name_is_cut_short_and_the_run_bar_keeps_its_lines(server, browser, tmp_path):
     """A zoo model with parameters, and a 200-character uploaded file name: cut short with an
     ellipsis, whole in a tooltip, and the run bar as tall as with a short name."""
-    from compiler.models import EXAMPLES
+    from tilescope.compiler.frontend.model_refs import EXAMPLES
 
     d = browser
     d.get(server)
@@ -582,10 +582,10 @@ def test_a_long_model_name_is_cut_short_and_the_run_bar_keeps_its_lines(server, 
 def test_a_run_with_load_time_work_shows_it_beside_the_time_per_step(tmp_path, browser):
     """A run whose compiler moved an op to load time: the summary gives its load time beside the
     time per step, the statistics list the op, and the timeline keeps to the step's ops."""
-    from perfdb.engine import open_db, session_factory
+    from tilescope.perfdb.engine import open_db, session_factory
     from tests.perfdb.load_work import store_hoisted
 
-    from app.workbench.load_time import duration_text
+    from tilescope.app.workbench.load_time import duration_text
 
     fc1 = "mlp.layer.0.fc1.matmul"
     db_url = f"sqlite:///{tmp_path / 'ui.db'}"
@@ -849,8 +849,8 @@ def test_two_users_rerun_at_once_on_two_workers(request, tmp_path, db_url, brows
         other.quit()
         proc.stop()
         log = worker.stop() if worker else ""
-    from perfdb.engine import open_db, session_factory
-    from perfdb.queries import list_runs
+    from tilescope.perfdb.engine import open_db, session_factory
+    from tilescope.perfdb.queries import list_runs
 
     with session_factory(open_db(db_url))() as session:
         runs = list_runs(session, MODEL)
@@ -888,7 +888,7 @@ def test_a_server_with_users_lets_in_only_who_signs_in(tmp_path, browser):
     import urllib.error
     import urllib.request
 
-    from app.web.auth import set_password
+    from tilescope.app.web.auth import set_password
 
     users = tmp_path / "users"
     set_password(users, "alice", "s3cret")

@@ -11,10 +11,10 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 from selenium.webdriver.common.by import By
 
-from app.workbench.explorer import Explorer
-from overrides import parse_item
-from perfdb import queries
-from perfdb.engine import open_db, session_factory
+from tilescope.app.workbench.explorer import Explorer
+from tilescope.overrides import parse_item
+from tilescope.perfdb import queries
+from tilescope.perfdb.engine import open_db, session_factory
 
 from . import serving
 from .test_browser import _chrome, _pick, _prop, _settled, _shot, _text, _wait

@@ -8,9 +8,9 @@ import psutil
 import pytest
 from selenium.webdriver.common.by import By
 
-from app.web.job_book import LOST_AFTER_S
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import list_runs
+from tilescope.app.web.job_book import LOST_AFTER_S
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.queries import list_runs
 
 from . import serving
 from .test_browser import _prop, _settled, _shot, _text, _wait, browser  # noqa: F401  # browser: the fixture

@@ -91,7 +91,19 @@ def test_the_diff_lists_inserted_ops_as_rows_hides_unchanged_ones_and_shows_both
     # L1: a to_layout inserted, the other ops unchanged
     override = f"{CONSUMER}=operand#1:l1:width_sharded:1x8"
     stored = subprocess.run(
-        [sys.executable, "-m", "app.cli", "run", LAYERS, "--db", db, "--override", override, "--label", "fc2 from L1"],
+        [
+            sys.executable,
+            "-m",
+            "tilescope.app.cli",
+            "run",
+            LAYERS,
+            "--db",
+            db,
+            "--override",
+            override,
+            "--label",
+            "fc2 from L1",
+        ],
         capture_output=True,
         text=True,
     )

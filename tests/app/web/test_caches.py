@@ -25,11 +25,11 @@ import psutil
 import pytest
 from dash.background_callback.managers import BaseBackgroundCallbackManager
 
-from app.web.caches import DATABASE_FILES, cache_dirs, open_job_cache
-from app.workbench.compile_store import CompileStore
-from compiler.models import read_source
-from compiler.policies import DEFAULT_L1_USAGE_CAP
-from compiler.target import load_target
+from tilescope.app.web.caches import DATABASE_FILES, cache_dirs, open_job_cache
+from tilescope.app.workbench.compile_store import CompileStore
+from tilescope.compiler.frontend.model_refs import read_source
+from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP
+from tilescope.compiler.targets.chip import load_target
 
 from . import cache_disk, serving
 
@@ -112,7 +112,7 @@ def test_a_planted_compilation_is_never_run_by_the_server(tmp_path):
     directory had been open): only the signature is left to tell."""
     db = f"sqlite:///{tmp_path / 'ui.db'}"
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cli-cache")}
-    stored = [sys.executable, "-m", "app.cli", "run", MODEL, "--policy", "greedy-l1", "--db", db]
+    stored = [sys.executable, "-m", "tilescope.app.cli", "run", MODEL, "--policy", "greedy-l1", "--db", db]
     subprocess.run(stored, check=True, env=env, capture_output=True)
     key = CompileStore(tmp_path / "elsewhere").key(
         MODEL, read_source(MODEL), repr(load_target("wormhole_n150")), (), "greedy-l1", DEFAULT_L1_USAGE_CAP

@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from app.web.error_lines import LINE_CHARS, error_line
-from compiler.errors import ModelLoadError, TilescopeError
+from tilescope.app.web.error_lines import LINE_CHARS, error_line
+from tilescope.compiler.errors import ModelLoadError, TilescopeError
 
 
 def test_tilescopes_own_errors_are_said_as_they_are():

@@ -10,8 +10,8 @@ import diskcache
 import psutil
 import pytest
 
-from app.web.job_book import PREFIX, JobRecord
-from app.web.jobs import ProcessJobs
+from tilescope.app.web.job_book import PREFIX, JobRecord
+from tilescope.app.web.jobs import ProcessJobs
 
 
 def _sleep():

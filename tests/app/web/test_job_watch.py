@@ -8,8 +8,8 @@ import threading
 
 import diskcache
 
-from app.web.job_book import PREFIX, DiskStore, JobBook
-from app.web.thread_jobs import ThreadJobManager
+from tilescope.app.web.job_book import PREFIX, DiskStore, JobBook
+from tilescope.app.web.thread_jobs import ThreadJobManager
 
 from .test_jobs import _result, gone_before_storing
 

@@ -17,10 +17,10 @@ import psutil
 import pytest
 import redis
 
-from app.web.job_book import JOBS_AT_ONCE, JOBS_PER_CLIENT, PREFIX, DiskStore, JobBook
-from app.web.job_watch import this_job
-from app.web.jobs import LOST, ProcessJobs, reporter
-from app.web.thread_jobs import ThreadJobManager
+from tilescope.app.web.job_book import JOBS_AT_ONCE, JOBS_PER_CLIENT, PREFIX, DiskStore, JobBook
+from tilescope.app.web.job_watch import this_job
+from tilescope.app.web.jobs import LOST, ProcessJobs, reporter
+from tilescope.app.web.thread_jobs import ThreadJobManager
 
 
 def _result(manager, key, job, timeout=20.0):
@@ -69,7 +69,7 @@ def test_app_processes_starting_at_once_sign_job_handles_with_one_secret(redis_b
     import redis
     from celery import Celery
 
-    from app.web.celery_jobs import CeleryJobs
+    from tilescope.app.web.celery_jobs import CeleryJobs
 
     store = redis.Redis.from_url(redis_broker)
     for _ in range(20):
@@ -99,7 +99,7 @@ def test_a_job_whose_result_is_read_is_left_to_end(redis_broker, monkeypatch):
 
     from celery import Celery
 
-    from app.web.celery_jobs import CeleryJobs
+    from tilescope.app.web.celery_jobs import CeleryJobs
 
     manager = CeleryJobs(Celery("tilescope", broker=redis_broker, backend=redis_broker))
     stopped = []
@@ -191,7 +191,7 @@ def test_celery_jobs_are_bounded_across_app_processes(redis_broker):
     (no worker takes them here: a job waiting for one holds its slot while its page waits)."""
     from celery import Celery
 
-    from app.web.celery_jobs import CeleryJobs, WorkerRoll
+    from tilescope.app.web.celery_jobs import CeleryJobs, WorkerRoll
 
     processes = [CeleryJobs(Celery("tilescope", broker=redis_broker, backend=redis_broker)) for _ in range(2)]
     tasks = [manager.make_job_fn(_token, progress=False) for manager in processes]
@@ -211,7 +211,7 @@ def test_celery_jobs_are_no_more_than_the_workers_run_at_once(redis_broker):
     user's Apply went unanswered behind long searches. It is refused in one line instead."""
     from celery import Celery
 
-    from app.web.celery_jobs import CeleryJobs, WorkerRoll
+    from tilescope.app.web.celery_jobs import CeleryJobs, WorkerRoll
 
     manager = CeleryJobs(Celery("tilescope", broker=redis_broker, backend=redis_broker))
     task = manager.make_job_fn(_token, progress=False)
@@ -332,7 +332,7 @@ def test_cancel_asks_a_job_that_stops_by_itself_and_it_keeps_what_it_found(tmp_p
 PARENT = """
 import os, sys, time
 import diskcache
-from app.web.jobs import ProcessJobs
+from tilescope.app.web.jobs import ProcessJobs
 
 manager = ProcessJobs(diskcache.Cache(sys.argv[1]))
 def job():

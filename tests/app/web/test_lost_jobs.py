@@ -11,8 +11,8 @@ import time
 
 import diskcache
 
-from app.web.jobs import LOST, ProcessJobs
-from app.web.thread_jobs import ThreadJobManager
+from tilescope.app.web.jobs import LOST, ProcessJobs
+from tilescope.app.web.thread_jobs import ThreadJobManager
 
 
 def _polled(manager, key, job, timeout=20.0):

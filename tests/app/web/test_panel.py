@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dash import no_update
 
-from app.web.panel import outputs
-from app.web.panels.override_form import FILLED
+from tilescope.app.web.panel import outputs
+from tilescope.app.web.panels.override_form import FILLED
 
 
 def test_outputs_left_as_they_are_keep_the_shape_dash_checks_a_result_against():

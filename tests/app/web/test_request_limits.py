@@ -8,8 +8,8 @@ import json
 import pytest
 from werkzeug.exceptions import ServiceUnavailable
 
-from app.web.request_limits import LARGE_BODIES_AT_ONCE, LARGE_BODY_BYTES, MAX_JSON_VALUES, BoundedJSON
-from app.web.server import create_app
+from tilescope.app.web.request_limits import LARGE_BODIES_AT_ONCE, LARGE_BODY_BYTES, MAX_JSON_VALUES, BoundedJSON
+from tilescope.app.web.server import create_app
 
 from .panels.conftest import MODEL, TARGET
 

@@ -14,8 +14,8 @@ import urllib.request
 import psutil
 import pytest
 
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import list_runs
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.queries import list_runs
 
 from . import serving
 
@@ -60,7 +60,7 @@ def test_workers_serve_the_page_from_one_database(workers, db_url):
 
 
 def test_a_port_in_use_is_one_line_and_nothing_is_stored(capsys, tmp_path):
-    from app.cli import main
+    from tilescope.app.cli import main
 
     db = tmp_path / "perf.db"
     with socket.create_server(("127.0.0.1", 0)) as taken:
@@ -72,7 +72,7 @@ def test_a_port_in_use_is_one_line_and_nothing_is_stored(capsys, tmp_path):
 
 
 def test_a_port_out_of_range_is_refused_as_an_option(capsys):
-    from app.cli import main
+    from tilescope.app.cli import main
 
     with pytest.raises(SystemExit) as exited:
         main(["serve", "--port", "80000"])
@@ -81,7 +81,7 @@ def test_a_port_out_of_range_is_refused_as_an_option(capsys):
 
 
 def test_a_host_that_cannot_be_listened_on_is_one_line(capsys, tmp_path):
-    from app.cli import main
+    from tilescope.app.cli import main
 
     db = tmp_path / "perf.db"
     assert main(["serve", "--host", "host.invalid", "--db", f"sqlite:///{db}"]) == 2
@@ -91,7 +91,7 @@ def test_a_host_that_cannot_be_listened_on_is_one_line(capsys, tmp_path):
 
 
 def test_a_negative_worker_count_is_one_line(capsys):
-    from app.cli import main
+    from tilescope.app.cli import main
 
     assert main(["serve", "--workers", "-1"]) == 2
     err = capsys.readouterr().err.strip()
@@ -99,7 +99,7 @@ def test_a_negative_worker_count_is_one_line(capsys):
 
 
 def test_a_worker_without_a_broker_is_one_line(capsys, monkeypatch):
-    from app.cli import main
+    from tilescope.app.cli import main
 
     monkeypatch.delenv("TILESCOPE_CELERY_BROKER", raising=False)
     assert main(["worker"]) == 2
@@ -116,7 +116,7 @@ def test_a_worker_without_a_broker_is_one_line(capsys, monkeypatch):
     ],
 )
 def test_an_unreachable_broker_is_one_line_and_nothing_starts(capsys, monkeypatch, tmp_path, command, broker, cause):
-    from app.cli import main
+    from tilescope.app.cli import main
 
     monkeypatch.setenv("TILESCOPE_CELERY_BROKER", broker)
     db = f"sqlite:///{tmp_path / 'team.db'}"
@@ -189,8 +189,8 @@ def test_clients_that_stop_sending_are_dropped_and_free_the_worker_threads(tmp_p
     """Eight clients (the worker's threads) announce a body and send a few bytes of it, or stop
     inside their headers: each is dropped within a read's wait and the request's grace, and the
     page answers again. gunicorn's own worker would have waited on them for ever."""
-    from app.web.slow_clients import GRACE_SECONDS, READ_SECONDS
-    from app.web.server import THREADS_PER_WORKER
+    from tilescope.app.web.slow_clients import GRACE_SECONDS, READ_SECONDS
+    from tilescope.app.web.server import THREADS_PER_WORKER
 
     url, proc = serving.start(
         MODEL, f"sqlite:///{tmp_path}/one.db", logs=tmp_path, env={**os.environ, "HOME": str(tmp_path)}

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from app.web import slow_clients
-from app.web.slow_clients import _PacedSocket
+from tilescope.app.web import slow_clients
+from tilescope.app.web.slow_clients import _PacedSocket
 
 
 @pytest.fixture
@@ -135,7 +135,7 @@ def test_a_whole_request_is_answered_while_uploads_hold_every_thread(tmp_path):
     """Uploads within the pace hold every thread of the server for over 11 s; requests sent whole
     meanwhile waited that long for a thread, more than their grace, and were dropped unanswered
     (the pace counted from when they were queued). The server never waited on their clients."""
-    from app.web.server import THREADS_PER_WORKER
+    from tilescope.app.web.server import THREADS_PER_WORKER
 
     from . import serving
 

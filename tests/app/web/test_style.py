@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from app.web.style import LISTED, LISTED_IN_TOOLTIP, UNKNOWN_KIND_COLOUR, all_of, cielab, kind_colour, some_of
-from compiler.opset import KINDS
+from tilescope.app.web.style import LISTED, LISTED_IN_TOOLTIP, UNKNOWN_KIND_COLOUR, all_of, cielab, kind_colour, some_of
+from tilescope.compiler.ir.opset import KINDS
 
 
 def test_a_long_list_is_cut_to_a_line_and_counted():

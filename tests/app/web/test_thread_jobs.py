@@ -9,9 +9,9 @@ import time
 
 import diskcache
 
-from app.web.job_book import JOBS_PER_CLIENT
-from app.web.jobs import reporter
-from app.web.thread_jobs import ThreadJobManager
+from tilescope.app.web.job_book import JOBS_PER_CLIENT
+from tilescope.app.web.jobs import reporter
+from tilescope.app.web.thread_jobs import ThreadJobManager
 
 from .test_jobs import _from, _until
 

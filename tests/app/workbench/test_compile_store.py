@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from app.workbench import compile_store, runs
-from app.workbench.compile_store import KEEP, CompileStore
-from app.workbench.private_files import NotPrivate
-from compiler.models import load_model, read_source
-from compiler.pipeline import compile_model
-from compiler.policies import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
-from compiler.target import load_target
-from overrides import parse_item
+from tilescope.app.workbench import compile_store
+from tilescope.app.workbench import runs
+from tilescope.app.workbench.compile_store import KEEP, CompileStore
+from tilescope.app.workbench.private_files import NotPrivate
+from tilescope.compiler.frontend.model_refs import load_model, read_source
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
+from tilescope.compiler.targets.chip import load_target
+from tilescope.overrides import parse_item
 
 REF = "zoo:mlp?layers=2"
 

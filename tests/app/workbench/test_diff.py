@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from app.workbench.diff import rerun_delta, time_split
+from tilescope.app.workbench.diff import rerun_delta, time_split
 
 
 def _view(run_id, total_ns, device_ns, load=()):

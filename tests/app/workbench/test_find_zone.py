@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.workbench.explorer import Explorer
-from app.workbench.find_zone import LISTED, MAX_BUCKETS, OP_ROW, Buckets, FoundZone, pick
-from compiler.tracks import parse_track
-from perfdb import queries
-from perfdb.engine import open_db, session_factory
+from tilescope.app.workbench.explorer import Explorer
+from tilescope.app.workbench.find_zone import LISTED, MAX_BUCKETS, OP_ROW, Buckets, FoundZone, pick
+from tilescope.compiler.sim.tracks import parse_track
+from tilescope.perfdb import queries
+from tilescope.perfdb.engine import open_db, session_factory
 
 MODEL = "zoo:mlp?layers=2"
 FC1 = "mlp.layer.0.fc1.matmul"

@@ -7,11 +7,17 @@ from dataclasses import replace
 
 import pytest
 
-from app.workbench.explorer import Explorer
-from app.workbench.override_form import OUTPUT, applies_to_choices, form_values, rerun_overrides, rerun_problems
-from compiler.override import APPLIED, LAYOUT_FIELDS
-from overrides import format_item, parse_item
-from perfdb.engine import open_db, session_factory
+from tilescope.app.workbench.explorer import Explorer
+from tilescope.app.workbench.override_form import (
+    OUTPUT,
+    applies_to_choices,
+    form_values,
+    rerun_overrides,
+    rerun_problems,
+)
+from tilescope.compiler.pipeline.op_override import APPLIED, LAYOUT_FIELDS
+from tilescope.overrides import format_item, parse_item
+from tilescope.perfdb.engine import open_db, session_factory
 
 MLP = "zoo:mlp?layers=1"
 FC1, FC2 = "mlp.layer.0.fc1.matmul", "mlp.layer.0.fc2.matmul"

@@ -6,9 +6,9 @@ import itertools
 
 import pytest
 
-from app.workbench.graph_layout import layers, nested_layout
-from app.workbench.grouping import ScopeTree
-from compiler.models import load_model
+from tilescope.app.workbench.graph_layout import layers, nested_layout
+from tilescope.app.workbench.grouping import ScopeTree
+from tilescope.compiler.frontend.model_refs import load_model
 
 
 @pytest.fixture(scope="module")

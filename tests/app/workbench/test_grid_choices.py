@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.workbench.explorer import Explorer
-from app.workbench.grid_choices import grid_choice
-from app.workbench.override_form import FormValues, staged_override
-from perfdb.engine import open_db, session_factory
+from tilescope.app.workbench.explorer import Explorer
+from tilescope.app.workbench.grid_choices import grid_choice
+from tilescope.app.workbench.override_form import FormValues, staged_override
+from tilescope.perfdb.engine import open_db, session_factory
 
 MLP = "zoo:mlp?layers=1"
 FC1 = "mlp.layer.0.fc1.matmul"

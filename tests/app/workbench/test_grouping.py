@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from app.workbench.grouping import CHUNK, DEFAULT_BUDGET, GROUP, MAX_NODES, RUN_LENGTH, ScopeTree
-from app.workbench.parameter_scopes import module_path
-from compiler.pipeline import compile_model
-from compiler.target import load_target
-from compiler.ir import Graph, Op, Tensor
-from compiler.models import load_model
+from tilescope.app.workbench.grouping import CHUNK, DEFAULT_BUDGET, GROUP, MAX_NODES, RUN_LENGTH, ScopeTree
+from tilescope.app.workbench.parameter_scopes import module_path
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.ir.graph import Graph, Op, Tensor
+from tilescope.compiler.frontend.model_refs import load_model
 
 
 def _chain(names: list[str]) -> Graph:

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from app.workbench.isolation import run_isolated
-from compiler.errors import TilescopeError
+from tilescope.app.workbench.isolation import run_isolated
+from tilescope.compiler.errors import TilescopeError
 
 GIB = 2**30
 
@@ -67,7 +67,7 @@ def test_a_compile_past_those_at_once_is_refused_not_queued(tmp_path):
     """Waiting for a child would hold the request's thread; a page is told to try again."""
     import threading
 
-    from app.workbench.isolation import CHILDREN_AT_ONCE
+    from tilescope.app.workbench.isolation import CHILDREN_AT_ONCE
 
     release = tmp_path / "release"
 
@@ -111,7 +111,7 @@ def test_what_the_child_says_reaches_the_caller_in_order_before_its_result():
 
 PARENT = """
 import os, sys, time
-from app.workbench.isolation import run_isolated
+from tilescope.app.workbench.isolation import run_isolated
 
 def work(_say):
     open(sys.argv[1], "w").write(str(os.getpid()))
@@ -151,7 +151,7 @@ def test_a_process_forked_while_children_run_has_children_of_its_own(tmp_path):
     compile: it had inherited the server's count."""
     import threading
 
-    from app.workbench.isolation import CHILDREN_AT_ONCE
+    from tilescope.app.workbench.isolation import CHILDREN_AT_ONCE
 
     release = tmp_path / "release"
 
@@ -191,16 +191,18 @@ def _stored_elsewhere(db_url: str, ref: str) -> int:
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "app.cli", "run", ref, "--db", db_url, "--json"], capture_output=True, text=True
+        [sys.executable, "-m", "tilescope.app.cli", "run", ref, "--db", db_url, "--json"],
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["run_id"]
 
 
 def _explorer_on(db_url: str, max_ops: int):
-    from app.workbench.explorer import Explorer
-    from app.workbench.model_access import ModelAccess
-    from perfdb.engine import open_db, session_factory
+    from tilescope.app.workbench.explorer import Explorer
+    from tilescope.app.workbench.model_access import ModelAccess
+    from tilescope.perfdb.engine import open_db, session_factory
 
     sessions = session_factory(open_db(db_url))
     return sessions, Explorer(sessions, access=ModelAccess(max_ops=max_ops))
@@ -209,7 +211,7 @@ def _explorer_on(db_url: str, max_ops: int):
 def test_viewing_a_stored_run_past_max_ops_is_one_line_and_compiles_nothing(sqlite_url):
     """A stored run of 22,815 ops, viewed on a server of --max-ops 1000, was compiled in the server
     process (2.3 s, 127 -> 518 MiB)."""
-    from app.workbench import runs
+    from tilescope.app.workbench import runs
 
     _, explorer = _explorer_on(sqlite_url, max_ops=5)
     stored = _stored_elsewhere(sqlite_url, "zoo:mlp?layers=3&width=64&hidden=128")  # the CLI has no limit
@@ -220,8 +222,8 @@ def test_viewing_a_stored_run_past_max_ops_is_one_line_and_compiles_nothing(sqli
 
 
 def test_a_model_new_to_the_server_is_compiled_for_its_view_in_a_child_then_built_on_here(sqlite_url):
-    from app.workbench import runs
-    from app.workbench.explorer import _compile_inputs
+    from tilescope.app.workbench import runs
+    from tilescope.app.workbench.explorer import _compile_inputs
 
     _, explorer = _explorer_on(sqlite_url, max_ops=1000)
     stored = _stored_elsewhere(sqlite_url, "zoo:mlp?layers=2&width=64&hidden=96")

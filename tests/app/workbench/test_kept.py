@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.workbench.kept import Kept
+from tilescope.app.workbench.kept import Kept
 
 
 def test_values_are_made_once_and_the_oldest_goes_first():

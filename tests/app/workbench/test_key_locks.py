@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import threading
 
-from app.workbench.key_locks import KeyLocks
+from tilescope.app.workbench.key_locks import KeyLocks
 
 
 def test_another_key_is_not_held_up_by_a_long_holder():

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from app.workbench.diff import compare, device_parts, device_table
+from tilescope.app.workbench.diff import compare, device_parts, device_table
 from tests.perfdb.test_meshes import one_vs_eight  # noqa: F401  # the fixture
 
 PARTS = ("compute", "collectives", "overlap", "idle")

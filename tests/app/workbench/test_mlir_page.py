@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.workbench.mlir_page import (
+from tilescope.app.workbench.mlir_page import (
     MAX_MATCHES,
     MAX_QUERY,
     checked_query,
@@ -14,7 +14,7 @@ from app.workbench.mlir_page import (
     line_ops,
     window,
 )
-from compiler.errors import TilescopeError
+from tilescope.compiler.errors import TilescopeError
 
 TEXT = """module {
   %0 = "ttir.MatMul"(%a) : (tensor<2xbf16>) -> tensor<2xbf16>

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.workbench.mlir_tokens import KINDS, line_tokens, page_tokens
+from tilescope.app.workbench.mlir_tokens import KINDS, line_tokens, page_tokens
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -121,7 +121,7 @@ def test_a_page_stops_colouring_at_its_token_and_character_budgets():
 
 _PATHOLOGICAL = """
 import json
-from app.workbench.mlir_tokens import line_tokens
+from tilescope.app.workbench.mlir_tokens import line_tokens
 n = 200_000
 lines = ["tensor<" * n, '"' + "a" * 5 * n, "%x, " * n + "%y", "(" * n + ")" * n, "#a<" * n + ">"]
 print(json.dumps([len(line_tokens(line)) for line in lines]))

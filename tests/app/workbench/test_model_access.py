@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from dash import no_update
 
-from app.workbench.model_access import MAX_SOURCE_BYTES, ModelAccess
-from app.web.server import create_app
-from perfdb import queries
+from tilescope.app.workbench.model_access import MAX_SOURCE_BYTES, ModelAccess
+from tilescope.app.web.server import create_app
+from tilescope.perfdb import queries
 
 from ..web.panels.conftest import MODEL, TARGET
 from ..web.panels.conftest import data_url as _data_url
@@ -125,7 +125,7 @@ def test_shipped_examples_open_from_the_package_not_from_the_working_directory(t
 
 def test_a_stored_model_opens_from_its_stored_text_on_another_target(tmp_path, secret):
     app = _app(tmp_path)
-    from app.workbench.runs import execute
+    from tilescope.app.workbench.runs import execute
 
     execute(app.explorer.sessions, str(secret))  # stored by the command line, which reads any path
     with recording() as opened:
@@ -177,7 +177,7 @@ def test_an_upload_is_compiled_in_a_child_and_its_failure_is_one_line(tmp_path):
 
 
 def test_models_directories_and_limits_are_checked_at_start(tmp_path):
-    from compiler.errors import TilescopeError
+    from tilescope.compiler.errors import TilescopeError
 
     with pytest.raises(TilescopeError, match=r"^--models-dir .*nowhere: no such directory$"):
         ModelAccess.of([tmp_path / "nowhere"])
@@ -198,15 +198,15 @@ def test_an_upload_name_with_a_newline_stays_one_line(tmp_path):
 
 
 def test_an_overrides_file_past_its_limit_is_refused_before_decoding():
-    from app.workbench import override_form
-    from compiler.errors import TilescopeError
+    from tilescope.app.workbench import override_form
+    from tilescope.compiler.errors import TilescopeError
 
     with pytest.raises(TilescopeError, match=r"^o.json: 4.0 MiB is over the 4 MiB overrides file limit$"):
         override_form.imported_overrides("o.json", "data:;base64," + "A" * (4 * 2**20 // 3 * 4 + 8))
 
 
 def test_an_overrides_file_of_many_bad_items_lists_the_first_few(tmp_path):
-    from app.workbench.override_form import SHOWN_PROBLEMS, imported_overrides
+    from tilescope.app.workbench.override_form import SHOWN_PROBLEMS, imported_overrides
 
     text = "override-output-layout=" + ",".join(f"op{i}=nonsense" for i in range(500))
     found, problems = imported_overrides("many.txt", _data_url(text.encode()))

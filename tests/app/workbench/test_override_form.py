@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.workbench.explorer import Explorer
-from app.workbench.override_form import (
+from tilescope.app.workbench.explorer import Explorer
+from tilescope.app.workbench.override_form import (
     FormValues,
     rejections,
     rerun_overrides,
@@ -14,11 +14,11 @@ from app.workbench.override_form import (
     sharding_placeholder,
     staged_override,
 )
-from compiler.errors import TilescopeError
-from compiler.models import load_model
-from compiler.pipeline import compile_model
-from overrides import Problems, check_overrides, format_item, parse_item
-from perfdb.engine import open_db, session_factory
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.overrides import Problems, check_overrides, format_item, parse_item
+from tilescope.perfdb.engine import open_db, session_factory
 
 MLP = "zoo:mlp?layers=1"
 FC1, FC2 = "mlp.layer.0.fc1.matmul", "mlp.layer.0.fc2.matmul"

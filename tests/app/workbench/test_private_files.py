@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.workbench.private_files import NotPrivate, make_private, open_private, private_key
+from tilescope.app.workbench.private_files import NotPrivate, make_private, open_private, private_key
 
 NOBODY = 65534
 

@@ -3,11 +3,11 @@ compilation and simulation, and stores what a run from nothing stores."""
 
 from __future__ import annotations
 
-from overrides import parse_item
+from tilescope.overrides import parse_item
 
-from app.workbench import runs
-from perfdb.engine import open_db, session_factory
-from perfdb.queries import op_records, zones
+from tilescope.app.workbench import runs
+from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.queries import op_records, zones
 
 
 def _stored(sessions, run_id):

@@ -7,13 +7,13 @@ import os
 
 import pytest
 
-from app.workbench import runs
-from app.workbench.explorer import Explorer
-from app.workbench.tuning import check_budget, knobs_of
-from compiler.errors import TilescopeError
-from overrides import format_item, parse_item
-from overrides.search import LAYOUT_KNOBS, PRECISION_KNOBS
-from perfdb.engine import open_db, session_factory
+from tilescope.app.workbench import runs
+from tilescope.app.workbench.explorer import Explorer
+from tilescope.app.workbench.tuning import check_budget, knobs_of
+from tilescope.compiler.errors import TilescopeError
+from tilescope.overrides import format_item, parse_item
+from tilescope.overrides.search import LAYOUT_KNOBS, PRECISION_KNOBS
+from tilescope.perfdb.engine import open_db, session_factory
 
 
 def test_a_tuned_run_is_stored_as_the_child_of_the_run_it_started_from(db_url):
@@ -68,7 +68,7 @@ def test_a_run_of_a_policy_that_changes_precision_is_tuned_only_with_precision_k
 
 
 def _on_a_server(db_url: str, max_ops: int = 50_000) -> Explorer:
-    from app.workbench.model_access import ModelAccess
+    from tilescope.app.workbench.model_access import ModelAccess
 
     return Explorer(session_factory(open_db(db_url)), access=ModelAccess(max_ops=max_ops))
 

@@ -3,10 +3,10 @@ test states the graph it expects as text."""
 
 from __future__ import annotations
 
-from compiler.ir import Graph
-from compiler.mlir_import import import_mlir, parse_module
-from compiler.mlir_print import print_graph
-from compiler.passes.normalize import Normalize
+from tilescope.compiler.ir.graph import Graph
+from tilescope.compiler.frontend.mlir_import import import_mlir, parse_module
+from tilescope.compiler.ir.printer import print_graph
+from tilescope.compiler.passes.normalize import Normalize
 
 SHOWN = ("permutation", "contract_dims_lhs", "contract_dims_rhs", "transpose_a", "transpose_b", "const_eval")
 

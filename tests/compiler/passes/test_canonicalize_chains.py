@@ -1,4 +1,4 @@
-from compiler.passes.canonicalize import Canonicalize
+from tilescope.compiler.passes.canonicalize import Canonicalize
 
 from .golden import lines, run
 

@@ -1,4 +1,4 @@
-from compiler.passes.const_eval import ConstEval
+from tilescope.compiler.passes.const_eval import ConstEval
 
 from .golden import lines, run
 

@@ -1,4 +1,4 @@
-from compiler.passes.fold_broadcasts import FoldBroadcasts
+from tilescope.compiler.passes.fold_broadcasts import FoldBroadcasts
 
 from .golden import lines, run
 

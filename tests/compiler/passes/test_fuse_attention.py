@@ -1,10 +1,10 @@
 import pytest
 
-from compiler.models import load_model
-from compiler.opset import attention_dims, flops
-from compiler.passes.fuse_attention import DECODE, PREFILL, FuseAttention
-from compiler.pipeline import compile_model
-from compiler.simulator import simulate
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.ir.opset import attention_dims, flops
+from tilescope.compiler.passes.fuse_attention import DECODE, PREFILL, FuseAttention
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.simulator import simulate
 
 from .golden import lines, run
 

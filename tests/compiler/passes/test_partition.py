@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from compiler import opset
-from compiler.models import load_model
-from compiler.pipeline import compile_model
-from compiler.resharding import COLLECTIVES
-from compiler.simulator import simulate
-from compiler.target import load_target
+from tilescope.compiler.ir import opset
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.ir.opset import COLLECTIVES
+from tilescope.compiler.sim.simulator import simulate
+from tilescope.compiler.targets.chip import load_target
 
 LLAMA = "zoo:llama-3.2-1b?layers=1&seq=512"
 TP_MATMULS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -110,7 +110,7 @@ def test_a_model_without_shardings_is_split_by_the_policy():
 
 
 def test_a_mesh_larger_than_the_system_is_one_line():
-    from compiler.errors import ModelLoadError
+    from tilescope.compiler.errors import ModelLoadError
 
     with pytest.raises(ModelLoadError, match=r"needs 8 devices; wormhole_n300 has 2"):
         compile_model(load_model(f"{LLAMA}&devices=8"), load_target("wormhole_n300"))
@@ -176,7 +176,7 @@ def test_a_one_device_mesh_on_a_larger_system_says_so():
   }
 }
 """
-    from compiler.mlir_import import import_mlir
+    from tilescope.compiler.frontend.mlir_import import import_mlir
 
     compilation = compile_model(import_mlir(text, "one.mlir"), load_target("t3k"))
     assert compilation.levels["partition"].meta["mesh"].devices == 1
@@ -186,7 +186,7 @@ def test_a_one_device_mesh_on_a_larger_system_says_so():
 def test_a_fused_bias_is_kept_and_split_as_the_matmuls_result():
     """Operands past A and B (a bias fused into the matmul) are kept, split as the result is; an
     operand override may name one."""
-    from overrides import parse_item
+    from tilescope.overrides import parse_item
 
     t3k = load_target("t3k")
     graph = compile_model(load_model("zoo:mlp"), t3k).levels["partition"]

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.models import load_model
-from compiler.pipeline import compile_model, layout_outcomes
-from compiler.resharding import COLLECTIVES
-from compiler.sharding import Sharding
-from compiler.target import load_target
-from overrides import check_overrides, parse_item
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.stages import compile_model, layout_outcomes
+from tilescope.compiler.ir.opset import COLLECTIVES
+from tilescope.compiler.sharding.mesh import Sharding
+from tilescope.compiler.targets.chip import load_target
+from tilescope.overrides import check_overrides, parse_item
 
 TP = "zoo:llama-3.2-1b?layers=1&devices=8"  # Megatron tensor parallel, annotated, over ["model"=8]
 POLICY = "zoo:llama-3.2-1b?layers=1"  # no annotations: on a T3K the policy splits it over ("model", 8)

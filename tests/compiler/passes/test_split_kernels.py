@@ -3,10 +3,10 @@ names, and gets what splitting it on its own gives."""
 
 import pytest
 
-from compiler.models import load_model
-from compiler.passes.split_kernels import SplitKernels
-from compiler.pipeline import compile_model
-from compiler.target import load_target
+from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.passes.split_kernels import SplitKernels
+from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.targets.chip import load_target
 
 
 @pytest.mark.parametrize(
@@ -35,7 +35,7 @@ def test_a_renamed_kernel_is_timed_as_its_own_op():
     timings, zones and counters as timing every op on its own."""
     from dataclasses import replace
 
-    from compiler.simulator import simulate
+    from tilescope.compiler.sim.simulator import simulate
 
     target = load_target("wormhole_n150")
     compiled = compile_model(load_model("zoo:bert-base?layers=3"), target)

@@ -7,9 +7,9 @@ from dataclasses import asdict
 
 import pytest
 
-from app.web.server import create_app
-from app.workbench.override_form import FormValues
-from perfdb import queries
+from tilescope.app.web.server import create_app
+from tilescope.app.workbench.override_form import FormValues
+from tilescope.perfdb import queries
 
 MODEL = "zoo:mlp?layers=1"
 TARGET = "wormhole_n150"

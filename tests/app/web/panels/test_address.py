@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from dash import no_update
 
-from app.web import url_state
-from app.web.url_state import Shown, ViewState
+from tilescope.app.web import url_state
+from tilescope.app.web.url_state import Shown, ViewState
 
 from .conftest import FC1, MODEL, POLICY, TARGET, rerun, shown_run
 

@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import make_url
 
-from app.web.server import create_app
-from perfdb import queries
-from perfdb.schema import Run
+from tilescope.app.web.server import create_app
+from tilescope.perfdb import queries
+from tilescope.perfdb.schema import Run
 
 from .conftest import MODEL, TARGET, apply, shown_run
 

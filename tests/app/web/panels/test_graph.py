@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.workbench.graph_view import search_ops
-from app.workbench.grouping import MAX_NODES
-from app.workbench.natural_order import natural_key
-from compiler.errors import TilescopeError
-from compiler.ir import Graph, Op
+from tilescope.app.workbench.graph_view import search_ops
+from tilescope.app.workbench.grouping import MAX_NODES
+from tilescope.app.workbench.natural_order import natural_key
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.ir.graph import Graph, Op
 
 from .conftest import CONSUMER, FC1, TARGET, POLICY, data_url, marked_text, progress, rerun, shown_run
 

@@ -35,7 +35,7 @@ def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
 
 
 def test_an_op_moved_to_load_time_shows_its_load_time(app, cb):
-    from app.workbench.load_time import duration_text
+    from tilescope.app.workbench.load_time import duration_text
     from tests.perfdb.load_work import store_hoisted
 
     from .conftest import MODEL

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.web.panels.mlir import MAX_TOKENS, MLIR_PAGE, Asked, mlir_view
-from app.workbench.mlir_page import MAX_MATCHES, MAX_QUERY, find_matches
+from tilescope.app.web.panels.mlir import MAX_TOKENS, MLIR_PAGE, Asked, mlir_view
+from tilescope.app.workbench.mlir_page import MAX_MATCHES, MAX_QUERY, find_matches
 
 from .conftest import CONSUMER, FC1, marked_text, shown_run
 

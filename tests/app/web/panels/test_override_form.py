@@ -8,12 +8,12 @@ import json
 import pytest
 from dash import no_update
 
-from app.web.panels.override_form import SHOWN_PENDING, problem_list
-from app.workbench import runs
-from overrides import Problems
-from overrides.formats import MAX_ITEMS
-from overrides.validate import SHOWN_PROBLEMS
-from perfdb import queries
+from tilescope.app.web.panels.override_form import SHOWN_PENDING, problem_list
+from tilescope.app.workbench import runs
+from tilescope.overrides import Problems
+from tilescope.overrides.formats import MAX_ITEMS
+from tilescope.overrides.validate import SHOWN_PROBLEMS
+from tilescope.perfdb import queries
 
 from . import conftest
 from ...workbench.test_override_form import CROWDED, CROWDING
@@ -357,8 +357,8 @@ def test_a_reruns_label_names_every_override_it_runs_with(app, cb):
 
 
 def test_a_label_of_many_overrides_counts_them_and_names_the_new_ones():
-    from app.workbench.run_labels import overrides_label
-    from overrides import parse_item
+    from tilescope.app.workbench.run_labels import overrides_label
+    from tilescope.overrides import parse_item
 
     items = [parse_item(f"op{i}=l1") for i in range(5)]
     assert overrides_label(items[:3]) == "op0=l1, op1=l1, op2=l1"

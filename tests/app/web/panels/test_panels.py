@@ -9,17 +9,19 @@ import pkgutil
 import pytest
 from dash import Dash, Input, Output, html, no_update
 
-from app.web import page as page_module
-from app.web import panels
-from app.web.panel import PageContext, Panel, Wiring
-from app.web.server import create_app
-from compiler.target import load_target
+from tilescope.app.web import page as page_module
+from tilescope.app.web import panels
+from tilescope.app.web.panel import PageContext, Panel, Wiring
+from tilescope.app.web.server import create_app
+from tilescope.compiler.targets.chip import load_target
 
 from .conftest import FC1, MODEL, TARGET, shown_run
 
 
 def test_every_panel_module_is_named_in_panels_once():
-    modules = [importlib.import_module(f"app.web.panels.{m.name}") for m in pkgutil.iter_modules(panels.__path__)]
+    modules = [
+        importlib.import_module(f"tilescope.app.web.panels.{m.name}") for m in pkgutil.iter_modules(panels.__path__)
+    ]
     assert sorted(m.PANEL.key for m in modules) == sorted(p.key for p in panels.PANELS)
     assert len({p.key for p in panels.PANELS}) == len(panels.PANELS)
 

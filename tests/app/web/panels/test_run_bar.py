@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from overrides import parse_item
+from tilescope.overrides import parse_item
 
 import pytest
 from dash import no_update
 
-from app.workbench import explorer as explorer_module
-from app.web.server import create_app
-from app.workbench.runs import execute
-from perfdb import queries
+from tilescope.app.workbench import explorer as explorer_module
+from tilescope.app.web.server import create_app
+from tilescope.app.workbench.runs import execute
+from tilescope.perfdb import queries
 
 from .conftest import FC1, MODEL, POLICY, TARGET, data_url, fired, progress, rerun, shown_run
 
@@ -32,7 +32,7 @@ def test_page_opens_on_a_stored_run_of_the_example_model(app, cb):
 
 
 def test_a_run_on_a_target_file_reopens_and_reruns_from_what_it_stored(tmp_path):
-    from compiler.target import BUILTIN_DIR
+    from tilescope.compiler.targets.chip import BUILTIN_DIR
 
     target_file = tmp_path / "mine.toml"
     target_file.write_text(

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import pytest
 from dash import no_update
 
-from app.web.callback_context import diff_pair
-from app.web.diff_view import aligned_timelines, diff_body, duration_histogram, timeline_rows
-from app.web.timeline_figure import timeline_figure
-from app.workbench.diff import device_parts
-from perfdb.queries import WindowItem
+from tilescope.app.web.callback_context import diff_pair
+from tilescope.app.web.diff_view import aligned_timelines, diff_body, duration_histogram, timeline_rows
+from tilescope.app.web.timeline_figure import timeline_figure
+from tilescope.app.workbench.diff import device_parts
+from tilescope.perfdb.queries import WindowItem
 
 from .conftest import CONSUMER, FC1, apply, rerun, shown_run
 
@@ -140,7 +140,7 @@ def test_the_diff_aligns_the_two_runs_timelines_and_outlines_the_changed_op(app,
 
 
 def test_the_diff_shows_both_runs_load_time_and_the_ops_moved_to_load_time(app, cb):
-    from app.workbench.load_time import ops_text
+    from tilescope.app.workbench.load_time import ops_text
     from tests.perfdb.load_work import store_hoisted
 
     from .conftest import MODEL
@@ -233,7 +233,7 @@ def test_near_equal_runs_histograms_stand_side_by_side():
 
 def test_a_delta_table_of_a_few_rows_grows_to_hold_them_as_they_wrap_and_a_long_one_scrolls():
     """Its height was guessed from the changes' length, and two rows of long changes were cut off."""
-    from app.web.diff_table import GROWN_ROWS, delta_table
+    from tilescope.app.web.diff_table import GROWN_ROWS, delta_table
 
     row = {"id": "op", "name": "op", "a_us": 1.0, "b_us": 2.0, "delta_us": 1.0, "ratio": 2.0, "changes": "x " * 200}
     few = delta_table([row, {**row, "id": "op2", "name": "op2"}])
@@ -245,8 +245,8 @@ def test_a_delta_table_of_a_few_rows_grows_to_hold_them_as_they_wrap_and_a_long_
 def test_a_run_stored_with_overrides_and_no_parent_is_compared_with_its_models_baseline(app, cb):
     """The command line stores a run with overrides and no parent (a CI job's, say): the diff and
     the graph's delta colouring compare it with the baseline the summary offers."""
-    from app.workbench.runs import execute
-    from overrides import parse_item
+    from tilescope.app.workbench.runs import execute
+    from tilescope.overrides import parse_item
 
     from .conftest import FC1, MODEL, TARGET, shown_run
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from dash import no_update
 
-from app.web.grids import grid_style
-from app.web.panels.statistics import IDLE_ROW, LIST_PX, PICK_HINT, found_list
-from app.workbench.find_zone import MAX_BUCKETS, pick
-from perfdb import queries
+from tilescope.app.web.grids import grid_style
+from tilescope.app.web.panels.statistics import IDLE_ROW, LIST_PX, PICK_HINT, found_list
+from tilescope.app.workbench.find_zone import MAX_BUCKETS, pick
+from tilescope.perfdb import queries
 
 from .conftest import CONSUMER, FC1, shown_run
 
@@ -145,7 +145,7 @@ def test_a_row_the_page_did_not_send_selects_nothing(cb):
 
 
 def test_the_statistics_list_the_load_time_ops_apart_from_the_shares_per_step(app, cb):
-    from app.workbench.load_time import ops_text
+    from tilescope.app.workbench.load_time import ops_text
     from tests.perfdb.load_work import store_hoisted
 
     from .conftest import MODEL

@@ -47,7 +47,7 @@ def test_a_tools_export_says_what_it_left_out(cb):
 
 
 def test_the_summary_shows_the_load_time_beside_the_time_per_step(app, cb):
-    from app.workbench.load_time import duration_text
+    from tilescope.app.workbench.load_time import duration_text
     from tests.perfdb.load_work import store_hoisted
 
     from .conftest import MODEL

@@ -11,11 +11,11 @@ import plotly.graph_objects as go
 import pytest
 from dash import no_update
 
-from app.web.panels.timeline import x_window
-from app.web.style import kind_colour
-from app.web.timeline_figure import LANE_PX, MERGED_COLOUR, ROW_PX, row_key, row_label, timeline_figure
-from perfdb import queries
-from perfdb.queries import WindowItem
+from tilescope.app.web.panels.timeline import x_window
+from tilescope.app.web.style import kind_colour
+from tilescope.app.web.timeline_figure import LANE_PX, MERGED_COLOUR, ROW_PX, row_key, row_label, timeline_figure
+from tilescope.perfdb import queries
+from tilescope.perfdb.queries import WindowItem
 
 from .conftest import FC1, shown_run, zones
 

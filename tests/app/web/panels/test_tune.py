@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from app.web.panels.runs import TAB as DIFF_TAB
-from app.web.panels.tune import MAX_BUDGET_S, PRECISION
+from tilescope.app.web.panels.runs import TAB as DIFF_TAB
+from tilescope.app.web.panels.tune import MAX_BUDGET_S, PRECISION
 
 from .conftest import MODEL, STAGES, progress, shown_run
 

@@ -1,0 +1,76 @@
+"""Tile arithmetic: how a tensor pads into tiles and how many bytes it occupies."""
+
+from __future__ import annotations
+
+import math
+
+from tilescope.compiler.ir.dtypes import bytes_per_element
+from tilescope.compiler.ir.graph import Layout, Tensor
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def stored_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape a tensor is laid out in: its size-1 dims hold no data, so the compiler lays it
+    out without them and [32, 1, 2048] pads into tiles like [32, 2048], not 32 tiles high per
+    row. Reshapes that only add or drop size-1 dims are then views of the same bytes."""
+    return tuple(d for d in shape if d != 1)
+
+
+def same_bytes(src: Tensor, dst: Tensor) -> bool:
+    """Whether `dst` is `src` under another shape, so a reshape between them is a view (ttnn
+    returns one; no kernel runs): laid out the same way, and either only size-1 dims differ or,
+    in tiles, the same rows of the same width with every batch starting on a tile boundary
+    ([8, 384, 3072] and [3072, 3072] are the same 96 x 96 tiles)."""
+    if src.layout != dst.layout:
+        return False
+    if stored_shape(src.shape) == stored_shape(dst.shape):
+        return True
+    if src.layout is None or src.layout.layout != "tile":
+        return False
+    (b1, r1, c1), (b2, r2, c2) = matrix_dims(src.shape), matrix_dims(dst.shape)
+    height = src.layout.tile[0]
+    return c1 == c2 and b1 * r1 == b2 * r2 and r1 % height == 0 and r2 % height == 0
+
+
+def matrix_dims(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """(batch, rows, cols) of the stored shape: leading dims fold into batch; rank 0/1 are one row."""
+    shape = stored_shape(shape)
+    if not shape:
+        return 1, 1, 1
+    if len(shape) == 1:
+        return 1, 1, shape[0]
+    return math.prod(shape[:-2]), shape[-2], shape[-1]
+
+
+def tile_grid(shape: tuple[int, ...], tile: tuple[int, int]) -> tuple[int, int, int]:
+    """(batch, row tiles, col tiles) after padding to whole tiles."""
+    batch, rows, cols = matrix_dims(shape)
+    return batch, ceil_div(rows, tile[0]), ceil_div(cols, tile[1])
+
+
+def num_tiles(shape: tuple[int, ...], tile: tuple[int, int]) -> int:
+    batch, rt, ct = tile_grid(shape, tile)
+    return batch * rt * ct
+
+
+def tile_bytes(dtype: str, tile: tuple[int, int]) -> float:
+    return tile[0] * tile[1] * bytes_per_element(dtype)
+
+
+def shard_bytes(tensor: Tensor, layout: Layout) -> float:
+    """Bytes one core holds: the largest shard for sharded layouts, an even share when interleaved."""
+    tile = layout.tile
+    rows_g, cols_g = layout.grid
+    batch, rt, ct = tile_grid(tensor.shape, tile)
+    per_tile = tile_bytes(layout.dtype, tile)
+    height = batch * rt
+    if layout.memory_layout == "height_sharded":
+        return ceil_div(height, rows_g * cols_g) * ct * per_tile
+    if layout.memory_layout == "width_sharded":
+        return height * ceil_div(ct, rows_g * cols_g) * per_tile
+    if layout.memory_layout == "block_sharded":
+        return ceil_div(height, rows_g) * ceil_div(ct, cols_g) * per_tile
+    return ceil_div(height * ct, rows_g * cols_g) * per_tile

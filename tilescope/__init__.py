@@ -1,0 +1,1 @@
+"""tilescope: compile, simulate, trace and diff ML models for AI accelerators."""
