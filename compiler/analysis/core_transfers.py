@@ -1,0 +1,50 @@
+"""A core's reads and writes of a tensor, by the path each byte takes: its own shard in the core's
+memory, DRAM, the NoC from other cores, or a multicast from the core that fetched it for all.
+Where the tensor lives and the grid the op runs on decide which."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilescope.compiler.ir.core_work import MCAST, NOC, Transfer
+from tilescope.compiler.ir.graph import Layout, Tensor
+from tilescope.compiler.ir.tiles import shard_bytes
+from tilescope.compiler.targets.chip import Target
+
+
+@dataclass(frozen=True)
+class CoreTransfers:
+    target: Target
+
+    def path(self, layout: Layout, grid: tuple[int, int]) -> str:
+        """How a core on `grid` reaches a tensor laid out as `layout`: its own memory for a shard
+        on the same grid, the NoC for another core's memory, else the memory it lives in."""
+        memory = self.target.memories[layout.memory]
+        if memory.scope == "core":
+            return memory.name if layout.sharded and layout.grid == grid else NOC
+        return memory.name
+
+    def is_local(self, tensor: Tensor, grid: tuple[int, int]) -> bool:
+        path = self.path(tensor.layout, grid)
+        return path in self.target.memories and self.target.memories[path].scope == "core"
+
+    def moves(self, tensor: Tensor, nbytes: float, grid: tuple[int, int], rest: str = NOC) -> tuple[Transfer, ...]:
+        """A core's reads (or writes) of `nbytes` of `tensor`. From a shard on the op's own grid, a
+        core reaches at most its own shard locally; the rest comes from other cores via `rest`."""
+        if not self.is_local(tensor, grid):
+            return (Transfer(tensor.name, self.path(tensor.layout, grid), nbytes),)
+        local = min(nbytes, shard_bytes(tensor, tensor.layout))
+        moves = [Transfer(tensor.name, tensor.layout.memory, local)]
+        if nbytes > local:
+            moves.append(Transfer(tensor.name, rest, nbytes - local))
+        return tuple(moves)
+
+    def operand(self, tensor: Tensor, nbytes: float, grid: tuple[int, int], sender: bool) -> tuple[Transfer, ...]:
+        """A multicast operand: the sender fetches it from where it lives, receivers get it by
+        multicast; from shards on the grid, every core has its piece and receives the rest. Without
+        multicast on the target, every core fetches its own copy."""
+        if not self.target.noc_multicast:
+            return self.moves(tensor, nbytes, grid)
+        if sender or self.is_local(tensor, grid):
+            return self.moves(tensor, nbytes, grid, rest=MCAST)
+        return (Transfer(tensor.name, MCAST, nbytes),)

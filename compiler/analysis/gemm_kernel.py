@@ -1,0 +1,164 @@
+"""A matmul's or a convolution's (an implicit GEMM's) work per core. The output tiles split in 2D
+blocks over the grid, or in 1D along the longer side when the output is too thin for the grid, as
+tt-metal's 2D and 1D multicast matmul programs do: in 2D the first core of each grid row fetches
+the row's block of A and multicasts it along the row, and the first core of each column does the
+same for B down the column; in 1D one core fetches the operand every core needs and multicasts it
+to all. Each core computes its share in passes whose buffers fit beside the L1 live then."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from tilescope.compiler.analysis.core_cycles import fidelity_of, vector_cycles
+from tilescope.compiler.analysis.core_shares import clamp, grid_cores
+from tilescope.compiler.analysis.core_transfers import CoreTransfers
+from tilescope.compiler.analysis.matmul_blocking import fit_blocks, matmul_split, subblock, unpacked_per_multiply
+from tilescope.compiler.ir import opset
+from tilescope.compiler.ir.core_work import CircularBuffer, Compute, CoreWork, Kernel, Transfer
+from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
+from tilescope.compiler.ir.graph import Graph, Op
+from tilescope.compiler.ir.tiles import ceil_div, num_tiles, tile_bytes
+from tilescope.compiler.targets.chip import Target
+
+
+@dataclass(frozen=True)
+class _Share:
+    """What a group of cores with the same share computes: output tile rows and columns, the
+    blocking of its passes (rows, columns, K step) and its reads."""
+
+    m: int
+    n: int
+    blocks: tuple[int, int, int]
+    reads: tuple[Transfer, ...]
+
+
+def gemm_kernel(graph: Graph, op: Op, target: Target) -> Kernel:
+    """The op's kernel: cores grouped by their share of the output, each group's work once."""
+    gemm = _Gemm(graph, op, target)
+    program, axis, bm, bn = matmul_split(gemm.mt, gemm.nt, gemm.grid, target.noc_multicast)
+    groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+    work: dict[tuple, _Share] = {}
+    keyed: dict[tuple, tuple] = {}  # a core's share -> its group's key: most cores share one
+    for core, share_of_core in gemm.shares(axis, bm, bn).items():
+        m, n, sends_a, sends_b = share_of_core
+        if not (m and n):
+            continue
+        if share_of_core not in keyed:
+            pm, pn, kb = gemm.blocks_of(m, n)
+            reads = gemm.reads(m, n, pm, pn, sends_a, sends_b)
+            keyed[share_of_core] = key = (m, n, tuple((t.tensor, t.path, t.bytes) for t in reads))
+            work[key] = _Share(m, n, (pm, pn, kb), reads)
+        groups[keyed[share_of_core]].append(core)
+    widest = max(groups, key=lambda key: len(groups[key]), default=None)
+    blocking = (bm, bn, 1)
+    result = []
+    for key, members in groups.items():
+        if key == widest:  # the op's blocking as most of its cores run it
+            blocking = (bm, bn, work[key].blocks[2])
+        result.append(gemm.core_work(tuple(members), work[key]))
+    return Kernel(gemm.grid, tuple(result), program, blocking, op.attrs.get("subblock"))
+
+
+class _Gemm:
+    """One matmul's sizes in tiles, what each tile costs, and how a share of it is read, blocked
+    and computed."""
+
+    def __init__(self, graph: Graph, op: Op, target: Target) -> None:
+        self.graph, self.op, self.target = graph, op, target
+        self.transfers = CoreTransfers(target)
+        self.grid = op.attrs["grid"]
+        self.a, self.b = (graph.tensors[t] for t in op.inputs[:2])
+        self.out = graph.tensors[op.outputs[0]]
+        tile = self.out.layout.tile  # short (tiny) tiles of A and the output cut M's padding
+        rows, k, cols = opset.gemm_dims(graph, op)
+        self.mt, self.kt, self.nt = ceil_div(rows, tile[0]), ceil_div(k, tile[1]), ceil_div(cols, tile[1])
+        # A convolution reads input pixels, not the im2col matrix: K / window channels per row.
+        b_shape = self.b.shape
+        window = math.prod(b_shape[2:]) if op.kind == "conv2d" and len(b_shape) == 4 else 1
+        self.a_kt = ceil_div(ceil_div(k, window), tile[1])
+        self.fidelity = fidelity_of(op, self.a.layout.dtype, target)
+        self.compute_dtype = target.compute_dtype(self.a.layout.dtype)
+        self.cycles_per_tile = target.tile_cycles(self.compute_dtype, self.fidelity, rows=tile[0])
+        fused = sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ()))
+        self.fused_cycles = vector_cycles(target, 1, fused, tile)
+        self.a_tile, self.b_tile, self.out_tile = (
+            tile_bytes(t.layout.dtype, t.layout.tile) for t in (self.a, self.b, self.out)
+        )
+        self.extra_tiles = [
+            tile_bytes(graph.tensors[t].layout.dtype, graph.tensors[t].layout.tile) for t in op.inputs[2:]
+        ]
+        self.copies = 2 if op.attrs.get("double_buffer", True) else 1
+        self.budget = target.core_memory.capacity_bytes - op.meta.get("l1_live", 0.0)
+
+    def shares(self, axis: str, bm: int, bn: int) -> dict[tuple[int, int], tuple[int, int, bool, bool]]:
+        """Per core, the rows and columns of output tiles it computes, and whether it fetches A
+        and B for the others."""
+        mt, nt, cores = self.mt, self.nt, grid_cores(self.grid)
+        if axis == "2d":  # blocks down and across the grid
+            return {(r, c): (clamp(mt - r * bm, bm), clamp(nt - c * bn, bn), c == 0, r == 0) for r, c in cores}
+        if axis == "n":  # the first core fetches A for all
+            return {core: (mt, clamp(nt - i * bn, bn), i == 0, True) for i, core in enumerate(cores)}
+        return {core: (clamp(mt - i * bm, bm), nt, True, i == 0) for i, core in enumerate(cores)}  # B for all
+
+    def step_bytes(self, pm: int, pn: int, kb: int) -> float:
+        """One K step of A and B (twice when double-buffered), the pass's extra operands and output."""
+        ab = self.copies * (pm * kb * self.a_tile + kb * pn * self.b_tile)
+        return ab + pn * sum(self.extra_tiles) + pm * pn * self.out_tile
+
+    def blocks_of(self, m: int, n: int) -> tuple[int, int, int]:
+        """A core computes its share in passes of pm x pn output tiles, each looping over K in
+        steps of kb tiles, with buffers sized to fit next to the tensors live in L1."""
+        if "block" in self.op.attrs:  # asked for by an override, checked by the layout pass
+            asked = self.op.attrs["block"]
+            return min(asked[0], m), min(asked[1], n), asked[2]
+        return fit_blocks(m, n, self.kt, self.step_bytes, self.budget)
+
+    def reads(self, m: int, n: int, pm: int, pn: int, sends_a: bool, sends_b: bool) -> tuple[Transfer, ...]:
+        """Each pass reads its rows of A and its columns of B again: A once per column pass, B
+        once per row pass; and the core's columns of any operand past them."""
+        grid = self.grid
+        return (
+            self.transfers.operand(self.a, m * self.a_kt * ceil_div(n, pn) * self.a_tile, grid, sends_a)
+            + self.transfers.operand(self.b, self.kt * n * ceil_div(m, pm) * self.b_tile, grid, sends_b)
+            + self._extra_reads(n)
+        )
+
+    def _extra_reads(self, n: int) -> tuple[Transfer, ...]:
+        """Operands past A and B (a fused bias, say): the core's columns of them."""
+        extra: tuple[Transfer, ...] = ()
+        for name in self.op.inputs[2:]:
+            t = self.graph.tensors[name]
+            share = num_tiles(t.shape, t.layout.tile) * n / max(1, self.nt)
+            extra += self.transfers.moves(t, max(1.0, share) * tile_bytes(t.layout.dtype, t.layout.tile), self.grid)
+        return extra
+
+    def core_work(self, members: tuple[tuple[int, int], ...], share: _Share) -> CoreWork:
+        """The work of each core of a group: its reads, its passes' compute, its writes and buffers."""
+        m, n, kt, (pm, pn, kb) = share.m, share.n, self.kt, share.blocks
+        a, b, out, copies = self.a, self.b, self.out, self.copies
+        writes = self.transfers.moves(out, m * n * self.out_tile, self.grid)
+        # 32-bit results halve the destination registers' tiles
+        dest = self.target.pipeline.dest_tiles // (2 if BYTES_PER_ELEMENT[out.layout.dtype] >= 4 else 1)
+        sub = self.op.attrs.get("subblock") or subblock(pm, pn, max(1, dest))
+        compute = Compute(
+            "matrix",
+            m * n * kt,
+            m * n * (kt * self.cycles_per_tile + self.fused_cycles),
+            self.fidelity,
+            self.compute_dtype,
+            unpack_bytes=m * n * kt * unpacked_per_multiply(self.a_tile, self.b_tile, sub),
+            pack_bytes=m * n * self.out_tile,
+        )
+        passes = ceil_div(m, pm) * ceil_div(n, pn)
+        cbs = (
+            CircularBuffer("in0", a.name, copies * pm * kb, copies * pm * kb * self.a_tile),
+            CircularBuffer("in1", b.name, copies * kb * pn, copies * kb * pn * self.b_tile),
+            *(
+                CircularBuffer(f"in{i + 2}", t, pn, pn * size)
+                for i, (t, size) in enumerate(zip(self.op.inputs[2:], self.extra_tiles))
+            ),
+            CircularBuffer("out", out.name, pm * pn, pm * pn * self.out_tile),
+        )
+        return CoreWork(members, share.reads, compute, writes, passes * (kt // kb), cbs, copies == 2)

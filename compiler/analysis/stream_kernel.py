@@ -1,0 +1,88 @@
+"""The work per core of every op that streams tiles (element-wise, reductions, data movement):
+its tiles in even shares over the grid in row-major core order, each core stepping through its
+share a block of tiles at a time through double-buffered circular buffers."""
+
+from __future__ import annotations
+
+from tilescope.compiler.analysis.core_cycles import vector_cycles
+from tilescope.compiler.analysis.core_shares import grid_cores, spread
+from tilescope.compiler.analysis.core_transfers import CoreTransfers
+from tilescope.compiler.ir import opset
+from tilescope.compiler.ir.core_work import CircularBuffer, Compute, CoreWork, Kernel
+from tilescope.compiler.ir.graph import Graph, Op, Tensor
+from tilescope.compiler.ir.tiles import ceil_div, num_tiles, tile_bytes
+from tilescope.compiler.targets.chip import Target
+
+MAX_ELTWISE_BLOCK = 8  # tiles per step of a streaming (eltwise, data movement) kernel
+LOOKUPS = ("embedding", "gather")
+CACHE_WRITES = ("update_cache", "fill_cache")
+
+
+def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> Kernel:
+    """The op's kernel: a group of cores per share of its tiles, reading and writing their share
+    of every operand and result where it lives."""
+    grid = op.attrs["grid"]
+    transfers = CoreTransfers(target)
+    ins = [graph.tensors[t] for t in op.inputs]
+    outs = [graph.tensors[t] for t in op.outputs]
+    if op.kind in CACHE_WRITES and len(ins) >= 2:
+        # the cache is written in place where the new rows go: as many tiles as they have,
+        # stored in the cache's layout; the rest of the cache is not touched
+        cache, ins = ins[0], ins[1:]
+        outs = [Tensor(cache.name, ins[0].shape, cache.dtype, cache.layout)]
+    # A lookup (embedding, gather) reads only the rows it gathers from its table: as many
+    # bytes as it writes, not the whole table.
+    looked_up = max(ins, key=lambda t: t.numel).name if op.kind in LOOKUPS and ins and outs else None
+    sized = [t for t in ins + outs if t.name != looked_up]
+    total = max([num_tiles(t.shape, t.layout.tile) for t in sized] + [1])
+    counts = spread(total, grid_cores(grid))
+    passes = cls.flops_per_element + sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ()))
+    engine = "vector" if cls.engine == "vector" else "data"
+    page_bytes = sum(tile_bytes(t.layout.dtype, t.layout.tile) for t in ins + outs)
+    tile = outs[0].layout.tile if outs else target.tile
+    budget = target.core_memory.capacity_bytes - op.meta.get("l1_live", 0.0)
+    copies = 2 if op.attrs.get("double_buffer", True) else 1
+    work = []
+    for n, members in counts.items():
+        frac = n / total
+        # tiles per step: up to MAX_ELTWISE_BLOCK, fewer when two steps of every buffer do not fit
+        block = min(n, MAX_ELTWISE_BLOCK)
+        while block > 1 and copies * block * page_bytes > budget:
+            block //= 2
+
+        def tiles_of(t: Tensor, frac: float = frac) -> int:
+            if t.name == looked_up:  # the rows gathered: as many tiles as the output's share
+                return max(1, round(num_tiles(outs[0].shape, outs[0].layout.tile) * frac))
+            return max(1, round(num_tiles(t.shape, t.layout.tile) * frac))
+
+        reads = tuple(
+            m for t in ins for m in transfers.moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, t.layout.tile), grid)
+        )
+        writes = tuple(
+            m for t in outs for m in transfers.moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, t.layout.tile), grid)
+        )
+        cycles = vector_cycles(target, n, max(1.0, passes), tile) if engine == "vector" else 0.0
+        # the vector engine works on registers: its operands are unpacked in, its results packed out
+        unpacked = sum(t.bytes for t in reads) if engine == "vector" else 0.0
+        packed = sum(t.bytes for t in writes) if engine == "vector" else 0.0
+        cbs = tuple(
+            CircularBuffer(
+                f"in{i}" if i < len(ins) else "out",
+                t.name,
+                copies * block,
+                copies * block * tile_bytes(t.layout.dtype, t.layout.tile),
+            )
+            for i, t in enumerate(ins + outs)
+        )
+        work.append(
+            CoreWork(
+                tuple(members),
+                reads,
+                Compute(engine, n, cycles, unpack_bytes=unpacked, pack_bytes=packed),
+                writes,
+                ceil_div(n, block),
+                cbs,
+                copies == 2,
+            )
+        )
+    return Kernel(grid, tuple(work), "eltwise" if engine == "vector" else "data_movement")
