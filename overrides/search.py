@@ -17,15 +17,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from tilescope.compiler.ir import opset
-from tilescope.compiler.analysis.matmul_blocking import subblock
 from tilescope.compiler.frontend.mlir_import import ImportedModel
-from tilescope.compiler.pipeline.op_override import LAYOUT_FIELDS, REJECTED
-from tilescope.compiler.pipeline.stages import Compilation, compile_model
-from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, GREEDY_L1
+from tilescope.compiler.ir import opset
+from tilescope.compiler.pipeline.compilation import Compilation
+from tilescope.compiler.pipeline.op_override import REJECTED
+from tilescope.compiler.pipeline.options import DEFAULT_POLICY, GREEDY_L1, CompileOptions
+from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import SimResult, simulate
 from tilescope.compiler.targets.chip import Target
 
+from tilescope.overrides.candidates import candidates
 from tilescope.overrides.spec import format_item, parse_item
 
 # what an override may change without changing the numbers the model computes, and what it may
@@ -34,7 +35,6 @@ LAYOUT_KNOBS = ("memory", "layout", "grid", "block", "double_buffer", "tile")
 PRECISION_KNOBS = ("dtype", "fidelity")
 # the policies a search may start from: the optimizer's block-float weights change precision
 LAYOUT_POLICIES = (DEFAULT_POLICY, GREEDY_L1)
-SHARDED = ("block_sharded", "height_sharded", "width_sharded")
 MIN_GAIN = 1e-9  # relative: a kept override must make the step faster, not equal
 HEARTBEAT_S = 2.0  # how often a long search says where it is, between kept overrides
 
@@ -61,7 +61,9 @@ def label_of(items: tuple[str, ...]) -> str:
 class Tuned:
     """What a search found: its start, its best, and how it got there."""
 
-    policy: str  # the policy it started from, the fastest of LAYOUT_POLICIES (or the one given)
+    # the best set as a run of it is made: its overrides, the policy the search started from (the
+    # fastest of its starts), and the dispatch and L1 cap it searched under
+    options: CompileOptions
     policies: dict[str, float]  # each policy's time, ns
     best_ns: float
     items: list[str]  # the best override set, one item per op
@@ -69,11 +71,14 @@ class Tuned:
     trials: int
     seconds: float
     stopped: str  # why the search ended, one line
-    l1_usage_cap: float
     dropped: list[str]  # start items the chosen policy rejects, left out
     # the best's; None in a summary sent to another process (app/workbench/tuning.py)
     compilation: Compilation | None = field(repr=False)
     sim: SimResult | None = field(repr=False)
+
+    @property
+    def policy(self) -> str:
+        return self.options.policy
 
     @property
     def start_ns(self) -> float:
@@ -91,90 +96,6 @@ class Tuned:
 def changes_precision(item: str) -> bool:
     parsed = parse_item(item)
     return parsed.dtype is not None or parsed.fidelity is not None
-
-
-def candidates(compilation: Compilation, op_name: str, knobs: tuple[str, ...], current: str | None = None) -> list[str]:
-    """The override items worth a trial on one op: where its output lives and how it is sharded,
-    the grid it runs on, a matmul's blocking and sub-block, single buffering, shorter tiles, and
-    with precision knobs its dtype and fidelity. Each changes one knob of the op's `current` item
-    and keeps the rest, so an op's knobs are tuned one after another. The compiler rejects what the
-    op cannot take (uneven shards, a full L1)."""
-    op = compilation.levels["layout"].op(op_name)
-    target = compilation.target
-    rows, cols = target.grid
-    found: list[str] = []
-    if "memory" in knobs:
-        found += ["l1:interleaved", target.dram.name]
-    if "layout" in knobs:  # a sharded output lives in L1
-        found += [f"l1:{layout}" for layout in SHARDED]
-    if "grid" in knobs:
-        grids = {
-            (rows, cols),
-            (rows, max(1, cols // 2)),
-            (max(1, rows // 2), cols),
-            (max(1, rows // 2), max(1, cols // 2)),
-        }
-        found += [f"{r}x{c}" for r, c in sorted(grids) if (r, c) != op.attrs.get("grid")]
-    matrix = opset.op_class(op.kind).kind_class in opset.MATRIX_CLASSES
-    if "block" in knobs and matrix:
-        found += _blocks(compilation, op_name)
-    if "double_buffer" in knobs:
-        found.append("double_buffer#false")
-    if "tile" in knobs and matrix:
-        found += [f"tile#{r}x{c}" for r, c in sorted(target.tile_shapes) if (r, c) != target.tile]
-    if "dtype" in knobs and matrix:
-        found += [d for d in ("bfp8", "bfp4") if d in target.matrix.flops_per_cycle]
-    if "fidelity" in knobs and matrix and target.fidelities:
-        found += [f"fidelity#{f}" for f in target.fidelities]
-    tried = (combined(current, f"{op_name}={item}") for item in found)
-    return [item for item in dict.fromkeys(tried) if item != current]
-
-
-# what a change of one knob leaves meaningless of the item it changes: a new grid or tile shape
-# gives each core another share, whose blocking is to be found again; a new block, its sub-blocks
-_RESETS = {
-    "grid": ("block", "subblock"),
-    "tile": ("block", "subblock"),
-    "block": ("subblock",),
-    "memory": ("memory_layout",),  # `dram` after `l1:block_sharded` is DRAM, interleaved
-}
-
-
-def combined(current: str | None, change: str) -> str:
-    """`current` (an op's item, or None) with what `change` sets in place of its own."""
-    new = parse_item(change)
-    if current is None:
-        return format_item(new)
-    old = parse_item(current)
-    values = {name: getattr(new, name) for name in LAYOUT_FIELDS if getattr(new, name) is not None}
-    for name in list(values):
-        for reset in _RESETS.get(name, ()):
-            values.setdefault(reset, None)
-    return format_item(replace(old, **values, spec=""))
-
-
-def _blocks(compilation: Compilation, op_name: str) -> list[str]:
-    """A matmul's other passes: K steps of 1 to 16 tiles that divide K, half the rows or columns
-    per pass, from the blocking its kernel has now; and the sub-blocks of that blocking's pass
-    that fill the destination registers, tall or wide (tt-metal takes the widest; the operand
-    along the longer side is unpacked once per sub-block, so the best shape depends on the op)."""
-    kernel = compilation.kernel.op(op_name).meta.get("kernel")
-    if kernel is None or len(kernel.block) != 3:
-        return []
-    layout = compilation.levels["layout"]
-    tile = compilation.target.tile
-    kt = -(-opset.gemm_dims(layout, layout.op(op_name))[1] // tile[1])
-    bm, bn, kb = kernel.block
-    blocks = {(bm, bn, k) for k in (1, 2, 4, 8, 16) if kt % k == 0}
-    blocks |= {(m, n, kb) for m, n in ((bm // 2, bn), (bm, bn // 2)) if m and n and bm % m == 0 and bn % n == 0}
-    found = [f"block#{m}x{n}x{k}" for m, n, k in sorted(blocks - {(bm, bn, kb)})]
-    dest = compilation.target.pipeline.dest_tiles
-    now = kernel.subblock or subblock(bm, bn, dest)
-    for h in (h for h in range(1, min(bm, dest) + 1) if bm % h == 0):
-        w = max(w for w in range(1, min(bn, dest // h) + 1) if bn % w == 0)
-        if (h, w) != now:
-            found.append(f"subblock#{h}x{w}")
-    return found
 
 
 def _tunable(compilation: Compilation, sim: SimResult) -> list[str]:
@@ -214,17 +135,15 @@ def _of_output(item: str) -> bool:
     return parsed.operand is None and parsed.result is None
 
 
-def _start(
-    model: ImportedModel, target: Target, dispatch: str, policy: str, items: tuple[str, ...], cap: float
-) -> tuple[Compilation, SimResult, list[str]]:
-    """`items` compiled under `policy` and simulated, less any the compiler rejects (as a run
-    stored with rejected overrides ran without them); and the items kept."""
-    kept = list(items)
+def _start(model: ImportedModel, target: Target, options: CompileOptions) -> tuple[Compilation, SimResult, list[str]]:
+    """`options` compiled and simulated, less any override the compiler rejects (as a run stored
+    with rejected overrides ran without them); and the items kept."""
+    kept = [format_item(o) for o in options.overrides]
     while True:  # without one, another may fit where it did not (L1 is planned for all at once)
-        compiled = compile_model(model, target, [parse_item(i) for i in kept], policy, cap)
+        compiled = compile_model(model, target, options.with_overrides(parse_item(i) for i in kept))
         rejected = {o.spec for o in compiled.override_outcomes if o.status == REJECTED}
         if not rejected:
-            return compiled, simulate(compiled.kernel, target, dispatch), kept
+            return compiled, simulate(compiled.kernel, target, options.dispatch), kept
         kept = [item for item in kept if parse_item(item).spec not in rejected]
 
 
@@ -232,15 +151,18 @@ def _start(
 class _Search:
     model: ImportedModel
     target: Target
-    dispatch: str
-    policy: str
+    options: CompileOptions  # the policy, dispatch and L1 cap every trial is made with
     deadline: float
     max_trials: int | None
-    l1_usage_cap: float
     cancelled: Callable[[], bool]
-    reserved: int = 0  # trials' time kept of the budget for after the search (what its parts are worth)
+    reserve: int = 0  # trials' time to keep of the budget for after the search (what its parts are worth)
+    reserved: int = 0  # of which kept now: a trial per item found, at most
     trials: int = 0
     began: float = field(default_factory=time.perf_counter)
+
+    def found(self, items: int) -> None:
+        """The best set has `items` items now: what the time kept after the search measures."""
+        self.reserved = min(self.reserve, items)
 
     def out_of_budget(self) -> str:
         if self.cancelled():
@@ -255,115 +177,169 @@ class _Search:
     def trial(self, items: list[str], since: Compilation, costs) -> tuple[Compilation, SimResult] | None:
         """`items` compiled since `since` and simulated; None when the compiler rejects any."""
         self.trials += 1
-        overrides = [parse_item(i) for i in items]
-        compiled = compile_model(self.model, self.target, overrides, self.policy, self.l1_usage_cap, since=since)
+        options = self.options.with_overrides(parse_item(i) for i in items)
+        compiled = compile_model(self.model, self.target, options, since=since)
         if any(o.status == REJECTED for o in compiled.override_outcomes):
             return None
-        return compiled, simulate(compiled.kernel, self.target, self.dispatch, known=costs, timeline=False)
+        return compiled, simulate(compiled.kernel, self.target, options.dispatch, known=costs, timeline=False)
+
+
+@dataclass
+class _Best:
+    """The fastest set a search has found so far: its compilation and simulation, its items (one
+    output item per op) and the items it keeps as the start gave them."""
+
+    compilation: Compilation
+    sim: SimResult
+    items: dict[str, str]  # op -> its output's item
+    fixed: list[str]  # how an op reads an operand, or lays out one result
+
+    def all_items(self) -> list[str]:
+        return [*self.fixed, *self.items.values()]
 
 
 def tune(
     model: ImportedModel,
     target: Target,
-    dispatch: str = "trace",
+    options: CompileOptions,
     knobs: tuple[str, ...] = LAYOUT_KNOBS,
     budget_s: float | None = 120.0,
     max_trials: int | None = None,
     seed: int = 0,
-    policy: str | None = None,
-    start_items: tuple[str, ...] = (),
     progress: Callable[[str], None] = lambda _line: None,
-    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
     cancelled: Callable[[], bool] = lambda: False,
     starts: tuple[str, ...] = LAYOUT_POLICIES,
     reserved: int = 0,
 ) -> Tuned:
     """The best override set found for `model` on `target` within the budget (seconds, trials or
     both; None: unbounded) or until `cancelled()`; never slower than where it started: the fastest
-    of the `starts` policies (or `policy`) with the `start_items` it accepts (a search carried on
-    from an earlier one, or a stored run's overrides; those it rejects are left out and named).
+    of the `starts` policies, each with `options`' overrides it accepts (a search carried on from
+    an earlier one, or a stored run's overrides; those it rejects are left out and named), under
+    `options`' dispatch and L1 cap (its policy is each of `starts` in turn).
     The time budget covers the starts too: once it has ended, the first start alone is compiled.
     It ends up to `reserved` trials' time early (one per item found), for what follows it in the budget.
     `progress` hears a line at the start, at each kept override, and every HEARTBEAT_S."""
     start = time.perf_counter()
     deadline = start + budget_s if budget_s else float("inf")
-    policies: dict[str, float] = {}
-    runs: dict[str, tuple[Compilation, SimResult, list[str]]] = {}
-    for name in (policy,) if policy else starts:
-        if runs and (cancelled() or time.perf_counter() >= deadline):
-            progress(f"left out the {name} start: {'cancelled' if cancelled() else 'the budget has ended'}")
-            continue
-        runs[name] = _start(model, target, dispatch, name, start_items, l1_usage_cap)
-        policies[name] = runs[name][1].total_ns
-    chosen = min(policies, key=lambda name: (policies[name], name))
-    best, best_sim, accepted = runs[chosen]
-    dropped = [item for item in start_items if item not in accepted]
-    progress(f"start: {chosen} {best_sim.total_ns / 1e3:.1f} us")
-    if dropped:
-        progress(f"left out {len(dropped)} start override(s) {chosen} rejects, e.g. {dropped[0]}")
-    search = _Search(model, target, dispatch, chosen, deadline, max_trials, l1_usage_cap, cancelled)
-    said = time.perf_counter()
-    rng = random.Random(seed)
-    # the search changes an op's output override (one per op); one of how it reads an operand or
-    # lays out one result is kept as it is
-    fixed = [item for item in accepted if not _of_output(item)]
-    items: dict[str, str] = {parse_item(item).op: item for item in accepted if _of_output(item)}
-    search.reserved = min(reserved, len(items))  # a trial per item, at most: what it has to measure
-    gains: list[Change] = []
-    stopped = ""
-    passes, grouped = 0, True  # groups of alike ops first; once that gains nothing, op by op
-    while not stopped:
-        kept_this_pass, passes = 0, passes + 1
-        groups = alike(best, best_sim, items) if grouped else [[name] for name in _tunable(best, best_sim)]
-        for place, names in enumerate(groups, 1):
-            if time.perf_counter() - said >= HEARTBEAT_S:
-                said = time.perf_counter()
-                progress(
-                    f"{search.trials} trials, {said - start:.0f} s: {best_sim.total_ns / 1e3:.1f} us; pass {passes} "
-                    f"({'groups of alike ops' if grouped else 'op by op'}), {place} of {len(groups)}"
-                )
-            tries = candidates(best, names[0], knobs, items.get(names[0]))
-            rng.shuffle(tries)  # the order decides between candidates that tie
-            others = [*fixed, *(v for k, v in items.items() if k not in names)]
-            winner_items, winner = (), None
-            for item in tries:
-                stopped = search.out_of_budget()
-                if stopped:
-                    break
-                changed = tuple(_renamed(item, name) for name in names)
-                tried = search.trial([*others, *changed], best, best_sim.costs)
-                bar = (winner[1] if winner else best_sim).total_ns * (1 - MIN_GAIN)
-                if tried is not None and tried[1].total_ns < bar:
-                    winner_items, winner = changed, tried
-            if winner is not None:  # the best candidate, even when the budget ended mid-way
-                gains.append(Change(winner_items, best_sim.total_ns - winner[1].total_ns))
-                items.update(zip(names, winner_items))
-                search.reserved = min(reserved, len(items))
-                best, best_sim = winner
-                kept_this_pass += 1
-                said = time.perf_counter()
-                progress(f"{search.trials} trials: {best_sim.total_ns / 1e3:.1f} us with {gains[-1].label}")
-            if stopped:
-                break
-        if not stopped and not kept_this_pass:
-            if grouped and any(len(names) > 1 for names in groups):
-                grouped = False  # each op on its own now, alike or not
-                continue
-            stopped = "no override of any op makes it faster" if not gains else "a pass over every op kept nothing"
+    policies, best, dropped = _fastest_start(model, target, options, starts, deadline, progress, cancelled)
+    every_trial = replace(options, overrides=(), policy=best.compilation.policy)
+    search = _Search(model, target, every_trial, deadline, max_trials, cancelled, reserved)
+    search.found(len(best.items))
+    stopped, gains = _improve(search, best, knobs, random.Random(seed), progress, start)
+    items = best.all_items()
     return Tuned(
-        policy=chosen,
+        options=search.options.with_overrides(parse_item(i) for i in items),
         policies=policies,
-        best_ns=best_sim.total_ns,
-        items=[*fixed, *items.values()],
+        best_ns=best.sim.total_ns,
+        items=items,
         gains=gains,
         trials=search.trials,
         seconds=time.perf_counter() - start,
         stopped=stopped,
-        l1_usage_cap=l1_usage_cap,
         dropped=dropped,
-        compilation=best,
-        sim=best_sim,
+        compilation=best.compilation,
+        sim=best.sim,
     )
+
+
+def _fastest_start(
+    model: ImportedModel,
+    target: Target,
+    options: CompileOptions,
+    starts: tuple[str, ...],
+    deadline: float,
+    progress: Callable[[str], None],
+    cancelled: Callable[[], bool],
+) -> tuple[dict[str, float], _Best, list[str]]:
+    """Each of the `starts` policies' time with `options` (the first always; the rest while the
+    budget lasts), the fastest as the best so far, and the start items it rejects."""
+    policies: dict[str, float] = {}
+    runs: dict[str, tuple[Compilation, SimResult, list[str]]] = {}
+    for name in starts:
+        if runs and (cancelled() or time.perf_counter() >= deadline):
+            progress(f"left out the {name} start: {'cancelled' if cancelled() else 'the budget has ended'}")
+            continue
+        runs[name] = _start(model, target, replace(options, policy=name))
+        policies[name] = runs[name][1].total_ns
+    chosen = min(policies, key=lambda name: (policies[name], name))
+    compilation, sim, accepted = runs[chosen]
+    dropped = [format_item(o) for o in options.overrides]
+    dropped = [item for item in dropped if item not in accepted]
+    progress(f"start: {chosen} {sim.total_ns / 1e3:.1f} us")
+    if dropped:
+        progress(f"left out {len(dropped)} start override(s) {chosen} rejects, e.g. {dropped[0]}")
+    # the search changes an op's output override (one per op); one of how it reads an operand or
+    # lays out one result is kept as it is
+    fixed = [item for item in accepted if not _of_output(item)]
+    items = {parse_item(item).op: item for item in accepted if _of_output(item)}
+    return policies, _Best(compilation, sim, items, fixed), dropped
+
+
+def _improve(
+    search: _Search,
+    best: _Best,
+    knobs: tuple[str, ...],
+    rng: random.Random,
+    progress: Callable[[str], None],
+    start: float,
+) -> tuple[str, list[Change]]:
+    """Pass after pass over the ops, slowest first, keep each group's fastest candidate that makes
+    the step faster, until the budget ends or a pass keeps nothing (`best` follows what is kept).
+    Why it stopped, and each change kept."""
+    said = time.perf_counter()
+    gains: list[Change] = []
+    passes, grouped = 0, True  # groups of alike ops first; once that gains nothing, op by op
+    while True:
+        kept_this_pass, passes = 0, passes + 1
+        if grouped:
+            groups = alike(best.compilation, best.sim, best.items)
+        else:
+            groups = [[name] for name in _tunable(best.compilation, best.sim)]
+        for place, names in enumerate(groups, 1):
+            if time.perf_counter() - said >= HEARTBEAT_S:
+                said = time.perf_counter()
+                progress(
+                    f"{search.trials} trials, {said - start:.0f} s: {best.sim.total_ns / 1e3:.1f} us; pass {passes} "
+                    f"({'groups of alike ops' if grouped else 'op by op'}), {place} of {len(groups)}"
+                )
+            stopped, winner_items, winner = _try_group(search, best, names, knobs, rng)
+            if winner is not None:  # the best candidate, even when the budget ended mid-way
+                gains.append(Change(winner_items, best.sim.total_ns - winner[1].total_ns))
+                best.items.update(zip(names, winner_items))
+                search.found(len(best.items))
+                best.compilation, best.sim = winner
+                kept_this_pass += 1
+                said = time.perf_counter()
+                progress(f"{search.trials} trials: {best.sim.total_ns / 1e3:.1f} us with {gains[-1].label}")
+            if stopped:
+                return stopped, gains
+        if not kept_this_pass:
+            if grouped and any(len(names) > 1 for names in groups):
+                grouped = False  # each op on its own now, alike or not
+                continue
+            stopped = "no override of any op makes it faster" if not gains else "a pass over every op kept nothing"
+            return stopped, gains
+
+
+def _try_group(
+    search: _Search, best: _Best, names: list[str], knobs: tuple[str, ...], rng: random.Random
+) -> tuple[str, tuple[str, ...], tuple[Compilation, SimResult] | None]:
+    """Each candidate of the group's first op, set on every op of the group, timed against the
+    best: why the budget ended ('' if it did not), and the fastest that beats it, if any."""
+    tries = candidates(best.compilation, names[0], knobs, best.items.get(names[0]))
+    rng.shuffle(tries)  # the order decides between candidates that tie
+    others = [*best.fixed, *(v for k, v in best.items.items() if k not in names)]
+    winner_items, winner = (), None
+    for item in tries:
+        stopped = search.out_of_budget()
+        if stopped:
+            return stopped, winner_items, winner
+        changed = tuple(_renamed(item, name) for name in names)
+        tried = search.trial([*others, *changed], best.compilation, best.sim.costs)
+        bar = (winner[1] if winner else best.sim).total_ns * (1 - MIN_GAIN)
+        if tried is not None and tried[1].total_ns < bar:
+            winner_items, winner = changed, tried
+    return "", winner_items, winner
 
 
 def worth_groups(tuned: Tuned, limit: int = 10) -> list[list[str]]:
@@ -376,7 +352,6 @@ def contributions(
     model: ImportedModel,
     target: Target,
     tuned: Tuned,
-    dispatch: str,
     limit: int = 10,
     stop: Callable[[], bool] = lambda: False,
 ) -> list[tuple[str, float | None]]:
@@ -386,7 +361,7 @@ def contributions(
     None: without the group, the rest is rejected (another op's tensor no longer fits in L1, say)."""
     fixed = [item for item in tuned.items if not _of_output(item)]
     items = {parse_item(item).op: item for item in tuned.items if _of_output(item)}
-    search = _Search(model, target, dispatch, tuned.policy, float("inf"), None, tuned.l1_usage_cap, lambda: False)
+    search = _Search(model, target, tuned.options.with_overrides(()), float("inf"), None, lambda: False)
     found = []
     for names in worth_groups(tuned, limit):
         if stop():

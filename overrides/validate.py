@@ -21,8 +21,10 @@ from tilescope.compiler.errors import OverrideError
 from tilescope.compiler.ir.graph import Graph
 from tilescope.compiler.frontend.mlir_import import ImportedModel
 from tilescope.compiler.pipeline.op_override import REJECTED, OpOverride, OverrideOutcome, short_name
-from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
-from tilescope.compiler.pipeline.stages import Compilation, compile_model, layout_outcomes
+from tilescope.compiler.pipeline.compilation import Compilation
+from tilescope.compiler.pipeline.options import CompileOptions
+from tilescope.compiler.pipeline.override_check import layout_outcomes
+from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.targets.chip import Target, shown
 
 
@@ -59,21 +61,21 @@ class Report:
 
 
 def validate(
-    overrides: Sequence[OpOverride],
+    options: CompileOptions,
     model: ImportedModel,
     target: Target,
-    policy: str = DEFAULT_POLICY,
-    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
     problems: Sequence[str] = (),
 ) -> Report:
-    """All problems of `overrides` on `model` at once; `problems` are those found reading them."""
+    """All problems of `options`' overrides on `model` at once, compiled under its policy and L1
+    cap; `problems` are those found reading them."""
     report = Report(list(problems))
     names = [op.name for op in model.graph.ops]
     known = set(names)
+    overrides = options.overrides
     # an override naming an op fused away is still known: the layout pass adjusts it to its host
     compilable = [ov for ov in overrides if ov.op in known]
     report.problems.extend(_unknown(ov, names, model.graph) for ov in overrides if ov.op not in known)
-    compilation = compile_model(model, target, compilable, policy, l1_usage_cap)
+    compilation = compile_model(model, target, options.with_overrides(compilable))
     report.outcomes = list(compilation.override_outcomes)
     report.problems.extend(rejection(o) for o in report.outcomes if o.status == REJECTED)
     return report
@@ -113,23 +115,23 @@ class Problems:
 
 
 def check_overrides(
-    overrides: Sequence[OpOverride],
+    options: CompileOptions,
     compilation: Compilation,
-    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
     problems: Problems | None = None,
 ) -> Problems:
-    """Why any of `overrides` cannot apply to a compiled model on its target, a line each in
-    their order: an unknown op, or what the layout pass rejects (grid, memory, dtype, tile,
-    fidelity, blocks, operands, uneven shards, L1 space per core) or the partition pass (shardings
-    over the devices). One pass over the graph and one over the overrides, with no compile: the
-    layout pass runs alone on a copy of the kept `partition` level (partitioned again first when
-    the shardings asked for differ)."""
+    """Why any of `options`' overrides cannot apply to a compiled model on its target under its
+    policy and L1 cap, a line each in their order: an unknown op, or what the layout pass rejects
+    (grid, memory, dtype, tile, fidelity, blocks, operands, uneven shards, L1 space per core) or
+    the partition pass (shardings over the devices). One pass over the graph and one over the
+    overrides, with no compile: the layout pass runs alone on a copy of the kept `partition`
+    level (partitioned again first when the shardings asked for differ)."""
     problems = Problems() if problems is None else problems
     graph = compilation.levels["graph"]
     names = [op.name for op in graph.ops]
     # an op fused into another is known: the layout pass applies its override to its host
     known = set(names).union(*(op.source for op in graph.ops))
-    outcomes = iter(layout_outcomes(compilation, [ov for ov in overrides if ov.op in known], l1_usage_cap))
+    overrides = options.overrides
+    outcomes = iter(layout_outcomes(compilation, options.with_overrides(ov for ov in overrides if ov.op in known)))
     for ov in overrides:
         if ov.op not in known:
             problems.add(partial(_unknown, ov, names, graph))

@@ -13,6 +13,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.chip import load_target
@@ -236,7 +237,7 @@ def build(wormhole):
 
     def _build(ref: str, *items: str, dispatch: str = "host", target=None):
         target = target or wormhole
-        compilation = compile_model(load_model(ref), target, [parse_item(i) for i in items])
+        compilation = compile_model(load_model(ref), target, CompileOptions([parse_item(i) for i in items]))
         return compilation, simulate(compilation.kernel, target, dispatch)
 
     return _build

@@ -237,6 +237,7 @@ def test_team_set_up_runs_as_written(tmp_path, pg_schemas, redis_broker, checkou
 def test_override_examples_in_the_docs_apply_to_the_shipped_model():
     """The examples table of docs/overrides.md: each applies to ffn.mlir on the default target as written."""
     from tilescope.compiler.frontend.model_refs import load_model
+    from tilescope.compiler.pipeline.options import CompileOptions
     from tilescope.compiler.targets.chip import load_target
     from tilescope.overrides import parse_item
     from tilescope.overrides import validate
@@ -246,7 +247,7 @@ def test_override_examples_in_the_docs_apply_to_the_shipped_model():
     assert len(specs) == 4
     model, target = load_model("ffn.mlir"), load_target("wormhole_n150")
     for spec in specs:
-        report = validate([parse_item(spec)], model, target)
+        report = validate(CompileOptions([parse_item(spec)]), model, target)
         assert report.ok and [o.status for o in report.outcomes] == ["applied"], (spec, report.problems)
 
 

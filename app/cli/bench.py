@@ -22,7 +22,9 @@ from pathlib import Path
 from tilescope.compiler.frontend import zoo
 from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.ir.graph import Graph
-from tilescope.compiler.pipeline.stages import Compilation, compile_model, stages
+from tilescope.compiler.pipeline.compilation import Compilation
+from tilescope.compiler.pipeline.options import CompileOptions
+from tilescope.compiler.pipeline.stages import compile_model, stages
 from tilescope.compiler.sim.simulator import SimResult, simulate
 from tilescope.compiler.targets.chip import load_target
 from tilescope.overrides import parse_item
@@ -115,7 +117,7 @@ def run_case(
     case.ops = len(imported.graph.ops)
     graph = imported.graph
     levels = {}
-    for level, passes in stages(target, (), "dram-interleaved"):
+    for level, passes in stages(target):
 
         def lower(graph=graph, level=level, passes=passes):
             lowered = graph.with_level(level)
@@ -164,7 +166,8 @@ def rerun(base: Compilation, items: list[str], base_sim: SimResult | None, store
     `base` and its simulation when `base_sim` is given (incremental), else from nothing. Returns
     the override's outcome."""
     since = base if base_sim is not None else None
-    compilation = compile_model(base.model, base.target, [parse_item(i) for i in items], since=since)
+    options = CompileOptions(tuple(parse_item(i) for i in items))
+    compilation = compile_model(base.model, base.target, options, since=since)
     sim = simulate(compilation.kernel, base.target, "host", known=base_sim.costs if base_sim else None)
     store(compilation, sim, items)
     return ", ".join(o.status for o in compilation.override_outcomes)

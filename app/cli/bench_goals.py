@@ -18,6 +18,7 @@ from pathlib import Path
 from tilescope.compiler.frontend.mlir_import import new_context, parse_module
 from tilescope.compiler.frontend.mlir_text import make_parsable
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.chip import load_target
@@ -101,7 +102,7 @@ def tuner_trials(ref: str = TUNER_REF, target_name: str = "wormhole_n150", trial
     ops = 0
     start = time.perf_counter()
     for item in items:
-        compilation = compile_model(model, target, [item], since=base)
+        compilation = compile_model(model, target, CompileOptions((item,)), since=base)
         ops += len(simulate(compilation.kernel, target, known=base_sim.costs).ops)
     seconds = time.perf_counter() - start
     return {"ref": ref, "trials": trials, "seconds": seconds, "per_s": trials / seconds, "ops_per_s": ops / seconds}

@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING
 
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.ir.graph import LEVELS
-from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
+from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, CompileOptions
 from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, DISPATCH_MODES
 
 from tilescope.app.cli.messages import error, note, warning
 from tilescope.app.cli.options import MODEL_HELP, add_common, add_json
 
 if TYPE_CHECKING:  # the compiler and the runs are imported when a command runs
-    from tilescope.compiler.pipeline.op_override import OpOverride
     from tilescope.compiler.sim.simulator import OpTiming
 
     from tilescope.app.workbench.runs import RunResult
@@ -140,13 +139,10 @@ def warn(warnings: list[str]) -> None:
 
 @dataclass(frozen=True)
 class Settings:
-    """What a command compiles with: command-line flags win over an overrides file, which wins
-    over the defaults."""
+    """What a command compiles and simulates with: command-line flags win over an overrides file,
+    which wins over the defaults."""
 
-    items: list[OpOverride]
-    policy: str
-    dispatch: str
-    l1_usage_cap: float
+    options: CompileOptions
     dispatch_defaulted: bool  # neither a flag nor the file named one: the command's own default
 
 
@@ -157,13 +153,22 @@ def settings(args, default_dispatch: str = DEFAULT_DISPATCH) -> Settings:
     loaded = load_file(args.overrides) if args.overrides else OverrideSet()
     items = [*loaded.items, *(parse_item(item) for item in args.override)]
     OverrideSet(items)  # one override per op, across file and flags
-    policy = args.policy or loaded.policy or DEFAULT_POLICY
     dispatch = getattr(args, "dispatch", None) or loaded.dispatch
+    options = CompileOptions(items, _policy(args, loaded), _cap(args, loaded), dispatch or default_dispatch)
+    return Settings(options, dispatch_defaulted=dispatch is None)
+
+
+def _policy(args, loaded) -> str:
+    """--policy, else the overrides file's, else the default."""
+    return args.policy or loaded.policy or DEFAULT_POLICY
+
+
+def _cap(args, loaded) -> float:
+    """--l1-usage-cap, else the overrides file's, else the default; a share of L1 from 0 to 1."""
     cap = args.l1_usage_cap if args.l1_usage_cap is not None else loaded.l1_usage_cap
     if cap is not None and not 0 < cap <= 1:
         raise TilescopeError(f"--l1-usage-cap must be in (0, 1], got {cap:g}")
-    cap = cap if cap is not None else DEFAULT_L1_USAGE_CAP
-    return Settings(items, policy, dispatch or default_dispatch, cap, dispatch_defaulted=dispatch is None)
+    return cap if cap is not None else DEFAULT_L1_USAGE_CAP
 
 
 def cmd_run(args) -> int:
@@ -173,17 +178,7 @@ def cmd_run(args) -> int:
 
     given = settings(args)
     sessions = session_factory(open_db(args.db))
-    result = execute(
-        sessions,
-        args.model,
-        args.target,
-        given.items,
-        label=args.label,
-        dispatch=given.dispatch,
-        policy=given.policy,
-        l1_usage_cap=given.l1_usage_cap,
-        keep_going=args.keep_going,
-    )
+    result = execute(sessions, args.model, args.target, given.options, label=args.label, keep_going=args.keep_going)
     warn(result.compilation.warnings)
     if result.rejected and not args.keep_going:
         _refused(result.rejected)
@@ -249,10 +244,7 @@ def cmd_runs(args) -> int:
 def cmd_show(args) -> int:
     from tilescope.app.workbench.runs import compile_cached
 
-    given = settings(args)
-    compilation = compile_cached(
-        args.model, args.target, tuple(given.items), policy=given.policy, l1_usage_cap=given.l1_usage_cap
-    )
+    compilation = compile_cached(args.model, args.target, settings(args).options)
     warn(compilation.warnings)
     sys.stdout.write(compilation.mlir(args.level))
     return 0
@@ -275,16 +267,8 @@ def cmd_check(args) -> int:
         except TilescopeError as err:
             problems.append(str(err))
     unique = unique_items(items, problems)  # across file and flags
-    policy = args.policy or loaded.policy or DEFAULT_POLICY
-    cap = args.l1_usage_cap if args.l1_usage_cap is not None else loaded.l1_usage_cap
-    report = validate(
-        unique,
-        load_model(args.model),
-        load_target(args.target),
-        policy,
-        cap if cap is not None else DEFAULT_L1_USAGE_CAP,
-        problems,
-    )
+    options = CompileOptions(unique, _policy(args, loaded), _cap(args, loaded))
+    report = validate(options, load_model(args.model), load_target(args.target), problems)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
         return 0 if report.ok else 1

@@ -102,7 +102,6 @@ class _Interrupt:
 
 
 def cmd_tune(args) -> int:
-    from tilescope.overrides import parse_item
     from tilescope.overrides.formats import OverrideSet, dump, left_out
     from tilescope.perfdb.engine import open_db, session_factory
 
@@ -120,17 +119,7 @@ def cmd_tune(args) -> int:
         check_writable(path, args.force)
     given = settings(args, default_dispatch=DEFAULT_DISPATCH)
     sessions = session_factory(open_db(args.db))
-    start = execute(
-        sessions,
-        args.model,
-        args.target,
-        given.items,
-        label=args.label or "tune: start",
-        dispatch=given.dispatch,
-        policy=given.policy,
-        l1_usage_cap=given.l1_usage_cap,
-        keep_going=False,
-    )
+    start = execute(sessions, args.model, args.target, given.options, label=args.label or "tune: start")
     if start.run_id is None:
         raise TilescopeError(f"override {start.rejected[0].spec!r} rejected: {start.rejected[0].reason}")
     say = (lambda _line: None) if args.json else (lambda line: print(f"tune: {line}", file=sys.stderr, flush=True))
@@ -144,9 +133,8 @@ def cmd_tune(args) -> int:
             progress=say,
             cancelled=lambda: interrupt.asked,
         )
-    tuned = OverrideSet(
-        [parse_item(i) for i in report.tuned.items], report.tuned.policy, given.dispatch, given.l1_usage_cap
-    )
+    best = report.tuned.options
+    tuned = OverrideSet(list(best.overrides), best.policy, best.dispatch, best.l1_usage_cap)
     for fmt, path in paths.items():
         replace_file(path, dump(tuned, fmt))
     if args.json:
@@ -164,12 +152,15 @@ def print_report(
 
     t, parent = report.tuned, report.parent
     # a start compared with a run of the same model differs by its dispatch too, unless given alike
-    dispatch = f"{parent.dispatch} dispatch" + (f": tune's default; run's is {RUN_DISPATCH}" if defaulted else "")
+    dispatch = f"{parent.options.dispatch} dispatch" + (
+        f": tune's default; run's is {RUN_DISPATCH}" if defaulted else ""
+    )
     print(
         f"tuned {model_ref} on {parent.target_name} ({dispatch}), knobs {','.join(report.knobs)}: "
         f"{t.trials:,} trials in {t.seconds:.1f} s; {t.stopped}"
     )
-    rows = [(f"run {parent.id}", f"start ({parent.policy}, {len(parent.overrides)} overrides)", parent.total_ns)]
+    start = f"start ({parent.options.policy}, {len(parent.options.overrides)} overrides)"
+    rows = [(f"run {parent.id}", start, parent.total_ns)]
     rows += [("", policy, ns) for policy, ns in sorted(t.policies.items(), key=lambda kv: -kv[1])]
     rows.append((f"run {report.run_id}", f"tuned (from {t.policy}, {len(t.items)} overrides)", report.total_ns))
     for where, what, ns in rows:

@@ -30,11 +30,10 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Sequence
 from pathlib import Path
 
-from tilescope.compiler.pipeline.op_override import OpOverride
-from tilescope.compiler.pipeline.stages import Compilation
+from tilescope.compiler.pipeline.compilation import Compilation
+from tilescope.compiler.pipeline.options import CompileOptions
 
 from tilescope.app.workbench.private_files import NotPrivate, create_private, make_private, open_private, private_key
 
@@ -73,10 +72,11 @@ class CompileStore:
         """In a forked child: the parent's writer threads are not here, and a lock one held stays held."""
         self._writing, self._writers, self._lock = set(), [], threading.Lock()
 
-    def key(
-        self, ref: str, text: str, target: str, overrides: Sequence[OpOverride], policy: str, l1_usage_cap: float
-    ) -> str:
-        parts = (self.version, ref, text, target, repr(tuple(overrides)), policy, repr(l1_usage_cap))
+    def key(self, ref: str, text: str, target: str, options: CompileOptions) -> str:
+        """The file name of a compilation of `ref` (whose text is `text`) for `target` (the
+        target's repr) under `options`, as the compiler reads them (their dispatch is not)."""
+        options = options.compiler_part
+        parts = (self.version, ref, text, target, repr(options.overrides), options.policy, repr(options.l1_usage_cap))
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
     def load(self, key: str) -> Compilation | None:

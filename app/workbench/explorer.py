@@ -15,11 +15,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from tilescope.compiler.frontend import zoo
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.frontend.model_refs import example_names
+from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.op_override import OpOverride
-from tilescope.compiler.pipeline.stages import Compilation
-from tilescope.compiler.pipeline.options import DEFAULT_POLICY
-from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, DISPATCH_MODES, Target, load_target, shown
-from tilescope.overrides import parse_item
+from tilescope.compiler.pipeline.options import DEFAULT_OPTIONS, CompileOptions
+from tilescope.compiler.targets.chip import DISPATCH_MODES, Target, load_target, shown
 from tilescope.perfdb import queries
 from tilescope.perfdb.meshes import collective_groups, run_mesh
 from tilescope.perfdb.schema import Run
@@ -74,13 +73,12 @@ class Explorer:
         filename: str,
         contents: str,
         target: str,
-        policy: str = DEFAULT_POLICY,
+        options: CompileOptions = DEFAULT_OPTIONS,
         on_stage=runs.no_progress,
-        dispatch: str = DEFAULT_DISPATCH,
     ) -> str:
         """Store an uploaded MLIR file (a data: URL's base64 body, as dcc.Upload gives it) as a
-        model with a compiled, simulated baseline run; returns its model reference. Bad files
-        raise TilescopeError with one line naming the cause."""
+        model with a compiled, simulated baseline run under `options`; returns its model
+        reference. Bad files raise TilescopeError with one line naming the cause."""
         filename = upload_name(filename)
         if not filename.lower().endswith(".mlir"):
             raise TilescopeError(f"{filename}: not an .mlir file")
@@ -92,7 +90,7 @@ class Explorer:
         # the content's hash tells two uploads of one file name apart
         # ('#' would read as a function selector in a model reference)
         ref = f"upload/{hashlib.sha256(data).hexdigest()[:8]}/{filename.replace('#', '_')}"
-        self.ensure_run(ref, target, policy, source_text=text, on_stage=on_stage, dispatch=dispatch)
+        self.ensure_run(ref, target, options, source_text=text, on_stage=on_stage)
         return ref
 
     def run_options(self, model_ref: str, target: str) -> list[dict]:
@@ -108,23 +106,23 @@ class Explorer:
         self,
         model_ref: str,
         target: str,
-        policy: str = DEFAULT_POLICY,
+        options: CompileOptions = DEFAULT_OPTIONS,
         source_text: str | None = None,
         on_stage=runs.no_progress,
-        dispatch: str = DEFAULT_DISPATCH,
     ) -> int:
-        """The baseline run of a model on a target under a policy and a dispatch (the newest run
-        with no overrides: what the model is before anyone tuned it), compiling and simulating one
-        if there is none: from `source_text`, else the text stored with the model's runs (an upload,
-        or a file changed or gone since), else the file or zoo model itself. Under `access`, the
-        model and the target must be ones a request may name, and the compile is isolated."""
+        """The baseline run of a model on a target under `options`' policy and dispatch (the
+        newest run with no overrides: what the model is before anyone tuned it), compiling and
+        simulating one if there is none: from `source_text`, else the text stored with the model's
+        runs (an upload, or a file changed or gone since), else the file or zoo model itself.
+        Under `access`, the model and the target must be ones a request may name, and the compile
+        is isolated."""
         if not model_ref or not target:
             raise TilescopeError("choose a model and a target")
-        if dispatch not in DISPATCH_MODES:
-            raise TilescopeError(f"dispatch must be one of {', '.join(DISPATCH_MODES)}, got {shown(dispatch)}")
+        if options.dispatch not in DISPATCH_MODES:
+            raise TilescopeError(f"dispatch must be one of {', '.join(DISPATCH_MODES)}, got {shown(options.dispatch)}")
         with self.sessions() as session:
             stored = queries.list_runs(session, model_ref)
-            found = _baseline(stored, target, policy, dispatch)
+            found = _baseline(stored, target, options)
             if found is not None:
                 return found
             if source_text is None and stored:
@@ -134,16 +132,14 @@ class Explorer:
                 source_text = self.access.source(model_ref)
             target_source = self.access.target_source(target, self._stored_target)
             return self.access.compile_new(
-                self.sessions, model_ref, target, policy, source_text, target_source, on_stage, dispatch
+                self.sessions, model_ref, target, options, source_text, target_source, on_stage
             )
-        return runs.store_baseline(
-            self.sessions, model_ref, target, policy, source_text, on_stage=on_stage, dispatch=dispatch
-        )
+        return runs.store_baseline(self.sessions, model_ref, target, options, source_text, on_stage=on_stage)
 
     def baseline_id(self, run: RunView) -> int | None:
         """The baseline of the model, target, policy and dispatch a run was made with (None: none
         stored), as choosing them opens it."""
-        return _baseline(self.runs_of(run.model_ref), run.target_ref, run.policy, run.dispatch)
+        return _baseline(self.runs_of(run.model_ref), run.target_ref, run.options)
 
     def target(self, target_ref: str | None) -> Target:
         """The target a page names (under `access`: a built-in one, or one a stored run kept)."""
@@ -179,14 +175,14 @@ class Explorer:
 
     def _read_view(self, run_id: int, compilation: Compilation | None = None) -> RunView:
         run = self.run(run_id)
-        overrides = tuple(parse_item(item) for item in run.overrides)  # read from the database, as text
-        return RunView.of(run, overrides, compilation or self._compile(run, overrides))
+        options = runs.options_of(run)
+        return RunView.of(run, options, compilation or self._compile(run, options))
 
-    def _compile(self, run: Run, overrides: tuple[OpOverride, ...]) -> Compilation:
+    def _compile(self, run: Run, options: CompileOptions) -> Compilation:
         """The run's compilation. Under `access`, a model this process has not compiled yet is
         compiled in a child process within the server's limits (--max-ops, memory, time), then
         kept here; one it has is compiled here, building on that (a few ops changed, as a re-run)."""
-        inputs = _compile_inputs(run, overrides)
+        inputs = _compile_inputs(run, options)
         if self.access is None or runs.builds_on(inputs):
             return inputs.compile()
 
@@ -312,11 +308,8 @@ class Explorer:
             parent.model_ref,
             parent.target_ref,
             combined,
-            label=overrides_label(combined, overrides),
+            label=overrides_label(combined.overrides, overrides),
             parent_id=parent.id,
-            dispatch=parent.dispatch,
-            policy=parent.policy,
-            l1_usage_cap=parent.l1_usage_cap,
             source_text=parent.compilation.model.text,
             target_source=parent.target_source,
             on_stage=on_stage,
@@ -340,8 +333,8 @@ class Explorer:
         def work(say) -> TuneReport:
             self.in_new_process()
             self.access.check_ops(run.model_ref, run.model.source_text)
-            overrides = tuple(parse_item(item) for item in run.overrides)
-            view = RunView.of(run, overrides, _compile_inputs(run, overrides).compile())
+            options = runs.options_of(run)
+            view = RunView.of(run, options, _compile_inputs(run, options).compile())
             report = tune_run(self.sessions, view, progress=say, **search)
             runs.finish_keeping()
             return report.summary()
@@ -361,24 +354,22 @@ class Explorer:
             return export_run(session, run_id, fmt)
 
 
-def _baseline(stored: Sequence[Run], target: str, policy: str, dispatch: str) -> int | None:
+def _baseline(stored: Sequence[Run], target: str, options: CompileOptions) -> int | None:
     """The newest of `stored` (newest first) that is simulated with no overrides, on `target`
-    under `policy` and `dispatch`."""
-    wanted = (target, policy, dispatch)
+    under `options`' policy and dispatch (whatever its L1 cap)."""
+    wanted = (target, options.policy, options.dispatch)
     for run in stored:
         if not run.overrides and run.kind != "measured" and (runs.target_of(run), run.policy, run.dispatch) == wanted:
             return run.id
     return None
 
 
-def _compile_inputs(run: Run, overrides: tuple[OpOverride, ...]) -> runs.CompileInputs:
+def _compile_inputs(run: Run, options: CompileOptions) -> runs.CompileInputs:
     """What a stored run is compiled from: its kept model text and target description."""
     return runs.CompileInputs(
         run.model_ref,
         runs.target_of(run),
-        overrides,
+        options,
         run.model.source_text,
-        run.policy,
-        run.l1_usage_cap,
         run.target.description or None,
     )

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import re2
 
 from tilescope.compiler.errors import TilescopeError
-from tilescope.compiler.pipeline.stages import Compilation
+from tilescope.compiler.pipeline.compilation import Compilation
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilescope.compiler.ir.graph import Tensor
-from tilescope.compiler.passes.layout import even_shards
+from tilescope.compiler.analysis.shard_layouts import even_shards
 from tilescope.compiler.ir.tiles import tile_grid
 
 from tilescope.app.workbench.override_form import DEFAULT_CHOICE, layout_op, part_of

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tilescope.compiler.passes.plan_memory import l1_live_at
-from tilescope.compiler.pipeline.stages import Compilation
+from tilescope.compiler.analysis.l1_usage import L1Tensor, l1_live_at
+from tilescope.compiler.pipeline.compilation import Compilation
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,7 @@ class PeakL1:
     op: str
     core: tuple[int, int]
     bytes: int
-    tensors: list[tuple[str, int, int | None]]  # name, bytes, address
+    tensors: tuple[L1Tensor, ...]  # by address
     cbs: list[tuple[str, int, int]]  # the op's circular buffers: name, bytes, pages
 
 

@@ -22,7 +22,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from tilescope.compiler.frontend import zoo
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.frontend.model_refs import EXAMPLES, count_ops, example_names, read_source, split_function
-from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, builtin_names
+from tilescope.compiler.pipeline.options import CompileOptions
+from tilescope.compiler.targets.chip import builtin_names
 
 from tilescope.app.workbench.defaults import DEFAULT_MAX_OPS
 from tilescope.app.workbench.isolation import run_isolated
@@ -120,11 +121,10 @@ class ModelAccess:
         sessions: sessionmaker[Session],
         model_ref: str,
         target: str,
-        policy: str,
+        options: CompileOptions,
         source_text: str | None,
         target_source: str | None,
         on_stage: Callable[[str], None],
-        dispatch: str = DEFAULT_DISPATCH,
     ) -> int:
         """Compile, simulate and store a model's first run in a child process; returns the run id."""
 
@@ -133,7 +133,7 @@ class ModelAccess:
             say("importing")
             text = read_source(model_ref) if source_text is None else source_text  # a zoo model: generated
             self.check_ops(model_ref, text)
-            return store_baseline(sessions, model_ref, target, policy, text, target_source, say, dispatch)
+            return store_baseline(sessions, model_ref, target, options, text, target_source, say)
 
         return self.isolated(work, model_ref, on_stage)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from tilescope.compiler.errors import OverrideError, TilescopeError
 from tilescope.compiler.ir.graph import Op
 from tilescope.compiler.pipeline.op_override import REJECTED, OpOverride, OverrideOutcome
-from tilescope.compiler.pipeline.stages import Compilation
+from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.sharding.mesh import Sharding
 from tilescope.compiler.targets.chip import Target, shown
 from tilescope.overrides import Problems, check_overrides, format_item, parse_item
@@ -148,7 +148,7 @@ def form_values(run: RunView, op_name: str | None, applies_to=None) -> FormValue
     op = layout_op(run, op_name)
     if op is None or not op.outputs:
         return FormValues()
-    items = {o.key[1:]: o for o in run.overrides if o.op == op_name}
+    items = {o.key[1:]: o for o in run.options.overrides if o.op == op_name}
     part = _shown_part(op, items, applies_to)
     operand, result = part
     tensor = graph.tensors[op.inputs[operand] if operand is not None else op.outputs[result or 0]]
@@ -216,7 +216,7 @@ def applies_to_choices(run: RunView, op_name: str | None) -> list[AppliesTo]:
     op = layout_op(run, op_name)
     if op is None:
         return [AppliesTo(OUTPUT)]
-    overridden = {part_name(o.operand, o.result) for o in run.overrides if o.op == op_name}
+    overridden = {part_name(o.operand, o.result) for o in run.options.overrides if o.op == op_name}
     results = [i for i in range(len(op.outputs)) if len(op.outputs) > 1 or f"result {i}" in overridden]
     parts = [OUTPUT, *(f"result {i}" for i in results), *(f"operand {i}" for i in range(len(op.inputs)))]
     return [AppliesTo(p, p in overridden) for p in parts]
@@ -313,7 +313,7 @@ def rerun_overrides(
 def rerun_problems(run: RunView, overrides: Sequence[OpOverride], problems: Problems | None = None) -> Problems:
     """Why a re-run of `run` with `overrides` cannot go ahead: each of them, and each of the run's
     own they leave in place, checked against its compiled model without compiling again."""
-    return check_overrides(run.rerun_with(overrides), run.compilation, run.l1_usage_cap, problems)
+    return check_overrides(run.rerun_with(overrides), run.compilation, problems)
 
 
 def rejections(outcomes: Sequence[dict]) -> Problems:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.op_override import OpOverride
-from tilescope.compiler.pipeline.stages import Compilation
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.perfdb.queries import load_ops
 from tilescope.perfdb.records import LoadOp
 from tilescope.perfdb.schema import Run
@@ -24,11 +25,8 @@ class RunView:
     model_name: str
     target_ref: str  # as it was asked for: a built-in name or a target file
     target_name: str
-    policy: str
-    dispatch: str
-    l1_usage_cap: float
+    options: CompileOptions  # what it was compiled and simulated with
     target_source: str | None  # the target description it kept (None: a built-in, as it is now)
-    overrides: tuple[OpOverride, ...]  # what it ran with, read once from their stored text
     parent_id: int | None
     total_ns: float
     device_ns: float
@@ -40,7 +38,8 @@ class RunView:
     load_ns: float = 0.0
 
     @classmethod
-    def of(cls, run: Run, overrides: tuple[OpOverride, ...], compilation: Compilation) -> RunView:
+    def of(cls, run: Run, options: CompileOptions, compilation: Compilation) -> RunView:
+        """`run` as stored, made with `options` (runs.options_of) into `compilation`."""
         return cls(
             id=run.id,
             label=run.label or "baseline",
@@ -48,11 +47,8 @@ class RunView:
             model_name=run.model.name,
             target_ref=target_of(run),
             target_name=run.target.name,
-            policy=run.policy,
-            dispatch=run.dispatch,
-            l1_usage_cap=run.l1_usage_cap,
+            options=options,
             target_source=run.target.description or None,
-            overrides=overrides,
             parent_id=run.parent_id,
             total_ns=run.total_ns,
             device_ns=run.device_ns,
@@ -62,8 +58,8 @@ class RunView:
             load_ns=run.load_ns,
         )
 
-    def rerun_with(self, overrides: Sequence[OpOverride]) -> list[OpOverride]:
-        """What a re-run with `overrides` runs with: this run's overrides, each replaced by any of
-        `overrides` of the same op part, then `overrides`."""
+    def rerun_with(self, overrides: Sequence[OpOverride]) -> CompileOptions:
+        """What a re-run with `overrides` runs with: this run's options, its overrides each
+        replaced by any of `overrides` of the same op part, then `overrides`."""
         replaced = {o.key for o in overrides}
-        return [*(o for o in self.overrides if o.key not in replaced), *overrides]
+        return self.options.with_overrides([*(o for o in self.options.overrides if o.key not in replaced), *overrides])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -12,12 +12,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tilescope.compiler.frontend.model_refs import load_model, read_source
 from tilescope.compiler.errors import TilescopeError
-from tilescope.compiler.pipeline.op_override import REJECTED, OpOverride, OverrideOutcome
-from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
-from tilescope.compiler.pipeline.stages import Compilation, compile_model
+from tilescope.compiler.pipeline.compilation import Compilation
+from tilescope.compiler.pipeline.op_override import REJECTED, OverrideOutcome
+from tilescope.compiler.pipeline.options import DEFAULT_OPTIONS, POLICIES, CompileOptions
+from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import KernelCosts, SimResult, simulate
-from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, Target, load_target, target_text
-from tilescope.overrides import check_op_names, format_item
+from tilescope.compiler.targets.chip import Target, load_target, target_text
+from tilescope.overrides import check_op_names, format_item, parse_item
 from tilescope.perfdb.schema import Run
 from tilescope.perfdb.records import CounterColumns, LoadOp, NewOp, NewRun, ZoneColumns
 from tilescope.perfdb.store import save_run
@@ -36,7 +37,7 @@ class RunResult:
     run_id: int | None  # None when nothing was stored (a rejected override without keep_going)
     compilation: Compilation
     sim: SimResult
-    overrides: list[OpOverride]
+    options: CompileOptions
 
     @property
     def rejected(self) -> list[OverrideOutcome]:
@@ -46,24 +47,23 @@ class RunResult:
 def compile_cached(
     ref: str,
     target: str,
-    overrides: Sequence[OpOverride] = (),
+    options: CompileOptions = DEFAULT_OPTIONS,
     text: str | None = None,
-    policy: str = DEFAULT_POLICY,
-    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
     target_source: str | None = None,
 ) -> Compilation:
-    """Compile `ref` with `overrides`.
+    """Compile `ref` under `options`.
 
     Compilation is deterministic, so results are cached on the model text, the target and the
-    overrides: the UI gets any stored run's levels again for free, and an edited file is recompiled.
+    options the compiler reads: the UI gets any stored run's levels again for free, and an edited
+    file is recompiled.
     """
     source = read_source(ref) if text is None else text
-    if policy not in POLICIES:
-        raise TilescopeError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+    if options.policy not in POLICIES:
+        raise TilescopeError(f"unknown policy {options.policy!r}; known: {', '.join(POLICIES)}")
     # one compile at a time: the views a re-run refreshes ask for its compilation at once, and
     # all but the first should find it cached rather than compile it again beside it
     with _COMPILING:
-        return _compile(ref, source, load_target(target, target_source), tuple(overrides), policy, l1_usage_cap)
+        return _compile(ref, source, load_target(target, target_source), options.compiler_part)
 
 
 @dataclass(frozen=True)
@@ -72,10 +72,8 @@ class CompileInputs:
 
     ref: str
     target: str
-    overrides: tuple[OpOverride, ...] = ()
+    options: CompileOptions = DEFAULT_OPTIONS
     text: str | None = None
-    policy: str = DEFAULT_POLICY
-    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
     target_source: str | None = None
 
     def compile(self) -> Compilation:
@@ -131,12 +129,10 @@ def _model(ref: str, text: str):
 
 
 @lru_cache(maxsize=64)
-def _compile(
-    ref: str, text: str, target: Target, overrides: tuple[OpOverride, ...], policy: str, l1_usage_cap: float
-) -> Compilation:
+def _compile(ref: str, text: str, target: Target, options: CompileOptions) -> Compilation:
     key = (ref, text, target)
     store = _ON_DISK
-    disk_key = store.key(ref, text, repr(target), overrides, policy, l1_usage_cap) if store else ""
+    disk_key = store.key(ref, text, repr(target), options) if store else ""
     kept = store.load(disk_key) if store else None
     if kept is not None:  # its model and target are the ones from now on: the next compile builds on this one
         kept.target = target  # compile_model and the simulator reuse work for the same target object
@@ -144,10 +140,10 @@ def _compile(
         _LATEST.keep(key, kept)
         return kept
     model = _model(ref, text)
-    check_op_names(overrides, model.graph)
+    check_op_names(options.overrides, model.graph)
     # incremental: what the last compilation of this model on this target did for the ops an
     # override leaves alone is taken from it (compile_model's `since`)
-    compilation = compile_model(model, target, list(overrides), policy, l1_usage_cap, since=_LATEST.get(key))
+    compilation = compile_model(model, target, options, since=_LATEST.get(key))
     _LATEST.keep(key, compilation)
     if store:
         store.keep(disk_key, compilation)
@@ -172,34 +168,31 @@ def execute(
     sessions: sessionmaker[Session],
     model_ref: str,
     target: str = DEFAULT_TARGET,
-    overrides: Sequence[OpOverride] = (),
+    options: CompileOptions = DEFAULT_OPTIONS,
     *,
     label: str = "",
     parent_id: int | None = None,
-    dispatch: str = DEFAULT_DISPATCH,
-    policy: str = DEFAULT_POLICY,
-    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP,
     source_text: str | None = None,
     target_source: str | None = None,
     keep_going: bool = False,
     on_stage: Callable[[str], None] = no_progress,
 ) -> RunResult:
-    """Compile, simulate and store. `source_text` and `target_source` re-run a stored run from the
-    model text and target description it kept, whatever has happened to the files since.
-    `on_stage` hears each stage as it starts, for a progress line."""
+    """Compile under `options`, simulate and store. `source_text` and `target_source` re-run a
+    stored run from the model text and target description it kept, whatever has happened to the
+    files since. `on_stage` hears each stage as it starts, for a progress line."""
     if target_source is None:
         target_source = target_text(target)[0]
     on_stage("compiling")
-    compilation = compile_cached(model_ref, target, overrides, source_text, policy, l1_usage_cap, target_source)
+    compilation = compile_cached(model_ref, target, options, source_text, target_source)
     on_stage(f"simulating {len(compilation.kernel.ops):,} ops")
     # ops whose kernels did not change since the last simulation of this model keep their timing
-    key = (compilation.model.source_hash, compilation.target.name, dispatch)
+    key = (compilation.model.source_hash, compilation.target.name, options.dispatch)
     with _KEEPING:
         known = _COSTS.get(key)
-    sim = simulate(compilation.kernel, compilation.target, dispatch, known)
+    sim = simulate(compilation.kernel, compilation.target, options.dispatch, known)
     with _KEEPING:  # re-runs run in threads side by side
         _COSTS.keep(key, sim.costs)
-    result = RunResult(None, compilation, sim, list(overrides))
+    result = RunResult(None, compilation, sim, options)
     if result.rejected and not keep_going:
         return result
     new = new_run(
@@ -208,9 +201,9 @@ def execute(
         model_ref,
         target,
         target_source,
-        policy=policy,
-        l1_usage_cap=l1_usage_cap,
-        overrides=[format_item(o) for o in overrides],  # as text only where it is stored
+        policy=options.policy,
+        l1_usage_cap=options.l1_usage_cap,
+        overrides=[format_item(o) for o in options.overrides],  # as text only where it is stored
         label=label,
         parent_id=parent_id,
     )
@@ -224,20 +217,19 @@ def store_baseline(
     sessions: sessionmaker[Session],
     model_ref: str,
     target: str,
-    policy: str,
+    options: CompileOptions = DEFAULT_OPTIONS,
     source_text: str | None = None,
     target_source: str | None = None,
     on_stage: Callable[[str], None] = no_progress,
-    dispatch: str = DEFAULT_DISPATCH,
 ) -> int:
-    """Compile, simulate and store a model's first run, with no overrides; returns its id."""
+    """Compile, simulate and store a model's first run, with no overrides (whatever `options`
+    holds) under `options`' policy, dispatch and L1 cap; returns its id."""
     result = execute(
         sessions,
         model_ref,
         target,
+        options.with_overrides(()),
         label="baseline",
-        policy=policy,
-        dispatch=dispatch,
         keep_going=True,
         source_text=source_text,
         target_source=target_source,
@@ -277,3 +269,8 @@ def new_run(
 def target_of(run: Run) -> str:
     """How a run's target was asked for (a built-in name or a file path); older runs kept the name."""
     return run.target_ref or run.target.name
+
+
+def options_of(run: Run) -> CompileOptions:
+    """What a stored run was compiled and simulated with, its overrides read from their text."""
+    return CompileOptions(tuple(parse_item(item) for item in run.overrides), run.policy, run.l1_usage_cap, run.dispatch)

@@ -11,9 +11,7 @@ from dataclasses import dataclass, replace
 from sqlalchemy.orm import Session, sessionmaker
 
 from tilescope.compiler.errors import TilescopeError
-from tilescope.compiler.pipeline.op_override import OpOverride
-from tilescope.compiler.pipeline.options import GREEDY_L1
-from tilescope.overrides import format_item, parse_item
+from tilescope.compiler.pipeline.options import GREEDY_L1, CompileOptions
 from tilescope.overrides.search import (
     LAYOUT_KNOBS,
     LAYOUT_POLICIES,
@@ -40,23 +38,12 @@ class Start:
     model_ref: str
     target_ref: str
     target_name: str
-    policy: str
-    dispatch: str
-    overrides: tuple[OpOverride, ...]
+    options: CompileOptions
     total_ns: float
 
     @classmethod
     def of(cls, run: RunView) -> Start:
-        return cls(
-            run.id,
-            run.model_ref,
-            run.target_ref,
-            run.target_name,
-            run.policy,
-            run.dispatch,
-            run.overrides,
-            run.total_ns,
-        )
+        return cls(run.id, run.model_ref, run.target_ref, run.target_name, run.options, run.total_ns)
 
 
 @dataclass
@@ -168,25 +155,24 @@ def tune_run(
     report then says so, and the stored run is the start it could not beat."""
     check_budget(budget_s, max_trials)
     began = time.perf_counter()
-    starts = (parent.policy, *(p for p in LAYOUT_POLICIES if p != parent.policy))  # its own first: never slower
-    if parent.policy not in LAYOUT_POLICIES and not set(PRECISION_KNOBS) & set(knobs):
+    policy = parent.options.policy
+    starts = (policy, *(p for p in LAYOUT_POLICIES if p != policy))  # its own first: never slower
+    if policy not in LAYOUT_POLICIES and not set(PRECISION_KNOBS) & set(knobs):
         # its start would be slower than the run it tunes, or change what it computes
         raise TilescopeError(
-            f"run {parent.id} is compiled with the {parent.policy} policy, which changes precision: tune it "
+            f"run {parent.id} is compiled with the {policy} policy, which changes precision: tune it "
             f"with +precision, or tune a run of the {' or '.join(LAYOUT_POLICIES)} policy"
         )
     compilation = parent.compilation
     tuned = tune(
         compilation.model,
         compilation.target,
-        parent.dispatch,
+        parent.options,
         knobs,
         budget_s,
         max_trials,
         seed,
-        start_items=tuple(format_item(o) for o in parent.overrides),
         progress=progress,
-        l1_usage_cap=parent.l1_usage_cap,
         cancelled=cancelled,
         starts=starts,
         reserved=CONTRIBUTIONS,
@@ -199,7 +185,6 @@ def tune_run(
         compilation.model,
         compilation.target,
         tuned,
-        parent.dispatch,
         CONTRIBUTIONS,
         stop=lambda: cancelled() or time.perf_counter() >= deadline,
     )
@@ -208,12 +193,9 @@ def tune_run(
         sessions,
         parent.model_ref,
         parent.target_ref,
-        [parse_item(item) for item in tuned.items],
+        tuned.options,
         label=f"tuned: {tuned.speedup:.3f}x over {tuned.policy}, {len(tuned.items)} overrides",
         parent_id=parent.id,
-        dispatch=parent.dispatch,
-        policy=tuned.policy,
-        l1_usage_cap=parent.l1_usage_cap,
         source_text=compilation.model.text,
         target_source=parent.target_source,
     )

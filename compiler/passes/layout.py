@@ -17,7 +17,6 @@ the override's, or the layout part's when it has one and the sharding applied.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
@@ -25,17 +24,17 @@ from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, L
 from tilescope.compiler.analysis.l1_allocator import FirstFit, last_uses
 from tilescope.compiler.analysis.matmul_blocking import matmul_split
 from tilescope.compiler.analysis.operand_layout import required_layout
+from tilescope.compiler.analysis.shard_layouts import dividing_grids, even_split, l1_layout_for
 from tilescope.compiler.pipeline.op_override import (
     ADJUSTED,
     APPLIED,
     REJECTED,
     OpOverride,
     OverrideOutcome,
-    sharding_requests,
     short_name,
 )
 from tilescope.compiler.targets.chip import Target
-from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, GREEDY_L1, OPTIMIZER
+from tilescope.compiler.pipeline.options import DEFAULT_OPTIONS, GREEDY_L1, OPTIMIZER, CompileOptions
 from tilescope.compiler.ir.tiles import ceil_div, shard_bytes, tile_bytes, tile_grid
 
 # Output tiles a matmul sub-block may hold: tt-metal's destination registers take 8 tiles of 16-bit
@@ -50,46 +49,6 @@ FLOAT_WEIGHTS = ("f32", "bf16", "f16")
 
 def _divisors(n: int) -> str:
     return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
-
-
-def even_shards(tensor: Tensor, memory_layout: str, grid: tuple[int, int], tile: tuple[int, int]) -> bool:
-    """Whether `memory_layout` over `grid` cuts `tensor` into equal whole-tile shards."""
-    batch, rt, ct = tile_grid(tensor.shape, tile)
-    return _even(batch * rt, ct, memory_layout, grid)
-
-
-def _even(height: int, ct: int, memory_layout: str, grid: tuple[int, int]) -> bool:
-    """Whether `memory_layout` over `grid` cuts `height` x `ct` tiles into equal shards."""
-    rows, cols = grid
-    if memory_layout == "height_sharded":
-        return height % (rows * cols) == 0
-    if memory_layout == "width_sharded":
-        return ct % (rows * cols) == 0
-    if memory_layout == "block_sharded":
-        return height % rows == 0 and ct % cols == 0
-    return True
-
-
-@lru_cache(maxsize=256)  # a batch of overrides may ask of one tensor 100,000 times
-def _dividing_grids(height: int, ct: int, memory_layout: str, grid: tuple[int, int]) -> str:
-    """The six largest grids within `grid` that cut `height` x `ct` tiles evenly, as a list."""
-    grids = [(r, c) for r in range(1, grid[0] + 1) for c in range(1, grid[1] + 1)]
-    good = [g for g in grids if _even(height, ct, memory_layout, g)]
-    return ", ".join(f"{r}x{c}" for r, c in sorted(good, key=lambda g: (-g[0] * g[1], g))[:6])
-
-
-def l1_layout_for(tensor: Tensor, grid: tuple[int, int], memory: str, tile: tuple[int, int]) -> Layout:
-    """How a tensor shards over `grid` in L1: in blocks, else by rows, else by columns, whichever
-    cuts it into equal shards first; else interleaved across the cores."""
-    memory_layout = "interleaved"
-    if grid[0] * grid[1] > 1:
-        for candidate in ("block_sharded", "height_sharded", "width_sharded"):
-            if even_shards(tensor, candidate, grid, tile):
-                memory_layout = candidate
-                break
-    return Layout(
-        memory=memory, memory_layout=memory_layout, grid=grid, dtype=tensor.layout.dtype, layout="tile", tile=tile
-    )
 
 
 @dataclass(frozen=True)
@@ -118,24 +77,24 @@ class Placement:
 class AssignLayouts:
     name = "assign-layouts"
     target: Target
-    overrides: tuple[OpOverride, ...] = ()
-    policy: str = DEFAULT_POLICY
-    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
+    options: CompileOptions = DEFAULT_OPTIONS  # its overrides, policy and L1 usage cap
     # an earlier compile's placement of the same `partition` level, taken rather than made again
     placed: Placement | None = field(default=None, compare=False)
 
     def run(self, graph: Graph) -> Graph:
-        if self.placed is not None and self.placed.made_by == (self.policy, self.l1_usage_cap):
+        made_by = (self.options.policy, self.options.l1_usage_cap)
+        if self.placed is not None and self.placed.made_by == made_by:
             self.placed.restore(graph)
             placed = self.placed
         else:
             self._place(graph)
-            placed = Placement.of(graph, (self.policy, self.l1_usage_cap))
+            placed = Placement.of(graph, made_by)
         graph.meta["placed"] = placed
-        graph.meta["policy"] = self.policy
+        graph.meta["policy"] = self.options.policy
+        overrides = self.options.overrides
         # operand overrides after the output ones: whether an op can read an operand depends on
         # the grid and layout its own output ended up with
-        order = sorted(range(len(self.overrides)), key=lambda i: self.overrides[i].operand is not None)
+        order = sorted(range(len(overrides)), key=lambda i: overrides[i].operand is not None)
         hosts: dict[str, Op] = {}  # a fused-away op's name -> the first op it was fused into
         for op in graph.ops:
             for name in op.source:
@@ -143,14 +102,14 @@ class AssignLayouts:
         partitioned = self._partition_outcomes(graph)
         outcomes: dict[int, OverrideOutcome] = {}
         for i in order:
-            ov, sharded = self.overrides[i], partitioned.get(i)
+            ov, sharded = overrides[i], partitioned.get(i)
             if sharded is not None and (sharded.status == REJECTED or not ov.lays_out):
                 outcomes[i] = replace(sharded, spec=ov.spec)  # nothing (more) to lay out
                 continue
             outcomes[i] = self._apply(graph, ov, hosts)
             if sharded is not None and sharded.status == ADJUSTED and outcomes[i].status == APPLIED:
                 outcomes[i] = replace(sharded, spec=ov.spec)
-        graph.meta["overrides"] = [outcomes[i] for i in range(len(self.overrides))]
+        graph.meta["overrides"] = [outcomes[i] for i in range(len(overrides))]
         return graph
 
     def _place(self, graph: Graph) -> None:
@@ -171,24 +130,24 @@ class AssignLayouts:
                 if (layout, grid) not in on_grid:
                     on_grid[(layout, grid)] = replace(layout, grid=grid)
                 graph.tensors[t].layout = on_grid[(layout, grid)]
-        if self.policy in (GREEDY_L1, OPTIMIZER):
+        if self.options.policy in (GREEDY_L1, OPTIMIZER):
             self._greedy_l1(graph)
-        if self.policy == OPTIMIZER:
+        if self.options.policy == OPTIMIZER:
             self._block_float_weights(graph)
 
     def _partition_outcomes(self, graph: Graph) -> dict[int, OverrideOutcome]:
         """The partition pass's outcome of each override with a sharding, by the override's index."""
         made = graph.meta.get("sharding_overrides", ())
-        if made != sharding_requests(self.overrides):
+        if made != self.options.sharding_requests:
             raise ValueError(f"{graph.name}: partitioned with other sharding overrides than the layout pass was given")
-        indices = [i for i, ov in enumerate(self.overrides) if ov.sharding is not None]
+        indices = [i for i, ov in enumerate(self.options.overrides) if ov.sharding is not None]
         return dict(zip(indices, graph.meta.get("sharding_outcomes", ())))
 
     def _greedy_l1(self, graph: Graph) -> None:
         """Keep each output in L1 if the planner's allocator, run over the ops in order with the
         capped capacity, finds room for it from its producer to its last reader."""
         core_memory = self.target.core_memory
-        allocator = FirstFit(int(self.l1_usage_cap * core_memory.capacity_bytes))
+        allocator = FirstFit(int(self.options.l1_usage_cap * core_memory.capacity_bytes))
         last = last_uses(graph)
         frees: dict[int, list[str]] = {}
         for i, op in enumerate(graph.ops):
@@ -275,9 +234,9 @@ class AssignLayouts:
     def _uneven(self, tensor: Tensor, layout: Layout, said: str) -> str:
         """Why `layout`'s shards do not divide `tensor` (`said` so) evenly (naming grids that would), or ''."""
         batch, rt, ct = tile_grid(tensor.shape, layout.tile)
-        if _even(batch * rt, ct, layout.memory_layout, layout.grid):
+        if even_split(batch * rt, ct, layout.memory_layout, layout.grid):
             return ""
-        would = _dividing_grids(batch * rt, ct, layout.memory_layout, self.target.grid)
+        would = dividing_grids(batch * rt, ct, layout.memory_layout, self.target.grid)
         rows, cols = layout.grid
         return (
             f"{layout.memory_layout} over {rows}x{cols} cores does not divide {said} "

@@ -28,7 +28,7 @@ from tilescope.compiler.ir import opset
 from tilescope.compiler.sharding import rules
 from tilescope.compiler.errors import ModelLoadError
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
-from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.compiler.pipeline.options import DEFAULT_OPTIONS, CompileOptions
 from tilescope.compiler.ir.opset import COLLECTIVES
 from tilescope.compiler.sharding.resharding import steps
 from tilescope.compiler.sharding.mesh import SINGLE, Mesh, Sharding
@@ -44,15 +44,16 @@ CONSTRAINTS = ("sharding_constraint", "full_to_shard", "shard_to_full")
 class Partition:
     name = "partition"
     target: Target
-    overrides: tuple[OpOverride, ...] = ()  # sharding requests only (override.sharding_requests)
+    options: CompileOptions = DEFAULT_OPTIONS  # the shardings of its overrides
 
     def run(self, graph: Graph) -> Graph:
         mesh = self._mesh(graph)
         graph.meta["mesh"] = mesh
-        requests = ShardingRequests(graph, mesh, self.overrides, self.target.name)
+        asked = self.options.sharding_requests
+        requests = ShardingRequests(graph, mesh, asked, self.target.name)
         if mesh.devices > 1:
             graph = _Partitioner(graph, mesh, requests).run()
-        graph.meta["sharding_overrides"] = self.overrides
+        graph.meta["sharding_overrides"] = asked
         graph.meta["sharding_outcomes"] = requests.results()
         return graph
 

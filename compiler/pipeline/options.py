@@ -1,6 +1,16 @@
-"""The compiler's front options: the layout policies a run may be compiled under, and how much of
-a core's L1 tensors may take. Named here, not in the pass that applies them, so the command line,
-the app and override checks depend on the compiler's options and not on a pass."""
+"""The options a run is compiled and simulated under, in one record: the command line, the page, a
+search and a background worker each make one and hand it down to the passes that read it (as
+IREE's Pipelines/Options.h gathers its pipeline's). Named here, not in the pass that applies
+them, so the command line, the app and override checks depend on the compiler's options and not
+on a pass."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from tilescope.compiler.pipeline.op_override import OpOverride, sharding_requests
+from tilescope.compiler.targets.chip import DEFAULT_DISPATCH
 
 DEFAULT_POLICY = "dram-interleaved"  # every tensor interleaved in DRAM
 GREEDY_L1 = "greedy-l1"  # each output sharded in L1 while what is live fits (passes/layout.py)
@@ -11,3 +21,37 @@ POLICIES = (DEFAULT_POLICY, GREEDY_L1, OPTIMIZER)
 # Share of each core's L1 that tensors may take; the rest is left for circular buffers.
 # tt-mlir calls this tensor-l1-usage-cap.
 DEFAULT_L1_USAGE_CAP = 0.8
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What a run is made with besides its model and target. `overrides` go to the partition pass
+    (their shardings) and the layout pass (the rest), `policy` and `l1_usage_cap` to the layout
+    pass; `dispatch` (how the host launches the ops: one by one, or a captured trace) is the
+    simulator's alone."""
+
+    overrides: tuple[OpOverride, ...] = ()
+    policy: str = DEFAULT_POLICY
+    l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
+    dispatch: str = DEFAULT_DISPATCH
+
+    def __post_init__(self) -> None:
+        # any sequence is taken, and kept as a tuple: the record keys caches of compilations
+        object.__setattr__(self, "overrides", tuple(self.overrides))
+
+    def with_overrides(self, overrides: Sequence[OpOverride]) -> CompileOptions:
+        return replace(self, overrides=tuple(overrides))
+
+    @property
+    def compiler_part(self) -> CompileOptions:
+        """These options as far as the compiler reads them (the dispatch set to its default): a
+        compilation is the same under either dispatch, so this is what one is cached by."""
+        return replace(self, dispatch=DEFAULT_DISPATCH)
+
+    @property
+    def sharding_requests(self) -> tuple[OpOverride, ...]:
+        """The partition pass's part of the overrides (op_override.sharding_requests)."""
+        return sharding_requests(self.overrides)
+
+
+DEFAULT_OPTIONS = CompileOptions()  # no overrides, the default policy, L1 cap and dispatch

@@ -24,6 +24,7 @@ from tilescope.compiler.ir.graph import Graph
 from tilescope.compiler.validation.files import ELTWISE_FILE, GEMM_FILE
 from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.chip import Target, load_target
@@ -202,7 +203,7 @@ def _gemm_kernel(row: GemmMeasurement) -> Graph:
     """The row's kernel level (the split depends on the target's shape, not on its fitted costs)."""
     target = load_target(row.target)
     model = import_mlir(zoo.matmul(row.m, row.k, row.n), f"zoo:matmul:{row.m}x{row.k}x{row.n}")
-    compilation = compile_model(model, target, gemm_overrides(row))
+    compilation = compile_model(model, target, CompileOptions(gemm_overrides(row)))
     rejected = [o for o in compilation.override_outcomes if o.status == "rejected"]
     if rejected:
         raise ValueError(f"{row.target} {row.shape} {row.config}: {rejected[0].reason}")
@@ -221,7 +222,7 @@ def _eltwise_kernel(row: EltwiseMeasurement, target: Target) -> Graph:
     model = import_mlir(b.text([b.op(row.op, [x], row.shape, row.dtype, "op")]), f"{row.op} {row.shape}")
     grid = _cores_grid(row.cores, target)
     overrides = [OpOverride("op", grid=grid, memory=row.memory, memory_layout="interleaved")]
-    return compile_model(model, target, overrides).kernel
+    return compile_model(model, target, CompileOptions(overrides)).kernel
 
 
 def _cores_grid(cores: int, target: Target) -> tuple[int, int]:

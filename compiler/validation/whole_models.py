@@ -22,8 +22,9 @@ from pathlib import Path
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.validation.files import MODELS_FILE
 from tilescope.compiler.frontend.model_refs import load_model
-from tilescope.compiler.pipeline.stages import Compilation, compile_model
-from tilescope.compiler.pipeline.options import OPTIMIZER
+from tilescope.compiler.pipeline.compilation import Compilation
+from tilescope.compiler.pipeline.options import OPTIMIZER, CompileOptions
+from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.chip import DISPATCH_MODES, Target, load_target
 
@@ -267,7 +268,7 @@ def _compile(
             if grid[0] > card.grid[0] or grid[1] > card.grid[1]:
                 return f"grid {grid[0]}x{grid[1]} is larger than {target}'s {card.grid[0]}x{card.grid[1]}"
             card = dataclasses.replace(card, grid=grid)
-        return compile_model(load_model(ref), card, (), POLICY)
+        return compile_model(load_model(ref), card, CompileOptions(policy=POLICY))
     except TilescopeError as err:
         return str(err)
     except Exception as err:  # a compiler failure on one model must not hide the other rows

@@ -12,6 +12,7 @@ from tilescope.compiler.ir.graph import LEVELS
 from tilescope.compiler.frontend.mlir_import import import_mlir, parse_module, strip_unparsable
 from tilescope.compiler.frontend.mlir_text import make_parsable
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.ir.opset import EXCHANGES
 from tilescope.compiler.targets.chip import load_target
@@ -172,7 +173,7 @@ def test_every_level_of_zoo_models_reparses_and_simulates(ref, wormhole):
 
 @pytest.mark.parametrize("ref", ["zoo:llama-3.2-1b?mode=decode&layers=2", "zoo:bert-large?layers=2"])
 def test_every_level_reparses_under_the_optimizer_policy(ref, wormhole):
-    c = compile_model(load_model(ref), wormhole, policy="optimizer")
+    c = compile_model(load_model(ref), wormhole, CompileOptions(policy="optimizer"))
     for level in LEVELS:
         again = import_mlir(c.mlir(level), f"{ref}:{level}")
         assert [op.name for op in again.graph.ops] == [op.name for op in c.graph_at(level).ops], level
@@ -180,9 +181,9 @@ def test_every_level_reparses_under_the_optimizer_policy(ref, wormhole):
 
 
 def test_greedy_l1_fits_and_speeds_up_resnet(compiled, corpus, wormhole):
-    greedy = compile_model(load_model(str(corpus / "resnet50_xla.mlir")), wormhole, policy="greedy-l1")
+    greedy = compile_model(load_model(str(corpus / "resnet50_xla.mlir")), wormhole, CompileOptions(policy="greedy-l1"))
     assert greedy.levels["kernel"].meta["diagnostics"] == []
-    assert greedy.levels["layout"].meta["l1_peak"]["bytes"] <= 0.8 * wormhole.core_memory.capacity_bytes
+    assert greedy.levels["layout"].meta["l1_peak"].bytes <= 0.8 * wormhole.core_memory.capacity_bytes
     base = simulate(compiled["resnet50_xla.mlir"].kernel, wormhole, "trace")
     tuned = simulate(greedy.kernel, wormhole, "trace")
     assert tuned.device_ns < base.device_ns

@@ -8,6 +8,7 @@ import pytest
 
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.op_override import APPLIED, REJECTED, OpOverride
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.targets.chip import load_target
 from tilescope.overrides import parse_item
@@ -19,7 +20,7 @@ def _outcome(compilation):
 
 
 def _compile(ref, target, *items):
-    return compile_model(load_model(ref), target, [parse_item(i) for i in items])
+    return compile_model(load_model(ref), target, CompileOptions([parse_item(i) for i in items]))
 
 
 def test_applied_override_sets_layout_and_grid(tiny_path, wormhole):
@@ -97,7 +98,9 @@ def test_l1_shard_that_fits_is_applied(wormhole):
 
 
 def test_override_for_a_missing_op_is_rejected_by_the_pass(tiny_path, wormhole):
-    c = compile_model(load_model(tiny_path), wormhole, [OpOverride("nope", memory="l1", spec="nope=l1")])
+    c = compile_model(
+        load_model(tiny_path), wormhole, CompileOptions([OpOverride("nope", memory="l1", spec="nope=l1")])
+    )
     assert _outcome(c).status == REJECTED
     assert re.search("no such op in the graph", _outcome(c).reason)
 
@@ -123,10 +126,12 @@ def test_uneven_shards_are_rejected_with_the_grids_that_would_divide(tiny_path, 
 
 
 def test_greedy_l1_only_makes_even_shards(wormhole):
-    from tilescope.compiler.passes.layout import even_shards
+    from tilescope.compiler.analysis.shard_layouts import even_shards
 
     # 100 positions: 4 tile rows a user, which divide a grid for 8 users but not for one
-    c = compile_model(load_model("zoo:bert-base?layers=1&seq=100&batch=8"), wormhole, policy="greedy-l1")
+    c = compile_model(
+        load_model("zoo:bert-base?layers=1&seq=100&batch=8"), wormhole, CompileOptions(policy="greedy-l1")
+    )
     sharded = [t for t in c.levels["layout"].tensors.values() if t.layout.sharded]
     assert sharded
     assert any(t.layout.memory == "l1" and not t.layout.sharded for t in c.levels["layout"].tensors.values())
@@ -229,7 +234,9 @@ func.func @forward(%x: tensor<256x256xbf16> {ttir.name = "x"}) -> tensor<256x256
 """
     from tilescope.compiler.frontend.mlir_import import import_mlir
 
-    c = compile_model(import_mlir(permute, "p.mlir"), wormhole, [parse_item("p=operand#0:8x8:l1:block_sharded")])
+    c = compile_model(
+        import_mlir(permute, "p.mlir"), wormhole, CompileOptions([parse_item("p=operand#0:8x8:l1:block_sharded")])
+    )
     outcome = _outcome(c)
     assert outcome.status == REJECTED
     assert "permute cannot read operand 0 as l1 block_sharded 8x8; it reads dram interleaved 1x1" in outcome.reason

@@ -7,6 +7,7 @@ from iree.compiler import ir
 
 from tilescope.compiler.frontend.mlir_import import import_mlir, new_context, parse_module
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.overrides import parse_item
 
@@ -121,7 +122,7 @@ def test_printed_graph_level_reimports_with_the_same_names(compiled):
 def test_override_changes_the_layout_text_of_that_op(tiny_path, wormhole):
     model = load_model(tiny_path)
     plain = compile_model(model, wormhole).mlir("layout")
-    tuned = compile_model(model, wormhole, [parse_item("matmul_0=1x4:l1:block_sharded")]).mlir("layout")
+    tuned = compile_model(model, wormhole, CompileOptions([parse_item("matmul_0=1x4:l1:block_sharded")])).mlir("layout")
 
     def line_of(text, name):
         (line,) = [ln for ln in text.splitlines() if ln.rstrip().endswith(f'loc("{name}")')]
@@ -142,7 +143,7 @@ def test_core_group_lines_are_written_as_mlir_prints_those_ops(tiny_path, wormho
     model): each is exactly what MLIR itself prints for the op it parses, fidelity and single
     buffering included."""
     tuned = [parse_item("matmul_0=8x8:dram:interleaved:fidelity#hifi2:double_buffer#false")]
-    text = compile_model(load_model(tiny_path), wormhole, tuned).mlir("kernel")
+    text = compile_model(load_model(tiny_path), wormhole, CompileOptions(tuned)).mlir("kernel")
     ctx, module = _parsed(text)
     lines = [
         ln.strip()

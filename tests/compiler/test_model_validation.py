@@ -11,6 +11,7 @@ import pytest
 from tilescope.compiler.validation import whole_models as mv
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.chip import load_target
@@ -59,7 +60,7 @@ def small_rows(tmp_path_factory):
 
 
 def _step_ns(ref, target="wormhole_n150", dispatch="trace"):
-    compilation = compile_model(load_model(ref), load_target(target), (), mv.POLICY)
+    compilation = compile_model(load_model(ref), load_target(target), CompileOptions(policy=mv.POLICY))
     return simulate(compilation.kernel, compilation.target, dispatch).total_ns
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from tilescope.compiler.frontend.mlir_import import import_mlir
-from tilescope.compiler.passes.plan_memory import l1_live_at
+from tilescope.compiler.pipeline.options import CompileOptions
+from tilescope.compiler.analysis.l1_usage import L1Tensor, l1_live_at
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.overrides import parse_item
 
@@ -79,7 +80,7 @@ func.func @forward(%x: tensor<256x256xbf16> {ttir.name = "x"}) -> tensor<256x256
 
 
 def test_a_sharded_input_of_a_data_movement_op_gets_a_to_layout(wormhole):
-    c = compile_model(import_mlir(PERMUTE, "p.mlir"), wormhole, [parse_item("e=8x8:l1:block_sharded")])
+    c = compile_model(import_mlir(PERMUTE, "p.mlir"), wormhole, CompileOptions([parse_item("e=8x8:l1:block_sharded")]))
     layout = c.levels["layout"]
     assert [op.name for op in layout.ops] == ["e", "p.in0.to_layout", "p", "e2"]
     convert = layout.op("p.in0.to_layout")
@@ -92,18 +93,18 @@ def test_a_sharded_input_of_a_data_movement_op_gets_a_to_layout(wormhole):
 
 
 def test_planner_gives_live_tensors_disjoint_addresses_and_reports_the_peak(wormhole):
-    c = compile_model(import_mlir(PERMUTE, "p.mlir"), wormhole, policy="greedy-l1")
+    c = compile_model(import_mlir(PERMUTE, "p.mlir"), wormhole, CompileOptions(policy="greedy-l1"))
     layout = c.levels["layout"]
     placed = {t.name: t.layout for t in layout.tensors.values() if t.layout.memory == "l1"}
     assert "e" in placed and placed["e"].address == 0
     peak = layout.meta["l1_peak"]
     # 256x256 bf16 = 8x8 tiles of 2 KiB, block-sharded over 8x8 cores: one tile per core. e's
     # output dies when it is copied out for the permute, before the permute's output is born
-    assert peak["bytes"] == 2048 and peak["capacity"] == 1499136 and peak["op"] == "e"
-    assert peak["tensors"] == [("e", 2048, 0)] and peak["core"] == (0, 0)  # what makes the peak
-    assert l1_live_at(layout, wormhole, "e", (0, 0)) == peak["tensors"]
-    assert "e" not in [name for name, _, _ in l1_live_at(layout, wormhole, "p", (0, 0))]  # dead by then
-    assert layout.meta["l1_per_core"]["0,0"] == peak["bytes"]
+    assert peak.bytes == 2048 and peak.capacity == 1499136 and peak.op == "e"
+    assert peak.tensors == (L1Tensor("e", 2048, 0),) and peak.core == (0, 0)  # what makes the peak
+    assert l1_live_at(layout, wormhole, "e", (0, 0)) == peak.tensors
+    assert "e" not in [t.name for t in l1_live_at(layout, wormhole, "p", (0, 0))]  # dead by then
+    assert layout.meta["l1_per_core"]["0,0"] == peak.bytes
     assert all(c.kernel.op(op.name).meta["l1_bytes"] >= op.meta["l1_live"] for op in layout.ops)
 
 
@@ -121,7 +122,7 @@ def test_overflow_says_how_many_bytes_and_where(wormhole):
     # each 1 MiB output fits one core's 1464 KiB alone; alive together they do not fit, so the
     # second override is rejected, saying where and by how much
     items = [parse_item("e1=1x1:l1:block_sharded"), parse_item("e2=1x1:l1:block_sharded")]
-    c = compile_model(import_mlir(OVERFLOW, "o.mlir"), wormhole, items)
+    c = compile_model(import_mlir(OVERFLOW, "o.mlir"), wormhole, CompileOptions(items))
     first, second = c.override_outcomes
     assert first.status == "applied"
     assert second.status == "rejected"
@@ -140,7 +141,9 @@ def test_a_tensor_the_policy_cannot_fit_stays_in_dram_with_one_line_saying_why()
     from tilescope.compiler.frontend.model_refs import load_model
     from tilescope.compiler.targets.chip import load_target
 
-    c = compile_model(load_model("zoo:bert-base?layers=1&batch=2"), load_target("mtia_v1"), policy="greedy-l1")
+    c = compile_model(
+        load_model("zoo:bert-base?layers=1&batch=2"), load_target("mtia_v1"), CompileOptions(policy="greedy-l1")
+    )
     name = "encoder.layer.0.attention.self.value.matmul"
     (line,) = [d for d in c.levels["layout"].meta["diagnostics"] if d.startswith(f"{name} ")]
     # placed at its producer, whose name it has: the op is not named twice
@@ -183,7 +186,7 @@ def test_a_lookup_reads_the_rows_it_gathers_not_its_whole_table(wormhole):
 
 
 def test_moving_a_greedy_sharded_output_to_dram_unshards_it(wormhole):
-    c = compile_model(import_mlir(PERMUTE, "p.mlir"), wormhole, [parse_item("e=dram")], policy="greedy-l1")
+    c = compile_model(import_mlir(PERMUTE, "p.mlir"), wormhole, CompileOptions([parse_item("e=dram")], "greedy-l1"))
     assert c.override_outcomes[0].status == "applied"
     layout = c.levels["layout"].tensors["e"].layout
     assert (layout.memory, layout.memory_layout) == ("dram", "interleaved")
@@ -193,7 +196,9 @@ def test_streaming_buffers_shrink_to_fit_a_small_local_memory():
     from tilescope.compiler.targets.chip import load_target
 
     mtia = load_target("mtia_v1")  # 128 KiB per PE
-    c = compile_model(import_mlir(PERMUTE.replace("256x256", "4096x4096"), "p.mlir"), mtia, policy="greedy-l1")
+    c = compile_model(
+        import_mlir(PERMUTE.replace("256x256", "4096x4096"), "p.mlir"), mtia, CompileOptions(policy="greedy-l1")
+    )
     assert c.levels["kernel"].meta.get("diagnostics", []) == []
     for op in c.kernel.ops:
         assert op.meta["l1_bytes"] <= mtia.core_memory.capacity_bytes

@@ -9,6 +9,7 @@ import pytest
 from tilescope.compiler.ir.graph import LEVELS
 from tilescope.compiler.frontend.mlir_import import parse_module
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 
 from ..conftest import DATA
@@ -171,11 +172,11 @@ def test_a_compile_and_simulation_since_an_earlier_one_equal_those_from_scratch(
     from tilescope.overrides import parse_item
 
     model = load_model(ref)
-    base = compile_model(model, wormhole, policy=policy)
+    base = compile_model(model, wormhole, CompileOptions(policy=policy))
     base_sim = simulate(base.kernel, wormhole)
-    override = [parse_item(item)]
-    fresh = compile_model(model, wormhole, override, policy=policy)
-    since = compile_model(model, wormhole, override, policy=policy, since=base)
+    options = CompileOptions([parse_item(item)], policy)
+    fresh = compile_model(model, wormhole, options)
+    since = compile_model(model, wormhole, options, since=base)
     assert since.levels["graph"] is base.levels["graph"]
     # the policy's placement is taken, not made again; what the override moved is its own
     assert since.levels["layout"].meta["placed"] is base.levels["layout"].meta["placed"]
@@ -237,11 +238,11 @@ def test_a_recompile_with_other_sharding_overrides_partitions_again_and_equals_o
 
     t3k = load_target("t3k")
     model = load_model(SHARDED)
-    base = compile_model(model, t3k, [parse_item(i) for i in before])
+    base = compile_model(model, t3k, CompileOptions([parse_item(i) for i in before]))
     base_sim = simulate(base.kernel, t3k)
-    overrides = [parse_item(i) for i in after]
-    fresh = compile_model(model, t3k, overrides)
-    since = compile_model(model, t3k, overrides, since=base)
+    options = CompileOptions([parse_item(i) for i in after])
+    fresh = compile_model(model, t3k, options)
+    since = compile_model(model, t3k, options, since=base)
     assert since.levels["graph"] is base.levels["graph"]
     assert (since.levels["partition"] is base.levels["partition"]) == partition_kept
     for level in ("graph", "partition", "layout", "kernel"):
@@ -251,7 +252,9 @@ def test_a_recompile_with_other_sharding_overrides_partitions_again_and_equals_o
     again, scratch = simulate(since.kernel, t3k, known=base_sim.costs), simulate(fresh.kernel, t3k)
     assert _sim_rows(again) == _sim_rows(scratch)
     # and the earlier compilation is as it was
-    assert base.mlir("partition") == compile_model(model, t3k, [parse_item(i) for i in before]).mlir("partition")
+    assert base.mlir("partition") == compile_model(model, t3k, CompileOptions([parse_item(i) for i in before])).mlir(
+        "partition"
+    )
 
 
 def test_a_compile_since_one_with_another_policy_places_afresh(wormhole):
@@ -259,8 +262,9 @@ def test_a_compile_since_one_with_another_policy_places_afresh(wormhole):
     model = load_model("zoo:bert-base?layers=2")
     base = compile_model(model, wormhole)
     for policy, cap in (("greedy-l1", 0.5), ("greedy-l1", 0.25)):
-        since = compile_model(model, wormhole, policy=policy, l1_usage_cap=cap, since=base)
-        fresh = compile_model(model, wormhole, policy=policy, l1_usage_cap=cap)
+        options = CompileOptions(policy=policy, l1_usage_cap=cap)
+        since = compile_model(model, wormhole, options, since=base)
+        fresh = compile_model(model, wormhole, options)
         assert since.levels["layout"].meta["placed"] is not base.levels["layout"].meta["placed"]
         assert since.mlir("layout") == fresh.mlir("layout") != base.mlir("layout")
         base = since
@@ -364,19 +368,19 @@ def test_a_chain_of_compiles_each_since_the_last_equals_compiles_from_scratch(re
     target = load_target(target_name)
     model = load_model(str(DATA / ref) if ref.endswith(".mlir") else ref)
 
-    def unshared(overrides, policy, cap):
+    def unshared(options):
         """Every op's kernel split and operand layouts found for it alone."""
         with monkeypatch.context() as patch:
             patch.setattr(split_kernels, "_by_position", lambda key: object())  # shaped like no other op
             patch.setattr(InsertToLayout, "_required", lambda self, g, op, t: required_layout(self.target, g, op, t))
-            return compile_model(model, target, overrides, policy, cap)
+            return compile_model(model, target, options)
 
     before, costs, templates_gone = None, None, 0
     for items, policy, cap in steps:
-        overrides = [parse_item(i) for i in items]
-        since = compile_model(model, target, overrides, policy, cap, since=before)
-        fresh = compile_model(model, target, overrides, policy, cap)
-        alone = unshared(overrides, policy, cap)
+        options = CompileOptions([parse_item(i) for i in items], policy, cap)
+        since = compile_model(model, target, options, since=before)
+        fresh = compile_model(model, target, options)
+        alone = unshared(options)
         assert _facts(since) == _facts(fresh) == _facts(alone), items
         assert _l1_of_live_tensors(since) == _l1_planned(since)
         again = simulate(since.kernel, target, known=costs)
@@ -414,11 +418,11 @@ def _l1_planned(compilation) -> list[tuple[str, tuple[int, int], float]]:
 
 def _l1_of_live_tensors(compilation) -> list[tuple[str, tuple[int, int], float]]:
     """The same cores' L1 in use, added up from the tensors placed there and live at the op."""
-    from tilescope.compiler.passes.plan_memory import l1_live_at
+    from tilescope.compiler.analysis.l1_usage import l1_live_at
 
     kernel, target = compilation.kernel, compilation.target
     return [
-        (name, core, float(sum(nbytes for _, nbytes, _ in l1_live_at(kernel, target, name, core))))
+        (name, core, float(sum(t.bytes for t in l1_live_at(kernel, target, name, core))))
         for name, core, _ in _l1_planned(compilation)
     ]
 

@@ -6,6 +6,7 @@ import pytest
 
 from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.chip import builtin_names, load_target
@@ -20,7 +21,7 @@ BIG = "zoo:matmul:16384x16384x16384"
 def _op(ref_or_text: str, target_name: str, *items: str):
     target = load_target(target_name)
     model = import_mlir(ref_or_text, "t.mlir") if ref_or_text.lstrip().startswith("func") else load_model(ref_or_text)
-    compilation = compile_model(model, target, [parse_item(i) for i in items])
+    compilation = compile_model(model, target, CompileOptions([parse_item(i) for i in items]))
     assert all(o.status != "rejected" for o in compilation.override_outcomes), compilation.override_outcomes
     return simulate(compilation.kernel, target, "trace")
 

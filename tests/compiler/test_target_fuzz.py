@@ -139,7 +139,7 @@ def _simulates(target: Target) -> None:
     assert all(math.isfinite(x) for x in (target.clock_hz, *target.dispatch_ns.values()))
     assert all(math.isfinite(m.bytes_per_s) and math.isfinite(m.latency_ns) for m in target.memories.values())
     try:
-        compilation = compile_model(MODEL, target, [])
+        compilation = compile_model(MODEL, target)
         result = simulate(compilation.kernel, target, "host")
     except TilescopeError as err:
         one_line(str(err))

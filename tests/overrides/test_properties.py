@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.chip import load_target
@@ -59,7 +60,7 @@ def override_sets(draw):
 def test_every_override_is_applied_or_explained_and_nothing_overflows(case):
     model_name, target_name, items, policy = case
     target = TARGETS[target_name]
-    compilation = compile_model(MODELS[model_name], target, items, policy)
+    compilation = compile_model(MODELS[model_name], target, CompileOptions(items, policy))
     outcomes = compilation.override_outcomes
     assert [o.op for o in outcomes] == [o.op for o in items]  # none silently disappears
     for outcome in outcomes:
@@ -79,7 +80,7 @@ def test_a_smaller_dtype_speeds_up_a_memory_bound_op(target_name):
     model = load_model("zoo:mlp?layers=1")
 
     def fc2(*items):
-        c = compile_model(model, target, list(items))
+        c = compile_model(model, target, CompileOptions(items))
         return next(o for o in simulate(c.kernel, target, "trace").ops if o.name == "mlp.layer.0.fc2.matmul")
 
     base = fc2()
@@ -92,7 +93,7 @@ def test_a_block_format_the_engine_lacks_is_rejected():
     c = compile_model(
         load_model("zoo:mlp?layers=1"),
         load_target("wormhole_n150"),
-        [OpOverride("mlp.layer.0.fc1.matmul", dtype="mxint8", spec="x")],
+        CompileOptions([OpOverride("mlp.layer.0.fc1.matmul", dtype="mxint8", spec="x")]),
     )
     (outcome,) = c.override_outcomes
     assert outcome.status == "rejected"

@@ -7,11 +7,14 @@ import pytest
 
 from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
-from tilescope.overrides import check_overrides, parse_item
-from tilescope.overrides.search import LAYOUT_KNOBS, alike, candidates, combined, contributions, tune
+from tilescope.overrides import check_overrides, format_item, parse_item
+from tilescope.overrides.candidates import candidates, combined
+from tilescope.overrides.search import LAYOUT_KNOBS, alike, contributions, tune
 
+TRACE = CompileOptions(dispatch="trace")  # a tuned model is deployed with a captured trace
 RELU = """func.func @main(%a: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
   %0 = "ttir.relu"(%a) : (tensor<64x64xbf16>) -> tensor<64x64xbf16>
   return %0 : tensor<64x64xbf16>
@@ -25,8 +28,8 @@ def mlp():
 
 
 def test_the_same_seed_finds_the_same_set_and_it_is_never_slower(wormhole, mlp):
-    first = tune(mlp, wormhole, "trace", budget_s=None, max_trials=25, seed=3)
-    again = tune(mlp, wormhole, "trace", budget_s=None, max_trials=25, seed=3)
+    first = tune(mlp, wormhole, TRACE, budget_s=None, max_trials=25, seed=3)
+    again = tune(mlp, wormhole, TRACE, budget_s=None, max_trials=25, seed=3)
     assert (first.items, first.best_ns, first.trials) == (again.items, again.best_ns, again.trials)
     assert first.trials == 25 and first.stopped == "stopped after its 25 trials"
     assert first.best_ns <= first.start_ns == min(first.policies.values())
@@ -36,26 +39,25 @@ def test_the_same_seed_finds_the_same_set_and_it_is_never_slower(wormhole, mlp):
 
 
 def test_the_best_set_reproduces_its_time_and_passes_the_check(wormhole, mlp):
-    tuned = tune(mlp, wormhole, "trace", budget_s=None, max_trials=40, seed=1)
+    tuned = tune(mlp, wormhole, TRACE, budget_s=None, max_trials=40, seed=1)
     assert tuned.items, "an mlp on Wormhole has something to gain"
-    items = [parse_item(i) for i in tuned.items]
-    assert not check_overrides(items, compile_model(mlp, wormhole, policy=tuned.policy))
-    again = compile_model(mlp, wormhole, items, tuned.policy)
+    assert not check_overrides(tuned.options, compile_model(mlp, wormhole, CompileOptions(policy=tuned.policy)))
+    again = compile_model(mlp, wormhole, tuned.options)
     assert simulate(again.kernel, wormhole, "trace").total_ns == tuned.best_ns < tuned.start_ns
 
 
 def test_a_time_budget_ends_the_search(wormhole):
     # two BERT layers: a pass over their ops' candidates is thousands of trials, seconds of work
-    tuned = tune(load_model("zoo:bert-base?layers=2"), wormhole, "trace", budget_s=0.5, seed=0)
+    tuned = tune(load_model("zoo:bert-base?layers=2"), wormhole, TRACE, budget_s=0.5, seed=0)
     assert tuned.stopped == "stopped at the end of its time budget" and tuned.trials > 0
     assert tuned.seconds < 0.5 + 5  # the deadline is checked before each trial: one trial past it at most
 
 
 def test_a_model_with_nothing_left_to_gain_ends_after_one_pass(wormhole):
     relu = import_mlir(RELU, "relu.mlir")
-    done = tune(relu, wormhole, "trace", budget_s=None, seed=0)
+    done = tune(relu, wormhole, TRACE, budget_s=None, seed=0)
     assert done.stopped in ("a pass over every op kept nothing", "no override of any op makes it faster")
-    again = tune(relu, wormhole, "trace", budget_s=None, seed=0, policy=done.policy, start_items=tuple(done.items))
+    again = tune(relu, wormhole, done.options, budget_s=None, seed=0, starts=(done.policy,))
     assert again.stopped == "no override of any op makes it faster" and again.gains == []
     assert again.best_ns == again.start_ns == done.best_ns
     current = done.items[0] if done.items else None
@@ -93,7 +95,7 @@ def test_a_candidate_changes_one_knob_of_the_item_the_op_has():
 
 def test_alike_ops_are_grouped_and_only_the_models_own_ops_are_tuned(wormhole):
     bert = load_model("zoo:bert-base?layers=3&seq=128")
-    compiled = compile_model(bert, wormhole, policy="greedy-l1")
+    compiled = compile_model(bert, wormhole, CompileOptions(policy="greedy-l1"))
     sim = simulate(compiled.kernel, wormhole, "trace")
     groups = alike(compiled, sim, {})
     own = {op.name for op in bert.graph.ops}
@@ -113,42 +115,47 @@ def test_alike_ops_are_grouped_and_only_the_models_own_ops_are_tuned(wormhole):
 
 
 def test_what_each_part_of_the_set_is_worth_is_measured_without_it(wormhole, mlp):
-    tuned = tune(mlp, wormhole, "trace", budget_s=None, max_trials=40, seed=1)
-    worth = contributions(mlp, wormhole, tuned, "trace")
+    tuned = tune(mlp, wormhole, TRACE, budget_s=None, max_trials=40, seed=1)
+    worth = contributions(mlp, wormhole, tuned)
     assert worth and len(worth) <= len(tuned.items)
     for label, ns in worth:
         item = label.split(" (and ")[0]
         without = [parse_item(i) for i in tuned.items if i != item]
-        alone = simulate(compile_model(mlp, wormhole, without, tuned.policy).kernel, wormhole, "trace").total_ns
+        alone = simulate(
+            compile_model(mlp, wormhole, CompileOptions(without, tuned.policy)).kernel, wormhole, "trace"
+        ).total_ns
         assert ns == pytest.approx(alone - tuned.best_ns)
 
 
 def test_how_an_op_reads_an_operand_is_kept_as_the_start_gave_it(wormhole, mlp):
     operand = "mlp.layer.0.fc2.matmul=operand#0:l1:interleaved"
     start = (operand, "mlp.layer.0.fc2.matmul=dram")
-    tuned = tune(mlp, wormhole, "trace", budget_s=None, max_trials=30, seed=0, start_items=start)
-    assert operand in tuned.items and tuned.dropped == []
+    options = CompileOptions([parse_item(i) for i in start], dispatch="trace")
+    tuned = tune(mlp, wormhole, options, budget_s=None, max_trials=30, seed=0)
+    assert format_item(parse_item(operand)) in tuned.items and tuned.dropped == []
     assert not any("operand#" in item for change in tuned.gains for item in change.items)
-    again = compile_model(mlp, wormhole, [parse_item(i) for i in tuned.items], tuned.policy)
+    again = compile_model(mlp, wormhole, tuned.options)
     assert simulate(again.kernel, wormhole, "trace").total_ns == tuned.best_ns
 
 
 def test_start_items_the_policy_rejects_are_left_out_and_named(wormhole, mlp):
     rejected = "mlp.layer.0.fc1.matmul=l1:height_sharded"
-    compiled = compile_model(mlp, wormhole, [parse_item(rejected)], "greedy-l1")
+    compiled = compile_model(mlp, wormhole, CompileOptions([parse_item(rejected)], "greedy-l1"))
     assert [o.status for o in compiled.override_outcomes] == ["rejected"]
-    tuned = tune(mlp, wormhole, "trace", budget_s=None, max_trials=60, policy="greedy-l1", start_items=(rejected,))
+    options = CompileOptions([parse_item(rejected)], dispatch="trace")
+    tuned = tune(mlp, wormhole, options, budget_s=None, max_trials=60, starts=("greedy-l1",))
     assert tuned.dropped == [rejected] and rejected not in tuned.items
     assert (
-        tuned.start_ns == simulate(compile_model(mlp, wormhole, policy="greedy-l1").kernel, wormhole, "trace").total_ns
+        tuned.start_ns
+        == simulate(compile_model(mlp, wormhole, CompileOptions(policy="greedy-l1")).kernel, wormhole, "trace").total_ns
     )
     assert tuned.gains, "with the rejected item left out, the search goes on"
 
 
 def test_a_group_is_worth_what_the_set_loses_without_all_its_ops(wormhole):
     bert = load_model("zoo:bert-base?layers=3&seq=128")
-    tuned = tune(bert, wormhole, "trace", budget_s=None, max_trials=40, seed=0)
-    worth = contributions(bert, wormhole, tuned, "trace")
+    tuned = tune(bert, wormhole, TRACE, budget_s=None, max_trials=40, seed=0)
+    worth = contributions(bert, wormhole, tuned)
     grouped = [(label, ns) for label, ns in worth if " (and " in label]
     assert grouped, "the first two layers' ops change together"
     label, ns = grouped[0]
@@ -156,5 +163,7 @@ def test_a_group_is_worth_what_the_set_loses_without_all_its_ops(wormhole):
     group = {i for i in tuned.items if i.endswith("=" + value)}
     assert len(group) >= 2
     without = [parse_item(i) for i in tuned.items if i not in group]
-    alone = simulate(compile_model(bert, wormhole, without, tuned.policy).kernel, wormhole, "trace").total_ns
+    alone = simulate(
+        compile_model(bert, wormhole, CompileOptions(without, tuned.policy)).kernel, wormhole, "trace"
+    ).total_ns
     assert ns == pytest.approx(alone - tuned.best_ns)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.overrides import format_item, parse_item
@@ -14,7 +15,7 @@ MATMUL = "zoo:matmul:2048x2048x2048"  # 64x64x64 tiles; 8x8 output tiles per cor
 
 
 def _run(wormhole, *items):
-    c = compile_model(load_model(MATMUL), wormhole, [parse_item(i) for i in items])
+    c = compile_model(load_model(MATMUL), wormhole, CompileOptions([parse_item(i) for i in items]))
     return c, simulate(c.kernel, wormhole, "trace").ops[0]
 
 
@@ -89,5 +90,5 @@ func.func @forward(%x: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
   return %0 : tensor<64x64xbf16>
 }
 """
-    c = compile_model(import_mlir(text, "e.mlir"), wormhole, [parse_item("e=block#1x1x1")])
+    c = compile_model(import_mlir(text, "e.mlir"), wormhole, CompileOptions([parse_item("e=block#1x1x1")]))
     assert c.override_outcomes[0].reason == "block and subblock apply to matmuls and convolutions, not exp"

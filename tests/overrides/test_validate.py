@@ -7,6 +7,7 @@ import pytest
 
 from tilescope.compiler.errors import OverrideError
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.overrides import check_op_names, parse_item
 
 
@@ -69,7 +70,7 @@ def test_validate_lists_every_problem_of_a_file_at_once(wormhole):
 
     errors: list[str] = []
     loaded = parse_text(BAD_FILE, "o.txt", errors)
-    report = validate(loaded.items, load_model("zoo:mlp"), wormhole, problems=errors)
+    report = validate(CompileOptions(loaded.items), load_model("zoo:mlp"), wormhole, problems=errors)
     assert not report.ok
     assert report.problems == [
         "override 'mlp.layer.1.gelu=zz': unknown token 'zz' (expected " + report.problems[0].split("(expected ")[1],
@@ -90,7 +91,8 @@ def test_validate_lists_every_problem_of_a_file_at_once(wormhole):
 def test_a_clean_batch_validates(wormhole):
     from tilescope.overrides import validate
 
-    report = validate([parse_item("mlp.layer.1.fc1.matmul=4x8:l1:block_sharded")], load_model("zoo:mlp"), wormhole)
+    options = CompileOptions([parse_item("mlp.layer.1.fc1.matmul=4x8:l1:block_sharded")])
+    report = validate(options, load_model("zoo:mlp"), wormhole)
     assert report.ok and report.as_dict()["overrides"][0]["status"] == "applied"
 
 
@@ -143,7 +145,7 @@ def test_check_overrides_names_every_impossible_override_in_order(wormhole):
         f"{FC2}=operand#5:l1",
         f"{FC2}=4x4:dram:interleaved:fidelity#lofi",
     ]
-    problems = check_overrides([parse_item(i) for i in items], _compiled("wormhole_n150"))
+    problems = check_overrides(CompileOptions([parse_item(i) for i in items]), _compiled("wormhole_n150"))
     assert problems.count == 4 and problems.more == 0
     assert problems.lines == [
         f"override 'no.such.op=l1': no such op in {MLP}",
@@ -158,7 +160,7 @@ def test_check_overrides_knows_what_a_target_lacks():
     from tilescope.overrides import check_overrides
 
     items = [f"{FC1}=fidelity#lofi", f"{FC1}=result#0:tile#16x32", f"{FC2}=bfp8", f"{FC2}=result#0:lls:interleaved"]
-    problems = check_overrides([parse_item(i) for i in items], _compiled("mtia_v1"))
+    problems = check_overrides(CompileOptions([parse_item(i) for i in items]), _compiled("mtia_v1"))
     assert problems.lines == [
         f"override '{FC1}=fidelity#lofi' rejected: mtia_v1 has no math fidelity setting "
         "(its engine costs the same at each)",
@@ -177,10 +179,10 @@ def test_check_overrides_rejects_what_a_compile_rejects(wormhole):
         parse_item(i)
         for i in (f"{FC1}=8x8:l1:block_sharded", f"{FC2}=2x2:l1:height_sharded", f"{FC1}=block#3x1x1", f"{FC2}=9x1")
     ]
-    compiled = compile_model(load_model(MLP), wormhole, items)
+    compiled = compile_model(load_model(MLP), wormhole, CompileOptions(items))
     rejected = [rejection(o) for o in compiled.override_outcomes if o.status == "rejected"]
     assert len(rejected) == 3
-    assert check_overrides(items, _compiled("wormhole_n150")).lines == rejected
+    assert check_overrides(CompileOptions(items), _compiled("wormhole_n150")).lines == rejected
 
 
 def test_check_overrides_counts_a_huge_batch_and_describes_one_page(monkeypatch):
@@ -197,12 +199,12 @@ def test_check_overrides_counts_a_huge_batch_and_describes_one_page(monkeypatch)
 
     unknown = [OpOverride(f"fc{i}", memory="l1", spec=f"fc{i}=l1") for i in range(99_000)]
     fused = [OpOverride("mlp.layer.0.gelu", grid=(9, 9), spec="mlp.layer.0.gelu=9x9")] * 1_000
-    problems = check_overrides([*fused, *unknown], _compiled("wormhole_n150"))
+    problems = check_overrides(CompileOptions([*fused, *unknown]), _compiled("wormhole_n150"))
     assert problems.count == 100_000 and len(problems.lines) == SHOWN_PROBLEMS
     assert problems.more == 100_000 - SHOWN_PROBLEMS
     assert problems.lines[0] == "override 'mlp.layer.0.gelu=9x9' rejected: grid 9x9 outside wormhole_n150's 8x8 grid"
     assert searches == []  # the page is full of the fused op's rejections before any unknown name
-    few = check_overrides(unknown[:3] + fused[:30], _compiled("wormhole_n150"))
+    few = check_overrides(CompileOptions(unknown[:3] + fused[:30]), _compiled("wormhole_n150"))
     assert searches == ["fc0", "fc1", "fc2"] and few.lines[0].startswith("override 'fc0=l1': no such op")
 
 
@@ -238,7 +240,7 @@ def test_a_long_op_name_is_named_once_and_cut(tmp_path, wormhole):
         f"{bias}=dram",  # fused into fc1: applied there
         f"{LONG}fc3=l1",  # no such op; close names suggested
     ]
-    report = validate([parse_item(i) for i in items], model, wormhole)
+    report = validate(CompileOptions([parse_item(i) for i in items]), model, wormhole)
     assert len(report.problems) == 7 and any("fused" in o.reason for o in report.outcomes)
     for line in report.problems:
         assert len(line) < 400, line

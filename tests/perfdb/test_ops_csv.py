@@ -12,6 +12,7 @@ import pytest
 
 from tilescope.app.cli import main
 from tilescope.app.workbench.runs import execute
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.ops_csv import COLUMNS, DURATION, CsvImportError, import_csv, write_csv
 from tilescope.perfdb.queries import counters, diff_runs, get_run, op_records
@@ -54,7 +55,7 @@ SHARDED = [parse_item("matmul_1=1x2:l1:block_sharded")]
 
 @pytest.fixture
 def base(sessions, tiny_path):
-    return execute(sessions, tiny_path, overrides=SHARDED, dispatch="trace").run_id
+    return execute(sessions, tiny_path, options=CompileOptions(SHARDED, dispatch="trace")).run_id
 
 
 def _rows(text: str) -> list[dict]:
@@ -88,7 +89,7 @@ def test_csv_has_the_ops_perf_report_columns_and_the_run_values(sessions, base):
 
 @pytest.mark.parametrize("dispatch", ["trace", "host"])
 def test_a_report_round_trips_as_a_measured_run(sessions, tiny_path, dispatch):
-    base = execute(sessions, tiny_path, overrides=SHARDED, dispatch=dispatch).run_id
+    base = execute(sessions, tiny_path, options=CompileOptions(SHARDED, dispatch=dispatch)).run_id
     with sessions() as s:
         text = write_csv(s, base)
         measured, problems = import_csv(s, text, base, "ops.csv")

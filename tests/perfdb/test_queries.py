@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from tilescope.overrides import parse_item
 
 import pytest
@@ -9,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tilescope.app.workbench.runs import execute
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.targets.chip import target_text
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.queries import RunNotFound, diff_runs, get_run
@@ -238,8 +241,15 @@ def test_simulated_ops_moved_to_load_time(sessions):
 
 @pytest.fixture
 def mlp(sessions):
-    """run(*override_items, **execute's options) -> the id of a stored run of MLP."""
-    return lambda *items, **options: execute(sessions, MLP, overrides=[parse_item(i) for i in items], **options).run_id
+    """run(*override_items, **options) -> the id of a stored run of MLP (stored_run's options)."""
+    return lambda *items, **options: stored_run(sessions, MLP, items, **options)
+
+
+def stored_run(sessions, ref: str, items, **given) -> int:
+    """The id of a run of `ref` with override `items`, stored by execute: `given` holds its
+    keywords and the fields of its CompileOptions alike."""
+    named = {f.name: given.pop(f.name) for f in dataclasses.fields(CompileOptions) if f.name in given}
+    return execute(sessions, ref, options=CompileOptions([parse_item(i) for i in items], **named), **given).run_id
 
 
 def test_a_sharded_low_precision_output_lists_every_parameter_it_changed(sessions, mlp):
@@ -269,10 +279,8 @@ def test_a_sharded_low_precision_output_lists_every_parameter_it_changed(session
 
 @pytest.fixture
 def narrow_mlp(sessions):
-    """run(*override_items, **execute's options) -> the id of a stored run of NARROW_MLP."""
-    return lambda *items, **options: (
-        execute(sessions, NARROW_MLP, overrides=[parse_item(i) for i in items], **options).run_id
-    )
+    """run(*override_items, **options) -> the id of a stored run of NARROW_MLP (stored_run's options)."""
+    return lambda *items, **options: stored_run(sessions, NARROW_MLP, items, **options)
 
 
 def test_the_total_splits_into_device_time_and_host_dispatch(sessions, narrow_mlp):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dash import Input, Output, html, no_update
 
-from tilescope.compiler.pipeline.stages import Compilation
+from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.perfdb.records import LoadOp
 
 from tilescope.app.web import ids

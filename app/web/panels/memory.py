@@ -88,9 +88,7 @@ def memory_children(view: MemoryView) -> list:
     if peak is None:
         return [html.P("Nothing of this run is placed in L1.", className="hint")]
     capacity = view.capacity
-    rows = [
-        ("tensor", name, size, f"{address:#x}" if address is not None else "-") for name, size, address in peak.tensors
-    ]
+    rows = [("tensor", t.name, t.bytes, f"{t.address:#x}" if t.address is not None else "-") for t in peak.tensors]
     rows += [("circular buffer", name, size, f"{pages} pages") for name, size, pages in peak.cbs]
     total = sum(size for _, _, size, _ in rows)
     body = [

@@ -8,7 +8,7 @@ from dash import Input, Output, State, dcc, html, no_update
 from tilescope.compiler.frontend import zoo
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.ir.graph import LEVELS
-from tilescope.compiler.pipeline.options import DEFAULT_POLICY, POLICIES
+from tilescope.compiler.pipeline.options import DEFAULT_POLICY, POLICIES, CompileOptions
 from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, DISPATCH_MODES, builtin_names
 
 from tilescope.app.web import ids
@@ -123,7 +123,7 @@ def _register_runs(wiring: Wiring) -> dict:
         if shown is not None and triggered() == ids.URL_STATE and not (linked or {}).get("run"):
             return no_update  # the link's pair ticked, or a link naming no run: the shown run stays
         try:
-            run_id = explorer.ensure_run(model, target, policy, dispatch=dispatch)
+            run_id = explorer.ensure_run(model, target, CompileOptions(policy=policy, dispatch=dispatch))
         except TilescopeError as err:
             return outputs(CHOSEN, status=error(str(err)))
         wanted = (linked or {}).get("run")
@@ -266,7 +266,8 @@ def _register_upload(wiring: Wiring) -> dict:
         explorer.in_new_process()
         on_stage = reporter(set_progress, filename)
         try:
-            ref = explorer.upload(filename or "upload", contents, target, policy, on_stage=on_stage, dispatch=dispatch)
+            options = CompileOptions(policy=policy, dispatch=dispatch)
+            ref = explorer.upload(filename or "upload", contents, target, options, on_stage=on_stage)
         except TilescopeError as err:
             return dict(model_options=no_update, model=no_update, message=error(str(err)), contents=None)
         ok = html.P(f"Loaded {filename}.", className="ok")

@@ -44,7 +44,7 @@ def register(wiring: Wiring) -> dict:
         if run_id is None:
             return no_update
         run = explorer.view(run_id)
-        return summary_children(run, explorer.baseline_id(run) if run.overrides else None)
+        return summary_children(run, explorer.baseline_id(run) if run.options.overrides else None)
 
     @wiring.app.callback(
         output=dict(
@@ -110,10 +110,10 @@ def summary_children(run: RunView, baseline: int | None = None) -> list:
         html.Span(f"total {run.total_ns / 1e3:,.1f} us{per_step}", className="metric"),
         html.Span(f"device busy {run.device_ns / 1e3:,.1f} us", className="metric"),
         *load_time(run),
-        html.Span(f"{run.policy} policy, {run.dispatch} dispatch"),
+        html.Span(f"{run.options.policy} policy, {run.options.dispatch} dispatch"),
     ]
-    if run.overrides:
-        items = [format_item(o) for o in run.overrides]
+    if run.options.overrides:
+        items = [format_item(o) for o in run.options.overrides]
         parts.append(
             html.Span(f"overrides ({len(items)}): {some_of(items)}", title=all_of(items), className="overrides")
         )
@@ -147,9 +147,9 @@ def load_time(run: RunView) -> list:
 def not_baseline(run: RunView, baseline: int | None) -> list:
     """A run with overrides (a re-run, a tune) says it is not the baseline, and offers the
     baseline (the run with none, under the same policy and dispatch) when one is stored."""
-    if not run.overrides:
+    if not run.options.overrides:
         return []
-    count = len(run.overrides)
+    count = len(run.options.overrides)
     said = f"not the baseline ({count} override{'s' * (count != 1)})"
     if baseline is None:
         return [html.Span(said, id=ids.RUN_NOT_BASELINE, className="not-baseline")]

@@ -147,13 +147,14 @@ def test_run_prints_its_load_time_on_one_line_and_its_json_lists_the_load_ops(ca
     from tilescope.app.cli.runs import _print_table, _run_json
     from tilescope.app.workbench.load_time import duration_text
     from tilescope.app.workbench.runs import RunResult
+    from tilescope.compiler.pipeline.options import CompileOptions
     from tests.perfdb.load_work import MLP, hoisted, simulated
 
     compilation, sim = simulated(MLP)
     step = {op.name for op in sim.ops}
     moved = {"mlp.layer.0.fc1.matmul", "mlp.layer.1.fc1.matmul"}
     sim = hoisted(sim, moved)
-    result = RunResult(7, compilation, sim, [])
+    result = RunResult(7, compilation, sim, CompileOptions())
     _print_table(result, MLP)
     out = capsys.readouterr().out
     (line,) = LOAD_LINE.findall(out)

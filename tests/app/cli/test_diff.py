@@ -14,11 +14,12 @@ from tilescope.app.cli.db import upgrade_main
 from tilescope.app.cli.diff import main
 from tilescope.app.workbench.diff import SHOWN, SHOWN_CHANGES, device_parts
 from tilescope.app.workbench.runs import execute
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.migrate import head
 from tilescope.perfdb.queries import RunNotFound
 from tests.perfdb.test_meshes import one_vs_eight  # noqa: F401  # the fixture
-from tests.perfdb.test_queries import FC1, FC2, MLP, KEYS, change, output
+from tests.perfdb.test_queries import FC1, FC2, MLP, KEYS, change, output, stored_run
 
 OP_KEYS = {"name", "kind", "a_ns", "b_ns", "delta_ns", "ratio", "changes"}
 
@@ -28,7 +29,7 @@ def runs(db_url, tiny_path):
     """(plain, tuned): the tiny MLP, then with matmul_1 sharded in L1 on 1x2 cores."""
     sessions = session_factory(open_db(db_url))
     plain = execute(sessions, tiny_path).run_id
-    tuned = execute(sessions, tiny_path, overrides=[parse_item("matmul_1=1x2:l1:block_sharded")]).run_id
+    tuned = execute(sessions, tiny_path, options=CompileOptions([parse_item("matmul_1=1x2:l1:block_sharded")])).run_id
     return plain, tuned
 
 
@@ -118,9 +119,9 @@ def test_table_lists_the_ops_in_one_run_only_with_their_time(capsys, db_url):
 
 @pytest.fixture
 def mlp(db_url):
-    """run(*override_items, **execute's options) -> the id of a stored run of MLP."""
+    """run(*override_items, **options) -> the id of a stored run of MLP (stored_run's options)."""
     sessions = session_factory(open_db(db_url))
-    return lambda *items, **options: execute(sessions, MLP, overrides=[parse_item(i) for i in items], **options).run_id
+    return lambda *items, **options: stored_run(sessions, MLP, items, **options)
 
 
 def test_json_lists_the_kernel_parameters_override_items_set(capsys, db_url, mlp):

@@ -28,7 +28,7 @@ from dash.background_callback.managers import BaseBackgroundCallbackManager
 from tilescope.app.web.caches import DATABASE_FILES, cache_dirs, open_job_cache
 from tilescope.app.workbench.compile_store import CompileStore
 from tilescope.compiler.frontend.model_refs import read_source
-from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.targets.chip import load_target
 
 from . import cache_disk, serving
@@ -115,7 +115,7 @@ def test_a_planted_compilation_is_never_run_by_the_server(tmp_path):
     stored = [sys.executable, "-m", "tilescope.app.cli", "run", MODEL, "--policy", "greedy-l1", "--db", db]
     subprocess.run(stored, check=True, env=env, capture_output=True)
     key = CompileStore(tmp_path / "elsewhere").key(
-        MODEL, read_source(MODEL), repr(load_target("wormhole_n150")), (), "greedy-l1", DEFAULT_L1_USAGE_CAP
+        MODEL, read_source(MODEL), repr(load_target("wormhole_n150")), CompileOptions(policy="greedy-l1")
     )
     planted = tmp_path / "cache" / "tilescope" / "compilations" / f"{key}.pickle"
     planted.parent.mkdir(parents=True)

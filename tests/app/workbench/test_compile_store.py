@@ -16,7 +16,7 @@ from tilescope.app.workbench.compile_store import KEEP, CompileStore
 from tilescope.app.workbench.private_files import NotPrivate
 from tilescope.compiler.frontend.model_refs import load_model, read_source
 from tilescope.compiler.pipeline.stages import compile_model
-from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.targets.chip import load_target
 from tilescope.overrides import parse_item
 
@@ -36,17 +36,19 @@ def compiled():
 
 def test_a_kept_compilation_reads_back_the_same_and_other_inputs_miss(tmp_path, compiled, small_is_large):
     store = CompileStore(tmp_path)
-    key = store.key(REF, "text", "wormhole", (), "dram-interleaved", 0.9)
+    key = store.key(REF, "text", "wormhole", CompileOptions(l1_usage_cap=0.9))
     store.keep(key, compiled).join()
     back = store.load(key)
     assert back is not compiled and all(back.mlir(level) == compiled.mlir(level) for level in compiled.levels)
     tuned = store.key(
-        REF, "text", "wormhole", (parse_item("mlp.layer.0.fc1.matmul=l1:interleaved"),), "dram-interleaved", 0.9
+        REF, "text", "wormhole", CompileOptions([parse_item("mlp.layer.0.fc1.matmul=l1:interleaved")], l1_usage_cap=0.9)
     )
+    traced = store.key(REF, "text", "wormhole", CompileOptions(l1_usage_cap=0.9, dispatch="trace"))
+    assert traced == key  # the dispatch is the simulator's: the compilation is the same
     assert tuned != key and store.load(tuned) is None
     other = CompileStore(tmp_path)
     other.version = "another compiler"
-    assert other.key(REF, "text", "wormhole", (), "dram-interleaved", 0.9) != key
+    assert other.key(REF, "text", "wormhole", CompileOptions(l1_usage_cap=0.9)) != key
 
 
 def test_a_small_compilation_is_not_kept(tmp_path, compiled):
@@ -87,7 +89,9 @@ def test_a_restarted_server_reads_the_compilation_back_and_re_runs_build_on_it(t
         assert again is not first and again.mlir("kernel") == first.mlir("kernel")
         text = read_source(REF)
         assert runs._IMPORTED.get((REF, text)) is again.model  # not imported again
-        tuned = runs.compile_cached(REF, "wormhole_n150", [parse_item("mlp.layer.0.fc1.matmul=l1:interleaved")])
+        tuned = runs.compile_cached(
+            REF, "wormhole_n150", CompileOptions([parse_item("mlp.layer.0.fc1.matmul=l1:interleaved")])
+        )
         # the re-run built on it: the same model, and its graph level taken, not made again
         assert tuned.model is again.model and tuned.levels["graph"] is again.levels["graph"]
     finally:
@@ -130,9 +134,7 @@ def test_a_planted_pickle_is_never_run_and_the_model_compiles(tmp_path, capsys):
     runs.keep_compilations_in(str(cache))
     try:
         _forget()
-        key = runs._ON_DISK.key(
-            REF, read_source(REF), repr(load_target("wormhole_n150")), (), DEFAULT_POLICY, DEFAULT_L1_USAGE_CAP
-        )
+        key = runs._ON_DISK.key(REF, read_source(REF), repr(load_target("wormhole_n150")), CompileOptions())
         marker = tmp_path / "the planted code ran"
         planted = cache / f"{key}.pickle"
         planted.write_bytes(pickle.dumps(_Planted(marker)))

@@ -65,7 +65,7 @@ def test_the_form_shows_every_knob_of_the_runs_override_and_the_next_apply_keeps
     changed = replace(shown, dtype="f32", fidelity="hifi2" if part != "operand 1" else shown.fidelity)
     items = rerun_overrides(run, op, [], changed)
     assert not rerun_problems(run, items), rerun_problems(run, items).lines
-    (after,) = [o for o in run.rerun_with(items) if o.key == held.key]
+    (after,) = [o for o in run.rerun_with(items).overrides if o.key == held.key]
     kept = {k: getattr(held, k) for k in KNOBS if getattr(held, k) is not None and k not in ("dtype", "fidelity")}
     assert {k: getattr(after, k) for k in kept} == kept, format_item(after)
     assert after.dtype == "f32"

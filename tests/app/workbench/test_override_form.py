@@ -16,6 +16,7 @@ from tilescope.app.workbench.override_form import (
 )
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.overrides import Problems, check_overrides, format_item, parse_item
 from tilescope.perfdb.engine import open_db, session_factory
@@ -126,8 +127,8 @@ CROWDING = [
 
 def test_what_only_the_memory_planner_rejects_is_listed_from_the_compile(wormhole):
     model, items = load_model(CROWDED), [parse_item(i) for i in CROWDING]
-    assert not check_overrides(items, compile_model(model, wormhole))  # each is possible on its own
-    outcomes = [o.as_dict() for o in compile_model(model, wormhole, items).override_outcomes]
+    assert not check_overrides(CompileOptions(items), compile_model(model, wormhole))  # each is possible on its own
+    outcomes = [o.as_dict() for o in compile_model(model, wormhole, CompileOptions(items)).override_outcomes]
     problems = rejections(outcomes)
     assert problems.count == 1 and problems.lines[0].startswith(
         f"override '{CROWDING[-1]}' rejected: L1 overflow at encoder.layer.0.intermediate.dense.bias_add"

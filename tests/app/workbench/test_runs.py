@@ -4,6 +4,7 @@ compilation and simulation, and stores what a run from nothing stores."""
 from __future__ import annotations
 
 from tilescope.overrides import parse_item
+from tilescope.compiler.pipeline.options import CompileOptions
 
 from tilescope.app.workbench import runs
 from tilescope.perfdb.engine import open_db, session_factory
@@ -27,7 +28,7 @@ def test_a_rerun_after_an_override_stores_what_a_run_from_nothing_stores(db_url)
     ref, item = "zoo:bert-base?layers=2", "encoder.layer.0.attention.self.query.matmul=l1:interleaved"
     _forget()
     base = runs.execute(sessions, ref)
-    rerun = runs.execute(sessions, ref, overrides=[parse_item(item)], parent_id=base.run_id)
+    rerun = runs.execute(sessions, ref, options=CompileOptions([parse_item(item)]), parent_id=base.run_id)
     base_kernels = {op.name: op.meta["kernel"] for op in base.compilation.kernel.ops}
     reused = [
         op
@@ -36,7 +37,7 @@ def test_a_rerun_after_an_override_stores_what_a_run_from_nothing_stores(db_url)
     ]
     assert len(reused) > len(base_kernels) // 2  # the incremental path ran
     _forget()
-    fresh = runs.execute(sessions, ref, overrides=[parse_item(item)])
+    fresh = runs.execute(sessions, ref, options=CompileOptions([parse_item(item)]))
     assert not any(
         op.meta["kernel"] is base_kernels[op.name] for op in fresh.compilation.kernel.ops if op.meta["kernel"]
     )

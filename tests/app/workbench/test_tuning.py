@@ -11,29 +11,32 @@ from tilescope.app.workbench import runs
 from tilescope.app.workbench.explorer import Explorer
 from tilescope.app.workbench.tuning import check_budget, knobs_of
 from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.overrides import format_item, parse_item
 from tilescope.overrides.search import LAYOUT_KNOBS, PRECISION_KNOBS
 from tilescope.perfdb.engine import open_db, session_factory
+
+TRACE = CompileOptions(dispatch="trace")
 
 
 def test_a_tuned_run_is_stored_as_the_child_of_the_run_it_started_from(db_url):
     sessions = session_factory(open_db(db_url))
     explorer = Explorer(sessions)
-    start = runs.execute(sessions, "zoo:mlp?layers=1", dispatch="trace", label="start").run_id
+    start = runs.execute(sessions, "zoo:mlp?layers=1", options=TRACE, label="start").run_id
     heard: list[str] = []
     report = explorer.tune(start, max_trials=30, budget_s=None, progress=heard.append)
     tuned = explorer.view(report.run_id)
-    assert tuned.parent_id == start and tuned.dispatch == "trace"
+    assert tuned.parent_id == start and tuned.options.dispatch == "trace"
     assert tuned.total_ns == report.total_ns == report.tuned.best_ns <= report.tuned.start_ns
     assert report.total_ns < report.parent.total_ns  # greedy-l1 alone beats the start's dram-interleaved
-    assert sorted(map(format_item, tuned.overrides)) == sorted(report.tuned.items)
+    assert sorted(map(format_item, tuned.options.overrides)) == sorted(report.tuned.items)
     assert heard[0].startswith("start: ") and heard[-1] == "storing the tuned run"
     assert report.as_dict()["parent_run_id"] == start
 
 
 def test_a_cancelled_search_stores_the_best_it_had(db_url):
     sessions = session_factory(open_db(db_url))
-    start = runs.execute(sessions, "zoo:mlp?layers=1", dispatch="trace").run_id
+    start = runs.execute(sessions, "zoo:mlp?layers=1", options=TRACE).run_id
     report = Explorer(sessions).tune(start, budget_s=60, cancelled=lambda: True)
     assert report.tuned.trials == 0 and report.tuned.stopped.startswith("cancelled")
     assert report.total_ns == min(report.tuned.policies.values())
@@ -59,7 +62,9 @@ def test_a_search_without_a_bound_is_refused(budget, trials, message):
 def test_a_run_of_a_policy_that_changes_precision_is_tuned_only_with_precision_knobs(db_url):
     sessions = session_factory(open_db(db_url))
     explorer = Explorer(sessions)
-    start = runs.execute(sessions, "zoo:mlp?layers=1", dispatch="trace", policy="optimizer").run_id
+    start = runs.execute(
+        sessions, "zoo:mlp?layers=1", options=CompileOptions(policy="optimizer", dispatch="trace")
+    ).run_id
     with pytest.raises(TilescopeError, match="optimizer policy, which changes precision: tune it with \\+precision"):
         explorer.tune(start, max_trials=5, budget_s=None)
     report = explorer.tune(start, knobs=knobs_of("+precision"), max_trials=5, budget_s=None)
@@ -76,7 +81,7 @@ def _on_a_server(db_url: str, max_ops: int = 50_000) -> Explorer:
 def test_a_page_tune_of_a_run_past_max_ops_is_one_line_and_stores_nothing(db_url):
     """A page tune of a stored 102,615-op run ran 109 s and peaked at 7.4 GB: --max-ops did not apply."""
     explorer = _on_a_server(db_url, max_ops=5)
-    start = runs.execute(explorer.sessions, "zoo:mlp?layers=2", dispatch="trace").run_id  # by the CLI: no limit
+    start = runs.execute(explorer.sessions, "zoo:mlp?layers=2", options=TRACE).run_id  # by the CLI: no limit
     with pytest.raises(TilescopeError, match=r"^zoo:mlp\?layers=2: 10 ops is over this server's limit of 5 "):
         explorer.tune(start, budget_s=60)
     assert [r.id for r in explorer.runs_of("zoo:mlp?layers=2")] == [start]
@@ -87,7 +92,7 @@ def test_a_page_tune_runs_whole_in_a_child_process_under_the_memory_cap(db_url, 
     import resource
 
     explorer = _on_a_server(db_url)
-    start = runs.execute(explorer.sessions, "zoo:mlp?layers=1", dispatch="trace").run_id
+    start = runs.execute(explorer.sessions, "zoo:mlp?layers=1", options=TRACE).run_id
     seen = tmp_path / "seen"
 
     def cancelled() -> bool:  # asked before each trial, where the search runs
@@ -108,7 +113,9 @@ def test_the_budget_covers_the_starts_and_what_each_override_is_worth(db_url):
     worth all the same: a 1-s budget ran 109 s."""
     sessions = session_factory(open_db(db_url))
     fc1 = parse_item("mlp.layer.0.fc1.matmul=l1")
-    start = runs.execute(sessions, "zoo:mlp?layers=2", overrides=[fc1], dispatch="trace", policy="greedy-l1").run_id
+    start = runs.execute(
+        sessions, "zoo:mlp?layers=2", options=CompileOptions([fc1], "greedy-l1", dispatch="trace")
+    ).run_id
     report = Explorer(sessions).tune(start, budget_s=1e-3)  # over once the first start is compiled
     assert list(report.tuned.policies) == ["greedy-l1"]  # the run's own policy: never slower than it
     assert report.tuned.trials == 0 and report.contributions == [] and report.unmeasured == 1

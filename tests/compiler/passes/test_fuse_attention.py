@@ -1,6 +1,7 @@
 import pytest
 
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.ir.opset import attention_dims, flops
 from tilescope.compiler.passes.fuse_attention import DECODE, PREFILL, FuseAttention
 from tilescope.compiler.pipeline.stages import compile_model
@@ -61,7 +62,7 @@ def test_llama_decode_reads_the_kv_cache_in_place(wormhole):
 
 
 def test_the_llama_decode_step_has_no_weight_or_cache_transposes(wormhole):
-    c = compile_model(load_model(LLAMA_DECODE), wormhole, policy="optimizer")
+    c = compile_model(load_model(LLAMA_DECODE), wormhole, CompileOptions(policy="optimizer"))
     kernel = c.kernel
     parameters = {t for t in kernel.inputs if kernel.tensors[t].is_parameter}
     caches = {t for t in kernel.inputs if t.endswith(("k_cache", "v_cache"))}

@@ -6,6 +6,7 @@ import pytest
 
 from tilescope.compiler.ir import opset
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.ir.opset import COLLECTIVES
 from tilescope.compiler.sim.simulator import simulate
@@ -195,7 +196,7 @@ def test_a_fused_bias_is_kept_and_split_as_the_matmuls_result():
     result, bias = graph.tensors[fc1.outputs[0]], graph.tensors[fc1.inputs[2]]
     assert result.sharding.dims[-1] == ("model",) and bias.sharding.dims[-1] == ("model",)
     asked = ["mlp.layer.0.fc1.matmul=operand#2:sharding#{},{model}", "mlp.layer.0.fc1.matmul=operand#2:sharding#{},{}"]
-    compiled = compile_model(load_model("zoo:mlp"), t3k, [parse_item(a) for a in asked])
+    compiled = compile_model(load_model("zoo:mlp"), t3k, CompileOptions([parse_item(a) for a in asked]))
     applied, whole = compiled.override_outcomes
     assert applied.status == "applied" and len(compiled.levels["partition"].op(fc1.name).inputs) == 3
     assert whole.status == "rejected" and whole.reason.endswith(

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 
 from tilescope.compiler.frontend.model_refs import load_model
-from tilescope.compiler.pipeline.stages import compile_model, layout_outcomes
+from tilescope.compiler.pipeline.options import CompileOptions
+from tilescope.compiler.pipeline.override_check import layout_outcomes
+from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.ir.opset import COLLECTIVES
 from tilescope.compiler.sharding.mesh import Sharding
 from tilescope.compiler.targets.chip import load_target
@@ -30,7 +32,7 @@ def tp(t3k):
 
 
 def compiled(model, target, *items: str):
-    return compile_model(model, target, [parse_item(i) for i in items])
+    return compile_model(model, target, CompileOptions([parse_item(i) for i in items]))
 
 
 def collectives(compilation) -> list[tuple[str, str, tuple[int, ...]]]:
@@ -181,6 +183,6 @@ def test_outcomes_merge_with_the_layout_ones_in_the_given_order(tp, t3k):
     # what the explorer checks before a re-run, against the compiled model, says the same
     base = compile_model(tp, t3k)
     parsed = [parse_item(i) for i in items]
-    assert layout_outcomes(base, parsed) == outcomes
-    problems = check_overrides(parsed, base)
+    assert layout_outcomes(base, CompileOptions(parsed)) == outcomes
+    problems = check_overrides(CompileOptions(parsed), base)
     assert problems.count == 2 and "mesh has no axis" in problems.lines[0] and items[3] in problems.lines[0]

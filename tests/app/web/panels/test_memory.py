@@ -18,8 +18,8 @@ def test_memory_view_shows_l1_over_time_and_what_makes_the_peak(app, cb):
     assert shown["figure"].data[0].x[-1] == pytest.approx(app.explorer.view(run_id).total_ns / 1e3)
     # fc1's output sits in L1 while its consumer reads it; the peak names the tensors and buffers there
     peak = view.peak
-    assert peak.tensors and all(size > 0 for _, size, _ in peak.tensors)
+    assert peak.tensors and all(t.bytes > 0 for t in peak.tensors)
     assert peak.cbs and peak.bytes == pytest.approx(
-        sum(size for _, size, _ in peak.tensors) + sum(size for _, size, _ in peak.cbs)
+        sum(t.bytes for t in peak.tensors) + sum(size for _, size, _ in peak.cbs)
     )
     assert f"while {peak.op} runs" in str(shown["peak"])

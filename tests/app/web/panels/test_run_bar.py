@@ -10,6 +10,7 @@ from dash import no_update
 from tilescope.app.workbench import explorer as explorer_module
 from tilescope.app.web.server import create_app
 from tilescope.app.workbench.runs import execute
+from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.perfdb import queries
 
 from .conftest import FC1, MODEL, POLICY, TARGET, data_url, fired, progress, rerun, shown_run
@@ -97,7 +98,9 @@ def test_runs_stored_elsewhere_join_the_run_list_without_a_reload(app, cb):
     run_id = options[0]["value"]
     assert cb["refresh_runs"](1, MODEL, TARGET, options) is no_update  # nothing new
     # a CI pipeline stores a run of the same model on the shared database
-    other = execute(app.explorer.sessions, MODEL, TARGET, [parse_item(f"{FC1}=l1")], label="from CI").run_id
+    other = execute(
+        app.explorer.sessions, MODEL, TARGET, CompileOptions([parse_item(f"{FC1}=l1")]), label="from CI"
+    ).run_id
     fresh = cb["refresh_runs"](2, MODEL, TARGET, options)
     assert [o["value"] for o in fresh] == [other, run_id] and "from CI" in fresh[0]["label"]
     assert cb["refresh_runs"](3, MODEL, TARGET, fresh) is no_update
@@ -107,7 +110,7 @@ def test_the_dispatch_menu_shows_the_run_under_host_or_trace_dispatch(app, cb):
     host = shown_run(cb)
     chosen = cb["choose_model"](MODEL, TARGET, POLICY, None, "trace")
     traced = chosen["run_id"]
-    assert traced != host and app.explorer.view(traced).dispatch == "trace"
+    assert traced != host and app.explorer.view(traced).options.dispatch == "trace"
     # the same ops, launched from a captured trace: no host wait between them
     a, b = app.explorer.view(host), app.explorer.view(traced)
     assert b.total_ns < a.total_ns and b.device_ns == pytest.approx(a.device_ns, rel=0.05)
@@ -140,13 +143,13 @@ def test_choosing_a_model_opens_its_baseline_not_its_newest_run(app, cb):
     chosen open the run with no overrides; the others are a choice in the run menu."""
     base_id = shown_run(cb)
     child = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)
-    execute(app.explorer.sessions, MODEL, TARGET, [parse_item(f"{FC1}=l1")], label="from CI", policy=POLICY)
+    execute(app.explorer.sessions, MODEL, TARGET, CompileOptions([parse_item(f"{FC1}=l1")], POLICY), label="from CI")
     chosen = cb["choose_model"](MODEL, TARGET, POLICY)
     assert chosen["run_id"] == base_id and len(chosen["run_options"]) == 3
     assert app.explorer.baseline_id(app.explorer.view(child)) == base_id
     # a model with runs of overrides alone (stored from the command line) gets a baseline of its own
     wide = "zoo:mlp?layers=1&width=512"
-    only = execute(app.explorer.sessions, wide, TARGET, [parse_item(f"{FC1}=l1")], policy=POLICY).run_id
+    only = execute(app.explorer.sessions, wide, TARGET, CompileOptions([parse_item(f"{FC1}=l1")], POLICY)).run_id
     opened = cb["choose_model"](wide, TARGET, POLICY)["run_id"]
     assert opened != only and not app.explorer.run(opened).overrides
     assert app.explorer.baseline_id(app.explorer.view(only)) == opened

@@ -246,12 +246,14 @@ def test_a_run_stored_with_overrides_and_no_parent_is_compared_with_its_models_b
     """The command line stores a run with overrides and no parent (a CI job's, say): the diff and
     the graph's delta colouring compare it with the baseline the summary offers."""
     from tilescope.app.workbench.runs import execute
+    from tilescope.compiler.pipeline.options import CompileOptions
     from tilescope.overrides import parse_item
 
     from .conftest import FC1, MODEL, TARGET, shown_run
 
     base_id = shown_run(cb)
-    stored = execute(app.explorer.sessions, MODEL, TARGET, [parse_item(f"{FC1}=8x8:l1:width_sharded")], label="ci")
+    options = CompileOptions([parse_item(f"{FC1}=8x8:l1:width_sharded")])
+    stored = execute(app.explorer.sessions, MODEL, TARGET, options, label="ci")
     assert app.explorer.view(stored.run_id).parent_id is None
     view = str(cb["show_diff"]([], stored.run_id)["view"])
     assert (

@@ -35,7 +35,7 @@ def test_precision_lets_the_search_change_dtypes(app, cb):
     start = shown_run(cb)
     shown = cb["tune_run"](progress, _clicks=1, run_id=start, budget=3, precision=[PRECISION])
     tuned = app.explorer.view(shown["run_id"])
-    changed = [o for o in tuned.overrides if o.dtype is not None or o.fidelity is not None]
+    changed = [o for o in tuned.options.overrides if o.dtype is not None or o.fidelity is not None]
     assert tuned.parent_id == start and changed, "block floats and a lower fidelity speed an MLP's matmuls up"
     assert f"Dtype and fidelity were searched too: {len(changed)} of the overrides change results" in str(
         shown["status"]

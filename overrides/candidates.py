@@ -1,0 +1,100 @@
+"""What a search tries on one op: each override item that changes one knob of the op's current
+item (where its output lives and how it is sharded, its grid, a matmul's blocking and sub-block,
+single buffering, shorter tiles, its dtype and fidelity) and keeps the rest."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tilescope.compiler.analysis.matmul_blocking import subblock
+from tilescope.compiler.ir import opset
+from tilescope.compiler.pipeline.compilation import Compilation
+from tilescope.compiler.pipeline.op_override import LAYOUT_FIELDS
+
+from tilescope.overrides.spec import format_item, parse_item
+
+SHARDED = ("block_sharded", "height_sharded", "width_sharded")
+
+
+def candidates(compilation: Compilation, op_name: str, knobs: tuple[str, ...], current: str | None = None) -> list[str]:
+    """The override items worth a trial on one op: where its output lives and how it is sharded,
+    the grid it runs on, a matmul's blocking and sub-block, single buffering, shorter tiles, and
+    with precision knobs its dtype and fidelity. Each changes one knob of the op's `current` item
+    and keeps the rest, so an op's knobs are tuned one after another. The compiler rejects what the
+    op cannot take (uneven shards, a full L1)."""
+    op = compilation.levels["layout"].op(op_name)
+    target = compilation.target
+    rows, cols = target.grid
+    found: list[str] = []
+    if "memory" in knobs:
+        found += ["l1:interleaved", target.dram.name]
+    if "layout" in knobs:  # a sharded output lives in L1
+        found += [f"l1:{layout}" for layout in SHARDED]
+    if "grid" in knobs:
+        grids = {
+            (rows, cols),
+            (rows, max(1, cols // 2)),
+            (max(1, rows // 2), cols),
+            (max(1, rows // 2), max(1, cols // 2)),
+        }
+        found += [f"{r}x{c}" for r, c in sorted(grids) if (r, c) != op.attrs.get("grid")]
+    matrix = opset.op_class(op.kind).kind_class in opset.MATRIX_CLASSES
+    if "block" in knobs and matrix:
+        found += _blocks(compilation, op_name)
+    if "double_buffer" in knobs:
+        found.append("double_buffer#false")
+    if "tile" in knobs and matrix:
+        found += [f"tile#{r}x{c}" for r, c in sorted(target.tile_shapes) if (r, c) != target.tile]
+    if "dtype" in knobs and matrix:
+        found += [d for d in ("bfp8", "bfp4") if d in target.matrix.flops_per_cycle]
+    if "fidelity" in knobs and matrix and target.fidelities:
+        found += [f"fidelity#{f}" for f in target.fidelities]
+    tried = (combined(current, f"{op_name}={item}") for item in found)
+    return [item for item in dict.fromkeys(tried) if item != current]
+
+
+# what a change of one knob leaves meaningless of the item it changes: a new grid or tile shape
+# gives each core another share, whose blocking is to be found again; a new block, its sub-blocks
+_RESETS = {
+    "grid": ("block", "subblock"),
+    "tile": ("block", "subblock"),
+    "block": ("subblock",),
+    "memory": ("memory_layout",),  # `dram` after `l1:block_sharded` is DRAM, interleaved
+}
+
+
+def combined(current: str | None, change: str) -> str:
+    """`current` (an op's item, or None) with what `change` sets in place of its own."""
+    new = parse_item(change)
+    if current is None:
+        return format_item(new)
+    old = parse_item(current)
+    values = {name: getattr(new, name) for name in LAYOUT_FIELDS if getattr(new, name) is not None}
+    for name in list(values):
+        for reset in _RESETS.get(name, ()):
+            values.setdefault(reset, None)
+    return format_item(replace(old, **values, spec=""))
+
+
+def _blocks(compilation: Compilation, op_name: str) -> list[str]:
+    """A matmul's other passes: K steps of 1 to 16 tiles that divide K, half the rows or columns
+    per pass, from the blocking its kernel has now; and the sub-blocks of that blocking's pass
+    that fill the destination registers, tall or wide (tt-metal takes the widest; the operand
+    along the longer side is unpacked once per sub-block, so the best shape depends on the op)."""
+    kernel = compilation.kernel.op(op_name).meta.get("kernel")
+    if kernel is None or len(kernel.block) != 3:
+        return []
+    layout = compilation.levels["layout"]
+    tile = compilation.target.tile
+    kt = -(-opset.gemm_dims(layout, layout.op(op_name))[1] // tile[1])
+    bm, bn, kb = kernel.block
+    blocks = {(bm, bn, k) for k in (1, 2, 4, 8, 16) if kt % k == 0}
+    blocks |= {(m, n, kb) for m, n in ((bm // 2, bn), (bm, bn // 2)) if m and n and bm % m == 0 and bn % n == 0}
+    found = [f"block#{m}x{n}x{k}" for m, n, k in sorted(blocks - {(bm, bn, kb)})]
+    dest = compilation.target.pipeline.dest_tiles
+    now = kernel.subblock or subblock(bm, bn, dest)
+    for h in (h for h in range(1, min(bm, dest) + 1) if bm % h == 0):
+        w = max(w for w in range(1, min(bn, dest // h) + 1) if bn % w == 0)
+        if (h, w) != now:
+            found.append(f"subblock#{h}x{w}")
+    return found
