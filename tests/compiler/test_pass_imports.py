@@ -19,3 +19,20 @@ def test_a_pass_imports_no_other_pass(path):
         _imports(path) & others
     )  # `from .x import y`, `from . import x` and `import tilescope.compiler.passes.x` alike
     assert not found, f"{path.name} imports {sorted(found)}"
+
+
+OUTSIDE = ("app", "overrides", "perfdb")  # compiler/pipeline assembles the passes; nothing else names one
+
+
+@pytest.mark.parametrize("package", OUTSIDE)
+def test_nothing_outside_the_compiler_imports_a_pass(package):
+    """The app and the override tools reach what a pass computes through the compiler's analyses
+    (compiler/analysis), the pipeline's options and its results, never a pass's helpers."""
+    root = PASSES.parents[1] / package
+    found = [
+        f"{path.relative_to(root.parent)} imports {module}"
+        for path in sorted(root.rglob("*.py"))
+        for module in sorted(_imports(path))
+        if module.startswith("tilescope.compiler.passes")
+    ]
+    assert not found, found

@@ -9,6 +9,7 @@ from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.app.workbench import runs
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.queries import op_records, zones
+from tilescope.perfdb.schema import Run
 
 
 def _stored(sessions, run_id):
@@ -53,3 +54,17 @@ def test_models_and_targets_kept_for_reruns_are_bounded():
     assert runs._COSTS.get(("model", runs._KEPT + 2)) == runs._KEPT + 2
     assert runs._LATEST.size == runs._KEPT
     runs._COSTS.clear()
+
+
+def test_a_run_under_another_dispatch_is_simulated_from_the_same_compilation(db_url):
+    """The dispatch is the simulator's alone: a run of the same options but for it compiles
+    nothing again, and is timed apart."""
+    sessions = session_factory(open_db(db_url))
+    _forget()
+    host = runs.execute(sessions, "zoo:mlp?layers=1", options=CompileOptions(policy="greedy-l1"))
+    traced = runs.execute(sessions, "zoo:mlp?layers=1", options=CompileOptions(policy="greedy-l1", dispatch="trace"))
+    assert traced.compilation is host.compilation
+    assert (host.sim.dispatch, traced.sim.dispatch) == ("host", "trace") and traced.sim.total_ns < host.sim.total_ns
+    with sessions() as s:
+        stored = [s.get(Run, r.run_id) for r in (host, traced)]
+        assert [(r.dispatch, r.policy) for r in stored] == [("host", "greedy-l1"), ("trace", "greedy-l1")]
