@@ -27,7 +27,8 @@ from tilescope.compiler.errors import OverrideError
 from tilescope.compiler.pipeline.op_override import OpOverride
 from tilescope.compiler.pipeline.options import DEFAULT_POLICY
 from tilescope.compiler.sharding.mesh import Sharding
-from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, shown
+from tilescope.compiler.targets.chip import DEFAULT_DISPATCH
+from tilescope.compiler.targets.data_file import shown
 
 from tilescope.overrides.spec import format_item, parse_item
 

@@ -261,7 +261,7 @@ def cmd_show(args) -> int:
 def cmd_check(args) -> int:
     """Read the file leniently, then compile once: every problem is listed, not just the first."""
     from tilescope.compiler.frontend.model_refs import load_model
-    from tilescope.compiler.targets.chip import load_target
+    from tilescope.compiler.targets.catalog import load_target
     from tilescope.overrides import parse_item
     from tilescope.overrides import validate
     from tilescope.overrides.formats import OverrideSet, load_file, unique_items

@@ -20,7 +20,8 @@ from tilescope.compiler.validation import whole_models
 from tilescope.compiler.validation import microbench
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.validation.files import SOURCES_FILE
-from tilescope.compiler.targets.chip import Target, load_target
+from tilescope.compiler.targets.catalog import load_target
+from tilescope.compiler.targets.chip import Target
 
 SPLIT_NOTE = {
     microbench.FIT: "constants fitted on these",

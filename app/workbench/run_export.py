@@ -8,7 +8,7 @@ import json
 from sqlalchemy.orm import Session
 
 from tilescope.compiler.errors import TilescopeError
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import parse_item
 from tilescope.overrides.formats import OverrideSet, dump, left_out
 from tilescope.perfdb.exports import chrome_trace

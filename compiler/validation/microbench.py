@@ -26,7 +26,8 @@ from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.pipeline.op_override import OpOverride
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
-from tilescope.compiler.targets.chip import Target, load_target
+from tilescope.compiler.targets.catalog import load_target
+from tilescope.compiler.targets.chip import Target
 
 CALIBRATED = "wormhole_n150"  # the one target whose pipeline constants are fitted
 # targets whose files take the calibrated target's fitted constants: the same Tensix core

@@ -10,7 +10,7 @@ import pytest
 from tilescope.app.cli import main
 from tilescope.compiler.validation import microbench
 from tilescope.compiler.validation.files import MEASUREMENTS
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 
 
 @pytest.fixture(scope="module")
