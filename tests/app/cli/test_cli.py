@@ -459,7 +459,7 @@ def _twenty_overrides(corpus):
     from tilescope.compiler.pipeline.op_override import OpOverride
     from tilescope.compiler.pipeline.stages import compile_model
     from tilescope.compiler.targets.catalog import load_target
-    from tilescope.overrides.formats import OverrideSet
+    from tilescope.overrides.override_set import OverrideSet
 
     graph = compile_model(load_model(str(corpus / "resnet50_xla.mlir")), load_target("wormhole_n150")).levels["graph"]
     names = [op.name for op in graph.ops if op.kind in ("conv2d", "matmul")][:20]
