@@ -23,7 +23,8 @@ from tilescope.compiler.frontend.mlir_import import ImportedModel
 from tilescope.compiler.pipeline.op_override import REJECTED, OpOverride, OverrideOutcome, short_name
 from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
 from tilescope.compiler.pipeline.stages import Compilation, compile_model, layout_outcomes
-from tilescope.compiler.targets.chip import Target, shown
+from tilescope.compiler.targets.chip import Target
+from tilescope.compiler.targets.data_file import shown
 
 
 def _unknown(ov: OpOverride, names: list[str], graph: Graph) -> str:

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from tilescope.compiler.targets.chip import builtin_names
+from tilescope.compiler.targets.catalog import builtin_names
 
 from .app.web import serving
 from .test_readme import blocks
@@ -185,7 +185,7 @@ def test_installed_runs_the_readmes_python(installed):
 
 def test_installed_knows_every_built_in_target_and_system(installed):
     code = (
-        "from tilescope.compiler.targets.chip import builtin_names, load_target\n"
+        "from tilescope.compiler.targets.catalog import builtin_names, load_target\n"
         "print(*[load_target(n).name for n in builtin_names()])"
     )
     assert installed.python(code).split() == list(builtin_names())

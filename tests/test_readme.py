@@ -270,7 +270,7 @@ def test_every_path_the_docs_name_is_in_the_checkout():
 def test_override_examples_in_the_docs_apply_to_the_shipped_model():
     """The examples table of docs/overrides.md: each applies to ffn.mlir on the default target as written."""
     from tilescope.compiler.frontend.model_refs import load_model
-    from tilescope.compiler.targets.chip import load_target
+    from tilescope.compiler.targets.catalog import load_target
     from tilescope.overrides import parse_item
     from tilescope.overrides import validate
 

@@ -24,7 +24,7 @@ from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.ir.graph import Graph
 from tilescope.compiler.pipeline.stages import Compilation, compile_model, stages
 from tilescope.compiler.sim.simulator import SimResult, simulate
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import parse_item
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.queries import op_statistics

@@ -16,7 +16,8 @@ from tilescope.compiler.pipeline.op_override import REJECTED, OpOverride, Overri
 from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
 from tilescope.compiler.pipeline.stages import Compilation, compile_model
 from tilescope.compiler.sim.simulator import KernelCosts, SimResult, simulate
-from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, Target, load_target, target_text
+from tilescope.compiler.targets.catalog import load_target, target_text
+from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, Target
 from tilescope.overrides import check_op_names, format_item
 from tilescope.perfdb.schema import Run
 from tilescope.perfdb.records import CounterColumns, LoadOp, NewOp, NewRun, ZoneColumns

@@ -25,7 +25,8 @@ from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.stages import Compilation, compile_model
 from tilescope.compiler.pipeline.options import OPTIMIZER
 from tilescope.compiler.sim.simulator import simulate
-from tilescope.compiler.targets.chip import DISPATCH_MODES, Target, load_target
+from tilescope.compiler.targets.catalog import load_target
+from tilescope.compiler.targets.chip import DISPATCH_MODES, Target
 
 POLICY = OPTIMIZER  # whole models are compared as production compiles them
 DEV, HELD_OUT = "dev", "held-out"

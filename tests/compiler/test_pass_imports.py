@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ..test_layers import _imports
+from tests.import_graph import imports
 
 PASSES = Path(__file__).resolve().parents[2] / "compiler" / "passes"
 
@@ -16,6 +16,6 @@ PASSES = Path(__file__).resolve().parents[2] / "compiler" / "passes"
 def test_a_pass_imports_no_other_pass(path):
     others = {f"tilescope.compiler.passes.{p.stem}" for p in PASSES.glob("*.py") if p != path and p.stem != "__init__"}
     found = (
-        _imports(path) & others
+        imports(path) & others
     )  # `from .x import y`, `from . import x` and `import tilescope.compiler.passes.x` alike
     assert not found, f"{path.name} imports {sorted(found)}"

@@ -8,7 +8,7 @@ from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
-from tilescope.compiler.targets.chip import builtin_names, load_target
+from tilescope.compiler.targets.catalog import builtin_names, load_target
 from tilescope.overrides import parse_item
 
 TARGETS = builtin_names()
