@@ -327,7 +327,7 @@ def _resolved(session: Session, text: str) -> int:
 def _target_of(compilation: Compilation, target: str | None) -> tuple[str, str]:
     """How the compilation's target is asked for, and its description: `target`, else its name,
     which must describe the target compiled for (a target file's path is not kept with it)."""
-    from tilescope.compiler.targets.chip import load_target, target_text
+    from tilescope.compiler.targets.catalog import load_target, target_text
 
     ref = target or compilation.target.name
     source = target_text(ref)[0]
