@@ -27,7 +27,8 @@ from tilescope.compiler.errors import OverrideError
 from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS
 from tilescope.compiler.pipeline.op_override import OpOverride
 from tilescope.compiler.sharding.mesh import Sharding
-from tilescope.compiler.targets.chip import FIDELITIES, shown
+from tilescope.compiler.targets.chip import FIDELITIES
+from tilescope.compiler.targets.data_file import shown
 
 # Memory names as users write them; tt-mlir spells host memory `system_memory`.
 MEMORY_ALIASES = {"dram": "dram", "l1": "l1", "lls": "lls", "system": "system", "system_memory": "system"}

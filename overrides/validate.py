@@ -25,7 +25,8 @@ from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.override_check import layout_outcomes
 from tilescope.compiler.pipeline.stages import compile_model
-from tilescope.compiler.targets.chip import Target, shown
+from tilescope.compiler.targets.chip import Target
+from tilescope.compiler.targets.data_file import shown
 
 
 def _unknown(ov: OpOverride, names: list[str], graph: Graph) -> str:

@@ -1,7 +1,8 @@
 """tilescope as `pip install .` installs it, not editable: a wheel built from the checkout holds
-every file of its packages and the explorer's assets, and, installed in a fresh venv outside the
-checkout, runs a model over a system of devices, validates against the shipped measurements and
-serves the explorer with its CSS and JS.
+every file of its packages and the explorer's assets under the one import root `tilescope`, and,
+installed in a fresh venv outside the checkout, runs the README's Python lines, runs a model over
+a system of devices, validates against the shipped measurements and serves the explorer with its
+CSS and JS; and it installs no top-level package but `tilescope`.
 
 The wheel is built from a copy of the checkout (a build leaves build/ and *.egg-info beside its
 source) with the build backend pyproject.toml names, which the test extra installs. The fresh venv
@@ -28,28 +29,33 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from tilescope.compiler.targets.chip import builtin_names
+from tilescope.compiler.targets.catalog import builtin_names
 
 from .app.web import serving
+from .test_readme import blocks
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("app", "compiler", "overrides", "perfdb")
+PACKAGES = ("app", "compiler", "overrides", "perfdb")  # folders of the checkout, each tilescope.<folder> installed
+API = ROOT / "tilescope"  # the package itself: the Python API
 ASSETS = ROOT / "assets"
-ASSETS_IN_WHEEL = "app/web/assets"  # where the installed explorer finds them
+ASSETS_IN_WHEEL = "tilescope/assets"  # where the installed explorer finds them
 NOT_SOURCE = ("__pycache__", "*.pyc", ".git", ".venv", "build", "dist", "*.egg-info", "screenshots", "*.db")
 TIMEOUT_S = 300  # a command on a loaded 2-core machine; one that hangs fails
 
 
 def shipped() -> set[str]:
-    """Every file the wheel must hold, as its path in the wheel: each file of the packages where it
-    lies in the checkout, and the top-level assets/ in the explorer's package."""
+    """Every file the wheel must hold, as its path in the wheel: each file of the packages under
+    `tilescope/`, where it lies in the checkout, and the top-level assets/ in tilescope/assets/."""
     files = {
-        path.relative_to(ROOT).as_posix()
+        f"tilescope/{path.relative_to(ROOT).as_posix()}"
         for package in PACKAGES
         for path in (ROOT / package).rglob("*")
         if path.is_file() and "__pycache__" not in path.parts
     }
-    return files | {f"{ASSETS_IN_WHEEL}/{path.relative_to(ASSETS).as_posix()}" for path in _assets()}
+    api = {
+        f"tilescope/{path.relative_to(API).as_posix()}" for path in API.rglob("*.py") if "__pycache__" not in path.parts
+    }
+    return files | api | {f"{ASSETS_IN_WHEEL}/{path.relative_to(ASSETS).as_posix()}" for path in _assets()}
 
 
 def _assets() -> list[Path]:
@@ -144,15 +150,42 @@ def installed(wheel, tmp_path_factory) -> Installed:
     }
     installed = Installed(venv, work, env)
     purelib = Path(installed.python("import sysconfig; print(sysconfig.get_path('purelib'))").strip())
-    (purelib / "dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    (purelib / "dependencies.pth").write_text("\n".join(_dependency_dirs()) + "\n")
     for path in installed.python("import tilescope; print(tilescope.__file__)").split():
         assert Path(path).is_relative_to(venv), path  # what runs below is the wheel's, not the checkout's
     return installed
 
 
+def _dependency_dirs() -> list[str]:
+    """Where this environment finds its dependencies: its site-packages, and the site directories
+    a .pth file of theirs put on its path (an environment that borrows another's packages)."""
+    found = [*site.getsitepackages(), *(p for p in sys.path if Path(p).name in ("site-packages", "dist-packages"))]
+    return [path for path in dict.fromkeys(found) if Path(path).is_dir()]
+
+
+def test_installed_has_one_top_level_package(wheel, installed):
+    """`pip install .` puts `tilescope` in site-packages and none of the generic names its folders have."""
+    with zipfile.ZipFile(wheel) as archive:
+        tops = {name.split("/")[0] for name in archive.namelist()}
+    assert {top for top in tops if not top.endswith(".dist-info")} == {"tilescope"}, tops
+    code = f"import importlib.util; print(*[importlib.util.find_spec(n) for n in {PACKAGES}])"
+    assert installed.python(code).split() == ["None"] * len(PACKAGES)
+
+
+def test_installed_runs_the_readmes_python(installed):
+    """The README's Python API lines, as written, in the installed wheel: they store two runs in the
+    command line's database and print their times."""
+    ((_, code),) = blocks("python")
+    printed = installed.python(code)
+    assert re.search(r"'a': \{'total_ns': [\d.]+", printed) and re.search(r"'b': \{'total_ns': [\d.]+", printed), (
+        printed
+    )
+    assert installed.tilescope("runs").count("zoo:mlp") >= 2
+
+
 def test_installed_knows_every_built_in_target_and_system(installed):
     code = (
-        "from tilescope.compiler.targets.chip import builtin_names, load_target\n"
+        "from tilescope.compiler.targets.catalog import builtin_names, load_target\n"
         "print(*[load_target(n).name for n in builtin_names()])"
     )
     assert installed.python(code).split() == list(builtin_names())
@@ -177,7 +210,7 @@ def test_installed_validate_cites_sources_the_user_can_open(installed, args):
     (cited,) = re.findall(r"sources: (\S+)$", out, re.M)
     opened = installed.work / cited  # as the user, where they typed the command
     assert opened.is_file(), cited
-    assert opened.read_bytes() == (ROOT / "compiler" / "measurements" / "SOURCES.md").read_bytes()
+    assert opened.read_bytes() == (ROOT / "compiler" / "validation" / "measurements" / "SOURCES.md").read_bytes()
 
 
 def test_installed_serves_the_explorer_with_its_css_and_js(installed, tmp_path):

@@ -43,7 +43,7 @@ def _run_script(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Co
 
 def test_run_reads_and_writes_paths_where_they_are_typed(tmp_path):
     """`/path/to/checkout/run tilescope ...` from another directory: relative paths are that directory's."""
-    shutil.copy(ROOT / "compiler" / "examples" / "classifier.mlir", tmp_path / "x.mlir")
+    shutil.copy(ROOT / "compiler" / "frontend" / "examples" / "classifier.mlir", tmp_path / "x.mlir")
     env = {"TILESCOPE_DB": f"sqlite:///{tmp_path / 'runs.db'}"}
     stored = _run_script("tilescope", "run", "./x.mlir", cwd=tmp_path, env=env)
     assert stored.returncode == 0, stored.stderr

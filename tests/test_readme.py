@@ -31,15 +31,24 @@ README = ROOT / "README.md"
 STARTUP_S = 180  # a first compile on a loaded 2-core machine; a server that never comes up fails sooner
 
 
-def _blocks() -> list[tuple[str, list[str]]]:
-    """(the heading above it, its command lines) for each ```sh block of the README."""
+def blocks(language: str) -> list[tuple[str, str]]:
+    """(the heading above it, its text) for each block of the README in `language` (```sh, ```python)."""
     found, heading = [], ""
-    for part in re.split(r"^(#{2,3} [^\n]*|```sh\n.*?^```)$", README.read_text(), flags=re.M | re.S):
+    fence = f"```{re.escape(language)}\n"
+    for part in re.split(rf"^(#{{2,3}} [^\n]*|{fence}.*?^```)$", README.read_text(), flags=re.M | re.S):
         if part.startswith("#"):
             heading = part.lstrip("#").strip()
-        elif part.startswith("```sh"):
-            lines = [line.strip() for line in part.splitlines()[1:-1]]
-            found.append((heading, [line for line in lines if line and not line.startswith("#")]))
+        elif part.startswith(f"```{language}\n"):
+            found.append((heading, part.removeprefix(f"```{language}\n").removesuffix("```")))
+    return found
+
+
+def _blocks() -> list[tuple[str, list[str]]]:
+    """(the heading above it, its command lines) for each ```sh block of the README."""
+    found = []
+    for heading, text in blocks("sh"):
+        lines = [line.strip() for line in text.splitlines()]
+        found.append((heading, [line for line in lines if line and not line.startswith("#")]))
     return found
 
 
@@ -178,10 +187,12 @@ def _execute(lines: list[str], cwd: Path, env: dict) -> dict[str, str]:
 
 
 def test_readme_has_the_blocks_this_test_knows():
-    """A new ```sh block needs a way to run here; the Quick start holds exactly its two commands."""
-    blocks = dict(_blocks())
-    assert set(blocks) == {"Quick start", "The command line", "Configuration"}
-    assert blocks["Quick start"] == ["./run app", "./run test"]
+    """A new ```sh or ```python block needs a way to run; the Quick start holds exactly its two commands."""
+    commands = dict(_blocks())
+    assert set(commands) == {"Quick start", "The command line", "Configuration"}
+    assert commands["Quick start"] == ["./run app", "./run test"]
+    # the Python API's lines run in tests/test_package.py, in the installed wheel
+    assert [heading for heading, _ in blocks("python")] == ["Python API"]
     assert "./run test" in (ROOT / ".ci" / "run").read_text()  # CI runs what the README says runs the tests
 
 
@@ -234,11 +245,33 @@ def test_team_set_up_runs_as_written(tmp_path, pg_schemas, redis_broker, checkou
     assert users.stat().st_mode & 0o777 == 0o600 and users.read_text().startswith("alice:")
 
 
+DOCS = (README, *sorted((ROOT / "docs").glob("*.md")))
+# a path in the checkout as the docs name one: from a top-level folder, a file or a glob of files
+CHECKOUT_PATH = re.compile(
+    r"(?<![\w./-])(?:(?:app|compiler|perfdb|overrides|assets|tests)/[\w./*-]*[\w*/]|tilescope/\w+\.py)"
+)
+LINK = re.compile(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)")  # a relative link of Markdown, without its anchor
+
+
+def test_every_path_the_docs_name_is_in_the_checkout():
+    """A file moved or renamed is named by its new path in the README and docs/, so a reader finds it."""
+    missing = []
+    for doc in DOCS:
+        text = doc.read_text()
+        for path in sorted(set(CHECKOUT_PATH.findall(text))):
+            if not (ROOT / path).exists() and not any(ROOT.glob(path)):
+                missing.append(f"{doc.relative_to(ROOT)}: {path}")
+        for link in sorted(set(LINK.findall(text))):
+            if not (doc.parent / link).exists():
+                missing.append(f"{doc.relative_to(ROOT)}: ({link})")
+    assert not missing, missing
+
+
 def test_override_examples_in_the_docs_apply_to_the_shipped_model():
     """The examples table of docs/overrides.md: each applies to ffn.mlir on the default target as written."""
     from tilescope.compiler.frontend.model_refs import load_model
     from tilescope.compiler.pipeline.options import CompileOptions
-    from tilescope.compiler.targets.chip import load_target
+    from tilescope.compiler.targets.catalog import load_target
     from tilescope.overrides import parse_item
     from tilescope.overrides import validate
 

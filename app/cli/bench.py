@@ -26,7 +26,7 @@ from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model, stages
 from tilescope.compiler.sim.simulator import SimResult, simulate
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import parse_item
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.queries import op_statistics

@@ -7,7 +7,7 @@ import argparse
 
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY, POLICIES
-from tilescope.compiler.targets.chip import builtin_names
+from tilescope.compiler.targets.catalog import builtin_names
 from tilescope.perfdb.location import ENV_VAR as DB_ENV
 from tilescope.perfdb.location import embedded_url
 

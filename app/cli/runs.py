@@ -148,7 +148,8 @@ class Settings:
 
 def settings(args, default_dispatch: str = DEFAULT_DISPATCH) -> Settings:
     from tilescope.overrides import parse_item
-    from tilescope.overrides.formats import OverrideSet, load_file
+    from tilescope.overrides.formats import load_file
+    from tilescope.overrides.override_set import OverrideSet
 
     loaded = load_file(args.overrides) if args.overrides else OverrideSet()
     items = [*loaded.items, *(parse_item(item) for item in args.override)]
@@ -253,10 +254,11 @@ def cmd_show(args) -> int:
 def cmd_check(args) -> int:
     """Read the file leniently, then compile once: every problem is listed, not just the first."""
     from tilescope.compiler.frontend.model_refs import load_model
-    from tilescope.compiler.targets.chip import load_target
+    from tilescope.compiler.targets.catalog import load_target
     from tilescope.overrides import parse_item
     from tilescope.overrides import validate
-    from tilescope.overrides.formats import OverrideSet, load_file, unique_items
+    from tilescope.overrides.formats import load_file
+    from tilescope.overrides.override_set import OverrideSet, unique_items
 
     problems: list[str] = []
     loaded = load_file(args.overrides, problems) if args.overrides else OverrideSet()

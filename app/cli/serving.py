@@ -101,7 +101,8 @@ def port_number(text: str) -> int:
     return int(text)
 
 
-def _port_from_env() -> int:
+def port_from_env() -> int:
+    """The port to serve on when none is given: $TILESCOPE_PORT, else the default."""
     text = os.environ.get(PORT_ENV, "").strip()
     try:
         return port_number(text) if text else DEFAULT_PORT
@@ -115,7 +116,7 @@ def cmd_serve(args) -> int:
 
     if args.workers < 1:
         raise TilescopeError(f"--workers {args.workers}: a number of processes is at least 1")
-    port = args.port if args.port is not None else _port_from_env()
+    port = args.port if args.port is not None else port_from_env()
     serve(
         db_url=args.db,
         model_ref=args.model,

@@ -102,7 +102,8 @@ class _Interrupt:
 
 
 def cmd_tune(args) -> int:
-    from tilescope.overrides.formats import OverrideSet, dump, left_out
+    from tilescope.overrides.formats import dump, left_out
+    from tilescope.overrides.override_set import OverrideSet
     from tilescope.perfdb.engine import open_db, session_factory
 
     from tilescope.app.workbench.explorer import Explorer

@@ -17,15 +17,19 @@ from collections.abc import Callable
 from dataclasses import asdict
 
 from tilescope.compiler.validation import whole_models
+from tilescope.compiler.validation import agreement
+from tilescope.compiler.validation import calibration
 from tilescope.compiler.validation import microbench
+from tilescope.compiler.validation import op_benchmarks
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.validation.files import SOURCES_FILE
-from tilescope.compiler.targets.chip import Target, load_target
+from tilescope.compiler.targets.catalog import load_target
+from tilescope.compiler.targets.chip import Target
 
 SPLIT_NOTE = {
-    microbench.FIT: "constants fitted on these",
-    microbench.HELD_OUT: "never seen by the fit",
-    microbench.NO_REFIT: "Wormhole's fitted constants, own specs",
+    op_benchmarks.FIT: "constants fitted on these",
+    op_benchmarks.HELD_OUT: "never seen by the fit",
+    op_benchmarks.NO_REFIT: "Wormhole's fitted constants, own specs",
 }
 
 
@@ -33,16 +37,16 @@ def main(models: str | None, every_row: bool, fit: bool, as_json: bool) -> int:
     """`models`: the whole-model table to compare against, or None for the GEMM and eltwise rows."""
     # the table first: a malformed one is reported before any fit or compile
     measurements = whole_models.load_models(models) if models is not None else None
-    gemm = microbench.load_gemm()
+    gemm = op_benchmarks.load_gemm()
     fitted: dict[str, float] = {}
     targets = load_target
     if fit:
         fitted = _fit(gemm)
-        targets = microbench.fitted_targets(fitted)
+        targets = calibration.fitted_targets(fitted)
     if measurements is not None:
         return _models(measurements, targets, fitted, as_json)
-    rows = microbench.gemm_rows(gemm, targets) + microbench.eltwise_rows(microbench.load_eltwise(), targets)
-    summaries = microbench.summaries(rows)
+    rows = microbench.gemm_rows(gemm, targets) + microbench.eltwise_rows(op_benchmarks.load_eltwise(), targets)
+    summaries = agreement.summaries(rows)
     if as_json:
         report = {
             "fitted": fitted,
@@ -59,9 +63,9 @@ def main(models: str | None, every_row: bool, fit: bool, as_json: bool) -> int:
     return 0
 
 
-def _fit(gemm: list[microbench.GemmMeasurement]) -> dict[str, float]:
+def _fit(gemm: list[op_benchmarks.GemmMeasurement]) -> dict[str, float]:
     try:
-        return microbench.fit(gemm)
+        return calibration.fit(gemm)
     except ImportError:
         raise TilescopeError("validate --fit needs scipy: pip install 'tilescope[calibrate]'") from None
 
@@ -79,7 +83,7 @@ def _print_rows(rows: list[microbench.Row]) -> None:
     print()
 
 
-def _print_summaries(summaries: list[microbench.Summary]) -> None:
+def _print_summaries(summaries: list[agreement.Summary]) -> None:
     print(f"{'target':<15} {'ops':<8} {'split':<9} {'rows':>5} {'mean abs error':>15} {'rank agreement':>25}  ")
     for s in summaries:
         ranks = f"{s.rank_agreement:.0%} of {s.rank_pairs} pairs" if s.rank_pairs else "no pairs"

@@ -15,7 +15,7 @@ from dash import Dash, html, set_props
 from dash.exceptions import BackgroundCallbackError
 
 from tilescope.compiler.errors import TilescopeError
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 from tilescope.perfdb.engine import open_db, session_factory
 
 from tilescope.app.web import celery_jobs

@@ -18,7 +18,9 @@ from tilescope.compiler.frontend.model_refs import example_names
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.op_override import OpOverride
 from tilescope.compiler.pipeline.options import DEFAULT_OPTIONS, CompileOptions
-from tilescope.compiler.targets.chip import DISPATCH_MODES, Target, load_target, shown
+from tilescope.compiler.targets.catalog import load_target
+from tilescope.compiler.targets.chip import DISPATCH_MODES, Target
+from tilescope.compiler.targets.data_file import shown
 from tilescope.perfdb import queries
 from tilescope.perfdb.meshes import collective_groups, run_mesh
 from tilescope.perfdb.schema import Run

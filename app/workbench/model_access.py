@@ -23,7 +23,7 @@ from tilescope.compiler.frontend import zoo
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.frontend.model_refs import EXAMPLES, count_ops, example_names, read_source, split_function
 from tilescope.compiler.pipeline.options import CompileOptions
-from tilescope.compiler.targets.chip import builtin_names
+from tilescope.compiler.targets.catalog import builtin_names
 
 from tilescope.app.workbench.defaults import DEFAULT_MAX_OPS
 from tilescope.app.workbench.isolation import run_isolated

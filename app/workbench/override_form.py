@@ -12,9 +12,11 @@ from tilescope.compiler.ir.graph import Op
 from tilescope.compiler.pipeline.op_override import REJECTED, OpOverride, OverrideOutcome
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.sharding.mesh import Sharding
-from tilescope.compiler.targets.chip import Target, shown
+from tilescope.compiler.targets.chip import Target
+from tilescope.compiler.targets.data_file import shown
 from tilescope.overrides import Problems, check_overrides, format_item, parse_item
-from tilescope.overrides.formats import MAX_FILE_BYTES, MAX_ITEMS, parse_text
+from tilescope.overrides.formats import MAX_FILE_BYTES, parse_text
+from tilescope.overrides.override_set import MAX_ITEMS
 from tilescope.overrides.spec import parse_sharding
 from tilescope.overrides.validate import SHOWN_PROBLEMS, rejection
 

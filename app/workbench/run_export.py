@@ -8,9 +8,10 @@ import json
 from sqlalchemy.orm import Session
 
 from tilescope.compiler.errors import TilescopeError
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import parse_item
-from tilescope.overrides.formats import OverrideSet, dump, left_out
+from tilescope.overrides.formats import dump, left_out
+from tilescope.overrides.override_set import OverrideSet
 from tilescope.perfdb.exports import chrome_trace
 from tilescope.perfdb.ops_csv import write_csv
 from tilescope.perfdb.queries import get_run

@@ -17,7 +17,8 @@ from tilescope.compiler.pipeline.op_override import REJECTED, OverrideOutcome
 from tilescope.compiler.pipeline.options import DEFAULT_OPTIONS, POLICIES, CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import KernelCosts, SimResult, simulate
-from tilescope.compiler.targets.chip import Target, load_target, target_text
+from tilescope.compiler.targets.catalog import load_target, target_text
+from tilescope.compiler.targets.chip import Target
 from tilescope.overrides import check_op_names, format_item, parse_item
 from tilescope.perfdb.schema import Run
 from tilescope.perfdb.records import CounterColumns, LoadOp, NewOp, NewRun, ZoneColumns

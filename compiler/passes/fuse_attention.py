@@ -143,25 +143,24 @@ class FuseAttention:
         q_shape, k_shape = shapes[0], shapes[1]
         dims = {"batch": q_shape[0], "heads": q_shape[1], "kv_heads": k_shape[1]}
         dims |= {"q_len": q_shape[2], "kv_len": k_shape[2], "head_dim": q_shape[3]}
-        # heads split from [B, S, H x D] by a reshape and a permute: each head's columns are read
-        # where they are when a head is whole tiles wide, and the result is written back so
-        split = [self._head_split(graph, t, made_by, only_reader) for t in (q, k, v)]
-        merge = only_reader(out)
-        if q_shape[3] % HEAD_COLUMNS == 0 and all(split) and merge is not None and self._swaps_heads(merge):
-            for chain in split:
-                ops.extend(chain)
-            ops.append(merge)
-            q, k, v = (chain[-1].inputs[0] for chain in split)
-            out, last = merge.outputs[0], merge
-            joined = only_reader(out)
-            if (
-                joined is not None
-                and joined.kind == "reshape"
-                and graph.tensors[joined.outputs[0]].shape[-1] == (q_shape[1] * q_shape[3])
-            ):
-                ops.append(joined)
-                out, last = joined.outputs[0], joined
-        return _Match(ops, q, k, v, mask, out, last, dims)
+        return self._with_heads_in_place(graph, _Match(ops, q, k, v, mask, out, last, dims), made_by, only_reader)
+
+    def _with_heads_in_place(self, graph: Graph, m: _Match, made_by, only_reader) -> _Match:
+        """Heads split from [B, S, H x D] by a reshape and a permute: each head's columns are read
+        where they are when a head is whole tiles wide, and the result is written back so."""
+        split = [self._head_split(graph, t, made_by, only_reader) for t in (m.q, m.k, m.v)]
+        merge = only_reader(m.out)
+        if m.dims["head_dim"] % HEAD_COLUMNS or not all(split) or merge is None or not self._swaps_heads(merge):
+            return m
+        ops = [*m.ops, *(op for chain in split for op in chain), merge]
+        q, k, v = (chain[-1].inputs[0] for chain in split)
+        out, last = merge.outputs[0], merge
+        joined = only_reader(out)
+        width = m.dims["heads"] * m.dims["head_dim"]
+        if joined is not None and joined.kind == "reshape" and graph.tensors[joined.outputs[0]].shape[-1] == width:
+            ops.append(joined)
+            out, last = joined.outputs[0], joined
+        return _Match(ops, q, k, v, m.mask, out, last, m.dims)
 
     @staticmethod
     def _swaps_heads(op: Op) -> bool:

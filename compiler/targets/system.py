@@ -16,21 +16,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from tilescope.compiler.errors import TargetError
 
 FABRICS = ("mesh", "switch")
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "collective_permute", "all_slice")
-MAX_DEVICES = 1024  # a system's devices: more than any one host or rack of these parts holds
-# The inclusive range of every number of a [system] table (docs/simulator.md, "System files").
-SYSTEM_LIMITS: dict[str, tuple[float, float]] = {
-    "system.rows": (1, MAX_DEVICES),
-    "system.cols": (1, MAX_DEVICES),
-    "link.bytes_per_s": (1e3, 1e16),  # 1 kB/s to 10 PB/s, one direction of one link
-    "link.latency_ns": (0, 1e9),  # at most a second per hop
-    "link.per_neighbour": (1, 64),
-}
 
 
 @dataclass(frozen=True)
@@ -165,25 +155,3 @@ def _switch_counts(kind: str, n: int, size: float, share: float) -> tuple[str, i
     if kind == "all_to_all":  # pairwise exchange: n - 1 rounds, one piece each
         return "pairwise", n - 1, share, share
     return "direct", 1, size, size
-
-
-def system_from(data: dict, where: str, get: Any, device: str) -> System:
-    """The [system] and [link] tables of a parsed system file; `get` reads a checked key."""
-    rows, cols = get(data, "system.rows", int), get(data, "system.cols", int)
-    if rows * cols > MAX_DEVICES:
-        raise TargetError(f"{where}: system {rows}x{cols}: at most {MAX_DEVICES} devices")
-    fabric = get(data, "system.fabric", str, default="mesh")
-    if fabric not in FABRICS:
-        raise TargetError(f"{where}: key 'system.fabric' must be one of {', '.join(FABRICS)}, got {fabric!r}")
-    single = rows * cols == 1
-    return System(
-        name=get(data, "name", str),
-        description=get(data, "description", str, default=""),
-        device=device,
-        mesh=(rows, cols),
-        link_bytes_per_s=0.0 if single else get(data, "link.bytes_per_s", float),
-        link_latency_ns=0.0 if single else get(data, "link.latency_ns", float),
-        links_per_neighbour=get(data, "link.per_neighbour", int, default=1),
-        wraps=(get(data, "system.wrap_rows", bool, default=False), get(data, "system.wrap_cols", bool, default=False)),
-        fabric=fabric,
-    )

@@ -1,5 +1,5 @@
-"""The public hardware measurements shipped in compiler/measurements/ (their sources in SOURCES.md
-there): tt-metal's GEMM and eltwise benchmarks, and its published whole-model figures."""
+"""The public hardware measurements shipped in compiler/validation/measurements/ (their sources
+in SOURCES.md there): tt-metal's GEMM and eltwise benchmarks, and its published whole-model figures."""
 
 from __future__ import annotations
 

@@ -26,7 +26,8 @@ from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.options import OPTIMIZER, CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
-from tilescope.compiler.targets.chip import DISPATCH_MODES, Target, load_target
+from tilescope.compiler.targets.catalog import load_target
+from tilescope.compiler.targets.chip import DISPATCH_MODES, Target
 
 POLICY = OPTIMIZER  # whole models are compared as production compiles them
 DEV, HELD_OUT = "dev", "held-out"

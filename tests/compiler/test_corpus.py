@@ -15,7 +15,7 @@ from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.ir.opset import EXCHANGES
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 from tilescope.compiler.sim.simulator import simulate
 
 CORPUS_OPS = {  # file -> ops in the entry function (counted with grep on '= "ttir.' and friends)

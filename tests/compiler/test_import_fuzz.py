@@ -21,7 +21,7 @@ from tilescope.compiler.frontend.mlir_import import MAX_NESTING, import_mlir
 from tilescope.compiler.frontend.model_refs import EXAMPLES, load_model
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 from tests.fuzzing import case, fuzz_settings, one_line
 
 FUZZ = fuzz_settings(default=100)

@@ -10,7 +10,7 @@ from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.op_override import APPLIED, REJECTED, OpOverride
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import parse_item
 
 

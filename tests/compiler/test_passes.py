@@ -139,7 +139,7 @@ def test_overflow_says_how_many_bytes_and_where(wormhole):
 def test_a_tensor_the_policy_cannot_fit_stays_in_dram_with_one_line_saying_why():
     """greedy-l1 on MTIA (128 KiB of local memory per PE) leaves too little room for the value projection."""
     from tilescope.compiler.frontend.model_refs import load_model
-    from tilescope.compiler.targets.chip import load_target
+    from tilescope.compiler.targets.catalog import load_target
 
     c = compile_model(
         load_model("zoo:bert-base?layers=1&batch=2"), load_target("mtia_v1"), CompileOptions(policy="greedy-l1")
@@ -193,7 +193,7 @@ def test_moving_a_greedy_sharded_output_to_dram_unshards_it(wormhole):
 
 
 def test_streaming_buffers_shrink_to_fit_a_small_local_memory():
-    from tilescope.compiler.targets.chip import load_target
+    from tilescope.compiler.targets.catalog import load_target
 
     mtia = load_target("mtia_v1")  # 128 KiB per PE
     c = compile_model(

@@ -199,7 +199,7 @@ def test_a_compile_and_simulation_since_an_earlier_one_equal_those_from_scratch(
 
 
 def test_an_earlier_compilation_of_another_model_or_target_is_not_reused(wormhole):
-    from tilescope.compiler.targets.chip import load_target
+    from tilescope.compiler.targets.catalog import load_target
 
     blackhole = load_target("blackhole_p150")
     model = load_model("zoo:mlp")
@@ -233,7 +233,7 @@ def test_a_recompile_with_other_sharding_overrides_partitions_again_and_equals_o
     """The partition level is reused only when the shardings asked for are the same; the graph
     level always. Either way the levels, outcomes and simulation are those of a fresh compile."""
     from tilescope.compiler.sim.simulator import simulate
-    from tilescope.compiler.targets.chip import load_target
+    from tilescope.compiler.targets.catalog import load_target
     from tilescope.overrides import parse_item
 
     t3k = load_target("t3k")
@@ -362,7 +362,7 @@ def test_a_chain_of_compiles_each_since_the_last_equals_compiles_from_scratch(re
     from tilescope.compiler.passes import split_kernels
     from tilescope.compiler.passes.insert_to_layout import InsertToLayout
     from tilescope.compiler.sim.simulator import simulate
-    from tilescope.compiler.targets.chip import load_target
+    from tilescope.compiler.targets.catalog import load_target
     from tilescope.overrides import parse_item
 
     target = load_target(target_name)

@@ -8,7 +8,7 @@ from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 
 # a row-parallel matmul (its K split over 8 devices: partial sums) beside two element-wise ops
 # that do not need it, then an add that needs both

@@ -15,19 +15,12 @@ from tilescope.compiler.pipeline.op_override import OpOverride
 from tilescope.compiler.sharding.mesh import Sharding
 from tilescope.compiler.targets.chip import FIDELITIES
 from tilescope.overrides import format_item
-from tilescope.overrides.formats import (
-    OverrideSet,
-    dump,
-    format_explorer,
-    format_json,
-    format_ttmlir,
-    left_out,
-    parse_explorer,
-    parse_json,
-    parse_text,
-    parse_ttmlir,
-    portable,
-)
+from tilescope.overrides.explorer_json import format_explorer, parse_explorer
+from tilescope.overrides.formats import dump, left_out, parse_text
+from tilescope.overrides.override_set import OverrideSet
+from tilescope.overrides.portable import portable
+from tilescope.overrides.tilescope_json import format_json, parse_json
+from tilescope.overrides.ttmlir_options import format_ttmlir, parse_ttmlir
 
 EXAMPLE = OverrideSet(
     [
@@ -355,7 +348,8 @@ def test_only_strings_make_a_tt_explorer_override():
 
 
 def test_a_file_over_4_mib_or_100000_overrides_is_refused_unread(tmp_path):
-    from tilescope.overrides.formats import MAX_FILE_BYTES, MAX_ITEMS, load_file
+    from tilescope.overrides.formats import MAX_FILE_BYTES, load_file
+    from tilescope.overrides.override_set import MAX_ITEMS
 
     big = tmp_path / "big.txt"
     big.write_text("override-output-layout=a=l1" + " " * MAX_FILE_BYTES)

@@ -14,15 +14,10 @@ from hypothesis import strategies as st
 from tilescope.compiler.errors import OverrideError
 from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS
 from tilescope.compiler.pipeline.op_override import OpOverride
-from tilescope.overrides.formats import (
-    L1_USAGE_CAP,
-    OUTPUT_LAYOUT,
-    OverrideSet,
-    dump,
-    format_json,
-    load_file,
-    parse_text,
-)
+from tilescope.overrides.formats import dump, load_file, parse_text
+from tilescope.overrides.override_set import OverrideSet
+from tilescope.overrides.tilescope_json import format_json
+from tilescope.overrides.ttmlir_options import L1_USAGE_CAP, OUTPUT_LAYOUT
 from tilescope.overrides.spec import EXTENSIONS, parse_item
 from tests.fuzzing import case, fuzz_settings, one_line
 

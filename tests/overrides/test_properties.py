@@ -13,7 +13,7 @@ from tilescope.compiler.pipeline.op_override import OpOverride
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 
 MODELS = {name: load_model(name) for name in ("zoo:mlp?layers=1", "zoo:bert-base?layers=1&seq=128&batch=1")}
 TARGETS = {name: load_target(name) for name in ("wormhole_n150", "mtia_v1", "corsair")}

@@ -129,7 +129,7 @@ FC1, FC2 = "mlp.layer.0.fc1.matmul", "mlp.layer.0.fc2.matmul"  # fc1 has the bia
 
 def _compiled(target: str):
     from tilescope.compiler.pipeline.stages import compile_model
-    from tilescope.compiler.targets.chip import load_target
+    from tilescope.compiler.targets.catalog import load_target
 
     return compile_model(load_model(MLP), load_target(target))
 

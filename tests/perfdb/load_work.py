@@ -11,7 +11,7 @@ from tilescope.app.workbench.runs import new_run
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import SimResult, simulate
-from tilescope.compiler.targets.chip import load_target, target_text
+from tilescope.compiler.targets.catalog import load_target, target_text
 from tilescope.perfdb.records import ZoneColumns
 from tilescope.perfdb.store import save_run
 

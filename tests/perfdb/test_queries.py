@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tilescope.app.workbench.runs import execute
 from tilescope.compiler.pipeline.options import CompileOptions
-from tilescope.compiler.targets.chip import target_text
+from tilescope.compiler.targets.catalog import target_text
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.queries import RunNotFound, diff_runs, get_run
 from tilescope.perfdb.records import LoadOp, NewOp, NewRun, ZoneColumns

@@ -9,7 +9,8 @@ from tilescope.compiler.frontend import zoo
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.ir.graph import LEVELS
 from tilescope.compiler.pipeline.options import DEFAULT_POLICY, POLICIES, CompileOptions
-from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, DISPATCH_MODES, builtin_names
+from tilescope.compiler.targets.catalog import builtin_names
+from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, DISPATCH_MODES
 
 from tilescope.app.web import ids
 from tilescope.app.web import url_state

@@ -206,7 +206,14 @@ def _llama_layer(
     ctx = b.reshape(ctx, (rows, heads * head_dim), f"{a}.context.merge_heads")
     y = dense(b, ctx, hidden, f"{a}.o_proj", (batch, seq, hidden), bias=False, split=1)
     h = b.eltwise("add", [h, y], f"{scope}.attn_residual_add")
+    return _llama_mlp(b, h, scope, config)
 
+
+def _llama_mlp(b: MlirBuilder, h: str, scope: str, config: LlamaConfig) -> str:
+    """The post-attention norm and the gated MLP (SiLU), with its residual add."""
+    batch, seq, hidden = b.shape(h)
+    dtype = b.dtype(h)
+    rows = batch * seq
     m = f"{scope}.mlp"
     n = f"{scope}.post_attention_layernorm"
     x = b.rms_norm(h, b.arg(f"{n}.weight", (hidden,), dtype, "parameter"), f"{n}.rms_norm")

@@ -361,7 +361,7 @@ def test_rerun_after_the_file_changes_uses_the_new_text(capsys, db_url, tmp_path
 
 
 def test_rerun_after_the_target_file_changes_uses_the_new_numbers(capsys, db_url, tmp_path, tiny_path):
-    from tilescope.compiler.targets.chip import BUILTIN_DIR
+    from tilescope.compiler.targets.catalog import BUILTIN_DIR
 
     target = tmp_path / "t.toml"
     source = (BUILTIN_DIR / "wormhole_n150.toml").read_text()
@@ -459,8 +459,8 @@ def _twenty_overrides(corpus):
     from tilescope.compiler.frontend.model_refs import load_model
     from tilescope.compiler.pipeline.op_override import OpOverride
     from tilescope.compiler.pipeline.stages import compile_model
-    from tilescope.compiler.targets.chip import load_target
-    from tilescope.overrides.formats import OverrideSet
+    from tilescope.compiler.targets.catalog import load_target
+    from tilescope.overrides.override_set import OverrideSet
 
     graph = compile_model(load_model(str(corpus / "resnet50_xla.mlir")), load_target("wormhole_n150")).levels["graph"]
     names = [op.name for op in graph.ops if op.kind in ("conv2d", "matmul")][:20]

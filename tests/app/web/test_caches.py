@@ -29,7 +29,7 @@ from tilescope.app.web.caches import DATABASE_FILES, cache_dirs, open_job_cache
 from tilescope.app.workbench.compile_store import CompileStore
 from tilescope.compiler.frontend.model_refs import read_source
 from tilescope.compiler.pipeline.options import CompileOptions
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 
 from . import cache_disk, serving
 

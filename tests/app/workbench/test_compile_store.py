@@ -17,7 +17,7 @@ from tilescope.app.workbench.private_files import NotPrivate
 from tilescope.compiler.frontend.model_refs import load_model, read_source
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.pipeline.options import CompileOptions
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import parse_item
 
 REF = "zoo:mlp?layers=2"

@@ -7,7 +7,7 @@ import pytest
 from tilescope.app.workbench.grouping import CHUNK, DEFAULT_BUDGET, GROUP, MAX_NODES, RUN_LENGTH, ScopeTree
 from tilescope.app.workbench.parameter_scopes import module_path
 from tilescope.compiler.pipeline.stages import compile_model
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
 from tilescope.compiler.frontend.model_refs import load_model
 

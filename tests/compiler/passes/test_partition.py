@@ -10,7 +10,7 @@ from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.ir.opset import COLLECTIVES
 from tilescope.compiler.sim.simulator import simulate
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 
 LLAMA = "zoo:llama-3.2-1b?layers=1&seq=512"
 TP_MATMULS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")

@@ -12,7 +12,7 @@ from tilescope.compiler.pipeline.override_check import layout_outcomes
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.ir.opset import COLLECTIVES
 from tilescope.compiler.sharding.mesh import Sharding
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import check_overrides, parse_item
 
 TP = "zoo:llama-3.2-1b?layers=1&devices=8"  # Megatron tensor parallel, annotated, over ["model"=8]

@@ -6,7 +6,7 @@ import pytest
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.passes.split_kernels import SplitKernels
 from tilescope.compiler.pipeline.stages import compile_model
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 
 
 @pytest.mark.parametrize(

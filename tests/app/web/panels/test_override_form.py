@@ -11,7 +11,7 @@ from dash import no_update
 from tilescope.app.web.panels.override_form import SHOWN_PENDING, problem_list
 from tilescope.app.workbench import runs
 from tilescope.overrides import Problems
-from tilescope.overrides.formats import MAX_ITEMS
+from tilescope.overrides.override_set import MAX_ITEMS
 from tilescope.overrides.validate import SHOWN_PROBLEMS
 from tilescope.perfdb import queries
 

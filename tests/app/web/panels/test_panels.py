@@ -13,7 +13,7 @@ from tilescope.app.web import page as page_module
 from tilescope.app.web import panels
 from tilescope.app.web.panel import PageContext, Panel, Wiring
 from tilescope.app.web.server import create_app
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 
 from .conftest import FC1, MODEL, TARGET, shown_run
 

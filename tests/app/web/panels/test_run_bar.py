@@ -33,7 +33,7 @@ def test_page_opens_on_a_stored_run_of_the_example_model(app, cb):
 
 
 def test_a_run_on_a_target_file_reopens_and_reruns_from_what_it_stored(tmp_path):
-    from tilescope.compiler.targets.chip import BUILTIN_DIR
+    from tilescope.compiler.targets.catalog import BUILTIN_DIR
 
     target_file = tmp_path / "mine.toml"
     target_file.write_text(

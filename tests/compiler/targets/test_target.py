@@ -8,7 +8,7 @@ import pytest
 
 from tilescope.compiler.errors import TargetError
 from tilescope.compiler.targets.data_file import MAX_KEY_PARTS, parse_toml
-from tilescope.compiler.targets.chip import BUILTIN_DIR, builtin_names, load_target
+from tilescope.compiler.targets.catalog import BUILTIN_DIR, builtin_names, load_target
 
 SOURCE = (BUILTIN_DIR / "wormhole_n150.toml").read_text()
 DEEP_KEY = f"a key of more than {MAX_KEY_PARTS} dotted parts: not a target file"
@@ -382,7 +382,7 @@ def test_a_file_over_1_mib_is_refused_unread(tmp_path):
 
 @pytest.mark.parametrize("name", sorted(BUILTIN))
 def test_every_builtin_target_is_inside_the_limits(name):
-    from tilescope.compiler.targets.chip import LIMITS, MAX_GRID
+    from tilescope.compiler.targets.chip_file import LIMITS, MAX_GRID
 
     t = load_target(name)
     assert max(t.grid) <= MAX_GRID

@@ -8,23 +8,26 @@ import json
 import pytest
 
 from tilescope.app.cli import main
+from tilescope.compiler.validation import agreement
+from tilescope.compiler.validation import calibration
 from tilescope.compiler.validation import microbench
+from tilescope.compiler.validation import op_benchmarks
 from tilescope.compiler.validation.files import MEASUREMENTS
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 
 
 @pytest.fixture(scope="module")
 def gemm():
-    return microbench.load_gemm()
+    return op_benchmarks.load_gemm()
 
 
 @pytest.fixture(scope="module")
 def rows(gemm):
-    return microbench.gemm_rows(gemm) + microbench.eltwise_rows(microbench.load_eltwise())
+    return microbench.gemm_rows(gemm) + microbench.eltwise_rows(op_benchmarks.load_eltwise())
 
 
 def _summary(rows, target, kind, split):
-    return next(s for s in microbench.summaries(rows) if (s.target, s.kind, s.split) == (target, kind, split))
+    return next(s for s in agreement.summaries(rows) if (s.target, s.kind, s.split) == (target, kind, split))
 
 
 def test_the_shipped_measurements_are_the_published_tables(gemm):
@@ -39,18 +42,18 @@ def test_the_shipped_measurements_are_the_published_tables(gemm):
 
 
 def test_the_fit_sees_half_the_wormhole_shapes_and_no_blackhole_row(gemm):
-    shapes = microbench.calibration_shapes(gemm)
+    shapes = op_benchmarks.calibration_shapes(gemm)
     wormhole = {m.shape for m in gemm if m.target == "wormhole_n150"}
     assert shapes < wormhole and len(shapes) == (len(wormhole) + 1) // 2
-    splits = {microbench.split_of(m, shapes) for m in gemm if m.target == "blackhole_p150"}
-    assert splits == {microbench.NO_REFIT}
-    held = {m.shape for m in gemm if microbench.split_of(m, shapes) == microbench.HELD_OUT}
+    splits = {op_benchmarks.split_of(m, shapes) for m in gemm if m.target == "blackhole_p150"}
+    assert splits == {op_benchmarks.NO_REFIT}
+    held = {m.shape for m in gemm if op_benchmarks.split_of(m, shapes) == op_benchmarks.HELD_OUT}
     assert held and not held & shapes
 
 
 def test_wormhole_held_out_and_blackhole_without_refit_meet_the_bounds(rows):
-    held = _summary(rows, "wormhole_n150", "gemm", microbench.HELD_OUT)
-    blackhole = _summary(rows, "blackhole_p150", "gemm", microbench.NO_REFIT)
+    held = _summary(rows, "wormhole_n150", "gemm", op_benchmarks.HELD_OUT)
+    blackhole = _summary(rows, "blackhole_p150", "gemm", op_benchmarks.NO_REFIT)
     assert held.rows == 40 and held.mean_abs_error <= 0.10, held
     assert blackhole.rows == 156 and blackhole.mean_abs_error <= 0.15, blackhole
     assert held.rank_pairs > 50 and held.rank_agreement >= 0.9
@@ -67,19 +70,19 @@ def test_lower_precision_buys_what_the_chip_measured_not_the_nominal_peak(rows):
 
 def test_rank_agreement_counts_pairs_in_the_chips_order_and_skips_ties():
     def row(config, measured, predicted):
-        return microbench.Row("t", "table", "512^3", "l1", config, microbench.HELD_OUT, measured, predicted)
+        return microbench.Row("t", "table", "512^3", "l1", config, op_benchmarks.HELD_OUT, measured, predicted)
 
     same = [row("a", 100, 10), row("b", 200, 20), row("c", 300, 30)]
     reversed_ = [row("a", 100, 30), row("b", 200, 20), row("c", 300, 10)]
     tied = [row("a", 100, 10), row("b", 101, 5)]
-    assert microbench.rank_agreement(same) == (3, 1.0)
-    assert microbench.rank_agreement(reversed_) == (3, 0.0)
-    assert microbench.rank_agreement(tied) == (0, 1.0)
+    assert agreement.rank_agreement(same) == (3, 1.0)
+    assert agreement.rank_agreement(reversed_) == (3, 0.0)
+    assert agreement.rank_agreement(tied) == (0, 1.0)
 
 
 def test_the_shipped_wormhole_constants_are_what_the_fit_gives(gemm):
     pytest.importorskip("scipy")
-    fitted = microbench.fit(gemm)
+    fitted = calibration.fit(gemm)
     shipped = load_target("wormhole_n150").pipeline
     for name, value in fitted.items():
         assert getattr(shipped, name) == pytest.approx(value, rel=0.05), name
@@ -98,6 +101,6 @@ def test_validate_prints_the_held_out_error_per_target(capsys):
 def test_validate_json_has_every_row(capsys):
     assert main(["validate", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert len(report["rows"]) == 78 + 156 + len(microbench.load_eltwise())
+    assert len(report["rows"]) == 78 + 156 + len(op_benchmarks.load_eltwise())
     first = report["rows"][0]
     assert first["error"] == pytest.approx(first["measured_ns"] / first["predicted_ns"] - 1)

@@ -10,7 +10,7 @@ import pytest
 from tilescope.compiler.errors import TargetError
 from tilescope.compiler.sharding.mesh import Mesh
 from tilescope.compiler.targets.system import SINGLE_DEVICE, System
-from tilescope.compiler.targets.chip import SYSTEM_DIR, load_target, target_text
+from tilescope.compiler.targets.catalog import SYSTEM_DIR, load_target, target_text
 
 SHIPPED = {  # name: (device, mesh, fabric, links per neighbour)
     "wormhole_n300": ("wormhole_n150", (1, 2), "mesh", 1),

@@ -16,7 +16,9 @@ from tilescope.compiler.errors import TargetError, TilescopeError
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
-from tilescope.compiler.targets.chip import BUILTIN_DIR, LIMITS, Target, load_target
+from tilescope.compiler.targets.catalog import BUILTIN_DIR, load_target
+from tilescope.compiler.targets.chip import Target
+from tilescope.compiler.targets.chip_file import LIMITS
 from tests.conftest import DATA
 from tests.fuzzing import case, fuzz_settings, one_line
 

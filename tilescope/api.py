@@ -1,0 +1,350 @@
+"""The Python API: what the `tilescope` command does, as functions that return the compiler's and
+the workbench's own records. Parameters are named as the command's options are, and a default of
+None is the command's default.
+
+Importing any tilescope module runs the package's __init__, which imports this module: so it
+imports nothing heavy itself, and each function imports the compiler, the database or the web app
+when it is called."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, ParamSpec, TypeVar, Union
+
+from tilescope.compiler.errors import TilescopeError
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from tilescope.app.workbench.runs import RunResult
+    from tilescope.compiler.frontend.mlir_import import ImportedModel
+    from tilescope.compiler.pipeline.compilation import Compilation
+    from tilescope.compiler.pipeline.op_override import OpOverride, OverrideOutcome
+    from tilescope.compiler.pipeline.options import CompileOptions
+    from tilescope.compiler.sim.simulator import SimResult
+
+    # one override or several: the command line's `OP=PARAMS` strings, or records
+    Overrides = Union[str, OpOverride, Sequence[Union[str, OpOverride]]]
+    # a stored run: its id, `last` or `last~N` as the command line takes them, or what `run` returned
+    RunRef = Union[int, str, RunResult]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def one_line_errors(function: Callable[P, R]) -> Callable[P, R]:
+    """`function`, failing on bad input with a TilescopeError whose message is one line naming the
+    cause, raised from here: not the database's or the file system's own error, and not a
+    traceback through the compiler to where the input was found wrong."""
+
+    @functools.wraps(function)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return function(*args, **kwargs)
+        except TilescopeError as err:
+            raise err.with_traceback(None) from None
+        except Exception as err:
+            reason = _reason(err)
+            if reason is None:  # not the user's input: a fault, with its traceback
+                raise
+            raise TilescopeError(reason) from None
+
+    return wrapper
+
+
+def _reason(err: Exception) -> str | None:
+    """One line for an error bad input causes beyond the compiler (a database, a file), else None."""
+    import sys
+
+    from tilescope.perfdb.errors import DatabaseError, RunNotFound
+
+    if isinstance(err, (DatabaseError, RunNotFound)):
+        return str(err)
+    sqlalchemy = sys.modules.get("sqlalchemy.exc")  # loaded if a database was used: only then can it fail
+    if sqlalchemy is not None and isinstance(err, sqlalchemy.SQLAlchemyError):
+        return f"database: {str(getattr(err, 'orig', None) or err).strip().splitlines()[0]}"
+    if isinstance(err, OSError):
+        return f"{err.filename}: {err.strerror}" if err.filename and err.strerror else str(err)
+    return None
+
+
+@one_line_errors
+def load(model: str) -> ImportedModel:
+    """The model at the `input` level: an .mlir path (`file.mlir#func` picks a function), a
+    shipped example by file name (`ffn.mlir`) or a zoo model (`zoo:bert-base?layers=2`)."""
+    from tilescope.compiler.frontend.model_refs import load_model
+
+    return load_model(model)
+
+
+@one_line_errors
+def compile(
+    model: str | ImportedModel,
+    target: str | None = None,
+    overrides: Overrides = (),
+    *,
+    policy: str | None = None,
+    l1_usage_cap: float | None = None,
+) -> Compilation:
+    """`model` (a reference, or what `load` returned) compiled for `target` (a built-in name or a
+    .toml path; wormhole_n150 by default) with `overrides`, under the layout `policy` and the
+    share of L1 tensors may use. Every level is kept (`levels`, `mlir(level)`), and so is each
+    override's outcome (`override_outcomes`): applied, adjusted or rejected, with the reason.
+    A model compiled again with other overrides is compiled incrementally, as the page does."""
+    from tilescope.app.workbench.runs import compile_cached
+
+    ref, text = _ref_and_text(model)
+    return compile_cached(ref, _target(target), _options(overrides, policy, l1_usage_cap), text)
+
+
+@one_line_errors
+def simulate(compilation: Compilation, dispatch: str | None = None) -> SimResult:
+    """`compilation`'s kernel level run on its target: per-op timings (`ops`, `total_ns`), the
+    ops run once at load (`load_ops`, `load_ns`), and the timeline's zones and counters. `dispatch`
+    is `host` (one launch per op, the default) or `trace` (a captured trace)."""
+    from tilescope.compiler.sim.simulator import simulate as run_kernels
+
+    return run_kernels(compilation.kernel, compilation.target, _dispatch(dispatch))
+
+
+@one_line_errors
+def open_db(db: str | None = None) -> Database:
+    """The database runs are stored in: any SQLAlchemy URL (`sqlite:///runs.db`,
+    `postgresql+psycopg://user@host/tilescope`), by default the command line's ($TILESCOPE_DB,
+    else the embedded one). Its schema is upgraded to the newest, runs kept."""
+    from tilescope.perfdb.engine import open_db as connect
+    from tilescope.perfdb.engine import session_factory
+
+    return Database(db, session_factory(connect(db)))
+
+
+@dataclass(frozen=True)
+class Database:
+    """An open database: store runs, compare them, and serve the explorer on them."""
+
+    url: str | None  # as given to open_db: None for the command line's default
+    sessions: sessionmaker[Session]
+
+    @one_line_errors
+    def run(
+        self,
+        model: str | ImportedModel,
+        target: str | None = None,
+        overrides: Overrides = (),
+        *,
+        policy: str | None = None,
+        l1_usage_cap: float | None = None,
+        dispatch: str | None = None,
+        label: str = "",
+        keep_going: bool = False,
+    ) -> RunResult:
+        """Compile, simulate and store, as `tilescope run` does; the result holds the `run_id`,
+        the `compilation` and the simulation (`sim`). A rejected override stores nothing and
+        raises, unless `keep_going`."""
+        from tilescope.app.workbench.runs import execute
+
+        ref, text = _ref_and_text(model)
+        result = execute(
+            self.sessions,
+            ref,
+            _target(target),
+            _options(overrides, policy, l1_usage_cap, dispatch),
+            label=label,
+            source_text=text,
+            keep_going=keep_going,
+        )
+        if result.run_id is None:
+            raise _refused(result.rejected)
+        return result
+
+    @one_line_errors
+    def store(
+        self,
+        compilation: Compilation,
+        sim: SimResult,
+        *,
+        label: str = "",
+        target: str | None = None,
+        keep_going: bool = False,
+    ) -> int:
+        """Store what `compile` and `simulate` made, as one run; returns its id. `target` is how
+        the target was asked for, needed only for a target file (its path). A rejected override
+        stores nothing and raises, unless `keep_going`."""
+        from tilescope.app.workbench.runs import new_run
+        from tilescope.perfdb.store import save_run
+
+        rejected = [o for o in compilation.override_outcomes if o.status == "rejected"]
+        if rejected and not keep_going:
+            raise _refused(rejected)
+        target_ref, target_source = _target_of(compilation, target)
+        if sim.target != compilation.target.name:
+            raise TilescopeError(
+                f"the simulation ran on {sim.target}, the compilation is for {compilation.target.name}"
+            )
+        new = new_run(
+            compilation,
+            sim,
+            compilation.model.ref,
+            target_ref,
+            target_source,
+            policy=compilation.policy,
+            **_compiled_with(compilation),
+            label=label,
+        )
+        with self.sessions() as session:
+            return save_run(session, new)
+
+    @one_line_errors
+    def diff(self, a: RunRef, b: RunRef) -> dict:
+        """Run `b` against run `a`, op by op, as `tilescope diff A B` and its `--json` report it:
+        the runs' `times`, per-op deltas with what changed (`ops`), the ops in one run only, the
+        settings and overrides that differ, and each device's step."""
+        from tilescope.app.workbench.diff import compare
+
+        with self.sessions() as session:
+            return compare(session, self._run_id(session, a), self._run_id(session, b))
+
+    def _run_id(self, session: Session, ref: RunRef) -> int:
+        from tilescope.app.workbench.runs import RunResult
+
+        if isinstance(ref, RunResult) and ref.run_id is not None:
+            return ref.run_id
+        if isinstance(ref, int) and not isinstance(ref, bool):
+            return ref
+        if isinstance(ref, str):
+            return _resolved(session, ref)
+        raise TilescopeError(f"{ref!r} is not a run: give a run id, last, last~N or what run() returned")
+
+    @one_line_errors
+    def explore(
+        self, model: str | None = None, target: str | None = None, *, host: str = "127.0.0.1", port: int | None = None
+    ) -> None:
+        """Serve the explorer on this database, as `tilescope serve` does, until interrupted:
+        opened on `model` (zoo:mlp by default), compiled and stored if it has no run yet, on
+        http://HOST:PORT (port $TILESCOPE_PORT, else 8050)."""
+        from tilescope.app.cli.options import EXAMPLE_MODEL
+        from tilescope.app.cli.serving import port_from_env
+        from tilescope.app.web.server import serve
+
+        serve(
+            db_url=self.url,
+            model_ref=model or EXAMPLE_MODEL,
+            target=_target(target),
+            host=host,
+            port=port if port is not None else port_from_env(),
+        )
+
+    def close(self) -> None:
+        """Give the database's connections back; the handle is not used after."""
+        self.sessions.kw["bind"].dispose()
+
+
+def _ref_and_text(model: str | ImportedModel) -> tuple[str, str | None]:
+    """A model reference, and the text it was read from when it is a model already imported."""
+    if isinstance(model, str):
+        return model, None
+    from tilescope.compiler.frontend.mlir_import import ImportedModel
+
+    if isinstance(model, ImportedModel):
+        return model.ref, model.text
+    raise TilescopeError(f"{type(model).__name__} is not a model: give a model reference or what load() returned")
+
+
+def _items(overrides: Overrides) -> tuple[OpOverride, ...]:
+    """Override records, each with the text it is stored as, one per op part."""
+    from tilescope.compiler.pipeline.op_override import OpOverride
+    from tilescope.overrides import format_item, parse_item
+    from tilescope.overrides.formats import OverrideSet
+
+    given = [overrides] if isinstance(overrides, (str, OpOverride)) else list(overrides)
+    items = []
+    for item in given:
+        if isinstance(item, str):
+            items.append(parse_item(item))
+        elif isinstance(item, OpOverride):  # `spec` is how a store knows it (see _compiled_with)
+            items.append(item if item.spec else replace(item, spec=format_item(item)))
+        else:
+            raise TilescopeError(f"{item!r} is not an override: give OP=PARAMS text or an OpOverride")
+    OverrideSet(items)  # one override per op part
+    return tuple(items)
+
+
+def _target(target: str | None) -> str:
+    from tilescope.app.workbench.defaults import DEFAULT_TARGET
+
+    return DEFAULT_TARGET if target is None else target
+
+
+def _options(
+    overrides: Overrides, policy: str | None, l1_usage_cap: float | None, dispatch: str | None = None
+) -> CompileOptions:
+    """The compiler's options record of the API's parameters, each checked or defaulted."""
+    from tilescope.compiler.pipeline.options import CompileOptions
+
+    return CompileOptions(_items(overrides), _policy(policy), _cap(l1_usage_cap), _dispatch(dispatch))
+
+
+def _policy(policy: str | None) -> str:
+    from tilescope.compiler.pipeline.options import DEFAULT_POLICY
+
+    return DEFAULT_POLICY if policy is None else policy
+
+
+def _cap(l1_usage_cap: float | None) -> float:
+    from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP
+
+    if l1_usage_cap is None:
+        return DEFAULT_L1_USAGE_CAP
+    if not 0 < l1_usage_cap <= 1:
+        raise TilescopeError(f"l1_usage_cap must be in (0, 1], got {l1_usage_cap:g}")
+    return l1_usage_cap
+
+
+def _dispatch(dispatch: str | None) -> str:
+    from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, DISPATCH_MODES
+
+    if dispatch is None:
+        return DEFAULT_DISPATCH
+    if dispatch not in DISPATCH_MODES:
+        raise TilescopeError(f"unknown dispatch {dispatch!r}; known: {', '.join(DISPATCH_MODES)}")
+    return dispatch
+
+
+def _resolved(session: Session, text: str) -> int:
+    """A run as the command line names it: its id, `last`, or `last~N`."""
+    import argparse
+
+    from tilescope.app.cli.options import resolve_run, run_ref
+
+    try:
+        return resolve_run(session, run_ref(text))
+    except argparse.ArgumentTypeError as err:
+        raise TilescopeError(str(err)) from None
+
+
+def _target_of(compilation: Compilation, target: str | None) -> tuple[str, str]:
+    """How the compilation's target is asked for, and its description: `target`, else its name,
+    which must describe the target compiled for (a target file's path is not kept with it)."""
+    from tilescope.compiler.targets.catalog import load_target, target_text
+
+    ref = target or compilation.target.name
+    source = target_text(ref)[0]
+    if repr(load_target(ref, source)) != repr(compilation.target):
+        raise TilescopeError(f"target {ref!r} is not the one compiled for: give store(..., target=) its file's path")
+    return ref, source
+
+
+def _compiled_with(compilation: Compilation) -> dict:
+    """What a run stores of how it was compiled beyond the policy: the L1 usage cap the layout
+    level was placed under, and the overrides, as their outcomes name them."""
+    from tilescope.overrides import format_item, parse_item
+
+    _, cap = compilation.levels["layout"].meta["placed"].made_by
+    return {"l1_usage_cap": cap, "overrides": [format_item(parse_item(o.spec)) for o in compilation.override_outcomes]}
+
+
+def _refused(rejected: Sequence[OverrideOutcome]) -> TilescopeError:
+    said = "; ".join(f"override {o.spec!r} rejected: {o.reason}" for o in rejected)
+    return TilescopeError(f"{said}; run not stored (keep_going=True stores it anyway)")
