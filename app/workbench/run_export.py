@@ -13,7 +13,7 @@ from tilescope.overrides import parse_item
 from tilescope.overrides.formats import OverrideSet, dump, left_out
 from tilescope.perfdb.exports import chrome_trace
 from tilescope.perfdb.ops_csv import write_csv
-from tilescope.perfdb.queries import get_run
+from tilescope.perfdb.runs import get_run
 from tilescope.perfdb.schema import Run
 
 from tilescope.app.workbench.export_formats import EXPORT_FORMATS
