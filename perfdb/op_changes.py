@@ -37,13 +37,9 @@ class ParamChange:
     result: int | None = None
 
 
-@dataclass(frozen=True)
-class _Where:
-    """A parameter of an op's input (operand), output (result) or its own (neither)."""
-
-    operand: int | None
-    result: int | None
-    param: str
+# A parameter of an op's input (operand N), output (result N) or its own (both None): (operand,
+# result, param). A plain tuple: a dict key made some twenty times per op whose records differ.
+_Where = tuple[int | None, int | None, str]
 
 
 def changes(a: RecordedParams, b: RecordedParams) -> tuple[ParamChange, ...]:
@@ -51,34 +47,33 @@ def changes(a: RecordedParams, b: RecordedParams) -> tuple[ParamChange, ...]:
     A parameter that one record does not hold is not compared."""
     x, y = _params(a), _params(b)
     return tuple(
-        ParamChange(where.param, value, y[where], where.operand, where.result)
-        for where, value in x.items()
-        if y.get(where, value) != value and _compared(where, x, y)
+        ParamChange(param, value, y[operand, result, param], operand, result)
+        for (operand, result, param), value in x.items()
+        if y.get((operand, result, param), value) != value and _compared(operand, param, x, y)
     )
 
 
-def _compared(where: _Where, *params: dict[_Where, str]) -> bool:
+def _compared(operand: int | None, param: str, *params: dict[_Where, str]) -> bool:
     """An input's grid is compared when it is sharded in either run: the grid of an interleaved
     tensor only names the cores that wrote it, which its producer's grid change already shows."""
-    if where.param != "grid" or where.operand is None:
+    if param != "grid" or operand is None:
         return True
-    layout = _Where(where.operand, None, "memory_layout")
-    return any(p.get(layout, "interleaved") != "interleaved" for p in params)
+    return any(p.get((operand, None, "memory_layout"), "interleaved") != "interleaved" for p in params)
 
 
 def _params(record: RecordedParams) -> dict[_Where, str]:
-    """Where -> value of one op record: its outputs, the op, its inputs, the order changes are
-    listed in; empty values (not recorded) left out. The memory column stands for the first output's
-    memory in records without tensors; an output's grid is the op's."""
+    """(operand, result, param) -> value of one op record: its outputs, the op, its inputs, the
+    order changes are listed in; empty values (not recorded) left out. The memory column stands
+    for the first output's memory in records without tensors; an output's grid is the op's."""
     described = json.loads(record.tensors) if record.tensors else []
-    found = {_Where(None, 0, "memory"): record.memory}
+    found = {(None, 0, "memory"): record.memory}
     for tensor in described:
         if tensor["role"].startswith("out"):
             index = int(tensor["role"][3:])
-            found.update({_Where(None, index, param): tensor.get(param, "") for param in TENSOR_PARAMS})
-    found.update({_Where(None, None, param): getattr(record, param) for param in OP_PARAMS})
+            found.update({(None, index, param): tensor.get(param, "") for param in TENSOR_PARAMS})
+    found.update({(None, None, param): getattr(record, param) for param in OP_PARAMS})
     for tensor in described:
         if tensor["role"].startswith("in"):
             index = int(tensor["role"][2:])
-            found.update({_Where(index, None, param): tensor.get(param, "") for param in (*TENSOR_PARAMS, "grid")})
+            found.update({(index, None, param): tensor.get(param, "") for param in (*TENSOR_PARAMS, "grid")})
     return {where: value for where, value in found.items() if value}
