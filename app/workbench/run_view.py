@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from tilescope.compiler.pipeline.op_override import OpOverride
 from tilescope.compiler.pipeline.stages import Compilation
-from tilescope.perfdb.queries import load_ops
+from tilescope.perfdb.runs import load_ops
 from tilescope.perfdb.records import LoadOp
 from tilescope.perfdb.schema import Run
 

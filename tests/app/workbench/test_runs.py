@@ -7,7 +7,8 @@ from tilescope.overrides import parse_item
 
 from tilescope.app.workbench import runs
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import op_records, zones
+from tilescope.perfdb.runs import op_records
+from tilescope.perfdb.timeline import zones
 
 
 def _stored(sessions, run_id):
