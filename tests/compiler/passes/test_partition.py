@@ -201,3 +201,12 @@ def test_a_fused_bias_is_kept_and_split_as_the_matmuls_result():
     assert whole.status == "rejected" and whole.reason.endswith(
         "cannot read operand 2 as {},{}: its rule needs {},{model}"
     )
+
+
+def test_a_sharding_constraint_is_read_through_and_leaves_no_tensor_behind():
+    """The scores are split as the model's constraint asks already: the op reading the constraint
+    reads them, and neither the constraint nor its result is left in the level (the IR
+    verifier's named-tensors rule)."""
+    graph = compile_model(load_model("sharded_attention.mlir"), load_target("t3k")).levels["partition"]
+    assert not graph.has_op("sharding_constraint_0") and "sharding_constraint_0" not in graph.tensors
+    assert graph.op("multiply_0").inputs[0] == "dot_general_3"
