@@ -133,7 +133,8 @@ def _check_work(where: str, graph: Graph, op: Op) -> None:
             _broken(where, WORK, op, f"a {op.kind} with work to do has no cores doing it")
         return
     if kernel.grid != op.attrs["grid"] or not kernel.groups:
-        _broken(where, WORK, op, f"its work is on {len(kernel.groups)} core groups of grid {kernel.grid}")
+        split = f"{len(kernel.groups)} groups of cores on grid {kernel.grid}"
+        _broken(where, WORK, op, f"its kernel has {split}; the op runs on grid {op.attrs['grid']}")
     reads, writes = set(op.inputs), {*op.inputs, *op.outputs}  # a cache update writes its operand
     for group in kernel.groups:
         stray = next((t.tensor for t in group.reads if t.tensor not in reads), None)
