@@ -13,7 +13,7 @@ from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.ir.graph import Graph, Tensor
 from tilescope.compiler.ir.verifier import VERIFY_ENV, verification_requested, verify
 from tilescope.compiler.pipeline.stages import compile_model
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 
 # a constant and a reshape that only adds a size-1 dim: ops with no work at the kernel level
 NO_WORK = """

@@ -1,7 +1,7 @@
 """lower-collectives: each collective's algorithm on the system's links, its steps and the bytes
 each device and the busiest link move, which the simulator times."""
 
-from tilescope.compiler.targets.chip import load_target
+from tilescope.compiler.targets.catalog import load_target
 
 from .golden import printed, through
 from .test_partition import UNANNOTATED_MLP
