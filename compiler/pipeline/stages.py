@@ -25,6 +25,7 @@ from tilescope.compiler.ir.graph import Graph
 from tilescope.compiler.ir.core_work import Kernel
 from tilescope.compiler.frontend.mlir_import import ImportedModel
 from tilescope.compiler.ir.printer import print_graph
+from tilescope.compiler.ir.verifier import verification_requested, verify
 from tilescope.compiler.pipeline.op_override import OpOverride, OverrideOutcome, sharding_requests
 from tilescope.compiler.passes.layout import AssignLayouts, Placement
 from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_POLICY
@@ -160,6 +161,7 @@ def compile_model(
     known = Known.since(since, same_partition=_unchanged(since, "partition", overrides)) if reuse else Known()
     levels: dict[str, Graph] = {}
     graph = model.graph
+    verifying = verification_requested()  # off unless asked: the checks walk the graph after every pass
     for level, passes in stages(target, overrides, policy, l1_usage_cap, known):
         if reuse and _unchanged(since, level, overrides):
             graph = levels[level] = since.levels[level]  # levels are never changed once made
@@ -167,6 +169,8 @@ def compile_model(
         graph = graph.with_level(level)
         for compiler_pass in passes:
             graph = compiler_pass.run(graph)
+            if verifying:
+                verify(graph, after=compiler_pass.name)
         levels[level] = graph
     return Compilation(model, target, levels)
 
