@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session
 
 from tilescope.compiler.sim.tracks import parse_track
 
-from tilescope.perfdb import queries
+from tilescope.perfdb import timeline
+from tilescope.perfdb.runs import get_run, load_ops
 
 DEVICE_PID = 0
 LOAD_PID = 1
@@ -30,9 +31,9 @@ def _track_order(track: str) -> tuple:
 
 def chrome_trace(session: Session, run_id: int) -> dict:
     """A run's zones and counters as a Chrome trace; times in microseconds."""
-    run = queries.get_run(session, run_id)
-    zones = queries.zones(session, run_id)
-    counters = queries.counters(session, run_id)
+    run = get_run(session, run_id)
+    zones = timeline.zones(session, run_id)
+    counters = timeline.counters(session, run_id)
     tracks = sorted({z.track for z in zones}, key=_track_order)
     tid = {track: index + 1 for index, track in enumerate(tracks)}  # tid 0 is left to counters
     events: list[dict] = [
@@ -74,7 +75,7 @@ def chrome_trace(session: Session, run_id: int) -> dict:
         events.append(
             {"ph": "C", "name": label, "pid": DEVICE_PID, "tid": 0, "ts": c.t_ns / 1e3, "args": {c.name: c.value}}
         )
-    events.extend(_load_events(queries.load_ops(run)))
+    events.extend(_load_events(load_ops(run)))
     return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"run": run.id, "model": run.model_ref}}
 
 

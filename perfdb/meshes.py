@@ -3,13 +3,13 @@ run on one device against one on eight (or of two meshes) compares besides the o
 
 Every device runs the same program on its piece, so a compute op's name and its duration (one
 device's) match across device counts; the collectives exist only where a mesh has more than one
-device, each on the link row of the mesh axes its devices differ along (compiler/tracks.py).
+device, each on the link row of the mesh axes its devices differ along (compiler/sim/tracks.py).
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -19,15 +19,35 @@ from tilescope.compiler.sim.tracks import is_device_track, is_link_track, link_a
 
 from tilescope.perfdb import blocks
 from tilescope.perfdb.schema import OpRecord, Run, TimelineBlock
+from tilescope.perfdb.timeline import zone_names
 
 
-class RunMesh(NamedTuple):
+@dataclass(frozen=True)
+class RunMesh:
     devices: int
     mesh: tuple[tuple[str, int], ...]  # (axis, size) major to minor; () on one device
     target: str
 
-    def as_dict(self) -> dict:
-        return {"devices": self.devices, "mesh": [list(axis) for axis in self.mesh], "target": self.target}
+
+@dataclass(frozen=True)
+class CollectiveGroup:
+    """Where a collective ran: its link row, and how many devices exchange data in it (those along
+    the row's axes)."""
+
+    row: str
+    devices: int
+
+
+@dataclass(slots=True)  # one per collective op: not frozen, as perfdb.diff's records of ops
+class CollectiveOp:
+    """A collective one run has and the other lacks."""
+
+    name: str
+    kind: str
+    group: int  # devices exchanging data
+    axes: str  # its link row's, "batch,model"
+    bytes_per_device: float  # sent by each
+    ns: float  # one device's time, summed should the name occur twice
 
 
 def run_mesh(run: Run) -> RunMesh:
@@ -59,32 +79,28 @@ def devices_warning(a: RunMesh, b: RunMesh) -> str | None:
     return f"devices: {a.devices} vs {b.devices}" + (f" ({' vs '.join(said)})" if said else "")
 
 
-def collective_groups(session: Session, run_id: int, mesh: RunMesh) -> dict[str, tuple[str, int]]:
-    """collective op name -> (the link row it ran on, how many devices exchange data in it): the
-    devices along the row's axes."""
+def collective_groups(session: Session, run_id: int, mesh: RunMesh) -> dict[str, CollectiveGroup]:
+    """collective op name -> where it ran."""
     b = TimelineBlock.__table__.c
-    data = session.scalar(select(b.data).where(b.run_id == run_id, b.kind == blocks.NAMES))
-    names, _ = blocks.unpack_names(data) if data is not None else ([], {})
+    names, _ = zone_names(session, run_id)
     sizes = dict(mesh.mesh)
-    found: dict[str, tuple[str, int]] = {}
+    found: dict[str, CollectiveGroup] = {}
     rows = session.execute(
         select(b.track, b.data).where(b.run_id == run_id, b.kind == blocks.ZONES, b.track.startswith("link "))
     )
     for track, packed in rows:
         axes = link_axes(track)
         # an axis of unknown size (a run stored before meshes were kept): all of the devices
-        group = math.prod(sizes.get(a, 0) for a in axes) or mesh.devices
+        group = CollectiveGroup(track, math.prod(sizes.get(a, 0) for a in axes) or mesh.devices)
         for op in blocks.unpack(packed)[0]["op"].tolist():
-            found.setdefault(names[op], (track, group))
+            found.setdefault(names[op], group)
     return found
 
 
-def collectives_only_in(session: Session, run_id: int, names: list[str], mesh: RunMesh) -> list[dict]:
-    """The collectives among `names` (ops of the run the other run lacks), in execution order:
-    [{name, kind, group (devices exchanging data), axes (its link row's), bytes_per_device (sent
-    by each), ns (one device's time)}]."""
+def collectives_only_in(session: Session, run_id: int, names: list[str], mesh: RunMesh) -> tuple[CollectiveOp, ...]:
+    """The collectives among `names` (ops of the run the other run lacks), in execution order."""
     if not names:
-        return []
+        return ()
     wanted = set(names)
     groups = collective_groups(session, run_id, mesh)
     rows = session.execute(
@@ -92,20 +108,15 @@ def collectives_only_in(session: Session, run_id: int, names: list[str], mesh: R
         .where(OpRecord.run_id == run_id, OpRecord.kind.in_(COLLECTIVES))
         .order_by(OpRecord.start_ns, OpRecord.id)
     )
-    found: dict[str, dict] = {}
+    first: dict[str, tuple[str, dict | None]] = {}  # name -> its kind and the bytes its first record moved
+    ns: dict[str, float] = {}
     for name, kind, duration, moved in rows:
-        if name not in wanted:
-            continue
-        if name in found:
-            found[name]["ns"] += duration
-            continue
-        track, group = groups.get(name, ("", mesh.devices))
-        found[name] = {
-            "name": name,
-            "kind": kind,
-            "group": group,
-            "axes": ",".join(link_axes(track)),
-            "bytes_per_device": (moved or {}).get("link", 0.0),
-            "ns": duration,
-        }
-    return list(found.values())
+        if name in wanted:
+            first.setdefault(name, (kind, moved))
+            ns[name] = ns.get(name, 0.0) + duration
+    found = []
+    for name, (kind, moved) in first.items():
+        group = groups.get(name, CollectiveGroup("", mesh.devices))
+        axes = ",".join(link_axes(group.row))
+        found.append(CollectiveOp(name, kind, group.devices, axes, (moved or {}).get("link", 0.0), ns[name]))
+    return tuple(found)

@@ -22,7 +22,8 @@ from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
-from tilescope.perfdb import queries
+from tilescope.perfdb import timeline
+from tilescope.perfdb.runs import get_run, load_ops, op_records
 from tilescope.perfdb.records import CounterColumns, NewOp, NewRun, ZoneColumns
 from tilescope.perfdb.schema import MeasuredImport
 from tilescope.perfdb.store import add_run
@@ -103,7 +104,7 @@ def write_csv(session: Session, run_id: int, peak_bytes_per_s: Mapping[str, floa
     # the first op's latency is its wait from the run's start (the host issuing it), so a report
     # read back by import_csv keeps the run's total; tt-metal writes 0 there, having no run start
     previous_end = 0.0
-    for count, op in enumerate(queries.op_records(session, run_id, tensors=True)):
+    for count, op in enumerate(op_records(session, run_id, tensors=True)):
         seconds = op.duration_ns / 1e9 if math.isfinite(op.duration_ns) else 0.0
 
         def util(*paths: str, op=op, seconds: float = seconds) -> str:
@@ -174,14 +175,16 @@ def import_csv(
     does once per model load (const-eval) is measured load-time work: it goes to the measured run's
     load ops, not its step. Rows without a duration, or naming an op the base run lacks, are listed
     in the problems and skipped."""
-    base = queries.get_run(session, base_run_id)
-    simulated = {op.name: op for op in queries.op_records(session, base_run_id, tensors=True)}
-    loaded = {op.name: op for op in queries.load_ops(base)}
+    base = get_run(session, base_run_id)
+    simulated = {op.name: op for op in op_records(session, base_run_id, tensors=True)}
+    loaded = {op.name: op for op in load_ops(base)}
     # the base run's L1 samples, by the start of the op they were taken at
     l1_at: dict[float, list[tuple[str, float]]] = {}
-    for sample in queries.counters(session, base_run_id, "l1_bytes"):
+    for sample in timeline.counters(session, base_run_id, "l1_bytes"):
         l1_at.setdefault(sample.t_ns, []).append((sample.track, sample.value))
-    shared = [n.removesuffix(_BANDWIDTH) for n in queries.counter_names(session, base_run_id) if n.endswith(_BANDWIDTH)]
+    shared = [
+        n.removesuffix(_BANDWIDTH) for n in timeline.counter_names(session, base_run_id) if n.endswith(_BANDWIDTH)
+    ]
     session.commit()  # end the reading transaction: the run and its import record are written in one
     try:
         ops, load, zones, counters, problems, rows, clock = _read(

@@ -68,7 +68,7 @@ class Model(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(256))
     source_hash: Mapped[str] = mapped_column(String(64))  # sha256 of the text
-    # read with the run it belongs to (queries.get_run), not with every run listed
+    # read with the run it belongs to (perfdb.runs.get_run), not with every run listed
     source_text: Mapped[str] = mapped_column(Text, deferred=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=_now)
 

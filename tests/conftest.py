@@ -13,6 +13,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.ir.verifier import VERIFY_ENV
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
@@ -117,7 +118,11 @@ def _find_services() -> tuple[dict[str, str | None], list[str]]:
 
 
 def pytest_configure(config) -> None:
+    # every compile in the suite, and in the processes it starts, verifies the IR after each pass
+    os.environ.setdefault(VERIFY_ENV, "1")
     config.tilescope_services, notes = _find_services()
+    if os.environ[VERIFY_ENV] in ("", "0"):
+        notes.append(f"IR verifier: off (${VERIFY_ENV} is {os.environ[VERIFY_ENV]!r}); passes' IR goes unchecked")
     if not CORPUS.is_dir():
         notes.append(f"MLIR corpus: not found at {CORPUS}; its integration tests are skipped")
     if not (shutil.which("chromium") or shutil.which("chromium-browser")) or not shutil.which("chromedriver"):

@@ -17,7 +17,7 @@ from tilescope.compiler.frontend.mlir_import import ImportedModel
 from tilescope.compiler.pipeline.op_override import OpOverride
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.sim.simulator import SimResult
-from tilescope.perfdb.queries import get_run, list_runs
+from tilescope.perfdb.runs import get_run, list_runs
 
 from .app.web import serving
 
@@ -137,11 +137,11 @@ def test_store_of_a_target_file_needs_its_path(db, tmp_path):
 
 def test_diff_takes_runs_as_ids_results_or_as_the_command_line_names_them(db):
     base, tuned = db.run(MODEL), db.run(MODEL, overrides=[OVERRIDE])
-    found = db.diff(base, tuned)
-    assert (found["a"], found["b"]) == (base.run_id, tuned.run_id)
-    assert found["times"]["b"]["total_ns"] == tuned.sim.total_ns
-    assert found["overrides"] == {"a": [], "b": [OVERRIDE]}
-    assert db.diff(base.run_id, tuned.run_id) == found == db.diff("last~1", "last")
+    found = db.diff(base, tuned).diff
+    assert (found.a, found.b) == (base.run_id, tuned.run_id)
+    assert found.times.b.total_ns == tuned.sim.total_ns
+    assert (found.overrides.a, found.overrides.b) == ((), (OVERRIDE,))
+    assert db.diff(base.run_id, tuned.run_id).diff == found == db.diff("last~1", "last").diff
 
 
 def test_a_rejected_override_stores_nothing_unless_keep_going(db):

@@ -203,7 +203,7 @@ def test_quick_start_serves_the_example_model(tmp_path, checkout_status):
     lines = [line for line in dict(_blocks())["Quick start"] if line != "./run test"]  # the test is running
     _execute(lines, ROOT, env)  # from the checkout, as a new user types it
     from tilescope.perfdb.engine import open_db, session_factory
-    from tilescope.perfdb.queries import list_runs
+    from tilescope.perfdb.runs import list_runs
 
     with session_factory(open_db(env["TILESCOPE_DB"]))() as session:
         assert [run.model_ref for run in list_runs(session)] == ["zoo:mlp"]  # the example run, on the given database
@@ -226,7 +226,7 @@ def _check_diffs(printed: dict[str, str], db: str) -> None:
     """Each `tilescope diff` compares two runs of one model; one said to be across meshes, a run on
     one device with a run on several."""
     from tilescope.perfdb.engine import open_db, session_factory
-    from tilescope.perfdb.queries import get_run
+    from tilescope.perfdb.runs import get_run
 
     diffs = {line: out for line, out in printed.items() if _program(line) == "tilescope diff"}
     assert any("across meshes" in line for line in diffs)

@@ -12,7 +12,7 @@ same name does, with parameters named as its options:
     db = tilescope.open_db()                                # the command line's database
     base = db.run(model, "blackhole_p150")                  # compile, simulate, store: a RunResult
     tuned = db.store(compiled, sim, label="fc1 in L1")      # what was compiled and simulated: a run id
-    print(db.diff(base, tuned)["ops"][0])                   # op by op, as `tilescope diff --json`
+    print(db.diff(base, tuned).diff.ops[0])                 # op by op, as `tilescope diff` shows
     db.explore()                                            # the explorer on it, until interrupted
 
 Overrides are the command line's `OP=PARAMS` strings or OpOverride records; targets a built-in name
@@ -32,6 +32,7 @@ _RECORDS = {
     "SimResult": "tilescope.compiler.sim.simulator",
     "OpOverride": "tilescope.compiler.pipeline.op_override",
     "RunResult": "tilescope.app.workbench.runs",
+    "Comparison": "tilescope.app.workbench.diff",
 }
 
 __all__ = ["Database", "TilescopeError", "compile", "load", "open_db", "simulate", *_RECORDS]

@@ -18,6 +18,7 @@ from tilescope.compiler.errors import TilescopeError
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
+    from tilescope.app.workbench.diff import Comparison
     from tilescope.app.workbench.runs import RunResult
     from tilescope.compiler.frontend.mlir_import import ImportedModel
     from tilescope.compiler.pipeline.compilation import Compilation
@@ -197,10 +198,11 @@ class Database:
             return save_run(session, new)
 
     @one_line_errors
-    def diff(self, a: RunRef, b: RunRef) -> dict:
-        """Run `b` against run `a`, op by op, as `tilescope diff A B` and its `--json` report it:
-        the runs' `times`, per-op deltas with what changed (`ops`), the ops in one run only, the
-        settings and overrides that differ, and each device's step."""
+    def diff(self, a: RunRef, b: RunRef) -> Comparison:
+        """Run `b` against run `a`, op by op, as `tilescope diff A B` reports it: `.diff` holds the
+        runs' `times`, per-op deltas with what changed (`ops`), the ops in one run only, the
+        settings and overrides that differ; `.devices` each device's step; `.to_json()` is
+        `tilescope diff --json`."""
         from tilescope.app.workbench.diff import compare
 
         with self.sessions() as session:

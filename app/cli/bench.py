@@ -29,7 +29,7 @@ from tilescope.compiler.sim.simulator import SimResult, simulate
 from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import parse_item
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import op_statistics
+from tilescope.perfdb.statistics import op_statistics
 from tilescope.perfdb.store import save_run
 
 from tilescope.app.workbench.explorer import Explorer

@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import diff_runs, timeline_window
+from tilescope.perfdb.diff import diff_runs
+from tilescope.perfdb.timeline import timeline_window
 from tilescope.perfdb.records import NewOp, NewRun, ZoneColumns
 from tilescope.perfdb.store import save_run
 
@@ -114,7 +115,7 @@ def perfdb_bench(db_dir: Path) -> dict:
         "zones": zones,
         "store_s": store_s,
         "windows": windows,
-        "diff_ops": len(diff["ops"]),
+        "diff_ops": len(diff.ops),
         "diff_ms": diff_ms,
         "db_mb": (db_dir / "perfdb.db").stat().st_size / 2**20,
     }

@@ -42,7 +42,7 @@ def digits(text: str) -> bool:
 
 
 def resolve_run(session, ref: int | str) -> int:
-    from tilescope.perfdb.queries import run_id_back
+    from tilescope.perfdb.runs import run_id_back
 
     if isinstance(ref, int):
         return ref

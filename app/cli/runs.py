@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from tilescope.compiler.errors import TilescopeError
@@ -208,37 +208,50 @@ def _refused(rejected) -> None:
 MODEL_COLUMN = 48  # characters of a model reference `runs` shows; a longer one ends in "…"
 
 
+@dataclass(frozen=True)
+class ListedRun:
+    """A stored run as `tilescope runs` lists it; its fields are the keys of `--json`."""
+
+    run_id: int
+    label: str
+    name: str  # its label, or what names a run without one (app.workbench.run_labels)
+    model: str
+    target: str
+    total_ns: float
+    load_ns: float
+    overrides: int  # how many
+    created_at: str  # ISO 8601
+
+
 def cmd_runs(args) -> int:
     from tilescope.perfdb.engine import open_db, session_factory
-    from tilescope.perfdb.queries import list_runs
+    from tilescope.perfdb.runs import list_runs
 
     from tilescope.app.workbench.run_labels import name_of
 
     with session_factory(open_db(args.db))() as session:
-        runs = list_runs(session)
         rows = [
-            {
-                "run_id": r.id,
-                "label": r.label,
-                "name": name_of(r),
-                "model": r.model_ref,
-                "target": r.target.name,
-                "total_ns": r.total_ns,
-                "load_ns": r.load_ns,
-                "overrides": len(r.overrides),
-                "created_at": r.created_at.isoformat(),
-            }
-            for r in runs
+            ListedRun(
+                r.id,
+                r.label,
+                name_of(r),
+                r.model_ref,
+                r.target.name,
+                r.total_ns,
+                r.load_ns,
+                len(r.overrides),
+                r.created_at.isoformat(),
+            )
+            for r in list_runs(session)
         ]
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps([asdict(r) for r in rows], indent=1))
         return 0
-    width = min(max([len("model"), *(len(r["model"]) for r in rows)]), MODEL_COLUMN)
+    width = min(max([len("model"), *(len(r.model) for r in rows)]), MODEL_COLUMN)
     print(f"{'id':>4}  {'model':<{width}} {'target':<14} {'total us':>12} {'ovr':>3}  label")
     for r in rows:
-        model = r["model"] if len(r["model"]) <= width else r["model"][: width - 1] + "…"
-        total = f"{r['total_ns'] / 1e3:>12,.1f}"
-        print(f"{r['run_id']:>4}  {model:<{width}} {r['target']:<14} {total} {r['overrides']:>3}  {r['name']}")
+        model = r.model if len(r.model) <= width else r.model[: width - 1] + "…"
+        print(f"{r.run_id:>4}  {model:<{width}} {r.target:<14} {r.total_ns / 1e3:>12,.1f} {r.overrides:>3}  {r.name}")
     return 0
 
 

@@ -108,7 +108,7 @@ def cmd_export(args) -> int:
 def cmd_import(args) -> int:
     from tilescope.perfdb.engine import open_db, session_factory
     from tilescope.perfdb.ops_csv import CsvImportError, import_csv
-    from tilescope.perfdb.queries import op_records
+    from tilescope.perfdb.runs import op_records
 
     path = Path(args.csv)
     try:

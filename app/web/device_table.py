@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from dash import html
 
-from tilescope.app.workbench.device_split import DeviceSplit
+from tilescope.app.workbench.device_split import DevicePair, DeviceSplit
 from tilescope.app.web import ids
 from tilescope.app.web.grids import column, grid
 
@@ -43,17 +43,17 @@ def devices_children(split: Sequence[DeviceSplit]) -> list:
 DASH_US = {"function": "params.value == null ? '-' : d3.format(',.2f')(params.value)"}
 
 
-def devices_diff_children(rows: Sequence[dict], labels: tuple[str, str]) -> list:
+def devices_diff_children(rows: Sequence[DevicePair], labels: tuple[str, str]) -> list:
     """Both runs' split device by device (app.workbench.device_split.side_by_side), when either ran
     on several devices; `-` for a device one run does not have."""
     if len(rows) <= 1:
         return []
     data = [
-        {"id": row["device"], "device": row["device"]}
+        {"id": row.device, "device": row.device}
         | {
-            f"{key}_{side}": row[side][f"{key}_ns"] / 1e3 if row[side] is not None else None
+            f"{key}_{side}": getattr(split, f"{key}_ns") / 1e3 if split is not None else None
             for key, *_ in DEVICE_COLUMNS[1:]
-            for side in ("a", "b")
+            for side, split in (("a", row.a), ("b", row.b))
         }
         for row in rows
     ]
@@ -69,6 +69,6 @@ def devices_diff_children(rows: Sequence[dict], labels: tuple[str, str]) -> list
     return [head, grid(ids.DIFF_DEVICES, columns, data, height=min(280, 42 + 28 * len(data)))]
 
 
-def _count(rows: Sequence[dict], side: str) -> str:
-    count = sum(row[side] is not None for row in rows)
+def _count(rows: Sequence[DevicePair], side: str) -> str:
+    count = sum(getattr(row, side) is not None for row in rows)
     return f"{count} device{'s' * (count != 1)}"

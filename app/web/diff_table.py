@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tilescope.perfdb.diff import OpDelta, RunDiff
+
 from tilescope.app.web import ids
 from tilescope.app.web.grids import column, grid, grid_style
 from tilescope.app.web.style import us
@@ -37,39 +39,38 @@ ONLY_STYLE = {
 }
 
 
-def unchanged(op: dict) -> bool:
+def unchanged(op: OpDelta) -> bool:
     """An op of both runs that kept its layout and its time (to the table's 0.01 us)."""
-    return not op["changes"] and abs(op["delta_ns"]) < SAME_NS
+    return not op.changes and abs(op.delta_ns) < SAME_NS
 
 
-def delta_rows(found: dict, show_unchanged: bool = False) -> list[dict]:
+def delta_rows(found: RunDiff, show_unchanged: bool = False) -> list[dict]:
     """The table's rows, by |delta| (equal ones in natural order of their names): the ops of both
     runs (those unchanged only if asked for), and each op only one run has, its delta its whole
     time."""
-    a, b = found["a"], found["b"]
     rows = [
         {
-            "id": op["name"],
-            "name": op["name"],
-            "a_us": us(op["a_ns"]),
-            "b_us": us(op["b_ns"]),
-            "delta_us": us(op["delta_ns"]),
-            "ratio": round(op["ratio"], 3) if op["ratio"] is not None else None,
-            "changes": changes_text(op["changes"]),
+            "id": op.name,
+            "name": op.name,
+            "a_us": us(op.a_ns),
+            "b_us": us(op.b_ns),
+            "delta_us": us(op.delta_ns),
+            "ratio": round(op.ratio, 3) if op.ratio is not None else None,
+            "changes": changes_text(op.changes),
             "only": None,
         }
-        for op in found["ops"]
+        for op in found.ops
         if show_unchanged or not unchanged(op)
     ]
     only = (
-        ("B", found["inserted"], 1, f"inserted: only in B #{b}"),
-        ("A", found["removed"], -1, f"removed: only in A #{a}"),
+        ("B", found.inserted, 1, f"inserted: only in B #{found.b}"),
+        ("A", found.removed, -1, f"removed: only in A #{found.a}"),
     )
     for side, ops, sign, said in only:
         for op in ops:
-            time = us(op["ns"])
+            time = us(op.ns)
             rows.append(
-                {"id": op["name"], "name": op["name"], "a_us": time if side == "A" else None}
+                {"id": op.name, "name": op.name, "a_us": time if side == "A" else None}
                 | {"b_us": time if side == "B" else None, "delta_us": sign * time, "ratio": None}
                 | {"changes": said, "only": side}
             )
@@ -101,7 +102,7 @@ def delta_table(rows: Sequence[dict]):
     return table
 
 
-def unchanged_toggle(found: dict | None) -> list[dict]:
+def unchanged_toggle(found: RunDiff | None) -> list[dict]:
     """The toggle's option, naming how many ops it shows; none when no op is left out."""
-    count = sum(unchanged(op) for op in found["ops"]) if found else 0
+    count = sum(unchanged(op) for op in found.ops) if found else 0
     return [{"label": f" show the {count:,} unchanged ops", "value": "show"}] if count else []

@@ -15,6 +15,8 @@ from dash import dcc, html
 
 from tilescope.compiler.ir.opset import COLLECTIVES
 from tilescope.compiler.sim.tracks import is_device_track, is_link_track
+from tilescope.perfdb.diff import MovedOp, RunDiff
+from tilescope.perfdb.meshes import CollectiveOp
 from tilescope.perfdb.schema import Run
 
 from tilescope.app.web import ids
@@ -22,19 +24,26 @@ from tilescope.app.web.device_table import devices_diff_children
 from tilescope.app.web.style import TOP_LEGEND, all_of, base_layout, graph_config, kind_colour, plain, some_of, us
 from tilescope.app.web.zone_segments import segments, vertices
 from tilescope.app.web.diff_table import SHOWN_OPS, delta_rows, delta_table
-from tilescope.app.workbench.diff import collective_text, device_parts, more, moved_text, settings_text, time_split
+from tilescope.app.workbench.diff import (
+    DiffView,
+    collective_text,
+    device_parts,
+    more,
+    moved_text,
+    settings_text,
+    time_split,
+)
 from tilescope.app.workbench.load_time import duration_text, ops_text
 
 SHOWN_ONLY_IN = 10  # collectives or moved ops listed by name; the rest are counted
 
 
-def diff_children(found: dict, timelines: go.Figure | None = None) -> list:
-    """Two runs compared (app.workbench.diff.compare, with the runs and their op durations): what
-    makes the comparison suspect, totals and how they split between device and host, the
-    overrides that differ, the two runs' ops aligned on one time axis (`timelines`) and each
-    device's split; diff_body has the per-op table and the histograms."""
-    a, b = found["runs"][found["a"]], found["runs"][found["b"]]
-    warnings = [html.P(f"Warning: {w}", className="hint", style={"color": "var(--warn)"}) for w in found["warnings"]]
+def diff_children(found: DiffView, timelines: go.Figure | None = None) -> list:
+    """Two runs compared: what makes the comparison suspect, totals and how they split between
+    device and host, the overrides that differ, the two runs' ops aligned on one time axis
+    (`timelines`) and each device's split; diff_body has the per-op table and the histograms."""
+    a, b, d = found.runs.a, found.runs.b, found.comparison.diff
+    warnings = [html.P(f"Warning: {w}", className="hint", style={"color": "var(--warn)"}) for w in d.warnings]
     labels = (f"A #{a.id}", f"B #{b.id}")
     aligned = (
         [dcc.Graph(id=ids.DIFF_TIMELINES, config=graph_config("diff-timelines"), figure=timelines)] if timelines else []
@@ -42,36 +51,36 @@ def diff_children(found: dict, timelines: go.Figure | None = None) -> list:
     return [
         *warnings,
         _diff_head(found, a, b),
-        *_diff_load(found),
-        _diff_overrides(found),
+        *_diff_load(d),
+        _diff_overrides(d),
         *aligned,
-        *devices_diff_children(found.get("devices", []), labels),
+        *devices_diff_children(found.comparison.devices, labels),
     ]
 
 
-def diff_body(found: dict, show_unchanged: bool = False, limit: int = SHOWN_OPS) -> list:
+def diff_body(found: DiffView, show_unchanged: bool = False, limit: int = SHOWN_OPS) -> list:
     """Per-op deltas by impact, the ops found in one run only among them (app.web.diff_table),
     the collectives and the moves between load time and the step, and the duration histograms."""
-    a, b = found["runs"][found["a"]], found["runs"][found["b"]]
-    rows = delta_rows(found, show_unchanged)
+    a, b, d = found.runs.a, found.runs.b, found.comparison.diff
+    rows = delta_rows(d, show_unchanged)
     extra = []
     if len(rows) > limit:
         extra.append(html.P(f"The {limit} ops of largest |delta| of {len(rows)}.", className="hint"))
-    extra += _collectives(f"Collectives only in A #{a.id}", found["collectives"]["removed"])
-    extra += _collectives(f"Collectives only in B #{b.id}", found["collectives"]["inserted"])
-    extra += _moved(f"Moved to load time in B #{b.id} (per step in A #{a.id})", found["moved_to_load"])
-    extra += _moved(f"Moved into the step in B #{b.id} (load time in A #{a.id})", found["moved_into_step"])
+    extra += _collectives(f"Collectives only in A #{a.id}", d.collectives.removed)
+    extra += _collectives(f"Collectives only in B #{b.id}", d.collectives.inserted)
+    extra += _moved(f"Moved to load time in B #{b.id} (per step in A #{a.id})", d.moved_to_load)
+    extra += _moved(f"Moved into the step in B #{b.id} (load time in A #{a.id})", d.moved_into_step)
     histogram = dcc.Graph(
         id=ids.DIFF_HISTOGRAM,
         config=graph_config("duration-histogram"),
-        figure=duration_histogram(found["durations"][a.id], found["durations"][b.id], (f"A #{a.id}", f"B #{b.id}")),
+        figure=duration_histogram(found.durations.a, found.durations.b, (f"A #{a.id}", f"B #{b.id}")),
     )
     table = html.Div([delta_table(rows[:limit]), *extra], className="diff-table")
     return [html.Div([table, histogram], className="diff-body")]
 
 
-def _diff_head(found: dict, a: Run, b: Run) -> html.Div:
-    delta = found["total_delta_ns"]
+def _diff_head(found: DiffView, a: Run, b: Run) -> html.Div:
+    delta = found.comparison.diff.total_delta_ns
     ratio = b.total_ns / a.total_ns if a.total_ns else None
     verdict = "faster" if delta < 0 else "slower" if delta > 0 else "the same"
     return html.Div(
@@ -84,26 +93,26 @@ def _diff_head(found: dict, a: Run, b: Run) -> html.Div:
                 f"{us(delta):+z,.1f} us" + (f" (x{ratio:.3f}, {verdict})" if ratio else ""),
                 className=f"metric {'worse' if delta > 0 else 'better' if delta < 0 else ''}",
             ),
-            html.Span(time_split(found), className="muted"),
-            html.Span(device_parts(found), className="muted device-parts"),
+            html.Span(time_split(found.comparison.diff), className="muted"),
+            html.Span(device_parts(found.comparison), className="muted device-parts"),
         ],
         className="diff-head",
     )
 
 
-def _diff_load(found: dict) -> list:
+def _diff_load(d: RunDiff) -> list:
     """Both runs' work once per model load (const-eval), when either has any: apart from the totals
     above, which are per step."""
-    a, b = found["times"]["a"], found["times"]["b"]
-    if not (a["load_ops"] or b["load_ops"]):
+    a, b = d.times.a, d.times.b
+    if not (a.load_ops or b.load_ops):
         return []
-    delta = found["load_delta_ns"]
+    delta = d.load_delta_ns
     return [
         html.Div(
             [
                 html.Span("load time, once per model load (const-eval, not in the totals):", className="muted"),
                 html.Span(
-                    f"{ops_text(a['load_ops'], a['load_ns'])} -> {ops_text(b['load_ops'], b['load_ns'])}",
+                    f"{ops_text(a.load_ops, a.load_ns)} -> {ops_text(b.load_ops, b.load_ns)}",
                     className="metric",
                 ),
                 html.Span(f"({'-' if delta < 0 else '+'}{duration_text(abs(delta))})", className="muted"),
@@ -114,28 +123,28 @@ def _diff_load(found: dict) -> list:
     ]
 
 
-def _diff_overrides(found: dict) -> html.Div:
-    only = found["overrides"]
+def _diff_overrides(d: RunDiff) -> html.Div:
+    only = d.overrides
     settings = []
-    if found["settings"]:
-        settings = [html.Span("  settings: ", className="muted"), html.Code(settings_text(found["settings"]))]
+    if d.settings:
+        settings = [html.Span("  settings: ", className="muted"), html.Code(settings_text(d.settings))]
     return html.Div(
         [
             html.Span("overrides only in A: ", className="muted"),
-            html.Code(some_of(only["a"]) or "none", title=all_of(only["a"])),
+            html.Code(some_of(only.a) or "none", title=all_of(only.a)),
             html.Span("  only in B: ", className="muted"),
-            html.Code(some_of(only["b"]) or "none", title=all_of(only["b"])),
+            html.Code(some_of(only.b) or "none", title=all_of(only.b)),
             *settings,
         ],
         className="diff-overrides",
     )
 
 
-def _op_list(title: str, ops: Sequence[dict], total_ns: float, describe, per: str = "") -> list:
+def _op_list(title: str, ops: Sequence[CollectiveOp | MovedOp], total_ns: float, describe, per: str = "") -> list:
     """A titled list of ops with their total: the first SHOWN_ONLY_IN by name, the rest counted."""
     if not ops:
         return []
-    items = [html.Li(f"{op['name']}  {op['kind']}  {describe(op)}") for op in ops[:SHOWN_ONLY_IN]]
+    items = [html.Li(f"{op.name}  {op.kind}  {describe(op)}") for op in ops[:SHOWN_ONLY_IN]]
     items += [html.Li(line) for line in more(len(ops) - SHOWN_ONLY_IN)]
     return [
         html.P(f"{title}: {len(ops)} op{'s' * (len(ops) != 1)}, {total_ns / 1e3:,.2f} us{per}", className="hint"),
@@ -143,15 +152,15 @@ def _op_list(title: str, ops: Sequence[dict], total_ns: float, describe, per: st
     ]
 
 
-def _collectives(title: str, ops: Sequence[dict]) -> list:
+def _collectives(title: str, ops: Sequence[CollectiveOp]) -> list:
     """The collectives one run's mesh needs and the other's does not, apart from the ops an
     override inserted: kind, devices exchanging data, bytes each sends, one device's time."""
-    return _op_list(title, ops, sum(op["ns"] for op in ops), collective_text, per=" per device")
+    return _op_list(title, ops, sum(op.ns for op in ops), collective_text, per=" per device")
 
 
-def _moved(title: str, ops: Sequence[dict]) -> list:
+def _moved(title: str, ops: Sequence[MovedOp]) -> list:
     """Ops one run does in every step and the other once per model load, with both times."""
-    return _op_list(title, ops, sum(op["step_ns"] for op in ops), moved_text, per=" per step")
+    return _op_list(title, ops, sum(op.step_ns for op in ops), moved_text, per=" per step")
 
 
 def _tallest_bin(durations: Sequence[float], bins: np.ndarray) -> int:

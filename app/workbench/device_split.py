@@ -75,17 +75,27 @@ def _each(records, devices: Sequence[str], total_ns: float) -> list[DeviceSplit]
 SPLIT_PARTS = ("compute", "collectives", "overlap", "idle")
 
 
-def side_by_side(a: Sequence[DeviceSplit], b: Sequence[DeviceSplit]) -> list[dict]:
-    """Two runs' splits device by device, device 0 to the last either has: [{device, a, b}], each
-    side {compute_ns, collectives_ns, overlap_ns, idle_ns}, or None for a device its run lacks."""
+@dataclass(frozen=True)
+class DevicePair:
+    """One device's split in both runs compared; None for a run without that device."""
+
+    device: str
+    a: DeviceSplit | None
+    b: DeviceSplit | None
+
+    def to_json(self) -> dict:
+        """{device, a, b}, each side {compute_ns, collectives_ns, overlap_ns, idle_ns} or None."""
+        return {"device": self.device, "a": _parts(self.a), "b": _parts(self.b)}
+
+
+def side_by_side(a: Sequence[DeviceSplit], b: Sequence[DeviceSplit]) -> tuple[DevicePair, ...]:
+    """Two runs' splits device by device, device 0 to the last either has."""
     by_device = [{d.device: d for d in side} for side in (a, b)]
     count = max((len(side) for side in (a, b)), default=0)
-    rows = []
-    for number in range(count):
-        device = device_track(number)
-        x, y = (side.get(device) for side in by_device)
-        rows.append({"device": device, "a": _parts(x), "b": _parts(y)})
-    return rows
+    return tuple(
+        DevicePair(device, *(side.get(device) for side in by_device))
+        for device in (device_track(number) for number in range(count))
+    )
 
 
 def _parts(split: DeviceSplit | None) -> dict | None:

@@ -21,12 +21,16 @@ from tilescope.compiler.pipeline.options import DEFAULT_OPTIONS, CompileOptions
 from tilescope.compiler.targets.catalog import load_target
 from tilescope.compiler.targets.chip import DISPATCH_MODES, Target
 from tilescope.compiler.targets.data_file import shown
-from tilescope.perfdb import queries
+from tilescope.perfdb import runs as stored_runs
+from tilescope.perfdb.diff import Sides
+from tilescope.perfdb.errors import RunNotFound
+from tilescope.perfdb.statistics import OpStats, op_statistics
+from tilescope.perfdb.timeline import counter_envelope
 from tilescope.perfdb.meshes import collective_groups, run_mesh
 from tilescope.perfdb.schema import Run
 
 from tilescope.app.workbench import runs
-from tilescope.app.workbench.diff import compare
+from tilescope.app.workbench.diff import DiffView, compare
 from tilescope.app.workbench.find_zone import FoundZone, kind_ops, op_zones
 from tilescope.app.workbench.graph_view import OpMetric, op_metrics
 from tilescope.app.workbench.grouping import ScopeTree
@@ -66,7 +70,7 @@ class Explorer:
 
     def model_options(self, extra: str | None = None) -> list[str]:
         with self.sessions() as session:
-            stored = [r.model_ref for r in queries.list_runs(session)]
+            stored = [r.model_ref for r in stored_runs.list_runs(session)]
         files = self.access.files() if self.access else []
         return list(dict.fromkeys(([extra] if extra else []) + zoo.names() + example_names() + files + stored))
 
@@ -97,12 +101,12 @@ class Explorer:
 
     def run_options(self, model_ref: str, target: str) -> list[dict]:
         with self.sessions() as session:
-            found = [r for r in queries.list_runs(session, model_ref) if runs.target_of(r) == target]
+            found = [r for r in stored_runs.list_runs(session, model_ref) if runs.target_of(r) == target]
             return [{"label": run_label(r), "value": r.id} for r in found]
 
     def newest_run_id(self, model_ref: str, target: str) -> int | None:
         with self.sessions() as session:
-            return queries.newest_run_id(session, model_ref, target)
+            return stored_runs.newest_run_id(session, model_ref, target)
 
     def ensure_run(
         self,
@@ -123,12 +127,12 @@ class Explorer:
         if options.dispatch not in DISPATCH_MODES:
             raise TilescopeError(f"dispatch must be one of {', '.join(DISPATCH_MODES)}, got {shown(options.dispatch)}")
         with self.sessions() as session:
-            stored = queries.list_runs(session, model_ref)
+            stored = stored_runs.list_runs(session, model_ref)
             found = _baseline(stored, target, options)
             if found is not None:
                 return found
             if source_text is None and stored:
-                source_text = queries.get_run(session, stored[0].id).model.source_text
+                source_text = stored_runs.get_run(session, stored[0].id).model.source_text
         if self.access is not None:
             if source_text is None:
                 source_text = self.access.source(model_ref)
@@ -153,17 +157,17 @@ class Explorer:
 
     def _stored_target(self, target_ref: str) -> str | None:
         with self.sessions() as session:
-            return queries.target_description(session, target_ref)
+            return stored_runs.target_description(session, target_ref)
 
     def find_run(self, run_id: int) -> Run | None:
         try:
             return self.run(run_id)
-        except queries.RunNotFound:
+        except RunNotFound:
             return None
 
     def run(self, run_id: int) -> Run:
         with self.sessions() as session:
-            return queries.get_run(session, run_id)
+            return stored_runs.get_run(session, run_id)
 
     def view(self, run_id: int) -> RunView:
         """The run as every panel shows it: read once, then shared by them all (the panels that
@@ -198,7 +202,7 @@ class Explorer:
 
     def runs_of(self, model_ref: str) -> list[Run]:
         with self.sessions() as session:
-            return queries.list_runs(session, model_ref)
+            return stored_runs.list_runs(session, model_ref)
 
     # --- op records -------------------------------------------------------------------------------
 
@@ -208,14 +212,14 @@ class Explorer:
 
     def _op_records(self, run_id: int, moved: bool = False) -> list:
         with self.sessions() as session:
-            return queries.op_records(session, run_id, moved=moved)
+            return stored_runs.op_records(session, run_id, moved=moved)
 
     def durations(self, run_id: int) -> dict[str, float]:
         return {r.name: r.duration_ns for r in self.op_records(run_id)}
 
     def op_record(self, run_id: int, name: str):
         with self.sessions() as session:
-            return queries.op_record(session, run_id, name)
+            return stored_runs.op_record(session, run_id, name)
 
     # --- views of one run -------------------------------------------------------------------------
 
@@ -254,11 +258,11 @@ class Explorer:
         with self.sessions() as session:
             return op_zones(session, run_id, op)
 
-    def statistics(self, run_id: int, by: str = "name") -> list[dict]:
+    def statistics(self, run_id: int, by: str = "name") -> list[OpStats]:
         """perfdb's statistics rows, equal totals in the natural order of their names."""
         with self.sessions() as session:
-            rows = queries.op_statistics(session, run_id, by)
-        return sorted(rows, key=lambda row: (-row["total_ns"], natural_key(row[by])))
+            rows = op_statistics(session, run_id, by)
+        return sorted(rows, key=lambda row: (-row.total_ns, natural_key(row.group)))
 
     def idle_ns(self, run: RunView) -> float:
         """The step's time with no op running: the device waiting on the host to issue the next."""
@@ -278,22 +282,17 @@ class Explorer:
 
     def memory(self, run: RunView) -> MemoryView:
         with self.sessions() as session:
-            envelope = queries.counter_envelope(session, run.id, "l1_bytes")
+            envelope = counter_envelope(session, run.id, "l1_bytes")
         return memory_view(run.compilation, to_run_end(envelope, run.total_ns))
 
-    def diff(self, a: int, b: int) -> dict:
-        """app.workbench.diff.compare of b against a, with both runs, their op durations and each
-        collective's link row (`links`: run id -> name -> row) for the compare view."""
+    def diff(self, a: int, b: int) -> DiffView:
+        """app.workbench.diff.compare of b against a, as the compare view shows it."""
         with self.sessions() as session:
-            found = compare(session, a, b)
-            found["runs"] = {i: queries.get_run(session, i) for i in (a, b)}
-            # each collective's link row, for the aligned timelines
-            found["links"] = {
-                i: {name: row for name, (row, _) in collective_groups(session, i, run_mesh(run)).items()}
-                for i, run in found["runs"].items()
-            }
-        found["durations"] = {i: [r.duration_ns for r in self.op_records(i)] for i in (a, b)}
-        return found
+            comparison = compare(session, a, b)
+            both = Sides(stored_runs.get_run(session, a), stored_runs.get_run(session, b))
+            links = Sides(*(_link_rows(session, run) for run in (both.a, both.b)))
+        durations = Sides(*([r.duration_ns for r in self.op_records(i)] for i in (a, b)))
+        return DiffView(comparison, both, links, durations)
 
     # --- re-runs and exports ----------------------------------------------------------------------
 
@@ -354,6 +353,11 @@ class Explorer:
     def export(self, run_id: int, fmt: str) -> tuple[str, str, str | None]:
         with self.sessions() as session:
             return export_run(session, run_id, fmt)
+
+
+def _link_rows(session: Session, run: Run) -> dict[str, str]:
+    """Each collective's link row: op name -> row."""
+    return {name: group.row for name, group in collective_groups(session, run.id, run_mesh(run)).items()}
 
 
 def _baseline(stored: Sequence[Run], target: str, options: CompileOptions) -> int | None:

@@ -13,7 +13,8 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from tilescope.compiler.sim.tracks import parse_track
-from tilescope.perfdb import queries
+from tilescope.perfdb import timeline
+from tilescope.perfdb.runs import op_record
 
 MAX_BUCKETS = 60
 MIN_BUCKETS = 10
@@ -82,11 +83,11 @@ class Picked:
 
 def op_zones(session: Session, run_id: int, op: str | None) -> list[FoundZone]:
     """One op's zones, one per core it ran on, by start."""
-    record = queries.op_record(session, run_id, op) if op else None
+    record = op_record(session, run_id, op) if op else None
     if record is None:
         return []
     # the op's own time window bounds the scan; the device row is not a core
-    zones = queries.zones(session, run_id, record.start_ns, record.start_ns + record.duration_ns, depth=0, op=op)
+    zones = timeline.zones(session, run_id, record.start_ns, record.start_ns + record.duration_ns, depth=0, op=op)
     return [
         FoundZone(z.op, z.track, z.start_ns, z.end_ns - z.start_ns) for z in zones if parse_track(z.track) is not None
     ]

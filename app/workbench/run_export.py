@@ -14,7 +14,7 @@ from tilescope.overrides.formats import dump, left_out
 from tilescope.overrides.override_set import OverrideSet
 from tilescope.perfdb.exports import chrome_trace
 from tilescope.perfdb.ops_csv import write_csv
-from tilescope.perfdb.queries import get_run
+from tilescope.perfdb.runs import get_run
 from tilescope.perfdb.schema import Run
 
 from tilescope.app.workbench.export_formats import EXPORT_FORMATS

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.op_override import OpOverride
 from tilescope.compiler.pipeline.options import CompileOptions
-from tilescope.perfdb.queries import load_ops
+from tilescope.perfdb.runs import load_ops
 from tilescope.perfdb.records import LoadOp
 from tilescope.perfdb.schema import Run
 

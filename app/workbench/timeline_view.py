@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from tilescope.compiler.sim.tracks import is_device_track, is_link_track, parse_track
-from tilescope.perfdb import queries
+from tilescope.perfdb.runs import op_records_between
+from tilescope.perfdb.timeline import counter_envelope, counter_names, counters, merged, timeline_window
 
 from tilescope.app.workbench.run_view import RunView
 
@@ -45,9 +46,9 @@ def timeline(
     tracks = [t for t, core in rows if core is not None and bool(core.engine) == engines]
     cores = [t for t, core in rows if core is not None and not core.engine]
     span = (max(0.0, 2 * t0 - t1), min(total, 2 * t1 - t0))
-    records = queries.op_records_between(session, run.id, *span)
+    records = op_records_between(session, run.id, *span)
     # each op on the device row, those shorter than a pixel merged, as on the core rows
-    device = queries.merged(
+    device = merged(
         DEVICE_ROW,
         [r.name for r in records],
         [r.start_ns for r in records],
@@ -55,8 +56,8 @@ def timeline(
         resolution,
     )
     if system_rows:
-        device = device + queries.timeline_window(session, run.id, *span, resolution, system_rows)
-    items = queries.timeline_window(session, run.id, *span, resolution, tracks)
+        device = device + timeline_window(session, run.id, *span, resolution, system_rows)
+    items = timeline_window(session, run.id, *span, resolution, tracks)
     complete = all(i.count == 1 for i in device) and all(i.count == 1 for i in items)
     return TimelineView(device + items, [DEVICE_ROW, *system_rows, *cores], span, complete)
 
@@ -64,11 +65,11 @@ def timeline(
 def counter_steps(session: Session, run_id: int, end_ns: float) -> dict[str, list[tuple[float, float]]]:
     """The timeline's counter plots: L1 in use on the fullest core, and each shared memory's
     bandwidth in use, as (t_ns, value) steps, each to the run's end (`end_ns`)."""
-    steps = {"l1_bytes": queries.counter_envelope(session, run_id, "l1_bytes")}
-    for name in queries.counter_names(session, run_id):
+    steps = {"l1_bytes": counter_envelope(session, run_id, "l1_bytes")}
+    for name in counter_names(session, run_id):
         if name.endswith("_bytes_per_s"):
             # an op's end (0) and the next op's start share a time: the start holds after it
-            steps[name] = sorted((c.t_ns, c.value) for c in queries.counters(session, run_id, name))
+            steps[name] = sorted((c.t_ns, c.value) for c in counters(session, run_id, name))
     return {name: to_run_end(s, end_ns) for name, s in steps.items() if s}
 
 

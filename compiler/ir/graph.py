@@ -97,14 +97,16 @@ class Graph:
     outputs: list[str]
     warnings: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)  # pass results about the whole graph
-    _by_name: dict[str, Op] | None = field(default=None, repr=False, compare=False)
-    _index_key: tuple[int, int] | None = field(default=None, repr=False, compare=False)
+    _by_name: dict[str, Op] = field(default_factory=dict, repr=False, compare=False)
+    # the op list `_by_name` indexes, and its length then. The list itself, not its id: CPython
+    # gives a freed list's id to a later list, which an index keyed by id took for the old one
+    _indexed: tuple[list[Op] | None, int] = field(default=(None, 0), repr=False, compare=False)
 
     def op(self, name: str) -> Op:
-        key = (id(self.ops), len(self.ops))  # passes replace or grow the op list: rebuild then
-        if self._by_name is None or self._index_key != key:
+        indexed, length = self._indexed
+        if indexed is not self.ops or length != len(self.ops):  # passes replace or grow the list
             self._by_name = {op.name: op for op in self.ops}
-            self._index_key = key
+            self._indexed = (self.ops, len(self.ops))
         return self._by_name[name]
 
     def has_op(self, name: str) -> bool:

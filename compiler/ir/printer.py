@@ -38,7 +38,8 @@ def _type(tensor: Tensor, with_layout: bool) -> str:
 
 
 def _attr_value(value) -> str:
-    if isinstance(value, tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+    # an empty tuple (a constraint over no mesh axes) is an empty list: `array<i64: >` does not parse
+    if isinstance(value, tuple) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         return f"array<i64: {', '.join(map(str, value))}>"
     if isinstance(value, tuple):
         return f"[{', '.join(_attr_value(v) for v in value)}]"

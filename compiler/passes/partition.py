@@ -271,6 +271,7 @@ class _Partitioner:
         self.alias[dst] = self._reshard(src, want, source=op.name)
         if op.kind == "shard_to_full":
             self.graph.tensors[self.alias[dst]].sharding = self.graph.tensors[dst].sharding or want
+        del self.graph.tensors[dst]  # read as its alias from here on: no op makes it
 
     def _keep(self, op: Op) -> None:
         """An explicit collective, or an op on per-device pieces: as written."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from tilescope.compiler.frontend.mlir_import import ImportedModel
 from tilescope.compiler.ir.graph import Graph
+from tilescope.compiler.ir.verifier import verification_requested, verify
 from tilescope.compiler.passes.canonicalize import Canonicalize
 from tilescope.compiler.passes.const_eval import ConstEval
 from tilescope.compiler.passes.fold_broadcasts import FoldBroadcasts
@@ -86,6 +87,7 @@ def compile_model(
     known = Known.since(since, same_partition=unchanged(since, "partition", options)) if reuse else Known()
     levels: dict[str, Graph] = {}
     graph = model.graph
+    verifying = verification_requested()  # off unless asked: the checks walk the graph after every pass
     for level, passes in stages(target, options, known):
         if reuse and unchanged(since, level, options):
             graph = levels[level] = since.levels[level]  # levels are never changed once made
@@ -93,5 +95,7 @@ def compile_model(
         graph = graph.with_level(level)
         for compiler_pass in passes:
             graph = compiler_pass.run(graph)
+            if verifying:
+                verify(graph, after=compiler_pass.name)
         levels[level] = graph
     return Compilation(model, target, levels)

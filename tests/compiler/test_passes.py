@@ -1,73 +1,14 @@
-"""Golden tests of the passes on small graphs: what each stage removes, fuses, inserts and places."""
+"""Passes on small graphs beside their golden tests (tests/compiler/passes/): where the memory planner
+places and what it reports, and kernels that read less or buffer less than the obvious."""
 
 from __future__ import annotations
 
-import dataclasses
 
 from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.analysis.l1_usage import L1Tensor, l1_live_at
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.overrides import parse_item
-
-CANON = """
-func.func @forward(%x: tensor<32x64xf32> {ttir.name = "x"}) -> tensor<32x64xf32> {
-  %c = "ttir.constant"() <{value = dense<1.0> : tensor<1x64xf32>}> : () -> tensor<1x64xf32>
-  %b = "ttir.broadcast"(%c) : (tensor<1x64xf32>) -> tensor<32x64xf32>
-  %0 = "ttir.reshape"(%x) <{shape = [32 : i32, 64 : i32]}> : (tensor<32x64xf32>) -> tensor<32x64xf32>
-  %1 = "ttir.permute"(%0) <{permutation = array<i64: 0, 1>}> : (tensor<32x64xf32>) -> tensor<32x64xf32>
-  %2 = "ttir.add"(%1, %b) : (tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
-  %3 = "ttir.typecast"(%2) : (tensor<32x64xf32>) -> tensor<32x64xf32>
-  return %3 : tensor<32x64xf32>
-}
-"""
-
-
-def test_canonicalize_drops_no_ops_and_folds_constants(wormhole):
-    graph = compile_model(import_mlir(CANON, "canon.mlir"), wormhole).levels["graph"]
-    assert [(op.name, op.kind) for op in graph.ops] == [
-        ("constant_0", "constant"),
-        ("broadcast_0", "constant"),
-        ("add_0", "add"),
-    ]
-    assert graph.op("broadcast_0").attrs == {"folded": "broadcast"}
-    assert graph.op("add_0").inputs == ["x", "broadcast_0"]  # the reshape and permute are gone
-    assert graph.outputs == ["add_0"]  # the no-op typecast's reader (the return) reads add_0
-    assert dict(graph.meta["canonicalized"]) == {
-        "reshape_0": "no-op reshape",
-        "permute_0": "no-op permute",
-        "typecast_0": "no-op typecast",
-    }
-
-
-FUSE = """
-func.func @forward(%x: tensor<64x128xbf16> {ttir.name = "x"}, %w: tensor<128x256xbf16> {ttir.name = "w"},
-                   %b: tensor<256xbf16> {ttir.name = "b"}) -> (tensor<64x256xbf16>, tensor<64x256xbf16>) {
-  %0 = "ttir.matmul"(%x, %w) : (tensor<64x128xbf16>, tensor<128x256xbf16>) -> tensor<64x256xbf16> loc("mm")
-  %1 = "ttir.add"(%0, %b) : (tensor<64x256xbf16>, tensor<256xbf16>) -> tensor<64x256xbf16> loc("bias")
-  %2 = "ttir.gelu"(%1) : (tensor<64x256xbf16>) -> tensor<64x256xbf16> loc("act")
-  %3 = "ttir.exp"(%2) : (tensor<64x256xbf16>) -> tensor<64x256xbf16> loc("exp")
-  %4 = "ttir.exp"(%2) : (tensor<64x256xbf16>) -> tensor<64x256xbf16> loc("exp2")
-  return %3, %4 : tensor<64x256xbf16>, tensor<64x256xbf16>
-}
-"""
-
-
-def test_bias_and_activation_fuse_into_the_matmul_but_not_past_a_fork(wormhole):
-    graph = compile_model(import_mlir(FUSE, "fuse.mlir"), wormhole).levels["graph"]
-    # act has two readers, so neither exp can fuse into the matmul
-    assert [op.name for op in graph.ops] == ["mm", "exp", "exp2"]
-    mm = graph.op("mm")
-    assert mm.attrs["fused"] == ("bias", "act") and mm.attrs["fused_kinds"] == ("add", "gelu")
-    assert mm.source == ("mm", "bias", "act")
-    assert mm.inputs == ["x", "w", "b"] and mm.outputs == ["act"]
-
-
-def test_fusion_follows_the_target(wormhole):
-    no_fusion = dataclasses.replace(wormhole, fusion={"activation": False, "bias": False})
-    graph = compile_model(import_mlir(FUSE, "fuse.mlir"), no_fusion).levels["graph"]
-    assert [op.name for op in graph.ops] == ["mm", "bias", "act", "exp", "exp2"]
-
 
 PERMUTE = """
 func.func @forward(%x: tensor<256x256xbf16> {ttir.name = "x"}) -> tensor<256x256xbf16> {
@@ -77,19 +18,6 @@ func.func @forward(%x: tensor<256x256xbf16> {ttir.name = "x"}) -> tensor<256x256
   return %2 : tensor<256x256xbf16>
 }
 """
-
-
-def test_a_sharded_input_of_a_data_movement_op_gets_a_to_layout(wormhole):
-    c = compile_model(import_mlir(PERMUTE, "p.mlir"), wormhole, CompileOptions([parse_item("e=8x8:l1:block_sharded")]))
-    layout = c.levels["layout"]
-    assert [op.name for op in layout.ops] == ["e", "p.in0.to_layout", "p", "e2"]
-    convert = layout.op("p.in0.to_layout")
-    assert convert.kind == "to_layout" and convert.inputs == ["e"] and convert.source == ("p",)
-    assert layout.tensors["p.in0.to_layout"].layout.memory == "dram"
-    assert layout.op("p").inputs == ["p.in0.to_layout"]
-    # the kernel level moves the tensor out of L1 for it
-    kernel = c.kernel.op("p.in0.to_layout").meta["kernel"]
-    assert {t.path for g in kernel.groups for t in g.writes} == {"dram"}
 
 
 def test_planner_gives_live_tensors_disjoint_addresses_and_reports_the_peak(wormhole):
@@ -149,25 +77,6 @@ def test_a_tensor_the_policy_cannot_fit_stays_in_dram_with_one_line_saying_why()
     # placed at its producer, whose name it has: the op is not named twice
     assert line == f"{name} kept in dram: needs 18.0 KiB of L1 per core, largest free range 16.0 KiB"
     assert c.levels["layout"].tensors[name].layout.memory == "dram"
-
-
-LATE_BIAS = """
-func.func @forward(%x: tensor<64x128xbf16> {ttir.name = "x"}, %w: tensor<128x256xbf16> {ttir.name = "w"},
-                   %b: tensor<256xbf16> {ttir.name = "b"}) -> tensor<64x256xbf16> {
-  %0 = "ttir.matmul"(%x, %w) : (tensor<64x128xbf16>, tensor<128x256xbf16>) -> tensor<64x256xbf16> loc("mm")
-  %1 = "ttir.reshape"(%b) <{shape = [1 : i32, 256 : i32]}> : (tensor<256xbf16>) -> tensor<1x256xbf16> loc("b2d")
-  %2 = "ttir.add"(%0, %1) : (tensor<64x256xbf16>, tensor<1x256xbf16>) -> tensor<64x256xbf16> loc("bias")
-  return %2 : tensor<64x256xbf16>
-}
-"""
-
-
-def test_a_bias_produced_after_the_matmul_is_not_fused_into_it(wormhole):
-    # fusing would make the matmul read b2d before b2d runs
-    c = compile_model(import_mlir(LATE_BIAS, "late.mlir"), wormhole)
-    assert [op.name for op in c.levels["graph"].ops] == ["mm", "b2d", "bias"]
-    for level in ("graph", "layout", "kernel"):
-        import_mlir(c.mlir(level), level)  # every value is defined before use
 
 
 EMBED = """

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from tilescope.perfdb import blocks
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import timeline_window, zones
+from tilescope.perfdb.timeline import timeline_window, zones
 from tilescope.perfdb.records import ZoneColumns
 from tilescope.perfdb.schema import TimelineBlock
 from tilescope.perfdb.store import save_run

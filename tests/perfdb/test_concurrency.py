@@ -12,7 +12,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import counters, zones
+from tilescope.perfdb.timeline import counters, zones
 from tilescope.perfdb.schema import Model, OpRecord, Run, Target
 
 RUNS, OPS, ZONES_PER_OP, COUNTERS = 8, 40, 50, 30

@@ -8,7 +8,7 @@ import pytest
 
 from tilescope.perfdb import lod
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import timeline_window, zones
+from tilescope.perfdb.timeline import timeline_window, zones
 from tilescope.perfdb.records import ZoneColumns
 from tilescope.perfdb.store import save_run
 

@@ -11,7 +11,8 @@ from sqlalchemy import create_engine, inspect, text
 
 from tilescope.perfdb.engine import DatabaseError, open_db, session_factory
 from tilescope.perfdb.migrate import config, current, head, upgrade
-from tilescope.perfdb.queries import counters, get_run, list_runs, op_records, timeline_window, zones
+from tilescope.perfdb.timeline import counters, timeline_window, zones
+from tilescope.perfdb.runs import get_run, list_runs, op_records
 from tilescope.perfdb.records import ZoneColumns
 from tilescope.perfdb.schema import Base
 from tilescope.perfdb.store import save_run
@@ -337,7 +338,7 @@ def test_runs_of_the_previous_revision_keep_their_rows_and_lose_their_status(db_
 def test_runs_of_the_previous_revision_get_no_load_work_and_keep_their_rows(db_url):
     """Revision 0007: a database at 0006 keeps its runs, which did no work at load time (0 ns, no
     ops); a new run's load ops are stored beside them; downgrading drops them, keeping the runs."""
-    from tilescope.perfdb.queries import load_ops
+    from tilescope.perfdb.runs import load_ops
 
     from .test_store import BIAS_BROADCAST
 

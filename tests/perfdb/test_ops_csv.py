@@ -15,7 +15,9 @@ from tilescope.app.workbench.runs import execute
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.ops_csv import COLUMNS, DURATION, CsvImportError, import_csv, write_csv
-from tilescope.perfdb.queries import counters, diff_runs, get_run, op_records
+from tilescope.perfdb.timeline import counters
+from tilescope.perfdb.diff import diff_runs
+from tilescope.perfdb.runs import get_run, op_records
 from tilescope.perfdb.schema import MeasuredImport
 
 ANCHOR_COLUMNS = [  # what users' scripts read (tt-metal ops perf report)
@@ -105,12 +107,12 @@ def test_a_report_round_trips_as_a_measured_run(sessions, tiny_path, dispatch):
         diff = diff_runs(s, base, measured)
         record = s.query(MeasuredImport).filter_by(run_id=measured).one()
         assert (record.source, record.rows, record.matched, record.problems) == ("ops.csv", 2, 2, [])
-    assert diff["removed"] == diff["inserted"] == [] and diff["warnings"] == []
-    assert all(abs(op["delta_ns"]) <= 0.5 for op in diff["ops"])  # durations travel as whole ns
+    assert diff.removed == diff.inserted == () and diff.warnings == ()
+    assert all(abs(op.delta_ns) <= 0.5 for op in diff.ops)  # durations travel as whole ns
     # and the waits before each op, the host's before the first included: the total is kept
-    assert abs(diff["total_delta_ns"]) <= len(diff["ops"])
-    assert (diff["times"]["a"]["host_ns"] > 0) == (dispatch == "host")
-    assert all(op["changes"] == [] for op in diff["ops"])  # the measured program ran as compiled
+    assert abs(diff.total_delta_ns) <= len(diff.ops)
+    assert (diff.times.a.host_ns > 0) == (dispatch == "host")
+    assert all(op.changes == () for op in diff.ops)  # the measured program ran as compiled
 
 
 def test_a_measured_run_keeps_the_programs_bytes_and_l1_at_its_own_times(sessions, base):
@@ -322,7 +324,7 @@ def test_a_report_failing_on_a_late_row_stores_nothing(sessions, base, monkeypat
 def test_a_measured_row_of_a_load_time_op_is_measured_load_time_work(sessions):
     """The device runs a const-eval op too, once, when the model is loaded: its row in a report is
     load-time work of the measured run, not an op of its step nor a row the run lacks."""
-    from tilescope.perfdb.queries import load_ops
+    from tilescope.perfdb.runs import load_ops
 
     from .load_work import store_hoisted
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tilescope.perfdb.exports import chrome_trace
 from tilescope.perfdb.ops_csv import DURATION, LATENCY, CsvImportError, import_csv, write_csv
-from tilescope.perfdb.queries import get_run, op_records
+from tilescope.perfdb.runs import get_run, op_records
 from tilescope.perfdb.schema import Run
 from tests.fuzzing import case, fuzz_settings, one_line
 from tests.perfdb.test_ops_csv import base, sessions  # noqa: F401  (fixtures: a stored run per database)

@@ -9,7 +9,9 @@ import pytest
 from sqlalchemy import func, inspect, select
 
 from tilescope.perfdb.engine import DatabaseError, open_db, session_factory
-from tilescope.perfdb.queries import RunNotFound, get_run, list_runs, load_ops, op_records, zones
+from tilescope.perfdb.errors import RunNotFound
+from tilescope.perfdb.runs import get_run, list_runs, load_ops, op_records
+from tilescope.perfdb.timeline import zones
 from tilescope.perfdb.schema import OpRecord, Run, TimelineBlock
 from tilescope.perfdb.records import CounterColumns, LoadOp, NewOp, NewRun, ZoneColumns
 from tilescope.perfdb.store import save_run
@@ -280,7 +282,7 @@ def test_runs_of_one_model_and_target_share_their_rows(sessions):
 
 
 def test_counter_envelope_is_the_fullest_track_at_each_time(sessions):
-    from tilescope.perfdb.queries import counter_envelope
+    from tilescope.perfdb.timeline import counter_envelope
 
     samples = [
         ("core 0,0", "l1_bytes", 0.0, 100.0),

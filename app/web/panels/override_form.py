@@ -19,7 +19,7 @@ from tilescope.app.web.error_lines import error_line
 from tilescope.app.web.jobs import JOB_POLL_MS, reporter
 from tilescope.app.web.panel import PageContext, Panel, Wiring, outputs
 from tilescope.app.web.style import error, labelled, menu
-from tilescope.app.workbench.diff import rerun_delta, time_split
+from tilescope.app.workbench.diff import RerunDelta, rerun_delta, time_split
 from tilescope.app.workbench.override_form import (
     DEFAULT_CHOICE,
     DOUBLE_BUFFER_CHOICES,
@@ -148,24 +148,22 @@ def problem_list(problems: Problems) -> html.Div:
 SHOWN_MOVES = 3  # ops listed under a re-run's delta; the Runs & diff tab has them all
 
 
-def delta_note(found: dict) -> html.Div:
-    """What a re-run changed against the run it came from (diff.rerun_delta), at once: the total
-    and its device and host shares (why an op that got faster may not move the total), and the
-    ops that moved most."""
-    a, b = found["times"]["a"], found["times"]["b"]
-    delta = found["total_delta_ns"]
+def delta_note(found: RerunDelta) -> html.Div:
+    """What a re-run changed against the run it came from, at once: the total and its device and
+    host shares (why an op that got faster may not move the total), and the ops that moved most."""
+    delta = found.total_delta_ns
     head = html.P(
         [
-            html.B(f"vs #{found['a']}: "),
-            f"total {a['total_ns'] / 1e3:,.1f} -> {b['total_ns'] / 1e3:,.1f} us ",
+            html.B(f"vs #{found.a}: "),
+            f"total {found.total_ns.a / 1e3:,.1f} -> {found.total_ns.b / 1e3:,.1f} us ",
             html.Span(f"({delta / 1e3:+,.1f} us)", className="slower" if delta > 0 else "faster" if delta else ""),
             html.Br(),
             html.Span(time_split(found), className="muted"),
         ]
     )
-    moves = found["moves"]
+    moves = found.moves
     items = [
-        html.Li(f"{name} {ns / 1e3:+,.2f} us{f' ({how})' if how else ''}") for name, ns, how in moves[:SHOWN_MOVES]
+        html.Li(f"{m.name} {m.delta_ns / 1e3:+,.2f} us{f' ({m.how})' if m.how else ''}") for m in moves[:SHOWN_MOVES]
     ]
     if len(moves) > SHOWN_MOVES:
         items.append(html.Li(f"... and {len(moves) - SHOWN_MOVES} more in Runs & diff", className="muted"))

@@ -118,17 +118,20 @@ def register(wiring: Wiring) -> dict:
         found = explorer.diff(*pair)
         a, b = (explorer.op_records(i) for i in pair)
         kinds = {r.name: r.kind for r in (*a, *b)}
-        changed = {op["name"] for op in found["ops"] if op["changes"]}
+        changed = {op.name for op in found.comparison.diff.ops if op.changes}
         rows = [
             row
-            for side, records, run_id in (("A", a, pair[0]), ("B", b, pair[1]))
-            for row in timeline_rows(f"{side} #{run_id}", records, found["runs"][run_id].tracks, found["links"][run_id])
+            for side, records, run, links in (
+                ("A", a, found.runs.a, found.links.a),
+                ("B", b, found.runs.b, found.links.b),
+            )
+            for row in timeline_rows(f"{side} #{run.id}", records, run.tracks, links)
         ]
         every = isinstance(shown, list) and "show" in shown
         return dict(
             view=diff_children(found, aligned_timelines(rows, kinds, changed)),
             body=diff_body(found, every),
-            unchanged=unchanged_toggle(found),
+            unchanged=unchanged_toggle(found.comparison.diff),
         )
 
     return {"list_runs": list_runs, "show_diff": show_diff}

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from dash import Input, Output, Patch, State, dcc, html, no_update
 
+from tilescope.perfdb.statistics import OpStats
+
 from tilescope.app.web import ids
 from tilescope.app.web.callback_context import triggered
 from tilescope.app.web.grids import column, grid, grid_style
@@ -66,20 +68,20 @@ def stats_columns(by: str) -> list[dict]:
     return [first] + [column(k, label, kind, sort="desc" if k == "total_ns" else None) for k, label, kind in shown]
 
 
-def stats_data(rows: Sequence[dict], by: str) -> list[dict]:
+def stats_data(rows: Sequence[OpStats], by: str) -> list[dict]:
     """Per op name or kind, Tracy's statistics window: times in us, the share of the run in %. A
     row of one op has no spread: its mean, min, max, median and p90 are left empty rather than
     repeating its time five times."""
 
-    def value(row: dict, key: str):
+    def value(row: OpStats, key: str):
         if key == "count":
-            return row[key]
-        if key in SPREAD and row["count"] == 1:
+            return row.count
+        if key in SPREAD and row.count == 1:
             return None
-        return round(row[key], 2) if key == "pct_of_run" else us(row[key])
+        return round(row.pct_of_run, 2) if key == "pct_of_run" else us(getattr(row, key))
 
     # a row's id is its op name (or type), so a click on the table names it (cellClicked.rowId)
-    return [{"id": r[by], by: r[by], **{k: value(r, k) for k, _, _ in STAT_COLUMNS}} for r in rows]
+    return [{"id": r.group, by: r.group, **{k: value(r, k) for k, _, _ in STAT_COLUMNS}} for r in rows]
 
 
 def idle_rows(idle_ns: float, total_ns: float, by: str) -> Patch:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tilescope.app.cli import bench_goals
 from tilescope.app.cli.bench_goals import Goal, check, format_goals
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import list_runs
+from tilescope.perfdb.runs import list_runs
 
 
 def _case(name: str, compile_s: float, parse_s: float, rerun_s: float | None = None) -> dict:

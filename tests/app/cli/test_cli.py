@@ -14,7 +14,7 @@ import pytest
 from tilescope.app.cli import main
 from tilescope.compiler.frontend.mlir_import import parse_module
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import list_runs, op_records
+from tilescope.perfdb.runs import list_runs, op_records
 
 OP_KEYS = {"name", "type", "start_ns", "duration_ns", "flops", "bytes", "bound", "memory", "grid"}
 RUN_KEYS = {"run_id", "label", "model", "target", "total_ns", "created_at"}
@@ -193,7 +193,7 @@ def test_runs_json_gives_each_runs_load_time(capsys, db_url):
 def test_a_model_with_weight_only_ops_prints_and_stores_its_load_time(capsys, db_url):
     """BERT's bias reshapes depend on weights alone: the compiler runs them once at load."""
     from tilescope.app.workbench.load_time import load_line
-    from tilescope.perfdb.queries import get_run, load_ops
+    from tilescope.perfdb.runs import get_run, load_ops
     from tilescope.perfdb.records import LoadOp
 
     ref = "zoo:bert-base?layers=1"

@@ -6,20 +6,21 @@ from __future__ import annotations
 from tilescope.overrides import parse_item
 
 import json
+from dataclasses import asdict
 import re
 
 import pytest
 
 from tilescope.app.cli.db import upgrade_main
 from tilescope.app.cli.diff import main
-from tilescope.app.workbench.diff import SHOWN, SHOWN_CHANGES, device_parts
+from tilescope.app.workbench.diff import SHOWN, SHOWN_CHANGES, compare, device_parts
 from tilescope.app.workbench.runs import execute
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.migrate import head
-from tilescope.perfdb.queries import RunNotFound
+from tilescope.perfdb.errors import RunNotFound
 from tests.perfdb.test_meshes import one_vs_eight  # noqa: F401  # the fixture
-from tests.perfdb.test_queries import FC1, FC2, MLP, KEYS, change, output, stored_run
+from tests.perfdb.test_diff import FC1, FC2, MLP, KEYS, change, output, stored_run
 
 OP_KEYS = {"name", "kind", "a_ns", "b_ns", "delta_ns", "ratio", "changes"}
 
@@ -31,6 +32,11 @@ def runs(db_url, tiny_path):
     plain = execute(sessions, tiny_path).run_id
     tuned = execute(sessions, tiny_path, options=CompileOptions([parse_item("matmul_1=1x2:l1:block_sharded")])).run_id
     return plain, tuned
+
+
+def as_json(*changes) -> list[dict]:
+    """Changes as `--json` prints them."""
+    return [asdict(c) for c in changes]
 
 
 def diff_json(capsys, a, b, db_url) -> dict:
@@ -45,11 +51,11 @@ def test_json_of_a_tuned_run_against_the_plain_one(capsys, db_url, runs):
     assert all(set(op) == OP_KEYS for op in d["ops"])
     ops = {op["name"]: op for op in d["ops"]}
     assert set(ops) == {"matmul_0", "matmul_1"} and d["removed"] == d["inserted"] == []
-    assert ops["matmul_1"]["changes"] == [
+    assert ops["matmul_1"]["changes"] == as_json(
         output("memory", "dram", "l1"),
         output("memory_layout", "interleaved", "block_sharded"),
         change("grid", "8x8", "1x2"),
-    ]
+    )
     assert ops["matmul_1"]["delta_ns"] == pytest.approx(ops["matmul_1"]["b_ns"] - ops["matmul_1"]["a_ns"])
     assert ops["matmul_1"]["delta_ns"] != 0 and ops["matmul_0"]["changes"] == []
     assert abs(d["ops"][0]["delta_ns"]) >= abs(d["ops"][-1]["delta_ns"])
@@ -98,7 +104,7 @@ def test_db_upgrade(capsys, db_url):
 
 
 def test_table_lists_the_ops_in_one_run_only_with_their_time(capsys, db_url):
-    from tests.perfdb.test_queries import store
+    from tests.perfdb.test_diff import store
 
     sessions = session_factory(open_db(db_url))
     a = store(sessions, ("fc1", 1000.0, "dram", "8x8"), ("gone", 500.0, "dram", "8x8"))
@@ -129,14 +135,14 @@ def test_json_lists_the_kernel_parameters_override_items_set(capsys, db_url, mlp
     blocked = mlp(f"{FC1}=block#1x2x4:subblock#1x2:double_buffer#false")
     d = diff_json(capsys, plain, blocked, db_url)
     ops = {op["name"]: op for op in d["ops"]}
-    assert ops[FC1]["changes"] == [
+    assert ops[FC1]["changes"] == as_json(
         change("block", "default", "1x2x4"),
         change("subblock", "default", "1x2"),
         change("double_buffer", "default", "false"),
-    ]
+    )
     assert ops[FC2]["changes"] == [] and ops[FC1]["delta_ns"] > 0  # one step at a time, the engines take turns
     back = {op["name"]: op for op in diff_json(capsys, blocked, plain, db_url)["ops"]}
-    assert back[FC1]["changes"][0] == change("block", "1x2x4", "default")
+    assert back[FC1]["changes"][:1] == as_json(change("block", "1x2x4", "default"))
     # after the op's own parameters, before its inputs'
     both = mlp(f"{FC2}=fidelity#lofi:double_buffer#false", f"{FC2}=operand#1:l1:width_sharded:1x8")
     ops = {op["name"]: op for op in diff_json(capsys, plain, both, db_url)["ops"]}
@@ -206,7 +212,7 @@ def test_an_op_line_lists_the_first_changes_and_counts_the_rest(capsys, db_url, 
     )
     changes = {op["name"]: op["changes"] for op in diff_json(capsys, plain, tuned, db_url)["ops"]}[FC1]
     assert len(changes) == SHOWN_CHANGES + 2
-    assert changes[-1] == change("grid", "1x1", "1x8", operand=1)
+    assert changes[-1:] == as_json(change("grid", "1x1", "1x8", operand=1))
     assert main(plain, tuned, db_url, False) == 0
     (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{FC1} ")]
     assert line.endswith(
@@ -225,7 +231,7 @@ def test_text_names_the_settings_that_differ(capsys, db_url, mlp):
 
 
 def test_table_lists_the_ops_moved_between_the_step_and_load_time(capsys, db_url):
-    from tests.perfdb.test_queries import store
+    from tests.perfdb.test_diff import store
 
     sessions = session_factory(open_db(db_url))
     a = store(sessions, ("bias.broadcast", 300.0, "dram", "8x8"), ("fc1", 1000.0, "dram", "8x8"))
@@ -258,7 +264,7 @@ def test_the_diff_of_runs_without_load_work_says_nothing_of_it(capsys, db_url, r
 
 
 def test_text_and_json_of_one_device_against_eight(capsys, db_url, one_vs_eight):  # noqa: F811
-    _, one, eight = one_vs_eight
+    sessions, one, eight = one_vs_eight
     d = diff_json(capsys, one, eight, db_url)
     assert d["meshes"]["b"] == {"devices": 8, "mesh": [["model", 8]], "target": "t3k"}
     assert len(d["devices"]) == 8 and d["devices"][7]["a"] is None and d["devices"][7]["b"]["collectives_ns"] > 0
@@ -281,4 +287,5 @@ def test_text_and_json_of_one_device_against_eight(capsys, db_url, one_vs_eight)
     table = lines.index(f"per device (us): run {one} (a) and run {eight} (b)")
     assert [line.split()[:2] for line in lines[table + 2 : table + 10]] == [["device", str(i)] for i in range(8)]
     assert lines[table + 9].split()[2::2] == ["-"] * 4  # device 7: only in b
-    assert lines[-1] == device_parts(d) and "collectives (" in lines[-1]
+    with sessions() as session:
+        assert lines[-1] == device_parts(compare(session, one, eight)) and "collectives (" in lines[-1]

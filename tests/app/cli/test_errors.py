@@ -15,7 +15,7 @@ from werkzeug.security import check_password_hash
 from tilescope.app.cli import main
 from tilescope.compiler.frontend.model_refs import EXAMPLES
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import list_runs
+from tilescope.perfdb.runs import list_runs
 
 LONGEST_LINE = 300  # characters: an error line a terminal shows in a few rows
 

@@ -8,7 +8,7 @@ import pytest
 
 from tilescope.app.cli import main
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import op_statistics
+from tilescope.perfdb.statistics import op_statistics
 
 
 def _run(capsys, db_url, ref="zoo:bert-base?layers=1&seq=128&batch=1"):
@@ -23,15 +23,15 @@ def test_statistics_per_kind_add_up_to_the_run(capsys, db_url):
     durations = {}
     for op in run["ops"]:
         durations.setdefault(op["type"], []).append(op["duration_ns"])
-    assert {row["kind"]: row["count"] for row in rows} == {k: len(v) for k, v in durations.items()}
-    assert sum(row["total_ns"] for row in rows) == pytest.approx(sum(op["duration_ns"] for op in run["ops"]))
-    assert sum(row["pct_of_run"] for row in rows) == pytest.approx(100)
-    assert [row["total_ns"] for row in rows] == sorted((row["total_ns"] for row in rows), reverse=True)
-    matmul = next(row for row in rows if row["kind"] == "matmul")
+    assert {row.group: row.count for row in rows} == {k: len(v) for k, v in durations.items()}
+    assert sum(row.total_ns for row in rows) == pytest.approx(sum(op["duration_ns"] for op in run["ops"]))
+    assert sum(row.pct_of_run for row in rows) == pytest.approx(100)
+    assert [row.total_ns for row in rows] == sorted((row.total_ns for row in rows), reverse=True)
+    matmul = next(row for row in rows if row.group == "matmul")
     values = sorted(durations["matmul"])
-    assert matmul["min_ns"] == values[0] and matmul["max_ns"] == values[-1]
-    assert matmul["min_ns"] <= matmul["median_ns"] <= matmul["p90_ns"] <= matmul["max_ns"]
-    assert matmul["mean_ns"] == pytest.approx(sum(values) / len(values)) and matmul["self_ns"] == matmul["total_ns"]
+    assert matmul.min_ns == values[0] and matmul.max_ns == values[-1]
+    assert matmul.min_ns <= matmul.median_ns <= matmul.p90_ns <= matmul.max_ns
+    assert matmul.mean_ns == pytest.approx(sum(values) / len(values)) and matmul.self_ns == matmul.total_ns
 
 
 def test_stats_command_per_name(capsys, db_url):

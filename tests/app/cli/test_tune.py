@@ -13,7 +13,7 @@ from tilescope.app.cli import main
 from tilescope.app.cli.tune import output_paths
 from tilescope.overrides.formats import load_file
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import get_run
+from tilescope.perfdb.runs import get_run
 
 from .test_cli import assert_one_error_line, cli, run_json
 

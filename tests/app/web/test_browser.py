@@ -850,7 +850,7 @@ def test_two_users_rerun_at_once_on_two_workers(request, tmp_path, db_url, brows
         proc.stop()
         log = worker.stop() if worker else ""
     from tilescope.perfdb.engine import open_db, session_factory
-    from tilescope.perfdb.queries import list_runs
+    from tilescope.perfdb.runs import list_runs
 
     with session_factory(open_db(db_url))() as session:
         runs = list_runs(session, MODEL)

@@ -13,7 +13,7 @@ from selenium.webdriver.common.by import By
 
 from tilescope.app.workbench.explorer import Explorer
 from tilescope.overrides import parse_item
-from tilescope.perfdb import queries
+from tilescope.perfdb.runs import get_run, newest_run_id
 from tilescope.perfdb.engine import open_db, session_factory
 
 from . import serving
@@ -103,7 +103,7 @@ def test_the_form_shows_the_runs_block_and_the_next_apply_keeps_it(page, browser
     d.find_element(By.ID, "apply-overrides").click()
     _wait(d, lambda d: "applied" in _text(d, "override-status") and _settled(d), 120)
     with session_factory(open_db(db_url))() as session:
-        newest = queries.get_run(session, queries.newest_run_id(session, MODEL, "wormhole_n150"))
+        newest = get_run(session, newest_run_id(session, MODEL, "wormhole_n150"))
     assert newest.parent_id == blocked
     (item,) = [parse_item(o) for o in newest.overrides]
     assert (item.block, item.dtype, item.fidelity) == ((4, 3, 2), "bfp8", "hifi2")

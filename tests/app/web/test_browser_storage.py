@@ -10,7 +10,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import list_runs
+from tilescope.perfdb.runs import list_runs
 
 from . import serving
 from .test_browser import CLICK_NODE, MODEL, _op_nodes, _pick, _text, _wait, browser  # noqa: F401  # browser: a fixture

@@ -10,7 +10,7 @@ from selenium.webdriver.common.by import By
 
 from tilescope.app.web.job_book import LOST_AFTER_S
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import list_runs
+from tilescope.perfdb.runs import list_runs
 
 from . import serving
 from .test_browser import _prop, _settled, _shot, _text, _wait, browser  # noqa: F401  # browser: the fixture

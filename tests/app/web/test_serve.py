@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import list_runs
+from tilescope.perfdb.runs import list_runs
 
 from . import serving
 

@@ -7,7 +7,7 @@ import pytest
 from tilescope.app.workbench.explorer import Explorer
 from tilescope.app.workbench.find_zone import LISTED, MAX_BUCKETS, OP_ROW, Buckets, FoundZone, pick
 from tilescope.compiler.sim.tracks import parse_track
-from tilescope.perfdb import queries
+from tilescope.perfdb import timeline
 from tilescope.perfdb.engine import open_db, session_factory
 
 MODEL = "zoo:mlp?layers=2"
@@ -29,7 +29,7 @@ def test_an_ops_zones_are_one_per_core_it_ran_on(stored):
     assert len(zones) == record.cores == len({z.track for z in zones}) > 1
     assert all(parse_track(z.track) is not None and z.op == FC1 for z in zones)
     with explorer.sessions() as session:
-        stored_zones = queries.zones(session, run_id, depth=0, op=FC1)
+        stored_zones = timeline.zones(session, run_id, depth=0, op=FC1)
     assert sorted((z.track, z.duration_ns) for z in zones) == sorted(
         (z.track, z.end_ns - z.start_ns) for z in stored_zones if parse_track(z.track) is not None
     )

@@ -15,7 +15,7 @@ from dash import no_update
 
 from tilescope.app.workbench.model_access import MAX_SOURCE_BYTES, ModelAccess
 from tilescope.app.web.server import create_app
-from tilescope.perfdb import queries
+from tilescope.perfdb.runs import list_runs
 
 from ..web.panels.conftest import MODEL, TARGET
 from ..web.panels.conftest import data_url as _data_url
@@ -85,7 +85,7 @@ def test_a_file_outside_the_models_directories_is_refused_unread(tmp_path, secre
             assert "not an allowed model" in _message(_choose(app, ref)), ref
     assert str(secret) not in opened
     with app.explorer.sessions() as session:
-        assert [r.model_ref for r in queries.list_runs(session)] == [MODEL]  # nothing else stored
+        assert [r.model_ref for r in list_runs(session)] == [MODEL]  # nothing else stored
 
 
 def test_a_file_under_a_models_directory_opens(tmp_path, secret):
@@ -153,7 +153,7 @@ def test_a_model_over_the_ops_limit_is_refused_and_nothing_is_stored(tmp_path):
         "(tilescope serve --max-ops; the command line has none)"
     )
     with app.explorer.sessions() as session:
-        assert len(queries.list_runs(session)) == 1  # the opening model's run only
+        assert len(list_runs(session)) == 1  # the opening model's run only
 
 
 def test_a_zoo_model_far_over_the_default_limit_is_refused(tmp_path):

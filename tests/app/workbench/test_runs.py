@@ -8,8 +8,9 @@ from tilescope.compiler.pipeline.options import CompileOptions
 
 from tilescope.app.workbench import runs
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.queries import op_records, zones
+from tilescope.perfdb.runs import op_records
 from tilescope.perfdb.schema import Run
+from tilescope.perfdb.timeline import zones
 
 
 def _stored(sessions, run_id):

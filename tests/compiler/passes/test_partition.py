@@ -12,6 +12,8 @@ from tilescope.compiler.ir.opset import COLLECTIVES
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.catalog import load_target
 
+from .golden import printed, through
+
 LLAMA = "zoo:llama-3.2-1b?layers=1&seq=512"
 TP_MATMULS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 BF16 = 2
@@ -202,3 +204,69 @@ def test_a_fused_bias_is_kept_and_split_as_the_matmuls_result():
     assert whole.status == "rejected" and whole.reason.endswith(
         "cannot read operand 2 as {},{}: its rule needs {},{model}"
     )
+
+
+def test_a_sharding_constraint_is_read_through_and_leaves_no_tensor_behind():
+    """The scores are split as the model's constraint asks already: the op reading the constraint
+    reads them, and neither the constraint nor its result is left in the level (the IR
+    verifier's named-tensors rule)."""
+    graph = compile_model(load_model("sharded_attention.mlir"), load_target("t3k")).levels["partition"]
+    assert not graph.has_op("sharding_constraint_0") and "sharding_constraint_0" not in graph.tensors
+    assert graph.op("multiply_0").inputs[0] == "dot_general_3"
+
+
+COLUMN_PARALLEL = """
+module @tp attributes {mhlo.num_partitions = 2 : i32} {
+  sdy.mesh @mesh = <["model"=2]>
+  func.func @main(%x: tensor<32x64xf32>, %w: tensor<64x128xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"model"}]>}) -> tensor<32x128xf32> {
+    %y = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<32x64xf32>, tensor<64x128xf32>) -> tensor<32x128xf32>
+    %z = stablehlo.exponential %y : tensor<32x128xf32>
+    return %z : tensor<32x128xf32>
+  }
+}
+"""
+
+UNANNOTATED_MLP = """
+func.func @f(%x: tensor<32x64xbf16> {ttir.name = "x"},
+             %w1: tensor<64x256xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttir.name = "w1"},
+             %w2: tensor<256x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttir.name = "w2"}) -> tensor<32x64xbf16> {
+  %h = "ttir.matmul"(%x, %w1) : (tensor<32x64xbf16>, tensor<64x256xbf16>) -> tensor<32x256xbf16> loc("up")
+  %a = "ttir.relu"(%h) : (tensor<32x256xbf16>) -> tensor<32x256xbf16> loc("act")
+  %y = "ttir.matmul"(%a, %w2) : (tensor<32x256xbf16>, tensor<256x64xbf16>) -> tensor<32x64xbf16> loc("down")
+  return %y : tensor<32x64xbf16>
+}
+"""
+
+
+GOLDEN_COLUMN_PARALLEL = r"""module @"golden" attributes {ts.level = "partition", ts.mesh = "<[\"model\"=2]>"} {
+  func.func @forward(%arg0: tensor<32x64xf32> {ttir.name = "arg0", ts.sharding = "whole"}, %arg1: tensor<64x64xf32> {ttir.name = "arg1", ts.sharding = "[{}, {model}]"}) -> (tensor<32x128xf32>) {
+    %0 = "ts.matmul"(%arg0, %arg1) {dot_dimension_numbers = "#stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>", fused = ["exponential_0"], ts.sharding = ["[{}, {model}]"], ts.from = ["dot_general_0", "exponential_0"]} : (tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<32x64xf32> loc("dot_general_0")
+    %1 = "ts.all_gather"(%0) {axes = ["model"], dim = 1 : i64, group = 2 : i64, ts.sharding = ["[{}, {}]"], ts.from = ["exponential_0"]} : (tensor<32x64xf32>) -> tensor<32x128xf32> loc("exponential_0.all_gather")
+    return %1 : tensor<32x128xf32>
+  }
+}
+"""
+
+
+def test_a_column_parallel_weight_makes_a_split_result_gathered_whole_for_the_return():
+    _, graph = through(COLUMN_PARALLEL, load_target("wormhole_n300"), "partition")
+    # each device holds half the weight's columns and makes half the result's, which the
+    # all_gather along dim 1 makes whole again; the exponential fused into the matmul goes along
+    assert printed(graph) == GOLDEN_COLUMN_PARALLEL
+
+
+GOLDEN_UNANNOTATED_MLP = r"""module @"golden" attributes {ts.level = "partition", ts.mesh = "<[\"model\"=2]>"} {
+  func.func @forward(%arg0: tensor<32x64xbf16> {ttir.name = "x", ts.sharding = "whole"}, %arg1: tensor<64x128xbf16> {ttir.name = "w1", ts.sharding = "[{}, {model}]"}, %arg2: tensor<128x64xbf16> {ttir.name = "w2", ts.sharding = "[{model}, {}]"}) -> (tensor<32x64xbf16>) {
+    %0 = "ts.matmul"(%arg0, %arg1) {fused = ["act"], ts.sharding = ["[{}, {model}]"], ts.from = ["up", "act"]} : (tensor<32x64xbf16>, tensor<64x128xbf16>) -> tensor<32x128xbf16> loc("up")
+    %1 = "ts.matmul"(%0, %arg2) {partial = "sum", ts.sharding = ["[{}, {}] partial {model}"], ts.from = ["down"]} : (tensor<32x128xbf16>, tensor<128x64xbf16>) -> tensor<32x64xbf16> loc("down")
+    %2 = "ts.all_reduce"(%1) {axes = ["model"], group = 2 : i64, reduce = "sum", ts.sharding = ["[{}, {}]"], ts.from = ["down"]} : (tensor<32x64xbf16>) -> tensor<32x64xbf16> loc("down.all_reduce")
+    return %2 : tensor<32x64xbf16>
+  }
+}
+"""
+
+
+def test_an_unannotated_mlp_is_split_megatron_style_with_one_all_reduce():
+    _, graph = through(UNANNOTATED_MLP, load_target("wormhole_n300"), "partition")
+    # up's weight by columns, down's by rows: down makes partial sums, which one all_reduce adds
+    assert printed(graph) == GOLDEN_UNANNOTATED_MLP

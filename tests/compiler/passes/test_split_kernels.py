@@ -1,5 +1,6 @@
-"""split-kernels: an op shaped like one split before takes that kernel under its own tensors'
-names, and gets what splitting it on its own gives."""
+"""split-kernels: each op's work split over its grid into reads, compute and writes per core; an
+op shaped like one split before takes that kernel under its own tensors' names, and gets what
+splitting it on its own gives."""
 
 import pytest
 
@@ -7,6 +8,8 @@ from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.passes.split_kernels import SplitKernels
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.targets.catalog import load_target
+
+from .golden import printed, through
 
 
 @pytest.mark.parametrize(
@@ -53,3 +56,92 @@ def test_a_renamed_kernel_is_timed_as_its_own_op():
         return ops, list(sim.zones), list(sim.counters)
 
     assert rows(shared) == rows(alone)
+
+
+MATMUL_ADD_VIEW = """
+func.func @f(%x: tensor<64x64xbf16> {ttir.name = "x"}, %w: tensor<64x64xbf16> {ttir.name = "w"}) -> tensor<1x64x64xbf16> {
+  %0 = "ttir.matmul"(%x, %w) : (tensor<64x64xbf16>, tensor<64x64xbf16>) -> tensor<64x64xbf16> loc("mm")
+  %1 = "ttir.add"(%0, %x) : (tensor<64x64xbf16>, tensor<64x64xbf16>) -> tensor<64x64xbf16> loc("residual")
+  %2 = "ttir.reshape"(%1) <{shape = [1 : i32, 64 : i32, 64 : i32]}> : (tensor<64x64xbf16>) -> tensor<1x64x64xbf16> loc("view")
+  return %2 : tensor<1x64x64xbf16>
+}
+"""
+
+
+GOLDEN_MATMUL_ADD_VIEW = r"""module @"golden" attributes {ts.level = "kernel"} {
+  func.func @forward(%arg0: tensor<64x64xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>> {ttir.name = "x"}, %arg1: tensor<64x64xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>> {ttir.name = "w"}) -> (tensor<1x64x64xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>>) {
+    %0 = "ts.matmul"(%arg0, %arg1) ({
+      "ts.cores"() ({
+        "ts.read"() {bytes = 8192 : i64, path = "dram", tensor = "x"} : () -> ()
+        "ts.read"() {bytes = 4096 : i64, path = "dram", tensor = "w"} : () -> ()
+        "ts.cb"() {bytes = 16384 : i64, name = "in0", pages = 8 : i64, tensor = "x"} : () -> ()
+        "ts.cb"() {bytes = 8192 : i64, name = "in1", pages = 4 : i64, tensor = "w"} : () -> ()
+        "ts.cb"() {bytes = 4096 : i64, name = "out", pages = 2 : i64, tensor = "mm"} : () -> ()
+        "ts.compute"() {cycles = 128 : i64, engine = "matrix", fidelity = "hifi2", tiles = 4 : i64} : () -> ()
+        "ts.write"() {bytes = 4096 : i64, path = "dram", tensor = "mm"} : () -> ()
+      }) {blocks = 1 : i64, cores = array<i64: 0, 0>} : () -> ()
+      "ts.cores"() ({
+        "ts.read"() {bytes = 8192 : i64, path = "mcast", tensor = "x"} : () -> ()
+        "ts.read"() {bytes = 4096 : i64, path = "dram", tensor = "w"} : () -> ()
+        "ts.cb"() {bytes = 16384 : i64, name = "in0", pages = 8 : i64, tensor = "x"} : () -> ()
+        "ts.cb"() {bytes = 8192 : i64, name = "in1", pages = 4 : i64, tensor = "w"} : () -> ()
+        "ts.cb"() {bytes = 4096 : i64, name = "out", pages = 2 : i64, tensor = "mm"} : () -> ()
+        "ts.compute"() {cycles = 128 : i64, engine = "matrix", fidelity = "hifi2", tiles = 4 : i64} : () -> ()
+        "ts.write"() {bytes = 4096 : i64, path = "dram", tensor = "mm"} : () -> ()
+      }) {blocks = 1 : i64, cores = array<i64: 0, 1>} : () -> ()
+    }) {block = array<i64: 2, 1, 2>, grid = array<i64: 8, 8>, program = "matmul_1d_mcast_in0", ts.from = ["mm"]} : (tensor<64x64xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>>, tensor<64x64xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>>) -> tensor<64x64xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>> loc("mm")
+    %1 = "ts.add"(%0, %arg0) ({
+      "ts.cores"() ({
+        "ts.read"() {bytes = 2048 : i64, path = "dram", tensor = "mm"} : () -> ()
+        "ts.read"() {bytes = 2048 : i64, path = "dram", tensor = "x"} : () -> ()
+        "ts.cb"() {bytes = 4096 : i64, name = "in0", pages = 2 : i64, tensor = "mm"} : () -> ()
+        "ts.cb"() {bytes = 4096 : i64, name = "in1", pages = 2 : i64, tensor = "x"} : () -> ()
+        "ts.cb"() {bytes = 4096 : i64, name = "out", pages = 2 : i64, tensor = "residual"} : () -> ()
+        "ts.compute"() {cycles = 8 : i64, engine = "vector", tiles = 1 : i64} : () -> ()
+        "ts.write"() {bytes = 2048 : i64, path = "dram", tensor = "residual"} : () -> ()
+      }) {blocks = 1 : i64, cores = array<i64: 0, 0, 0, 1, 0, 2, 0, 3>} : () -> ()
+    }) {grid = array<i64: 8, 8>, program = "eltwise", ts.from = ["residual"]} : (tensor<64x64xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>>, tensor<64x64xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>>) -> tensor<64x64xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>> loc("residual")
+    %2 = "ts.reshape"(%1) {grid = array<i64: 8, 8>, shape = "[1 : i32, 64 : i32, 64 : i32]", ts.from = ["view"]} : (tensor<64x64xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>>) -> tensor<1x64x64xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>> loc("view")
+    return %2 : tensor<1x64x64xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>>
+  }
+}
+"""
+
+
+def test_a_thin_matmul_multicasts_a_an_eltwise_op_spreads_its_tiles_and_a_view_does_nothing(wormhole):
+    """2x2 output tiles: the 1D program gives each of 2 cores a column, the first fetching all of
+    A and multicasting it to the other; the add's 4 tiles go a tile a core; the reshape only adds
+    a size-1 dim, so it is a view of the add's bytes, with no kernel."""
+    _, graph = through(MATMUL_ADD_VIEW, wormhole, "split-kernels")
+    assert printed(graph) == GOLDEN_MATMUL_ADD_VIEW
+
+
+EXP_CHAIN = """
+func.func @f(%x: tensor<64x64xbf16> {ttir.name = "x"}) -> tensor<64x64xbf16> {
+  %0 = "ttir.exp"(%x) : (tensor<64x64xbf16>) -> tensor<64x64xbf16> loc("e0")
+  %1 = "ttir.exp"(%0) : (tensor<64x64xbf16>) -> tensor<64x64xbf16> loc("e1")
+  %2 = "ttir.exp"(%1) : (tensor<64x64xbf16>) -> tensor<64x64xbf16> loc("e2")
+  return %2 : tensor<64x64xbf16>
+}
+"""
+
+
+GOLDEN_E2 = r"""    %2 = "ts.exp"(%1) ({
+      "ts.cores"() ({
+        "ts.read"() {bytes = 2048 : i64, path = "dram", tensor = "e1"} : () -> ()
+        "ts.cb"() {bytes = 4096 : i64, name = "in0", pages = 2 : i64, tensor = "e1"} : () -> ()
+        "ts.cb"() {bytes = 4096 : i64, name = "out", pages = 2 : i64, tensor = "e2"} : () -> ()
+        "ts.compute"() {cycles = 8 : i64, engine = "vector", tiles = 1 : i64} : () -> ()
+        "ts.write"() {bytes = 2048 : i64, path = "dram", tensor = "e2"} : () -> ()
+      }) {blocks = 1 : i64, cores = array<i64: 0, 0, 0, 1, 0, 2, 0, 3>} : () -> ()
+    }) {grid = array<i64: 8, 8>, program = "eltwise", ts.from = ["e2"]} : (tensor<64x64xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>>) -> tensor<64x64xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>> loc("e2")
+"""
+
+
+def test_an_op_shaped_like_one_before_takes_its_kernel_under_its_own_names(wormhole):
+    """e1 and e2 read and write tensors laid out alike (e0 reads an input, laid out otherwise):
+    e2's kernel is e1's, reading e1 and writing e2."""
+    _, graph = through(EXP_CHAIN, wormhole, "split-kernels")
+    e0, e1, e2 = (graph.op(name).meta["kernel"] for name in ("e0", "e1", "e2"))
+    assert e0.like is None and e1.like is None and e2.like is e1
+    assert printed(graph, "e2") == GOLDEN_E2

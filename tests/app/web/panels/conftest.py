@@ -9,7 +9,8 @@ import pytest
 
 from tilescope.app.web.server import create_app
 from tilescope.app.workbench.override_form import FormValues
-from tilescope.perfdb import queries
+from tilescope.perfdb import timeline
+from tilescope.perfdb.runs import op_records
 
 MODEL = "zoo:mlp?layers=1"
 TARGET = "wormhole_n150"
@@ -64,7 +65,7 @@ def data_url(data: bytes | str) -> str:
 
 def records(app, run_id: int) -> dict:
     with app.explorer.sessions() as session:
-        return {r.name: r for r in queries.op_records(session, run_id)}
+        return {r.name: r for r in op_records(session, run_id)}
 
 
 def marked_text(shown: dict) -> str:
@@ -75,7 +76,7 @@ def marked_text(shown: dict) -> str:
 
 def zones(app, run_id: int, depth: int | None = None) -> list:
     with app.explorer.sessions() as session:
-        return queries.zones(session, run_id, depth=depth)
+        return timeline.zones(session, run_id, depth=depth)
 
 
 def fired(prop_id: str, callback, *args, **kwargs):

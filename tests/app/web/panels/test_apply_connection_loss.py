@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import make_url
 
 from tilescope.app.web.server import create_app
-from tilescope.perfdb import queries
+from tilescope.perfdb.runs import list_runs
 from tilescope.perfdb.schema import Run
 
 from .conftest import MODEL, TARGET, apply, shown_run
@@ -53,7 +53,7 @@ def pg_app(pg_schemas, postgres_url, tmp_path):
 
 def _runs(app) -> list[int]:
     with app.explorer.sessions() as session:
-        return sorted(r.id for r in queries.list_runs(session, MODEL))
+        return sorted(r.id for r in list_runs(session, MODEL))
 
 
 def test_the_first_apply_after_the_database_dropped_its_connections_stores_its_run(pg_app):

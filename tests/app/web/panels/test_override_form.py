@@ -13,7 +13,7 @@ from tilescope.app.workbench import runs
 from tilescope.overrides import Problems
 from tilescope.overrides.override_set import MAX_ITEMS
 from tilescope.overrides.validate import SHOWN_PROBLEMS
-from tilescope.perfdb import queries
+from tilescope.perfdb import runs as stored_runs
 
 from . import conftest
 from ...workbench.test_override_form import CROWDED, CROWDING
@@ -96,8 +96,10 @@ def test_after_apply_every_view_shares_one_read_of_the_new_run_and_one_compile_l
     base_id = shown_run(cb)
     cb["show_summary"](base_id)  # the page shows the run Apply starts from
     reads, lookups = [], []
-    get_run, compile_cached = queries.get_run, runs.compile_cached
-    monkeypatch.setattr(queries, "get_run", lambda session, run_id: reads.append(run_id) or get_run(session, run_id))
+    get_run, compile_cached = stored_runs.get_run, runs.compile_cached
+    monkeypatch.setattr(
+        stored_runs, "get_run", lambda session, run_id: reads.append(run_id) or get_run(session, run_id)
+    )
     monkeypatch.setattr(runs, "compile_cached", lambda *a, **k: lookups.append(a[0]) or compile_cached(*a, **k))
 
     new_id = rerun(cb, base_id, memory="l1", memory_layout="width_sharded", rows=8, cols=8)

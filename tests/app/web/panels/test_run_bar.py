@@ -11,7 +11,7 @@ from tilescope.app.workbench import explorer as explorer_module
 from tilescope.app.web.server import create_app
 from tilescope.app.workbench.runs import execute
 from tilescope.compiler.pipeline.options import CompileOptions
-from tilescope.perfdb import queries
+from tilescope.perfdb.runs import list_runs
 
 from .conftest import FC1, MODEL, POLICY, TARGET, data_url, fired, progress, rerun, shown_run
 
@@ -79,12 +79,12 @@ def test_an_uploaded_mlir_file_becomes_a_model_with_a_run(app, cb):
     ],
 )
 def test_a_bad_upload_is_one_line_on_the_page_and_changes_nothing(app, cb, name, data, reason):
-    before = len(queries.list_runs(app.explorer.sessions()))
+    before = len(list_runs(app.explorer.sessions()))
     loaded = cb["upload_model"](progress, data_url(data), name, TARGET, POLICY)
     assert loaded["model_options"] is no_update and loaded["model"] is no_update
     text = loaded["message"].children
     assert reason in text and "\n" not in text and "Traceback" not in text
-    assert len(queries.list_runs(app.explorer.sessions())) == before
+    assert len(list_runs(app.explorer.sessions())) == before
 
 
 def test_an_upload_over_the_size_limit_is_refused(cb, monkeypatch):

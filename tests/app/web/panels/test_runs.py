@@ -12,7 +12,7 @@ from tilescope.app.web.callback_context import diff_pair
 from tilescope.app.web.diff_view import aligned_timelines, diff_body, duration_histogram, timeline_rows
 from tilescope.app.web.timeline_figure import timeline_figure
 from tilescope.app.workbench.diff import device_parts
-from tilescope.perfdb.queries import WindowItem
+from tilescope.perfdb.timeline import WindowItem
 
 from .conftest import CONSUMER, FC1, apply, rerun, shown_run
 
@@ -114,14 +114,15 @@ def _operand_in_l1(app, cb):
 
 def test_the_diff_shows_the_inserted_op_the_time_split_and_warns_of_other_targets(app, cb):
     base_id, run_id, found, view = _operand_in_l1(app, cb)
-    (inserted,) = found["inserted"]
+    d = found.comparison.diff
+    (inserted,) = d.inserted
     rows = {r["name"]: r for r in _delta_table(cb["show_diff"]([], run_id)).rowData}
-    assert inserted["name"] == f"{CONSUMER}.in1.to_layout" and rows[inserted["name"]]["only"] == "B"
+    assert inserted.name == f"{CONSUMER}.in1.to_layout" and rows[inserted.name]["only"] == "B"
     assert not [r for r in rows.values() if r["only"] == "A"]
     assert (
         "operand 1 memory dram->l1, operand 1 memory_layout interleaved->width_sharded, operand 1 grid 1x1->1x8" in view
     )
-    assert f"device {found['device_delta_ns'] / 1e3:+.2f} us, host/idle {found['host_delta_ns'] / 1e3:+.2f} us" in view
+    assert f"device {d.device_delta_ns / 1e3:+.2f} us, host/idle {d.host_delta_ns / 1e3:+.2f} us" in view
     assert "Warning" not in view
     other_id = shown_run(cb, target="blackhole_p150")
     view = str(cb["show_diff"]([base_id, other_id], other_id))
@@ -166,19 +167,20 @@ def test_the_diff_explains_the_device_delta_by_the_ops_it_lists(app, cb):
     """Slower and faster ops (all of them), inserted ones: their times add up to the device delta,
     so a slowdown whose largest rows are faster ops still shows where the time went."""
     base_id, run_id, found, view = _operand_in_l1(app, cb)
-    (inserted,) = found["inserted"]
-    assert f"device {found['device_delta_ns'] / 1e3:+,.2f} us = " in view
-    assert f"1 inserted {inserted['ns'] / 1e3:+,.2f} us" in view
-    slower = [op["delta_ns"] for op in found["ops"] if op["delta_ns"] > 0]
-    faster = [op["delta_ns"] for op in found["ops"] if op["delta_ns"] < 0]
-    listed = sum(slower) + sum(faster) + inserted["ns"]
-    said = device_parts(found)
+    d = found.comparison.diff
+    (inserted,) = d.inserted
+    assert f"device {d.device_delta_ns / 1e3:+,.2f} us = " in view
+    assert f"1 inserted {inserted.ns / 1e3:+,.2f} us" in view
+    slower = [op.delta_ns for op in d.ops if op.delta_ns > 0]
+    faster = [op.delta_ns for op in d.ops if op.delta_ns < 0]
+    listed = sum(slower) + sum(faster) + inserted.ns
+    said = device_parts(found.comparison)
     if slower:
         assert f"{len(slower)} op{'s' * (len(slower) != 1)} slower {sum(slower) / 1e3:+,.2f} us" in said
     if faster:
         assert f"{len(faster)} faster {sum(faster) / 1e3:+,.2f} us" in said
     # what the parts leave is named, never silently dropped
-    assert ("overlap on the device" in said) == (abs(found["device_delta_ns"] - listed) >= 5)
+    assert ("overlap on the device" in said) == (abs(d.device_delta_ns - listed) >= 5)
 
 
 def _find(component, component_id: str):
@@ -198,18 +200,18 @@ def _delta_table(view):
 
 def test_an_inserted_op_is_a_marked_row_of_the_delta_table_and_unchanged_ops_are_hidden(app, cb):
     base_id, run_id, found, _ = _operand_in_l1(app, cb)
-    (inserted,) = found["inserted"]
+    (inserted,) = found.comparison.diff.inserted
     view = cb["show_diff"]([], run_id)
     rows = {r["name"]: r for r in _delta_table(view).rowData}
-    row = rows[inserted["name"]]
-    assert row["a_us"] is None and row["b_us"] == pytest.approx(inserted["ns"] / 1e3, abs=1e-3)
+    row = rows[inserted.name]
+    assert row["a_us"] is None and row["b_us"] == pytest.approx(inserted.ns / 1e3, abs=1e-3)
     assert row["delta_us"] == row["b_us"] and row["only"] == "B" and row["changes"] == f"inserted: only in B #{run_id}"
     # the rows left out: ops no faster, no slower and unchanged; the toggle counts them
-    still = [op["name"] for op in found["ops"] if not op["changes"] and abs(op["delta_ns"]) < 5]
+    still = [op.name for op in found.comparison.diff.ops if not op.changes and abs(op.delta_ns) < 5]
     assert still and not set(still) & set(rows)
     assert view["unchanged"] == [{"label": f" show the {len(still)} unchanged ops", "value": "show"}]
     shown = {r["name"] for r in _delta_table(cb["show_diff"]([], run_id, "runs", ["show"])).rowData}
-    assert set(still) <= shown and inserted["name"] in shown
+    assert set(still) <= shown and inserted.name in shown
     # the changes wrap in a wide column rather than being cut
     changes = next(c for c in _delta_table(view).columnDefs if c["field"] == "changes")
     assert changes["wrapText"] and changes["autoHeight"]
@@ -218,9 +220,9 @@ def test_an_inserted_op_is_a_marked_row_of_the_delta_table_and_unchanged_ops_are
 def test_a_removed_op_is_a_row_of_its_own_too(app, cb):
     base_id, run_id, _, _ = _operand_in_l1(app, cb)
     found = app.explorer.diff(run_id, base_id)  # against the run without the to_layout
-    (removed,) = found["removed"]
+    (removed,) = found.comparison.diff.removed
     rows = {r["name"]: r for r in _delta_table({"body": diff_body(found)}).rowData}
-    row = rows[removed["name"]]
+    row = rows[removed.name]
     assert row["only"] == "A" and row["b_us"] is None and row["delta_us"] == -row["a_us"]
     assert row["changes"] == f"removed: only in A #{run_id}"
 

@@ -8,7 +8,7 @@ from dash import no_update
 from tilescope.app.web.grids import grid_style
 from tilescope.app.web.panels.statistics import IDLE_ROW, LIST_PX, PICK_HINT, found_list
 from tilescope.app.workbench.find_zone import MAX_BUCKETS, pick
-from tilescope.perfdb import queries
+from tilescope.perfdb import timeline
 
 from .conftest import CONSUMER, FC1, shown_run
 
@@ -68,7 +68,7 @@ def test_a_bar_picked_lists_its_zones_and_a_row_selects_and_pins_its_zone(app, c
     assert listed["note"].startswith(f"{counts[tallest]} zones of ") and "more" not in listed["note"]
     assert [c["field"] for c in listed["columns"]] == ["track", "start_us", "duration_us"]
     with app.explorer.sessions() as session:
-        by_core = {z.track: z for z in queries.zones(session, run_id, depth=0, op=FC1)}
+        by_core = {z.track: z for z in timeline.zones(session, run_id, depth=0, op=FC1)}
     lo, hi = found["figure"].data[0].customdata[tallest]
     for row in rows:
         zone = by_core[row["track"]]

@@ -14,8 +14,8 @@ from dash import no_update
 from tilescope.app.web.panels.timeline import x_window
 from tilescope.app.web.style import kind_colour
 from tilescope.app.web.timeline_figure import LANE_PX, MERGED_COLOUR, ROW_PX, row_key, row_label, timeline_figure
-from tilescope.perfdb import queries
-from tilescope.perfdb.queries import WindowItem
+from tilescope.perfdb.runs import op_records
+from tilescope.perfdb.timeline import WindowItem
 
 from .conftest import FC1, shown_run, zones
 
@@ -211,7 +211,7 @@ def test_the_timeline_adds_engine_lanes_and_counter_plots_and_keeps_a_counter_zo
     assert max(plots["L1 in use, fullest core"].y) == max(v for _, v in memory.envelope) / 1024
     # while an op that reads DRAM runs, the plot shows its bytes over its time
     with app.explorer.sessions() as session:
-        record = next(r for r in queries.op_records(session, run_id) if r.bytes.get("dram"))
+        record = next(r for r in op_records(session, run_id) if r.bytes.get("dram"))
     at = list(plots["DRAM bandwidth"].x).index(record.start_ns / 1e3)
     expected = record.bytes["dram"] / (record.duration_ns / 1e9) / 1e9
     assert abs(plots["DRAM bandwidth"].y[at] - expected) < 1e-6 * expected

@@ -13,7 +13,47 @@ from tilescope.compiler.passes.normalize import Normalize
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
 
-NAMED_DPS = str(Path(__file__).parents[1] / "data" / "named_dps.mlir")
+from .golden import lines, run
+
+NAMED_DPS = str(Path(__file__).parents[2] / "data" / "named_dps.mlir")
+
+DIALECTS = """
+func.func @f(%x: tensor<32x64xf32> {ttir.name = "x"}, %w: tensor<64x64xf32> {ttir.name = "w"}) -> tensor<32x64xf32> {
+  %y = "stablehlo.dot_general"(%x, %w) {dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>} : (tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<32x64xf32> loc("y")
+  %e = "ttir.empty"() : () -> tensor<32x64xf32> loc("e")
+  %z = "ttir.mul"(%y, %y, %e) : (tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32> loc("z")
+  %u = "ttir.frobnicate"(%z) : (tensor<32x64xf32>) -> tensor<32x64xf32> loc("u")
+  %v = "tosa.exp"(%u) : (tensor<32x64xf32>) -> tensor<32x64xf32> loc("v")
+  return %v : tensor<32x64xf32>
+}
+"""
+
+CUSTOM_CALLS = """
+func.func @f(%x: tensor<32x64xf32> {ttir.name = "x"}) -> tensor<32x64xf32> {
+  %s = "stablehlo.custom_call"(%x) {call_target_name = "Sharding"} : (tensor<32x64xf32>) -> tensor<32x64xf32> loc("s")
+  %k = "stablehlo.custom_call"(%s) {call_target_name = "my_kernel"} : (tensor<32x64xf32>) -> tensor<32x64xf32> loc("k")
+  return %k : tensor<32x64xf32>
+}
+"""
+
+
+def test_three_dialects_become_one_vocabulary():
+    graph = run(DIALECTS)
+    # the destination operand `e` goes with its empty; an op outside the vocabulary stays, opaque
+    assert lines(graph) == [
+        "y = matmul(x, w)",
+        "z = multiply(y, y)",
+        "u = opaque(z) {source_op=ttir.frobnicate}",
+        "v = exp(u)",
+    ]
+    assert [op.source for op in graph.ops] == [("y",), ("z",), ("u",), ("v",)]
+    assert "e" not in graph.tensors
+    assert graph.warnings == ["ops kept as opaque (generic DRAM cost): ttir.frobnicate x1"]
+
+
+def test_a_custom_call_is_what_its_target_says():
+    graph = run(CUSTOM_CALLS)
+    assert lines(graph) == ["s = sharding_constraint(x)", "k = opaque(s) {source_op=stablehlo.custom_call}"]
 
 
 @pytest.fixture

@@ -1,3 +1,5 @@
+"""canonicalize: no-ops dropped, chains of reshapes and casts shortened, work on constants folded."""
+
 from tilescope.compiler.passes.canonicalize import Canonicalize
 
 from .golden import lines, run
@@ -61,3 +63,28 @@ def test_no_ops_in_a_row_are_all_read_past_by_every_reader_and_the_outputs():
         "same1": "no-op reshape",
         "same2": "no-op reshape",
     }
+
+
+CONSTANTS = """
+func.func @f(%x: tensor<32x64xf32> {ttir.name = "x"}) -> tensor<32x64xf32> {
+  %c = "ttir.constant"() <{value = dense<1.0> : tensor<1x64xf32>}> : () -> tensor<1x64xf32> loc("c")
+  %b = "ttir.broadcast"(%c) : (tensor<1x64xf32>) -> tensor<32x64xf32> loc("c.broadcast")
+  %r = "ttir.reshape"(%x) <{shape = [32 : i32, 64 : i32]}> : (tensor<32x64xf32>) -> tensor<32x64xf32> loc("same_shape")
+  %p = "ttir.permute"(%r) <{permutation = array<i64: 0, 1>}> : (tensor<32x64xf32>) -> tensor<32x64xf32> loc("identity")
+  %y = "ttir.add"(%p, %b) : (tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32> loc("y")
+  %t = "ttir.typecast"(%y) : (tensor<32x64xf32>) -> tensor<32x64xf32> loc("same_type")
+  return %t : tensor<32x64xf32>
+}
+"""
+
+
+def test_no_ops_go_and_work_on_constants_becomes_a_constant():
+    graph = run(CONSTANTS, Canonicalize())
+    assert lines(graph) == ["c = constant()", "c.broadcast = constant() {folded=broadcast}", "y = add(x, c.broadcast)"]
+    assert graph.outputs == ["y"]  # the return read the no-op cast: it reads what the cast read
+    assert graph.tensors["c.broadcast"].is_constant and not graph.tensors["y"].is_constant
+    assert graph.meta["canonicalized"] == [
+        ("same_shape", "no-op reshape"),
+        ("identity", "no-op permute"),
+        ("same_type", "no-op typecast"),
+    ]

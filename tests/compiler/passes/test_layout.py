@@ -13,6 +13,8 @@ from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import parse_item
 
+from .golden import printed, through
+
 
 def _outcome(compilation):
     (outcome,) = compilation.override_outcomes
@@ -246,3 +248,63 @@ def test_result_override_lays_out_that_output(wormhole, tiny_path):
     c = _compile(tiny_path, wormhole, "matmul_1=result#0:1x2:l1:block_sharded")
     assert _outcome(c).status == APPLIED
     assert c.levels["layout"].tensors["matmul_1"].layout.memory == "l1"
+
+
+MATMUL_ADD = """
+func.func @f(%x: tensor<256x256xbf16> {ttir.name = "x"},
+             %w: tensor<256x256xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttir.name = "w"}) -> tensor<256x256xbf16> {
+  %y = "ttir.matmul"(%x, %w) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("mm")
+  %z = "ttir.add"(%y, %x) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("residual")
+  return %z : tensor<256x256xbf16>
+}
+"""
+
+
+GOLDEN_DRAM_INTERLEAVED = r"""module @"golden" attributes {ts.level = "layout"} {
+  func.func @forward(%arg0: tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>> {ttir.name = "x"}, %arg1: tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>> {ttir.name = "w"}) -> (tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>>) {
+    %0 = "ts.matmul"(%arg0, %arg1) {grid = array<i64: 8, 8>, ts.from = ["mm"]} : (tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>>, tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>>) -> tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>> loc("mm")
+    %1 = "ts.add"(%0, %arg0) {grid = array<i64: 8, 8>, ts.from = ["residual"]} : (tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>>, tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>>) -> tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>> loc("residual")
+    return %1 : tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>>
+  }
+}
+"""
+
+
+def test_by_default_every_tensor_is_interleaved_in_dram_and_every_op_runs_on_the_whole_grid(wormhole):
+    given, graph = through(MATMUL_ADD, wormhole, "assign-layouts")
+    assert all(t.layout is None for t in given.tensors.values())
+    assert printed(graph) == GOLDEN_DRAM_INTERLEAVED
+
+
+GOLDEN_GREEDY_L1 = r"""module @"golden" attributes {ts.level = "layout"} {
+  func.func @forward(%arg0: tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>> {ttir.name = "x"}, %arg1: tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>> {ttir.name = "w"}) -> (tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>>) {
+    %0 = "ts.matmul"(%arg0, %arg1) {grid = array<i64: 8, 8>, ts.from = ["mm"]} : (tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>>, tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>>) -> tensor<256x256xbf16, #ts.layout<l1, block_sharded, grid 8x8, bf16, tile 32x32>> loc("mm")
+    %1 = "ts.add"(%0, %arg0) {grid = array<i64: 8, 8>, ts.from = ["residual"]} : (tensor<256x256xbf16, #ts.layout<l1, block_sharded, grid 8x8, bf16, tile 32x32>>, tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>>) -> tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>> loc("residual")
+    return %1 : tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>>
+  }
+}
+"""
+
+
+def test_greedy_l1_keeps_each_result_in_l1_sharded_evenly_over_its_ops_grid(wormhole):
+    _, graph = through(MATMUL_ADD, wormhole, "assign-layouts", policy="greedy-l1")
+    # 8 x 8 tiles each: mm's result block-sharded a tile per core of its 8x8 grid; the returned
+    # result, the input and the weight stay in DRAM
+    assert printed(graph) == GOLDEN_GREEDY_L1
+
+
+GOLDEN_OVERRIDDEN = r"""module @"golden" attributes {ts.level = "layout"} {
+  func.func @forward(%arg0: tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>> {ttir.name = "x"}, %arg1: tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>> {ttir.name = "w"}) -> (tensor<256x256xbf16, #ts.layout<l1, width_sharded, grid 1x4, bf16, tile 32x32>>) {
+    %0 = "ts.matmul"(%arg0, %arg1) {grid = array<i64: 8, 8>, ts.from = ["mm"]} : (tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>>, tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>>) -> tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>> loc("mm")
+    %1 = "ts.add"(%0, %arg0) {grid = array<i64: 1, 4>, ts.from = ["residual"]} : (tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>>, tensor<256x256xbf16, #ts.layout<dram, interleaved, grid 1x1, bf16, tile 32x32>>) -> tensor<256x256xbf16, #ts.layout<l1, width_sharded, grid 1x4, bf16, tile 32x32>> loc("residual")
+    return %1 : tensor<256x256xbf16, #ts.layout<l1, width_sharded, grid 1x4, bf16, tile 32x32>>
+  }
+}
+"""
+
+
+def test_an_override_lays_out_its_ops_result_and_sets_its_grid(wormhole):
+    overrides = [parse_item("residual=1x4:l1:width_sharded:bf16")]
+    _, graph = through(MATMUL_ADD, wormhole, "assign-layouts", overrides=overrides)
+    assert [(o.op, o.status) for o in graph.meta["overrides"]] == [("residual", APPLIED)]
+    assert printed(graph) == GOLDEN_OVERRIDDEN

@@ -1,0 +1,80 @@
+"""Where a run's device time goes: per op name or per op kind, Tracy's statistics window."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tilescope.perfdb.errors import RunNotFound
+from tilescope.perfdb.runs import check_run_id
+from tilescope.perfdb.schema import OpRecord, Run
+
+STAT_KEYS = ("name", "kind")  # what op_statistics groups by
+
+
+@dataclass(slots=True)
+class OpStats:
+    """The device durations of one group of ops (those of one name, or of one kind), in ns. Not
+    frozen: a 100k-op run has 100k rows, and a frozen dataclass is made five times slower."""
+
+    group: str  # the op name or op kind
+    count: int
+    total_ns: float
+    self_ns: float  # ops do not nest inside each other, so an op's self time is its total
+    mean_ns: float
+    min_ns: float
+    max_ns: float
+    median_ns: float
+    p90_ns: float
+    pct_of_run: float  # of the run's total (its step, host and idle time included), in %
+
+    def to_json(self, by: str) -> dict:
+        """As `tilescope stats --json` prints it: the group under the name of what it is (`by`)."""
+        found = asdict(self)
+        return {by: found.pop("group"), **found}
+
+
+def percentile(ordered: list[float], q: float) -> float:
+    """The q-th percentile of sorted values, interpolated linearly between neighbours (numpy's default)."""
+    at = q / 100 * (len(ordered) - 1)
+    low = int(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+
+
+def op_statistics(session: Session, run_id: int, by: str = "name") -> list[OpStats]:
+    """Per op name (or per op kind, by="kind"), by total descending."""
+    if by not in STAT_KEYS:
+        raise ValueError(f"statistics by {by!r}; one of {', '.join(STAT_KEYS)}")
+    check_run_id(run_id)
+    groups: dict[str, list[float]] = {}
+    # the two columns, not whole records: their tensors and bytes are JSON to decode
+    for key, duration in session.execute(
+        select(getattr(OpRecord, by), OpRecord.duration_ns).where(OpRecord.run_id == run_id).order_by(OpRecord.start_ns)
+    ):
+        groups.setdefault(key, []).append(duration)
+    run_ns = session.scalar(select(Run.total_ns).where(Run.id == run_id))
+    if run_ns is None:
+        raise RunNotFound(run_id)
+    run_ns = run_ns or 1.0
+    rows = []
+    for key, durations in groups.items():
+        values = sorted(durations)  # most groups hold one op or a few: plain Python beats numpy's per-call cost
+        total = sum(values)
+        rows.append(
+            OpStats(
+                group=key,
+                count=len(values),
+                total_ns=total,
+                self_ns=total,
+                mean_ns=total / len(values),
+                min_ns=values[0],
+                max_ns=values[-1],
+                median_ns=percentile(values, 50),
+                p90_ns=percentile(values, 90),
+                pct_of_run=total / run_ns * 100,
+            )
+        )
+    return sorted(rows, key=lambda row: (-row.total_ns, row.group))
