@@ -80,6 +80,15 @@ def test_a_hundred_thousand_character_knobs_is_cut_in_the_line(capsys, db):
     one_line(err, "tilescope: error: unknown knob 'kkk", "characters", "known: memory")
 
 
+@pytest.mark.parametrize("command", ["run", "show", "check"])
+def test_an_l1_usage_cap_outside_0_to_1_is_one_line_in_every_command_that_compiles(capsys, db, command):
+    """run, show and check read their options alike: a share of L1 past the whole is refused
+    (check compiled with it, giving tensors twice a core's L1)."""
+    code, err = said(capsys, command, "ffn.mlir", *(["--db", db] if command == "run" else []), "--l1-usage-cap", "2")
+    assert code == 2
+    one_line(err, "--l1-usage-cap must be in (0, 1], got 2")
+
+
 def test_a_hundred_thousand_character_override_is_cut_in_the_line(capsys, db):
     code, err = said(capsys, "run", "ffn.mlir", "--db", db, "--override", "ffn.fc1=" + "8x8:" * 25_000)
     assert code == 2
