@@ -1,8 +1,9 @@
-// The timeline (app/web/panels/timeline.py): zoom and pan, the hover and zone cards, and when to
-// ask the server for more. Its zones are drawn on a canvas (timeline_draw.js) from the columns in
-// the figure's meta (app/web/timeline_figure.py), every frame of a zoom or pan, as Tracy draws:
-// the canvas first, at once; Plotly's time axis and counter plots follow a frame later, one
-// relayout at a time, so a wheel notch never waits for Plotly.
+// The timeline (app/web/panels/timeline.py), in window.dash_clientside.timeline: zoom and pan,
+// the hover and zone cards, and when to ask the server for more. Its zones are drawn on a canvas
+// (timeline_draw.js, the same namespace) from the columns in the figure's meta
+// (app/web/timeline_figure.py), every frame of a zoom or pan, as Tracy draws: the canvas first, at
+// once; Plotly's time axis and counter plots follow a frame later, one relayout at a time, so a
+// wheel notch never waits for Plotly.
 (function (dc) {
   var ts = (dc.timeline = dc.timeline || {});
   var ZOOM_PER_PX = Math.log(1.3) / 100;  // a wheel notch (100 px) zooms 1.3x; a trackpad's small steps in proportion
