@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tilescope.compiler.ir import opset
 from tilescope.compiler.sim.collectives import LINK, is_collective, on_links
+from tilescope.compiler.sim.flops import flops as count_flops
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.ir.core_work import MCAST, NOC, Compute, CoreWork, Kernel, Transfer
 from tilescope.compiler.targets.chip import Target
@@ -237,7 +237,7 @@ class Simulator:
         core_times = self._group_times(kernel, shared_s)
         slowest = max(core_times, key=lambda t: t.total)
         duration = (slowest.total + self._latency(kernel)) * NS
-        flops = opset.flops(graph, op)
+        flops = count_flops(graph, op)
         moved = self._bytes_by_path(kernel)
         compute = kernel.groups[0].compute if kernel.groups else None
         peak = self._peak(compute) if compute else 0.0
