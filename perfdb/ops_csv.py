@@ -22,9 +22,10 @@ from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
+from tilescope.compiler.sim.records import OpTiming, TensorUse
 from tilescope.perfdb import timeline
 from tilescope.perfdb.runs import get_run, load_ops, op_records
-from tilescope.perfdb.records import CounterColumns, NewOp, NewRun, ZoneColumns
+from tilescope.perfdb.records import CounterColumns, NewRun, ZoneColumns
 from tilescope.perfdb.schema import MeasuredImport
 from tilescope.perfdb.store import add_run
 
@@ -295,7 +296,7 @@ def _read(text: str, source: str, base_run_id: int, simulated: dict, loaded: dic
         start = clock + gap
         fidelity = _FIDELITY_OF.get(row.get("MATH FIDELITY", "").lower(), sim.fidelity)
         ops.append(
-            NewOp(
+            OpTiming(
                 name=name,
                 kind=sim.kind,
                 start_ns=start,
@@ -310,7 +311,7 @@ def _read(text: str, source: str, base_run_id: int, simulated: dict, loaded: dic
                 cores=int(cores) if cores else sim.cores,
                 roofline_ns=sim.roofline_ns,
                 fidelity=fidelity,
-                tensors=sim.tensors,
+                tensors=tuple(TensorUse.from_dict(t) for t in sim.tensors),
                 compute_ns=sim.compute_ns,
                 bandwidth_ns=sim.bandwidth_ns,
                 level="measured",
