@@ -85,14 +85,14 @@ def _columns() -> list[str]:
 COLUMNS = _columns()
 
 
-def _shape4(shape: list[int]) -> list[int]:
+def _shape4(shape: tuple[int, ...]) -> list[int]:
     """tt-metal's W, Z, Y, X: the shape padded to four dimensions, leading ones folded into W."""
     dims = list(shape)[-4:] if len(shape) <= 4 else [math.prod(shape[:-3]), *shape[-3:]]
     return [1] * (4 - len(dims)) + dims
 
 
-def _memory(tensor: dict) -> str:
-    return f"DEV_0_{tensor['memory'].upper()}_{tensor['memory_layout'].upper()}" if tensor.get("memory") else ""
+def _memory(tensor: TensorUse) -> str:
+    return f"DEV_0_{tensor.memory.upper()}_{tensor.memory_layout.upper()}" if tensor.memory else ""
 
 
 def write_csv(session: Session, run_id: int, peak_bytes_per_s: Mapping[str, float] | None = None) -> str:
@@ -134,14 +134,15 @@ def write_csv(session: Session, run_id: int, peak_bytes_per_s: Mapping[str, floa
             "LOC": op.name,
         }
         previous_end = op.start_ns + op.duration_ns
-        inputs = [t for t in op.tensors if t["role"].startswith("in")][:MAX_OPERANDS]
-        outputs = [t for t in op.tensors if t["role"].startswith("out")][:1]
+        uses = [TensorUse.from_dict(t) for t in op.tensors]
+        inputs = [t for t in uses if t.role.startswith("in")][:MAX_OPERANDS]
+        outputs = [t for t in uses if t.role.startswith("out")][:1]
         for role, tensors in (("INPUT", inputs), ("OUTPUT", outputs)):
             for i, tensor in enumerate(tensors):
-                for d, value in zip("WZYX", _shape4(tensor["shape"])):
+                for d, value in zip("WZYX", _shape4(tensor.shape)):
                     row[f"{role}_{i}_{d}"] = value
-                row[f"{role}_{i}_LAYOUT"] = tensor["layout"].upper()
-                row[f"{role}_{i}_DATATYPE"] = DATATYPES.get(tensor["dtype"], tensor["dtype"].upper())
+                row[f"{role}_{i}_LAYOUT"] = tensor.layout.upper()
+                row[f"{role}_{i}_DATATYPE"] = DATATYPES.get(tensor.dtype, tensor.dtype.upper())
                 row[f"{role}_{i}_MEMORY"] = _memory(tensor)
         writer.writerow(row)
     return out.getvalue()
