@@ -21,6 +21,7 @@ from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
 from tilescope.compiler.ir.graph import Graph, Layout, Op, Tensor
 from tilescope.compiler.ir.core_work import MCAST, NOC, CircularBuffer, Compute, CoreWork, Kernel, Transfer
 from tilescope.compiler.analysis.matmul_blocking import fit_blocks, matmul_split, subblock, unpacked_per_multiply
+from tilescope.compiler.analysis.matrix_dims import attention_dims, gemm_dims
 from tilescope.compiler.targets.chip import Target
 from tilescope.compiler.ir.tiles import ceil_div, num_tiles, same_bytes, shard_bytes, tile_bytes
 
@@ -167,7 +168,7 @@ class SplitKernels:
         a, b = (graph.tensors[t] for t in op.inputs[:2])
         out = graph.tensors[op.outputs[0]]
         tile = out.layout.tile  # short (tiny) tiles of A and the output cut M's padding
-        rows, k, cols = opset.gemm_dims(graph, op)
+        rows, k, cols = gemm_dims(graph, op)
         mt, kt, nt = ceil_div(rows, tile[0]), ceil_div(k, tile[1]), ceil_div(cols, tile[1])
         # A convolution reads input pixels, not the im2col matrix: K / window channels per row.
         window = math.prod(b.shape[2:]) if op.kind == "conv2d" and len(b.shape) == 4 else 1
@@ -283,7 +284,7 @@ class SplitKernels:
         q, k, v = (graph.tensors[t] for t in op.inputs[:3])
         mask = graph.tensors[op.inputs[3]] if len(op.inputs) > 3 else None
         out = graph.tensors[op.outputs[0]]
-        heads, kv_units, sq, sk, d = opset.attention_dims(graph, op)
+        heads, kv_units, sq, sk, d = attention_dims(graph, op)
         rows, cols = self.target.tile
         decode = op.kind.endswith("_decode")
         kt, dt = ceil_div(sk, cols), ceil_div(d, cols)
