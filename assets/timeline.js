@@ -1,9 +1,11 @@
-// The timeline (app/web/panels/timeline.py): zoom and pan, the hover and zone cards, and when to
-// ask the server for more. Its zones are drawn on a canvas (timeline_draw.js) from the columns in
-// the figure's meta (app/web/timeline_figure.py), every frame of a zoom or pan, as Tracy draws:
-// the canvas first, at once; Plotly's time axis and counter plots follow a frame later, one
-// relayout at a time, so a wheel notch never waits for Plotly.
-(function (ts) {
+// The timeline (app/web/panels/timeline.py), in window.dash_clientside.timeline: zoom and pan,
+// the hover and zone cards, and when to ask the server for more. Its zones are drawn on a canvas
+// (timeline_draw.js, the same namespace) from the columns in the figure's meta
+// (app/web/timeline_figure.py), every frame of a zoom or pan, as Tracy draws: the canvas first, at
+// once; Plotly's time axis and counter plots follow a frame later, one relayout at a time, so a
+// wheel notch never waits for Plotly.
+(function (dc) {
+  var ts = (dc.timeline = dc.timeline || {});
   var ZOOM_PER_PX = Math.log(1.3) / 100;  // a wheel notch (100 px) zooms 1.3x; a trackpad's small steps in proportion
   var MAX_STEP_PX = 600;  // one event moves at most this much (a page of wheel)
   var MIN_SPAN_US = 0.01;  // zoom stops at 10 ns across
@@ -12,7 +14,20 @@
   var AXIS_AFTER_MS = 50;  // and this long before Plotly's axis follows it (Plotly's own wheel waited as long)
 
   Object.assign(ts, {
-    timelineGd: function () { return document.querySelector('#timeline-view .js-plotly-plot'); },
+    // The ids of what the timeline draws in and writes to (app/web/panels/timeline.py PAGE), as
+    // each callback that hooks it hands them over: the figure's element, the hover card, the
+    // pinned card, the stores of the range shown and of the range asked for, the selected op's.
+    remember: function (view, tip, card, range, zoom, selected) {
+      ts.page = {view: view, tip: tip, card: card, range: range, zoom: zoom, selected: selected};
+    },
+
+    // The element of the page named `what` in the timeline's ids, or null before they are known.
+    element: function (what) { return ts.page ? document.getElementById(ts.page[what]) : null; },
+
+    gd: function () {
+      var view = ts.element('view');
+      return view && view.querySelector('.js-plotly-plot');
+    },
 
     // Once the view has rested a moment (a wheel's run of notches asks once, for where it
     // stopped): its range recorded where toggling lanes or counters finds it, and the server asked
@@ -23,9 +38,9 @@
       s.asking = setTimeout(function () {
         var meta = (gd.layout || {}).meta;
         if (!meta || !meta.loaded || s.run !== meta.run || !s.range) { return; }
-        window.dash_clientside.set_props('timeline-range', {data: {run: meta.run, range: s.range.slice()}});
+        window.dash_clientside.set_props(ts.page.range, {data: {run: meta.run, range: s.range.slice()}});
         if (!ts.drawnAlready(meta, s.range)) {
-          window.dash_clientside.set_props('timeline-zoom', {data: {'xaxis.range': s.range.slice()}});
+          window.dash_clientside.set_props(ts.page.zoom, {data: {run: meta.run, range: s.range.slice()}});
         }
       }, ASK_AFTER_MS);
     },
@@ -52,9 +67,10 @@
       return meta.complete || span >= meta.span / 3;
     },
 
-    // `range` kept to the run (and its margin: timeline_figure.MARGIN), at least MIN_SPAN_US across.
+    // `range` kept within the figure's bounds (the run and its margin: timeline_figure.view_bounds),
+    // at least MIN_SPAN_US across.
     bounded: function (meta, range) {
-      var margin = meta.margin * meta.total, lo = -margin, hi = meta.total + margin;
+      var lo = meta.bounds[0], hi = meta.bounds[1];
       var span = Math.min(Math.max(range[1] - range[0], MIN_SPAN_US), hi - lo);
       var start = Math.min(Math.max((range[0] + range[1]) / 2 - span / 2, lo), hi - span);
       return [start, start + span];
@@ -142,8 +158,10 @@
       ts.showRange(gd, [at - (at - r[0]) * factor, at + (r[1] - at) * factor]);
     },
 
-    // Once per drawn figure: hook the canvas, zoom, pan and cards to it, and draw.
-    hookTimeline: function () {
+    // Once per drawn figure: hook the canvas, zoom, pan and cards to it, and draw. The ids of the
+    // page's parts come after the figure (remember).
+    hook: function (figure, view, tip, card, range, zoom, selected) {
+      if (view) { ts.remember(view, tip, card, range, zoom, selected); }
       ts.whenDrawn(function (gd) {
         if (!gd._ts) { ts.hookPage(gd); }
         if (!gd._ev || !gd._ev.tilescope) { ts.hookPlotly(gd); }  // Plotly's events are made anew if it purges
@@ -198,7 +216,7 @@
       if (s.run !== meta.run || !s.range) {
         s.run = meta.run;
         s.range = ts.bounded(meta, last.run === meta.run ? last.range : shown);
-        if (s.selected === undefined) { s.selected = ts.timelineZones(meta).selected; }
+        if (s.selected === undefined) { s.selected = ts.zones(meta).selected; }
       }
       if (Math.abs(s.range[0] - shown[0]) + Math.abs(s.range[1] - shown[1]) > 1e-9 * meta.total) {
         ts.scheduleAxis(gd);
@@ -211,7 +229,7 @@
     // open tab is on the page; its figure is drawn anew, without the events hooked to the last one).
     whenDrawn: function (then, frames) {
       window.requestAnimationFrame(function () {
-        var gd = ts.timelineGd();
+        var gd = ts.gd();
         if (gd && gd.on && gd._fullLayout) { then(gd); return; }
         if ((frames || 0) < 300) { ts.whenDrawn(then, (frames || 0) + 1); }  // ~5 s at most
       });
@@ -220,25 +238,32 @@
     // The timeline's tab opened, a zone was pinned from elsewhere on the page (find zone's list), or
     // another run is shown (whose zones the pinned one is not): the figure drawn anew gets its
     // events, the selected op's outlines and the pinned zone's card.
-    timelineShown: function (tab, pin, selected) {
-      var fired = (window.dash_clientside.callback_context || {}).triggered || [];
-      var by = function (id) { return fired.some(function (t) { return t.prop_id === id; }); };
-      if (by('run-select.value')) { ts._pinned = null; }
-      if (by('timeline-pin.data') && pin) { ts._pinned = {zone: pin, info: pin.info}; }
-      if (tab === 'timeline' && !by('run-select.value')) {  // a new run's figure is hooked as it comes
-        ts.hookTimeline();
+    // The ids of the page's parts come after the selected op (remember).
+    shown: function (tab, pin, run, selected, view, tip, card, range, zoom, selectedId) {
+      ts.remember(view, tip, card, range, zoom, selectedId);
+      var byRun = ts.fired(2);
+      if (byRun) { ts._pinned = null; }
+      if (ts.fired(1) && pin) { ts._pinned = {zone: pin, info: pin.info}; }
+      if (tab === 'timeline' && !byRun) {  // a new run's figure is hooked as it comes
+        ts.hook();
         ts.whenDrawn(function () {
-          ts.highlightZones(selected);
-          var card = document.getElementById('timeline-zone');
+          ts.highlight(selected);
+          var card = ts.element('card');
           if (card && ts._pinned) { ts.fillCard(card, ts._pinned.zone, ts._pinned.info); }
         });
       }
       return window.dash_clientside.no_update;
     },
 
+    // Whether the callback running was set off by its input number `k` (from 0).
+    fired: function (k) {
+      var context = window.dash_clientside.callback_context || {}, input = (context.inputs_list || [])[k];
+      return !!input && (context.triggered || []).some(function (t) { return t.prop_id === input.id + '.' + input.property; });
+    },
+
     // Outline the selected op's zones: the canvas is drawn again, the server is not asked.
-    highlightZones: function (selected) {
-      var gd = ts.timelineGd();
+    highlight: function (selected) {
+      var gd = ts.gd();
       if (gd && gd._ts) {
         gd._ts.selected = selected;
         ts.drawTimeline(gd);
@@ -249,14 +274,14 @@
     // The card that follows the pointer over a zone: its name, duration and why.
     hoverTimeline: function (gd, event) {
       var zone = event.buttons ? null : ts.zoneUnder(gd, event.clientX, event.clientY);
-      var card = document.getElementById('timeline-tip');
+      var card = ts.element('tip');
       if (!zone || !card) { ts.hideTip(); return; }
       ts.fillCard(card, zone, ts.opInfo(gd, zone));
       var x = event.clientX, y = event.clientY;
       card.style.left = Math.min(x + 14, window.innerWidth - 380) + 'px';
       card.style.top = Math.min(y + 14, window.innerHeight - 140) + 'px';
       // never over the pinned card beside the timeline: then on the pointer's other side
-      var tip = card.getBoundingClientRect(), pinned = document.getElementById('timeline-zone');
+      var tip = card.getBoundingClientRect(), pinned = ts.element('card');
       var held = pinned && pinned.style.display !== 'none' ? pinned.getBoundingClientRect() : null;
       if (held && held.width && tip.right > held.left && tip.left < held.right && tip.bottom > held.top && tip.top < held.bottom) {
         card.style.left = Math.max(0, x - 14 - tip.width) + 'px';
@@ -264,11 +289,11 @@
     },
 
     hideTip: function () {
-      var tip = document.getElementById('timeline-tip');
+      var tip = ts.element('tip');
       if (tip) { tip.style.display = 'none'; }
     },
 
-    opInfo: function (gd, zone) { return ts.timelineZones(gd.layout.meta).ops[zone.op]; },
+    opInfo: function (gd, zone) { return ts.zones(gd.layout.meta).ops[zone.op]; },
 
     // A drag over the zones or counters pans the time axis (in the pan mode; the zoom tool's box
     // is Plotly's), drawn as the wheel's zoom is: the zones at once, the axis when Plotly is free.
@@ -301,11 +326,11 @@
 
     // A click on a zone pins its card beside the timeline and selects its op.
     clickTimeline: function (gd, event) {
-      var zone = ts.zoneUnder(gd, event.clientX, event.clientY), card = document.getElementById('timeline-zone');
+      var zone = ts.zoneUnder(gd, event.clientX, event.clientY), card = ts.element('card');
       if (!zone || !card) { return; }
       ts._pinned = {zone: zone, info: ts.opInfo(gd, zone)};  // shown again as the tab reopens
       ts.fillCard(card, zone, ts._pinned.info);
-      if (zone.op) { window.dash_clientside.set_props('selected-op', {data: zone.op}); }
+      if (zone.op) { window.dash_clientside.set_props(ts.page.selected, {data: zone.op}); }
     },
 
     // A card's lines for `zone` ({name, op, start, end (us), row, lane}) and its op's `info` ([kind,
@@ -327,4 +352,4 @@
       card.style.display = 'block';
     },
   });
-})(window.tilescope);
+})((window.dash_clientside = window.dash_clientside || {}));

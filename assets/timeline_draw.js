@@ -3,7 +3,10 @@
 // marker in its kind's colour (merged in grey), names where they fit, the selected op's outlined,
 // and the rows' and lanes' names left of them. A few milliseconds for 15k zones where Plotly's
 // WebGL lines took over a second a frame on software GL. Also which zone is under the pointer.
-(function (ts) {
+(function (dc) {
+  var ts = (dc.timeline = dc.timeline || {});
+  var names = (dc.names = dc.names || {});
+  var arrays = (dc.plotly_arrays = dc.plotly_arrays || {});
   var FONT = '10px Inter, system-ui, sans-serif', SMALL = '9px Inter, system-ui, sans-serif';
   var NAME_MIN_PX = 28, NAME_ROW_PX = 9, CHAR_PX = 6;  // a name needs this wide and tall a zone; letters ~6 px
   var NAMES_AT_MOST = 2000;  // names drawn per frame
@@ -15,10 +18,10 @@
     // The zones of a figure's meta as arrays, each kind's and each row's listed, and its names as
     // the model has them (they come escaped, as every name in a figure: timeline_figure): once
     // per figure (known by its key: the last two are kept, the figure shown and the one before).
-    timelineZones: function (meta) {
+    zones: function (meta) {
       var z = meta.zones, cache = ts._zoneCache;
       if (!cache.has(z.key)) {
-        var v = ts.values, raw = ts.plainText, out = {
+        var v = arrays.values, raw = names.plain, out = {
           row: v(z.row), lane: v(z.lane), start: v(z.start), end: v(z.end), kind: v(z.kind), op: v(z.op),
           label: v(z.label), names: z.names.map(raw), index: {}, ops: {}, rows: meta.rows.map(raw),
           labels: meta.labels.map(raw), selected: meta.selected === null ? null : raw(meta.selected)};
@@ -79,7 +82,7 @@
     drawTimeline: function (gd) {
       var s = gd._ts, fl = gd._fullLayout, meta = (gd.layout || {}).meta || {};
       if (!s || !s.range || !fl || !fl.xaxis || !fl.yaxis || !meta.zones) { return; }
-      var canvas = ts.timelineCanvas(gd, fl);
+      var canvas = ts.canvas(gd, fl);
       // Plotly's afterplot after each relayout: the same drawing again is not drawn
       var key = [s.range, fl.xaxis._offset, fl.xaxis._length, fl.yaxis._offset, fl.yaxis._length, fl.width,
                  fl.height, s.selected, meta.zones.key, JSON.stringify(ts.hiddenKinds(gd))].join('|');
@@ -89,7 +92,7 @@
       var ctx = canvas.getContext('2d'), dpr = window.devicePixelRatio || 1;
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       ctx.clearRect(0, 0, fl.width, fl.height);
-      var xa = fl.xaxis, ya = fl.yaxis, z = ts.timelineZones(meta), cols = meta.zones;
+      var xa = fl.xaxis, ya = fl.yaxis, z = ts.zones(meta), cols = meta.zones;
       var view = {range: s.range, x0: xa._offset, y0: ya._offset, width: xa._length,
                   scale: xa._length / (s.range[1] - s.range[0]), geo: ts.rowGeometry(meta, ya._length)};
       var drawn = {range: s.range.slice(), zones: 0, rows: [], names: [], outlines: 0, rowNames: [], laneNames: []};
@@ -126,7 +129,7 @@
       ctx.textBaseline = 'middle';
       named.forEach(function (n) {
         var room = n[1][2] - 6, text = ts.zoneName(z.names[z.label[n[0]]], cols.kinds[z.kind[n[0]]], room);
-        while (text && ctx.measureText(text).width > room) { text = ts.fitName(text, text.length - 1); }
+        while (text && ctx.measureText(text).width > room) { text = names.fit(text, text.length - 1); }
         if (!text) { return; }
         ctx.fillStyle = n[2];
         ctx.fillText(text, n[1][0] + 3, n[1][1] + n[1][3] / 2);
@@ -151,9 +154,9 @@
     // named after its kind ("....query.matmul") drops the kind, which its colour says, for the
     // scope that tells it apart ("…query").
     zoneName: function (name, kind, room) {
-      var chars = Math.floor(room / CHAR_PX), text = ts.fitName(name, chars);
+      var chars = Math.floor(room / CHAR_PX), text = names.fit(name, chars);
       if (kind && text !== name && name.slice(-kind.length - 1) === '.' + kind) {
-        text = ts.fitName(name.slice(0, -kind.length - 1), chars);
+        text = names.fit(name.slice(0, -kind.length - 1), chars);
       }
       return text;
     },
@@ -191,10 +194,10 @@
       var geo = view.geo, thinnest = Math.min.apply(null, geo.height.concat([LABEL_ROW_PX]));
       var every = Math.max(1, Math.ceil(LABEL_ROW_PX / Math.max(thinnest, 1e-9))), laneRoom = meta.lanes.length ? 44 : 0;
       ctx.textBaseline = 'middle';
-      ts.timelineZones(meta).labels.forEach(function (label, r) {
+      ts.zones(meta).labels.forEach(function (label, r) {
         var laned = meta.laned[r], lh = geo.height[r] / 3, mid = view.y0 + geo.top[r] + geo.height[r] / 2;
         if (geo.height[r] >= LABEL_ROW_PX || r % every === 0) {
-          var text = ts.fitName(label, Math.floor((view.x0 - 8 - laneRoom) / CHAR_PX));
+          var text = names.fit(label, Math.floor((view.x0 - 8 - laneRoom) / CHAR_PX));
           ctx.font = FONT;
           ctx.fillStyle = '#3e4c59';
           ctx.textAlign = 'left';
@@ -216,7 +219,7 @@
 
     // The canvas over the figure, between Plotly's plot (grid, counters) and its legend and
     // hover layer; made again when Plotly makes its figure anew.
-    timelineCanvas: function (gd, fl) {
+    canvas: function (gd, fl) {
       var holder = gd.querySelector('.svg-container'), c = gd._ts.canvas;
       if (!holder) { return null; }
       if (!c || c.parentNode !== holder) {
@@ -244,7 +247,7 @@
         if (at.y >= geo.top[r] && at.y < geo.top[r] + geo.height[r]) { row = r; }
       }
       if (row < 0) { return null; }
-      var z = ts.timelineZones(meta), scale = fl.xaxis._length / (s.range[1] - s.range[0]);
+      var z = ts.zones(meta), scale = fl.xaxis._length / (s.range[1] - s.range[0]);
       var t = s.range[0] + at.x / scale, near = PICK_PX / scale, hidden = ts.hiddenKinds(gd);
       var lane = meta.laned[row] ? Math.min(2, Math.floor(3 * (at.y - geo.top[row]) / geo.height[row])) : -1;
       var best = -1, gap = Infinity;
@@ -260,9 +263,9 @@
 
     // What the canvas drew last (for tests and the bench): the range, zones, rows with zones,
     // names, outlines, rows' and lanes' names.
-    timelineDrawn: function () {
-      var gd = ts.timelineGd();
+    drawn: function () {
+      var gd = ts.gd();
       return gd && gd._ts ? gd._ts.drawn || null : null;
     },
   });
-})(window.tilescope);
+})((window.dash_clientside = window.dash_clientside || {}));

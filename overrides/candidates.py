@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tilescope.compiler.analysis.matmul_blocking import subblock
+from tilescope.compiler.analysis.matrix_dims import gemm_dims
 from tilescope.compiler.ir import opset
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.op_override import LAYOUT_FIELDS
@@ -86,7 +87,7 @@ def _blocks(compilation: Compilation, op_name: str) -> list[str]:
         return []
     layout = compilation.levels["layout"]
     tile = compilation.target.tile
-    kt = -(-opset.gemm_dims(layout, layout.op(op_name))[1] // tile[1])
+    kt = -(-gemm_dims(layout, layout.op(op_name))[1] // tile[1])
     bm, bn, kb = kernel.block
     blocks = {(bm, bn, k) for k in (1, 2, 4, 8, 16) if kt % k == 0}
     blocks |= {(m, n, kb) for m, n in ((bm // 2, bn), (bm, bn // 2)) if m and n and bm % m == 0 and bn % n == 0}

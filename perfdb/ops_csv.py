@@ -22,9 +22,10 @@ from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
+from tilescope.compiler.sim.records import OpTiming, TensorUse
 from tilescope.perfdb import timeline
 from tilescope.perfdb.runs import get_run, load_ops, op_records
-from tilescope.perfdb.records import CounterColumns, NewOp, NewRun, ZoneColumns
+from tilescope.perfdb.records import CounterColumns, NewRun, ZoneColumns
 from tilescope.perfdb.schema import MeasuredImport
 from tilescope.perfdb.store import add_run
 
@@ -84,14 +85,14 @@ def _columns() -> list[str]:
 COLUMNS = _columns()
 
 
-def _shape4(shape: list[int]) -> list[int]:
+def _shape4(shape: tuple[int, ...]) -> list[int]:
     """tt-metal's W, Z, Y, X: the shape padded to four dimensions, leading ones folded into W."""
     dims = list(shape)[-4:] if len(shape) <= 4 else [math.prod(shape[:-3]), *shape[-3:]]
     return [1] * (4 - len(dims)) + dims
 
 
-def _memory(tensor: dict) -> str:
-    return f"DEV_0_{tensor['memory'].upper()}_{tensor['memory_layout'].upper()}" if tensor.get("memory") else ""
+def _memory(tensor: TensorUse) -> str:
+    return f"DEV_0_{tensor.memory.upper()}_{tensor.memory_layout.upper()}" if tensor.memory else ""
 
 
 def write_csv(session: Session, run_id: int, peak_bytes_per_s: Mapping[str, float] | None = None) -> str:
@@ -133,14 +134,15 @@ def write_csv(session: Session, run_id: int, peak_bytes_per_s: Mapping[str, floa
             "LOC": op.name,
         }
         previous_end = op.start_ns + op.duration_ns
-        inputs = [t for t in op.tensors if t["role"].startswith("in")][:MAX_OPERANDS]
-        outputs = [t for t in op.tensors if t["role"].startswith("out")][:1]
+        uses = [TensorUse.from_dict(t) for t in op.tensors]
+        inputs = [t for t in uses if t.role.startswith("in")][:MAX_OPERANDS]
+        outputs = [t for t in uses if t.role.startswith("out")][:1]
         for role, tensors in (("INPUT", inputs), ("OUTPUT", outputs)):
             for i, tensor in enumerate(tensors):
-                for d, value in zip("WZYX", _shape4(tensor["shape"])):
+                for d, value in zip("WZYX", _shape4(tensor.shape)):
                     row[f"{role}_{i}_{d}"] = value
-                row[f"{role}_{i}_LAYOUT"] = tensor["layout"].upper()
-                row[f"{role}_{i}_DATATYPE"] = DATATYPES.get(tensor["dtype"], tensor["dtype"].upper())
+                row[f"{role}_{i}_LAYOUT"] = tensor.layout.upper()
+                row[f"{role}_{i}_DATATYPE"] = DATATYPES.get(tensor.dtype, tensor.dtype.upper())
                 row[f"{role}_{i}_MEMORY"] = _memory(tensor)
         writer.writerow(row)
     return out.getvalue()
@@ -295,7 +297,7 @@ def _read(text: str, source: str, base_run_id: int, simulated: dict, loaded: dic
         start = clock + gap
         fidelity = _FIDELITY_OF.get(row.get("MATH FIDELITY", "").lower(), sim.fidelity)
         ops.append(
-            NewOp(
+            OpTiming(
                 name=name,
                 kind=sim.kind,
                 start_ns=start,
@@ -310,7 +312,7 @@ def _read(text: str, source: str, base_run_id: int, simulated: dict, loaded: dic
                 cores=int(cores) if cores else sim.cores,
                 roofline_ns=sim.roofline_ns,
                 fidelity=fidelity,
-                tensors=sim.tensors,
+                tensors=tuple(TensorUse.from_dict(t) for t in sim.tensors),
                 compute_ns=sim.compute_ns,
                 bandwidth_ns=sim.bandwidth_ns,
                 level="measured",

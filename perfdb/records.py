@@ -1,9 +1,10 @@
 """What save_run stores: a run, its op records, its timeline (zones and counter samples) as columns,
 and the ops it runs once per model load.
 
-perfdb declares these types and every writer builds them: the app from the simulator's results,
-ops_csv from a measured report. Timelines are columns because a simulated run holds hundreds of
-thousands of zones, and the simulator gives them so; rows of tuples are turned into columns once.
+An op's record is the compiler's (compiler.sim.records.OpTiming), as the simulator gives it or
+ops_csv makes it of a measured report; perfdb declares the rest, and every writer builds them.
+Timelines are columns because a simulated run holds hundreds of thousands of zones, and the
+simulator gives them so; rows of tuples are turned into columns once.
 """
 
 from __future__ import annotations
@@ -13,34 +14,9 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from tilescope.compiler.sim.records import OpTiming
 
-@dataclass(kw_only=True, slots=True)
-class NewOp:
-    """One op's record, as the op_records table holds it."""
-
-    name: str  # the stable op name: the key of overrides and diffs
-    kind: str
-    start_ns: float
-    duration_ns: float
-    flops: int
-    bytes: dict[str, float]  # by path: dram, lls, l1, noc, mcast
-    bound: str
-    why: str = ""
-    memory: str  # where the op's output lives
-    grid: str  # "RxC" the op runs on
-    cores: int
-    roofline_ns: float
-    pct_peak: float = 0.0
-    dispatch_wait_ns: float = 0.0
-    level: str = "kernel"  # or measured
-    fidelity: str = ""
-    # inputs then outputs: role, name, shape, dtype, memory, memory_layout, layout, tile, grid
-    tensors: list[dict] = field(default_factory=list)
-    compute_ns: float = 0.0
-    bandwidth_ns: float = 0.0
-
-
-OP_FIELDS = tuple(f.name for f in fields(NewOp))
+OP_FIELDS = tuple(f.name for f in fields(OpTiming))  # the op_records table's columns besides its keys
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -52,7 +28,7 @@ class LoadOp:
     name: str
     kind: str
     duration_ns: float
-    bytes: dict[str, float]  # by path: dram, lls, l1, noc, mcast
+    bytes: dict[str, float]  # as OpTiming's
     bound: str
     memory: str  # where the op's output lives
 
@@ -152,7 +128,7 @@ class NewRun:
     target: str  # the target's name
     total_ns: float
     device_ns: float
-    ops: Sequence[NewOp]
+    ops: Sequence[OpTiming]
     zones: ZoneColumns
     counters: CounterColumns = field(default_factory=CounterColumns.from_rows)
     dispatch: str = "host"

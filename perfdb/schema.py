@@ -124,16 +124,19 @@ class Run(Base):
 
 
 class OpRecord(Base):
+    """An op of a run: the fields of compiler.sim.records.OpTiming, one column each, which say what
+    each holds; bytes (by path) and tensors (each a TensorUse.as_dict()) as JSON."""
+
     __tablename__ = "op_records"
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
-    name: Mapped[str] = mapped_column(Text)  # stable op name: the key of overrides and diffs
+    name: Mapped[str] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(String(64))
     start_ns: Mapped[float] = mapped_column(Float)
     duration_ns: Mapped[float] = mapped_column(Float)
     flops: Mapped[int] = mapped_column(BigInteger)
-    bytes: Mapped[dict] = mapped_column(JSON)  # by path: dram, l1, noc
+    bytes: Mapped[dict] = mapped_column(JSON)
     bound: Mapped[str] = mapped_column(String(16))
     why: Mapped[str] = mapped_column(Text, default="")
     memory: Mapped[str] = mapped_column(String(32))
@@ -143,14 +146,12 @@ class OpRecord(Base):
     pct_peak: Mapped[float] = mapped_column(Float, default=0.0)
     dispatch_wait_ns: Mapped[float] = mapped_column(Float, default=0.0)
     level: Mapped[str] = mapped_column(String(16), default="kernel", server_default="kernel")
-    fidelity: Mapped[str] = mapped_column(String(16), default="", server_default="")  # math fidelity, matrix ops
-    # inputs then outputs: [{role: in0|out0, name, shape, dtype, memory, memory_layout, layout, tile,
-    # grid}]: tile "RxC" ("" when row-major), grid "RxC" the cores holding its shards (interleaved:
-    # the producing op's); runs stored before they were kept have neither
+    fidelity: Mapped[str] = mapped_column(String(16), default="", server_default="")
+    # runs stored before tensors were kept have [], and before tiles and grids were, neither key;
     # deferred: only exports and diffs read them, and decoding them for every view of a large run costs
     tensors: Mapped[list] = mapped_column(JSON, default=list, server_default="[]", deferred=True)
-    compute_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")  # FLOPs at peak
-    bandwidth_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")  # bytes at peak bandwidth
+    compute_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    bandwidth_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
 
     run: Mapped[Run] = relationship(back_populates="ops")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,7 +20,10 @@ from tilescope.perfdb.errors import DatabaseError
 from tilescope.perfdb.records import OP_FIELDS, CounterColumns, NewRun, ZoneColumns
 from tilescope.perfdb.schema import Model, Run, Target
 
-_JSON_FIELDS = {"bytes", "tensors"}  # stored as JSON text (the bulk path skips the ORM's types)
+# stored as JSON text (the bulk path skips the ORM's types); the rest as they are
+_JSON_FIELDS = ("bytes", "tensors")
+_PLAIN_FIELDS = tuple(k for k in OP_FIELDS if k not in _JSON_FIELDS)
+_plain = operator.attrgetter(*_PLAIN_FIELDS)
 _TEXT_FIELDS = ("name", "kind", "bound", "why", "memory", "grid", "level", "fidelity")
 _RUN_TEXT = ("model_ref", "model_name", "source_text", "target", "target_ref", "target_text", "label")
 _INT_BITS = {"flops": 64, "cores": 32}  # BIGINT and INTEGER columns
@@ -68,11 +72,8 @@ def add_run(session: Session, new: NewRun) -> int:
     bulk_insert(
         session.connection(),
         "op_records",
-        ("run_id", *OP_FIELDS),
-        [
-            (run.id, *(json.dumps(getattr(op, k)) if k in _JSON_FIELDS else getattr(op, k) for k in OP_FIELDS))
-            for op in new.ops
-        ],
+        ("run_id", *_PLAIN_FIELDS, *_JSON_FIELDS),
+        [(run.id, *_plain(op), json.dumps(op.bytes), json.dumps([t.as_dict() for t in op.tensors])) for op in new.ops],
     )
     write_blocks(session.connection(), run.id, timeline)
     return run.id

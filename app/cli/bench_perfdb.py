@@ -10,9 +10,10 @@ from pathlib import Path
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.diff import diff_runs
 from tilescope.perfdb.timeline import timeline_window
-from tilescope.perfdb.records import NewOp, NewRun, ZoneColumns
+from tilescope.perfdb.records import NewRun, ZoneColumns
 from tilescope.perfdb.store import save_run
 
+from tilescope.compiler.sim.records import OpTiming
 from tilescope.compiler.sim.tracks import core_track, engine_track
 
 
@@ -52,7 +53,7 @@ def _synthetic(ops: int, cores: int, seed: int, scale: float = 1.0) -> NewRun:
             )
             zones.append((engine_track(core, "writer"), 1, "write", start + length * 0.6, start + length, name))
     ops_rows = [
-        NewOp(
+        OpTiming(
             name=n,
             kind="matmul",
             start_ns=s,

@@ -130,7 +130,7 @@ def graph_figure(
         legend={**TOP_LEGEND, "title": dict(text=COLOUR_MODES[mode] + ":")},
         shapes=[_box_shape(box) for box in layout.boxes],
         # the browser labels the boxes and the nodes that have room, and sizes the nodes (markers
-        # of `px` at the `home` ranges) as the zoom grows or shrinks them (tilescope.labelGraph)
+        # of `px` at the `home` ranges) as the zoom grows or shrinks them (assets/graph.js label)
         meta={"boxes": [[b.x0, b.y1, b.x1, plain(b.label), b.group] for b in layout.boxes], "home": home},
     )
     fig = base_layout(fig, 460, top=30)

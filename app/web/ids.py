@@ -1,4 +1,5 @@
-"""Component ids: stable names that callbacks, CSS and browser tests share."""
+"""Component ids: stable names that callbacks, CSS and browser tests share. The page's scripts
+(assets/*.js) get those they need from their callbacks, as states, and type none."""
 
 MODEL_SELECT = "model-select"
 MODEL_FIELD = "model-field"  # the model menu and its label: its tooltip names the model in full
@@ -68,8 +69,8 @@ TIMELINE_SHOW = "timeline-show"  # what the timeline adds: engine lanes, counter
 TIMELINE_ZONE = "timeline-zone"  # the card beside the timeline: the zone last clicked
 TIMELINE_TIP = "timeline-tip"  # the card that follows the pointer over a zone
 TIMELINE_PIN = "timeline-pin"  # store: a zone pinned to the timeline's card from elsewhere (find zone's list)
-TIMELINE_ZOOM = "timeline-zoom"  # store: the time range the timeline asks the server for (zoom, pan, reset)
-TIMELINE_RANGE = "timeline-range"  # store: the time range (us) the timeline shows, as the browser last drew it
+TIMELINE_ZOOM = "timeline-zoom"  # store: the run and time range (us) the timeline asks the server for (zoom, pan)
+TIMELINE_RANGE = "timeline-range"  # store: the run and time range (us) the timeline shows, as the browser last drew it
 STATS_BY = "stats-by"
 STATS_TABLE = "stats-table"
 MEMORY_VIEW = "memory-view"

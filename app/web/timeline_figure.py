@@ -42,11 +42,18 @@ COUNTER_PLOTS = {
 }
 
 
+def view_bounds(total: float) -> tuple[float, float]:
+    """How far a view of a run `total` us long goes (us): the run and MARGIN of it either side. The
+    server keeps a range asked for within them, and the browser each frame of a zoom or pan (the
+    figure's meta carries them)."""
+    return -MARGIN * total, total * (1 + MARGIN)
+
+
 @dataclass(frozen=True)
 class Window:
     """What a figure holds of its run, for assets/timeline.js to know when to ask for more: the time it
     holds (us), the width of the view it was made for (us), whether every zone there is drawn one
-    by one, the run's length (us: zoom and pan stay within it) and the run's id."""
+    by one, the run's length (us: zoom and pan stay within its view_bounds) and the run's id."""
 
     loaded: tuple[float, float]
     span: float
@@ -92,7 +99,7 @@ def row_heights(tall: Sequence[bool]) -> list[float]:
 
 
 def packed(values: np.ndarray) -> dict:
-    """An array as the browser reads it (tilescope.values): its type and its bytes, base64; a list
+    """An array as the browser reads it (assets/plotly_arrays.js): its type and its bytes, base64; a list
     of 100k numbers in JSON is 10 times the bytes and parsed one by one."""
     kinds = {np.float64: "f8", np.int32: "i4", np.int16: "i2", np.int8: "i1"}
     return {
@@ -215,7 +222,7 @@ def timeline_figure(
             "span": window.span,
             "complete": window.complete,
             "total": window.total,
-            "margin": MARGIN,
+            "bounds": list(view_bounds(window.total)),
             "run": window.run_id,
             "selected": plain(selected) if selected else None,
             "zones": columns,

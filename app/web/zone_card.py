@@ -1,4 +1,4 @@
-"""The timeline's zone card, which assets/timeline.js draws (window.tilescope.fillCard): what it shows of
+"""The timeline's zone card, which assets/timeline.js draws (its fillCard): what it shows of
 an op, and a zone pinned to it from elsewhere on the page (find zone's list)."""
 
 from __future__ import annotations

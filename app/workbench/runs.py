@@ -21,7 +21,7 @@ from tilescope.compiler.targets.catalog import load_target, target_text
 from tilescope.compiler.targets.chip import Target
 from tilescope.overrides import check_op_names, format_item, parse_item
 from tilescope.perfdb.schema import Run
-from tilescope.perfdb.records import CounterColumns, LoadOp, NewOp, NewRun, ZoneColumns
+from tilescope.perfdb.records import CounterColumns, LoadOp, NewRun, ZoneColumns
 from tilescope.perfdb.store import save_run
 
 from tilescope.app.workbench.compile_store import CompileStore
@@ -255,7 +255,7 @@ def new_run(
         target_text=target_source,
         total_ns=sim.total_ns,
         device_ns=sim.device_ns,
-        ops=[NewOp(**vars(o)) for o in sim.ops],  # the simulator's OpTiming has the record's fields
+        ops=sim.ops,
         zones=ZoneColumns(z.track_names(), z.name_list(), z.track, z.depth, z.name, z.start, z.end, z.op),
         counters=CounterColumns(c.track_names(), c.name_list(), c.track, c.name, c.t, c.value),
         dispatch=sim.dispatch,

@@ -10,6 +10,7 @@ from tilescope.compiler.analysis.core_cycles import fidelity_of, vector_cycles
 from tilescope.compiler.analysis.core_shares import grid_cores, spread
 from tilescope.compiler.analysis.core_transfers import CoreTransfers
 from tilescope.compiler.analysis.matmul_blocking import subblock, unpacked_per_multiply
+from tilescope.compiler.analysis.matrix_dims import attention_dims
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.core_work import CircularBuffer, Compute, CoreWork, Kernel
 from tilescope.compiler.ir.graph import Graph, Op
@@ -31,7 +32,7 @@ def attention_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -
     q, k, v = (graph.tensors[t] for t in op.inputs[:3])
     mask = graph.tensors[op.inputs[3]] if len(op.inputs) > 3 else None
     out = graph.tensors[op.outputs[0]]
-    heads, kv_units, sq, sk, d = opset.attention_dims(graph, op)
+    heads, kv_units, sq, sk, d = attention_dims(graph, op)
     rows, cols = target.tile
     decode = op.kind.endswith("_decode")
     kt, dt = ceil_div(sk, cols), ceil_div(d, cols)

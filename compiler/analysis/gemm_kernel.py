@@ -15,6 +15,7 @@ from tilescope.compiler.analysis.core_cycles import fidelity_of, vector_cycles
 from tilescope.compiler.analysis.core_shares import clamp, grid_cores
 from tilescope.compiler.analysis.core_transfers import CoreTransfers
 from tilescope.compiler.analysis.matmul_blocking import fit_blocks, matmul_split, subblock, unpacked_per_multiply
+from tilescope.compiler.analysis.matrix_dims import gemm_dims
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.core_work import CircularBuffer, Compute, CoreWork, Kernel, Transfer
 from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
@@ -72,7 +73,7 @@ class _Gemm:
         self.a, self.b = (graph.tensors[t] for t in op.inputs[:2])
         self.out = graph.tensors[op.outputs[0]]
         tile = self.out.layout.tile  # short (tiny) tiles of A and the output cut M's padding
-        rows, k, cols = opset.gemm_dims(graph, op)
+        rows, k, cols = gemm_dims(graph, op)
         self.mt, self.kt, self.nt = ceil_div(rows, tile[0]), ceil_div(k, tile[1]), ceil_div(cols, tile[1])
         # A convolution reads input pixels, not the im2col matrix: K / window channels per row.
         b_shape = self.b.shape

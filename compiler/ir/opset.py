@@ -1,20 +1,16 @@
-"""The graph-level op vocabulary: which source ops map to which kind, and what each kind costs.
+"""The graph-level op vocabulary: which source ops map to which kind, and each kind's class.
 
 One vocabulary whatever the source dialect: `ttir.matmul`, `ttir.dot_general`,
 `stablehlo.dot_general`, `linalg.matmul` and `tosa.matmul` all become `matmul`. A kind's class
-decides which engine runs it and how its FLOPs are counted.
+decides which engine runs it and how much work each element is (compiler/sim/flops.py counts an
+op's FLOPs from it).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from tilescope.compiler.ir import attributes
-from tilescope.compiler.errors import ModelLoadError
-from tilescope.compiler.ir.graph import Graph, Op
-
-MAX_FLOPS = 2**63 - 1  # what a run stores per op (a 64-bit integer column)
+from tilescope.compiler.ir.graph import Op
 
 MATMUL, CONV, ATTENTION = "matmul", "conv", "attention"
 ELTWISE_UNARY, ELTWISE_BINARY, ELTWISE_TERNARY, REDUCE, NORM, POOL, DATA_MOVEMENT, CONSTANT, OPAQUE = (
@@ -258,73 +254,3 @@ def kind_of_op(op: Op) -> str | None:
 
 def op_class(kind: str) -> OpClass:
     return KINDS.get(kind, OpClass(OPAQUE, "data"))
-
-
-def attention_dims(graph: Graph, op: Op) -> tuple[int, int, int, int, int]:
-    """(batch x query heads, batch x KV heads, query positions, key positions, head dim) of an
-    attention op, as fuse-attention recorded them (its operands may hold the heads side by side)."""
-    a = op.attrs
-    try:
-        batch, heads, kv_heads = int(a["batch"]), int(a["heads"]), int(a["kv_heads"])
-        return batch * heads, batch * kv_heads, int(a["q_len"]), int(a["kv_len"]), int(a["head_dim"])
-    except (KeyError, ValueError):
-        raise ModelLoadError(
-            f"op {op.name}: {op.kind} needs integer batch, heads, kv_heads, q_len, kv_len and head_dim attributes"
-        ) from None
-
-
-def gemm_dims(graph: Graph, op: Op) -> tuple[int, int, int]:
-    """(rows, K, cols) of the GEMM a matmul or convolution performs; batch dims fold into rows.
-
-    Convolutions run as implicit GEMMs: rows = N*Ho*Wo output pixels, cols = output channels and
-    K = input channels per group times the kernel window (weights are O x I/groups x Kh x Kw)."""
-    out = graph.tensors[op.outputs[0]]
-    out_elems = out.numel
-    if op.kind == "conv2d":
-        weight = graph.tensors[op.inputs[1]]
-        c_out = weight.shape[0] if weight.shape else 1
-        k = weight.numel // max(1, c_out)
-        return max(1, out_elems // max(1, c_out)), k, c_out
-    a = graph.tensors[op.inputs[0]]
-    contract = attributes.ints(op.attrs.get("contract_dims_lhs"))
-    if contract:
-        if len(set(contract)) != len(contract) or not all(0 <= d < len(a.shape) for d in contract):
-            raise ModelLoadError(
-                f"op {op.name}: contract_dims_lhs {list(contract)[:8]} are not distinct dimensions of its "
-                f"rank-{len(a.shape)} first operand"
-            )
-        k = math.prod(a.shape[d] for d in contract)
-    elif op.attrs.get("transpose_a", "").startswith("true") and len(a.shape) >= 2:
-        k = a.shape[-2]
-    else:
-        k = a.shape[-1] if a.shape else 1
-    cols = out.shape[-1] if out.shape else 1
-    return max(1, out_elems // max(1, cols)), k, cols
-
-
-def flops(graph: Graph, op: Op) -> int:
-    """Useful FLOPs of one graph-level op (no padding); fused ops add their per-element work.
-    More than a run can store is an error naming the op: tensors within MAX_ELEMENTS can still
-    multiply to more (a matmul of two 2^48-element operands)."""
-    count = _flops(graph, op)
-    if count > MAX_FLOPS:
-        raise ModelLoadError(f"op {op.name}: {count:.3g} FLOPs, more than tilescope counts (2^63)")
-    return count
-
-
-def _flops(graph: Graph, op: Op) -> int:
-    cls = op_class(op.kind)
-    if not op.outputs:
-        return 0
-    out = graph.tensors[op.outputs[0]]
-    fused = sum(op_class(kind).flops_per_element for kind in op.attrs.get("fused_kinds", ()))
-    if cls.kind_class in MATRIX_CLASSES and len(op.inputs) >= 2:
-        rows, k, cols = gemm_dims(graph, op)
-        return 2 * rows * k * cols + int(out.numel * fused)
-    if cls.kind_class == ATTENTION and len(op.inputs) >= 3:
-        heads, _, sq, sk, d = attention_dims(graph, op)
-        scores = heads * sq * sk
-        return 2 * 2 * scores * d + int(scores * cls.flops_per_element)  # Q K^T and P V, softmax
-    if cls.kind_class in (REDUCE, POOL):
-        return int(graph.tensors[op.inputs[0]].numel * cls.flops_per_element) if op.inputs else 0
-    return int(math.ceil(out.numel * (cls.flops_per_element + fused)))

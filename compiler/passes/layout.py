@@ -23,6 +23,7 @@ from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
 from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Op, Tensor
 from tilescope.compiler.analysis.l1_allocator import FirstFit, last_uses
 from tilescope.compiler.analysis.matmul_blocking import matmul_split
+from tilescope.compiler.analysis.matrix_dims import gemm_dims
 from tilescope.compiler.analysis.operand_layout import required_layout
 from tilescope.compiler.analysis.shard_layouts import dividing_grids, even_split, l1_layout_for
 from tilescope.compiler.pipeline.op_override import (
@@ -183,7 +184,7 @@ class AssignLayouts:
         if opset.op_class(op.kind).kind_class not in opset.MATRIX_CLASSES or len(op.inputs) < 2:
             return f"block and subblock apply to matmuls and convolutions, not {op.kind}"
         tile = self.target.tile
-        rows, k, cols = opset.gemm_dims(graph, op)
+        rows, k, cols = gemm_dims(graph, op)
         mt, kt, nt = ceil_div(rows, tile[0]), ceil_div(k, tile[1]), ceil_div(cols, tile[1])
         grid = ov.grid or op.attrs["grid"]
         _, _, bm, bn = matmul_split(mt, nt, grid, self.target.noc_multicast)

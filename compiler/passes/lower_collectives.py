@@ -4,18 +4,19 @@
                                                    bytes_per_device = 917504, link_bytes = 458752}
 
 The algorithm follows the topology the group's devices sit on (a ring where they close into
-one, a line, or halving and doubling through a switch: compiler/system.py); the steps and bytes
-are what the simulator times (op.meta["links"]), and what the kernel level shows.
+one, a line, or halving and doubling through a switch: compiler/targets/system.py). The plan
+(compiler/targets/links.py) is what the simulator times (op.meta["links"]); its steps and bytes are
+what the kernel level shows.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilescope.compiler.sim.collectives import on_the_links
 from tilescope.compiler.ir.graph import Graph
 from tilescope.compiler.ir.opset import COLLECTIVES, EXCHANGES
 from tilescope.compiler.targets.chip import Target
+from tilescope.compiler.targets.links import plan_links
 
 
 @dataclass(frozen=True)
@@ -30,12 +31,13 @@ class LowerCollectives:
         for op in graph.ops:
             if op.kind not in COLLECTIVES or not op.inputs:
                 continue
-            op.meta["links"] = _, _, _, cost = on_the_links(self.target, graph, op)  # what the simulator times
+            plan = plan_links(self.target.system, graph, op)
+            op.meta["links"] = plan  # what the simulator times
             if op.kind in EXCHANGES:  # an all_slice moves nothing: nothing to show
                 op.attrs.update(
-                    algorithm=cost.algorithm,
-                    steps=cost.steps,
-                    bytes_per_device=round(cost.bytes_per_device),
-                    link_bytes=round(cost.link_bytes),
+                    algorithm=plan.cost.algorithm,
+                    steps=plan.cost.steps,
+                    bytes_per_device=round(plan.cost.bytes_per_device),
+                    link_bytes=round(plan.cost.link_bytes),
                 )
         return graph

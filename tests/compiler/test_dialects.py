@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tilescope.compiler.ir import opset
+from tilescope.compiler.analysis.matrix_dims import gemm_dims
 from tilescope.compiler.frontend.mlir_import import import_mlir, parse_module
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
@@ -46,7 +46,7 @@ def test_linalg_tensor_arith(wormhole):
         ("expand_shape_0", "no-op reshape"),
         ("collapse_shape_0", "read past by the op after it"),
     ]
-    assert opset.gemm_dims(graph, graph.op("matmul_0")) == (128, 256, 512)
+    assert gemm_dims(graph, graph.op("matmul_0")) == (128, 256, 512)
     # tensor.empty only gave destinations: gone; the fill of a constant is computed at compile time
     assert all("empty" not in op.name for op in graph.ops)
     assert graph.op("fill_0").attrs == {"folded": "fill"}
@@ -63,6 +63,6 @@ def test_tosa(wormhole):
     graph = c.levels["graph"]
     assert [op.name for op in graph.ops] == ["const_0", "matmul_0"]
     matmul = graph.op("matmul_0")
-    assert opset.gemm_dims(graph, matmul) == (64, 128, 256)
+    assert gemm_dims(graph, matmul) == (64, 128, 256)
     assert matmul.attrs["fused"] == ("add_0", "sigmoid_0")
     assert c.warnings == []

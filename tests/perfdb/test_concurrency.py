@@ -20,7 +20,8 @@ RUNS, OPS, ZONES_PER_OP, COUNTERS = 8, 40, 50, 30
 WRITER = f"""
 import json, sys
 from tilescope.perfdb.engine import open_db, session_factory
-from tilescope.perfdb.records import CounterColumns, NewOp, NewRun, ZoneColumns
+from tilescope.compiler.sim.records import OpTiming
+from tilescope.perfdb.records import CounterColumns, NewRun, ZoneColumns
 from tilescope.perfdb.store import save_run
 
 url, label = sys.argv[1], sys.argv[2]
@@ -28,7 +29,7 @@ sys.stdin.readline()  # start together
 sessions = session_factory(open_db(url))
 ids = []
 for k in range({RUNS}):
-    ops = [NewOp(name=f"op_{{i}}", kind="matmul", start_ns=float(i), duration_ns=1.0, flops=10**12,
+    ops = [OpTiming(name=f"op_{{i}}", kind="matmul", start_ns=float(i), duration_ns=1.0, flops=10**12,
                 bytes={{"dram": 1.0}}, bound="dram", memory="dram", grid="8x8", cores=64, roofline_ns=0.5)
            for i in range({OPS})]
     zones = [(f"core {{z}}", 0, f"op_{{i}}", float(i), i + 1.0, f"op_{{i}}")

@@ -10,13 +10,14 @@ import pytest
 
 from tilescope.app.workbench.runs import execute
 from tilescope.compiler.pipeline.options import CompileOptions
+from tilescope.compiler.sim.records import OpTiming
 from tilescope.compiler.targets.catalog import target_text
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.diff import MovedOp, OnlyIn, OnlyOp, OpDelta, RunDiff, RunTimes, SettingChange, Sides, diff_runs
 from tilescope.perfdb.errors import RunNotFound
 from tilescope.perfdb.op_changes import ParamChange
 from tilescope.perfdb.runs import get_run
-from tilescope.perfdb.records import LoadOp, NewOp, NewRun, ZoneColumns
+from tilescope.perfdb.records import LoadOp, NewRun, ZoneColumns
 from tilescope.perfdb.store import save_run
 
 KEYS = [
@@ -64,7 +65,7 @@ def store(sessions, *ops, total_ns=None, load=()) -> int:
     rows, start = [], 0.0
     for name, duration, memory, grid in ops:
         rows.append(
-            NewOp(
+            OpTiming(
                 name=name,
                 kind="matmul",
                 start_ns=start,

@@ -5,7 +5,7 @@ another model, target, policy or dispatch is chosen, filled in once its run is f
 
 from __future__ import annotations
 
-from dash import Input, Output, State, dcc, no_update
+from dash import ClientsideFunction, Input, Output, State, dcc, no_update
 
 from tilescope.compiler.targets.chip import DEFAULT_DISPATCH
 
@@ -156,22 +156,16 @@ def _register_write(wiring: Wiring) -> dict:
     return {"write_link": write_link, "write_opening": write_opening}
 
 
-# the browser's history, written here: a new entry or the current one replaced (dcc.Location only
-# adds entries); Location is then told all it compares with the bar, or it writes the old one back
-WRITE_HISTORY = """function (wanted, location) {
-    if (!wanted || typeof wanted.search !== 'string') { return; }
-    var url = window.location.pathname + wanted.search + window.location.hash;
-    if (wanted.search !== window.location.search) {
-        if (wanted.replace) { window.history.replaceState({}, '', url); }
-        else { window.history.pushState({}, '', url); }
-    }
-    window.dash_clientside.set_props(location, {search: wanted.search, href: window.location.href});
-}"""
-
-
 def in_browser(app) -> None:
+    # the browser's history, written there (assets/address.js): a new entry or the current one
+    # replaced, as dcc.Location only adds entries
     for store in (ids.URL_WANTED, ids.URL_OPENING):
-        app.clientside_callback(WRITE_HISTORY, Input(store, "data"), State(ids.URL, "id"), prevent_initial_call=True)
+        app.clientside_callback(
+            ClientsideFunction("address", "writeHistory"),
+            Input(store, "data"),
+            State(ids.URL, "id"),
+            prevent_initial_call=True,
+        )
 
 
 PANEL = Panel("bar", "Address", "address", layout, register, in_browser)

@@ -4,7 +4,7 @@ a regex search; a click selects an op or opens a group."""
 from __future__ import annotations
 
 
-from dash import Input, Output, State, dcc, html, no_update
+from dash import ClientsideFunction, Input, Output, State, dcc, html, no_update
 
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.ir.graph import Graph
@@ -179,17 +179,20 @@ def _baseline(run, mode: str, ticked, notes: list, baseline: int | None) -> int 
 def in_browser(app) -> None:
     # a click selects in the browser, to save a round trip before the views can ask for the selection
     app.clientside_callback(
-        "function(click, expanded) { return window.tilescope.clickNode(click, expanded); }",
+        ClientsideFunction("graph", "click"),
         Output(ids.SELECTED_OP, "data"),
         Output(ids.GRAPH_GROUPS, "value", allow_duplicate=True),
         Input(ids.GRAPH_VIEW, "clickData"),
         State(ids.GRAPH_GROUPS, "value"),
         prevent_initial_call=True,
     )
+    # labels that follow the zoom, and a box's label that closes its group (assets/graph.js)
     app.clientside_callback(
-        "function(figure) { return window.tilescope.hookGraph(figure); }",
+        ClientsideFunction("graph", "hook"),
         Output(ids.GRAPH_VIEW, "className"),
         Input(ids.GRAPH_VIEW, "figure"),
+        State(ids.GRAPH_VIEW, "id"),
+        State(ids.GRAPH_GROUPS, "id"),
     )
 
 

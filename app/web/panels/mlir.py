@@ -2,7 +2,7 @@
 selected op's lines marked, a search over the whole level, and a click on a line selecting its op.
 
 The server reads the text (tokens, matches, the window, which op each line belongs to) and sends
-the window as data; the browser draws it (window.tilescope.drawMlir), with the model's text as
+the window as data; the browser draws it (assets/mlir.js), with the model's text as
 text nodes, never markup. A BERT kernel page is ~3,000 coloured tokens: as Dash components they
 took the browser ~700 ms to draw; as DOM nodes made in one pass, ~25 ms (~7 ms uncoloured)."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dash import Input, Output, State, dcc, html, no_update
+from dash import ClientsideFunction, Input, Output, State, dcc, html, no_update
 
 from tilescope.compiler.errors import TilescopeError
 
@@ -100,10 +100,13 @@ def register(wiring: Wiring) -> dict:
 
 
 def in_browser(app) -> None:
+    # drawn in the browser (assets/mlir.js), which makes a click on a line the selection of its op
     app.clientside_callback(
-        "function(window_) { return window.tilescope.drawMlir(window_); }",
+        ClientsideFunction("mlir", "draw"),
         Output(ids.MLIR_VIEW, "title"),
         Input(ids.MLIR_WINDOW, "data"),
+        State(ids.MLIR_VIEW, "id"),
+        State(ids.SELECTED_OP, "id"),
     )
 
 

@@ -3,7 +3,7 @@ model. The address bar, which names the view, is address.py's."""
 
 from __future__ import annotations
 
-from dash import Input, Output, State, dcc, html, no_update
+from dash import ClientsideFunction, Input, Output, State, dcc, html, no_update
 
 from tilescope.compiler.frontend import zoo
 from tilescope.compiler.errors import TilescopeError
@@ -280,8 +280,7 @@ def _register_upload(wiring: Wiring) -> dict:
 def in_browser(app) -> None:
     # what is being opened, written at once in the browser; shown only while choose_model runs
     app.clientside_callback(
-        "function (model, target, policy, dispatch) {"
-        " return window.tilescope.opening(model, target, policy, dispatch); }",
+        ClientsideFunction("run_bar", "opening"),
         Output(ids.COMPILE_PROGRESS, "children"),
         Input(ids.MODEL_SELECT, "value"),
         Input(ids.TARGET_SELECT, "value"),
@@ -292,7 +291,7 @@ def in_browser(app) -> None:
     # short in its menu, so the bar keeps its lines (style.css): its field's tooltip gives it whole
     for field, select in ((ids.MODEL_FIELD, ids.MODEL_SELECT), (ids.RUN_FIELD, ids.RUN_SELECT)):
         app.clientside_callback(
-            "function(value, options) { return window.tilescope.menuLabel(value, options); }",
+            ClientsideFunction("run_bar", "menuLabel"),
             Output(field, "title"),
             Input(select, "value"),
             Input(select, "options"),

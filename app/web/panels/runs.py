@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dash import Input, Output, State, dcc, html, no_update
+from dash import ClientsideFunction, Input, Output, State, dcc, html, no_update
 
 from tilescope.perfdb.schema import Run
 
@@ -140,13 +140,7 @@ def register(wiring: Wiring) -> dict:
 def in_browser(app) -> None:
     # a tick names its run's id; a tick the grid echoes back (rows the server ticked) changes nothing
     app.clientside_callback(
-        """function(rows, ticked) {
-            // the server sets {ids: [...]}; the grid answers with the rows it ticked
-            if (!Array.isArray(rows)) { return window.dash_clientside.no_update; }
-            var ids = rows.map(function (r) { return r.id; }).sort(function (a, b) { return a - b; });
-            var before = (ticked || []).slice().sort(function (a, b) { return a - b; });
-            return JSON.stringify(ids) === JSON.stringify(before) ? window.dash_clientside.no_update : ids;
-        }""",
+        ClientsideFunction("runs", "ticked"),
         Output(ids.TICKED_RUNS, "data"),
         Input(ids.RUNS_TABLE, "selectedRows"),
         State(ids.TICKED_RUNS, "data"),

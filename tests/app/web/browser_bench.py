@@ -90,8 +90,8 @@ def timeline_frames(d, notches: int = 12, moves: int = 30) -> dict[str, float]:
     pan = d.execute_script(FRAMES, "mousemove")
     found["pan_frame_ms"], found["pan_frame_p90_ms"] = _spread([f[1] for f in pan])
     found["pan_axis_ms"], found["pan_axis_p90_ms"] = _spread([f[2] for f in pan])
-    found["zones_drawn"] = d.execute_script("return window.tilescope.timelineDrawn().zones;")
-    found["rows_drawn"] = d.execute_script("return window.tilescope.timelineDrawn().rows;")
+    found["zones_drawn"] = d.execute_script("return window.dash_clientside.timeline.drawn().zones;")
+    found["rows_drawn"] = d.execute_script("return window.dash_clientside.timeline.drawn().rows;")
     return found
 
 
@@ -127,7 +127,9 @@ def measure(url: str, only: set[str] | None) -> dict[str, float]:
             )
         if wanted("timeline"):
             _tab(d, "Timeline")
-            _wait(d, lambda d: d.execute_script("return window.tilescope.timelineDrawn() !== null;"), timeout=120)
+            _wait(
+                d, lambda d: d.execute_script("return window.dash_clientside.timeline.drawn() !== null;"), timeout=120
+            )
             _wait(d, lambda d: d.execute_script(IDLE), timeout=120)
             found.update(timeline_frames(d))
             _wait(d, lambda d: d.execute_script(IDLE), timeout=120)

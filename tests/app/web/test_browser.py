@@ -5,9 +5,11 @@ Screenshots of each step go to ./screenshots (or $TILESCOPE_SCREENSHOTS) for peo
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -125,8 +127,8 @@ def _pick(driver, element_id: str, value: str) -> None:
 
 
 def _timeline_drawn(driver) -> dict:
-    """What the timeline's canvas drew last (timeline_draw.js timelineDrawn), {} before it drew."""
-    return driver.execute_script("return window.tilescope.timelineDrawn();") or {}
+    """What the timeline's canvas drew last (timeline_draw.js drawn), {} before it drew."""
+    return driver.execute_script("return window.dash_clientside.timeline.drawn();") or {}
 
 
 def _timeline_zones(driver) -> int:
@@ -137,7 +139,7 @@ def _timeline_zones(driver) -> int:
 TIMELINE = "var gd = document.querySelector('#timeline-view .js-plotly-plot');"
 # op -> how many zones of it the timeline's figure holds (timeline_draw.js reads them from its meta)
 TIMELINE_OPS = TIMELINE + (
-    "var z = window.tilescope.timelineZones(gd.layout.meta), ops = {};"
+    "var z = window.dash_clientside.timeline.zones(gd.layout.meta), ops = {};"
     "z.op.forEach(function (o) { if (o >= 0) { ops[z.names[o]] = (ops[z.names[o]] || 0) + 1; } });"
     "return ops;"
 )
@@ -159,8 +161,8 @@ def _hover_zone(driver, op: str) -> None:
     driver.execute_script(TIMELINE + "gd.scrollIntoView({block: 'start'});")
     where = driver.execute_script(
         TIMELINE + "var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();"
-        "var z = window.tilescope.timelineZones(gd.layout.meta), r = gd._ts.range, op = z.index[arguments[0]];"
-        "var geo = window.tilescope.rowGeometry(gd.layout.meta, ya._length);"
+        "var z = window.dash_clientside.timeline.zones(gd.layout.meta), r = gd._ts.range, op = z.index[arguments[0]];"
+        "var geo = window.dash_clientside.timeline.rowGeometry(gd.layout.meta, ya._length);"
         "for (var i = 0; i < z.op.length; i++) { if (z.op[i] === op && z.row[i] === 0) {"
         "  var mid = Math.max(z.start[i], r[0]) / 2 + Math.min(z.end[i], r[1]) / 2;"
         "  return [box.left + xa._offset + (mid - r[0]) * xa._length / (r[1] - r[0]),"
@@ -373,6 +375,26 @@ def test_impossible_overrides_are_refused_when_staged_and_all_named_on_apply(ser
     )
     d.execute_script("document.getElementById('override-status').scrollIntoView({block: 'center'})")
     _shot(d, "04e-override-problems")
+
+
+def test_every_function_the_page_runs_in_the_browser_is_in_its_scripts(server, browser):
+    """Each callback Dash runs in the browser names a function of window.dash_clientside, which the
+    scripts of assets/ make as the page loads."""
+    with urllib.request.urlopen(server + "_dash-dependencies", timeout=60) as answer:
+        named = [c["clientside_function"] for c in json.load(answer) if c.get("clientside_function")]
+    assert len(named) >= 10
+    d = browser
+    d.get_log("browser")  # what earlier pages logged
+    d.get(server)
+    _wait(d, lambda d: "run #" in _text(d, "run-summary") and _settled(d))
+    missing = d.execute_script(
+        "return arguments[0].filter(function (f) { var ns = window.dash_clientside[f.namespace];"
+        " return !ns || typeof ns[f.function_name] !== 'function'; });",
+        named,
+    )
+    assert not missing
+    severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+    assert not severe, severe
 
 
 def test_mlir_view_colours_searches_and_selects_an_op_by_its_line(server, browser):

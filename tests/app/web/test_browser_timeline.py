@@ -28,15 +28,16 @@ from selenium.webdriver.common.by import By  # noqa: E402
 pytestmark = pytest.mark.browser
 
 CORES = 64
-DRAWN = "return window.tilescope.timelineDrawn();"
+DRAWN = "return window.dash_clientside.timeline.drawn();"
 # merged markers the canvas draws in the view
 MERGED_DRAWN = TIMELINE + (
-    "var z = window.tilescope.timelineZones(gd.layout.meta), r = gd._ts.range, n = 0;"
+    "var z = window.dash_clientside.timeline.zones(gd.layout.meta), r = gd._ts.range, n = 0;"
     "z.merged.forEach(function (i) { if (z.end[i] >= r[0] && z.start[i] <= r[1]) { n++; } }); return n;"
 )
 # whether the figure holds what the view shows at its level of detail (else the server is asked)
 FINE_ENOUGH = (
-    TIMELINE + "return !!(gd && gd._ts && gd._ts.range) && window.tilescope.drawnAlready(gd.layout.meta, gd._ts.range);"
+    TIMELINE + "return !!(gd && gd._ts && gd._ts.range)"
+    " && window.dash_clientside.timeline.drawnAlready(gd.layout.meta, gd._ts.range);"
 )
 # the point of the viewport over the zones at `arguments[0]` of their width, `arguments[1]` of their height
 OVER_ZONES = TIMELINE + (
@@ -100,12 +101,20 @@ def _open_timeline(d, url: str, shown: str = "run #") -> None:
     _wait(d, lambda d: _drawn(d).get("zones") and _settled(d) and _meta(d)["rows"] == 1 + CORES, timeout=120)
 
 
+def _zoom_counters(d, shown: list[float]) -> None:
+    """Set the first counter plot's time axis to `shown` (us), as its zoom box does: the zones follow."""
+    d.execute_script(
+        TIMELINE + "Plotly.relayout(gd, {'xaxis2.range[0]': arguments[0], 'xaxis2.range[1]': arguments[1]});", *shown
+    )
+    _wait(d, lambda d: _drawn(d)["range"] == pytest.approx(shown) and _settled(d), timeout=60)
+
+
 def _point_at(d, op: str, row: int) -> list[int]:
     """The viewport point in the middle of `op`'s zone on row `row` (0: the device's), in view."""
     where = d.execute_script(
         TIMELINE + "var xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();"
-        "var meta = gd.layout.meta, z = window.tilescope.timelineZones(meta), r = gd._ts.range;"
-        "var geo = window.tilescope.rowGeometry(meta, ya._length), op = z.index[arguments[0]];"
+        "var meta = gd.layout.meta, z = window.dash_clientside.timeline.zones(meta), r = gd._ts.range;"
+        "var geo = window.dash_clientside.timeline.rowGeometry(meta, ya._length), op = z.index[arguments[0]];"
         "for (var i = 0; i < z.op.length; i++) { if (z.op[i] === op && z.row[i] === arguments[1]) {"
         "  var mid = Math.max(z.start[i], r[0]) / 2 + Math.min(z.end[i], r[1]) / 2;"
         "  return [Math.round(box.left + xa._offset + (mid - r[0]) * xa._length / (r[1] - r[0])),"
@@ -169,6 +178,8 @@ def test_bert_base_timeline_every_core_row_at_every_zoom_the_wheel_in_proportion
     _wait(d, lambda d: (_drawn(d).get("range") or [0, 0])[1] == pytest.approx(view[1]) and _settled(d), timeout=60)
     assert d.execute_script(TIMELINE + "return gd._fullLayout.xaxis.range;") == pytest.approx(view)
 
+    # a zoom on a counter plot's time axis (its zoom box) is a zoom of the zones
+    _zoom_counters(d, [view[0] + (view[1] - view[0]) / 4, view[1] - (view[1] - view[0]) / 4])
     # zoomed out as far as the wheel goes: the run and its margin, no further
     _wheel(d, 25, 600)
     lo, hi = _drawn(d)["range"]
@@ -176,7 +187,7 @@ def test_bert_base_timeline_every_core_row_at_every_zoom_the_wheel_in_proportion
     # the L1 counter runs to the run's end
     l1_end = d.execute_script(
         TIMELINE + "var t = gd.data.find(function (t) { return t.name === 'L1 in use, fullest core'; });"
-        "var x = window.tilescope.values(t.x); return x[x.length - 1];"
+        "var x = window.dash_clientside.plotly_arrays.values(t.x); return x[x.length - 1];"
     )
     assert l1_end == pytest.approx(total)
     severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
@@ -191,7 +202,7 @@ def test_bert_base_timeline_down_to_one_op_a_zone_hovered_and_clicked(bert, brow
     attention = "encoder.layer.3.attention.self.scaled_dot_product_attention"
     assert ops[attention] == 1 + CORES  # the device row and each core
     d.execute_script(
-        TIMELINE + "var z = window.tilescope.timelineZones(gd.layout.meta), op = z.index[arguments[0]];"
+        TIMELINE + "var z = window.dash_clientside.timeline.zones(gd.layout.meta), op = z.index[arguments[0]];"
         "for (var i = 0; i < z.op.length; i++) { if (z.op[i] === op && z.row[i] === 0) {"
         "  var pad = (z.end[i] - z.start[i]) * 0.1;"
         "  Plotly.relayout(gd, {'xaxis.range[0]': z.start[i] - pad, 'xaxis.range[1]': z.end[i] + pad}); } }",
@@ -252,7 +263,7 @@ def test_a_zoom_past_the_detail_a_figure_holds_asks_the_server_for_the_window_wh
         d, lambda d: _meta(d)["span"] < whole["total"] / 3 and d.execute_script(FINE_ENOUGH) and _settled(d), timeout=60
     )
     # asked for a zoomed window that holds the view (where the wheel stopped, or where it rested on the way)
-    asked, view = _prop(d, "timeline-zoom", "data")["xaxis.range"], _drawn(d)["range"]
+    asked, view = _prop(d, "timeline-zoom", "data")["range"], _drawn(d)["range"]
     assert asked[0] <= view[0] < view[1] <= asked[1] and asked[1] - asked[0] < whole["total"] / 3
     assert _drawn(d)["rows"] == 1 + CORES and d.execute_script(MERGED_DRAWN) < merged
     _shot(d, "44-bert-24-layers-zoomed")

@@ -165,7 +165,7 @@ def _fanned(driver):
     return driver.execute_script(
         GRAPH + "for (var k = 0; k < gd.data.length; k++) { var t = gd.data[k];"
         "  if (!t.meta || !t.meta.labels) { continue; }"
-        "  var x = window.tilescope.values(t.x), y = window.tilescope.values(t.y);"
+        "  var values = window.dash_clientside.plotly_arrays.values, x = values(t.x), y = values(t.y);"
         "  for (var i = 0; i < x.length; i++) { if (/read by 12 nodes/.test(t.hovertext[i])) {"
         "    return [x[i], y[i], t.customdata[i]]; } } } return null;"
     )

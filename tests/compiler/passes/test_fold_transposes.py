@@ -1,5 +1,5 @@
 from tilescope.compiler.passes.fold_transposes import FoldTransposes
-from tilescope.compiler.ir.opset import gemm_dims
+from tilescope.compiler.analysis.matrix_dims import gemm_dims
 
 from .golden import lines, run
 

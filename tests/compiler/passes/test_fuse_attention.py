@@ -2,7 +2,8 @@ import pytest
 
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.options import CompileOptions
-from tilescope.compiler.ir.opset import attention_dims, flops
+from tilescope.compiler.analysis.matrix_dims import attention_dims
+from tilescope.compiler.sim.flops import flops
 from tilescope.compiler.passes.fuse_attention import DECODE, PREFILL, FuseAttention
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate

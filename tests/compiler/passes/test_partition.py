@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tilescope.compiler.ir import opset
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.ir.opset import COLLECTIVES
+from tilescope.compiler.sim.flops import flops
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.catalog import load_target
 
@@ -36,7 +36,7 @@ def _matmul_flops(compilation) -> dict[str, int]:
     for op in graph.ops:
         part = next((p for p in TP_MATMULS if f".{p}." in op.name), None)
         if op.kind == "matmul" and part:
-            found[part] = opset.flops(graph, op)
+            found[part] = flops(graph, op)
     return found
 
 

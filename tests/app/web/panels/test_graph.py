@@ -51,7 +51,7 @@ def test_a_large_graph_opens_grouped_a_click_opens_a_group_and_an_op_selected_el
     assert closed and len(drawn) <= 200 and "nodes for 300 ops" in str(shown["note"])
     assert {o["value"] for o in shown["group_options"]} >= set(groups) | set(closed)
 
-    opened = [*groups, closed[0]]  # a click on the group (tilescope.js clickNode, in the browser tests)
+    opened = [*groups, closed[0]]  # a click on the group (assets/graph.js click, in the browser tests)
     after = cb["show_graph"](run_id, "input", expanded=opened)
     assert closed[0] not in _ops_drawn(after["figure"]) and closed[0] in after["groups"]
 

@@ -39,7 +39,7 @@ from .test_timeline import outlined, zones_drawn
 
 def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     base_id = shown_run(cb)
-    filled = cb["fill_form"](FC1, base_id)["form"]  # a click on its node (tilescope.js clickNode in the browser)
+    filled = cb["fill_form"](FC1, base_id)["form"]  # a click on its node (assets/graph.js click, in the browser)
     # 128 tile columns over 64 cores
     applied = apply(cb, base_id, **{**filled, "memory": "l1", "memory_layout": "width_sharded"})
     new_id = applied["run_id"]

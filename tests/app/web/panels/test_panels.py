@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 
 import pytest
 from dash import Dash, Input, Output, html, no_update
 
+from tilescope.app.web import ids
 from tilescope.app.web import page as page_module
 from tilescope.app.web import panels
 from tilescope.app.web.panel import PageContext, Panel, Wiring
-from tilescope.app.web.server import create_app
+from tilescope.app.web.server import ASSETS, create_app
 from tilescope.compiler.targets.catalog import load_target
 
 from .conftest import FC1, MODEL, TARGET, shown_run
@@ -73,3 +75,26 @@ def test_hidden_analysis_views_wait_for_their_tab(cb):
     assert cb["show_diff"](None, run_id, "memory") is no_update
     assert FC1 in {row["name"] for row in cb["show_statistics"](run_id, "name", "statistics")["data"]}
     assert cb["show_roofline"](run_id, FC1, "roofline").data
+
+
+def test_what_runs_in_the_browser_is_a_function_of_its_panel_s_script(app):
+    """Each callback run in the browser names its function (Dash's ClientsideFunction) in a
+    namespace of window.dash_clientside that a script of assets/ of the same name makes: no
+    JavaScript is written in Python. (test_browser checks the page has each of them.)"""
+    named = [c["clientside_function"] for c in app._callback_list if c.get("clientside_function")]
+    assert {n["namespace"] for n in named} >= {"graph", "mlir", "timeline", "run_bar", "runs", "address"}
+    assert not app._inline_scripts
+    for function in named:
+        script = (ASSETS / f"{function['namespace']}.js").read_text()
+        assert f"dc.{function['namespace']} = dc.{function['namespace']} || {{}}" in script, function
+        assert re.search(rf"\b{function['function_name']}\s*[:=]\s*function\b", script), function
+
+
+def test_the_scripts_are_handed_the_ids_of_the_page_s_parts_and_type_none():
+    """A component's id is written once, in app/web/ids.py: the scripts get the ids they need
+    from their callbacks (as states), so renaming one renames it for them too."""
+    names = [value for key, value in vars(ids).items() if key.isupper() and isinstance(value, str)]
+    for script in sorted(ASSETS.glob("*.js")):
+        text = script.read_text()
+        typed = [name for name in names if re.search(rf"['\"#]{re.escape(name)}['\". ]", text)]
+        assert not typed, f"{script.name} types the ids {typed}"

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 from dash import no_update
 
-from tilescope.app.web.panels.timeline import x_window
+from tilescope.app.web.panels.timeline import stored_range
 from tilescope.app.web.style import kind_colour
 from tilescope.app.web.timeline_figure import LANE_PX, MERGED_COLOUR, ROW_PX, row_key, row_label, timeline_figure
 from tilescope.perfdb.runs import op_records
@@ -148,7 +148,7 @@ def test_the_timeline_shows_the_zoomed_window_with_short_zones_merged(app, cb):
     # zoom into the first op: only the zones in that window, and the axis stays there
     first = min(zones(app, run_id, depth=0), key=lambda z: z.start_ns)
     window = [first.start_ns / 1e3, (first.start_ns + first.end_ns) / 2e3]
-    zoomed = cb["show_timeline"](run_id, {"xaxis.range[0]": window[0], "xaxis.range[1]": window[1]}, [], None)
+    zoomed = cb["show_timeline"](run_id, {"run": run_id, "range": window}, [], None)
     assert list(zoomed.layout.xaxis.range) == window
     assert 0 < zones_drawn(zoomed) < zones_drawn(everything)
     # a view a few pixels wide merges whole ops into grey "N zones" markers, one per core
@@ -215,9 +215,9 @@ def test_the_timeline_adds_engine_lanes_and_counter_plots_and_keeps_a_counter_zo
     at = list(plots["DRAM bandwidth"].x).index(record.start_ns / 1e3)
     expected = record.bytes["dram"] / (record.duration_ns / 1e9) / 1e9
     assert abs(plots["DRAM bandwidth"].y[at] - expected) < 1e-6 * expected
-    # a zoom on a counter plot's axis is a zoom of the timeline
-    zoomed = cb["show_timeline"](run_id, {"xaxis2.range[0]": 1.0, "xaxis2.range[1]": 2.0}, ["counters"], None)
-    assert list(zoomed.layout.xaxis.range) == [1.0, 2.0]
+    # a zoom with the counters shown draws them over the range asked for
+    zoomed = cb["show_timeline"](run_id, {"run": run_id, "range": [1.0, 2.0]}, ["counters"], None)
+    assert [list(zoomed.layout[axis].range) for axis in ("xaxis", "xaxis2")] == [[1.0, 2.0]] * 2
     assert FC1 in {z.op for z in zones(app, run_id, depth=0)}
 
 
@@ -253,39 +253,44 @@ def test_a_zoomed_figure_holds_a_view_s_width_either_side_so_a_pan_is_drawn_in_t
         records[FC1].why,
     ]
     view = [0.4 * total, 0.5 * total]
-    meta = cb["show_timeline"](run_id, {"xaxis.range[0]": view[0], "xaxis.range[1]": view[1]}, [], None).layout.meta
+    meta = cb["show_timeline"](run_id, {"run": run_id, "range": view}, [], None).layout.meta
     assert meta["loaded"] == [pytest.approx(0.3 * total), pytest.approx(0.6 * total)]
     assert meta["span"] == pytest.approx(0.1 * total)
 
 
 @pytest.mark.parametrize(
-    "relayout",
+    "asked",
     [
-        {"xaxis.range": ["a", None]},
-        {"xaxis.range": [5.0, 1.0]},
-        {"xaxis.range[0]": "nan", "xaxis.range[1]": 3.0},
-        {"xaxis.range[0]": 1.0},
-        {"xaxis.range": [float("-inf"), 1.0]},
-        {"xaxis.range": {"a": 1}},
-        ["xaxis.range", 1, 2],
+        {"range": ["a", None]},
+        {"range": [5.0, 1.0]},
+        {"range": ["nan", 3.0]},
+        {"range": [1.0]},
+        {"range": [float("-inf"), 1.0]},
+        {"range": {"a": 1}},
+        {"range": [1.0, 2.0], "run": "another"},
+        ["range", 1, 2],
         {1: 2},
     ],
 )
-def test_a_forged_zoom_sets_no_window_and_the_callback_draws_the_whole_run(app, cb, relayout):
-    assert x_window(relayout) is None
+def test_a_forged_zoom_sets_no_window_and_the_callback_draws_the_whole_run(app, cb, asked):
     run_id = shown_run(cb)
-    figure = cb["show_timeline"](run_id, relayout, [], None)
+    forged = {"run": run_id, **asked} if isinstance(asked, dict) else asked
+    assert stored_range(forged, run_id) is None
+    figure = cb["show_timeline"](run_id, forged, [], None)
     assert list(figure.layout.xaxis.range) == [0.0, figure.layout.meta["total"]]
 
 
 def test_a_zoom_past_the_run_shows_the_run_and_its_margin_at_most(app, cb):
     run_id = shown_run(cb)
     total = app.explorer.view(run_id).total_ns / 1e3
-    figure = cb["show_timeline"](run_id, {"xaxis.range": [-1e300, 1e300]}, [], None)
+    figure = cb["show_timeline"](run_id, {"run": run_id, "range": [-1e300, 1e300]}, [], None)
     assert list(figure.layout.xaxis.range) == [pytest.approx(-0.02 * total), pytest.approx(1.02 * total)]
     assert figure.layout.meta["loaded"] == [0.0, total]
+    # the browser keeps its zoom and pan within the same bounds, which the figure gives it
+    assert figure.layout.meta["bounds"] == list(figure.layout.xaxis.range)
     # a window wholly past the run's end: the whole run
-    past = cb["show_timeline"](run_id, {"xaxis.range": [2 * total, 3 * total]}, [], None)
+    past = cb["show_timeline"](run_id, {"run": run_id, "range": [2 * total, 3 * total]}, [], None)
     assert list(past.layout.xaxis.range) == [0.0, total]
-    assert cb["show_timeline"](run_id, {"autosize": True}, [], None).layout.meta["span"] == total
+    # another run's range: the whole run
+    assert cb["show_timeline"](run_id, {"run": run_id + 1, "range": [1.0, 2.0]}, [], None).layout.meta["span"] == total
     assert cb["show_timeline"](None, None, [], None) is no_update
