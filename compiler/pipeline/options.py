@@ -6,7 +6,7 @@ on a pass."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from tilescope.compiler.pipeline.op_override import OpOverride, sharding_requests
@@ -39,7 +39,7 @@ class CompileOptions:
         # any sequence is taken, and kept as a tuple: the record keys caches of compilations
         object.__setattr__(self, "overrides", tuple(self.overrides))
 
-    def with_overrides(self, overrides: Sequence[OpOverride]) -> CompileOptions:
+    def with_overrides(self, overrides: Iterable[OpOverride]) -> CompileOptions:
         return replace(self, overrides=tuple(overrides))
 
     @property
