@@ -158,7 +158,12 @@ class _Search:
     reserve: int = 0  # trials' time to keep of the budget for after the search (what its parts are worth)
     reserved: int = 0  # of which kept now: a trial per item found, at most
     trials: int = 0
-    began: float = field(default_factory=time.perf_counter)
+    clock: Callable[[], float] = time.perf_counter  # seconds; a test gives its own
+    began: float = -1.0
+
+    def __post_init__(self) -> None:
+        if self.began < 0:
+            self.began = self.clock()
 
     def found(self, items: int) -> None:
         """The best set has `items` items now: what the time kept after the search measures."""
@@ -169,7 +174,7 @@ class _Search:
             return "cancelled; the best set so far is kept"
         if self.max_trials is not None and self.trials >= self.max_trials:
             return f"stopped after its {self.max_trials} trials"
-        now = time.perf_counter()
+        now = self.clock()
         if now + self.reserved * (now - self.began) / max(1, self.trials) >= self.deadline:
             return "stopped at the end of its time budget"
         return ""
@@ -210,6 +215,7 @@ def tune(
     cancelled: Callable[[], bool] = lambda: False,
     starts: tuple[str, ...] = LAYOUT_POLICIES,
     reserved: int = 0,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> Tuned:
     """The best override set found for `model` on `target` within the budget (seconds, trials or
     both; None: unbounded) or until `cancelled()`; never slower than where it started: the fastest
@@ -218,12 +224,12 @@ def tune(
     `options`' dispatch and L1 cap (its policy is each of `starts` in turn).
     The time budget covers the starts too: once it has ended, the first start alone is compiled.
     It ends up to `reserved` trials' time early (one per item found), for what follows it in the budget.
-    `progress` hears a line at the start, at each kept override, and every HEARTBEAT_S."""
-    start = time.perf_counter()
+    `progress` hears a line at the start, at each kept override, and every HEARTBEAT_S of `clock`."""
+    start = clock()
     deadline = start + budget_s if budget_s else float("inf")
-    policies, best, dropped = _fastest_start(model, target, options, starts, deadline, progress, cancelled)
+    policies, best, dropped = _fastest_start(model, target, options, starts, deadline, progress, cancelled, clock)
     every_trial = replace(options, overrides=(), policy=best.compilation.policy)
-    search = _Search(model, target, every_trial, deadline, max_trials, cancelled, reserved)
+    search = _Search(model, target, every_trial, deadline, max_trials, cancelled, reserved, clock=clock)
     search.found(len(best.items))
     stopped, gains = _improve(search, best, knobs, random.Random(seed), progress, start)
     items = best.all_items()
@@ -234,7 +240,7 @@ def tune(
         items=items,
         gains=gains,
         trials=search.trials,
-        seconds=time.perf_counter() - start,
+        seconds=clock() - start,
         stopped=stopped,
         dropped=dropped,
         compilation=best.compilation,
@@ -250,13 +256,14 @@ def _fastest_start(
     deadline: float,
     progress: Callable[[str], None],
     cancelled: Callable[[], bool],
+    clock: Callable[[], float],
 ) -> tuple[dict[str, float], _Best, list[str]]:
     """Each of the `starts` policies' time with `options` (the first always; the rest while the
     budget lasts), the fastest as the best so far, and the start items it rejects."""
     policies: dict[str, float] = {}
     runs: dict[str, tuple[Compilation, SimResult, list[str]]] = {}
     for name in starts:
-        if runs and (cancelled() or time.perf_counter() >= deadline):
+        if runs and (cancelled() or clock() >= deadline):
             progress(f"left out the {name} start: {'cancelled' if cancelled() else 'the budget has ended'}")
             continue
         runs[name] = _start(model, target, replace(options, policy=name))
@@ -286,7 +293,7 @@ def _improve(
     """Pass after pass over the ops, slowest first, keep each group's fastest candidate that makes
     the step faster, until the budget ends or a pass keeps nothing (`best` follows what is kept).
     Why it stopped, and each change kept."""
-    said = time.perf_counter()
+    said = search.clock()
     gains: list[Change] = []
     passes, grouped = 0, True  # groups of alike ops first; once that gains nothing, op by op
     while True:
@@ -296,8 +303,8 @@ def _improve(
         else:
             groups = [[name] for name in _tunable(best.compilation, best.sim)]
         for place, names in enumerate(groups, 1):
-            if time.perf_counter() - said >= HEARTBEAT_S:
-                said = time.perf_counter()
+            if search.clock() - said >= HEARTBEAT_S:
+                said = search.clock()
                 progress(
                     f"{search.trials} trials, {said - start:.0f} s: {best.sim.total_ns / 1e3:.1f} us; pass {passes} "
                     f"({'groups of alike ops' if grouped else 'op by op'}), {place} of {len(groups)}"
@@ -309,7 +316,7 @@ def _improve(
                 search.found(len(best.items))
                 best.compilation, best.sim = winner
                 kept_this_pass += 1
-                said = time.perf_counter()
+                said = search.clock()
                 progress(f"{search.trials} trials: {best.sim.total_ns / 1e3:.1f} us with {gains[-1].label}")
             if stopped:
                 return stopped, gains
