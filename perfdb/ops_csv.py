@@ -38,7 +38,7 @@ DURATION = "DEVICE KERNEL DURATION [ns]"
 LATENCY = "OP TO OP LATENCY [ns]"
 MAX_ROWS = 100_000  # rows of one import: each becomes stored records (an op, a zone, counters)
 MAX_NS = 1e15  # a duration or latency (11.6 days): beyond it, a typo, and sums could overflow to inf
-MAX_CORES = 256 * 256  # a target's largest grid (compiler.target.MAX_GRID)
+MAX_CORES = 256 * 256  # a target's largest grid (compiler.targets.chip_file.MAX_GRID)
 # the columns import_csv reads: one of each, or which to believe is a guess
 READ = (DURATION, LATENCY, "LOC", "OP NAME", "CORE COUNT", "MATH FIDELITY")
 _SHOWN = reprlib.Repr()

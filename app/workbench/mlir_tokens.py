@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 # the token kinds, as the page's CSS classes name them (assets/style.css, `.mlir .t-...`)
 KINDS = ("ssa", "op", "type", "attr", "loc", "sym", "str", "num", "cmt")
 
-# a string, unrolled so that Python's re keeps no state per character (as compiler/mlir_import.py
+# a string, unrolled so that Python's re keeps no state per character (as compiler/frontend/mlir_import.py
 # reads them: `(?:[^"\\]|\\.)*` costs about 100 bytes a character)
 _STRING = r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"'
 _TOKEN = re.compile(

@@ -5,7 +5,7 @@ imported, from any of the three ways models say them:
   explicit collectives, and `sdy.manual_computation`, whose body is inlined between one
   `full_to_shard` op per operand and one `shard_to_full` op per result;
 - GSPMD: `mhlo.sharding` strings and the `@Sharding`, `@SPMDFullToShardShape` and
-  `@SPMDShardToFullShape` custom calls (the mesh made as compiler/gspmd.py says);
+  `@SPMDShardToFullShape` custom calls (the mesh made as compiler/frontend/gspmd.py says);
 - TTIR: the `ttcore.meshes` module attribute (axes "axis_0", "axis_1", ... by position, which
   `cluster_axis` indexes), `ttir.mesh_shard` and TTIR's collectives.
 

@@ -2,8 +2,8 @@
 
 The parser is MLIR's own, through the Python bindings in the `iree-base-compiler` wheel. TTIR ops are
 not registered there, so unregistered dialects are allowed: such ops parse in generic form, and
-the custom syntax of Shardy's ops is rewritten to it first (compiler/mlir_text.py). Meshes,
-shardings and collectives are read alongside (compiler/mesh_import.py).
+the custom syntax of Shardy's ops is rewritten to it first (compiler/frontend/mlir_text.py). Meshes,
+shardings and collectives are read alongside (compiler/frontend/mesh_import.py).
 """
 
 from __future__ import annotations

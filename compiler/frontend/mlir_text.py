@@ -1,6 +1,6 @@
 """The text MLIR's parser is given: checked first against what would crash it, then made
 parsable: wrappers of unregistered dialects unwrapped, Shardy's custom syntax rewritten to generic
-form (compiler/shardy_text.py). Every line stays where it was, so errors and ops keep their lines."""
+form (compiler/frontend/shardy_text.py). Every line stays where it was, so errors and ops keep their lines."""
 
 from __future__ import annotations
 

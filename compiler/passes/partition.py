@@ -4,15 +4,15 @@
                inputs split along a `batch` axis by their leading dimension (data parallel), and
                matmul weights split Megatron-style along a `model` axis: column-parallel where
                the activation is whole, row-parallel where it arrives split along K
-    propagate  op by op in program order (compiler/rules.py)
+    propagate  op by op in program order (compiler/sharding/rules.py)
     reshard    where an op needs an operand split otherwise, the collectives that do it
-               (compiler/resharding.py); the graph's results are returned whole
+               (compiler/sharding/resharding.py); the graph's results are returned whole
     localize   every tensor takes the shape of one device's piece
 
 Weights, constants and inputs are loaded split: a tensor of those read by one op takes the
 sharding that op wants at no cost. On a system of one device the level is the graph's own.
 
-Sharding overrides (compiler/sharding_override.py) set how an op reads an input (a tensor loaded
+Sharding overrides (compiler/sharding/requests.py) set how an op reads an input (a tensor loaded
 for that op alone is loaded so; another arrives through collectives) or what its result ends in
 (the op computes by its rule, then collectives reshard it, as for a result the model annotates).
 Their outcomes are kept in `meta["sharding_outcomes"]`, beside the requests they answer.

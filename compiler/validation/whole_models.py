@@ -4,7 +4,7 @@ turned into the figure's metric.
 
 What is compared is time per step: the ratio is predicted over published time, so 2.0 means
 tilescope is twice as slow as the chip. The published figures and their sources are in
-compiler/measurements/ (tt_metal_models.csv, SOURCES.md). Each row is in the `dev` split (figures
+compiler/validation/measurements/ (tt_metal_models.csv, SOURCES.md). Each row is in the `dev` split (figures
 the compiler may be tuned against) or `held-out` (declared before any prediction for them was
 seen); the summaries are per split.
 """

@@ -39,7 +39,7 @@ def test_wormhole_n150_numbers(wormhole):
     assert t.dram.core_bytes_per_s == 22e9 and t.multicast_bytes_per_s == 22e9
     pipe = t.pipeline
     assert pipe.pack_bytes_per_cycle == 64 and pipe.dest_tiles == 8
-    # the fitted constants stay within what the hardware allows (compiler/validation.py, FITTED)
+    # the fitted constants stay within what the hardware allows (compiler/validation/calibration.py, FITTED)
     assert 16 <= pipe.unpack_bytes_per_cycle <= 80 and 0 <= pipe.overlap_loss <= 1
     assert 0 < pipe.step_sync_cycles < 2000 and 0 < pipe.launch_ns < 20_000
     assert [t.tile_cycles("bf16", f) for f in ("lofi", "hifi2", "hifi3", "hifi4")] == [16, 32, 48, 64]
@@ -161,7 +161,7 @@ BUILTIN = {  # name: (grid, clock, core memory KiB, DRAM GB/s, bf16 peak TFLOPS 
     "blackhole_p150": ((10, 13), 1.35e9, 1536, 344, 718.848, {"l1", "dram"}),
     "mtia_v1": ((8, 8), 0.8e9, 128, 176, 51.2, {"l1", "lls", "dram"}),
     "corsair": ((4, 8), 1.0e9, 65536, 400, 600.0, {"l1", "dram"}),
-    # one of the Corsair card's eight chiplets: an eighth of the card (compiler/systems/corsair_card.toml)
+    # one of the Corsair card's eight chiplets: an eighth of the card (compiler/targets/systems/corsair_card.toml)
     "corsair_chiplet": ((4, 1), 1.0e9, 65536, 50, 75.0, {"l1", "dram"}),
 }
 SYSTEMS = ["blackhole_p300", "corsair_card", "galaxy", "mtia_v1_host", "t3k", "wormhole_n300"]
