@@ -177,7 +177,7 @@ def test_installed_runs_the_readmes_python(installed):
     command line's database and print their times."""
     ((_, code),) = blocks("python")
     printed = installed.python(code)
-    assert re.search(r"'a': \{'total_ns': [\d.]+", printed) and re.search(r"'b': \{'total_ns': [\d.]+", printed), (
+    assert re.fullmatch(r"Sides\(a=RunTimes\(total_ns=[\d.]+, .*\), b=RunTimes\(total_ns=[\d.]+, .*\)\)\n", printed), (
         printed
     )
     assert installed.tilescope("runs").count("zoo:mlp") >= 2
