@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ParamSpec, TypeVar, Union
 
+from tilescope.compiler.ir.meta import PLACED
 from tilescope.compiler.errors import TilescopeError
 
 if TYPE_CHECKING:
@@ -343,7 +344,7 @@ def _compiled_with(compilation: Compilation) -> dict:
     level was placed under, and the overrides, as their outcomes name them."""
     from tilescope.overrides import format_item, parse_item
 
-    _, cap = compilation.levels["layout"].meta["placed"].made_by
+    _, cap = compilation.levels["layout"].meta[PLACED].made_by
     return {"l1_usage_cap": cap, "overrides": [format_item(parse_item(o.spec)) for o in compilation.override_outcomes]}
 
 

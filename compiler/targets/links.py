@@ -1,7 +1,7 @@
 """The link model: how a collective's bytes go over a system's links.
 
 lower-collectives plans each collective at compile time and keeps the plan on the op
-(op.meta["links"]); the simulator times the op from it. The bytes a collective moves are counted on
+(op.meta[LINKS]); the simulator times the op from it. The bytes a collective moves are counted on
 the whole tensor, as the system's cost model (targets/system.py) takes them: the gathered result of
 an all_gather, each device's operand otherwise.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilescope.compiler.ir.meta import MESH
 from tilescope.compiler.ir.dtypes import bytes_per_element
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.sharding.mesh import Mesh
@@ -41,7 +42,7 @@ def collective_bytes(graph: Graph, op: Op) -> float:
 
 def plan_links(system: System, graph: Graph, op: Op) -> LinkPlan:
     """The collective `op` of `graph` on `system`'s links, over the mesh axes it names."""
-    mesh: Mesh = graph.meta.get("mesh") or Mesh(())
+    mesh: Mesh = graph.meta.get(MESH) or Mesh(())
     axes = tuple(a for a in op.attrs.get("axes", ()) if mesh.has(a))
     group = mesh.ways(axes)
     stride = min((mesh.stride(a) for a in axes), default=1)
