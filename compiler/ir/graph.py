@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from tilescope.compiler.ir.meta import Meta
+from tilescope.compiler.ir.meta_key import Meta
 from tilescope.compiler.sharding.mesh import Sharding
 
 LEVELS = ("input", "graph", "partition", "layout", "kernel")

@@ -1,7 +1,7 @@
 """Every key a graph's or an op's `meta` may hold: its name, what it is about (the whole graph or
-one op), the level that first holds it, the passes that write it and the type of its value. A key
-is a `MetaKey[T]` object, named once here; `Meta` is the dict that holds them, typed so that
-`op.meta[KERNEL]` is a `Kernel | None` (at run time it is a plain dict, as fast to read).
+one op), the level that first holds it, the passes that write it and the type of its value, and
+the records those values are. Keys are `MetaKey[T]` objects (compiler/ir/meta_key.py), so that
+`op.meta[KERNEL]` is typed `Kernel | None`.
 
 Keys carry down: a level is a copy of the one above it, `meta` included (Graph.with_level), so a
 key appears at its level and every level below. The verifier refuses a key not declared here.
@@ -10,67 +10,17 @@ key appears at its level and every level below. The verifier refuses a key not d
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar, overload
+from typing import NamedTuple
 
-if TYPE_CHECKING:  # the values' types only: the IR imports nothing above it
-    import numpy as np
+import numpy as np
 
-    from tilescope.compiler.analysis.l1_usage import L1Peak
-    from tilescope.compiler.ir.core_work import Kernel
-    from tilescope.compiler.ir.graph import Layout
-    from tilescope.compiler.passes.layout import Placement
-    from tilescope.compiler.pipeline.op_override import OpOverride, OverrideOutcome
-    from tilescope.compiler.sharding.mesh import Mesh
-    from tilescope.compiler.targets.links import LinkPlan
-
-T = TypeVar("T")
-D = TypeVar("D")
-
-_KEYS: dict[str, MetaKey[Any]] = {}  # name -> key, for unpickling and the verifier
-
-
-@dataclass(frozen=True, eq=False)  # compared and hashed by identity: one object per key, fast in a dict
-class MetaKey(Generic[T]):
-    name: str
-    about: Literal["graph", "op"]
-    level: str  # the first level that holds it
-    written_by: tuple[str, ...]  # the passes (or importers) that write it
-
-    def __post_init__(self) -> None:
-        assert self.name not in _KEYS, f"meta key {self.name!r} declared twice"
-        _KEYS[self.name] = self
-
-    def __repr__(self) -> str:
-        return f"MetaKey({self.name!r})"
-
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
-        return key_named, (self.name,)  # unpickled as the one key of that name
-
-
-def key_named(name: str) -> MetaKey[Any]:
-    return _KEYS[name]
-
-
-def declared(about: Literal["graph", "op"]) -> frozenset[MetaKey[Any]]:
-    """The keys a graph's (or an op's) meta may hold."""
-    return frozenset(key for key in _KEYS.values() if key.about == about)
-
-
-class Meta(dict):
-    """A graph's or an op's pass results, by `MetaKey`. The methods below only type it."""
-
-    if TYPE_CHECKING:
-
-        def __getitem__(self, key: MetaKey[T]) -> T: ...
-        def __setitem__(self, key: MetaKey[T], value: T) -> None: ...
-        def __contains__(self, key: object) -> bool: ...
-        def __delitem__(self, key: MetaKey[Any]) -> None: ...
-        @overload
-        def get(self, key: MetaKey[T]) -> T | None: ...
-        @overload
-        def get(self, key: MetaKey[T], default: D) -> T | D: ...
-        def get(self, key: MetaKey[T], default: object = None) -> object: ...
-        def setdefault(self, key: MetaKey[T], default: T) -> T: ...
+from tilescope.compiler.analysis.l1_usage import L1Peak
+from tilescope.compiler.ir.core_work import Kernel
+from tilescope.compiler.ir.graph import Graph, Layout
+from tilescope.compiler.ir.meta_key import MetaKey
+from tilescope.compiler.pipeline.op_override import OpOverride, OverrideOutcome
+from tilescope.compiler.sharding.mesh import Mesh
+from tilescope.compiler.targets.links import LinkPlan
 
 
 class LineSpan(NamedTuple):
@@ -94,6 +44,28 @@ class OperandOf:
 
     op: str
     index: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What a policy made of a `partition` level before any override: each tensor's layout and
+    each op's grid. It depends on the level, the target, the policy and its L1 cap alone, so a
+    re-run with other overrides on the same level starts from it (`graph.meta[PLACED]`)."""
+
+    made_by: tuple[str, float]  # policy, L1 usage cap
+    layouts: dict[str, Layout]
+    grids: dict[str, tuple[int, int]]
+
+    @classmethod
+    def of(cls, graph: Graph, made_by: tuple[str, float]) -> Placement:
+        layouts = {name: t.layout for name, t in graph.tensors.items()}
+        return cls(made_by, layouts, {op.name: op.attrs["grid"] for op in graph.ops})
+
+    def restore(self, graph: Graph) -> None:
+        for name, tensor in graph.tensors.items():
+            tensor.layout = self.layouts[name]
+        for op in graph.ops:
+            op.attrs["grid"] = self.grids[op.name]
 
 
 # about the whole graph

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from collections.abc import Iterable
 from typing import Any, Literal, NoReturn
 
-from tilescope.compiler.ir.meta import KERNEL, MetaKey, declared
+from tilescope.compiler.ir.meta import KERNEL
+from tilescope.compiler.ir.meta_key import MetaKey, declared
 from tilescope.compiler.errors import VerifyError
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.core_work import Kernel

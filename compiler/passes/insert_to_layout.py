@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tilescope.compiler.ir.meta import OPERAND_LAYOUTS, OPERAND_OF, REQUIRED_LAYOUTS, Meta, OperandOf
+from tilescope.compiler.ir.meta import OPERAND_LAYOUTS, OPERAND_OF, REQUIRED_LAYOUTS, OperandOf
+from tilescope.compiler.ir.meta_key import Meta
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
 from tilescope.compiler.analysis.operand_layout import required_layout, required_layout_key
 from tilescope.compiler.targets.chip import Target

@@ -18,7 +18,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from tilescope.compiler.ir.meta import OPERAND_LAYOUTS, OVERRIDES, PLACED, POLICY, SHARDING_OUTCOMES, SHARDING_OVERRIDES
+from tilescope.compiler.ir.meta import (
+    OPERAND_LAYOUTS,
+    OVERRIDES,
+    PLACED,
+    POLICY,
+    SHARDING_OUTCOMES,
+    SHARDING_OVERRIDES,
+    Placement,
+)
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
 from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Op, Tensor
@@ -51,28 +59,6 @@ FLOAT_WEIGHTS = ("f32", "bf16", "f16")
 
 def _divisors(n: int) -> str:
     return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
-
-
-@dataclass(frozen=True)
-class Placement:
-    """What a policy made of a `partition` level before any override: each tensor's layout and
-    each op's grid. It depends on the level, the target, the policy and its L1 cap alone, so a
-    re-run with other overrides on the same level starts from it (`graph.meta[PLACED]`)."""
-
-    made_by: tuple[str, float]  # policy, L1 usage cap
-    layouts: dict[str, Layout]
-    grids: dict[str, tuple[int, int]]
-
-    @classmethod
-    def of(cls, graph: Graph, made_by: tuple[str, float]) -> Placement:
-        layouts = {name: t.layout for name, t in graph.tensors.items()}
-        return cls(made_by, layouts, {op.name: op.attrs["grid"] for op in graph.ops})
-
-    def restore(self, graph: Graph) -> None:
-        for name, tensor in graph.tensors.items():
-            tensor.layout = self.layouts[name]
-        for op in graph.ops:
-            op.attrs["grid"] = self.grids[op.name]
 
 
 @dataclass(frozen=True)

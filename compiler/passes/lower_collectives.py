@@ -32,7 +32,7 @@ class LowerCollectives:
         for op in graph.ops:
             if op.kind not in COLLECTIVES or not op.inputs:
                 continue
-            plan = plan_links(self.target.system, graph, op)
+            plan = plan_links(self.target.system, mesh, graph, op)
             op.meta[LINKS] = plan  # what the simulator times
             if op.kind in EXCHANGES:  # an all_slice moves nothing: nothing to show
                 op.attrs.update(

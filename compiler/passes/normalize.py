@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilescope.compiler.ir.meta import LOCAL, Meta
+from tilescope.compiler.ir.meta import LOCAL
+from tilescope.compiler.ir.meta_key import Meta
 from tilescope.compiler.ir import opset
 from tilescope.compiler.errors import clip
 from tilescope.compiler.ir.graph import Graph, Op

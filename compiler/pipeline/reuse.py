@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from tilescope.compiler.ir.meta import KERNELS, PLACED, REQUIRED_LAYOUTS, SHARDING_OVERRIDES
 from tilescope.compiler.frontend.mlir_import import ImportedModel
 from tilescope.compiler.ir.core_work import Kernel
-from tilescope.compiler.passes.layout import Placement
+from tilescope.compiler.ir.meta import Placement
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.targets.chip import Target

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilescope.compiler.ir.meta import MESH
 from tilescope.compiler.ir.dtypes import bytes_per_element
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.sharding.mesh import Mesh
@@ -40,9 +39,8 @@ def collective_bytes(graph: Graph, op: Op) -> float:
     return _bytes(graph, op.inputs[0]) if op.inputs else 0.0
 
 
-def plan_links(system: System, graph: Graph, op: Op) -> LinkPlan:
-    """The collective `op` of `graph` on `system`'s links, over the mesh axes it names."""
-    mesh: Mesh = graph.meta.get(MESH) or Mesh(())
+def plan_links(system: System, mesh: Mesh, graph: Graph, op: Op) -> LinkPlan:
+    """The collective `op` of `graph` on `system`'s links, over the axes of `mesh` it names."""
     axes = tuple(a for a in op.attrs.get("axes", ()) if mesh.has(a))
     group = mesh.ways(axes)
     stride = min((mesh.stride(a) for a in axes), default=1)
