@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ParamSpec, TypeVar, Union
 
-from tilescope.compiler.ir.meta import PLACED
 from tilescope.compiler.errors import TilescopeError
 
 if TYPE_CHECKING:
@@ -342,6 +341,7 @@ def _target_of(compilation: Compilation, target: str | None) -> tuple[str, str]:
 def _compiled_with(compilation: Compilation) -> dict:
     """What a run stores of how it was compiled beyond the policy: the L1 usage cap the layout
     level was placed under, and the overrides, as their outcomes name them."""
+    from tilescope.compiler.ir.meta import PLACED
     from tilescope.overrides import format_item, parse_item
 
     _, cap = compilation.levels["layout"].meta[PLACED].made_by

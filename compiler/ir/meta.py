@@ -10,9 +10,7 @@ key appears at its level and every level below. The verifier refuses a key not d
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
-
-import numpy as np
+from typing import TYPE_CHECKING, NamedTuple
 
 from tilescope.compiler.analysis.l1_usage import L1Peak
 from tilescope.compiler.ir.core_work import Kernel
@@ -21,6 +19,9 @@ from tilescope.compiler.ir.meta_key import MetaKey
 from tilescope.compiler.pipeline.op_override import OpOverride, OverrideOutcome
 from tilescope.compiler.sharding.mesh import Mesh
 from tilescope.compiler.targets.links import LinkPlan
+
+if TYPE_CHECKING:  # the type of a value only: the parser and `import tilescope` stay light
+    import numpy as np
 
 
 class LineSpan(NamedTuple):
