@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilescope.compiler.ir.meta import KERNEL
 from tilescope.compiler.analysis.matmul_blocking import subblock
 from tilescope.compiler.analysis.matrix_dims import gemm_dims
 from tilescope.compiler.ir import opset
@@ -82,7 +83,7 @@ def _blocks(compilation: Compilation, op_name: str) -> list[str]:
     per pass, from the blocking its kernel has now; and the sub-blocks of that blocking's pass
     that fill the destination registers, tall or wide (tt-metal takes the widest; the operand
     along the longer side is unpacked once per sub-block, so the best shape depends on the op)."""
-    kernel = compilation.kernel.op(op_name).meta.get("kernel")
+    kernel = compilation.kernel.op(op_name).meta.get(KERNEL)
     if kernel is None or len(kernel.block) != 3:
         return []
     layout = compilation.levels["layout"]

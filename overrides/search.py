@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from tilescope.compiler.ir.meta import KERNEL, OPERAND_OF
 from tilescope.compiler.frontend.mlir_import import ImportedModel
 from tilescope.compiler.ir import opset
 from tilescope.compiler.pipeline.compilation import Compilation
@@ -104,7 +105,7 @@ def _tunable(compilation: Compilation, sim: SimResult) -> list[str]:
     the compiler inserted)."""
     layout = compilation.levels["layout"]
     own = {op.name for op in compilation.model.graph.ops}
-    named = {op.name for op in layout.ops if op.name in own and op.kind != "to_layout" and "operand_of" not in op.meta}
+    named = {op.name for op in layout.ops if op.name in own and op.kind != "to_layout" and OPERAND_OF not in op.meta}
     timed = [t for t in sim.ops if t.name in named and opset.op_class(t.kind).kind_class != opset.COLLECTIVE]
     return [t.name for t in sorted(timed, key=lambda t: (-t.duration_ns, t.name))]
 
@@ -117,7 +118,7 @@ def alike(compilation: Compilation, sim: SimResult, items: dict[str, str]) -> li
     durations = {t.name: t.duration_ns for t in sim.ops}
     groups: dict[tuple, list[str]] = {}
     for name in _tunable(compilation, sim):
-        kernel = kernels.op(name).meta.get("kernel")
+        kernel = kernels.op(name).meta.get(KERNEL)
         template = id(kernel.like or kernel) if kernel is not None else name
         value = items[name].partition("=")[2] if name in items else ""
         groups.setdefault((template, value), []).append(name)

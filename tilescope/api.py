@@ -341,9 +341,10 @@ def _target_of(compilation: Compilation, target: str | None) -> tuple[str, str]:
 def _compiled_with(compilation: Compilation) -> dict:
     """What a run stores of how it was compiled beyond the policy: the L1 usage cap the layout
     level was placed under, and the overrides, as their outcomes name them."""
+    from tilescope.compiler.ir.meta import PLACED
     from tilescope.overrides import format_item, parse_item
 
-    _, cap = compilation.levels["layout"].meta["placed"].made_by
+    _, cap = compilation.levels["layout"].meta[PLACED].made_by
     return {"l1_usage_cap": cap, "overrides": [format_item(parse_item(o.spec)) for o in compilation.override_outcomes]}
 
 

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tilescope.compiler.ir.meta import MESH
 from tilescope.compiler.errors import OverrideError, TilescopeError
 from tilescope.compiler.ir.graph import Op
 from tilescope.compiler.pipeline.op_override import REJECTED, OpOverride, OverrideOutcome
@@ -127,7 +128,7 @@ def _sharding(text) -> Sharding | None:
 def sharding_placeholder(compilation: Compilation) -> str | None:
     """What the sharding field suggests, in the run's mesh axes (`{},{model}`); None when the run
     is on one device, where the form has no sharding field."""
-    mesh = compilation.levels["partition"].meta.get("mesh")
+    mesh = compilation.levels["partition"].meta.get(MESH)
     if mesh is None or mesh.devices <= 1:
         return None
     return "{},{" + ",".join(name for name, size in mesh.axes if size > 1) + "}"

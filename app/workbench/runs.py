@@ -10,6 +10,7 @@ from functools import lru_cache
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from tilescope.compiler.ir.meta import MESH
 from tilescope.compiler.frontend.model_refs import load_model, read_source
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.pipeline.compilation import Compilation
@@ -262,7 +263,7 @@ def new_run(
         override_outcomes=[o.as_dict() for o in compilation.override_outcomes],
         load_ops=[LoadOp.of(o) for o in sim.load_ops],
         load_ns=sim.load_ns,
-        mesh=compilation.kernel.meta["mesh"].axes if "mesh" in compilation.kernel.meta else (),
+        mesh=compilation.kernel.meta[MESH].axes if MESH in compilation.kernel.meta else (),
         **run,
     )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tilescope.compiler.ir.meta import L1_LIVE
 from tilescope.compiler.analysis.core_cycles import fidelity_of, vector_cycles
 from tilescope.compiler.analysis.core_shares import grid_cores, spread
 from tilescope.compiler.analysis.core_transfers import CoreTransfers
@@ -38,7 +39,7 @@ def attention_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -
     kt, dt = ceil_div(sk, cols), ceil_div(d, cols)
     tiles = {name: tile_bytes(t.layout.dtype, t.layout.tile) for name, t in (("q", q), ("k", k), ("v", v), ("o", out))}
     score_tile = tile_bytes("f32", target.tile)
-    budget = target.core_memory.capacity_bytes - op.meta.get("l1_live", 0.0)
+    budget = target.core_memory.capacity_bytes - op.meta.get(L1_LIVE, 0.0)
 
     def buffers(q_rows: int, chunk: int) -> tuple[CircularBuffer, ...]:
         return (

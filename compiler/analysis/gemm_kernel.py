@@ -11,6 +11,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
+from tilescope.compiler.ir.meta import L1_LIVE
 from tilescope.compiler.analysis.core_cycles import fidelity_of, vector_cycles
 from tilescope.compiler.analysis.core_shares import clamp, grid_cores
 from tilescope.compiler.analysis.core_transfers import CoreTransfers
@@ -91,7 +92,7 @@ class _Gemm:
             tile_bytes(graph.tensors[t].layout.dtype, graph.tensors[t].layout.tile) for t in op.inputs[2:]
         ]
         self.copies = 2 if op.attrs.get("double_buffer", True) else 1
-        self.budget = target.core_memory.capacity_bytes - op.meta.get("l1_live", 0.0)
+        self.budget = target.core_memory.capacity_bytes - op.meta.get(L1_LIVE, 0.0)
 
     def shares(self, axis: str, bm: int, bn: int) -> dict[tuple[int, int], tuple[int, int, bool, bool]]:
         """Per core, the rows and columns of output tiles it computes, and whether it fetches A

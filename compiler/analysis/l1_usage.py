@@ -23,7 +23,7 @@ class L1Tensor:
 
 @dataclass(frozen=True)
 class L1Peak:
-    """The fullest core of a planned level (`graph.meta["l1_peak"]`): its bytes in use at their
+    """The fullest core of a planned level (`graph.meta[L1_PEAK]`): its bytes in use at their
     most, which core, the op running then, a core's capacity, and the tensors that fill it then,
     by address. Zero bytes when nothing is placed in L1."""
 

@@ -4,6 +4,7 @@ share a block of tiles at a time through double-buffered circular buffers."""
 
 from __future__ import annotations
 
+from tilescope.compiler.ir.meta import L1_LIVE
 from tilescope.compiler.analysis.core_cycles import vector_cycles
 from tilescope.compiler.analysis.core_shares import grid_cores, spread
 from tilescope.compiler.analysis.core_transfers import CoreTransfers
@@ -40,7 +41,7 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
     engine = "vector" if cls.engine == "vector" else "data"
     page_bytes = sum(tile_bytes(t.layout.dtype, t.layout.tile) for t in ins + outs)
     tile = outs[0].layout.tile if outs else target.tile
-    budget = target.core_memory.capacity_bytes - op.meta.get("l1_live", 0.0)
+    budget = target.core_memory.capacity_bytes - op.meta.get(L1_LIVE, 0.0)
     copies = 2 if op.attrs.get("double_buffer", True) else 1
     work = []
     for n, members in counts.items():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 
+from tilescope.compiler.ir.meta import LINES
 from tilescope.compiler.ir import attributes
 from tilescope.compiler.errors import ModelLoadError, clip
 from tilescope.compiler.ir.graph import Graph, Op
@@ -51,7 +52,7 @@ def annotate(
     `shardings` and the per-device tensors to `local`."""
     spreads = False
     for op in graph.ops:
-        where = f"{ref}:{op.meta['lines'][0]}" if "lines" in op.meta else ref
+        where = f"{ref}:{op.meta[LINES][0]}" if LINES in op.meta else ref
         if op.kind == "ttir.mesh_shard":
             _mesh_shard(graph, op, mesh, local, shardings, where)
             spreads = True

@@ -10,7 +10,7 @@ imported, from any of the three ways models say them:
   `cluster_axis` indexes), `ttir.mesh_shard` and TTIR's collectives.
 
 What the graph gets (the contract with the passes that partition it):
-- graph.meta["mesh"]: the Mesh; graph.meta["local"]: names of tensors whose written shape is
+- graph.meta[MESH]: the Mesh; graph.meta[LOCAL]: names of tensors whose written shape is
   already one device's piece (manual bodies; from a TTIR or GSPMD full_to_shard to shard_to_full);
 - Tensor.sharding where the source gives one;
 - each collective and sharding op: attrs["axes"] (mesh axes it communicates over), attrs["dim"]
@@ -23,6 +23,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from tilescope.compiler.ir.meta import LOCAL, MESH
 from tilescope.compiler.frontend import gspmd
 from tilescope.compiler.errors import ModelLoadError, clip
 from tilescope.compiler.ir.graph import Graph, Op
@@ -151,7 +152,7 @@ class MeshReader:
         sharding against its tensor. Run once op lines are known (error messages name them)."""
         mesh = self._mesh()
         if mesh is not None:
-            graph.meta["mesh"] = mesh
+            graph.meta[MESH] = mesh
         dropped: dict[str, int] = {}
         resolved: dict[str, tuple[Sharding, str]] = {}
         for name, spec in self.specs.items():
@@ -170,7 +171,7 @@ class MeshReader:
         for why, count in dropped.items():
             self.warnings.append(f"{count} shardings not modelled ({why}): read as replicated")
         if mesh is not None or self.local:
-            graph.meta["local"] = self.local & set(graph.tensors)
+            graph.meta[LOCAL] = self.local & set(graph.tensors)
         graph.warnings.extend(self.warnings)
 
     def _global_shape(self, shape: tuple[int, ...], sharding: Sharding, mesh: Mesh | None, name: str):

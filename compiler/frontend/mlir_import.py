@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from iree.compiler import ir
 
+from tilescope.compiler.ir.meta import LINES, LOC, LineSpan
 from tilescope.compiler.frontend import dialect_stubs
 from tilescope.compiler.ir import dtypes
 from tilescope.compiler.errors import ModelLoadError, clip
@@ -35,7 +36,7 @@ class ImportedModel:
     ref: str  # what the user asked for: a path or 'zoo:...'
     name: str
     text: str  # the MLIR source, unchanged: the `input` level's text
-    graph: Graph  # the `input` level as a graph; each op's meta["lines"] locates it in `text`
+    graph: Graph  # the `input` level as a graph; each op's meta[LINES] locates it in `text`
 
     @property
     def source_hash(self) -> str:
@@ -358,11 +359,11 @@ class _GraphBuilder:
         op = Op(name=name, kind=kind, inputs=[self.value_names[v] for v in operands], outputs=out_names)
         line = _file_line(location)
         if line is not None:
-            op.meta["lines"] = (line, line)
+            op.meta[LINES] = LineSpan(line, line)
         elif loc_name is not None:
-            op.meta["loc"] = loc_name
+            op.meta[LOC] = loc_name
         elif str(location) == "loc(unknown)":
-            op.meta["loc"] = UNKNOWN_LOC
+            op.meta[LOC] = UNKNOWN_LOC
         self.ops.append(op)
         return op
 

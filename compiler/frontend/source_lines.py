@@ -8,6 +8,7 @@ from collections import deque
 
 from iree.compiler import ir
 
+from tilescope.compiler.ir.meta import LINES, LOC, LineSpan
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.frontend.mlir_text import STRING_BODY
 
@@ -32,8 +33,8 @@ def locate_named_ops(graph: Graph, text: str) -> None:
     }
     wanted: dict[str, deque[Op]] = {}
     for op in graph.ops:
-        if "loc" in op.meta and "lines" not in op.meta:
-            wanted.setdefault(op.meta["loc"], deque()).append(op)
+        if LOC in op.meta and LINES not in op.meta:
+            wanted.setdefault(op.meta[LOC], deque()).append(op)
     if not wanted:
         return
     for number, line in enumerate(text.split("\n"), start=1):
@@ -49,7 +50,7 @@ def locate_named_ops(graph: Graph, text: str) -> None:
         queue = wanted.get(name) if name is not None else None
         # unknown locations say nothing about the op: take the next one whose kind is on the line
         if queue and (name != UNKNOWN_LOC or queue[0].kind in line):
-            queue.popleft().meta["lines"] = (number, number)
+            queue.popleft().meta[LINES] = LineSpan(number, number)
 
 
 UNKNOWN_LOC = "<unknown>"
@@ -82,7 +83,7 @@ def read_properties(graph: Graph, text: str) -> None:
     parsed: dict[int, list[tuple[str, str]]] = {}
     by_text: dict[str | None, list[tuple[str, str]]] = {None: []}  # ops of a kind often share them
     for op in graph.ops:
-        span = op.meta.get("lines")
+        span = op.meta.get(LINES)
         if span is None:
             continue
         if span[0] not in parsed:

@@ -1,8 +1,9 @@
 """The graph IR every compiler level shares.
 
 One IR through all stages (as in tinygrad): a level is a `Graph` whose ops carry more detail than the
-level above. Like torch.fx nodes, an `Op` has a kind, inputs and a `meta` dict where passes and the
-simulator write their results, so a stage adds facts without changing the shape of the IR.
+level above. Like torch.fx nodes, an `Op` has a kind, inputs and a `meta` dict where passes and
+the simulator write their results (keyed by compiler/ir/meta.py), so a stage adds facts without
+changing the shape of the IR.
 
     graph @forward
       %input_1: 1x784xf32
@@ -16,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from tilescope.compiler.ir.meta_key import Meta
 from tilescope.compiler.sharding.mesh import Sharding
 
 LEVELS = ("input", "graph", "partition", "layout", "kernel")
@@ -57,7 +59,7 @@ class Tensor:
     # known once the model is loaded: a weight the runtime loads before the first step (an argument
     # with ttcore.argument_type parameter or constant), or computed from such tensors and constants
     is_parameter: bool = False
-    # how the tensor is split over the device mesh (Graph.meta["mesh"]); None: whole on every device
+    # how the tensor is split over the device mesh (Graph.meta[MESH]); None: whole on every device
     sharding: Sharding | None = None
 
     @property
@@ -84,7 +86,7 @@ class Op:
     outputs: list[str]
     attrs: dict[str, Any] = field(default_factory=dict)
     source: tuple[str, ...] = ()  # provenance: op names at the level above
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: Meta = field(default_factory=Meta)  # pass results about the op, by key (compiler/ir/meta.py)
 
 
 @dataclass
@@ -96,7 +98,7 @@ class Graph:
     inputs: list[str]
     outputs: list[str]
     warnings: list[str] = field(default_factory=list)
-    meta: dict[str, Any] = field(default_factory=dict)  # pass results about the whole graph
+    meta: Meta = field(default_factory=Meta)  # pass results about the whole graph
     _by_name: dict[str, Op] = field(default_factory=dict, repr=False, compare=False)
     # the op list `_by_name` indexes, and its length then. The list itself, not its id: CPython
     # gives a freed list's id to a later list, which an index keyed by id took for the old one
@@ -124,11 +126,11 @@ class Graph:
             level=level,
             tensors={k: t.copy() for k, t in self.tensors.items()},
             ops=[
-                Op(op.name, op.kind, list(op.inputs), list(op.outputs), dict(op.attrs), op.source, dict(op.meta))
+                Op(op.name, op.kind, list(op.inputs), list(op.outputs), dict(op.attrs), op.source, Meta(op.meta))
                 for op in self.ops
             ],
             inputs=list(self.inputs),
             outputs=list(self.outputs),
             warnings=list(self.warnings),
-            meta=dict(self.meta),
+            meta=Meta(self.meta),
         )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from tilescope.compiler.ir.meta import KERNEL, MESH
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
 from tilescope.compiler.ir.core_work import CoreWork, Kernel
 
@@ -112,7 +113,7 @@ def _op_lines(
     attrs = {k: v for k, v in op.attrs.items() if isinstance(v, (str, int, float, tuple)) and k != "fused_kinds"}
     if sharded and any(graph.tensors[t].sharding for t in op.outputs):
         attrs["ts.sharding"] = tuple(_sharding(graph.tensors[t]) for t in op.outputs)
-    kernel: Kernel | None = op.meta.get("kernel")
+    kernel: Kernel | None = op.meta.get(KERNEL)
     if kernel:
         attrs["program"] = kernel.program
         if kernel.block:
@@ -142,7 +143,7 @@ def _op_lines(
 def print_graph(graph: Graph) -> tuple[str, dict[str, tuple[int, int]]]:
     """MLIR text of a `graph`, `layout` or `kernel` level graph, and each op's first and last line."""
     with_layout = graph.level in ("layout", "kernel")
-    mesh = graph.meta.get("mesh")
+    mesh = graph.meta.get(MESH)
     # split over devices: shapes are each device's piece; shardings say how the pieces make the whole
     sharded = graph.level != "graph" and mesh is not None and mesh.devices > 1
     values: dict[str, str] = {}

@@ -1,6 +1,6 @@
 """What the graph-level rewrites share: who reads a tensor, and dropping ops a rewrite left unread.
 
-A dropped op is listed in `graph.meta["canonicalized"]` as (op, reason), as canonicalize lists
+A dropped op is listed in `graph.meta[CANONICALIZED]` as Dropped(op, reason), as canonicalize lists
 its own, so a view can say where an op of the input went.
 """
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from tilescope.compiler.ir.meta import CANONICALIZED, Dropped
 from tilescope.compiler.ir.graph import Graph, Op
 
 
@@ -30,7 +31,7 @@ def drop_unread(graph: Graph, candidates: Iterable[Op], reason: str | Callable[[
     rewrites left them. Returns the dropped ops' names."""
     pending = {id(op): op for op in candidates}
     if not pending:  # nothing to drop: no count of every op's reads
-        graph.meta["canonicalized"] = list(graph.meta.get("canonicalized", []))
+        graph.meta[CANONICALIZED] = list(graph.meta.get(CANONICALIZED, []))
         return []
     made_by = {t: op for op in pending.values() for t in op.outputs}
     # reads of what the candidates make: only those can fall to zero
@@ -56,8 +57,8 @@ def drop_unread(graph: Graph, candidates: Iterable[Op], reason: str | Callable[[
     if dropped:
         graph.ops = [op for op in graph.ops if id(op) not in dropped]
     why = reason if callable(reason) else lambda _op: reason
-    graph.meta["canonicalized"] = [
-        *graph.meta.get("canonicalized", []),
-        *((op.name, why(op)) for op in dropped.values()),
+    graph.meta[CANONICALIZED] = [
+        *graph.meta.get(CANONICALIZED, []),
+        *(Dropped(op.name, why(op)) for op in dropped.values()),
     ]
     return [op.name for op in dropped.values()]

@@ -10,6 +10,8 @@ and the pass that ran last, so a pass's bug shows where it is made, not passes l
     layout and kernel   every tensor has a layout; every op a grid of cores
     kernel              every op has its work split over its grid (none for a constant or a view),
                         reading and writing its own tensors
+    every level         the graph's and each op's meta hold only keys compiler/ir/meta.py declares,
+                        each from its level on
 
 Off by default, as it costs a walk of the graph per pass: the tests switch it on for the whole
 suite, and `TILESCOPE_VERIFY=1` does anywhere else.
@@ -19,8 +21,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import NoReturn
+from collections.abc import Iterable
+from typing import Any, Literal, NoReturn
 
+from tilescope.compiler.ir.meta import KERNEL
+from tilescope.compiler.ir.meta_key import MetaKey, declared
 from tilescope.compiler.errors import VerifyError
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.core_work import Kernel
@@ -50,6 +55,7 @@ LAYOUTS = Rule("layouts", "from the layout level on, every tensor has a layout")
 GRIDS = Rule("grids", "from the layout level on, every op runs on a grid of rows x cols cores")
 WORK = Rule("work", "at the kernel level, every op with work to do has it split over its grid")
 OWN_TENSORS = Rule("own-tensors", "a kernel reads, writes and buffers the op's own tensors")
+META_KEYS = Rule("meta-keys", "meta holds only the keys compiler/ir/meta.py declares, from their level on")
 
 
 def verification_requested() -> bool:
@@ -66,6 +72,9 @@ def verify(graph: Graph, after: str = "") -> None:
     below_input, laid_out, split = depth > 0, depth >= LEVELS.index("layout"), graph.level == "kernel"
     tensors = graph.tensors
     defined = set(graph.inputs)
+    graph_keys, op_keys = _keys_at(depth, "graph"), _keys_at(depth, "op")
+    if not graph.meta.keys() <= graph_keys:
+        _unknown_keys(where, None, graph.meta.keys() - graph_keys)
     for name in graph.inputs:
         if name not in tensors:
             _broken(where, DECLARED, None, f"input {name!r} is not in the graph's tensors")
@@ -74,6 +83,8 @@ def verify(graph: Graph, after: str = "") -> None:
         if op.name in names:
             _broken(where, UNIQUE_NAMES, op, "another op before it has its name")
         names.add(op.name)
+        if not op.meta.keys() <= op_keys:
+            _unknown_keys(where, op, op.meta.keys() - op_keys)
         for name in op.inputs:
             if name not in defined:
                 _undefined(where, graph, index, name)
@@ -101,6 +112,17 @@ def verify(graph: Graph, after: str = "") -> None:
             _broken(where, LAYOUTS, None, f"tensor {bare!r} has no layout")
 
 
+def _keys_at(depth: int, about: Literal["graph", "op"]) -> frozenset[MetaKey[Any]]:
+    return frozenset(key for key in declared(about) if LEVELS.index(key.level) <= depth)
+
+
+def _unknown_keys(where: str, op: Op | None, keys: Iterable[object]) -> NoReturn:
+    key = sorted(keys, key=repr)[0]
+    if isinstance(key, MetaKey):
+        _broken(where, META_KEYS, op, f"its meta holds {key.name!r}, a key of the {key.level} level on")
+    _broken(where, META_KEYS, op, f"its meta holds {key!r}, no key compiler/ir/meta.py declares")
+
+
 def _undefined(where: str, graph: Graph, index: int, name: str) -> NoReturn:
     op = graph.ops[index]
     if name not in graph.tensors:
@@ -125,9 +147,9 @@ def _check_grid(where: str, op: Op) -> None:
 
 
 def _check_work(where: str, graph: Graph, op: Op) -> None:
-    if "kernel" not in op.meta:
+    if KERNEL not in op.meta:
         _broken(where, WORK, op, "it has no kernel")
-    kernel: Kernel | None = op.meta["kernel"]
+    kernel: Kernel | None = op.meta[KERNEL]
     if kernel is None:
         if not _has_no_work(graph, op):
             _broken(where, WORK, op, f"a {op.kind} with work to do has no cores doing it")

@@ -5,7 +5,7 @@
     %3 = reshape(reshape(%0))                 one reshape of %0 (dropped if it gives %0's shape)
     %4 = typecast(typecast(%0 : bf16) : f32) : bf16    %0: a widening cast and back loses nothing
 
-Removed ops are listed in `graph.meta["canonicalized"]` as (op, reason), so views can say where an
+Removed ops are listed in `graph.meta[CANONICALIZED]` as Dropped(op, reason), so views can say where an
 op of the input went.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilescope.compiler.ir.meta import CANONICALIZED, Dropped
 from tilescope.compiler.ir import attributes
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.graph import Graph, Op
@@ -76,7 +77,7 @@ class Canonicalize:
     name = "canonicalize"
 
     def run(self, graph: Graph) -> Graph:
-        removed: list[tuple[str, str]] = list(graph.meta.get("canonicalized", []))
+        removed: list[Dropped] = list(graph.meta.get(CANONICALIZED, []))
         kept: list[Op] = []
         constants = {name for name, t in graph.tensors.items() if t.is_constant}
         producer: dict[str, Op] = {}
@@ -98,7 +99,7 @@ class Canonicalize:
             if _is_identity(graph, op) and op.outputs[0] not in inputs:
                 alias[op.outputs[0]] = op.inputs[0]
                 graph.tensors.pop(op.outputs[0], None)
-                removed.append((op.name, f"no-op {op.kind}"))
+                removed.append(Dropped(op.name, f"no-op {op.kind}"))
                 continue
             cls = opset.op_class(op.kind)
             foldable = (
@@ -116,6 +117,6 @@ class Canonicalize:
             kept.append(op)
         graph.ops = kept
         graph.outputs = [alias.get(t, t) for t in graph.outputs]
-        graph.meta["canonicalized"] = removed
+        graph.meta[CANONICALIZED] = removed
         drop_unread(graph, skipped, "read past by the op after it")
         return graph

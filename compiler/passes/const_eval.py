@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilescope.compiler.ir.meta import CONST_EVAL
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.graph import Graph
 
@@ -41,5 +42,5 @@ class ConstEval:
             for t in op.outputs:
                 graph.tensors[t].is_parameter = True
                 loaded.add(t)
-        graph.meta["const_eval"] = hoisted
+        graph.meta[CONST_EVAL] = hoisted
         return graph

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilescope.compiler.ir.meta import CANONICALIZED, Dropped
 from tilescope.compiler.ir import attributes
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.ir.rewrite import drop_unread, producers, readers
@@ -55,7 +56,7 @@ class FuseAttention:
         taken = {op.name for op in graph.ops}
         replaced: dict[int, Op] = {}
         # this level's own list, added to in place: a copy per match was quadratic in the model
-        graph.meta["canonicalized"] = list(graph.meta.get("canonicalized", []))
+        graph.meta[CANONICALIZED] = list(graph.meta.get(CANONICALIZED, []))
         for m in matches:
             fused = self._fused(graph, m, taken)
             replaced[id(m.last)] = fused
@@ -76,7 +77,7 @@ class FuseAttention:
             name, n = f"{scope}.{kind}#{n}", n + 1
         taken.add(name)
         source = tuple(s for op in m.ops for s in op.source)
-        graph.meta["canonicalized"].append((m.last.name, f"fused into {name}"))
+        graph.meta[CANONICALIZED].append(Dropped(m.last.name, f"fused into {name}"))
         inputs = [m.q, m.k, m.v] + ([m.mask] if m.mask else [])
         return Op(name, kind, inputs, [m.out], dict(m.dims), source)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tilescope.compiler.ir.meta import OPERAND_LAYOUTS, OPERAND_OF, REQUIRED_LAYOUTS, OperandOf
+from tilescope.compiler.ir.meta_key import Meta
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
 from tilescope.compiler.analysis.operand_layout import required_layout, required_layout_key
 from tilescope.compiler.targets.chip import Target
@@ -19,7 +21,7 @@ from tilescope.compiler.targets.chip import Target
 @dataclass(frozen=True)
 class InsertToLayout:
     """`known`: the layouts ops were found to need, by what decides them (an earlier compile's
-    `graph.meta["required_layouts"]`, shared and added to): every layer of a model, and every op
+    `graph.meta[REQUIRED_LAYOUTS]`, shared and added to): every layer of a model, and every op
     an override leaves alone in a re-run, asks the same question again."""
 
     name = "insert-to-layout"
@@ -29,7 +31,7 @@ class InsertToLayout:
     def run(self, graph: Graph) -> Graph:
         ops: list[Op] = []
         for op in graph.ops:
-            asked = op.meta.get("operand_layouts", {})  # operand overrides (layout pass)
+            asked = op.meta.get(OPERAND_LAYOUTS, {})  # operand overrides (layout pass)
             for i, name in enumerate(list(op.inputs)):
                 tensor = graph.tensors[name]
                 need = asked.get(i) or self._required(graph, op, tensor)
@@ -49,13 +51,13 @@ class InsertToLayout:
                         [converted],
                         attrs,
                         source=op.source[:1],
-                        meta={"operand_of": (op.name, i)},
+                        meta=Meta({OPERAND_OF: OperandOf(op.name, i)}),
                     )
                 )
                 op.inputs[i] = converted
             ops.append(op)
         graph.ops = ops
-        graph.meta["required_layouts"] = self.known
+        graph.meta[REQUIRED_LAYOUTS] = self.known
         return graph
 
     def _required(self, graph: Graph, op: Op, tensor: Tensor):

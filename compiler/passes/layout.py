@@ -18,6 +18,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from tilescope.compiler.ir.meta import (
+    OPERAND_LAYOUTS,
+    OVERRIDES,
+    PLACED,
+    POLICY,
+    SHARDING_OUTCOMES,
+    SHARDING_OVERRIDES,
+    Placement,
+)
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
 from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Op, Tensor
@@ -53,28 +62,6 @@ def _divisors(n: int) -> str:
 
 
 @dataclass(frozen=True)
-class Placement:
-    """What a policy made of a `partition` level before any override: each tensor's layout and
-    each op's grid. It depends on the level, the target, the policy and its L1 cap alone, so a
-    re-run with other overrides on the same level starts from it (`graph.meta["placed"]`)."""
-
-    made_by: tuple[str, float]  # policy, L1 usage cap
-    layouts: dict[str, Layout]
-    grids: dict[str, tuple[int, int]]
-
-    @classmethod
-    def of(cls, graph: Graph, made_by: tuple[str, float]) -> Placement:
-        layouts = {name: t.layout for name, t in graph.tensors.items()}
-        return cls(made_by, layouts, {op.name: op.attrs["grid"] for op in graph.ops})
-
-    def restore(self, graph: Graph) -> None:
-        for name, tensor in graph.tensors.items():
-            tensor.layout = self.layouts[name]
-        for op in graph.ops:
-            op.attrs["grid"] = self.grids[op.name]
-
-
-@dataclass(frozen=True)
 class AssignLayouts:
     name = "assign-layouts"
     target: Target
@@ -90,8 +77,8 @@ class AssignLayouts:
         else:
             self._place(graph)
             placed = Placement.of(graph, made_by)
-        graph.meta["placed"] = placed
-        graph.meta["policy"] = self.options.policy
+        graph.meta[PLACED] = placed
+        graph.meta[POLICY] = self.options.policy
         overrides = self.options.overrides
         # operand overrides after the output ones: whether an op can read an operand depends on
         # the grid and layout its own output ended up with
@@ -110,7 +97,7 @@ class AssignLayouts:
             outcomes[i] = self._apply(graph, ov, hosts)
             if sharded is not None and sharded.status == ADJUSTED and outcomes[i].status == APPLIED:
                 outcomes[i] = replace(sharded, spec=ov.spec)
-        graph.meta["overrides"] = [outcomes[i] for i in range(len(overrides))]
+        graph.meta[OVERRIDES] = [outcomes[i] for i in range(len(overrides))]
         return graph
 
     def _place(self, graph: Graph) -> None:
@@ -138,11 +125,11 @@ class AssignLayouts:
 
     def _partition_outcomes(self, graph: Graph) -> dict[int, OverrideOutcome]:
         """The partition pass's outcome of each override with a sharding, by the override's index."""
-        made = graph.meta.get("sharding_overrides", ())
+        made = graph.meta.get(SHARDING_OVERRIDES, ())
         if made != self.options.sharding_requests:
             raise ValueError(f"{graph.name}: partitioned with other sharding overrides than the layout pass was given")
         indices = [i for i, ov in enumerate(self.options.overrides) if ov.sharding is not None]
-        return dict(zip(indices, graph.meta.get("sharding_outcomes", ())))
+        return dict(zip(indices, graph.meta.get(SHARDING_OUTCOMES, ())))
 
     def _greedy_l1(self, graph: Graph) -> None:
         """Keep each output in L1 if the planner's allocator, run over the ops in order with the
@@ -368,5 +355,5 @@ class AssignLayouts:
                 f"{layout.grid[0]}x{layout.grid[1]}; it reads {readable.memory} {readable.memory_layout} "
                 f"{readable.grid[0]}x{readable.grid[1]}"
             )
-        op.meta.setdefault("operand_layouts", {})[index] = layout
+        op.meta.setdefault(OPERAND_LAYOUTS, {})[index] = layout
         return ""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilescope.compiler.ir.meta import LOCAL
+from tilescope.compiler.ir.meta_key import Meta
 from tilescope.compiler.ir import opset
 from tilescope.compiler.errors import clip
 from tilescope.compiler.ir.graph import Graph, Op
@@ -32,7 +34,7 @@ class Normalize:
                 unknown[op.kind] = unknown.get(op.kind, 0) + 1
                 op.attrs["source_op"] = op.kind
                 kind = opset.OPAQUE
-            op.kind, op.source, op.meta = kind, (op.name,), {}
+            op.kind, op.source, op.meta = kind, (op.name,), Meta()
             if empties:
                 op.inputs = [t for t in op.inputs if t not in empties]
             ops.append(op)
@@ -42,8 +44,8 @@ class Normalize:
         for t in empties:
             out.tensors.pop(t, None)
         out.ops = ops
-        if "local" in out.meta:  # per-device tensors, less the destination operands dropped
-            out.meta["local"] = {t for t in out.meta["local"] if t in out.tensors}
+        if LOCAL in out.meta:  # per-device tensors, less the destination operands dropped
+            out.meta[LOCAL] = {t for t in out.meta[LOCAL] if t in out.tensors}
         if unknown:  # a bounded line however many kinds (or however long) the model has
             listed = ", ".join(f"{clip(k)} x{n}" for k, n in sorted(unknown.items())[:20])
             more = f" and {len(unknown) - 20} more kinds" if len(unknown) > 20 else ""

@@ -15,7 +15,7 @@ sharding that op wants at no cost. On a system of one device the level is the gr
 Sharding overrides (compiler/sharding/requests.py) set how an op reads an input (a tensor loaded
 for that op alone is loaded so; another arrives through collectives) or what its result ends in
 (the op computes by its rule, then collectives reshard it, as for a result the model annotates).
-Their outcomes are kept in `meta["sharding_outcomes"]`, beside the requests they answer.
+Their outcomes are kept in `meta[SHARDING_OUTCOMES]`, beside the requests they answer.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tilescope.compiler.ir.meta import COLLECTIVE_OPS, LOCAL, MESH, SHARDING_OUTCOMES, SHARDING_OVERRIDES
 from tilescope.compiler.ir import attributes
 from tilescope.compiler.ir import opset
 from tilescope.compiler.sharding import rules
@@ -48,17 +49,17 @@ class Partition:
 
     def run(self, graph: Graph) -> Graph:
         mesh = self._mesh(graph)
-        graph.meta["mesh"] = mesh
+        graph.meta[MESH] = mesh
         asked = self.options.sharding_requests
         requests = ShardingRequests(graph, mesh, asked, self.target.name)
         if mesh.devices > 1:
             graph = _Partitioner(graph, mesh, requests).run()
-        graph.meta["sharding_overrides"] = asked
-        graph.meta["sharding_outcomes"] = requests.results()
+        graph.meta[SHARDING_OVERRIDES] = asked
+        graph.meta[SHARDING_OUTCOMES] = requests.results()
         return graph
 
     def _mesh(self, graph: Graph) -> Mesh:
-        given: Mesh | None = graph.meta.get("mesh")
+        given: Mesh | None = graph.meta.get(MESH)
         have = self.target.system.devices
         if given is None or given.devices <= 1:
             if have <= 1:
@@ -103,7 +104,7 @@ class _Partitioner:
         self.ops: list[Op] = []
         self.alias: dict[str, str] = {}
         self.annotated = {name for name, t in graph.tensors.items() if t.sharding is not None}
-        self.local: set[str] = set(graph.meta.get("local", ()))
+        self.local: set[str] = set(graph.meta.get(LOCAL, ()))
         self.loaded = {name for name, t in graph.tensors.items() if t.is_parameter or t.is_constant}
         self.loaded.update(graph.inputs)
         # work done at load time (const-eval) makes weights too, but from a whole operand: splitting
@@ -150,7 +151,7 @@ class _Partitioner:
         graph.outputs = outputs
         graph.ops = self.ops
         _localize(graph, self.mesh, self.local)
-        graph.meta["collectives"] = [op.name for op in graph.ops if op.kind in COLLECTIVES]
+        graph.meta[COLLECTIVE_OPS] = [op.name for op in graph.ops if op.kind in COLLECTIVES]
         return graph
 
     # --- shardings ------------------------------------------------------------------------

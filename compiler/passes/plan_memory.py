@@ -4,11 +4,11 @@ from the op that produces it until the last op that reads it. First fit from the
 
 Results, for the views and the simulator:
 - each L1 tensor's `layout.address`;
-- `graph.meta["l1_peak"]`: the fullest core, its peak bytes, the op at which it peaks and the
+- `graph.meta[L1_PEAK]`: the fullest core, its peak bytes, the op at which it peaks and the
   tensors that make the peak there (an `L1Peak`, compiler/analysis/l1_usage.py);
-- `graph.meta["l1_per_core"]`: peak bytes per core as "r,c" -> bytes;
-- `op.meta["l1_live"]`: tensor bytes on the fullest core while the op runs (the kernel level adds
-  the op's circular buffers to it), and `op.meta["l1_live_per_core"]` the same for every core;
+- `graph.meta[L1_PER_CORE]`: peak bytes per core as "r,c" -> bytes;
+- `op.meta[L1_LIVE]`: tensor bytes on the fullest core while the op runs (the kernel level adds
+  the op's circular buffers to it), and `op.meta[L1_LIVE_PER_CORE]` the same for every core;
 - a tensor that does not fit (no free range large enough, keeping room for the smallest circular
   buffers of every op) goes back to DRAM: the override that placed it becomes a rejection naming
   the op, the tensor and the bytes needed vs free; otherwise it is a diagnostic. No layout
@@ -21,6 +21,17 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tilescope.compiler.ir.meta import (
+    DIAGNOSTICS,
+    KERNEL,
+    L1_BYTES,
+    L1_LIVE,
+    L1_LIVE_PER_CORE,
+    L1_PEAK,
+    L1_PER_CORE,
+    OPERAND_OF,
+    OVERRIDES,
+)
 from tilescope.compiler.analysis.l1_allocator import FirstFit, last_uses
 from tilescope.compiler.analysis.l1_usage import L1Peak, L1Tensor, bytes_per_core, cores_of, in_core_memory, on_core
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
@@ -47,11 +58,11 @@ class PlanMemory:
             planner.runs(op)
             planner.release(i)
         peak = planner.peak
-        graph.meta["l1_peak"] = planner.top
-        graph.meta["l1_per_core"] = {
+        graph.meta[L1_PEAK] = planner.top
+        graph.meta[L1_PER_CORE] = {
             f"{r},{c}": float(peak[r, c]) for r in range(peak.shape[0]) for c in range(peak.shape[1])
         }
-        graph.meta["diagnostics"] = planner.diagnostics
+        graph.meta[DIAGNOSTICS] = planner.diagnostics
         graph.warnings.extend(d for d in planner.diagnostics if d not in graph.warnings)
         return graph
 
@@ -65,12 +76,12 @@ class _Planner:
         self.target, self.graph = target, graph
         self.allocator = FirstFit(int(target.core_memory.capacity_bytes - _reserve(graph)))
         self.producer = producers(graph)
-        self.outcomes = graph.meta.get("overrides", [])
+        self.outcomes = graph.meta.get(OVERRIDES, [])
         self.usage = np.zeros(target.grid, dtype=np.float64)
         self.peak = np.zeros(target.grid, dtype=np.float64)
         self.last = last_uses(graph)
         self.frees: dict[int, list[str]] = {}  # op index -> the tensors it reads last
-        self.diagnostics: list[str] = list(graph.meta.get("diagnostics", []))
+        self.diagnostics: list[str] = list(graph.meta.get(DIAGNOSTICS, []))
         self.top = L1Peak(capacity=target.core_memory.capacity_bytes)
         self.live: dict[str, Tensor] = {}  # placed and not yet freed
         self.changed = True  # usage changed since the last op's was read
@@ -114,8 +125,8 @@ class _Planner:
             np.maximum(self.peak, self.usage, out=self.peak)
             self.fullest = float(self.usage.max())
             self.per_core = self.usage.copy()
-        op.meta["l1_live"] = self.fullest
-        op.meta["l1_live_per_core"] = self.per_core if self.fullest else None  # None: nothing in L1
+        op.meta[L1_LIVE] = self.fullest
+        op.meta[L1_LIVE_PER_CORE] = self.per_core if self.fullest else None  # None: nothing in L1
         if self.fullest > self.top.bytes:
             core = tuple(int(i) for i in np.unravel_index(int(self.usage.argmax()), self.usage.shape))
             there = [
@@ -156,12 +167,12 @@ def _reject_override(outcomes: list, op: Op | None, reason: str) -> bool:
     """Turn the override that put an op's output in L1 into a rejection; False if none did."""
     if op is None:
         return False
-    consumer, operand = op.meta.get("operand_of", (None, None))
+    of = op.meta.get(OPERAND_OF)
     for index, outcome in enumerate(outcomes):
         if outcome.status == REJECTED:
             continue
-        if operand is not None:
-            ours = outcome.operand == operand and outcome.op == consumer
+        if of is not None:
+            ours = outcome.operand == of.index and outcome.op == of.op
         else:
             ours = outcome.operand is None and (outcome.op == op.name or outcome.op in op.source)
         if ours:
@@ -180,16 +191,16 @@ class CheckL1:
     def run(self, graph: Graph) -> Graph:
         capacity = self.target.core_memory.capacity_bytes
         for op in graph.ops:
-            kernel = op.meta.get("kernel")
+            kernel = op.meta.get(KERNEL)
             cbs = kernel.cb_bytes_per_core if kernel else 0.0
-            live = op.meta.get("l1_live", 0.0)
-            op.meta["l1_bytes"] = live + cbs
+            live = op.meta.get(L1_LIVE, 0.0)
+            op.meta[L1_BYTES] = live + cbs
             if live + cbs > capacity:
                 message = (
                     f"L1 overflow at {op.name}: circular buffers {cbs / 1024:.1f} KiB + live tensors "
                     f"{live / 1024:.1f} KiB per core > {capacity / 1024:.0f} KiB"
                 )
                 # the level's own list: the one copied from the layout level is that level's
-                graph.meta["diagnostics"] = [*graph.meta.get("diagnostics", []), message]
+                graph.meta[DIAGNOSTICS] = [*graph.meta.get(DIAGNOSTICS, []), message]
                 graph.warnings.append(message)
         return graph

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from tilescope.compiler.ir.meta import KERNEL, KERNELS, L1_LIVE
 from tilescope.compiler.analysis.attention_kernel import attention_kernel
 from tilescope.compiler.analysis.gemm_kernel import gemm_kernel
 from tilescope.compiler.analysis.stream_kernel import stream_kernel
@@ -28,7 +29,7 @@ def kernel_key(graph: Graph, op: Op) -> tuple | None:
     operands' and results' names, shapes and layouts, and the L1 live beside it. None when an
     attribute cannot be compared (the op is split afresh)."""
     tensors = tuple((t, graph.tensors[t].shape, graph.tensors[t].layout) for t in (*op.inputs, *op.outputs))
-    key = (op.kind, tuple(sorted(op.attrs.items())), tensors, op.meta.get("l1_live", 0.0))
+    key = (op.kind, tuple(sorted(op.attrs.items())), tensors, op.meta.get(L1_LIVE, 0.0))
     try:
         hash(key)
     except TypeError:
@@ -69,7 +70,7 @@ def _renamed(kernel: Kernel, names: dict[str, str]) -> Kernel:
 @dataclass(frozen=True)
 class SplitKernels:
     """Splits every op; an op whose kernel key is in `known` (a previous compilation's kernels,
-    graph.meta["kernels"] of its kernel level) reuses that kernel, so a re-run after an override
+    graph.meta[KERNELS] of its kernel level) reuses that kernel, so a re-run after an override
     splits only the ops the override changed. Within a compile, an op shaped like one split
     before takes that op's kernel renamed (a 1,000-layer model splits each layer's ops once)."""
 
@@ -97,10 +98,10 @@ class SplitKernels:
                 else:
                     kernel = self._split(out, op)
                     alike[pattern] = (names, kernel)
-            op.meta["kernel"] = kernel
+            op.meta[KERNEL] = kernel
             if key is not None:
                 split[key] = kernel
-        out.meta["kernels"] = split
+        out.meta[KERNELS] = split
         return out
 
     def _split(self, graph: Graph, op: Op) -> Kernel | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tilescope.compiler.ir.meta import LINES, OVERRIDES, POLICY
 from tilescope.compiler.frontend.mlir_import import ImportedModel
 from tilescope.compiler.ir.graph import Graph
 from tilescope.compiler.ir.printer import print_graph
@@ -30,11 +31,11 @@ class Compilation:
 
     @property
     def policy(self) -> str:
-        return self.levels["layout"].meta.get("policy", DEFAULT_POLICY)
+        return self.levels["layout"].meta.get(POLICY, DEFAULT_POLICY)
 
     @property
     def override_outcomes(self) -> list[OverrideOutcome]:
-        return self.levels["layout"].meta.get("overrides", [])
+        return self.levels["layout"].meta.get(OVERRIDES, [])
 
     @property
     def warnings(self) -> list[str]:
@@ -50,7 +51,7 @@ class Compilation:
         """MLIR text of a level and, per op name, its first and last line (1-based)."""
         if level not in self._printed:
             if level == "input":
-                lines = {op.name: op.meta["lines"] for op in self.model.graph.ops if "lines" in op.meta}
+                lines = {op.name: op.meta[LINES] for op in self.model.graph.ops if LINES in op.meta}
                 self._printed[level] = (self.model.text, lines)
             else:
                 self._printed[level] = print_graph(self.levels[level])

@@ -3,6 +3,7 @@ with them would apply or reject, at a few percent of a compile's cost."""
 
 from __future__ import annotations
 
+from tilescope.compiler.ir.meta import OVERRIDES
 from tilescope.compiler.ir.graph import Graph
 from tilescope.compiler.passes.layout import AssignLayouts
 from tilescope.compiler.passes.partition import Partition
@@ -18,7 +19,7 @@ def layout_outcomes(compilation: Compilation, options: CompileOptions) -> list[O
     from its own). No memory planning or kernels, so an L1 the planner later finds over-full is
     not among its rejections."""
     assign = AssignLayouts(compilation.target, options)
-    return assign.run(_partitioned(compilation, options).with_level("layout")).meta["overrides"]
+    return assign.run(_partitioned(compilation, options).with_level("layout")).meta[OVERRIDES]
 
 
 def _partitioned(compilation: Compilation, options: CompileOptions) -> Graph:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from tilescope.compiler.ir.meta import KERNELS, PLACED, REQUIRED_LAYOUTS, SHARDING_OVERRIDES
 from tilescope.compiler.frontend.mlir_import import ImportedModel
 from tilescope.compiler.ir.core_work import Kernel
-from tilescope.compiler.passes.layout import Placement
+from tilescope.compiler.ir.meta import Placement
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.targets.chip import Target
@@ -28,9 +29,9 @@ class Known:
     def since(cls, since: Compilation, same_partition: bool) -> Known:
         layout = since.levels["layout"]
         return cls(
-            layout.meta.get("placed") if same_partition else None,
-            layout.meta.get("required_layouts", {}),
-            since.kernel.meta.get("kernels", {}),
+            layout.meta.get(PLACED) if same_partition else None,
+            layout.meta.get(REQUIRED_LAYOUTS, {}),
+            since.kernel.meta.get(KERNELS, {}),
         )
 
 
@@ -43,5 +44,5 @@ def unchanged(since: Compilation, level: str, options: CompileOptions) -> bool:
     """Whether `since`'s `level` is what compiling with `options` would make of it: overrides act
     from the `partition` level on, and that level depends on their shardings alone."""
     if level == "partition":
-        return since.levels[level].meta.get("sharding_overrides", ()) == options.sharding_requests
+        return since.levels[level].meta.get(SHARDING_OVERRIDES, ()) == options.sharding_requests
     return level == "graph"

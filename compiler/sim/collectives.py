@@ -8,6 +8,7 @@ lower-collectives kept on the op.
 
 from __future__ import annotations
 
+from tilescope.compiler.ir.meta import LINKS
 from tilescope.compiler.ir.graph import Op
 from tilescope.compiler.ir.opset import COLLECTIVES
 from tilescope.compiler.sim.records import LINK, NS, OpTiming
@@ -21,7 +22,7 @@ def is_collective(op: Op) -> bool:
 
 def on_links(system: System, op: Op, local: OpTiming) -> OpTiming:
     """`local` (the op's copy on each device) with the links' time, bytes and why added."""
-    plan: LinkPlan = op.meta["links"]
+    plan: LinkPlan = op.meta[LINKS]
     cost = plan.cost
     link_ns = cost.seconds * NS
     links_slower = link_ns >= local.duration_ns

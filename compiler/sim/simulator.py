@@ -13,6 +13,7 @@ on the same target (`known`) or as the same kernel under another name in this on
 
 from __future__ import annotations
 
+from tilescope.compiler.ir.meta import KERNEL, MESH
 from tilescope.compiler.ir.core_work import Kernel
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.sim.collectives import is_collective, on_links
@@ -43,7 +44,7 @@ class Simulator:
         self.cost_model = KernelCost(target)
 
     def run(self, graph: Graph) -> SimResult:
-        mesh = graph.meta.get("mesh")
+        mesh = graph.meta.get(MESH)
         # the devices the program runs on: the mesh's, which may be fewer than the system has
         self.devices = mesh.devices if mesh is not None else 1
         self.clocks = Clocks(self.target.dispatch_ns[self.dispatch])
@@ -67,7 +68,7 @@ class Simulator:
         )
 
     def run_op(self, graph: Graph, op: Op) -> None:
-        kernel: Kernel | None = op.meta.get("kernel")
+        kernel: Kernel | None = op.meta.get(KERNEL)
         if kernel is None:
             self.clocks.view(op)
         elif op.attrs.get("const_eval"):

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tilescope.compiler.ir.meta import L1_LIVE_PER_CORE
 from tilescope.compiler.ir.core_work import Kernel
 from tilescope.compiler.ir.graph import Op
 from tilescope.compiler.sim.records import LINK, NS, OpTiming
@@ -101,7 +102,7 @@ class Timeline:
         """L1 bytes in use on each core while the op runs (tensors live in L1 plus the op's
         circular buffers), and each shared memory's bandwidth in use."""
         counters = self.counters
-        live = op.meta.get("l1_live_per_core")
+        live = op.meta.get(L1_LIVE_PER_CORE)
         l1 = counters.name_id("l1_bytes")
         for group in kernel.groups:
             key = tuple(group.cores)

@@ -1,7 +1,7 @@
 """The link model: how a collective's bytes go over a system's links.
 
 lower-collectives plans each collective at compile time and keeps the plan on the op
-(op.meta["links"]); the simulator times the op from it. The bytes a collective moves are counted on
+(op.meta[LINKS]); the simulator times the op from it. The bytes a collective moves are counted on
 the whole tensor, as the system's cost model (targets/system.py) takes them: the gathered result of
 an all_gather, each device's operand otherwise.
 """
@@ -39,9 +39,8 @@ def collective_bytes(graph: Graph, op: Op) -> float:
     return _bytes(graph, op.inputs[0]) if op.inputs else 0.0
 
 
-def plan_links(system: System, graph: Graph, op: Op) -> LinkPlan:
-    """The collective `op` of `graph` on `system`'s links, over the mesh axes it names."""
-    mesh: Mesh = graph.meta.get("mesh") or Mesh(())
+def plan_links(system: System, mesh: Mesh, graph: Graph, op: Op) -> LinkPlan:
+    """The collective `op` of `graph` on `system`'s links, over the axes of `mesh` it names."""
     axes = tuple(a for a in op.attrs.get("axes", ()) if mesh.has(a))
     group = mesh.ways(axes)
     stride = min((mesh.stride(a) for a in axes), default=1)

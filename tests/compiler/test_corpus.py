@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from tilescope.compiler.ir.meta import DIAGNOSTICS, KERNEL, L1_PEAK, MESH
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.graph import LEVELS
 from tilescope.compiler.frontend.mlir_import import import_mlir, parse_module, strip_unparsable
@@ -60,9 +61,9 @@ def test_corpus_file_loads_with_every_op(compiled, name):
 def test_wrappers_become_warnings_and_meshes_are_read(compiled):
     assert "unwrapped ttcore.device_module" in " ".join(compiled["bert_encoder_layer.mlir"].warnings)
     sdy = compiled["sdy_autoencoder_linear.mlir"]
-    assert sdy.model.graph.meta["mesh"].devices == 2  # the mesh is read, not dropped
-    assert sdy.levels["graph"].meta["mesh"] == sdy.model.graph.meta["mesh"]
-    assert sdy.levels["kernel"].meta["mesh"].devices == 1  # a single chip runs it whole, and says so
+    assert sdy.model.graph.meta[MESH].devices == 2  # the mesh is read, not dropped
+    assert sdy.levels["graph"].meta[MESH] == sdy.model.graph.meta[MESH]
+    assert sdy.levels["kernel"].meta[MESH].devices == 1  # a single chip runs it whole, and says so
     assert "runs whole on wormhole_n150's one device" in " ".join(sdy.warnings)
     gather = compiled["gather_op.mlir"]
     assert "showing @gather_0" in " ".join(gather.warnings)
@@ -166,9 +167,9 @@ def test_every_level_of_zoo_models_reparses_and_simulates(ref, wormhole):
         parse_module(c.mlir(level), f"{ref}:{level}")  # zoo text needs no unwrapping
     sim = simulate(c.kernel, wormhole)
     # every op with a kernel is timed once: in the step, or at load when it works on weights only
-    assert len(sim.ops) + len(sim.load_ops) == sum(1 for op in c.kernel.ops if op.meta["kernel"] is not None)
+    assert len(sim.ops) + len(sim.load_ops) == sum(1 for op in c.kernel.ops if op.meta[KERNEL] is not None)
     assert {t.name for t in sim.load_ops} == {
-        op.name for op in c.kernel.ops if op.attrs.get("const_eval") and op.meta["kernel"]
+        op.name for op in c.kernel.ops if op.attrs.get("const_eval") and op.meta[KERNEL]
     }
     assert all(o.duration_ns >= o.roofline_ns * (1 - 1e-9) for o in sim.ops)
 
@@ -184,8 +185,8 @@ def test_every_level_reparses_under_the_optimizer_policy(ref, wormhole):
 
 def test_greedy_l1_fits_and_speeds_up_resnet(compiled, corpus, wormhole):
     greedy = compile_model(load_model(str(corpus / "resnet50_xla.mlir")), wormhole, CompileOptions(policy="greedy-l1"))
-    assert greedy.levels["kernel"].meta["diagnostics"] == []
-    assert greedy.levels["layout"].meta["l1_peak"].bytes <= 0.8 * wormhole.core_memory.capacity_bytes
+    assert greedy.levels["kernel"].meta[DIAGNOSTICS] == []
+    assert greedy.levels["layout"].meta[L1_PEAK].bytes <= 0.8 * wormhole.core_memory.capacity_bytes
     base = simulate(compiled["resnet50_xla.mlir"].kernel, wormhole, "trace")
     tuned = simulate(greedy.kernel, wormhole, "trace")
     assert tuned.device_ns < base.device_ns

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tilescope.compiler.ir.meta import CANONICALIZED, Dropped
 from tilescope.compiler.analysis.matrix_dims import gemm_dims
 from tilescope.compiler.frontend.mlir_import import import_mlir, parse_module
 from tilescope.compiler.pipeline.stages import compile_model
@@ -42,9 +43,9 @@ def test_linalg_tensor_arith(wormhole):
     kinds = {op.name: op.kind for op in graph.ops}
     assert kinds == {"constant_0": "constant", "fill_0": "constant", "matmul_0": "matmul", "generic_0": "opaque"}
     # the collapse and the expand back undo each other: the expand reads past the collapse, then is a no-op
-    assert graph.meta["canonicalized"] == [
-        ("expand_shape_0", "no-op reshape"),
-        ("collapse_shape_0", "read past by the op after it"),
+    assert graph.meta[CANONICALIZED] == [
+        Dropped("expand_shape_0", "no-op reshape"),
+        Dropped("collapse_shape_0", "read past by the op after it"),
     ]
     assert gemm_dims(graph, graph.op("matmul_0")) == (128, 256, 512)
     # tensor.empty only gave destinations: gone; the fill of a constant is computed at compile time

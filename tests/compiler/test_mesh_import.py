@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import pytest
 
+from tilescope.compiler.ir.meta import LINES, LOCAL, MESH
 from tilescope.compiler.ir import opset
 from tilescope.compiler.errors import ModelLoadError
 from tilescope.compiler.frontend.mlir_import import import_mlir, strip_unparsable
@@ -32,13 +33,13 @@ def sdy_module(body: str, args: str = "%arg0: tensor<16x8xf32>", mesh: str = '<[
 
 def test_the_corpus_sdy_model_has_its_two_device_mesh(corpus):
     graph = load_model(str(corpus / "sdy_autoencoder_linear.mlir")).graph
-    assert graph.meta["mesh"] == Mesh((("model", 1), ("batch", 2)), "mesh")
-    assert graph.meta["mesh"].devices == 2
+    assert graph.meta[MESH] == Mesh((("model", 1), ("batch", 2)), "mesh")
+    assert graph.meta[MESH].devices == 2
 
 
 def test_the_example_shardings_land_on_their_tensors():
     graph = load_model(str(EXAMPLE)).graph
-    mesh = graph.meta["mesh"]
+    mesh = graph.meta[MESH]
     assert mesh.axes == (("batch", 2), ("model", 4))
     x, wq, _, _, wo = (graph.tensors[name] for name in graph.inputs)
     assert x.sharding == Sharding((("batch",), (), ()))
@@ -52,18 +53,18 @@ def test_the_example_shardings_land_on_their_tensors():
     assert graph.tensors[graph.outputs[0]].sharding == Sharding((("batch",), (), ()))
     assert sum(op.kind == "sdy.constant" for op in graph.ops) == 2
     lines = EXAMPLE.read_text().split("\n")
-    assert "sdy.all_reduce" in lines[reduce.meta["lines"][0] - 1]  # ops keep their lines
+    assert "sdy.all_reduce" in lines[reduce.meta[LINES][0] - 1]  # ops keep their lines
 
 
 def test_the_example_compiles_on_one_device_and_every_level_keeps_the_mesh(wormhole):
     compiled = compile_model(load_model(str(EXAMPLE)), wormhole)
     graph = compiled.levels["graph"]
-    assert graph.meta["mesh"].devices == 8
+    assert graph.meta[MESH].devices == 8
     for level in ("graph", "layout", "kernel"):
         graph = compiled.levels[level]
         assert graph.tensors[graph.inputs[0]].sharding == Sharding((("batch",), (), ()))
     # on one device the levels from partition on run whole, and say so
-    assert all(compiled.levels[level].meta["mesh"].devices == 1 for level in ("partition", "layout", "kernel"))
+    assert all(compiled.levels[level].meta[MESH].devices == 1 for level in ("partition", "layout", "kernel"))
     assert any("runs whole on wormhole_n150's one device" in w for w in compiled.warnings)
     reduce = next(op for op in compiled.levels["graph"].ops if op.kind == "all_reduce")
     assert (reduce.attrs["axes"], reduce.attrs["reduce"]) == (("model",), "sum")
@@ -80,7 +81,7 @@ def test_sdy_constant_loads_plain_and_with_a_sharding():
     graph, normal = graph_level(text)
     assert [op.kind for op in normal.ops] == ["constant", "constant", "add"]
     assert graph.tensors[graph.ops[1].outputs[0]].sharding == Sharding((("x",), ()))
-    assert [op.meta["lines"][0] for op in graph.ops] == [4, 5, 6]
+    assert [op.meta[LINES][0] for op in graph.ops] == [4, 5, 6]
 
 
 COLLECTIVES = [
@@ -123,10 +124,10 @@ def test_a_manual_computation_is_inlined_between_full_to_shard_and_shard_to_full
     assert normal.tensors[first.outputs[0]].shape == (64, 16)  # the body's argument, as written
     assert normal.tensors[first.outputs[0]].sharding == Sharding((("x",), ("y",)))
     assert first.attrs["axes"] == ("y", "x")
-    assert normal.meta["local"] == {first.outputs[0], second.outputs[0], matmul.outputs[0], reduce.outputs[0]}
+    assert normal.meta[LOCAL] == {first.outputs[0], second.outputs[0], matmul.outputs[0], reduce.outputs[0]}
     assert back.inputs == reduce.outputs and back.outputs == normal.outputs
     assert normal.tensors[back.outputs[0]].sharding == Sharding((("x",), ()))
-    assert [op.meta["lines"][0] for op in graph.ops] == [4, 4, 5, 6, 4]
+    assert [op.meta[LINES][0] for op in graph.ops] == [4, 4, 5, 6, 4]
 
 
 def test_meshes_empty_with_device_ids_and_several():
@@ -138,7 +139,7 @@ def test_meshes_empty_with_device_ids_and_several():
   }
 }"""
     graph = import_mlir(text, "m.mlir").graph
-    assert graph.meta["mesh"] == Mesh((("x", 2), ("y", 2)), "mesh")  # the one the shardings use
+    assert graph.meta[MESH] == Mesh((("x", 2), ("y", 2)), "mesh")  # the one the shardings use
     assert graph.tensors["arg0"].sharding == Sharding((("x",), ("y",)))  # the sub-axis is all of x
     warnings = " ".join(graph.warnings)
     assert "@empty not" in warnings and "another order" in warnings
@@ -160,7 +161,7 @@ GSPMD = """module attributes {mhlo.num_partitions = 4 : i32} {
 
 def test_gspmd_strings_become_shardings_on_a_mesh_of_the_tile_factors():
     graph, normal = graph_level(GSPMD)
-    assert graph.meta["mesh"] == Mesh((("axis_0", 2), ("axis_1", 2)))
+    assert graph.meta[MESH] == Mesh((("axis_0", 2), ("axis_1", 2)))
     t = graph.tensors
     assert t["arg0"].sharding == Sharding((("axis_0",), ()))  # the replicated last tile dim uses no axis
     assert t["arg1"].sharding == Sharding.replicated(2) and t["arg2"].sharding == Sharding.replicated(2)
@@ -168,7 +169,7 @@ def test_gspmd_strings_become_shardings_on_a_mesh_of_the_tile_factors():
     constraint, to_shard, neg, to_full, add = normal.ops
     assert normal.tensors[constraint.outputs[0]].sharding == Sharding((("axis_0",), ("axis_1",)))
     assert to_shard.attrs["axes"] == to_full.attrs["axes"] == ("axis_0", "axis_1")
-    assert normal.meta["local"] == {to_shard.outputs[0], neg.outputs[0]}
+    assert normal.meta[LOCAL] == {to_shard.outputs[0], neg.outputs[0]}
     assert normal.tensors[add.outputs[0]].sharding is None  # a transposed device order: not modelled
     assert any("device order" in w and "maximal" not in w for w in graph.warnings)
 
@@ -187,7 +188,7 @@ TTIR = """module attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x2>]>} {
 
 def test_ttir_mesh_shard_and_collectives_in_generic_form():
     _, normal = graph_level(TTIR)
-    assert normal.meta["mesh"] == Mesh((("axis_0", 1), ("axis_1", 2)))
+    assert normal.meta[MESH] == Mesh((("axis_0", 1), ("axis_1", 2)))
     assert [op.kind for op in normal.ops] == ["full_to_shard", "all_reduce", "all_gather", "shard_to_full"]
     shard, reduce, gather, full = normal.ops
     assert shard.inputs == ["arg0"]  # the destination operand is dropped
@@ -195,7 +196,7 @@ def test_ttir_mesh_shard_and_collectives_in_generic_form():
     assert (reduce.attrs["axes"], reduce.attrs["reduce"]) == (("axis_1",), "sum")
     assert (gather.attrs["axes"], gather.attrs["dim"]) == (("axis_1",), 3)
     assert full.attrs["axes"] == ()
-    assert normal.meta["local"] == {shard.outputs[0], reduce.outputs[0], gather.outputs[0]}
+    assert normal.meta[LOCAL] == {shard.outputs[0], reduce.outputs[0], gather.outputs[0]}
 
 
 ERRORS = [
@@ -334,7 +335,7 @@ def test_ttir_and_stablehlo_collectives_name_their_mesh_axes():
     assert (permute.kind, permute.attrs["axes"]) == ("collective_permute", ("axis_0", "axis_1"))
     assert (gather.kind, gather.attrs["axes"], gather.attrs["dim"]) == ("all_gather", ("axis_0",), 1)  # stride 4
     assert full.kind == "shard_to_full" and normal.tensors[full.outputs[0]].sharding == Sharding((("axis_1",), ()))
-    local = normal.meta["local"]
+    local = normal.meta[LOCAL]
     assert {shard.outputs[0], scatter.outputs[0], gather.outputs[0]} <= local
     assert full.outputs[0] not in local and normal.ops[6].outputs[0] not in local
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from iree.compiler import ir
 
+from tilescope.compiler.ir.meta import KERNEL
 from tilescope.compiler.frontend.mlir_import import import_mlir, new_context, parse_module
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.options import CompileOptions
@@ -78,18 +79,18 @@ def test_kernel_level_has_cores_reads_compute_writes(compiled):
             inner = list(_walk(printed))
             names = [o.name for o in inner]
             groups = [o for o in inner if o.name == "ts.cores"]
-            assert len(groups) == len(op.meta["kernel"].groups)
+            assert len(groups) == len(op.meta[KERNEL].groups)
             assert names.count("ts.compute") == len(groups)
             assert "ts.read" in names and "ts.write" in names
             cores = sum(len(ir.DenseI64ArrayAttr(g.attributes["cores"])) // 2 for g in groups)
-            assert cores == op.meta["kernel"].cores_used
+            assert cores == op.meta[KERNEL].cores_used
             read_bytes = sum(
                 ir.IntegerAttr(o.attributes["bytes"]).value * len(ir.DenseI64ArrayAttr(g.attributes["cores"])) // 2
                 for g in groups
                 for o in _walk(g)
                 if o.name == "ts.read"
             )
-            expected = sum(round(t.bytes) * len(g.cores) for g in op.meta["kernel"].groups for t in g.reads)
+            expected = sum(round(t.bytes) * len(g.cores) for g in op.meta[KERNEL].groups for t in g.reads)
             assert read_bytes == expected
 
 

@@ -4,6 +4,7 @@ places and what it reports, and kernels that read less or buffer less than the o
 from __future__ import annotations
 
 
+from tilescope.compiler.ir.meta import DIAGNOSTICS, KERNEL, L1_BYTES, L1_LIVE, L1_PEAK, L1_PER_CORE
 from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.analysis.l1_usage import L1Tensor, l1_live_at
@@ -25,15 +26,15 @@ def test_planner_gives_live_tensors_disjoint_addresses_and_reports_the_peak(worm
     layout = c.levels["layout"]
     placed = {t.name: t.layout for t in layout.tensors.values() if t.layout.memory == "l1"}
     assert "e" in placed and placed["e"].address == 0
-    peak = layout.meta["l1_peak"]
+    peak = layout.meta[L1_PEAK]
     # 256x256 bf16 = 8x8 tiles of 2 KiB, block-sharded over 8x8 cores: one tile per core. e's
     # output dies when it is copied out for the permute, before the permute's output is born
     assert peak.bytes == 2048 and peak.capacity == 1499136 and peak.op == "e"
     assert peak.tensors == (L1Tensor("e", 2048, 0),) and peak.core == (0, 0)  # what makes the peak
     assert l1_live_at(layout, wormhole, "e", (0, 0)) == peak.tensors
     assert "e" not in [t.name for t in l1_live_at(layout, wormhole, "p", (0, 0))]  # dead by then
-    assert layout.meta["l1_per_core"]["0,0"] == peak.bytes
-    assert all(c.kernel.op(op.name).meta["l1_bytes"] >= op.meta["l1_live"] for op in layout.ops)
+    assert layout.meta[L1_PER_CORE]["0,0"] == peak.bytes
+    assert all(c.kernel.op(op.name).meta[L1_BYTES] >= op.meta[L1_LIVE] for op in layout.ops)
 
 
 OVERFLOW = """
@@ -61,7 +62,7 @@ def test_overflow_says_how_many_bytes_and_where(wormhole):
     # nothing overflows: e2 went back to DRAM
     layout = c.levels["layout"]
     assert layout.tensors["e2"].layout.memory == "dram" and layout.tensors["e1"].layout.memory == "l1"
-    assert layout.meta["diagnostics"] == [] and c.levels["kernel"].meta.get("diagnostics", []) == []
+    assert layout.meta[DIAGNOSTICS] == [] and c.levels["kernel"].meta.get(DIAGNOSTICS, []) == []
 
 
 def test_a_tensor_the_policy_cannot_fit_stays_in_dram_with_one_line_saying_why():
@@ -73,7 +74,7 @@ def test_a_tensor_the_policy_cannot_fit_stays_in_dram_with_one_line_saying_why()
         load_model("zoo:bert-base?layers=1&batch=2"), load_target("mtia_v1"), CompileOptions(policy="greedy-l1")
     )
     name = "encoder.layer.0.attention.self.value.matmul"
-    (line,) = [d for d in c.levels["layout"].meta["diagnostics"] if d.startswith(f"{name} ")]
+    (line,) = [d for d in c.levels["layout"].meta[DIAGNOSTICS] if d.startswith(f"{name} ")]
     # placed at its producer, whose name it has: the op is not named twice
     assert line == f"{name} kept in dram: needs 18.0 KiB of L1 per core, largest free range 16.0 KiB"
     assert c.levels["layout"].tensors[name].layout.memory == "dram"
@@ -88,7 +89,7 @@ func.func @forward(%ids: tensor<1x32xui32> {ttir.name = "ids"}, %table: tensor<1
 
 
 def test_a_lookup_reads_the_rows_it_gathers_not_its_whole_table(wormhole):
-    kernel = compile_model(import_mlir(EMBED, "e.mlir"), wormhole).kernel.op("embed").meta["kernel"]
+    kernel = compile_model(import_mlir(EMBED, "e.mlir"), wormhole).kernel.op("embed").meta[KERNEL]
     table = sum(t.bytes * len(g.cores) for g in kernel.groups for t in g.reads if t.tensor == "table")
     written = sum(t.bytes * len(g.cores) for g in kernel.groups for t in g.writes)
     assert table == written == 64 * 2048  # 1x32x2048 bf16: 64 tiles of 2 KiB, not 500 MB of table
@@ -108,6 +109,6 @@ def test_streaming_buffers_shrink_to_fit_a_small_local_memory():
     c = compile_model(
         import_mlir(PERMUTE.replace("256x256", "4096x4096"), "p.mlir"), mtia, CompileOptions(policy="greedy-l1")
     )
-    assert c.levels["kernel"].meta.get("diagnostics", []) == []
+    assert c.levels["kernel"].meta.get(DIAGNOSTICS, []) == []
     for op in c.kernel.ops:
-        assert op.meta["l1_bytes"] <= mtia.core_memory.capacity_bytes
+        assert op.meta[L1_BYTES] <= mtia.core_memory.capacity_bytes

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from tilescope.compiler.ir.meta import KERNEL, L1_BYTES, L1_LIVE, L1_LIVE_PER_CORE, L1_PEAK, PLACED, SHARDING_OUTCOMES
 from tilescope.compiler.ir.graph import LEVELS
 from tilescope.compiler.frontend.mlir_import import parse_module
 from tilescope.compiler.frontend.model_refs import load_model
@@ -55,8 +56,8 @@ def test_levels_are_independent_copies(compiled):
     assert all(op.kind.startswith("ttir.") for op in compiled.model.graph.ops)  # input untouched
     assert all(t.layout is None for t in graph.tensors.values())
     assert all(t.layout is not None for t in layout.tensors.values())
-    assert all("kernel" not in op.meta for op in layout.ops)
-    assert all(op.meta["kernel"] is not None for op in kernel.ops)
+    assert all(KERNEL not in op.meta for op in layout.ops)
+    assert all(op.meta[KERNEL] is not None for op in kernel.ops)
     assert graph.ops[0] is not layout.ops[0] is not kernel.ops[0]
 
 
@@ -80,7 +81,7 @@ def test_default_layout_is_dram_interleaved_on_the_whole_grid(compiled):
 
 def test_kernel_splits_every_op_over_its_grid(compiled):
     for op in compiled.kernel.ops:
-        kernel = op.meta["kernel"]
+        kernel = op.meta[KERNEL]
         assert kernel.grid == (8, 8)
         assert 1 <= kernel.cores_used <= 64
         cores = [c for g in kernel.groups for c in g.cores]
@@ -95,7 +96,7 @@ def test_mnist_matmul_kernel_facts(mnist_path, wormhole):
     """1x784 @ 784x512 f32: 1 row tile, 16 column tiles, K = 25 tiles -> 1D split over 16 cores;
     the first core fetches A (the whole 1x784 row) from DRAM and multicasts it to the other 15."""
     kernel = compile_model(load_model(mnist_path), wormhole).kernel
-    matmul = kernel.op("matmul_0").meta["kernel"]
+    matmul = kernel.op("matmul_0").meta[KERNEL]
     assert matmul.program == "matmul_1d_mcast_in0"
     assert matmul.cores_used == 16
     sender, receivers = sorted(matmul.groups, key=lambda g: len(g.cores))
@@ -179,16 +180,16 @@ def test_a_compile_and_simulation_since_an_earlier_one_equal_those_from_scratch(
     since = compile_model(model, wormhole, options, since=base)
     assert since.levels["graph"] is base.levels["graph"]
     # the policy's placement is taken, not made again; what the override moved is its own
-    assert since.levels["layout"].meta["placed"] is base.levels["layout"].meta["placed"]
+    assert since.levels["layout"].meta[PLACED] is base.levels["layout"].meta[PLACED]
     for level in ("graph", "layout", "kernel"):
         assert since.mlir(level) == fresh.mlir(level)
     assert since.override_outcomes == fresh.override_outcomes
-    assert since.levels["layout"].meta["l1_peak"] == fresh.levels["layout"].meta["l1_peak"]
-    live = [(op.name, op.meta["l1_live"], op.meta["l1_bytes"]) for op in since.kernel.ops]
-    assert live == [(op.name, op.meta["l1_live"], op.meta["l1_bytes"]) for op in fresh.kernel.ops]
-    kernels = {op.name: op.meta["kernel"] for op in since.kernel.ops}
-    assert kernels == {op.name: op.meta["kernel"] for op in fresh.kernel.ops}
-    before = {op.name: op.meta["kernel"] for op in base.kernel.ops}
+    assert since.levels["layout"].meta[L1_PEAK] == fresh.levels["layout"].meta[L1_PEAK]
+    live = [(op.name, op.meta[L1_LIVE], op.meta[L1_BYTES]) for op in since.kernel.ops]
+    assert live == [(op.name, op.meta[L1_LIVE], op.meta[L1_BYTES]) for op in fresh.kernel.ops]
+    kernels = {op.name: op.meta[KERNEL] for op in since.kernel.ops}
+    assert kernels == {op.name: op.meta[KERNEL] for op in fresh.kernel.ops}
+    before = {op.name: op.meta[KERNEL] for op in base.kernel.ops}
     kept = [name for name, kernel in kernels.items() if kernel is not None and kernel is before.get(name)]
     changed = [name for name, kernel in kernels.items() if kernel != before.get(name)]
     split = sum(kernel is not None for kernel in kernels.values())  # views and constants have none
@@ -248,7 +249,7 @@ def test_a_recompile_with_other_sharding_overrides_partitions_again_and_equals_o
     for level in ("graph", "partition", "layout", "kernel"):
         assert since.mlir(level) == fresh.mlir(level), level
     assert since.override_outcomes == fresh.override_outcomes
-    assert since.levels["partition"].meta["sharding_outcomes"] == fresh.levels["partition"].meta["sharding_outcomes"]
+    assert since.levels["partition"].meta[SHARDING_OUTCOMES] == fresh.levels["partition"].meta[SHARDING_OUTCOMES]
     again, scratch = simulate(since.kernel, t3k, known=base_sim.costs), simulate(fresh.kernel, t3k)
     assert _sim_rows(again) == _sim_rows(scratch)
     # and the earlier compilation is as it was
@@ -265,7 +266,7 @@ def test_a_compile_since_one_with_another_policy_places_afresh(wormhole):
         options = CompileOptions(policy=policy, l1_usage_cap=cap)
         since = compile_model(model, wormhole, options, since=base)
         fresh = compile_model(model, wormhole, options)
-        assert since.levels["layout"].meta["placed"] is not base.levels["layout"].meta["placed"]
+        assert since.levels["layout"].meta[PLACED] is not base.levels["layout"].meta[PLACED]
         assert since.mlir("layout") == fresh.mlir("layout") != base.mlir("layout")
         base = since
 
@@ -385,7 +386,7 @@ def test_a_chain_of_compiles_each_since_the_last_equals_compiles_from_scratch(re
         assert _l1_of_live_tensors(since) == _l1_planned(since)
         again = simulate(since.kernel, target, known=costs)
         assert _timings(again) == _timings(simulate(fresh.kernel, target)) == _timings(simulate(alone.kernel, target))
-        kernels = [op.meta["kernel"] for op in since.kernel.ops if op.meta["kernel"] is not None]
+        kernels = [op.meta[KERNEL] for op in since.kernel.ops if op.meta[KERNEL] is not None]
         present = {id(kernel) for kernel in kernels}
         templates_gone += sum(k.like is not None and id(k.like) not in present for k in kernels)
         before, costs = since, again.costs
@@ -397,10 +398,10 @@ def _facts(compilation) -> tuple:
     levels = [compilation.mlir(level) for level in ("graph", "partition", "layout", "kernel")]
     ops = []
     for op in compilation.kernel.ops:
-        per_core = op.meta["l1_live_per_core"]
+        per_core = op.meta[L1_LIVE_PER_CORE]
         per_core = None if per_core is None else per_core.tolist()
-        ops.append((op.name, op.meta["l1_live"], op.meta["l1_bytes"], per_core, op.meta["kernel"]))
-    return levels, compilation.override_outcomes, compilation.levels["layout"].meta["l1_peak"], ops
+        ops.append((op.name, op.meta[L1_LIVE], op.meta[L1_BYTES], per_core, op.meta[KERNEL]))
+    return levels, compilation.override_outcomes, compilation.levels["layout"].meta[L1_PEAK], ops
 
 
 def _l1_planned(compilation) -> list[tuple[str, tuple[int, int], float]]:
@@ -409,7 +410,7 @@ def _l1_planned(compilation) -> list[tuple[str, tuple[int, int], float]]:
 
     found = []
     for op in compilation.kernel.ops:
-        per_core = op.meta["l1_live_per_core"]
+        per_core = op.meta[L1_LIVE_PER_CORE]
         if per_core is not None:
             fullest = tuple(int(i) for i in np.unravel_index(int(per_core.argmax()), per_core.shape))
             found += [(op.name, core, float(per_core[core])) for core in sorted({(0, 0), fullest})]

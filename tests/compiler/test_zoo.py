@@ -18,6 +18,7 @@ from functools import lru_cache
 import pytest
 from iree.compiler import ir
 
+from tilescope.compiler.ir.meta import KERNEL
 from tilescope.compiler.frontend import zoo
 from tilescope.compiler.errors import ModelLoadError
 from tilescope.compiler.ir.graph import Graph
@@ -521,7 +522,7 @@ def test_names_list_the_models():
 def test_compiles_for_wormhole(ref, wormhole):
     compilation = compile_model(load_model(ref), wormhole)
     assert compilation.kernel.ops
-    assert all("kernel" in op.meta for op in compilation.kernel.ops)
+    assert all(KERNEL in op.meta for op in compilation.kernel.ops)
 
 
 # --- the builder ----------------------------------------------------------------------------------

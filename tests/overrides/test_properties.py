@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tilescope.compiler.ir.meta import DIAGNOSTICS, L1_BYTES
 from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.op_override import OpOverride
@@ -68,8 +69,8 @@ def test_every_override_is_applied_or_explained_and_nothing_overflows(case):
         assert outcome.reason or outcome.status == "applied"
     capacity = target.core_memory.capacity_bytes
     for op in compilation.kernel.ops:
-        assert op.meta["l1_bytes"] <= capacity, (op.name, op.meta["l1_bytes"])
-    assert not [d for d in compilation.levels["kernel"].meta.get("diagnostics", []) if "overflow" in d]
+        assert op.meta[L1_BYTES] <= capacity, (op.name, op.meta[L1_BYTES])
+    assert not [d for d in compilation.levels["kernel"].meta.get(DIAGNOSTICS, []) if "overflow" in d]
     sim = simulate(compilation.kernel, target, "trace")
     assert all(o.duration_ns >= o.roofline_ns * (1 - 1e-9) for o in sim.ops)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tilescope.compiler.ir.meta import KERNEL
 from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.options import CompileOptions
@@ -86,7 +87,7 @@ def test_candidates_keep_to_the_knobs_asked_for(wormhole, mlp):
     assert "mlp.layer.0.fc1.matmul=l1:block_sharded" in layout_only and "mlp.layer.0.fc1.matmul=4x8" in layout_only
     assert not any("bfp8" in c or "fidelity#" in c for c in layout_only)
     blocks = [c.split("=")[1] for c in layout_only if "block#" in c]
-    bm, bn, kb = compiled.kernel.op("mlp.layer.0.fc1.matmul").meta["kernel"].block
+    bm, bn, kb = compiled.kernel.op("mlp.layer.0.fc1.matmul").meta[KERNEL].block
     assert blocks and f"block#{bm}x{bn}x{kb}" not in blocks  # other passes than the kernel's own
     subblocks = [c for c in blocks if c.startswith("subblock#")]
     assert subblocks and all(
@@ -122,7 +123,7 @@ def test_alike_ops_are_grouped_and_only_the_models_own_ops_are_tuned(wormhole):
     both = [names for names in groups if "encoder.layer.0.intermediate.dense.matmul" in names]
     assert both and "encoder.layer.1.intermediate.dense.matmul" in both[0]
     for names in groups:
-        kernels = {id(k.like or k) for k in (compiled.kernel.op(n).meta["kernel"] for n in names)}
+        kernels = {id(k.like or k) for k in (compiled.kernel.op(n).meta[KERNEL] for n in names)}
         assert len(kernels) == 1
     # slowest group first
     durations = {t.name: t.duration_ns for t in sim.ops}

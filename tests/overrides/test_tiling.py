@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tilescope.compiler.ir.meta import KERNEL
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
@@ -27,7 +28,7 @@ def test_tokens_parse_and_print():
 
 def test_the_default_is_one_pass_per_core(wormhole):
     c, _ = _run(wormhole)
-    kernel = c.kernel.op("matmul").meta["kernel"]
+    kernel = c.kernel.op("matmul").meta[KERNEL]
     assert kernel.block == (8, 8, 8)  # the whole 8x8 share, K in steps of 8 tiles
     assert all(g.blocks == 8 for g in kernel.groups)
 
@@ -36,7 +37,7 @@ def test_smaller_blocks_read_operands_again_and_take_longer(wormhole):
     _, base = _run(wormhole)
     c, small = _run(wormhole, "matmul=block#4x4x8")
     assert c.override_outcomes[0].status == "applied"
-    assert c.kernel.op("matmul").meta["kernel"].groups[0].cbs[0].pages == 2 * 4 * 8
+    assert c.kernel.op("matmul").meta[KERNEL].groups[0].cbs[0].pages == 2 * 4 * 8
     assert small.bytes["dram"] + small.bytes.get("mcast", 0) > base.bytes["dram"] + base.bytes.get("mcast", 0)
     assert small.duration_ns > base.duration_ns
 
@@ -44,7 +45,7 @@ def test_smaller_blocks_read_operands_again_and_take_longer(wormhole):
 def test_single_buffering_stops_the_engines_overlapping(wormhole):
     _, base = _run(wormhole)
     c, single = _run(wormhole, "matmul=double_buffer#false")
-    group = c.kernel.op("matmul").meta["kernel"].groups[0]
+    group = c.kernel.op("matmul").meta[KERNEL].groups[0]
     assert not group.double_buffered and group.cbs[0].pages == 8 * 8  # one K step of A, not two
     assert single.duration_ns > 1.5 * base.duration_ns
     assert "double_buffer = false" in c.mlir("kernel")
@@ -52,7 +53,7 @@ def test_single_buffering_stops_the_engines_overlapping(wormhole):
 
 def test_a_subblock_is_recorded_in_the_kernel(wormhole):
     c, _ = _run(wormhole, "matmul=subblock#2x4")
-    assert c.kernel.op("matmul").meta["kernel"].subblock == (2, 4)
+    assert c.kernel.op("matmul").meta[KERNEL].subblock == (2, 4)
     assert "subblock = array<i64: 2, 4>" in c.mlir("kernel")
 
 

@@ -3,6 +3,7 @@ compilation and simulation, and stores what a run from nothing stores."""
 
 from __future__ import annotations
 
+from tilescope.compiler.ir.meta import KERNEL
 from tilescope.overrides import parse_item
 from tilescope.compiler.pipeline.options import CompileOptions
 
@@ -31,18 +32,16 @@ def test_a_rerun_after_an_override_stores_what_a_run_from_nothing_stores(db_url)
     _forget()
     base = runs.execute(sessions, ref)
     rerun = runs.execute(sessions, ref, options=CompileOptions([parse_item(item)]), parent_id=base.run_id)
-    base_kernels = {op.name: op.meta["kernel"] for op in base.compilation.kernel.ops}
+    base_kernels = {op.name: op.meta[KERNEL] for op in base.compilation.kernel.ops}
     reused = [
         op
         for op in rerun.compilation.kernel.ops
-        if op.meta["kernel"] is not None and op.meta["kernel"] is base_kernels[op.name]
+        if op.meta[KERNEL] is not None and op.meta[KERNEL] is base_kernels[op.name]
     ]
     assert len(reused) > len(base_kernels) // 2  # the incremental path ran
     _forget()
     fresh = runs.execute(sessions, ref, options=CompileOptions([parse_item(item)]))
-    assert not any(
-        op.meta["kernel"] is base_kernels[op.name] for op in fresh.compilation.kernel.ops if op.meta["kernel"]
-    )
+    assert not any(op.meta[KERNEL] is base_kernels[op.name] for op in fresh.compilation.kernel.ops if op.meta[KERNEL])
     assert _stored(sessions, rerun.run_id) == _stored(sessions, fresh.run_id)
     assert _stored(sessions, rerun.run_id) != _stored(sessions, base.run_id)
 

@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from tilescope.compiler.ir.meta import KERNEL, L1_PEAK
 from tilescope.compiler.errors import VerifyError
 from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.frontend.model_refs import load_model
@@ -65,7 +66,7 @@ def test_levels_split_over_devices_and_of_a_cnn_keep_the_rules(ref, target):
 
 def test_a_constant_and_a_view_need_no_work(wormhole):
     kernel = compile_model(import_mlir(NO_WORK, "no_work.mlir"), wormhole).kernel
-    assert {op.name: op.meta["kernel"] for op in kernel.ops if op.meta["kernel"] is None} == {"c": None, "r": None}
+    assert {op.name: op.meta[KERNEL] for op in kernel.ops if op.meta[KERNEL] is None} == {"c": None, "r": None}
     verify(kernel)
 
 
@@ -158,32 +159,44 @@ def test_an_op_without_a_grid(levels, grid):
     _fails(graph, "grids", graph.ops[0].name)
 
 
+def test_a_meta_key_no_module_declares(levels):
+    graph = _copy(levels["graph"])
+    graph.ops[0].meta["scratch"] = 1
+    assert "'scratch', no key" in _fails(graph, "meta-keys", graph.ops[0].name)
+
+
+def test_a_meta_key_above_its_level(levels):
+    graph = _copy(levels["partition"])
+    graph.meta[L1_PEAK] = levels["layout"].meta[L1_PEAK]
+    assert "'l1_peak', a key of the layout level on" in _fails(graph, "meta-keys", None)
+
+
 def test_an_op_without_a_kernel(levels):
     graph = _copy(levels["kernel"])
-    del graph.ops[-1].meta["kernel"]
+    del graph.ops[-1].meta[KERNEL]
     assert "it has no kernel" in _fails(graph, "work", graph.ops[-1].name)
 
 
 def test_a_matmul_with_no_cores_doing_it(levels):
     graph = _copy(levels["kernel"])
-    graph.ops[0].meta["kernel"] = None
+    graph.ops[0].meta[KERNEL] = None
     assert "a matmul with work to do" in _fails(graph, "work", graph.ops[0].name)
 
 
 def test_a_kernel_on_another_grid(levels):
     graph = _copy(levels["kernel"])
     op = graph.ops[0]
-    op.meta["kernel"] = dataclasses.replace(op.meta["kernel"], grid=(1, 1))
+    op.meta[KERNEL] = dataclasses.replace(op.meta[KERNEL], grid=(1, 1))
     _fails(graph, "work", op.name)
 
 
 def test_a_kernel_reading_a_tensor_of_another_op(levels):
     graph = _copy(levels["kernel"])
     op, other = graph.ops[0], graph.ops[1]
-    kernel = op.meta["kernel"]
+    kernel = op.meta[KERNEL]
     group = kernel.groups[0]
     moved = dataclasses.replace(group.reads[0], tensor=other.outputs[0])
-    op.meta["kernel"] = dataclasses.replace(kernel, groups=(dataclasses.replace(group, reads=(moved,)),))
+    op.meta[KERNEL] = dataclasses.replace(kernel, groups=(dataclasses.replace(group, reads=(moved,)),))
     assert f"moves {other.outputs[0]!r}" in _fails(graph, "own-tensors", op.name)
 
 

@@ -1,5 +1,6 @@
 """canonicalize: no-ops dropped, chains of reshapes and casts shortened, work on constants folded."""
 
+from tilescope.compiler.ir.meta import CANONICALIZED, Dropped
 from tilescope.compiler.passes.canonicalize import Canonicalize
 
 from .golden import lines, run
@@ -30,7 +31,7 @@ def test_a_reshape_of_a_reshape_reads_the_first_input_and_a_widening_round_trip_
     # cast, of a value equal to x, reads x
     assert lines(graph) == ["r1 = reshape(x)", "up_again = typecast(x)"]
     assert graph.outputs == ["r1", "x", "up_again"]
-    assert dict(graph.meta["canonicalized"]) == {
+    assert {d.op: d.reason for d in graph.meta[CANONICALIZED]} == {
         "down": "no-op typecast",
         "r0": "read past by the op after it",
         "up": "read past by the op after it",
@@ -58,7 +59,7 @@ def test_no_ops_in_a_row_are_all_read_past_by_every_reader_and_the_outputs():
     graph = run(NO_OPS, Canonicalize())
     assert lines(graph) == ["sum = add(x, x)"]
     assert graph.outputs == ["sum", "x"]
-    assert dict(graph.meta["canonicalized"]) == {
+    assert {d.op: d.reason for d in graph.meta[CANONICALIZED]} == {
         "same0": "no-op reshape",
         "same1": "no-op reshape",
         "same2": "no-op reshape",
@@ -83,8 +84,8 @@ def test_no_ops_go_and_work_on_constants_becomes_a_constant():
     assert lines(graph) == ["c = constant()", "c.broadcast = constant() {folded=broadcast}", "y = add(x, c.broadcast)"]
     assert graph.outputs == ["y"]  # the return read the no-op cast: it reads what the cast read
     assert graph.tensors["c.broadcast"].is_constant and not graph.tensors["y"].is_constant
-    assert graph.meta["canonicalized"] == [
-        ("same_shape", "no-op reshape"),
-        ("identity", "no-op permute"),
-        ("same_type", "no-op typecast"),
+    assert graph.meta[CANONICALIZED] == [
+        Dropped("same_shape", "no-op reshape"),
+        Dropped("identity", "no-op permute"),
+        Dropped("same_type", "no-op typecast"),
     ]

@@ -1,3 +1,4 @@
+from tilescope.compiler.ir.meta import CONST_EVAL
 from tilescope.compiler.passes.const_eval import ConstEval
 
 from .golden import lines, run
@@ -24,7 +25,7 @@ def test_work_on_parameters_only_is_marked_load_time():
     load_time = [op.name for op in graph.ops if op.attrs.get("const_eval")]
     # the weight's transpose and cast; not the input's, the cache's (an input: it changes every
     # step) or the unmarked argument's (nothing says it is loaded once)
-    assert load_time == ["w.transpose", "w.typecast"] == graph.meta["const_eval"]
+    assert load_time == ["w.transpose", "w.typecast"] == graph.meta[CONST_EVAL]
     assert graph.tensors["w.typecast"].is_parameter and not graph.tensors["y"].is_parameter
     assert lines(graph)[:2] == [
         "w.transpose = permute(w) {permutation=array<i64: 1, 0>, const_eval=True}",

@@ -1,3 +1,4 @@
+from tilescope.compiler.ir.meta import CANONICALIZED, Dropped
 from tilescope.compiler.passes.fold_broadcasts import FoldBroadcasts
 
 from .golden import lines, run
@@ -24,7 +25,9 @@ def test_a_broadcast_every_reader_broadcasts_itself_goes():
     graph = run(BIAS, FoldBroadcasts())
     assert lines(graph) == ["y = add(x, b)", "z = multiply(b, y)"]
     assert graph.op("y").source == ("y", "b.broadcast")
-    assert graph.meta["canonicalized"] == [("b.broadcast", "broadcast folded into the element-wise ops reading it")]
+    assert graph.meta[CANONICALIZED] == [
+        Dropped("b.broadcast", "broadcast folded into the element-wise ops reading it")
+    ]
 
 
 def test_a_broadcast_into_a_reshape_stays():

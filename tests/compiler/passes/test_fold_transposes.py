@@ -1,3 +1,4 @@
+from tilescope.compiler.ir.meta import CANONICALIZED, Dropped
 from tilescope.compiler.passes.fold_transposes import FoldTransposes
 from tilescope.compiler.analysis.matrix_dims import gemm_dims
 
@@ -36,7 +37,7 @@ def test_a_weight_transpose_becomes_transpose_b_and_goes():
     ]
     assert gemm_dims(graph, graph.op("y")) == (32, 2048, 512)  # the same GEMM as before
     assert graph.op("y").source == ("y", "w.transpose")  # where the transpose went
-    assert ("w.transpose", "folded into the matmul reading it") in graph.meta["canonicalized"]
+    assert Dropped("w.transpose", "folded into the matmul reading it") in graph.meta[CANONICALIZED]
 
 
 def test_a_transpose_another_op_reads_is_folded_but_kept():

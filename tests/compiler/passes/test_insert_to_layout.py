@@ -1,6 +1,7 @@
 """insert-to-layout: a `to_layout` op before each operand its consumer cannot read as it is laid
 out, or that an operand override asks for in another layout; it runs on the consumer's grid."""
 
+from tilescope.compiler.ir.meta import KERNEL, OPERAND_OF, OperandOf
 from tilescope.overrides import parse_item
 
 from .golden import printed, through
@@ -40,10 +41,10 @@ GOLDEN_SHARDED_INTO_A_PERMUTE = r"""module @"golden" attributes {ts.level = "lay
 
 def test_a_sharded_result_is_moved_to_dram_for_a_permute_that_reads_interleaved_tensors_only(wormhole):
     graph = _inserted(wormhole, "e=8x8:l1:block_sharded")
-    assert graph.op("p.in0.to_layout").meta["operand_of"] == ("p", 0)
+    assert graph.op("p.in0.to_layout").meta[OPERAND_OF] == OperandOf("p", 0)
     assert printed(graph) == GOLDEN_SHARDED_INTO_A_PERMUTE
     _, kernels = through(EXP_PERMUTE_EXP, wormhole, "split-kernels", overrides=[parse_item("e=8x8:l1:block_sharded")])
-    moved = kernels.op("p.in0.to_layout").meta["kernel"]
+    moved = kernels.op("p.in0.to_layout").meta[KERNEL]
     assert {t.path for group in moved.groups for t in group.writes} == {"dram"}  # its cores write to DRAM
 
 

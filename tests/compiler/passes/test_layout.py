@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from tilescope.compiler.ir.meta import KERNEL, OVERRIDES
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.op_override import APPLIED, REJECTED, OpOverride
 from tilescope.compiler.pipeline.options import CompileOptions
@@ -40,7 +41,7 @@ def test_applied_override_sets_layout_and_grid(tiny_path, wormhole):
         "tile",
     )
     assert layout.op("matmul_1").attrs["grid"] == (1, 2)
-    assert c.kernel.op("matmul_1").meta["kernel"].grid == (1, 2)
+    assert c.kernel.op("matmul_1").meta[KERNEL].grid == (1, 2)
     # other ops keep the defaults; the graph level is untouched
     assert layout.tensors["relu_0"].layout.memory == "dram"  # matmul_0's output (relu_0 fused)
     assert c.levels["graph"].tensors["matmul_1"].layout is None
@@ -156,8 +157,8 @@ def test_a_short_tile_on_a_one_row_matmul_reads_less_and_computes_less(wormhole,
     assert "b" in layout.op("matmul").inputs
     before, after = base.ops[0], {o.name: o for o in tuned.ops}["matmul"]
     assert after.bytes["dram"] < before.bytes["dram"]  # A and the output unpadded: 1 row, not 32
-    kernel_before = base_c.kernel.op("matmul").meta["kernel"]
-    kernel_after = tuned_c.kernel.op("matmul").meta["kernel"]
+    kernel_before = base_c.kernel.op("matmul").meta[KERNEL]
+    kernel_after = tuned_c.kernel.op("matmul").meta[KERNEL]
     cycles = lambda k: max(g.compute.cycles for g in k.groups)  # noqa: E731
     # 8 rows is the engine's least pass: a 1-row tile costs 8/32 of a full one
     assert cycles(kernel_after) == pytest.approx(cycles(kernel_before) * 8 / 32)
@@ -306,5 +307,5 @@ GOLDEN_OVERRIDDEN = r"""module @"golden" attributes {ts.level = "layout"} {
 def test_an_override_lays_out_its_ops_result_and_sets_its_grid(wormhole):
     overrides = [parse_item("residual=1x4:l1:width_sharded:bf16")]
     _, graph = through(MATMUL_ADD, wormhole, "assign-layouts", overrides=overrides)
-    assert [(o.op, o.status) for o in graph.meta["overrides"]] == [("residual", APPLIED)]
+    assert [(o.op, o.status) for o in graph.meta[OVERRIDES]] == [("residual", APPLIED)]
     assert printed(graph) == GOLDEN_OVERRIDDEN

@@ -1,6 +1,7 @@
 """lower-collectives: each collective's algorithm on the system's links, its steps and the bytes
 each device and the busiest link move, which the simulator times."""
 
+from tilescope.compiler.ir.meta import LINKS
 from tilescope.compiler.targets.catalog import load_target
 
 from .golden import printed, through
@@ -21,7 +22,7 @@ def test_a_line_of_two_devices_all_reduces_in_two_steps():
     given, graph = through(UNANNOTATED_MLP, load_target("wormhole_n300"), "lower-collectives")
     assert "algorithm" not in given.op("down.all_reduce").attrs
     assert _attributes(graph) == GOLDEN_LINE_OF_TWO
-    assert graph.op("down.all_reduce").meta["links"]  # what the simulator times
+    assert graph.op("down.all_reduce").meta[LINKS]  # what the simulator times
 
 
 GOLDEN_RING_OF_EIGHT = r"""    }) {algorithm = "ring", axes = ["model"], bytes_per_device = 7168 : i64, grid = array<i64: 8, 8>, group = 8 : i64, link_bytes = 3584 : i64, program = "data_movement", reduce = "sum", steps = 14 : i64, ts.sharding = ["[{}, {}]"], ts.from = ["down"]} : (tensor<32x64xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>>) -> tensor<32x64xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>> loc("down.all_reduce")"""

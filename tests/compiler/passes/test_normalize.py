@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tilescope.compiler.ir.meta import KERNEL
 from tilescope.compiler.ir import opset
 from tilescope.compiler.frontend.mlir_import import import_mlir, parse_module
 from tilescope.compiler.frontend.model_refs import load_model
@@ -131,6 +132,6 @@ func.func @forward(%a: tensor<32x32xf32>) -> tensor<32x32xf32> {
 }
 """
     compilation = compile_model(import_mlir(text, "t.mlir"), wormhole)
-    assert compilation.kernel.op("constant_0").meta["kernel"] is None
+    assert compilation.kernel.op("constant_0").meta[KERNEL] is None
     sim = simulate(compilation.kernel, wormhole)
     assert [o.name for o in sim.ops] == ["add_0"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tilescope.compiler.ir.meta import MESH
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
@@ -106,7 +107,7 @@ def test_one_device_keeps_the_graph_level_as_it_was():
 def test_a_model_without_shardings_is_split_by_the_policy():
     compilation = compile_model(load_model("zoo:llama-3.2-1b?layers=1&seq=128"), load_target("wormhole_n300"))
     graph = compilation.levels["partition"]
-    assert graph.meta["mesh"].devices == 2
+    assert graph.meta[MESH].devices == 2
     q = next(op for op in graph.ops if op.name == "model.layers.0.self_attn.q_proj.matmul")
     assert graph.tensors[q.outputs[0]].shape == (128, 1024)  # column-parallel: half the columns
     assert [op.kind for op in graph.ops if op.kind in COLLECTIVES].count("all_reduce") == 2
@@ -164,7 +165,7 @@ def test_a_kv_cache_lives_split_where_it_is_updated_and_read():
 def test_a_cnn_without_shardings_is_split_by_its_batch():
     compilation = compile_model(load_model("zoo:resnet50?layers=14&size=64"), load_target("t3k"))
     graph = compilation.levels["partition"]
-    assert graph.meta["mesh"].axes == (("batch", 8),)
+    assert graph.meta[MESH].axes == (("batch", 8),)
     assert graph.tensors[graph.inputs[0]].shape[0] == 1  # 8 images, one a chip
     exchanges = [op.kind for op in graph.ops if op.kind in COLLECTIVES and op.kind != "all_slice"]
     assert exchanges == ["all_gather"]  # the logits, gathered whole at the end
@@ -182,7 +183,7 @@ def test_a_one_device_mesh_on_a_larger_system_says_so():
     from tilescope.compiler.frontend.mlir_import import import_mlir
 
     compilation = compile_model(import_mlir(text, "one.mlir"), load_target("t3k"))
-    assert compilation.levels["partition"].meta["mesh"].devices == 1
+    assert compilation.levels["partition"].meta[MESH].devices == 1
     assert "the model's mesh @mesh has one device: it runs on one of t3k's 8" in compilation.warnings
 
 

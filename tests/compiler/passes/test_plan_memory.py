@@ -1,6 +1,7 @@
 """plan-memory: an L1 address for every tensor in a core's memory, by liveness, first fit from the
 bottom; and check-l1, at the kernel level: each op's circular buffers beside the live tensors."""
 
+from tilescope.compiler.ir.meta import DIAGNOSTICS, L1_BYTES, L1_LIVE, L1_PEAK
 from tilescope.compiler.analysis.l1_usage import L1Tensor
 from tilescope.overrides import parse_item
 
@@ -37,13 +38,13 @@ def test_tensors_live_together_get_disjoint_addresses_and_a_freed_range_is_taken
     # 8x8 tiles of 2 KiB block-sharded over 8x8 cores: 2 KiB a core each. a and b are live at c,
     # so c goes above them; a and b die at c, so d takes a's range; e is returned, in DRAM
     assert printed(graph) == GOLDEN_LIVENESS
-    peak = graph.meta["l1_peak"]
+    peak = graph.meta[L1_PEAK]
     assert (peak.bytes, peak.op, peak.tensors) == (
         6144,
         "c",
         (L1Tensor("a", 2048, 0), L1Tensor("b", 2048, 2048), L1Tensor("c", 2048, 4096)),
     )
-    assert [op.meta["l1_live"] for op in graph.ops] == [2048, 4096, 6144, 4096, 4096]
+    assert [op.meta[L1_LIVE] for op in graph.ops] == [2048, 4096, 6144, 4096, 4096]
 
 
 RESIDENT_A = """
@@ -60,9 +61,9 @@ def test_check_l1_says_where_buffers_beside_the_live_tensors_overflow(wormhole):
     matmul's blocks of all of K need 178 KiB of buffers beside it on that core, past its 1464 KiB."""
     resident = [parse_item("e1=1x1:l1:block_sharded")]
     _, graph = through(RESIDENT_A, wormhole, "check-l1", overrides=resident)
-    assert graph.meta["diagnostics"] == [] and graph.op("mm").meta["l1_bytes"] <= 1464 * 1024
+    assert graph.meta[DIAGNOSTICS] == [] and graph.op("mm").meta[L1_BYTES] <= 1464 * 1024
     whole_k = [*resident, parse_item("mm=block#1x1x22")]
     _, graph = through(RESIDENT_A, wormhole, "check-l1", overrides=whole_k)
     overflow = "L1 overflow at mm: circular buffers 178.0 KiB + live tensors 1452.0 KiB per core > 1464 KiB"
-    assert graph.meta["diagnostics"] == [overflow] and graph.warnings == [overflow]
-    assert [op.meta["l1_bytes"] / 1024 for op in graph.ops] == [1460, 1452 + 178]
+    assert graph.meta[DIAGNOSTICS] == [overflow] and graph.warnings == [overflow]
+    assert [op.meta[L1_BYTES] / 1024 for op in graph.ops] == [1460, 1452 + 178]

@@ -4,6 +4,7 @@ splitting it on its own gives."""
 
 import pytest
 
+from tilescope.compiler.ir.meta import KERNEL
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.passes.split_kernels import SplitKernels
 from tilescope.compiler.pipeline.stages import compile_model
@@ -28,7 +29,7 @@ def test_every_kernel_equals_the_ops_own_split(ref, target):
     shared = 0
     for op in compiled.kernel.ops:
         own = alone._split(layout, layout.op(op.name))
-        assert op.meta["kernel"] == own, op.name
+        assert op.meta[KERNEL] == own, op.name
         shared += own is not None
     assert shared > 0
 
@@ -42,13 +43,13 @@ def test_a_renamed_kernel_is_timed_as_its_own_op():
 
     target = load_target("wormhole_n150")
     compiled = compile_model(load_model("zoo:bert-base?layers=3"), target)
-    renamed = [op for op in compiled.kernel.ops if op.meta["kernel"] is not None and op.meta["kernel"].like]
+    renamed = [op for op in compiled.kernel.ops if op.meta[KERNEL] is not None and op.meta[KERNEL].like]
     assert len(renamed) > len(compiled.kernel.ops) // 3
     shared = simulate(compiled.kernel, target)
     alone_graph = compiled.kernel.with_level("kernel")
     for op in alone_graph.ops:
-        if op.meta["kernel"] is not None:
-            op.meta["kernel"] = replace(op.meta["kernel"], like=None)
+        if op.meta[KERNEL] is not None:
+            op.meta[KERNEL] = replace(op.meta[KERNEL], like=None)
     alone = simulate(alone_graph, target)
 
     def rows(sim):
@@ -142,6 +143,6 @@ def test_an_op_shaped_like_one_before_takes_its_kernel_under_its_own_names(wormh
     """e1 and e2 read and write tensors laid out alike (e0 reads an input, laid out otherwise):
     e2's kernel is e1's, reading e1 and writing e2."""
     _, graph = through(EXP_CHAIN, wormhole, "split-kernels")
-    e0, e1, e2 = (graph.op(name).meta["kernel"] for name in ("e0", "e1", "e2"))
+    e0, e1, e2 = (graph.op(name).meta[KERNEL] for name in ("e0", "e1", "e2"))
     assert e0.like is None and e1.like is None and e2.like is e1
     assert printed(graph, "e2") == GOLDEN_E2

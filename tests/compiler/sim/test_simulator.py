@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tilescope.compiler.ir.meta import KERNEL, L1_LIVE_PER_CORE
 from tilescope.compiler.sim.simulator import simulate
 
 
@@ -123,8 +124,8 @@ def test_counters_follow_l1_use_and_dram_traffic(tiny_path, build):
     kernel = compilation.kernel
     # while matmul_1 runs, core 0,0 holds its shard of matmul_0's output plus matmul_1's buffers
     at_second = {c.track: c.value for c in l1 if c.t_ns == second.start_ns}
-    shard = compilation.levels["layout"].op("matmul_1").meta["l1_live_per_core"][0, 0]
-    group = next(g for g in kernel.op("matmul_1").meta["kernel"].groups if (0, 0) in g.cores)
+    shard = compilation.levels["layout"].op("matmul_1").meta[L1_LIVE_PER_CORE][0, 0]
+    group = next(g for g in kernel.op("matmul_1").meta[KERNEL].groups if (0, 0) in g.cores)
     assert shard > 0 and at_second["core 0,0"] == shard + group.cb_bytes
     dram = [(c.t_ns, c.value) for c in sim.counters if c.name == "dram_bytes_per_s"]
     assert dram[0] == (first.start_ns, pytest.approx(first.bandwidth("dram")))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tilescope.compiler.ir.meta import LINKS
 from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.stages import compile_model
@@ -80,7 +81,7 @@ def test_the_kernel_level_shows_each_collective_on_the_links(t3k):
     cost = t3k.system.collective("all_reduce", 8, size)
     assert (reduce.attrs["algorithm"], reduce.attrs["steps"]) == ("ring", 14)
     assert reduce.attrs["bytes_per_device"] == round(2 * 7 / 8 * size) == round(cost.bytes_per_device)
-    plan = reduce.meta["links"]  # what the simulator times: the link model's plan, by name
+    plan = reduce.meta[LINKS]  # what the simulator times: the link model's plan, by name
     assert (plan.group, plan.tensor_bytes, plan.cost) == (8, size, cost) and len(plan.axes) == 1
     printed = compilation.mlir("kernel").splitlines()
     closing = next(line for line in printed if f'loc("{reduce.name}")' in line)  # the op's last line

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tilescope.compiler.ir.meta import KERNEL
 from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.options import CompileOptions
@@ -109,7 +110,7 @@ def test_no_op_beats_its_roofline(target, ref):
 def test_without_multicast_every_core_fetches_its_own_operands():
     target = load_target("corsair")
     assert target.noc_multicast is False
-    kernel = compile_model(load_model("zoo:matmul:2048x2048x2048"), target).kernel.op("matmul").meta["kernel"]
+    kernel = compile_model(load_model("zoo:matmul:2048x2048x2048"), target).kernel.op("matmul").meta[KERNEL]
     assert kernel.program == "matmul_2d"
     assert all(t.path != "mcast" for g in kernel.groups for t in g.reads)
     # so DRAM serves each A row block once per grid column and each B block once per grid row

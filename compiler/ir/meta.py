@@ -1,0 +1,108 @@
+"""Every key a graph's or an op's `meta` may hold: its name, what it is about (the whole graph or
+one op), the level that first holds it, the passes that write it and the type of its value, and
+the records those values are. Keys are `MetaKey[T]` objects (compiler/ir/meta_key.py), so that
+`op.meta[KERNEL]` is typed `Kernel | None`.
+
+Keys carry down: a level is a copy of the one above it, `meta` included (Graph.with_level), so a
+key appears at its level and every level below. The verifier refuses a key not declared here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from tilescope.compiler.analysis.l1_usage import L1Peak
+from tilescope.compiler.ir.core_work import Kernel
+from tilescope.compiler.ir.graph import Graph, Layout
+from tilescope.compiler.ir.meta_key import MetaKey
+from tilescope.compiler.pipeline.op_override import OpOverride, OverrideOutcome
+from tilescope.compiler.sharding.mesh import Mesh
+from tilescope.compiler.targets.links import LinkPlan
+
+if TYPE_CHECKING:  # the type of a value only: the parser and `import tilescope` stay light
+    import numpy as np
+
+
+class LineSpan(NamedTuple):
+    """An op's first and last line in its MLIR text (1-based); one per op, so a tuple's cost."""
+
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """An op a rewrite removed, and why (views say where an op went)."""
+
+    op: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class OperandOf:
+    """The op and operand index a `to_layout` op converts for."""
+
+    op: str
+    index: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What a policy made of a `partition` level before any override: each tensor's layout and
+    each op's grid. It depends on the level, the target, the policy and its L1 cap alone, so a
+    re-run with other overrides on the same level starts from it (`graph.meta[PLACED]`)."""
+
+    made_by: tuple[str, float]  # policy, L1 usage cap
+    layouts: dict[str, Layout]
+    grids: dict[str, tuple[int, int]]
+
+    @classmethod
+    def of(cls, graph: Graph, made_by: tuple[str, float]) -> Placement:
+        layouts = {name: t.layout for name, t in graph.tensors.items()}
+        return cls(made_by, layouts, {op.name: op.attrs["grid"] for op in graph.ops})
+
+    def restore(self, graph: Graph) -> None:
+        for name, tensor in graph.tensors.items():
+            tensor.layout = self.layouts[name]
+        for op in graph.ops:
+            op.attrs["grid"] = self.grids[op.name]
+
+
+# about the whole graph
+MESH: MetaKey[Mesh] = MetaKey("mesh", "graph", "input", ("mesh-import", "partition"))
+LOCAL: MetaKey[set[str]] = MetaKey("local", "graph", "input", ("mesh-import", "normalize"))  # per-device tensors
+CANONICALIZED: MetaKey[list[Dropped]] = MetaKey(
+    "canonicalized", "graph", "graph", ("canonicalize", "fold-broadcasts", "fold-transposes", "fuse-attention")
+)
+CONST_EVAL: MetaKey[list[str]] = MetaKey("const_eval", "graph", "graph", ("const-eval",))  # ops run at load time
+SHARDING_OVERRIDES: MetaKey[tuple[OpOverride, ...]] = MetaKey(
+    "sharding_overrides", "graph", "partition", ("partition",)
+)
+SHARDING_OUTCOMES: MetaKey[tuple[OverrideOutcome, ...]] = MetaKey(
+    "sharding_outcomes", "graph", "partition", ("partition",)
+)
+COLLECTIVE_OPS: MetaKey[list[str]] = MetaKey("collectives", "graph", "partition", ("partition",))  # their names
+PLACED: MetaKey[Placement] = MetaKey("placed", "graph", "layout", ("assign-layouts",))  # the policy's, before overrides
+POLICY: MetaKey[str] = MetaKey("policy", "graph", "layout", ("assign-layouts",))
+OVERRIDES: MetaKey[list[OverrideOutcome]] = MetaKey("overrides", "graph", "layout", ("assign-layouts", "plan-memory"))
+# the layouts ops read their operands in, by what decides them (insert_to_layout's key)
+REQUIRED_LAYOUTS: MetaKey[dict[tuple, Layout]] = MetaKey("required_layouts", "graph", "layout", ("insert-to-layout",))
+L1_PEAK: MetaKey[L1Peak] = MetaKey("l1_peak", "graph", "layout", ("plan-memory",))
+L1_PER_CORE: MetaKey[dict[str, float]] = MetaKey("l1_per_core", "graph", "layout", ("plan-memory",))  # "r,c" -> bytes
+DIAGNOSTICS: MetaKey[list[str]] = MetaKey("diagnostics", "graph", "layout", ("plan-memory", "check-l1"))
+KERNELS: MetaKey[dict[tuple, Kernel | None]] = MetaKey(
+    "kernels", "graph", "kernel", ("split-kernels",)
+)  # by kernel key
+
+# about one op
+LINES: MetaKey[LineSpan] = MetaKey("lines", "op", "input", ("mlir-import",))
+LOC: MetaKey[str] = MetaKey("loc", "op", "input", ("mlir-import",))  # its MLIR loc name
+OPERAND_LAYOUTS: MetaKey[dict[int, Layout]] = MetaKey("operand_layouts", "op", "layout", ("assign-layouts",))
+OPERAND_OF: MetaKey[OperandOf] = MetaKey("operand_of", "op", "layout", ("insert-to-layout",))
+L1_LIVE: MetaKey[float] = MetaKey("l1_live", "op", "layout", ("plan-memory",))  # bytes on the fullest core
+# the same for every core; None: nothing in L1
+L1_LIVE_PER_CORE: MetaKey[np.ndarray | None] = MetaKey("l1_live_per_core", "op", "layout", ("plan-memory",))
+KERNEL: MetaKey[Kernel | None] = MetaKey("kernel", "op", "kernel", ("split-kernels",))  # None: no work
+LINKS: MetaKey[LinkPlan] = MetaKey("links", "op", "kernel", ("lower-collectives",))  # what the simulator times
+L1_BYTES: MetaKey[float] = MetaKey("l1_bytes", "op", "kernel", ("check-l1",))  # L1 live plus circular buffers
