@@ -21,7 +21,7 @@ from tilescope.compiler.ir.opset import COLLECTIVES
 
 from tilescope.perfdb.meshes import CollectiveOp, RunMesh, collectives_only_in, devices_warning, run_mesh
 from tilescope.perfdb.op_changes import ParamChange, RecordedParams, changes
-from tilescope.perfdb.runs import get_run
+from tilescope.perfdb.runs import get_run, load_ops
 from tilescope.perfdb.schema import OpRecord, Run
 
 TOP = 5  # names in top_regressions and top_improvements
@@ -246,8 +246,8 @@ def _warnings(a: Run, b: Run) -> list[str]:
 def _load_by_name(run: Run) -> dict[str, float]:
     """name -> load time of a run's load ops, summed should a name occur twice."""
     found: dict[str, float] = {}
-    for op in run.load_ops:
-        found[op["name"]] = found.get(op["name"], 0.0) + op["duration_ns"]
+    for op in load_ops(run):
+        found[op.name] = found.get(op.name, 0.0) + op.duration_ns
     return found
 
 

@@ -172,6 +172,8 @@ BAD_INPUT = {
     "no run": (lambda db: db.diff(1, 2), "no run with id 1"),
     "no last run": (lambda db: db.diff("last", "last"), "last: "),
     "not a run": (lambda db: db.diff("first", 1), "'first' is not a run"),
+    "a float": (lambda db: db.diff(1.5, 1), "a float is not a run"),
+    "port": (lambda db: db.explore(port=70000), "port 70000 is not a port number"),
     "database directory": (lambda db: tilescope.open_db("sqlite:////no/such/dir/runs.db"), "does not exist"),
 }
 

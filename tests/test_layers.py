@@ -1,5 +1,5 @@
-"""Imports point one way: app.cli -> app.web -> app.workbench -> perfdb, overrides -> compiler, and no Dash
-below the web."""
+"""Imports point one way: the Python API (tilescope/) -> app.cli -> app.web -> app.workbench ->
+perfdb, overrides -> compiler, and no Dash below the web."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ APP = ROOT / "app"
 @pytest.mark.parametrize(
     "layer, forbidden",
     [
+        ("app/cli", ()),
         ("app/workbench", ("dash", "plotly", "tilescope.app.web", "tilescope.app.cli")),
         ("app/web", ("tilescope.app.cli",)),
         ("perfdb", ("tilescope.app", "dash")),
@@ -23,8 +24,11 @@ APP = ROOT / "app"
     ],
 )
 def test_a_layer_imports_nothing_above_it(layer, forbidden):
+    forbidden = (*forbidden, "tilescope.api")  # the Python API is above every layer
     for path in sorted((ROOT / layer).rglob("*.py")):
-        above = sorted(m for m in imports(path) if m.split(".")[0] in forbidden or m.startswith(forbidden))
+        above = sorted(
+            m for m in imports(path) if m == "tilescope" or m.split(".")[0] in forbidden or m.startswith(forbidden)
+        )
         assert not above, f"{path.relative_to(ROOT)} imports {above}"
 
 

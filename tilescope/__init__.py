@@ -28,8 +28,8 @@ from tilescope.compiler.errors import TilescopeError
 # the records the API returns and takes, by the module that declares each
 _RECORDS = {
     "ImportedModel": "tilescope.compiler.frontend.mlir_import",
-    "Compilation": "tilescope.compiler.pipeline.stages",
-    "SimResult": "tilescope.compiler.sim.simulator",
+    "Compilation": "tilescope.compiler.pipeline.compilation",
+    "SimResult": "tilescope.compiler.sim.result",
     "OpOverride": "tilescope.compiler.pipeline.op_override",
     "RunResult": "tilescope.app.workbench.runs",
     "Comparison": "tilescope.app.workbench.diff",

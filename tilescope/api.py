@@ -174,16 +174,17 @@ class Database:
         the target was asked for, needed only for a target file (its path). A rejected override
         stores nothing and raises, unless `keep_going`."""
         from tilescope.app.workbench.runs import new_run
+        from tilescope.compiler.pipeline.op_override import REJECTED
         from tilescope.perfdb.store import save_run
 
-        rejected = [o for o in compilation.override_outcomes if o.status == "rejected"]
+        rejected = [o for o in compilation.override_outcomes if o.status == REJECTED]
         if rejected and not keep_going:
             raise _refused(rejected)
-        target_ref, target_source = _target_of(compilation, target)
         if sim.target != compilation.target.name:
             raise TilescopeError(
                 f"the simulation ran on {sim.target}, the compilation is for {compilation.target.name}"
             )
+        target_ref, target_source = _target_of(compilation, target)
         new = new_run(
             compilation,
             sim,
@@ -211,13 +212,16 @@ class Database:
     def _run_id(self, session: Session, ref: RunRef) -> int:
         from tilescope.app.workbench.runs import RunResult
 
-        if isinstance(ref, RunResult) and ref.run_id is not None:
+        if isinstance(ref, RunResult):
+            if ref.run_id is None:
+                raise TilescopeError("that run() was never stored (an override was rejected): it has no run to compare")
             return ref.run_id
         if isinstance(ref, int) and not isinstance(ref, bool):
             return ref
         if isinstance(ref, str):
             return _resolved(session, ref)
-        raise TilescopeError(f"{ref!r} is not a run: give a run id, last, last~N or what run() returned")
+        # the type, not the value: a stray object's repr can run to megabytes
+        raise TilescopeError(f"a {type(ref).__name__} is not a run: give a run id, last, last~N or what run() returned")
 
     @one_line_errors
     def explore(
@@ -230,6 +234,8 @@ class Database:
         from tilescope.app.cli.serving import port_from_env
         from tilescope.app.web.server import serve
 
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+            raise TilescopeError(f"port {port!r} is not a port number (1-65535)")
         serve(
             db_url=self.url,
             model_ref=model or EXAMPLE_MODEL,
@@ -250,6 +256,9 @@ def _ref_and_text(model: str | ImportedModel) -> tuple[str, str | None]:
     from tilescope.compiler.frontend.mlir_import import ImportedModel
 
     if isinstance(model, ImportedModel):
+        from tilescope.app.workbench.runs import keep_imported
+
+        keep_imported(model)  # compiled as it is, not parsed again from its text
         return model.ref, model.text
     raise TilescopeError(f"{type(model).__name__} is not a model: give a model reference or what load() returned")
 

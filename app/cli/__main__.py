@@ -1,4 +1,4 @@
-"""`python -m app.cli`: the `tilescope` command."""
+"""`python -m tilescope.app.cli`: the `tilescope` command."""
 
 from tilescope.app.cli import entry
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from tilescope.compiler.ir.meta import MESH
+from tilescope.compiler.frontend.mlir_import import ImportedModel
 from tilescope.compiler.frontend.model_refs import load_model, read_source
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.op_override import REJECTED, OverrideOutcome
-from tilescope.compiler.pipeline.options import DEFAULT_OPTIONS, POLICIES, CompileOptions
+from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_OPTIONS, POLICIES, CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import KernelCosts, SimResult, simulate
 from tilescope.compiler.targets.catalog import load_target, target_text
@@ -103,6 +104,13 @@ def adopt(compilation: Compilation, inputs: CompileInputs) -> Compilation:
         _IMPORTED.keep((ref, source), compilation.model)
         _LATEST.keep((ref, source, target), compilation)
     return compilation
+
+
+def keep_imported(model: ImportedModel) -> None:
+    """`model`, imported elsewhere (tilescope.load), kept as if compile_cached had imported it: a
+    compile of it then neither parses its text again nor makes another model object of it."""
+    with _COMPILING:
+        _IMPORTED.keep((model.ref, model.text), model)
 
 
 def finish_keeping() -> None:
@@ -224,13 +232,14 @@ def store_baseline(
     target_source: str | None = None,
     on_stage: Callable[[str], None] = no_progress,
 ) -> int:
-    """Compile, simulate and store a model's first run, with no overrides (whatever `options`
-    holds) under `options`' policy, dispatch and L1 cap; returns its id."""
+    """Compile, simulate and store a model's first run under `options`' policy and dispatch, with
+    no overrides and the default L1 cap whatever `options` holds (the baseline a model's runs are
+    compared with is found by target, policy and dispatch alone); returns its id."""
     result = execute(
         sessions,
         model_ref,
         target,
-        options.with_overrides(()),
+        replace(options, overrides=(), l1_usage_cap=DEFAULT_L1_USAGE_CAP),
         label="baseline",
         keep_going=True,
         source_text=source_text,

@@ -12,16 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from tilescope.compiler.analysis.l1_usage import L1Peak
-from tilescope.compiler.ir.core_work import Kernel
-from tilescope.compiler.ir.graph import Graph, Layout
 from tilescope.compiler.ir.meta_key import MetaKey
-from tilescope.compiler.pipeline.op_override import OpOverride, OverrideOutcome
-from tilescope.compiler.sharding.mesh import Mesh
-from tilescope.compiler.targets.links import LinkPlan
 
-if TYPE_CHECKING:  # the type of a value only: the parser and `import tilescope` stay light
+if TYPE_CHECKING:  # the types of values only: the IR imports nothing from the rooms above it
     import numpy as np
+
+    from tilescope.compiler.analysis.l1_usage import L1Peak
+    from tilescope.compiler.ir.core_work import Kernel
+    from tilescope.compiler.ir.graph import Graph, Layout
+    from tilescope.compiler.pipeline.op_override import OpOverride, OverrideOutcome
+    from tilescope.compiler.sharding.mesh import Mesh
+    from tilescope.compiler.targets.links import LinkPlan
 
 
 class LineSpan(NamedTuple):

@@ -7,6 +7,7 @@ on a pass."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cached_property
 from dataclasses import dataclass, replace
 
 from tilescope.compiler.pipeline.op_override import OpOverride, sharding_requests
@@ -48,7 +49,7 @@ class CompileOptions:
         compilation is the same under either dispatch, so this is what one is cached by."""
         return replace(self, dispatch=DEFAULT_DISPATCH)
 
-    @property
+    @cached_property  # read by several stages of one compile
     def sharding_requests(self) -> tuple[OpOverride, ...]:
         """The partition pass's part of the overrides (op_override.sharding_requests)."""
         return sharding_requests(self.overrides)
