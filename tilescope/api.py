@@ -348,13 +348,12 @@ def _target_of(compilation: Compilation, target: str | None) -> tuple[str, str]:
 
 
 def _compiled_with(compilation: Compilation) -> dict:
-    """What a run stores of how it was compiled beyond the policy: the L1 usage cap the layout
-    level was placed under, and the overrides, as their outcomes name them."""
-    from tilescope.compiler.ir.meta import PLACED
-    from tilescope.overrides import format_item, parse_item
+    """What a run stores of how it was compiled beyond the policy: the L1 usage cap and the
+    overrides, as `run` stores them."""
+    from tilescope.overrides import format_item
 
-    _, cap = compilation.levels["layout"].meta[PLACED].made_by
-    return {"l1_usage_cap": cap, "overrides": [format_item(parse_item(o.spec)) for o in compilation.override_outcomes]}
+    options = compilation.options
+    return {"l1_usage_cap": options.l1_usage_cap, "overrides": [format_item(o) for o in options.overrides]}
 
 
 def _refused(rejected: Sequence[OverrideOutcome]) -> TilescopeError:

@@ -85,7 +85,6 @@ SHARDING_OUTCOMES: MetaKey[tuple[OverrideOutcome, ...]] = MetaKey(
 )
 COLLECTIVE_OPS: MetaKey[list[str]] = MetaKey("collectives", "graph", "partition", ("partition",))  # their names
 PLACED: MetaKey[Placement] = MetaKey("placed", "graph", "layout", ("assign-layouts",))  # the policy's, before overrides
-POLICY: MetaKey[str] = MetaKey("policy", "graph", "layout", ("assign-layouts",))
 OVERRIDES: MetaKey[list[OverrideOutcome]] = MetaKey("overrides", "graph", "layout", ("assign-layouts", "plan-memory"))
 # the layouts ops read their operands in, by what decides them (insert_to_layout's key)
 REQUIRED_LAYOUTS: MetaKey[dict[tuple, Layout]] = MetaKey("required_layouts", "graph", "layout", ("insert-to-layout",))

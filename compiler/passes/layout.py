@@ -22,7 +22,6 @@ from tilescope.compiler.ir.meta import (
     OPERAND_LAYOUTS,
     OVERRIDES,
     PLACED,
-    POLICY,
     SHARDING_OUTCOMES,
     SHARDING_OVERRIDES,
     Placement,
@@ -78,7 +77,6 @@ class AssignLayouts:
             self._place(graph)
             placed = Placement.of(graph, made_by)
         graph.meta[PLACED] = placed
-        graph.meta[POLICY] = self.options.policy
         overrides = self.options.overrides
         # operand overrides after the output ones: whether an op can read an operand depends on
         # the grid and layout its own output ended up with

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tilescope.compiler.ir.meta import LINES, OVERRIDES, POLICY
+from tilescope.compiler.ir.meta import LINES, OVERRIDES
 from tilescope.compiler.frontend.mlir_import import ImportedModel
 from tilescope.compiler.ir.graph import Graph
 from tilescope.compiler.ir.printer import print_graph
 from tilescope.compiler.pipeline.op_override import OverrideOutcome
-from tilescope.compiler.pipeline.options import DEFAULT_POLICY
+from tilescope.compiler.pipeline.options import DEFAULT_OPTIONS, CompileOptions
 from tilescope.compiler.targets.chip import Target
 
 
@@ -19,6 +19,9 @@ class Compilation:
     model: ImportedModel
     target: Target
     levels: dict[str, Graph]  # graph, partition, layout, kernel; `input` is the imported module
+    # what it was compiled with; the dispatch is the simulator's, so it is the default here (one
+    # compilation serves both dispatches)
+    options: CompileOptions = DEFAULT_OPTIONS
     _printed: dict[str, tuple[str, dict[str, tuple[int, int]]]] = field(default_factory=dict, repr=False)
 
     def __getstate__(self) -> dict:
@@ -31,7 +34,7 @@ class Compilation:
 
     @property
     def policy(self) -> str:
-        return self.levels["layout"].meta.get(POLICY, DEFAULT_POLICY)
+        return self.options.policy
 
     @property
     def override_outcomes(self) -> list[OverrideOutcome]:

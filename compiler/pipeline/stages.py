@@ -98,4 +98,4 @@ def compile_model(
             if verifying:
                 verify(graph, after=compiler_pass.name)
         levels[level] = graph
-    return Compilation(model, target, levels)
+    return Compilation(model, target, levels, options.compiler_part)
