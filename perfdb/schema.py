@@ -152,6 +152,9 @@ class OpRecord(Base):
     tensors: Mapped[list] = mapped_column(JSON, default=list, server_default="[]", deferred=True)
     compute_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     bandwidth_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    device: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")
+    # deferred: only diffs and exports read it
+    config: Mapped[str] = mapped_column(Text, default="", server_default="", deferred=True)
 
     run: Mapped[Run] = relationship(back_populates="ops")
 

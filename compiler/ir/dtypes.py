@@ -25,6 +25,7 @@ BYTES_PER_ELEMENT: dict[str, float] = {
     "i32": 4.0,
     "ui32": 4.0,
     "i16": 2.0,
+    "ui16": 2.0,
     "i8": 1.0,
     "ui8": 1.0,
     "i1": 1.0,

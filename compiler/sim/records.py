@@ -110,6 +110,8 @@ class OpTiming:
     tensors: tuple[TensorUse, ...] = ()  # operands, then results
     compute_ns: float = 0.0  # the FLOPs at the engine's peak: the compute side of the roofline
     bandwidth_ns: float = 0.0  # the busiest path's bytes at its peak bandwidth: the memory side
+    device: int = 0  # the device of a measured run it ran on (a simulated run's ops are one device's)
+    config: str = ""  # the program config it ran with, as a measured report names it
 
     @property
     def end_ns(self) -> float:

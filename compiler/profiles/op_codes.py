@@ -1,0 +1,111 @@
+"""The op codes tt-metal's reports name (its device operations' class names, across versions), as
+kinds of tilescope's vocabulary (compiler.ir.opset): what lets a measured op be counted (FLOPs,
+bytes), compared with a simulated one, and rebuilt by the replay.
+
+Binary and unary ops say which operation they run in their attributes (`binary_op_type`,
+`op_chain`); everything else is named by its code. A code not listed here has no kind ("").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+# op code -> kind
+KINDS: dict[str, str] = {
+    **dict.fromkeys(("Matmul", "MatmulDeviceOperation", "MinimalMatmulOp", "MatmulMultiCoreReuseProgram"), "matmul"),
+    **dict.fromkeys(("Conv2dDeviceOperation", "OptimizedConvNew", "Conv2d"), "conv2d"),
+    **dict.fromkeys(
+        (
+            "ScaledDotProductAttention",
+            "SDPAOperation",
+            "RingJointSDPADeviceOperation",
+            "JointSDPADeviceOperation",
+            "RingDistributedSDPADeviceOperation",
+        ),
+        "scaled_dot_product_attention",
+    ),
+    **dict.fromkeys(
+        ("ScaledDotProductAttentionDecode", "SdpaDecodeDeviceOperation"), "scaled_dot_product_attention_decode"
+    ),
+    **dict.fromkeys(("LayerNormDeviceOperation", "LayerNorm"), "layernorm"),
+    **dict.fromkeys(("GroupNormDeviceOperation", "GroupNorm"), "groupnorm"),
+    **dict.fromkeys(("SoftmaxDeviceOperation", "Softmax"), "softmax"),
+    **dict.fromkeys(("ReshapeDeviceOperation", "ReshapeViewDeviceOperation"), "reshape"),
+    **dict.fromkeys(("TransposeDeviceOperation", "Transpose"), "transpose"),
+    **dict.fromkeys(("PermuteDeviceOperation",), "permute"),
+    **dict.fromkeys(
+        (
+            "TilizeDeviceOperation",
+            "Tilize",
+            "TilizeWithValPaddingDeviceOperation",
+            "TilizeWithValPadding",
+            "UntilizeDeviceOperation",
+            "Untilize",
+            "UntilizeWithUnpaddingDeviceOperation",
+            "UntilizeWithUnpadding",
+            "InterleavedToShardedDeviceOperation",
+            "InterleavedToShardedPartialDeviceOperation",
+            "ShardedToInterleavedDeviceOperation",
+            "ShardedToInterleavedPartialDeviceOperation",
+            "ReshardDeviceOperation",
+            "MoveDeviceOperation",
+            "CopyDeviceOperation",
+        ),
+        "to_layout",
+    ),
+    **dict.fromkeys(
+        ("SliceDeviceOperation", "PaddedSliceDeviceOperation", "SplitDeviceOperation", "NlpCreateHeadsDeviceOperation"),
+        "slice",
+    ),
+    **dict.fromkeys(
+        ("SliceWriteDeviceOperation", "UpdateKVCacheOperation", "PagedUpdateCacheDeviceOperation"), "update_cache"
+    ),
+    **dict.fromkeys(("ConcatDeviceOperation", "NLPConcatHeadsDeviceOperation"), "concat"),
+    **dict.fromkeys(("EmbeddingsDeviceOperation", "Embeddings"), "embedding"),
+    **dict.fromkeys(("TypecastDeviceOperation", "Typecast"), "typecast"),
+    **dict.fromkeys(("Pool2D",), "max_pool2d"),
+    **dict.fromkeys(("FastReduceNCDeviceOperation", "ReduceDeviceOperation", "Reduce"), "sum"),
+    **dict.fromkeys(("AllGatherAsyncDeviceOperation", "AllGatherDeviceOperation", "AllGather"), "all_gather"),
+    **dict.fromkeys(
+        ("ReduceScatterMinimalAsyncDeviceOperation", "ReduceScatterDeviceOperation", "ReduceScatter"), "reduce_scatter"
+    ),
+    **dict.fromkeys(("AllReduceAsyncDeviceOperation", "AllReduce"), "all_reduce"),
+    **dict.fromkeys(("TernaryDeviceOperation", "WhereDeviceOperation"), "where"),
+}
+
+# BinaryOpType:: names -> kinds
+BINARY = {
+    "ADD": "add",
+    "SUB": "subtract",
+    "MUL": "multiply",
+    "DIV": "divide",
+    "DIV_FAST": "divide",
+    "MAXIMUM": "maximum",
+    "MINIMUM": "minimum",
+    "POWER": "pow",
+    "GT": "gt",
+    "LT": "lt",
+    "GTE": "ge",
+    "LTE": "le",
+    "EQ": "eq",
+    "NE": "ne",
+    "LOGICAL_AND": "logical_and",
+    "LOGICAL_OR": "logical_or",
+}
+BINARY_CODES = ("BinaryNgDeviceOperation", "BinaryDeviceOperation", "Binary")
+UNARY_CODES = ("UnaryDeviceOperation", "Unary")
+_BINARY_TYPE = re.compile(r"BinaryOpType::(\w+)")
+_UNARY_TYPE = re.compile(r"UnaryOpType::(\w+)")
+
+
+def kind_of(op_code: str, attributes: Mapping[str, str]) -> str:
+    """The kind a measured op is in tilescope's vocabulary, or "" when its code is not known."""
+    if op_code in BINARY_CODES:
+        found = _BINARY_TYPE.search(attributes.get("binary_op_type", ""))
+        return BINARY.get(found[1], "add") if found else "add"
+    if op_code in UNARY_CODES:
+        found = _UNARY_TYPE.search(attributes.get("op_chain", ""))
+        name = found[1].lower() if found else ""
+        return {"recip": "reciprocal", "gelu": "gelu", "identity": "typecast"}.get(name, name or "relu")
+    return KINDS.get(op_code, "")
