@@ -1,14 +1,14 @@
-"""The grids the override form offers for an op part: a sharded layout must cut each tensor it
-lays out into equal whole-tile shards, so a grid that does not is marked, with why, before it can
-be added rather than rejected after; a grid the form holds that does not divide moves to the
-nearest one that does."""
+"""The grids the override form offers for an op part: a sharded layout must give each core of its
+grid a shard of every tensor it lays out (the last one may be partial, as ttnn's are), so a grid
+with more cores than that is marked, with why, before it can be added rather than rejected after;
+a grid the form holds that does not fit moves to the nearest one that does."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from tilescope.compiler.ir.graph import Tensor
-from tilescope.compiler.analysis.shard_layouts import even_shards
+from tilescope.compiler.analysis.shard_layouts import shardable
 from tilescope.compiler.ir.tiles import tile_grid
 
 from tilescope.app.workbench.override_form import DEFAULT_CHOICE, layout_op, part_of
@@ -18,14 +18,14 @@ from tilescope.app.workbench.run_view import RunView
 @dataclass(frozen=True)
 class GridOption:
     value: int
-    why_not: str = ""  # why no grid with this many rows (or columns) divides the tensors; '' if one does
+    why_not: str = ""  # why no grid with this many rows (or columns) shards the tensors; '' if one does
 
 
 @dataclass(frozen=True)
 class GridChoice:
     rows: tuple[GridOption, ...]
     cols: tuple[GridOption, ...]
-    grid: tuple[int, int]  # the form's grid, or the nearest one that divides when it does not
+    grid: tuple[int, int]  # the form's grid, or the nearest one that fits when it does not
     moved: str = ""  # why the grid moved, '' when it did not
 
 
@@ -38,8 +38,8 @@ def grid_choice(
     grid: tuple[int, int],
     kept: str | None = None,
 ) -> GridChoice:
-    """The grids up to the run's target's that `memory_layout` over them cuts the op part's tensors
-    (in the form's tile, else their own) into equal shards. `kept`: "rows" or "cols", the dimension
+    """The grids up to the run's target's that `memory_layout` over them gives a shard of each of
+    the op part's tensors (in the form's tile, else their own) on every core. `kept`: "rows" or "cols", the dimension
     the user just chose, which a move keeps when it can."""
     most = run.compilation.target.grid
     tensors = _tensors(run, op_name, applies_to)
@@ -48,10 +48,10 @@ def grid_choice(
         (r, c)
         for r in range(1, most[0] + 1)
         for c in range(1, most[1] + 1)
-        if all(even_shards(t, memory_layout or "", (r, c), shape or t.layout.tile) for t in tensors)
+        if all(shardable(t, memory_layout or "", (r, c), shape or t.layout.tile) for t in tensors)
     }
     named = _named(tensors, shape)
-    cut = f"cuts {named} {memory_layout} into equal shards"
+    cut = f"gives each core a shard of {named} {memory_layout}"
 
     def option(value: int, dim: int) -> GridOption:
         fits = any(g[dim] == value for g in good)
@@ -68,7 +68,10 @@ def grid_choice(
         return (lost, abs(g[0] - grid[0]) + abs(g[1] - grid[1]), -g[0] * g[1], g)
 
     near = min(good, key=distance)
-    moved = f"{memory_layout} over {grid[0]}x{grid[1]} cores does not divide {named}: grid set to {near[0]}x{near[1]}"
+    moved = (
+        f"{memory_layout} over {grid[0]}x{grid[1]} cores has more cores than {named} has shards: "
+        f"grid set to {near[0]}x{near[1]}"
+    )
     return GridChoice(rows, cols, near, moved)
 
 

@@ -1,6 +1,9 @@
-"""How a tensor shards over a grid of cores: whether a memory layout cuts it into equal whole-tile
-shards, the grids that would, and the L1 layout a policy gives an op's output on its grid. The
-layout pass places and checks tensors with these; the override form offers the grids they allow."""
+"""How a tensor shards over a grid of cores, as ttnn shards it: each core holds a shard of
+ceil(tiles / cores) along the sharded dimension, the last one partial when the cores do not divide
+the tensor (5,280 tile rows over 64 cores: 83 rows a core, 49 on the last). A layout is refused
+only where ttnn refuses it: a grid with more cores along a dimension than the tensor has tiles
+there. The layout pass places and checks tensors with these; the override form offers the grids
+they allow; the greedy policy still picks grids that cut equal shards."""
 
 from __future__ import annotations
 
@@ -28,11 +31,30 @@ def even_split(height: int, ct: int, memory_layout: str, grid: tuple[int, int]) 
     return True
 
 
+def shardable(tensor: Tensor, memory_layout: str, grid: tuple[int, int], tile: tuple[int, int]) -> bool:
+    """Whether `memory_layout` over `grid` gives every core of it a shard of `tensor`."""
+    batch, rt, ct = tile_grid(tensor.shape, tile)
+    return fits_split(batch * rt, ct, memory_layout, grid)
+
+
+def fits_split(height: int, ct: int, memory_layout: str, grid: tuple[int, int]) -> bool:
+    """Whether `memory_layout` over `grid` gives each core some of `height` x `ct` tiles: no more
+    cores along the sharded dimension than it has tiles (ttnn refuses more shards than rows)."""
+    rows, cols = grid
+    if memory_layout == "height_sharded":
+        return rows * cols <= height
+    if memory_layout == "width_sharded":
+        return rows * cols <= ct
+    if memory_layout == "block_sharded":
+        return rows <= height and cols <= ct
+    return True
+
+
 @lru_cache(maxsize=256)  # a batch of overrides may ask of one tensor 100,000 times
-def dividing_grids(height: int, ct: int, memory_layout: str, grid: tuple[int, int]) -> str:
-    """The six largest grids within `grid` that cut `height` x `ct` tiles evenly, as a list."""
+def fitting_grids(height: int, ct: int, memory_layout: str, grid: tuple[int, int]) -> str:
+    """The six largest grids within `grid` that give each core a shard of `height` x `ct` tiles."""
     grids = [(r, c) for r in range(1, grid[0] + 1) for c in range(1, grid[1] + 1)]
-    good = [g for g in grids if even_split(height, ct, memory_layout, g)]
+    good = [g for g in grids if fits_split(height, ct, memory_layout, g)]
     return ", ".join(f"{r}x{c}" for r, c in sorted(good, key=lambda g: (-g[0] * g[1], g))[:6])
 
 

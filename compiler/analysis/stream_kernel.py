@@ -1,17 +1,18 @@
 """The work per core of every op that streams tiles (element-wise, reductions, data movement):
-its tiles in even shares over the grid in row-major core order, each core stepping through its
-share a block of tiles at a time through double-buffered circular buffers."""
+its tiles in even shares over the grid in row-major core order (or, when its largest tensor is
+sharded over the op's grid, each core its shard: a full one, the last cores' partial), each core
+stepping through its share a block of tiles at a time through double-buffered circular buffers."""
 
 from __future__ import annotations
 
 from tilescope.compiler.ir.meta import L1_LIVE
 from tilescope.compiler.analysis.core_cycles import vector_cycles
-from tilescope.compiler.analysis.core_shares import grid_cores, spread
+from tilescope.compiler.analysis.core_shares import grid_cores, shard_shares, spread
 from tilescope.compiler.analysis.core_transfers import CoreTransfers
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.core_work import CircularBuffer, Compute, CoreWork, Kernel
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
-from tilescope.compiler.ir.tiles import ceil_div, num_tiles, tile_bytes
+from tilescope.compiler.ir.tiles import ceil_div, num_tiles, tile_bytes, tile_grid
 from tilescope.compiler.targets.chip import Target
 
 MAX_ELTWISE_BLOCK = 8  # tiles per step of a streaming (eltwise, data movement) kernel
@@ -36,7 +37,7 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
     looked_up = max(ins, key=lambda t: t.numel).name if op.kind in LOOKUPS and ins and outs else None
     sized = [t for t in ins + outs if t.name != looked_up]
     total = max([num_tiles(t.shape, t.layout.tile) for t in sized] + [1])
-    counts = spread(total, grid_cores(grid))
+    counts = _shares(sized, total, grid)
     passes = cls.flops_per_element + sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ()))
     engine = "vector" if cls.engine == "vector" else "data"
     page_bytes = sum(tile_bytes(t.layout.dtype, t.layout.tile) for t in ins + outs)
@@ -87,3 +88,15 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
             )
         )
     return Kernel(grid, tuple(work), "eltwise" if engine == "vector" else "data_movement")
+
+
+def _shares(sized: list[Tensor], total: int, grid: tuple[int, int]) -> dict[int, list[tuple[int, int]]]:
+    """Tiles per core: the shards of the largest tensor when it is sharded over the op's grid (a
+    core works on the shard it holds, so with uneven shards the busiest does a full one), else
+    `total` in even shares."""
+    largest = max(sized, key=lambda t: num_tiles(t.shape, t.layout.tile), default=None)
+    if largest is not None and largest.layout.sharded and largest.layout.grid == grid:
+        batch, rt, ct = tile_grid(largest.shape, largest.layout.tile)
+        if batch * rt * ct == total:
+            return shard_shares(batch * rt, ct, largest.layout.memory_layout, grid)
+    return spread(total, grid_cores(grid))

@@ -9,7 +9,9 @@ Policies:
 
 An override sets one op's output layout (and so the grid it runs on), or with `operand#N` the layout
 the op reads input N in; each override comes back applied, adjusted (e.g. it named an op fused into
-another) or rejected, with the reason. Sharded layouts must divide the tensor evenly. An override's
+another) or rejected, with the reason. Sharded layouts may cut the tensor unevenly, as ttnn's do
+(the last core's shard partial, every core's L1 holding a full one), but must give every core of
+the grid a shard. An override's
 sharding over the devices is the partition pass's to apply: its outcome, kept on the level, is
 the override's, or the layout part's when it has one and the sharding applied.
 """
@@ -33,7 +35,7 @@ from tilescope.compiler.analysis.l1_allocator import FirstFit, last_uses
 from tilescope.compiler.analysis.matmul_blocking import matmul_split
 from tilescope.compiler.analysis.matrix_dims import gemm_dims
 from tilescope.compiler.analysis.operand_layout import required_layout
-from tilescope.compiler.analysis.shard_layouts import dividing_grids, even_split, l1_layout_for
+from tilescope.compiler.analysis.shard_layouts import fits_split, fitting_grids, l1_layout_for
 from tilescope.compiler.pipeline.op_override import (
     ADJUSTED,
     APPLIED,
@@ -217,16 +219,17 @@ class AssignLayouts:
             return f"tile {rows}x{cols} not supported on {self.target.name}; tiles: {shapes}"
         return ""
 
-    def _uneven(self, tensor: Tensor, layout: Layout, said: str) -> str:
-        """Why `layout`'s shards do not divide `tensor` (`said` so) evenly (naming grids that would), or ''."""
+    def _unshardable(self, tensor: Tensor, layout: Layout, said: str) -> str:
+        """Why `layout` cannot give each core of its grid a shard of `tensor` (`said` so), naming
+        grids that could, or ''. Uneven shards are fine: ttnn pads the last core's."""
         batch, rt, ct = tile_grid(tensor.shape, layout.tile)
-        if even_split(batch * rt, ct, layout.memory_layout, layout.grid):
+        if fits_split(batch * rt, ct, layout.memory_layout, layout.grid):
             return ""
-        would = dividing_grids(batch * rt, ct, layout.memory_layout, self.target.grid)
+        would = fitting_grids(batch * rt, ct, layout.memory_layout, self.target.grid)
         rows, cols = layout.grid
         return (
-            f"{layout.memory_layout} over {rows}x{cols} cores does not divide {said} "
-            f"({batch * rt}x{ct} tiles of {layout.tile[0]}x{layout.tile[1]}) evenly; "
+            f"{layout.memory_layout} over {rows}x{cols} cores needs a shard on each core, more than "
+            f"{said} has ({batch * rt}x{ct} tiles of {layout.tile[0]}x{layout.tile[1]}); "
             f"grids that would: {would or 'none on ' + self.target.name}"
         )
 
@@ -252,9 +255,9 @@ class AssignLayouts:
         memory = self.target.memories[layout.memory]
         if layout.sharded and memory.scope != "core":
             return f"{layout.memory_layout} needs a per-core memory, not {layout.memory}"
-        uneven = self._uneven(tensor, layout, said)
-        if uneven:
-            return uneven
+        unshardable = self._unshardable(tensor, layout, said)
+        if unshardable:
+            return unshardable
         if memory.scope == "core":
             need = shard_bytes(tensor, layout)
             if need > memory.capacity_bytes:

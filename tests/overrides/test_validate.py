@@ -78,8 +78,9 @@ def test_validate_lists_every_problem_of_a_file_at_once(wormhole):
         "tensor-l1-usage-cap=2: L1 usage cap must be in (0, 1], got 2",
         "override for 'mlp.layer.0.fc2.matmul' given twice; give each op one override",
         "override 'nope=l1': no such op in zoo:mlp",
-        "override 'mlp.layer.0.fc1.matmul=8x8:l1:block_sharded' rejected: block_sharded over 8x8 cores does not "
-        "divide the result (4x128 tiles of 32x32) evenly; grids that would: 4x8, 2x8, 4x4, 1x8, 2x4, 4x2",
+        "override 'mlp.layer.0.fc1.matmul=8x8:l1:block_sharded' rejected: block_sharded over 8x8 cores needs a "
+        "shard on each core, more than the result has (4x128 tiles of 32x32); grids that would: 4x8, 4x7, 3x8, "
+        "4x6, 3x7, 4x5",
         "override 'mlp.layer.0.fc2.matmul=9x9' rejected: grid 9x9 outside wormhole_n150's 8x8 grid",
     ]
     # the good one still compiles and is reported
@@ -94,6 +95,16 @@ def test_a_clean_batch_validates(wormhole):
     options = CompileOptions([parse_item("mlp.layer.1.fc1.matmul=4x8:l1:block_sharded")])
     report = validate(options, load_model("zoo:mlp"), wormhole)
     assert report.ok and report.as_dict()["overrides"][0]["status"] == "applied"
+
+
+def test_uneven_shards_validate_as_ttnn_takes_them(wormhole):
+    from tilescope.overrides import validate
+
+    # 4x128 output tiles: 3 rows of cores hold 2, 1 and 1 tile rows; 48 columns over 3x8 cores
+    items = ["mlp.layer.0.fc1.matmul=3x8:l1:block_sharded", "mlp.layer.1.fc1.matmul=3x1:l1:height_sharded"]
+    report = validate(CompileOptions([parse_item(i) for i in items]), load_model("zoo:mlp"), wormhole)
+    assert report.ok, report.problems
+    assert [o["status"] for o in report.as_dict()["overrides"]] == ["applied", "applied"]
 
 
 def test_json_file_problems_are_all_reported():

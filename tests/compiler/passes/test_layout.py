@@ -7,7 +7,9 @@ import re
 import pytest
 
 from tilescope.compiler.ir.meta import KERNEL, OVERRIDES
+from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.frontend.model_refs import load_model
+from tilescope.compiler.ir.tiles import shard_bytes
 from tilescope.compiler.pipeline.op_override import APPLIED, REJECTED, OpOverride
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
@@ -117,15 +119,46 @@ def test_outcome_as_dict(tiny_path, wormhole):
 # --- even shards ---------------------------------------------------------------------------------
 
 
-def test_uneven_shards_are_rejected_with_the_grids_that_would_divide(tiny_path, wormhole):
-    outcome = _outcome(_compile(tiny_path, wormhole, "matmul_1=2x2:l1:block_sharded"))  # 1x2 tiles
+def test_more_cores_than_shards_are_rejected_with_the_grids_that_would_fit(tiny_path, wormhole):
+    outcome = _outcome(_compile(tiny_path, wormhole, "matmul_1=2x4:l1:block_sharded"))  # 1x2 tiles
     assert outcome.status == REJECTED
     assert outcome.reason == (
-        "block_sharded over 2x2 cores does not divide the result (1x2 tiles of 32x32) evenly; "
-        "grids that would: 1x2, 1x1"
+        "block_sharded over 2x4 cores needs a shard on each core, more than the result has "
+        "(1x2 tiles of 32x32); grids that would: 1x2, 1x1"
     )
     height = _outcome(_compile("zoo:matmul:96x64x64", wormhole, "matmul=8x8:l1:height_sharded"))  # 3 tile rows
-    assert height.status == REJECTED and height.reason.endswith("grids that would: 1x3, 3x1, 1x1")
+    assert height.status == REJECTED and height.reason.endswith("grids that would: 1x3, 3x1, 1x2, 2x1, 1x1")
+
+
+def test_uneven_shards_are_accepted_as_ttnn_pads_them(wormhole):
+    """5,280 tile rows over 64 cores: 83 rows a core (L1 holds a full shard each), the last 51."""
+    rows = 5280 * 32
+    c = compile_model(
+        load_model(f"zoo:matmul:{rows}x32x32"), wormhole, CompileOptions([parse_item("matmul=8x8:l1:height_sharded")])
+    )
+    assert _outcome(c).status == APPLIED
+    out = c.levels["layout"].tensors["matmul"]
+    assert out.layout.memory_layout == "height_sharded" and out.layout.grid == (8, 8)
+    assert shard_bytes(out, out.layout) == 83 * 32 * 32 * 2  # a full shard of bf16 tiles on every core
+    block = compile_model(
+        load_model("zoo:matmul:160x32x96"), wormhole, CompileOptions([parse_item("matmul=2x2:l1:block_sharded")])
+    )
+    assert _outcome(block).status == APPLIED  # 5x3 tiles over 2x2: shards of 3x2, the last 2x1
+
+
+def test_an_eltwise_op_on_uneven_shards_gives_its_busiest_core_a_full_shard(wormhole):
+    text = """
+func.func @forward(%x: tensor<168960x64xbf16> {ttir.name = "x"}) -> tensor<168960x64xbf16> {
+  %0 = "ttir.relu"(%x) : (tensor<168960x64xbf16>) -> tensor<168960x64xbf16> loc("r")
+  return %0 : tensor<168960x64xbf16>
+}
+"""
+    overrides = [parse_item("r=8x8:l1:height_sharded"), parse_item("r=operand#0:8x8:l1:height_sharded")]
+    c = compile_model(import_mlir(text, "uneven"), wormhole, CompileOptions(overrides))
+    assert [o.status for o in c.override_outcomes] == [APPLIED, APPLIED]
+    kernel = c.kernel.op("r").meta[KERNEL]
+    shares = {g.compute.tiles: len(g.cores) for g in kernel.groups}
+    assert shares == {83 * 2: 63, 51 * 2: 1}  # 5,280 tile rows of 2 tiles over 64 cores
 
 
 def test_greedy_l1_only_makes_even_shards(wormhole):
@@ -219,7 +252,7 @@ def test_an_operand_override_converts_that_input_before_the_op(wormhole, build):
     [
         ("matmul=operand#2:l1", "the op has 2 operand(s); operand#2 is not one"),
         ("matmul=result#1:l1", "the op has 1 result(s); result#1 is not one"),
-        ("matmul=operand#0:8x8:l1:height_sharded", "does not divide operand 0 (1x32 tiles of 32x32) evenly"),
+        ("matmul=operand#0:8x8:l1:height_sharded", "more than operand 0 has (1x32 tiles of 32x32)"),
         ("matmul=operand#1:lls", "memory 'lls' not on wormhole_n150"),
     ],
 )
