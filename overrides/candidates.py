@@ -23,7 +23,7 @@ def candidates(compilation: Compilation, op_name: str, knobs: tuple[str, ...], c
     the grid it runs on, a matmul's blocking and sub-block, single buffering, shorter tiles, and
     with precision knobs its dtype and fidelity. Each changes one knob of the op's `current` item
     and keeps the rest, so an op's knobs are tuned one after another. The compiler rejects what the
-    op cannot take (uneven shards, a full L1)."""
+    op cannot take (more shards than tiles, a full L1)."""
     op = compilation.levels["layout"].op(op_name)
     target = compilation.target
     rows, cols = target.grid

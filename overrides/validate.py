@@ -4,7 +4,7 @@
 `validate` is the batch check behind `tilescope check`: it reads a whole override file leniently,
 then compiles once with every readable override, and lists every problem, each naming the item
 and the reason: unreadable tokens, repeats, unknown ops (with the closest names) and the
-compiler's rejections (grids, memories, uneven shards, blocks, tiles, L1 space, dtypes, shardings
+compiler's rejections (grids, memories, more shards than tiles, blocks, tiles, L1 space, dtypes, shardings
 over the devices).
 `check_overrides` is the explorer's check before a re-run: the same problems against a model
 already compiled, from its layout pass alone, counted in full and described up to a page.
@@ -122,7 +122,7 @@ def check_overrides(
 ) -> Problems:
     """Why any of `options`' overrides cannot apply to a compiled model on its target under its
     policy and L1 cap, a line each in their order: an unknown op, or what the layout pass rejects
-    (grid, memory, dtype, tile, fidelity, blocks, operands, uneven shards, L1 space per core) or
+    (grid, memory, dtype, tile, fidelity, blocks, operands, more shards than tiles, L1 space per core) or
     the partition pass (shardings over the devices). One pass over the graph and one over the
     overrides, with no compile: the layout pass runs alone on a copy of the kept `partition`
     level (partitioned again first when the shardings asked for differ)."""
