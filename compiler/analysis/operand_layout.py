@@ -4,8 +4,10 @@ layout pass checks an operand override against.
 Matrix ops read any layout (sharded operands arrive over the NoC). Element-wise, normalization,
 reduction and pooling ops stream tiles in place, so a sharded input must be sharded like the op
 works: on the op's grid, the way the op's own output is sharded, else interleaved. Data-movement
-ops read interleaved tensors only. Compute ops need tiles, so row-major inputs are tilized, in the
-tile shape of the op's output (a matmul's B operand in full tiles).
+ops read interleaved tensors only, but for those whose work is to read shards where they lie (a
+layout conversion, ttnn's halo and upsample, which take height- or block-sharded inputs). Compute
+ops need tiles, so row-major inputs are tilized, in the tile shape of the op's output (a matmul's
+B operand in full tiles); sampling ops, like data movement, read row-major rows as they are.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from tilescope.compiler.targets.chip import Target
 from tilescope.compiler.ir.tiles import same_bytes, shard_bytes
 
 _STREAMING = (*opset.ELTWISE_CLASSES, opset.NORM, opset.REDUCE, opset.POOL)
+_ROW_READERS = (opset.DATA_MOVEMENT, opset.SAMPLE)  # classes that read row-major tensors as they are
+# data movement that reads a sharded input where it lies: converting or extending shards is its work
+SHARD_READERS = frozenset({"to_layout", "halo", "upsample"})
 
 
 def required_layout(target: Target, graph: Graph, op: Op, tensor: Tensor) -> Layout:
@@ -29,11 +34,11 @@ def required_layout(target: Target, graph: Graph, op: Op, tensor: Tensor) -> Lay
         return have
     if op.kind == "reshape" and op.outputs and same_bytes(tensor, graph.tensors[op.outputs[0]]):
         return have  # a view: read where it is
-    if have.layout == "row_major" and cls != opset.DATA_MOVEMENT:
+    if have.layout == "row_major" and cls not in _ROW_READERS:
         need = replace(need, layout="tile")
-    if need.layout == "tile" and cls != opset.DATA_MOVEMENT and op.outputs:
+    if need.layout == "tile" and cls not in _ROW_READERS and op.outputs:
         need = replace(need, tile=_tile_for(target, graph, op, tensor))
-    if have.sharded and cls == opset.DATA_MOVEMENT:
+    if have.sharded and cls == opset.DATA_MOVEMENT and op.kind not in SHARD_READERS:
         need = replace(need, memory="dram", memory_layout="interleaved", grid=(1, 1))
     elif have.sharded and cls in _STREAMING:
         out = graph.tensors[op.outputs[0]].layout if op.outputs else None

@@ -17,6 +17,9 @@ from tilescope.compiler.targets.chip import Target
 
 MAX_ELTWISE_BLOCK = 8  # tiles per step of a streaming (eltwise, data movement) kernel
 LOOKUPS = ("embedding", "gather")
+# input elements a sampling op reads per output element: bilinear interpolation weighs the 4 pixels
+# around each sample point (torch.nn.functional.grid_sample, mode="bilinear"; ttnn.grid_sample)
+SAMPLED_READS = {"grid_sample": 4}
 CACHE_WRITES = ("update_cache", "fill_cache")
 
 
@@ -33,8 +36,11 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
         cache, ins = ins[0], ins[1:]
         outs = [Tensor(cache.name, ins[0].shape, cache.dtype, cache.layout)]
     # A lookup (embedding, gather) reads only the rows it gathers from its table: as many
-    # bytes as it writes, not the whole table.
+    # bytes as it writes, not the whole table; a sampling op, its input (operand 0) so many times.
     looked_up = max(ins, key=lambda t: t.numel).name if op.kind in LOOKUPS and ins and outs else None
+    reads_per_output = SAMPLED_READS.get(op.kind, 1)
+    if reads_per_output > 1 and ins and outs:
+        looked_up = ins[0].name
     sized = [t for t in ins + outs if t.name != looked_up]
     total = max([num_tiles(t.shape, t.layout.tile) for t in sized] + [1])
     counts = _shares(sized, total, grid)
@@ -53,8 +59,8 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
             block //= 2
 
         def tiles_of(t: Tensor, frac: float = frac) -> int:
-            if t.name == looked_up:  # the rows gathered: as many tiles as the output's share
-                return max(1, round(num_tiles(outs[0].shape, outs[0].layout.tile) * frac))
+            if t.name == looked_up:  # the rows gathered: as many tiles as the output's share (each sampled so often)
+                return max(1, round(num_tiles(outs[0].shape, outs[0].layout.tile) * frac * reads_per_output))
             return max(1, round(num_tiles(t.shape, t.layout.tile) * frac))
 
         reads = tuple(

@@ -24,6 +24,8 @@ ELTWISE_UNARY, ELTWISE_BINARY, ELTWISE_TERNARY, REDUCE, NORM, POOL, DATA_MOVEMEN
     "constant",
     "opaque",
 )
+# ops that sample their input at points another operand gives (bilinear grid sampling)
+SAMPLE = "sample"
 # communication between the devices of a mesh, and the ops that say how tensors are split over it
 COLLECTIVE, SHARDING = "collective", "sharding"
 # the collectives the sharding passes insert, and those of them that move data between devices
@@ -108,14 +110,34 @@ KINDS: dict[str, OpClass] = {
         "mish",
         "log1p",
         "expm1",
+        "atan",
+        # comparisons with zero (ttnn's unary gtz, ltz, ...): one SFPU pass each
+        "gtz",
+        "ltz",
+        "gez",
+        "lez",
+        "eqz",
+        "nez",
     ),
     **_kinds(ELTWISE_UNARY, "vector", 0, "typecast"),
     **_kinds(ELTWISE_TERNARY, "vector", 1, "where"),
     **_kinds(NORM, "vector", 5, "softmax", "rmsnorm"),  # max/square, subtract, exp, sum, divide
     **_kinds(NORM, "vector", 8, "layernorm"),
+    # a layernorm over each group of channels: the same mean, variance, normalize, scale and shift
+    **_kinds(NORM, "vector", 8, "groupnorm"),
     **_kinds(NORM, "vector", 2, "batchnorm"),  # folded scale and shift
     **_kinds(REDUCE, "vector", 1, "sum", "mean", "max", "min", "prod", "argmax", "reduce_or", "reduce_and"),
+    # a running sum along a dimension (ttnn's accumulation ops): one add per element
+    **_kinds(REDUCE, "vector", 1, "cumsum"),
     **_kinds(POOL, "vector", 1, "max_pool2d", "avg_pool2d"),
+    # bilinear sampling (torch.nn.functional.grid_sample, ttnn.grid_sample): each output element
+    # weighs the 4 input pixels around its sample point, ~8 operations (weights, 4 multiplies, 3
+    # adds); it reads SAMPLED_READS of the input per output element (compiler/analysis/stream_kernel.py)
+    **_kinds(SAMPLE, "vector", 8, "grid_sample"),
+    # x * cos + rotate(x) * sin, tile by tile: ttnn's rotary_embedding_llama compute kernel runs a
+    # matmul_tiles (the rotation), two mul_tiles and an add_tiles per tile (tt-metal
+    # ttnn/cpp/ttnn/operations/experimental/transformer/rotary_embedding_llama), 4 passes
+    **_kinds(ELTWISE_TERNARY, "vector", 4, "rotary_embedding"),
     **_kinds(
         DATA_MOVEMENT,
         "data",
@@ -137,6 +159,10 @@ KINDS: dict[str, OpClass] = {
         "scatter",
         "reverse",
         "fill",
+        # a convolution's input shards with the rows their neighbours' windows overlap (ttnn's halo)
+        "halo",
+        # nearest-neighbour upsampling: each input pixel copied scale_h x scale_w times
+        "upsample",
     ),
     **_kinds(CONSTANT, "none", 0, "constant"),
     # on one device a collective is a copy; across devices its cost is the links'
@@ -201,6 +227,10 @@ ALIASES: dict[str, str] = {
     "cast": "typecast",
     "bitcast": "typecast",
     "layer_norm": "layernorm",
+    "group_norm": "groupnorm",
+    "upsample2d": "upsample",
+    "upsample_nearest2d": "upsample",
+    "rotary_embedding_llama": "rotary_embedding",
     "rms_norm": "rmsnorm",
     "batch_norm_inference": "batchnorm",
     "concatenate": "concat",

@@ -58,6 +58,16 @@ WEIGHT_BLOCK_FORMATS = ("bfp8", "mxint8")
 FLOAT_WEIGHTS = ("f32", "bf16", "f16")
 
 
+def _placed(layout: Layout, other: Layout) -> str:
+    """Where and how a layout stores a tensor, as a rejection comparing it with `other` says it:
+    `l1 height_sharded 8x8`, then `row_major` or its tile shape where the two differ in that."""
+    said = f"{layout.memory} {layout.memory_layout} {layout.grid[0]}x{layout.grid[1]}"
+    if (layout.layout, layout.tile) == (other.layout, other.tile):
+        return said
+    form = "row_major" if layout.layout == "row_major" else f"tiles of {layout.tile[0]}x{layout.tile[1]}"
+    return f"{said} {form}"
+
+
 def _divisors(n: int) -> str:
     return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
 
@@ -352,9 +362,8 @@ class AssignLayouts:
         readable = required_layout(self.target, graph, op, replace(tensor, layout=layout))
         if readable != layout:
             return (
-                f"{op.kind} cannot read operand {index} as {layout.memory} {layout.memory_layout} "
-                f"{layout.grid[0]}x{layout.grid[1]}; it reads {readable.memory} {readable.memory_layout} "
-                f"{readable.grid[0]}x{readable.grid[1]}"
+                f"{op.kind} cannot read operand {index} as {_placed(layout, readable)}; "
+                f"it reads {_placed(readable, layout)}"
             )
         op.meta.setdefault(OPERAND_LAYOUTS, {})[index] = layout
         return ""

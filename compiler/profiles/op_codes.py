@@ -72,6 +72,13 @@ KINDS: dict[str, str] = {
     ),
     **dict.fromkeys(("AllReduceAsyncDeviceOperation", "AllReduce"), "all_reduce"),
     **dict.fromkeys(("TernaryDeviceOperation", "WhereDeviceOperation"), "where"),
+    **dict.fromkeys(("GridSampleOperation", "GridSample"), "grid_sample"),
+    **dict.fromkeys(("HaloDeviceOperation", "Halo"), "halo"),
+    **dict.fromkeys(("UpsampleOperation", "UpSample", "Upsample"), "upsample"),
+    # cumsum and cumprod (ttnn's accumulation ops), and the integral image: running sums over rows
+    # and then columns
+    **dict.fromkeys(("AccumulationDeviceOperation", "CumSumDeviceOperation", "IntImgDeviceOperation"), "cumsum"),
+    **dict.fromkeys(("RotaryEmbeddingLlamaDeviceOperation", "RotaryEmbeddingDeviceOperation"), "rotary_embedding"),
 }
 
 # BinaryOpType:: names -> kinds
@@ -93,6 +100,8 @@ BINARY = {
     "LOGICAL_AND": "logical_and",
     "LOGICAL_OR": "logical_or",
 }
+# UnaryOpType:: names (lower case) -> kinds, where they differ; where_tss is where(x, scalar, scalar)
+UNARY = {"recip": "reciprocal", "identity": "typecast", "where_tss": "where"}
 BINARY_CODES = ("BinaryNgDeviceOperation", "BinaryDeviceOperation", "Binary")
 UNARY_CODES = ("UnaryDeviceOperation", "Unary")
 _BINARY_TYPE = re.compile(r"BinaryOpType::(\w+)")
@@ -107,5 +116,5 @@ def kind_of(op_code: str, attributes: Mapping[str, str]) -> str:
     if op_code in UNARY_CODES:
         found = _UNARY_TYPE.search(attributes.get("op_chain", ""))
         name = found[1].lower() if found else ""
-        return {"recip": "reciprocal", "gelu": "gelu", "identity": "typecast"}.get(name, name or "relu")
+        return UNARY.get(name, name or "relu")
     return KINDS.get(op_code, "")

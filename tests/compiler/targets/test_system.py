@@ -17,6 +17,7 @@ SHIPPED = {  # name: (device, mesh, fabric, links per neighbour)
     "t3k": ("wormhole_n150", (2, 4), "mesh", 1),
     "galaxy": ("wormhole_n150", (4, 8), "mesh", 4),
     "blackhole_p300": ("blackhole_p150", (1, 2), "mesh", 2),
+    "blackhole_8xp150": ("blackhole_p150", (2, 4), "mesh", 2),
     "mtia_v1_host": ("mtia_v1", (1, 8), "switch", 1),
     "corsair_card": ("corsair_chiplet", (2, 4), "switch", 1),
 }

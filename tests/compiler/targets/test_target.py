@@ -164,7 +164,7 @@ BUILTIN = {  # name: (grid, clock, core memory KiB, DRAM GB/s, bf16 peak TFLOPS 
     # one of the Corsair card's eight chiplets: an eighth of the card (compiler/targets/systems/corsair_card.toml)
     "corsair_chiplet": ((4, 1), 1.0e9, 65536, 50, 75.0, {"l1", "dram"}),
 }
-SYSTEMS = ["blackhole_p300", "corsair_card", "galaxy", "mtia_v1_host", "t3k", "wormhole_n300"]
+SYSTEMS = ["blackhole_8xp150", "blackhole_p300", "corsair_card", "galaxy", "mtia_v1_host", "t3k", "wormhole_n300"]
 
 
 def test_builtin_targets_are_the_devices_and_the_systems():

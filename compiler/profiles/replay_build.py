@@ -1,0 +1,100 @@
+"""One measured op as a one-op model of tilescope's IR: its operands as the model's arguments, the op
+of the kind its code names (compiler.profiles.op_codes) reading them, shaped as the report says
+(logical shapes, W Z Y X), and the overrides that lay it out as the report recorded.
+
+Each family of kinds has a builder: element-wise, normalization, reduction, sampling and
+data-movement ops are the op over the report's tensors; matmuls, cache writes and lookups order
+their operands; convolutions and pooling, attention and collectives read their sizes from the
+attributes (replay_windows.py, replay_mesh.py). A kind no builder takes, or an op whose recorded
+sizes do not make one, is not built, with the reason: never guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tilescope.compiler.ir import opset
+from tilescope.compiler.profiles import replay_mesh, replay_windows
+from tilescope.compiler.profiles.replay_model import Built, NotBuilt, OneOp
+from tilescope.compiler.profiles.report import ReportOp
+from tilescope.compiler.targets.chip import Target
+
+
+def streamed(op: ReportOp, kind: str, target: Target) -> Built:
+    """An op over the report's tensors as they are: its non-empty inputs in, its outputs out."""
+    model = OneOp(op)
+    if not model.inputs:
+        raise NotBuilt("no operand holds data")
+    return model.done(kind, model.emit(kind, model.inputs), model.inputs, target)
+
+
+def cache_write(op: ReportOp, kind: str, target: Target) -> Built:
+    """A write of new rows into a larger tensor in place (a KV cache, a slice written back):
+    tilescope's update_cache reads the tensor written first, then the rows. SliceWrite lists the
+    rows first; the others the cache."""
+    model = OneOp(op)
+    if len(model.inputs) < 2:
+        raise NotBuilt(f"{kind} needs the tensor written and the rows written into it")
+    order = list(model.inputs)
+    first, second = op.inputs[order[0]], op.inputs[order[1]]
+    if first.elements < second.elements:  # the rows first (SliceWrite): the cache is the larger
+        order[0], order[1] = order[1], order[0]
+    return model.done("update_cache", model.emit("update_cache", order), order, target)
+
+
+def lookup(op: ReportOp, kind: str, target: Target) -> Built:
+    """An embedding: the ids, then the table (the larger input) it reads rows of."""
+    model = OneOp(op)
+    if len(model.inputs) < 2:
+        raise NotBuilt("embedding needs its ids and its table")
+    order = sorted(model.inputs, key=lambda i: op.inputs[i].elements)
+    return model.done(kind, model.emit(kind, order), order, target)
+
+
+def matmul(op: ReportOp, kind: str, target: Target) -> Built:
+    """A matmul of A [.., M, K] and B [.., K, N] (transposed as the attributes say), the bias and
+    any other input beside them as the report lists them."""
+    model = OneOp(op)
+    if len(model.inputs) < 2:
+        raise NotBuilt("matmul needs two operands")
+    a, b = (op.inputs[i].shape for i in model.inputs[:2])
+    flags = {side: op.attributes.get(f"transpose_{side}", "").lower() in ("true", "1") for side in "ab"}
+    k_a = a[-2] if flags["a"] else a[-1]
+    k_b = b[-1] if flags["b"] else b[-2]
+    if k_a != k_b:
+        raise NotBuilt(f"matmul operands {a} and {b} do not share K")
+    props = ", ".join(f"transpose_{side} = true" for side, on in flags.items() if on)
+    return model.done(kind, model.emit(kind, model.inputs, props), model.inputs, target)
+
+
+Builder = Callable[[ReportOp, str, Target], Built]
+
+
+def _families() -> dict[str, Builder]:
+    by_class = {
+        cls: streamed for cls in (*opset.ELTWISE_CLASSES, opset.NORM, opset.REDUCE, opset.DATA_MOVEMENT, opset.SAMPLE)
+    }
+    by_kind: dict[str, Builder] = {
+        "matmul": matmul,
+        "embedding": lookup,
+        "update_cache": cache_write,
+        "fill_cache": cache_write,
+        "conv2d": replay_windows.conv2d,
+        "max_pool2d": replay_windows.pool2d,
+        "avg_pool2d": replay_windows.pool2d,
+        "scaled_dot_product_attention": replay_mesh.attention,
+        "scaled_dot_product_attention_decode": replay_mesh.attention,
+        **dict.fromkeys(opset.COLLECTIVES, replay_mesh.collective),
+    }
+    return {**{k: by_class[c.kind_class] for k, c in opset.KINDS.items() if c.kind_class in by_class}, **by_kind}
+
+
+FAMILIES: dict[str, Builder] = _families()
+
+
+def build(op: ReportOp, kind: str, target: Target) -> Built:
+    """The one-op model of `op` as `kind`; NotBuilt when no builder takes the kind or the op."""
+    builder = FAMILIES.get(kind)
+    if builder is None:
+        raise NotBuilt(f"no builder for kind {kind!r}" if kind else f"op code {op.op_code!r} has no kind in tilescope")
+    return builder(op, kind, target)
