@@ -1,0 +1,93 @@
+"""A replay stored as a simulated run: the report's ops as tilescope predicts them, named as the
+measured run names them, so `tilescope diff MEASURED REPLAYED` compares prediction and measurement
+op by op.
+
+Its model is the report, as a measured run's is (`report:<file name>`, the report's text as its
+source), and its parent the measured run of the same report when one is stored (the same source
+text). Its timeline has a zone per op on its device's track ("device N"); a run of several
+devices lists them as one mesh axis, as a measured run does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tilescope.compiler.profiles.replay import Replay
+from tilescope.compiler.sim.records import OpTiming
+from tilescope.compiler.sim.tracks import device_track
+from tilescope.compiler.targets.catalog import target_text
+from tilescope.perfdb.records import NewRun, ZoneColumns
+from tilescope.perfdb.schema import Model, Run
+from tilescope.perfdb.store import save_run
+
+REPORT_REF = "report:"  # a run whose model is a measured report: report:<its file name>
+MEASURED = "measured"
+DEVICES_AXIS = "devices"  # the one mesh axis a run of a report's devices lists them on
+NOTES_SHOWN = 3  # an op's replay notes kept in its why, the first few
+
+
+@dataclass(frozen=True)
+class StoredReplay:
+    run_id: int
+    measured_id: int | None  # the measured run of the same report, its parent; None when not stored
+
+
+def source_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def measured_run_of(session: Session, text: str) -> int | None:
+    """The newest measured run whose model is the report `text`."""
+    found = session.execute(
+        select(Run.id)
+        .join(Model, Run.model_id == Model.id)
+        .where(Model.source_hash == source_hash(text), Run.kind == MEASURED)
+        .order_by(Run.id.desc())
+        .limit(1)
+    ).scalar()
+    return int(found) if found is not None else None
+
+
+def store_replay(session: Session, replay: Replay, text: str, label: str = "", target_ref: str = "") -> StoredReplay:
+    """Store `replay` of the report read from `text` as a simulated run (nothing when it fails)."""
+    parent = measured_run_of(session, text)
+    if session.in_transaction():
+        session.commit()  # end the read: the run is written in a transaction of its own
+    ops = [_with_notes(r.timing, r.notes) for r in replay.ops if r.timing is not None]
+    devices = sorted({op.device for op in ops})
+    target = replay.target.name
+    new = NewRun(
+        model_ref=REPORT_REF + replay.report.source,
+        model_name=replay.report.source,
+        source_hash=source_hash(text),
+        source_text=text,
+        target=target,
+        target_ref=target_ref or target,
+        target_text=target_text(target_ref or target)[0],
+        total_ns=max((op.end_ns for op in ops), default=0.0),
+        device_ns=math.fsum(op.duration_ns for op in ops),
+        ops=ops,
+        zones=ZoneColumns.from_rows(
+            (device_track(op.device), 0, op.name, op.start_ns, op.end_ns, op.name) for op in ops
+        ),
+        dispatch="trace",
+        label=label or f"replay: {replay.report.source} on {target}",
+        parent_id=parent,
+        mesh=[(DEVICES_AXIS, len(devices))] if len(devices) > 1 else (),
+    )
+    return StoredReplay(save_run(session, new), parent)
+
+
+def _with_notes(timing: OpTiming, notes: tuple[str, ...]) -> OpTiming:
+    """`timing` whose why says what the replay could not build as the report did."""
+    if not notes:
+        return timing
+    said = "; ".join(notes[:NOTES_SHOWN]) + (
+        f"; and {len(notes) - NOTES_SHOWN} more" if len(notes) > NOTES_SHOWN else ""
+    )
+    return timing.replace(why=f"{timing.why} (replay: {said})")
