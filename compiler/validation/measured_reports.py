@@ -12,21 +12,16 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from tilescope.compiler.profiles.replay import Replay
 
 WORST_SHOWN = 3  # worst rows named per kind
 
 
-@dataclass(frozen=True)
-class OpRow:
-    """One measured op and its prediction."""
+class _Compared:
+    """A measured time beside a predicted one (a dataclass's `measured_ns` and `predicted_ns`)."""
 
-    report: str
-    name: str
-    op_code: str
-    kind: str
     measured_ns: float
     predicted_ns: float
 
@@ -36,15 +31,19 @@ class OpRow:
         return self.measured_ns / self.predicted_ns - 1 if self.predicted_ns > 0 else None
 
     def as_dict(self) -> dict:
-        return {
-            "report": self.report,
-            "name": self.name,
-            "op_code": self.op_code,
-            "kind": self.kind,
-            "measured_ns": self.measured_ns,
-            "predicted_ns": self.predicted_ns,
-            "error": self.error,
-        }
+        return {**asdict(self), "error": self.error}
+
+
+@dataclass(frozen=True)
+class OpRow(_Compared):
+    """One measured op and its prediction."""
+
+    report: str
+    name: str
+    op_code: str
+    kind: str
+    measured_ns: float
+    predicted_ns: float
 
 
 @dataclass(frozen=True)
@@ -61,20 +60,11 @@ class KindSummary:
     worst: tuple[OpRow, ...]
 
     def as_dict(self) -> dict:
-        return {
-            "kind": self.kind,
-            "rows": self.rows,
-            "no_kernel": self.no_kernel,
-            "measured_ns": self.measured_ns,
-            "predicted_ns": self.predicted_ns,
-            "median_abs_error": self.median_abs_error,
-            "mean_abs_error": self.mean_abs_error,
-            "worst": [row.name for row in self.worst],
-        }
+        return {**asdict(self), "worst": [row.as_dict() for row in self.worst]}
 
 
 @dataclass(frozen=True)
-class ReportSummary:
+class ReportSummary(_Compared):
     """One report: the device time its built ops measured and the time predicted for them."""
 
     name: str
@@ -84,22 +74,6 @@ class ReportSummary:
     coverage: float  # of the report's device time, the share built
     measured_ns: float
     predicted_ns: float
-
-    @property
-    def error(self) -> float | None:
-        return self.measured_ns / self.predicted_ns - 1 if self.predicted_ns > 0 else None
-
-    def as_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "target": self.target,
-            "ops": self.ops,
-            "built_ops": self.built_ops,
-            "coverage": self.coverage,
-            "measured_ns": self.measured_ns,
-            "predicted_ns": self.predicted_ns,
-            "error": self.error,
-        }
 
 
 def op_rows(replay: Replay) -> list[OpRow]:
