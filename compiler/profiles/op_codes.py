@@ -3,13 +3,17 @@ kinds of tilescope's vocabulary (compiler.ir.opset): what lets a measured op be 
 bytes), compared with a simulated one, and rebuilt by the replay.
 
 Binary and unary ops say which operation they run in their attributes (`binary_op_type`,
-`op_chain`); everything else is named by its code. A code not listed here has no kind ("").
+`op_chain`); everything else is named by its code. A code that is itself a kind of the vocabulary
+is that kind (the reports tilescope exports name their ops by kind); any other code not listed
+here has no kind ("").
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+
+from tilescope.compiler.ir import opset
 
 # op code -> kind
 KINDS: dict[str, str] = {
@@ -117,4 +121,4 @@ def kind_of(op_code: str, attributes: Mapping[str, str]) -> str:
         found = _UNARY_TYPE.search(attributes.get("op_chain", ""))
         name = found[1].lower() if found else ""
         return UNARY.get(name, name or "relu")
-    return KINDS.get(op_code, "")
+    return KINDS.get(op_code) or (op_code if op_code in opset.KINDS else "")

@@ -115,6 +115,7 @@ def test_a_stored_measured_run_of_the_report_is_the_replay_s_parent(capsys, db_u
         ("just some words\n", "no 'OP CODE' column"),
         ("OP CODE,DEVICE KERNEL DURATION [ns]\n", "no device op to replay"),
         (b"\xff\xfe\x00junk", "not a text file"),
+        (report_text(ROWS[1]), "no op could be built (FrobnicateDeviceOperation: op code "),
     ],
 )
 def test_a_file_that_is_no_report_is_one_line_and_stores_nothing(capsys, db_url, tmp_path, text, said):
