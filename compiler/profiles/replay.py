@@ -35,7 +35,7 @@ from tilescope.compiler.sim.records import OpTiming
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.chip import Target
 
-MAX_BUILDS = 5_000  # distinct ops compiled per report (~3 ms each): past it, ops are listed unbuilt
+MAX_BUILDS = 2_000  # distinct ops compiled per report (~3 ms each): past it, ops are listed unbuilt
 TRIES = 4  # compiles of one op, each with the overrides refused before weakened
 DISPATCH = "trace"  # a report's DEVICE KERNEL DURATION has no host dispatch in it
 

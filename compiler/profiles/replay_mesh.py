@@ -68,19 +68,20 @@ def collective(op: ReportOp, kind: str, target: Target) -> Built:
     index = _result(op, kind)
     result = op.outputs[index]
     mesh = target.system.mesh
-    if target.system.devices <= 1:
-        out = model.emit(kind, model.inputs[:1], results=[_typed(result)])
-        notes = (f"{kind} on one device: costed as its copy",)
-        return model.done(kind, out, model.inputs[:1], target, notes, results=(index,))
     dim = _attr_int(op, "dim", "scatter_dim", "all_gather_dim")
     if dim is None or not -len(source.shape) <= dim < len(source.shape):
-        raise NotBuilt(f"{kind} without a dimension it gathers or scatters")
+        if kind != "all_reduce":
+            raise NotBuilt(f"{kind} without a dimension it gathers or scatters")
+        dim = 0
     dim %= len(source.shape)
+    laid = placement(op, kind, model.inputs[:1], target, (index,))
+    if target.system.devices <= 1:  # a mesh of one: the collective is its copy
+        text = _mesh_module(kind, source, result, dim, 0, 1, (1, 1), pieces=False)
+        return Built(text, laid.overrides, (f"{kind} on one device: costed as its copy", *laid.notes))
     factor = _factor(kind, source, result, dim)
     axis = _axis(op, mesh, factor)
     if axis is None:
         raise NotBuilt(f"{kind} over {factor} devices fits no axis of {target.name}'s {mesh[0]}x{mesh[1]} mesh")
-    laid = placement(op, kind, model.inputs[:1], target, (index,))
     return Built(_mesh_module(kind, source, result, dim, axis, factor, mesh), laid.overrides, laid.notes)
 
 
@@ -131,10 +132,17 @@ def _typed(t: ReportTensor) -> tuple[tuple[int, ...], str]:
 
 
 def _mesh_module(
-    kind: str, source: ReportTensor, result: ReportTensor, dim: int, axis: int, factor: int, mesh: tuple[int, int]
+    kind: str,
+    source: ReportTensor,
+    result: ReportTensor,
+    dim: int,
+    axis: int,
+    factor: int,
+    mesh: tuple[int, int],
+    pieces: bool = True,
 ) -> str:
     """The TTIR module: the whole tensor split into each device's piece (or given whole), the
-    collective, and the pieces joined again."""
+    collective, and the pieces joined again; without `pieces`, the collective alone (a mesh of one)."""
     dtype = mlir_dtype(source.dtype)
     local_in, local_out = MlirBuilder.tensor_type(source.shape, dtype), MlirBuilder.tensor_type(result.shape, dtype)
     split_dims = ", ".join(str(dim) if i == axis else "-1" for i in range(len(mesh)))
@@ -154,9 +162,21 @@ def _mesh_module(
         full_in, full_out, into, out_of = local_in, local_out, whole, whole
         props = f"cluster_axis = {axis} : ui32, reduce_type = #ttcore.reduce_type<sum>"
     direction = "#ttcore.shard_direction<{}>"
+    module = f'module attributes {{ttcore.meshes = #ttcore.meshes<[<"mesh" = {mesh[0]}x{mesh[1]}>]>}} {{'
+    if not pieces:
+        return "\n".join(
+            [
+                module,
+                f"  func.func @forward(%arg0: {local_in}) -> {local_out} {{",
+                f'    %0 = "ttir.{kind}"(%arg0) <{{{props}}}> : ({local_in}) -> {local_out} loc("{OP}")',
+                f"    return %0 : {local_out}",
+                "  }",
+                "}",
+            ]
+        )
     return "\n".join(
         [
-            f'module attributes {{ttcore.meshes = #ttcore.meshes<[<"mesh" = {mesh[0]}x{mesh[1]}>]>}} {{',
+            module,
             f"  func.func @forward(%arg0: {full_in}) -> {full_out} {{",
             f'    %0 = "ttir.mesh_shard"(%arg0) <{{{into}, shard_direction = {direction.format("full_to_shard")}}}> '
             f': ({full_in}) -> {local_in} loc("in")',

@@ -42,7 +42,14 @@ def replay_target(report: Report, asked: str | None = None) -> ReplayTarget:
     with a warning."""
     devices = len(report.devices)
     if asked:
-        return ReplayTarget(load_target(asked))
+        target = load_target(asked)
+        if target.system.devices < devices:
+            return ReplayTarget(
+                target,
+                f"{report.source}: measured on {devices} devices, replayed on {target.name}'s "
+                f"{target.system.devices}: collectives are costed as copies",
+            )
+        return ReplayTarget(target)
     arch = report.arch
     warning = ""
     if not arch:

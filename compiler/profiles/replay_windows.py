@@ -78,7 +78,7 @@ def window_of(attributes: Mapping[str, str]) -> Window:
         return (int(match[1]), int(match[2])) if match else default
 
     window = Window(int(found["batch"][1]), *pair("input"), pair("window"), pair("stride"), padding, pair("dilation"))
-    if min(window.out_hw) < 1 or min(window.stride + window.window + window.dilation) < 1:
+    if min(window.stride + window.window + window.dilation) < 1 or min(window.out_hw) < 1:
         raise NotBuilt(f"sliding window {window.window} over {window.height}x{window.width} gives no output")
     return window
 

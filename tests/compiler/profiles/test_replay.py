@@ -333,6 +333,12 @@ def test_collectives_cost_the_links_of_the_system_of_the_report_s_devices():
         assert r.timing.bytes["link"] == pytest.approx(3 * 3200 * 384 * 2), r.timing.why
         assert r.timing.kind in ("all_gather", "reduce_scatter")
     assert replayed.ops[2].timing.start_ns == 0  # device 1's clock is its own
+    alone = replay(read_ops_report(report_text(*rows), "mesh.csv"), "blackhole_p150")
+    assert alone.warnings == (
+        "mesh.csv: measured on 8 devices, replayed on blackhole_p150's 1: collectives are costed as copies",
+    )
+    assert alone.coverage.share == 1 and all("link" not in r.timing.bytes for r in alone.ops)
+    assert alone.ops[0].notes[0] == "all_gather on one device: costed as its copy"
 
 
 @pytest.mark.parametrize(
@@ -371,3 +377,40 @@ def test_an_op_the_compiler_cannot_take_is_listed_with_what_it_said():
     (got,) = replay(read_ops_report(report_text(huge), "huge.csv")).ops
     assert got.timing is None and got.reason.startswith("the compiler could not take it: ModelLoadError:")
     assert "\n" not in got.reason and len(got.reason) < 300
+
+
+def test_a_report_tilescope_exported_names_its_ops_by_kind_and_replays():
+    row = op("relu", [t(1, 1, 64, 64)], [t(1, 1, 64, 64)])
+    (got,) = replay(read_ops_report(report_text(row), "exported.csv")).ops
+    assert (got.kind, got.timing.kind) == ("relu", "relu")
+
+
+HOSTILE = [
+    op("Pool2D", [t(1, 1, 64, 32)], [t(1, 1, 16, 32)], sliding_window_config_=window((8, 8), 2, 0, 0)),
+    op("Pool2D", [t(1, 1, 64, 32)], [t(1, 1, 16, 32)], sliding_window_config_="SlidingWindowConfig(batch_size=1)"),
+    op(
+        "Conv2dDeviceOperation",
+        [t(1, 1, 64, 3)],
+        [t(1, 1, 64, 8)],
+        sliding_window_config=window((999999, 999999), 3, 1, 1),
+    ),
+    op("AllGatherAsyncDeviceOperation", [t(1, 1, 32, 32)], [t(1, 1, 32, 96)], dim="9", cluster_axis="7"),
+    op("MatmulDeviceOperation", [t(1, 1, 32, 64), t(1, 1, 32, 64)], [t(1, 1, 32, 64)]),
+    op("SDPAOperation", [t(1, 8, 32, 64)], [t(1, 8, 32, 64)]),
+    op("UnaryDeviceOperation", [t(1, 0, 32, 32)], [t(1, 0, 32, 32)]),
+    op("ConcatDeviceOperation", [t(1, 1, 32, 32)], [t(1, 1, 32, 32, memory="l1_block_sharded")], cores=9999),
+]
+
+
+def test_hostile_rows_are_built_or_listed_with_one_line_each():
+    replayed = replay(read_ops_report(report_text(*HOSTILE), "hostile.csv"))
+    assert len(replayed.ops) == len(HOSTILE)
+    for got in replayed.ops:
+        assert (got.timing is None) == bool(got.reason), got
+        assert "\n" not in got.reason and len(got.reason) < 300
+    reasons = [got.reason for got in replayed.ops]
+    assert reasons[0] == "sliding window (2, 2) over 8x8 gives no output"
+    assert reasons[1] == "no sliding window input in the attributes"
+    assert reasons[4] == "matmul operands (1, 1, 32, 64) and (1, 1, 32, 64) do not share K"
+    assert reasons[5] == "attention needs queries, keys and values of four dimensions"
+    assert reasons[6] == "no operand holds data"
