@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.ir.graph import Graph
 from tilescope.compiler.ir.meta import OVERRIDES
+from tilescope.compiler.ir.verifier import verification_requested, verify
 from tilescope.compiler.passes.normalize import Normalize
 from tilescope.compiler.pipeline.op_override import REJECTED, OpOverride
 from tilescope.compiler.pipeline.options import CompileOptions
@@ -153,12 +154,15 @@ def _said(override: OpOverride) -> str:
 def _compiled(graph: Graph, target: Target, options: CompileOptions) -> Graph:
     """The kernel level of a one-op model: normalized into the vocabulary, then partitioned, laid
     out and split as any model is (compiler/pipeline/stages.py), without the graph passes that
-    rewrite a model."""
+    rewrite a model. The IR verifier checks each pass when asked (TILESCOPE_VERIFY), as in any compile."""
+    verifying = verification_requested()
     graph = Normalize().run(graph.with_level("graph"))
     for level, passes in stages(target, options)[1:]:
         graph = graph.with_level(level)
         for compiler_pass in passes:
             graph = compiler_pass.run(graph)
+            if verifying:
+                verify(graph, after=compiler_pass.name)
     return graph
 
 
