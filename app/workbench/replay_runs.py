@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tilescope.compiler.profiles.replay import Replay
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.profiles.ops_report import read_ops_report
+from tilescope.compiler.profiles.replay import Replay, replay
 from tilescope.compiler.sim.records import OpTiming
 from tilescope.compiler.sim.tracks import device_track
 from tilescope.compiler.targets.catalog import target_text
 from tilescope.perfdb.records import NewRun, ZoneColumns
+from tilescope.perfdb.runs import get_run
 from tilescope.perfdb.schema import Model, Run
 from tilescope.perfdb.store import save_run
 
@@ -54,7 +57,12 @@ def measured_run_of(session: Session, text: str) -> int | None:
 
 
 def store_replay(session: Session, replay: Replay, text: str, label: str = "", target_ref: str = "") -> StoredReplay:
-    """Store `replay` of the report read from `text` as a simulated run (nothing when it fails)."""
+    """Store `replay` of the report read from `text` as a simulated run (nothing when it fails, or
+    when no op of it was built)."""
+    if not replay.timings:
+        first = replay.coverage.unbuilt[0] if replay.coverage.unbuilt else None
+        why = f" ({first.op_code}: {first.reason})" if first else ""
+        raise TilescopeError(f"{replay.report.source}: no op could be built{why}; nothing stored")
     parent = measured_run_of(session, text)
     if session.in_transaction():
         session.commit()  # end the read: the run is written in a transaction of its own
@@ -81,6 +89,17 @@ def store_replay(session: Session, replay: Replay, text: str, label: str = "", t
         mesh=[(DEVICES_AXIS, len(devices))] if len(devices) > 1 else (),
     )
     return StoredReplay(save_run(session, new), parent)
+
+
+def replay_measured(session: Session, run_id: int, target: str | None = None, label: str = "") -> StoredReplay:
+    """Replay the stored measured run `run_id` (its model is the report, kept as its source) and
+    store the replay as a simulated run whose parent it is: what a Replay action on a measured run
+    does. One line naming the cause when the run is not a stored report."""
+    run = get_run(session, run_id)
+    if run.kind != MEASURED or not run.model_ref.startswith(REPORT_REF):
+        raise TilescopeError(f"run {run_id} is not a measured report ({run.kind} run of {run.model_ref[:80]})")
+    text = run.model.source_text
+    return store_replay(session, replay(read_ops_report(text, run.model.name), target), text, label, target or "")
 
 
 def _with_notes(timing: OpTiming, notes: tuple[str, ...]) -> OpTiming:

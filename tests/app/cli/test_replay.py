@@ -167,3 +167,20 @@ def test_validate_target_is_for_reports_only(capsys):
     assert code == 2 and "--target is for --report" in err
     code, _, err = cli(capsys, "validate", "--report", "x.csv", "--models")
     assert code == 2 and "--report compares reports alone" in err
+
+
+def test_a_stored_measured_report_replays_from_the_database(db_url, report_file):
+    from tilescope.app.workbench.replay_runs import replay_measured
+    from tilescope.compiler.errors import TilescopeError
+
+    measured = _store_measured(db_url, report_file.read_text())
+    with session_factory(open_db(db_url))() as session:
+        stored = replay_measured(session, measured, "blackhole_p150", "again")
+        run = get_run(session, stored.run_id)
+        assert (stored.measured_id, run.parent_id, run.label, run.kind) == (measured, measured, "again", "simulated")
+        assert [r.name for r in op_records(session, stored.run_id)] == [
+            "UnaryDeviceOperation#1",
+            "UnaryDeviceOperation#2",
+        ]
+        with pytest.raises(TilescopeError, match=rf"^run {stored.run_id} is not a measured report \(simulated run"):
+            replay_measured(session, stored.run_id)
