@@ -120,7 +120,8 @@ def _predict(op: ReportOp, kind: str, target: Target) -> tuple[OpTiming, tuple[s
     except NotBuilt as err:
         return str(err)
     except Exception as err:  # a build the compiler cannot take is listed, with what it said
-        return f"the compiler could not take it: {type(err).__name__}: {str(err)[:200]}"
+        said = " ".join(str(err).split())  # one line, whatever the error said
+        return f"the compiler could not take it: {type(err).__name__}: {said[:200]}"
 
 
 def _simulated(built: Built, target: Target) -> tuple[OpTiming, tuple[str, ...]]:
