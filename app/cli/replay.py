@@ -11,12 +11,18 @@ from collections import Counter
 from pathlib import Path
 
 from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.profiles.replay_target import DEFAULT_TARGET
+from tilescope.compiler.targets.catalog import builtin_names
 
 from tilescope.app.cli.messages import note, warning
-from tilescope.app.cli.options import TARGET_HELP, add_common
+from tilescope.app.cli.options import add_common
 
 MAX_BYTES = 256 * 2**20  # a report read whole (its rows are bounded too: compiler/profiles/ops_report.py)
 NOTES_SHOWN = 5  # the notes the most ops share, printed after the coverage
+REPLAY_TARGET_HELP = (
+    f"built-in target ({', '.join(builtin_names())}) or a target .toml file (default: the chip the report's "
+    f"DEVICE ARCH names, or the system of that many of them; {DEFAULT_TARGET} when it names none)"
+)
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -26,11 +32,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "simulated run aligned op for op with the measured one (compare them with tilescope diff)",
     )
     replay.add_argument("report", help="tt-metal's ops perf report (CSV)")
-    replay.add_argument(
-        "--target",
-        help=TARGET_HELP.replace("(default ", "(default: the chip the report's DEVICE ARCH names, else ").rstrip(")")
-        + ")",
-    )
+    replay.add_argument("--target", help=REPLAY_TARGET_HELP)
     replay.add_argument("--label", default="", help="a note for the run (default: replay: REPORT on TARGET)")
     add_common(replay, target=False)
     replay.set_defaults(command_fn=cmd_replay)
