@@ -22,7 +22,7 @@ from tilescope.perfdb.errors import RunNotFound
 from tests.perfdb.test_meshes import one_vs_eight  # noqa: F401  # the fixture
 from tests.perfdb.test_diff import FC1, FC2, MLP, KEYS, change, output, stored_run
 
-OP_KEYS = {"name", "kind", "a_ns", "b_ns", "delta_ns", "ratio", "changes"}
+OP_KEYS = {"name", "kind", "a_ns", "b_ns", "delta_ns", "ratio", "changes", "b_name", "device"}
 
 
 @pytest.fixture
