@@ -122,14 +122,14 @@ def _summed(ops: list[StepOp]) -> dict[tuple[int, str], StepOp]:
 
 
 def _by_sequence(a: list[StepOp], b: list[StepOp], codes: bool) -> Pairing:
-    """Each device's ops aligned as two sequences: first the ops that ran alike (same op and every
-    parameter recorded), then, between those, the same ops run otherwise (op_alignment.align)."""
+    """Each device's ops aligned as two sequences, as many of the same op paired as can be, and
+    among those alignments one pairing most ops that ran alike (every parameter recorded the same),
+    then most that also took the same time (a report and an edited copy of it): op_alignment.align."""
     x, y = _devices(a), _devices(b)
     pairs, removed, inserted = [], [], []
     for device in sorted(x.keys() | y.keys()):
         left, right = x.get(device, []), y.get(device, [])
-        fine = ([_alike(op, codes) for op in left], [_alike(op, codes) for op in right])
-        found = align(fine, ([_op(op, codes) for op in left], [_op(op, codes) for op in right]))
+        found = align([_op(op, codes) for op in left], [_op(op, codes) for op in right], _likeness(left, right))
         pairs += [(left[i], right[j]) for i, j in found]
         paired_a, paired_b = {i for i, _ in found}, {j for _, j in found}
         removed += [op for i, op in enumerate(left) if i not in paired_a]
@@ -149,12 +149,21 @@ def _op(op: StepOp, codes: bool) -> tuple[str, str] | str:
     return (op.name.partition("#")[0], op.kind) if codes else op.kind
 
 
-def _alike(op: StepOp, codes: bool) -> tuple:
-    """How it ran: which op, and every parameter its record holds, tensor names left out (they
-    name, not describe)."""
-    p = op.params
+def _likeness(a: list[StepOp], b: list[StepOp]):
+    """How alike a[i] and b[j] ran: (every parameter recorded the same, and the same time too)."""
+
+    def likeness(i: int, j: int) -> tuple[int, int]:
+        x, y = a[i], b[j]
+        alike = _described(x.params) == _described(y.params)
+        return (alike, alike and x.ns == y.ns)
+
+    return likeness
+
+
+def _described(p: RecordedParams) -> tuple:
+    """What an op's record says of how it ran, tensor names left out (they name, not describe)."""
     tensors = _TENSOR_NAME.sub("", p.tensors) if p.tensors else ""
-    return (_op(op, codes), p.memory, p.grid, p.cores, p.fidelity, p.config, tensors)
+    return (p.memory, p.grid, p.cores, p.fidelity, p.config, tensors)
 
 
 def collectives_only_in(session: Session, run_id: int, ops: list[StepOp], mesh: RunMesh) -> tuple[CollectiveOp, ...]:

@@ -20,26 +20,71 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 Pairs = list[tuple[int, int]]  # (index in a, index in b), both increasing
 
 
-def align(fine: tuple[Sequence[Hashable], Sequence[Hashable]], coarse: tuple[Sequence, Sequence]) -> Pairs:
-    """Pairs of a and b: first of equal `fine` tokens (ops that ran alike), then, between those, of
-    equal `coarse` tokens (the same op run otherwise). Matching the alike first keeps an op removed
-    from a row of like ops (four transposes) from pairing each later one with its neighbour."""
-    (fa, fb), (ca, cb) = fine, coarse
-    anchors = common_subsequence(fa, fb)
-    pairs: Pairs = []
-    i0 = j0 = 0
-    for i, j in [*anchors, (len(fa), len(fb))]:
-        if i > i0 and j > j0:
-            pairs += [(i0 + x, j0 + y) for x, y in common_subsequence(ca[i0:i], cb[j0:j])]
-        pairs.append((i, j))
-        i0, j0 = i + 1, j + 1
-    pairs.pop()  # the end
-    return pairs
+Likeness = Callable[[int, int], tuple[int, ...]]  # of a[i] paired with b[j]: more is better, first counts most
+
+
+def align(a: Sequence[Hashable], b: Sequence[Hashable], likeness: Likeness) -> Pairs:
+    """Pairs of a longest common subsequence of a and b (tokens: which op each is), and, among those
+    a row of equal tokens leaves open, the one whose pairs are most alike (`likeness`): an op removed
+    from a row of four transposes is the one whose removal leaves the other three paired with those
+    they ran as."""
+    pairs = [(-1, -1), *common_subsequence(a, b), (len(a), len(b))]
+    for k in range(len(pairs) - 1):
+        (i0, j0), (i1, j1) = pairs[k], pairs[k + 1]
+        if (i1 - i0 > 1) != (j1 - j0 > 1):  # ops of one run alone between two pairs
+            _slide(pairs, k, a, b, likeness)
+    return pairs[1:-1]
+
+
+def _slide(pairs: Pairs, k: int, a: Sequence, b: Sequence, likeness: Likeness) -> None:
+    """Move the ops of one run alone after pairs[k] (a hunk) along the row of equal tokens around
+    it, as git slides a diff's hunks, to where the pairs it moves are most alike; the pairs around
+    it are rewritten in place. Every place it can take pairs as many equal tokens."""
+    removed = pairs[k + 1][0] - pairs[k][0] > 1  # a's ops alone, else b's: seen from that run as x
+    x = a if removed else b
+    view = (lambda p: p) if removed else (lambda p: (p[1], p[0]))
+    like = likeness if removed else (lambda i, j: likeness(j, i))
+    (start, j), (end, _) = view(pairs[k]), view(pairs[k + 1])
+    start, size = start + 1, end - start - 1  # the hunk: x[start:start + size]
+    up = 0  # places it can move earlier: the pairs before it consecutive, the op before it equal to its last
+    while k - up >= 1 and view(pairs[k - up]) == (start - 1 - up, j - up) and x[start - 1 - up] == x[end - 1 - up]:
+        up += 1
+    down = 0  # and later: the pairs after it consecutive, the op after it equal to its first
+    while (
+        k + 1 + down < len(pairs) - 1
+        and view(pairs[k + 1 + down]) == (end + down, j + 1 + down)
+        and x[start + down] == x[end + down]
+    ):
+        down += 1
+    if not (up or down):
+        return
+    first, others = start - up, range(j - up + 1, j + 1 + down)  # the window's first op, the other run's in it
+    before = [like(first + t, o) for t, o in enumerate(others)]  # each of those paired with an op before the hunk
+    after = [like(first + t + size, o) for t, o in enumerate(others)]  # or after it
+
+    cut = max(range(up + down + 1), key=_totals(before, after, up).__getitem__)
+    for t, o in enumerate(others):
+        i = first + t if t < cut else first + t + size
+        pairs[k - up + 1 + t] = (i, o) if removed else (o, i)
+
+
+def _totals(before: list[tuple[int, ...]], after: list[tuple[int, ...]], now: int) -> list[tuple]:
+    """For each cut c of a window's pairs (c of them before the hunk), their likeness summed (those
+    before it paired as in `before`, the rest as in `after`), and whether c is where it is `now`."""
+    width = len(before[0])
+    heads = [(0,) * width]  # the first c pairs' sums as in `before`
+    for found in before:
+        heads.append(tuple(p + q for p, q in zip(heads[-1], found)))
+    tails = [(0,) * width]  # the last pairs' sums as in `after`, from the end
+    for found in reversed(after):
+        tails.append(tuple(p + q for p, q in zip(tails[-1], found)))
+    tails.reverse()
+    return [(tuple(p + q for p, q in zip(heads[c], tails[c])), c == now) for c in range(len(before) + 1)]
 
 
 def common_subsequence(a: Sequence[Hashable], b: Sequence[Hashable]) -> Pairs:
