@@ -12,6 +12,7 @@ them, and a frozen dataclass is made five times slower (slower than the dicts th
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import asdict, dataclass
 from typing import Generic, TypeVar
 
@@ -22,7 +23,7 @@ from tilescope.compiler.ir.opset import COLLECTIVES
 from tilescope.perfdb.diff_ops import StepOp, collectives_only_in, named_by_position, pair_ops, read_step_ops
 from tilescope.perfdb.diff_warnings import run_warnings
 from tilescope.perfdb.meshes import CollectiveOp, RunMesh, devices_warning, run_mesh
-from tilescope.perfdb.op_changes import ParamChange, changes
+from tilescope.perfdb.op_changes import ParamChange, RecordedParams, changes
 from tilescope.perfdb.runs import get_run, load_ops
 from tilescope.perfdb.schema import Run
 
@@ -187,8 +188,8 @@ def diff_runs(session: Session, a_id: int, b_id: int) -> RunDiff:
         moved_to_load=_moved(paired.removed, load.b),
         moved_into_step=_moved(paired.inserted, load.a),
         overrides=Sides(_only(runs.a, runs.b), _only(runs.b, runs.a)),
-        top_regressions=tuple(op.name for op in sorted(matched, key=_slowest) if op.delta_ns > 0)[:TOP],
-        top_improvements=tuple(op.name for op in sorted(matched, key=_fastest) if op.delta_ns < 0)[:TOP],
+        top_regressions=tuple(op.name for op in heapq.nsmallest(TOP, matched, key=_slowest) if op.delta_ns > 0),
+        top_improvements=tuple(op.name for op in heapq.nsmallest(TOP, matched, key=_fastest) if op.delta_ns < 0),
     )
 
 
@@ -196,7 +197,11 @@ def _matched(pairs: tuple[tuple[StepOp, StepOp], ...], by_name: bool) -> tuple[O
     """The ops of both runs, by |delta| descending."""
     ops = []
     for x, y in pairs:
-        found = changes(x.params, y.params) if x.params != y.params else ()
+        found = (
+            changes(RecordedParams.recorded(*x.params), RecordedParams.recorded(*y.params))
+            if x.params != y.params
+            else ()
+        )
         ratio = y.ns / x.ns if x.ns else None
         b_name = "" if by_name else y.label
         ops.append(OpDelta(x.label, y.kind, x.ns, y.ns, y.ns - x.ns, ratio, found, b_name, x.device))

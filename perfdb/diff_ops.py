@@ -19,7 +19,6 @@ from tilescope.compiler.sim.tracks import link_axes
 
 from tilescope.perfdb.meshes import CollectiveGroup, CollectiveOp, RunMesh, collective_groups
 from tilescope.perfdb.op_alignment import align
-from tilescope.perfdb.op_changes import RecordedParams
 from tilescope.perfdb.schema import OpRecord, Run
 
 BY_NAME, BY_SEQUENCE = "name", "sequence"  # how a diff paired the ops
@@ -40,7 +39,7 @@ class StepOp:
     device: int
     kind: str
     ns: float  # device time, summed over the records of its name (by name) or its own (by sequence)
-    params: RecordedParams  # of its first record
+    params: tuple  # of its first record: RecordedParams' fields as stored (RecordedParams.recorded)
 
     @property
     def label(self) -> str:
@@ -79,10 +78,8 @@ def read_step_ops(session: Session, run_id: int) -> list[StepOp]:
         .where(OpRecord.run_id == run_id)
         .order_by(OpRecord.device, OpRecord.start_ns, OpRecord.id)
     )
-    return [
-        StepOp(name, device, kind, duration, RecordedParams(memory, grid, str(cores or ""), fidelity, config, tensors))
-        for name, device, kind, duration, memory, grid, cores, fidelity, config, tensors in rows
-    ]
+    # RecordedParams are made only of the records that differ: of 100k ops each, the rows as read
+    return [StepOp(row[0], row[1], row[2], row[3], row[4:]) for row in rows]
 
 
 def named_by_position(run: Run, ops: list[StepOp]) -> bool:
@@ -160,10 +157,10 @@ def _likeness(a: list[StepOp], b: list[StepOp]):
     return likeness
 
 
-def _described(p: RecordedParams) -> tuple:
+def _described(params: tuple) -> tuple:
     """What an op's record says of how it ran, tensor names left out (they name, not describe)."""
-    tensors = _TENSOR_NAME.sub("", p.tensors) if p.tensors else ""
-    return (p.memory, p.grid, p.cores, p.fidelity, p.config, tensors)
+    *own, tensors = params
+    return (*own, _TENSOR_NAME.sub("", tensors) if tensors else "")
 
 
 def collectives_only_in(session: Session, run_id: int, ops: list[StepOp], mesh: RunMesh) -> tuple[CollectiveOp, ...]:

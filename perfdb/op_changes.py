@@ -26,6 +26,11 @@ class RecordedParams:
     config: str  # the program config a measured report names; "" when not recorded
     tensors: str | None  # JSON text: decoded only for the ops whose records differ
 
+    @classmethod
+    def recorded(cls, memory: str, grid: str, cores: int | None, fidelity: str, config: str, tensors: str | None):
+        """Of an op record's columns as read (cores a number, 0 or None when not recorded)."""
+        return cls(memory, grid, str(cores or ""), fidelity, config or "", tensors)
+
 
 @dataclass(slots=True)
 class ParamChange:
