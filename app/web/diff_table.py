@@ -6,19 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tilescope.perfdb.diff import OpDelta, RunDiff
+from tilescope.perfdb.diff import RunDiff
 
 from tilescope.app.web import ids
 from tilescope.app.web.grids import column, grid, grid_style
 from tilescope.app.web.style import us
-from tilescope.app.workbench.diff import changes_text
+from tilescope.app.workbench.diff import changes_text, unchanged
 from tilescope.app.workbench.natural_order import GRID_COMPARATOR, natural_key
 
 SHOWN_OPS = 1000  # rows of the per-op delta table (the grid renders those in view)
 TABLE_PX = 380  # the table's height at most; it scrolls past it
 GROWN_ROWS = 20  # a table of so few rows grows to hold them all (it renders every row)
 CHANGES_CHARS = 90  # of an op's changes on one line of the table, about, at the page's usual width
-SAME_NS = 5  # a delta the table shows as 0.00 us: below, rounding of the stored times
 DELTA_COLUMNS = (
     ("name", "op", "text"),
     ("a_us", "A us", "us"),
@@ -37,11 +36,6 @@ ONLY_STYLE = {
     "function": "params.data && params.data.only === 'B' ? {background: '#fef3c7'} : "
     "params.data && params.data.only === 'A' ? {background: '#dbeafe'} : null"
 }
-
-
-def unchanged(op: OpDelta) -> bool:
-    """An op of both runs that kept its layout and its time (to the table's 0.01 us)."""
-    return not op.changes and abs(op.delta_ns) < SAME_NS
 
 
 def delta_rows(found: RunDiff, show_unchanged: bool = False) -> list[dict]:
