@@ -14,8 +14,9 @@ import plotly.graph_objects as go
 from dash import dcc, html
 
 from tilescope.compiler.ir.opset import COLLECTIVES
-from tilescope.compiler.sim.tracks import is_device_track, is_link_track
+from tilescope.compiler.sim.tracks import device_track, is_device_track, is_link_track
 from tilescope.perfdb.diff import MovedOp, RunDiff
+from tilescope.perfdb.diff_ops import BY_SEQUENCE, MEASURED
 from tilescope.perfdb.meshes import CollectiveOp
 from tilescope.perfdb.schema import Run
 
@@ -23,7 +24,7 @@ from tilescope.app.web import ids
 from tilescope.app.web.device_table import devices_diff_children
 from tilescope.app.web.style import TOP_LEGEND, all_of, base_layout, graph_config, kind_colour, plain, some_of, us
 from tilescope.app.web.zone_segments import segments, vertices
-from tilescope.app.web.diff_table import SHOWN_OPS, delta_rows, delta_table
+from tilescope.app.web.diff_table import SHOWN_OPS, delta_rows, delta_table, kind_table
 from tilescope.app.workbench.diff import (
     DiffView,
     collective_text,
@@ -51,6 +52,7 @@ def diff_children(found: DiffView, timelines: go.Figure | None = None) -> list:
     return [
         *warnings,
         _diff_head(found, a, b),
+        *_aligned_note(d),
         *_diff_load(d),
         _diff_overrides(d),
         *aligned,
@@ -75,7 +77,9 @@ def diff_body(found: DiffView, show_unchanged: bool = False, limit: int = SHOWN_
         config=graph_config("duration-histogram"),
         figure=duration_histogram(found.durations.a, found.durations.b, (f"A #{a.id}", f"B #{b.id}")),
     )
-    table = html.Div([delta_table(rows[:limit]), *extra], className="diff-table")
+    kinds = kind_table(d)
+    by_kind = [html.P("Summed by op kind:", className="hint"), kinds] if kinds is not None else []
+    table = html.Div([*by_kind, delta_table(rows[:limit], d), *extra], className="diff-table")
     return [html.Div([table, histogram], className="diff-body")]
 
 
@@ -85,9 +89,9 @@ def _diff_head(found: DiffView, a: Run, b: Run) -> html.Div:
     verdict = "faster" if delta < 0 else "slower" if delta > 0 else "the same"
     return html.Div(
         [
-            html.Span(f"#{a.id} {a.label or 'baseline'}", className="pill a"),
+            html.Span(_pill(a), className="pill a"),
             html.Span("vs"),
-            html.Span(f"#{b.id} {b.label or 'baseline'}", className="pill b"),
+            html.Span(_pill(b), className="pill b"),
             html.Span(f"{us(a.total_ns):,.1f} us -> {us(b.total_ns):,.1f} us", className="metric"),
             html.Span(
                 f"{us(delta):+z,.1f} us" + (f" (x{ratio:.3f}, {verdict})" if ratio else ""),
@@ -98,6 +102,24 @@ def _diff_head(found: DiffView, a: Run, b: Run) -> html.Div:
         ],
         className="diff-head",
     )
+
+
+def _pill(run: Run) -> str:
+    """`#4 baseline`, `#7 measured: clip.csv`: a run by id and label, and measured when it was."""
+    if run.kind == MEASURED:
+        return f"#{run.id} measured" + (f": {run.label}" if run.label else "")
+    return f"#{run.id} {run.label or 'baseline'}"
+
+
+def _aligned_note(d: RunDiff) -> list:
+    """How the ops were paired, when not by name: each run's names are then its own."""
+    if d.alignment != BY_SEQUENCE:
+        return []
+    said = (
+        "Ops aligned by op code in execution order, device by device (the runs' op names, code and count, "
+        "are each run's own): an op inserted or removed shifts no other."
+    )
+    return [html.P(said, className="hint")]
 
 
 def _diff_load(d: RunDiff) -> list:
@@ -232,13 +254,16 @@ class RowOp(NamedTuple):
 
 def timeline_rows(label: str, records: Sequence, tracks: Sequence[str], links: Mapping[str, str]) -> list:
     """(row label, records) of one run in the aligned diff: on one device a row of all its ops; on
-    several each device's row of its compute (every device runs it, on its piece) and each link
-    row of the collectives on it (`links`: collective -> its link row; the first by default)."""
+    several each device's row of its compute and each link row of the collectives on it (`links`:
+    collective -> its link row; the first by default). A simulated run's compute is every device's
+    (each runs it on its piece); a measured run's ops are each their device's (their `device`)."""
     devices = [t for t in tracks if is_device_track(t)]
     link_rows = [t for t in tracks if is_link_track(t)]
     if not devices:
         return [(label, list(records))]
     compute = [r for r in records if r.kind not in COLLECTIVES]
+    if any(getattr(r, "device", 0) for r in records):
+        return [(f"{label} {t}", [r for r in records if device_track(r.device) == t]) for t in devices]
     rows = [(f"{label} {device}", compute) for device in devices]
     for track in link_rows:
         on = [r for r in records if r.kind in COLLECTIVES and links.get(r.name, link_rows[0]) == track]

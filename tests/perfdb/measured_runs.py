@@ -46,12 +46,15 @@ def _uses(op: ReportOp) -> tuple[TensorUse, ...]:
     )
 
 
-def measured_run(report: Report, text: str, kind: str = "measured", target: str | None = None, **fields) -> NewRun:
-    """The run of a report: `kind` simulated stands for a replay of it (named and laid out alike)."""
+def measured_run(
+    report: Report, text: str, kind: str = "measured", target: str | None = None, scale: float = 1.0, **fields
+) -> NewRun:
+    """The run of a report: `kind` simulated stands for a replay of it (named and laid out alike),
+    each op's time the report's times `scale`."""
     ops, zones, clocks = [], [], {}
     for name, op in zip(op_names(report), report.ops):
         start = clocks.get(op.device, 0.0)
-        duration = op.kernel_ns or 0.0
+        duration = (op.kernel_ns or 0.0) * scale
         clocks[op.device] = start + duration
         output = op.outputs[0].memory if op.outputs else ""
         ops.append(
