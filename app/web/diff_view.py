@@ -54,7 +54,7 @@ def diff_children(found: DiffView, timelines: go.Figure | None = None) -> list:
         _diff_head(found, a, b),
         *_aligned_note(d),
         *_diff_load(d),
-        _diff_overrides(d),
+        *_diff_overrides(d, MEASURED in (a.kind, b.kind)),
         *aligned,
         *devices_diff_children(found.comparison.devices, labels),
     ]
@@ -89,9 +89,9 @@ def _diff_head(found: DiffView, a: Run, b: Run) -> html.Div:
     verdict = "faster" if delta < 0 else "slower" if delta > 0 else "the same"
     return html.Div(
         [
-            html.Span(_pill(a), className="pill a"),
+            html.Span(_pill(a, b), className="pill a"),
             html.Span("vs"),
-            html.Span(_pill(b), className="pill b"),
+            html.Span(_pill(b, a), className="pill b"),
             html.Span(f"{us(a.total_ns):,.1f} us -> {us(b.total_ns):,.1f} us", className="metric"),
             html.Span(
                 f"{us(delta):+z,.1f} us" + (f" (x{ratio:.3f}, {verdict})" if ratio else ""),
@@ -104,10 +104,13 @@ def _diff_head(found: DiffView, a: Run, b: Run) -> html.Div:
     )
 
 
-def _pill(run: Run) -> str:
-    """`#4 baseline`, `#7 measured: clip.csv`: a run by id and label, and measured when it was."""
+def _pill(run: Run, other: Run) -> str:
+    """`#4 baseline`, `#7 measured: clip.csv`, `#8 predicted`: a run by id and label, and whether it
+    was measured, or is the prediction compared with a measured run."""
     if run.kind == MEASURED:
         return f"#{run.id} measured" + (f": {run.label}" if run.label else "")
+    if other.kind == MEASURED:
+        return f"#{run.id} predicted" + (f": {run.label}" if run.label else "")
     return f"#{run.id} {run.label or 'baseline'}"
 
 
@@ -145,21 +148,27 @@ def _diff_load(d: RunDiff) -> list:
     ]
 
 
-def _diff_overrides(d: RunDiff) -> html.Div:
+def _diff_overrides(d: RunDiff, measured: bool) -> list:
+    """The override items and settings only one run has: none for a measured run (no compiler
+    ran it) unless the other run has some."""
     only = d.overrides
+    if measured and not (only.a or only.b or d.settings):
+        return []
     settings = []
     if d.settings:
         settings = [html.Span("  settings: ", className="muted"), html.Code(settings_text(d.settings))]
-    return html.Div(
-        [
-            html.Span("overrides only in A: ", className="muted"),
-            html.Code(some_of(only.a) or "none", title=all_of(only.a)),
-            html.Span("  only in B: ", className="muted"),
-            html.Code(some_of(only.b) or "none", title=all_of(only.b)),
-            *settings,
-        ],
-        className="diff-overrides",
-    )
+    return [
+        html.Div(
+            [
+                html.Span("overrides only in A: ", className="muted"),
+                html.Code(some_of(only.a) or "none", title=all_of(only.a)),
+                html.Span("  only in B: ", className="muted"),
+                html.Code(some_of(only.b) or "none", title=all_of(only.b)),
+                *settings,
+            ],
+            className="diff-overrides",
+        )
+    ]
 
 
 def _op_list(title: str, ops: Sequence[CollectiveOp | MovedOp], total_ns: float, describe, per: str = "") -> list:
