@@ -107,13 +107,13 @@ def _by_name(a: list[StepOp], b: list[StepOp]) -> Pairing:
     )
 
 
-def _summed(ops: list[StepOp]) -> dict[tuple[int, str], StepOp]:
-    found: dict[tuple[int, str], StepOp] = {}
+def _summed(ops: list[StepOp]) -> dict[str | tuple[int, str], StepOp]:
+    """Its name (device 0's, as all of a simulated run's) or (device, name) -> its first op, the
+    times of the others so named added to it."""
+    found: dict[str | tuple[int, str], StepOp] = {}
     for op in ops:
-        known = found.get((op.device, op.name))
-        if known is None:
-            found[op.device, op.name] = StepOp(op.name, op.device, op.kind, op.ns, op.params)
-        else:
+        known = found.setdefault((op.device, op.name) if op.device else op.name, op)
+        if known is not op:
             known.ns += op.ns
     return found
 
