@@ -225,3 +225,28 @@ def test_a_real_report_against_an_edited_copy(sessions):
         names[matmul][0]: (ParamChange("fidelity", "hifi4", "lofi"),),
     }
     assert len(d.ops) == 1872 - 3 and all(op.delta_ns == 0 for op in d.ops)
+
+
+def test_a_real_report_of_eight_devices_against_a_copy_one_device_lost_ops_of(sessions):
+    path = REPORTS / "bh_8xp150_deepseek_v3_d_p.csv"
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    text = path.read_text()
+    header, rows = csv_rows(text)
+    code, device = header.index("OP CODE"), header.index("DEVICE ID")
+    names = names_of(text, path.name)
+    on_five = [i for i, r in enumerate(rows) if r[device] == "5"]
+    slice_op = next(i for i in on_five if rows[i][code] == "SliceDeviceOperation")
+    gather = next(i for i in on_five if rows[i][code] == "AllGatherAsyncDeviceOperation")
+    a = store_report(sessions, text, path.name)
+    b = store_report(
+        sessions, csv_text(header, [r for i, r in enumerate(rows) if i not in (slice_op, gather)]), "v2.csv"
+    )
+    d = diff(sessions, a, b)
+    assert d.removed == (OnlyOp(f"{names[slice_op][0]} (device 5)", "slice", names[slice_op][1], 5),)
+    (collective,) = d.collectives.removed
+    assert (collective.name, collective.kind, collective.group) == (f"{names[gather][0]} (device 5)", "all_gather", 8)
+    assert collective.ns == names[gather][1]
+    assert d.inserted == d.collectives.inserted == () and changed(d) == {}
+    assert len(d.ops) == len(rows) - 2 and all(op.delta_ns == 0 for op in d.ops)
+    assert d.meshes.a.devices == d.meshes.b.devices == 8 and not any(w.startswith("devices") for w in d.warnings)
