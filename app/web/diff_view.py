@@ -15,7 +15,7 @@ from dash import dcc, html
 
 from tilescope.compiler.ir.opset import COLLECTIVES
 from tilescope.compiler.sim.tracks import device_track, is_device_track, is_link_track
-from tilescope.perfdb.diff import MovedOp, RunDiff
+from tilescope.perfdb.diff import MovedOp, RunDiff, Sides
 from tilescope.perfdb.diff_ops import BY_SEQUENCE, MEASURED
 from tilescope.perfdb.meshes import CollectiveOp
 from tilescope.perfdb.schema import Run
@@ -270,9 +270,9 @@ def timeline_rows(label: str, records: Sequence, tracks: Sequence[str], links: M
     link_rows = [t for t in tracks if is_link_track(t)]
     if not devices:
         return [(label, list(records))]
-    compute = [r for r in records if r.kind not in COLLECTIVES]
     if any(getattr(r, "device", 0) for r in records):
         return [(f"{label} {t}", [r for r in records if device_track(r.device) == t]) for t in devices]
+    compute = [r for r in records if r.kind not in COLLECTIVES]
     rows = [(f"{label} {device}", compute) for device in devices]
     for track in link_rows:
         on = [r for r in records if r.kind in COLLECTIVES and links.get(r.name, link_rows[0]) == track]
@@ -283,11 +283,30 @@ def timeline_rows(label: str, records: Sequence, tracks: Sequence[str], links: M
 ROW_PX = 28  # per row of the aligned timelines past two
 
 
-def aligned_timelines(rows: Sequence[tuple[str, Sequence]], kinds: Mapping[str, str], changed: set[str]) -> go.Figure:
+def changed_ops(d: RunDiff) -> Sides[set[tuple[int, str]]]:
+    """(device, name as its run's records have it) of each op whose parameters changed, in run a
+    and in run b: ops aligned as sequences have other names in either run."""
+    found: Sides[set[tuple[int, str]]] = Sides(set(), set())
+    for op in d.ops:
+        if op.changes:
+            suffix = f" (device {op.device})" if op.device else ""
+            found.a.add((op.device, op.name.removesuffix(suffix)))
+            found.b.add((op.device, (op.b_name or op.name).removesuffix(suffix)))
+    return found
+
+
+def outlined(records: Sequence, changed: set[tuple[int, str]]) -> set[str]:
+    """The names of `records` (one row's) that changed_ops lists."""
+    return {r.name for r in records if (getattr(r, "device", 0), r.name) in changed}
+
+
+def aligned_timelines(
+    rows: Sequence[tuple[str, Sequence]], kinds: Mapping[str, str], changed: Sequence[set[str]]
+) -> go.Figure:
     """Runs' ops (records with name, start_ns, duration_ns) on rows (label, records) on one time
     axis, A's rows above B's (timeline_rows: one per device and link on several devices), so where
-    B gains or loses time against A shows as the rows drifting apart. Ops an override changed are
-    outlined in every row."""
+    B gains or loses time against A shows as the rows drifting apart. The ops named in a row's
+    `changed` (those an override changed: outlined) are outlined on it."""
     order = sorted({kinds.get(r.name, "?") for _, records in rows for r in records})
     colour = {k: kind_colour(k) for k in order}
     fig = go.Figure()
@@ -318,9 +337,9 @@ def aligned_timelines(rows: Sequence[tuple[str, Sequence]], kinds: Mapping[str, 
     fig.update_layout(
         shapes=[
             dict(box, x0=r.start_ns / 1e3, x1=(r.start_ns + r.duration_ns) / 1e3, y0=i - 0.4, y1=i + 0.4, layer="above")
-            for i, (_, records) in enumerate(rows)
+            for i, ((_, records), names) in enumerate(zip(rows, changed))
             for r in records
-            if r.name in changed
+            if r.name in names
         ]
     )
     fig.update_xaxes(title="time (us)", showgrid=True, gridcolor="#e4e7eb", zeroline=False)

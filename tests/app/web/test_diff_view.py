@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tilescope.app.web.diff_table import KINDS_FROM, SHOWN_OPS
-from tilescope.app.web.diff_view import diff_body, diff_children, timeline_rows
+from tilescope.app.web.diff_view import changed_ops, diff_body, diff_children, outlined, timeline_rows
 from tilescope.app.workbench.diff import DiffView, compare
 from tilescope.perfdb.diff import Sides
 from tilescope.perfdb.engine import open_db, session_factory
@@ -95,3 +95,22 @@ def test_a_measured_run_of_eight_devices_draws_each_devices_ops_on_its_row(sessi
 
 def test_the_per_op_table_holds_every_op_of_a_clip_report():
     assert SHOWN_OPS >= 1872
+
+
+def test_a_changed_op_is_outlined_under_each_runs_name_of_it(sessions):
+    rows = encoder(layers=1, devices=2)
+    edited = [list(r) for i, r in enumerate(rows) if i != len(LAYER) + 1]  # device 1's first matmul
+    edited[len(LAYER) + 1][HEADER.index("MATH FIDELITY")] = "LoFi"  # and its second ran in LoFi
+    a = store_report(sessions, csv_text(HEADER, rows), "two.csv")
+    b = store_report(sessions, csv_text(HEADER, edited), "two_v2.csv")
+    changed = changed_ops(view(sessions, a, b).comparison.diff)
+    assert changed == Sides({(1, "MinimalMatmulOp#2")}, {(1, "MinimalMatmulOp#1")})
+    with sessions() as session:
+        records = op_records(session, b)
+    rows_b = timeline_rows("B #2", records, get_run_tracks(sessions, b), {})
+    assert [outlined(on, changed.b) for _, on in rows_b] == [set(), {"MinimalMatmulOp#1"}]
+
+
+def get_run_tracks(sessions, run_id: int) -> list[str]:
+    with sessions() as session:
+        return get_run(session, run_id).tracks
