@@ -24,8 +24,9 @@ from tilescope.perfdb.schema import OpRecord, Run
 BY_NAME, BY_SEQUENCE = "name", "sequence"  # how a diff paired the ops
 REPORT_REF = "report:"  # the model reference of a run made of a measured report
 MEASURED = "measured"  # a run's kind, when it was measured
-# a measured op named by position: its op code, then its count among that code's ops on its device
-_POSITIONAL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*#[0-9]+")
+# a measured op named by position: its op code (any the report reader takes, but a MLIR location's
+# quotes and brackets), then its count among that code's ops on its device
+_POSITIONAL = re.compile(r'[^#\s"()]{1,128}#[0-9]+')
 # a tensor's name within an op record's tensors (JSON text): it names, not describes, the tensor
 _TENSOR_NAME = re.compile(r'"name":\s*"(?:[^"\\]|\\.)*"')
 

@@ -250,3 +250,13 @@ def test_a_real_report_of_eight_devices_against_a_copy_one_device_lost_ops_of(se
     assert d.inserted == d.collectives.inserted == () and changed(d) == {}
     assert len(d.ops) == len(rows) - 2 and all(op.delta_ns == 0 for op in d.ops)
     assert d.meshes.a.devices == d.meshes.b.devices == 8 and not any(w.startswith("devices") for w in d.warnings)
+
+
+def test_simulated_runs_keep_matching_by_name_whatever_their_names(sessions, tiny_path):
+    from .test_diff import store
+
+    # an imported model may name its ops `add#1` (a location and a count): it is still their identity
+    a = store(sessions, ("add#1", 10.0, "dram", "8x8"), ("add#2", 20.0, "dram", "8x8"))
+    b = execute(sessions, tiny_path).run_id
+    d = diff(sessions, a, b)
+    assert d.alignment == "name" and d.ops == () and len(d.removed) == 2
