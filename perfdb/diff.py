@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from tilescope.compiler.ir.opset import COLLECTIVES
 
-from tilescope.perfdb.diff_ops import StepOp, collectives_only_in, named_by_position, pair_ops, read_step_ops
+from tilescope.perfdb.diff_ops import BY_NAME, StepOp, collectives_only_in, named_by_position, pair_ops, read_step_ops
 from tilescope.perfdb.diff_warnings import run_warnings
 from tilescope.perfdb.meshes import CollectiveOp, RunMesh, devices_warning, run_mesh
 from tilescope.perfdb.op_changes import ParamChange, RecordedParams, changes
@@ -128,7 +128,7 @@ class RunDiff:
     meshes: Sides[RunMesh]
     removed: tuple[OnlyOp, ...]  # in execution order (device by device); the collectives apart, in `collectives`
     inserted: tuple[OnlyOp, ...]
-    collectives: OnlyIn[CollectiveOp]  # those a mesh of more devices needs, in execution order
+    collectives: OnlyIn[CollectiveOp]  # only one run has (a mesh of more devices needs them), in execution order
     moved_to_load: tuple[MovedOp, ...]  # in the order of run a's step
     moved_into_step: tuple[MovedOp, ...]  # in the order of run b's step
     overrides: Sides[tuple[str, ...]]  # the override items only that run was compiled with, in its order
@@ -152,7 +152,7 @@ def diff_runs(session: Session, a_id: int, b_id: int) -> RunDiff:
     ops = Sides(read_step_ops(session, a_id), read_step_ops(session, b_id))
     positional = (named_by_position(runs.a, ops.a), named_by_position(runs.b, ops.b))
     paired = pair_ops(ops.a, ops.b, runs.a.model_id != runs.b.model_id and any(positional), all(positional))
-    by_name = paired.how == "name"
+    by_name = paired.how == BY_NAME
     # ops done once at load time instead of in the step: by name only (a measured run has none)
     load = Sides(_load_by_name(runs.a), _load_by_name(runs.b)) if by_name else Sides({}, {})
     removed = [op for op in paired.removed if op.name not in load.b]
