@@ -10,10 +10,10 @@ alignment diff tools keep, computed here two ways, each exact:
   - Myers' O((N+M)D) greedy algorithm (Myers 1986, "An O(ND) difference algorithm and its
     variations"), with its diagonal runs compared a slice at a time: milliseconds when the runs
     differ by few ops (two versions of one model), whatever their length;
-  - past about a thousand differences (fewer in shorter runs: _myers_budget), the bit-parallel LCS of Hyyro ("Bit-parallel LCS-length
-    computation revisited", 2004) on Python integers, one row of the table per op in a handful of
-    machine-word operations, the path read back from every isqrt(N)-th row kept: O(N*M/64) words,
-    seconds for two unrelated 100k-op runs.
+  - past about a thousand differences (fewer in shorter runs: _myers_budget), the bit-parallel
+    LCS of Hyyro ("Bit-parallel LCS-length computation revisited", 2004) on Python integers, one
+    row of the table per op in a handful of machine-word operations, the path read back from every
+    isqrt(N)-th row kept: O(N*M/64) words, seconds for two unrelated 100k-op runs.
 """
 
 from __future__ import annotations
