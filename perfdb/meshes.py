@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tilescope.compiler.ir.opset import COLLECTIVES
 from tilescope.compiler.sim.tracks import is_device_track, is_link_track, link_axes
 
 from tilescope.perfdb import blocks
-from tilescope.perfdb.schema import OpRecord, Run, TimelineBlock
+from tilescope.perfdb.schema import Run, TimelineBlock
 from tilescope.perfdb.timeline import zone_names
 
 
@@ -95,28 +94,3 @@ def collective_groups(session: Session, run_id: int, mesh: RunMesh) -> dict[str,
         for op in blocks.unpack(packed)[0]["op"].tolist():
             found.setdefault(names[op], group)
     return found
-
-
-def collectives_only_in(session: Session, run_id: int, names: list[str], mesh: RunMesh) -> tuple[CollectiveOp, ...]:
-    """The collectives among `names` (ops of the run the other run lacks), in execution order."""
-    if not names:
-        return ()
-    wanted = set(names)
-    groups = collective_groups(session, run_id, mesh)
-    rows = session.execute(
-        select(OpRecord.name, OpRecord.kind, OpRecord.duration_ns, OpRecord.bytes)
-        .where(OpRecord.run_id == run_id, OpRecord.kind.in_(COLLECTIVES))
-        .order_by(OpRecord.start_ns, OpRecord.id)
-    )
-    first: dict[str, tuple[str, dict | None]] = {}  # name -> its kind and the bytes its first record moved
-    ns: dict[str, float] = {}
-    for name, kind, duration, moved in rows:
-        if name in wanted:
-            first.setdefault(name, (kind, moved))
-            ns[name] = ns.get(name, 0.0) + duration
-    found = []
-    for name, (kind, moved) in first.items():
-        group = groups.get(name, CollectiveGroup("", mesh.devices))
-        axes = ",".join(link_axes(group.row))
-        found.append(CollectiveOp(name, kind, group.devices, axes, (moved or {}).get("link", 0.0), ns[name]))
-    return tuple(found)

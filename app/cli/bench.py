@@ -286,6 +286,12 @@ def format_table(report: dict) -> str:
             f"perfdb (SQLite): store {perf['zones']:,} zones {perf['store_s']:.2f} s ({perf['db_mb']:.0f} MB); "
             f"diff of two {perf['diff_ops']:,}-op runs {perf['diff_ms']:.0f} ms"
         )
+        measured = perf.get("measured_diff")
+        if measured:
+            lines.append(
+                f"diff of two measured {measured['ops']:,}-op runs, ops aligned as sequences: "
+                f"an edited copy {measured['edited']['ms']:.0f} ms, unrelated {measured['unrelated']['ms']:.0f} ms"
+            )
         lines.append(f"timeline window at {PIXELS} px, median of 3 (first) ms:")
         for w in perf["windows"]:
             lines.append(

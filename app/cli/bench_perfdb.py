@@ -1,5 +1,7 @@
 """`tilescope bench`'s tracing database figures: a synthetic run shaped like a simulated one,
-stored on SQLite, its timeline windows at every zoom, and a diff of two runs."""
+stored on SQLite, its timeline windows at every zoom, and a diff of two runs; and diffs of measured
+runs of MEASURED_OPS ops, whose ops are aligned as sequences: a report against an edited copy, and
+two unrelated ones."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ from tilescope.perfdb.timeline import timeline_window
 from tilescope.perfdb.records import NewRun, ZoneColumns
 from tilescope.perfdb.store import save_run
 
-from tilescope.compiler.sim.records import OpTiming
-from tilescope.compiler.sim.tracks import core_track, engine_track
+from tilescope.compiler.sim.records import OpTiming, TensorUse
+from tilescope.compiler.sim.tracks import core_track, device_track, engine_track
 
 
 def progress(message: str) -> None:
@@ -72,8 +74,105 @@ def _synthetic(ops: int, cores: int, seed: int, scale: float = 1.0) -> NewRun:
     return NewRun("bench", "bench", "0" * 64, "", "wormhole_n150", total, total, ops_rows, ZoneColumns.from_rows(zones))
 
 
+# measured runs: a layer of an encoder as a report names its ops, (op code, kind, cores, config)
+MEASURED_OPS = 100_000
+MEASURED_EDITS = 25  # ops removed, ops inserted, fidelities and layouts changed in the edited copy
+LAYER = (
+    ("LayerNormDeviceOperation", "layernorm", 64, ""),
+    *[("MinimalMatmulOp", "matmul", 64, "MinimalMatmulConfig(M_block_size=2;K_block_size=8)")] * 3,
+    ("ReshapeDeviceOperation", "reshape", 32, ""),
+    *[("TransposeDeviceOperation", "transpose", 64, "")] * 4,
+    ("Matmul", "matmul", 64, ""),
+    ("SoftmaxDeviceOperation", "softmax", 64, ""),
+    ("BinaryNgDeviceOperation", "add", 64, ""),
+)
+
+
+def _measured(ops: list[tuple[str, str, int, str, str, str]], seed: int, label: str) -> NewRun:
+    """A measured run of ops given as (op code, kind, cores, config, fidelity, layout), named by op
+    code and count as a report without LOC is, each of a time of its own."""
+    import numpy as np  # noqa: PLC0415
+
+    durations = (10 ** np.random.default_rng(seed).uniform(3, 5, len(ops))).round().tolist()
+    counts: dict[str, int] = {}
+    rows, zones, start = [], [], 0.0
+    for (code, kind, cores, config, fidelity, layout), duration in zip(ops, durations):
+        counts[code] = counts.get(code, 0) + 1
+        name = f"{code}#{counts[code]}"
+        tensors = (
+            TensorUse("in0", "", (1, 1, 64, 768), "bf16", "dram", "interleaved", "tile", "32x32", ""),
+            TensorUse("out0", "", (1, 1, 64, 768), "bf16", "dram", "interleaved", layout, "", ""),
+        )
+        rows.append(
+            OpTiming(
+                name=name,
+                kind=kind,
+                start_ns=start,
+                duration_ns=duration,
+                flops=0,
+                bytes={},
+                bound="measured",
+                memory="dram",
+                grid="",
+                cores=cores,
+                roofline_ns=0.0,
+                level="measured",
+                fidelity=fidelity,
+                tensors=tensors,
+                config=config,
+            )
+        )
+        zones.append((device_track(0), 0, name, start, start + duration, name))
+        start += duration
+    zone_rows = ZoneColumns.from_rows(zones)
+    return NewRun(
+        f"report:{label}.csv",
+        label,
+        str(seed).zfill(64),
+        "",
+        "blackhole_p150",
+        start,
+        start,
+        rows,
+        zone_rows,
+        kind="measured",
+    )
+
+
+def measured_diff_bench(sessions) -> dict:
+    """A diff of a MEASURED_OPS-op report against a copy with MEASURED_EDITS ops removed, as many
+    inserted, fidelities and layouts changed; and of two unrelated reports (ops of random codes)."""
+    import random  # noqa: PLC0415
+
+    rng = random.Random(7)
+    ops = [(*op, "hifi4", "tile") for op in LAYER] * (MEASURED_OPS // len(LAYER))
+    edited = list(ops)
+    for _ in range(MEASURED_EDITS):
+        del edited[rng.randrange(len(edited))]
+        edited.insert(rng.randrange(len(edited)), ("TypecastDeviceOperation", "typecast", 64, "", "", "tile"))
+        i = rng.randrange(len(edited))
+        edited[i] = (*edited[i][:4], "lofi", edited[i][5])
+        i = rng.randrange(len(edited))
+        edited[i] = (*edited[i][:5], "row_major")
+    unrelated = [(*rng.choice(LAYER), "hifi4", "tile") for _ in ops]
+    found = {}
+    with sessions() as session:
+        ids = [
+            save_run(session, _measured(o, seed, label))
+            for seed, (o, label) in enumerate(((ops, "report"), (edited, "edited"), (unrelated, "unrelated")))
+        ]
+    for key, other in (("edited", ids[1]), ("unrelated", ids[2])):
+        progress(f"perfdb: diff of two measured {len(ops):,}-op runs, {key}")
+        start = time.perf_counter()
+        with sessions() as session:
+            diff = diff_runs(session, ids[0], other)
+        found[key] = {"ms": (time.perf_counter() - start) * 1e3, "paired": len(diff.ops), "removed": len(diff.removed)}
+    return {"ops": len(ops), **found}
+
+
 def perfdb_bench(db_dir: Path) -> dict:
-    """Store a 1M-zone run on SQLite; window queries at every zoom; diff of two 10k-op runs."""
+    """Store a 1M-zone run on SQLite; window queries at every zoom; diff of two 10k-op runs; diffs
+    of measured runs (measured_diff_bench)."""
     sessions = session_factory(open_db(f"sqlite:///{db_dir / 'perfdb.db'}"))
     progress(f"perfdb: a synthetic run of {PERF_OPS:,} ops on {PERF_CORES} cores")
     big = _synthetic(PERF_OPS, PERF_CORES, seed=1)
@@ -112,11 +211,13 @@ def perfdb_bench(db_dir: Path) -> dict:
     with sessions() as session:
         diff = diff_runs(session, other_id, run_id)
     diff_ms = (time.perf_counter() - start) * 1e3
+    measured = measured_diff_bench(sessions)
     return {
         "zones": zones,
         "store_s": store_s,
         "windows": windows,
         "diff_ops": len(diff.ops),
         "diff_ms": diff_ms,
+        "measured_diff": measured,
         "db_mb": (db_dir / "perfdb.db").stat().st_size / 2**20,
     }

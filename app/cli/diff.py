@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 
 from tilescope.perfdb.diff import MovedOp, OnlyOp, OpDelta
+from tilescope.perfdb.diff_ops import BY_SEQUENCE
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.meshes import CollectiveOp
 
@@ -20,10 +21,16 @@ from tilescope.app.workbench.diff import (
     more,
     moved_sections,
     moved_text,
+    runs_text,
     settings_text,
     time_split,
+    unchanged,
 )
+from tilescope.app.workbench.kind_deltas import kind_lines
 from tilescope.app.cli.messages import warning
+
+SHOWN_KINDS = 12  # kinds in the table by kind; the JSON keeps every op
+BY_KIND_FROM = 20  # ops: a diff of more has its table by kind too
 
 
 def main(a: int, b: int, db: str | None, as_json: bool) -> int:
@@ -36,8 +43,8 @@ def main(a: int, b: int, db: str | None, as_json: bool) -> int:
     d = found.diff
     for text in d.warnings:
         warning(text)
-    print(f"run {b} against run {a}")
-    _print_op_table(d.ops)
+    print(runs_text(d))
+    _print_op_table(d.ops, d.alignment == BY_SEQUENCE)
     for title, ops in ((f"removed (only in run {a})", d.removed), (f"inserted (only in run {b})", d.inserted)):
         total = sum(op.ns for op in ops) / 1e3
         _print_ops(title, ops, f"{total:.2f} us", lambda op: f"{op.ns / 1e3:>10.2f} us")
@@ -58,6 +65,9 @@ def main(a: int, b: int, db: str | None, as_json: bool) -> int:
             print(f"overrides only in run {run_id}: {', '.join([*items[:SHOWN], *more(len(items) - SHOWN)])}")
     for line in device_table(found):
         print(line)
+    if len(d.ops) + len(d.removed) + len(d.inserted) > BY_KIND_FROM:
+        for line in kind_lines(d, SHOWN_KINDS):
+            print(line)
     load = load_times_text(d)
     if load:
         print(load)
@@ -71,17 +81,27 @@ def main(a: int, b: int, db: str | None, as_json: bool) -> int:
     return 0
 
 
-def _print_op_table(ops: Sequence[OpDelta]) -> None:
-    """The ops of both runs, one line each: their times, delta, ratio and changes."""
-    width = max([len(op.name) for op in ops] + [2])
-    print(f"{'op':<{width}}  {'a us':>10} {'b us':>10} {'delta us':>10} {'ratio':>7}  changes")
-    for op in ops:
+def _print_op_table(ops: Sequence[OpDelta], aligned: bool) -> None:
+    """The ops of both runs that changed, one line each: their times, delta, ratio and changes; with
+    run b's name of each op when the runs' ops were `aligned` as sequences (names are then each
+    run's own). Those that kept their time and parameters are counted."""
+    shown = [op for op in ops if not unchanged(op)]
+    width = max([len(op.name) for op in shown] + [2])
+    b_width = max([len(op.b_name) for op in shown] + [4]) if aligned else 0
+    b_head = f"{'b op':<{b_width}}  " if aligned else ""
+    if shown:
+        print(f"{'op':<{width}}  {b_head}{'a us':>10} {'b us':>10} {'delta us':>10} {'ratio':>7}  changes")
+    for op in shown:
         ratio = f"{op.ratio:.2f}x" if op.ratio is not None else "-"
+        b_name = f"{op.b_name:<{b_width}}  " if aligned else ""
         line = (
-            f"{op.name:<{width}}  {op.a_ns / 1e3:>10.2f} {op.b_ns / 1e3:>10.2f} "
+            f"{op.name:<{width}}  {b_name}{op.a_ns / 1e3:>10.2f} {op.b_ns / 1e3:>10.2f} "
             f"{op.delta_ns / 1e3:>+z10.2f} {ratio:>7}  {changes_text(op.changes)}"
         )
         print(line.rstrip())
+    same = len(ops) - len(shown)
+    if same:
+        print(f"{same:,} op{'s' * (same != 1)} of both runs unchanged (time and parameters); --json lists every op")
 
 
 def _print_ops(title: str, ops: Sequence[OnlyOp | CollectiveOp | MovedOp], total: str, describe) -> None:

@@ -42,7 +42,12 @@ def add(sub: argparse._SubParsersAction) -> None:
     measured.add_argument("--label", default="", help="a note for the measured run (default: measured: FILE)")
     add_common(measured, target=False)
 
-    diff = sub.add_parser("diff", help="compare run B with run A, op by op")
+    diff = sub.add_parser(
+        "diff",
+        help="compare run B with run A, op by op",
+        description="Compare run B with run A, op by op: ops matched by name, or, for measured reports "
+        "that name ops by op code and count, aligned by op code in execution order, device by device.",
+    )
     diff.add_argument("a", type=run_ref, help="the baseline: " + RUN_HELP)
     diff.add_argument("b", type=run_ref, help="the run to compare with it, given the same way")
     add_json(diff, "the diff")

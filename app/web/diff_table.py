@@ -1,32 +1,48 @@
 """The per-op table of two runs compared: the ops of both by the size of their delta, the ops only
 one run has as rows of their own (marked), and the ops that did not change left out unless asked
-for: after an override of one op, a model's other ops fill hundreds of rows of 0.00."""
+for: after an override of one op, a model's other ops fill hundreds of rows of 0.00. Over it, for a
+long diff (a prediction against a measurement of 1,872 ops), the same summed by op kind. Columns
+say which run was measured and which predicted; ops aligned as sequences show each run's name."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tilescope.perfdb.diff import OpDelta, RunDiff
+from tilescope.perfdb.diff import RunDiff
+from tilescope.perfdb.diff_ops import BY_SEQUENCE, MEASURED
 
 from tilescope.app.web import ids
 from tilescope.app.web.grids import column, grid, grid_style
 from tilescope.app.web.style import us
-from tilescope.app.workbench.diff import changes_text
+from tilescope.app.workbench.diff import changes_text, unchanged
+from tilescope.app.workbench.kind_deltas import kind_deltas
 from tilescope.app.workbench.natural_order import GRID_COMPARATOR, natural_key
 
-SHOWN_OPS = 1000  # rows of the per-op delta table (the grid renders those in view)
+SHOWN_OPS = 2000  # rows of the per-op delta table (the grid renders those in view): a CLIP report's all
 TABLE_PX = 380  # the table's height at most; it scrolls past it
 GROWN_ROWS = 20  # a table of so few rows grows to hold them all (it renders every row)
 CHANGES_CHARS = 90  # of an op's changes on one line of the table, about, at the page's usual width
-SAME_NS = 5  # a delta the table shows as 0.00 us: below, rounding of the stored times
 DELTA_COLUMNS = (
     ("name", "op", "text"),
+    ("b_name", "op in B", "text"),  # ops aligned as sequences only
+    ("kind", "kind", "text"),
     ("a_us", "A us", "us"),
     ("b_us", "B us", "us"),
     ("delta_us", "delta us", "us"),
     ("ratio", "B/A", "ratio"),
     ("changes", "changes", "text"),
 )
+KIND_COLUMNS = (
+    ("kind", "kind", "text"),
+    ("a_ops", "A ops", "count"),
+    ("b_ops", "B ops", "count"),
+    ("a_us", "A us", "us"),
+    ("b_us", "B us", "us"),
+    ("delta_us", "delta us", "us"),
+    ("ratio", "B/A", "ratio"),
+)
+KINDS_FROM = 20  # ops: a diff of more has its table by kind
+KINDS_PX = 220
 # a slower op's delta in red, a faster one's in green
 DELTA_STYLE = {
     "function": "params.value > 0 ? {color: '#b91c1c', fontWeight: 600} : "
@@ -39,19 +55,26 @@ ONLY_STYLE = {
 }
 
 
-def unchanged(op: OpDelta) -> bool:
-    """An op of both runs that kept its layout and its time (to the table's 0.01 us)."""
-    return not op.changes and abs(op.delta_ns) < SAME_NS
+def sides(found: RunDiff) -> tuple[str, str]:
+    """What the columns call runs A and B: `A` and `B`, with `measured` and `predicted` when one was
+    measured and the other simulated."""
+    kinds = (found.kinds.a, found.kinds.b)
+    if kinds.count(MEASURED) != 1:
+        return ("A", "B")
+    return tuple(f"{side} ({'measured' if kind == MEASURED else 'predicted'})" for side, kind in zip("AB", kinds))
 
 
 def delta_rows(found: RunDiff, show_unchanged: bool = False) -> list[dict]:
     """The table's rows, by |delta| (equal ones in natural order of their names): the ops of both
     runs (those unchanged only if asked for), and each op only one run has, its delta its whole
-    time."""
+    time. A row's id is its op's name; aligned as sequences, run B's names are its own and may be
+    run A's too, so an op only B has is `B:` and its name, and has none in A's column."""
     rows = [
         {
             "id": op.name,
             "name": op.name,
+            "b_name": op.b_name or op.name,
+            "kind": op.kind,
             "a_us": us(op.a_ns),
             "b_us": us(op.b_ns),
             "delta_us": us(op.delta_ns),
@@ -66,30 +89,63 @@ def delta_rows(found: RunDiff, show_unchanged: bool = False) -> list[dict]:
         ("B", found.inserted, 1, f"inserted: only in B #{found.b}"),
         ("A", found.removed, -1, f"removed: only in A #{found.a}"),
     )
+    aligned = found.alignment == BY_SEQUENCE
     for side, ops, sign, said in only:
         for op in ops:
             time = us(op.ns)
             rows.append(
-                {"id": op.name, "name": op.name, "a_us": time if side == "A" else None}
-                | {"b_us": time if side == "B" else None, "delta_us": sign * time, "ratio": None}
-                | {"changes": said, "only": side}
+                {"id": f"B:{op.name}" if aligned and side == "B" else op.name, "kind": op.kind}
+                | {"name": "" if aligned and side == "B" else op.name, "b_name": op.name if side == "B" else ""}
+                | {"a_us": time if side == "A" else None, "b_us": time if side == "B" else None}
+                | {"delta_us": sign * time, "ratio": None, "changes": said, "only": side}
             )
-    return sorted(rows, key=lambda row: (-abs(row["delta_us"]), natural_key(row["name"])))
+    return sorted(rows, key=lambda row: (-abs(row["delta_us"]), natural_key(row["name"] or row["b_name"])))
 
 
-def delta_table(rows: Sequence[dict]):
-    """The rows as a grid: an op's changes wrap in their column rather than being cut."""
+def kind_table(found: RunDiff):
+    """The diff summed by op kind (app.workbench.kind_deltas), a grid; None for a diff of KINDS_FROM
+    ops or fewer, whose per-op table reads at a glance."""
+    if len(found.ops) + len(found.removed) + len(found.inserted) <= KINDS_FROM:
+        return None
+    a, b = sides(found)
+    rows = [
+        {"id": row.kind, "kind": row.kind, "a_ops": row.a_ops, "b_ops": row.b_ops, "a_us": us(row.a_ns)}
+        | {"b_us": us(row.b_ns), "delta_us": us(row.delta_ns), "ratio": row.ratio and round(row.ratio, 3)}
+        for row in kind_deltas(found)
+    ]
+    columns = [
+        column(key, _side_label(label, a, b), kind, cellStyle=DELTA_STYLE if key == "delta_us" else None)
+        for key, label, kind in KIND_COLUMNS
+    ]
+    return grid(ids.DIFF_KINDS, columns, rows, height=KINDS_PX)
+
+
+def _side_label(label: str, a: str, b: str) -> str:
+    """A column's label with each run as `sides` calls it: `A us` -> `A (measured) us`."""
+    if label.startswith("A "):
+        return f"{a}{label[1:]}"
+    if label.startswith("B "):
+        return f"{b}{label[1:]}"
+    return label
+
+
+def delta_table(rows: Sequence[dict], found: RunDiff | None = None):
+    """The rows as a grid: an op's changes wrap in their column rather than being cut; each run's
+    name of an op when `found` aligned them as sequences."""
+    a, b = sides(found) if found else ("A", "B")
+    aligned = found is not None and found.alignment == BY_SEQUENCE
     columns = [
         column(
             key,
-            label,
+            "op in A" if key == "name" and aligned else _side_label(label, a, b),
             kind,
-            flex=3 if kind == "text" else 1,
+            flex=3 if kind == "text" and key != "kind" else 1,
             cellStyle=DELTA_STYLE if key == "delta_us" else None,
-            comparator=GRID_COMPARATOR if key == "name" else None,
+            comparator=GRID_COMPARATOR if key in ("name", "b_name") else None,
             **({"wrapText": True, "autoHeight": True, "minWidth": 220} if key == "changes" else {}),
         )
         for key, label, kind in DELTA_COLUMNS
+        if key != "b_name" or aligned
     ]
     if len(rows) <= GROWN_ROWS:  # as tall as its rows as the browser wraps them: none cut off
         table = grid(ids.DIFF_TABLE, columns, rows, getRowStyle=ONLY_STYLE, domLayout="autoHeight")

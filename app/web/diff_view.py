@@ -14,8 +14,9 @@ import plotly.graph_objects as go
 from dash import dcc, html
 
 from tilescope.compiler.ir.opset import COLLECTIVES
-from tilescope.compiler.sim.tracks import is_device_track, is_link_track
-from tilescope.perfdb.diff import MovedOp, RunDiff
+from tilescope.compiler.sim.tracks import device_track, is_device_track, is_link_track
+from tilescope.perfdb.diff import MovedOp, RunDiff, Sides
+from tilescope.perfdb.diff_ops import BY_SEQUENCE, MEASURED
 from tilescope.perfdb.meshes import CollectiveOp
 from tilescope.perfdb.schema import Run
 
@@ -23,7 +24,7 @@ from tilescope.app.web import ids
 from tilescope.app.web.device_table import devices_diff_children
 from tilescope.app.web.style import TOP_LEGEND, all_of, base_layout, graph_config, kind_colour, plain, some_of, us
 from tilescope.app.web.zone_segments import segments, vertices
-from tilescope.app.web.diff_table import SHOWN_OPS, delta_rows, delta_table
+from tilescope.app.web.diff_table import SHOWN_OPS, delta_rows, delta_table, kind_table
 from tilescope.app.workbench.diff import (
     DiffView,
     collective_text,
@@ -51,8 +52,9 @@ def diff_children(found: DiffView, timelines: go.Figure | None = None) -> list:
     return [
         *warnings,
         _diff_head(found, a, b),
+        *_aligned_note(d),
         *_diff_load(d),
-        _diff_overrides(d),
+        *_diff_overrides(d, MEASURED in (a.kind, b.kind)),
         *aligned,
         *devices_diff_children(found.comparison.devices, labels),
     ]
@@ -75,7 +77,9 @@ def diff_body(found: DiffView, show_unchanged: bool = False, limit: int = SHOWN_
         config=graph_config("duration-histogram"),
         figure=duration_histogram(found.durations.a, found.durations.b, (f"A #{a.id}", f"B #{b.id}")),
     )
-    table = html.Div([delta_table(rows[:limit]), *extra], className="diff-table")
+    kinds = kind_table(d)
+    by_kind = [html.P("Summed by op kind:", className="hint"), kinds] if kinds is not None else []
+    table = html.Div([*by_kind, delta_table(rows[:limit], d), *extra], className="diff-table")
     return [html.Div([table, histogram], className="diff-body")]
 
 
@@ -85,9 +89,9 @@ def _diff_head(found: DiffView, a: Run, b: Run) -> html.Div:
     verdict = "faster" if delta < 0 else "slower" if delta > 0 else "the same"
     return html.Div(
         [
-            html.Span(f"#{a.id} {a.label or 'baseline'}", className="pill a"),
+            html.Span(_pill(a, b), className="pill a"),
             html.Span("vs"),
-            html.Span(f"#{b.id} {b.label or 'baseline'}", className="pill b"),
+            html.Span(_pill(b, a), className="pill b"),
             html.Span(f"{us(a.total_ns):,.1f} us -> {us(b.total_ns):,.1f} us", className="metric"),
             html.Span(
                 f"{us(delta):+z,.1f} us" + (f" (x{ratio:.3f}, {verdict})" if ratio else ""),
@@ -98,6 +102,27 @@ def _diff_head(found: DiffView, a: Run, b: Run) -> html.Div:
         ],
         className="diff-head",
     )
+
+
+def _pill(run: Run, other: Run) -> str:
+    """`#4 baseline`, `#7 measured: clip.csv`, `#8 predicted`: a run by id and label, and whether it
+    was measured, or is the prediction compared with a measured run."""
+    if run.kind == MEASURED:
+        return f"#{run.id} measured" + (f": {run.label}" if run.label else "")
+    if other.kind == MEASURED:
+        return f"#{run.id} predicted" + (f": {run.label}" if run.label else "")
+    return f"#{run.id} {run.label or 'baseline'}"
+
+
+def _aligned_note(d: RunDiff) -> list:
+    """How the ops were paired, when not by name: each run's names are then its own."""
+    if d.alignment != BY_SEQUENCE:
+        return []
+    said = (
+        "Ops aligned by op code in execution order, device by device (the runs' op names, code and count, "
+        "are each run's own): an op inserted or removed shifts no other."
+    )
+    return [html.P(said, className="hint")]
 
 
 def _diff_load(d: RunDiff) -> list:
@@ -123,21 +148,27 @@ def _diff_load(d: RunDiff) -> list:
     ]
 
 
-def _diff_overrides(d: RunDiff) -> html.Div:
+def _diff_overrides(d: RunDiff, measured: bool) -> list:
+    """The override items and settings only one run has: none for a measured run (no compiler
+    ran it) unless the other run has some."""
     only = d.overrides
+    if measured and not (only.a or only.b or d.settings):
+        return []
     settings = []
     if d.settings:
         settings = [html.Span("  settings: ", className="muted"), html.Code(settings_text(d.settings))]
-    return html.Div(
-        [
-            html.Span("overrides only in A: ", className="muted"),
-            html.Code(some_of(only.a) or "none", title=all_of(only.a)),
-            html.Span("  only in B: ", className="muted"),
-            html.Code(some_of(only.b) or "none", title=all_of(only.b)),
-            *settings,
-        ],
-        className="diff-overrides",
-    )
+    return [
+        html.Div(
+            [
+                html.Span("overrides only in A: ", className="muted"),
+                html.Code(some_of(only.a) or "none", title=all_of(only.a)),
+                html.Span("  only in B: ", className="muted"),
+                html.Code(some_of(only.b) or "none", title=all_of(only.b)),
+                *settings,
+            ],
+            className="diff-overrides",
+        )
+    ]
 
 
 def _op_list(title: str, ops: Sequence[CollectiveOp | MovedOp], total_ns: float, describe, per: str = "") -> list:
@@ -232,12 +263,15 @@ class RowOp(NamedTuple):
 
 def timeline_rows(label: str, records: Sequence, tracks: Sequence[str], links: Mapping[str, str]) -> list:
     """(row label, records) of one run in the aligned diff: on one device a row of all its ops; on
-    several each device's row of its compute (every device runs it, on its piece) and each link
-    row of the collectives on it (`links`: collective -> its link row; the first by default)."""
+    several each device's row of its compute and each link row of the collectives on it (`links`:
+    collective -> its link row; the first by default). A simulated run's compute is every device's
+    (each runs it on its piece); a measured run's ops are each their device's (their `device`)."""
     devices = [t for t in tracks if is_device_track(t)]
     link_rows = [t for t in tracks if is_link_track(t)]
     if not devices:
         return [(label, list(records))]
+    if any(getattr(r, "device", 0) for r in records):
+        return [(f"{label} {t}", [r for r in records if device_track(r.device) == t]) for t in devices]
     compute = [r for r in records if r.kind not in COLLECTIVES]
     rows = [(f"{label} {device}", compute) for device in devices]
     for track in link_rows:
@@ -249,11 +283,30 @@ def timeline_rows(label: str, records: Sequence, tracks: Sequence[str], links: M
 ROW_PX = 28  # per row of the aligned timelines past two
 
 
-def aligned_timelines(rows: Sequence[tuple[str, Sequence]], kinds: Mapping[str, str], changed: set[str]) -> go.Figure:
+def changed_ops(d: RunDiff) -> Sides[set[tuple[int, str]]]:
+    """(device, name as its run's records have it) of each op whose parameters changed, in run a
+    and in run b: ops aligned as sequences have other names in either run."""
+    found: Sides[set[tuple[int, str]]] = Sides(set(), set())
+    for op in d.ops:
+        if op.changes:
+            suffix = f" (device {op.device})" if op.device else ""
+            found.a.add((op.device, op.name.removesuffix(suffix)))
+            found.b.add((op.device, (op.b_name or op.name).removesuffix(suffix)))
+    return found
+
+
+def outlined(records: Sequence, changed: set[tuple[int, str]]) -> set[str]:
+    """The names of `records` (one row's) that changed_ops lists."""
+    return {r.name for r in records if (getattr(r, "device", 0), r.name) in changed}
+
+
+def aligned_timelines(
+    rows: Sequence[tuple[str, Sequence]], kinds: Mapping[str, str], changed: Sequence[set[str]]
+) -> go.Figure:
     """Runs' ops (records with name, start_ns, duration_ns) on rows (label, records) on one time
     axis, A's rows above B's (timeline_rows: one per device and link on several devices), so where
-    B gains or loses time against A shows as the rows drifting apart. Ops an override changed are
-    outlined in every row."""
+    B gains or loses time against A shows as the rows drifting apart. The ops named in a row's
+    `changed` (those an override changed: outlined) are outlined on it."""
     order = sorted({kinds.get(r.name, "?") for _, records in rows for r in records})
     colour = {k: kind_colour(k) for k in order}
     fig = go.Figure()
@@ -284,9 +337,9 @@ def aligned_timelines(rows: Sequence[tuple[str, Sequence]], kinds: Mapping[str, 
     fig.update_layout(
         shapes=[
             dict(box, x0=r.start_ns / 1e3, x1=(r.start_ns + r.duration_ns) / 1e3, y0=i - 0.4, y1=i + 0.4, layer="above")
-            for i, (_, records) in enumerate(rows)
+            for i, ((_, records), names) in enumerate(zip(rows, changed))
             for r in records
-            if r.name in changed
+            if r.name in names
         ]
     )
     fig.update_xaxes(title="time (us)", showgrid=True, gridcolor="#e4e7eb", zeroline=False)

@@ -81,6 +81,7 @@ TICKED_RUNS = "ticked-runs"  # the ids of the runs ticked in the runs table
 DIFF_VIEW = "diff-view"  # the comparison: its head, the toggle of unchanged ops, its body
 DIFF_HEAD = "diff-summary"  # totals, overrides, the aligned timelines, each device's split
 DIFF_TABLE = "diff-table"
+DIFF_KINDS = "diff-kinds"  # the diff summed by op kind, over the per-op table of a long diff
 DIFF_BODY = "diff-ops"  # the per-op table and the histograms, under the toggle of unchanged ops
 DIFF_UNCHANGED = "diff-unchanged"  # ticked: the per-op table lists the ops that did not change too
 DIFF_LOAD = "diff-load"  # both runs' work once per model load, under the totals

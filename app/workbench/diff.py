@@ -3,6 +3,7 @@ and the lines both show of a diff."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -12,6 +13,7 @@ from tilescope.compiler.pipeline.op_override import REJECTED
 from tilescope.overrides import format_item, format_value, parse_item
 from tilescope.compiler.ir.opset import COLLECTIVES
 from tilescope.perfdb.diff import MovedOp, OpDelta, RunDiff, SettingChange, Sides, diff_runs
+from tilescope.perfdb.diff_ops import BY_SEQUENCE, MEASURED
 from tilescope.perfdb.meshes import CollectiveOp
 from tilescope.perfdb.op_changes import ParamChange
 from tilescope.perfdb.runs import get_run, op_records
@@ -27,6 +29,9 @@ KERNEL_PARAMS = ("block", "subblock", "double_buffer")
 DEFAULT = "default"
 SHOWN = 5  # ops or items listed per section of the text; the JSON keeps them all
 SHOWN_CHANGES = 8  # changes on one op's line
+SAME_NS = 5  # a delta shown as 0.00 us: below, rounding of the stored times
+CONFIG_CHARS = 60  # of a program config shown whole in a change
+_CONFIG = re.compile(r"(\w{1,128})\((.*)\)", re.DOTALL)  # Name(fields), as a report writes a program config
 
 
 @dataclass(frozen=True)
@@ -164,21 +169,67 @@ def _canonical(item: str) -> str:
     return format_item(parse_item(item))
 
 
+def unchanged(op: OpDelta) -> bool:
+    """An op of both runs that kept its parameters and its time (to the 0.01 us shown)."""
+    return not op.changes and abs(op.delta_ns) < SAME_NS
+
+
 def change_text(change: ParamChange) -> str:
     """`memory dram->l1`, `operand 1 memory dram->l1`, `result 1 dtype bf16->bfp8`: an op's first
-    output goes unnamed, as an override item leaves it."""
+    output goes unnamed, as an override item leaves it; of a program config, the fields that differ."""
     if change.operand is not None:
         on = f"operand {change.operand} "
     elif change.result:
         on = f"result {change.result} "
     else:
         on = ""
+    if change.param == "config":
+        return f"{on}config {config_change(change.a, change.b)}"
     return f"{on}{change.param} {change.a}->{change.b}"
+
+
+def config_change(a: str, b: str) -> str:
+    """`MinimalMatmulConfig(K_block_size 8->4)`: the fields of one program config that differ, as a
+    report writes it (`Name(key=value;...)`); two other configs whole, each cut to CONFIG_CHARS."""
+    x, y = _CONFIG.fullmatch(a), _CONFIG.fullmatch(b)
+    if x and y and x[1] == y[1]:
+        ours, theirs = _config_fields(x[2]), _config_fields(y[2])
+        keys = dict.fromkeys([*ours, *theirs])
+        differ = [f"{k} {ours.get(k, '-')}->{theirs.get(k, '-')}" for k in keys if ours.get(k) != theirs.get(k)]
+        return f"{x[1]}({', '.join(differ)})"
+    return f"{_cut(a)}->{_cut(b)}"
+
+
+def _config_fields(text: str) -> dict[str, str]:
+    """key -> value of `key=value;...`, split at the semicolons outside brackets ((x=8;y=8) is one value)."""
+    fields, depth, part = {}, 0, []
+    for char in f"{text};":
+        depth += (char in "([{") - (char in ")]}")
+        if char == ";" and depth <= 0:
+            key, _, value = "".join(part).partition("=")
+            fields[key.strip()] = value.strip()
+            part = []
+        else:
+            part.append(char)
+    return fields
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= CONFIG_CHARS else f"{text[: CONFIG_CHARS - 3]}..."
 
 
 def changes_text(changes: Sequence[ParamChange], shown: int = SHOWN_CHANGES) -> str:
     """An op's changes on one line, the first `shown` of them."""
     return ", ".join([change_text(c) for c in changes[:shown]] + more(len(changes) - shown))
+
+
+def runs_text(d: RunDiff) -> str:
+    """`run 4 (simulated) against run 3 (measured); ops aligned by op code in execution order`: the
+    runs' kinds when either was measured, and how their ops were paired when not by name."""
+    kinds = MEASURED in (d.kinds.a, d.kinds.b)
+    b, a = (f"run {d.b}", f"run {d.a}") if not kinds else (f"run {d.b} ({d.kinds.b})", f"run {d.a} ({d.kinds.a})")
+    aligned = "; ops aligned by op code in execution order" if d.alignment == BY_SEQUENCE else ""
+    return f"{b} against {a}{aligned}"
 
 
 def settings_text(settings: Sequence[SettingChange]) -> str:

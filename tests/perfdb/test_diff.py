@@ -23,6 +23,8 @@ from tilescope.perfdb.store import save_run
 KEYS = [
     "a",
     "b",
+    "kinds",
+    "alignment",
     "warnings",
     "settings",
     "total_delta_ns",

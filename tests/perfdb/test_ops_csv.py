@@ -107,7 +107,11 @@ def test_a_report_round_trips_as_a_measured_run(sessions, tiny_path, dispatch):
         diff = diff_runs(s, base, measured)
         record = s.query(MeasuredImport).filter_by(run_id=measured).one()
         assert (record.source, record.rows, record.matched, record.problems) == ("ops.csv", 2, 2, [])
-    assert diff.removed == diff.inserted == () and diff.warnings == ()
+    assert diff.removed == diff.inserted == () and diff.alignment == "name"
+    # which run is the measurement, and nothing else
+    assert diff.warnings == (
+        f"run {base} is the simulation measured run {measured} was imported against: predicted against measured",
+    )
     assert all(abs(op.delta_ns) <= 0.5 for op in diff.ops)  # durations travel as whole ns
     # and the waits before each op, the host's before the first included: the total is kept
     assert abs(diff.total_delta_ns) <= len(diff.ops)

@@ -11,7 +11,14 @@ from tilescope.perfdb.schema import Run
 from tilescope.app.web import ids
 from tilescope.app.web.callback_context import diff_pair
 from tilescope.app.web.diff_table import unchanged_toggle
-from tilescope.app.web.diff_view import aligned_timelines, diff_body, diff_children, timeline_rows
+from tilescope.app.web.diff_view import (
+    aligned_timelines,
+    changed_ops,
+    diff_body,
+    diff_children,
+    outlined,
+    timeline_rows,
+)
 from tilescope.app.web.grids import column, grid
 from tilescope.app.web.panel import PageContext, Panel, Wiring
 from tilescope.app.web.style import us
@@ -118,18 +125,19 @@ def register(wiring: Wiring) -> dict:
         found = explorer.diff(*pair)
         a, b = (explorer.op_records(i) for i in pair)
         kinds = {r.name: r.kind for r in (*a, *b)}
-        changed = {op.name for op in found.comparison.diff.ops if op.changes}
+        changed = changed_ops(found.comparison.diff)
         rows = [
-            row
-            for side, records, run, links in (
-                ("A", a, found.runs.a, found.links.a),
-                ("B", b, found.runs.b, found.links.b),
+            (row, outlined(row[1], ops))
+            for side, records, run, links, ops in (
+                ("A", a, found.runs.a, found.links.a, changed.a),
+                ("B", b, found.runs.b, found.links.b, changed.b),
             )
             for row in timeline_rows(f"{side} #{run.id}", records, run.tracks, links)
         ]
         every = isinstance(shown, list) and "show" in shown
+        timelines = aligned_timelines([row for row, _ in rows], kinds, [names for _, names in rows])
         return dict(
-            view=diff_children(found, aligned_timelines(rows, kinds, changed)),
+            view=diff_children(found, timelines),
             body=diff_body(found, every),
             unchanged=unchanged_toggle(found.comparison.diff),
         )

@@ -22,7 +22,7 @@ from tilescope.perfdb.errors import RunNotFound
 from tests.perfdb.test_meshes import one_vs_eight  # noqa: F401  # the fixture
 from tests.perfdb.test_diff import FC1, FC2, MLP, KEYS, change, output, stored_run
 
-OP_KEYS = {"name", "kind", "a_ns", "b_ns", "delta_ns", "ratio", "changes"}
+OP_KEYS = {"name", "kind", "a_ns", "b_ns", "delta_ns", "ratio", "changes", "b_name", "device"}
 
 
 @pytest.fixture
@@ -83,7 +83,8 @@ def test_table(capsys, db_url, runs):
         out,
         re.M,
     )
-    assert re.search(r"^matmul_0\s+", out, re.M)
+    assert not re.search(r"^matmul_0\s+", out, re.M)  # it kept its time and layout: counted
+    assert "1 op of both runs unchanged (time and parameters); --json lists every op" in lines
     assert lines[-4] == f"overrides only in run {tuned}: matmul_1=1x2:l1:block_sharded"
     assert re.match(r"total delta [-+][\d.]+ us \([\d.]+ us -> [\d.]+ us\)$", lines[-3])
     assert re.match(r"device [-+][\d.]+ us, host/idle [-+][\d.]+ us", lines[-2])

@@ -76,6 +76,8 @@ def _diff(**fields) -> RunDiff:
     unchanged = RunDiff(
         a=1,
         b=2,
+        kinds=Sides("simulated", "simulated"),
+        alignment="name",
         warnings=(),
         settings=(),
         total_delta_ns=0.0,

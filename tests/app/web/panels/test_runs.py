@@ -52,7 +52,7 @@ def test_two_runs_align_on_one_axis_with_the_changed_op_outlined_in_both():
         SimpleNamespace(name="x", start_ns=0.0, duration_ns=1000.0),
         SimpleNamespace(name="y", start_ns=1000.0, duration_ns=1000.0),
     ]
-    figure = aligned_timelines([("A #1", a), ("B #2", b)], {"x": "ttir.add", "y": "ttir.matmul"}, {"y"})
+    figure = aligned_timelines([("A #1", a), ("B #2", b)], {"x": "ttir.add", "y": "ttir.matmul"}, [{"y"}, {"y"}])
     assert list(figure.layout.yaxis.ticktext) == ["A #1", "B #2"]
     assert {t.name for t in figure.data} == {"ttir.add", "ttir.matmul"}
     boxes = [(s.x0, s.x1, round(s.y0 + 0.4)) for s in figure.layout.shapes]
@@ -78,9 +78,9 @@ def test_a_run_on_several_devices_aligns_a_row_per_device_and_per_link():
         ("B #2 device 1", ["x"]),
         ("B #2 link model", ["x.all_reduce#1"]),
     ]
-    figure = aligned_timelines(rows, {"x": "matmul", "x.all_reduce#1": "all_reduce"}, set())
+    figure = aligned_timelines(rows, {"x": "matmul", "x.all_reduce#1": "all_reduce"}, [set()] * len(rows))
     assert list(figure.layout.yaxis.ticktext) == [label for label, _ in rows]
-    assert figure.layout.height > aligned_timelines(rows[:2], {"x": "matmul"}, set()).layout.height
+    assert figure.layout.height > aligned_timelines(rows[:2], {"x": "matmul"}, [set()] * 2).layout.height
 
 
 def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):
