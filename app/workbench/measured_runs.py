@@ -132,6 +132,15 @@ def _device_times(ops) -> tuple[DeviceTime, ...]:
     return tuple(DeviceTime(d, len(found[d]), math.fsum(found[d])) for d in sorted(found))
 
 
+def no_model_line(model_ref: str) -> str:
+    """What a view of a measured run's model says: there is none, and how to get one."""
+    name = report_name(model_ref)
+    return (
+        f"A measured run has no graph: it was read from {name}, not compiled from a model. Replay it to "
+        f"simulate the report op by op, with a graph at every level: tilescope replay {name}"
+    )
+
+
 def measured_run(run: Run) -> bool:
     """A measured run with no model of its own (its model is the report it was read from)."""
     return run.kind == MEASURED and is_report(run.model_ref)

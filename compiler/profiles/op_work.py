@@ -109,20 +109,27 @@ def tensor_bytes(tensor: ReportTensor) -> float:
 
 
 def l1_bytes_per_core(op: ReportOp, target: Target) -> float:
-    """What the op's tensors take of one core's L1 while it runs: its output's shard where its
-    shard spec says, an L1-sharded operand's share of the op's cores (each core holds a shard),
-    and an L1-interleaved tensor's share of every core of the chip (its pages go round all L1
-    banks)."""
-    total = 0.0
-    for i, tensor in enumerate((*op.outputs, *op.inputs)):
+    """What the op's tensors take of one core's L1 while it runs (l1_tensors summed)."""
+    return sum(held for _, _, held in l1_tensors(op, target))
+
+
+def l1_tensors(op: ReportOp, target: Target) -> list[tuple[str, ReportTensor, float]]:
+    """The op's tensors in L1, each with its role (in0, out0) and the bytes it takes of one core:
+    its output's shard where its shard spec says, an L1-sharded operand's share of the op's cores
+    (each core holds a shard), and an L1-interleaved tensor's share of every core of the chip (its
+    pages go round all L1 banks)."""
+    found = []
+    roles = [(f"out{i}", t) for i, t in enumerate(op.outputs)] + [(f"in{i}", t) for i, t in enumerate(op.inputs)]
+    for role, tensor in roles:
         if tensor.memory != "l1":
             continue
         size = BYTES_PER_ELEMENT.get(tensor.dtype, DEFAULT_BYTES)
-        if i == 0 and op.output_shard is not None:
+        if role == "out0" and op.output_shard is not None:
             rows, cols = op.output_shard.shape
-            total += rows * cols * size
+            held = rows * cols * size
         elif tensor.memory_layout.endswith("sharded"):
-            total += math.ceil(tensor.padded_elements / max(op.cores or 1, 1)) * size
+            held = math.ceil(tensor.padded_elements / max(op.cores or 1, 1)) * size
         else:
-            total += math.ceil(tensor.padded_elements / target.cores) * size
-    return total
+            held = math.ceil(tensor.padded_elements / target.cores) * size
+        found.append((role, tensor, held))
+    return found

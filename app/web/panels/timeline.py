@@ -113,14 +113,15 @@ def register(wiring: Wiring) -> dict:
         view_us, window = _view(asked, total)
         view = explorer.timeline(run, window and (window[0] * 1e3, window[1] * 1e3), engines="engines" in shown)
         loaded = (view.window[0] / 1e3, view.window[1] / 1e3)
+        records = {r.name: r for r in explorer.op_records(run_id)}
         return timeline_figure(
             view.items,
-            {op.name: op.kind for op in run.compilation.kernel.ops},
+            {name: r.kind for name, r in records.items()},
             selected,
             Window(loaded, view_us[1] - view_us[0], view.complete, total, run_id),
             rows=view.rows,
             counters=explorer.counters(run_id) if "counters" in shown else None,
-            records={r.name: r for r in explorer.op_records(run_id)},
+            records=records,
             view=view_us,
             engines="engines" in shown,
         )
