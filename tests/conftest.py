@@ -21,6 +21,8 @@ from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import parse_item
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "ttmlir"
+# ops perf reports measured on Tenstorrent hardware (see their NOTICE.md)
+PERF_REPORTS = Path(__file__).resolve().parents[2] / "shared" / "profiles" / "tt-perf-report"
 DATA = Path(__file__).resolve().parent / "data"
 
 requires_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"MLIR corpus not found at {CORPUS}")
@@ -37,6 +39,14 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip(f"MLIR corpus not found at {CORPUS}")
     return CORPUS
+
+
+@pytest.fixture(scope="session")
+def perf_reports() -> Path:
+    """The folder of the shipped ops perf reports (skipped when absent)."""
+    if not PERF_REPORTS.is_dir():
+        pytest.skip(f"ops perf reports not found at {PERF_REPORTS}")
+    return PERF_REPORTS
 
 
 @pytest.fixture(scope="session")
