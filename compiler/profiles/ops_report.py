@@ -74,6 +74,9 @@ def read_ops_report(text: str, source: str = "ops.csv") -> Report:
             rows += 1
             if rows > MAX_ROWS:
                 raise ReportError(f"{source}: more than {MAX_ROWS:,} rows; split the report")
+            if any("\0" in field for field in fields):  # no database keeps it, nor would a report write it
+                skipped.append(f"{source}:{line}: a field has a NUL character")
+                continue
             row = _Row(fields, columns)
             if row.text("OP TYPE") == SIGNPOST:
                 region = row.text(OP_CODE)

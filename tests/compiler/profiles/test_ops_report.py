@@ -110,6 +110,7 @@ def test_host_only_rows_are_kept_apart_and_need_no_duration():
         ("OUTPUT_0_MEMORY", "SOMEWHERE", "OUTPUT_0_MEMORY 'SOMEWHERE' is not a memory"),
         ("OP CODE", "", "no OP CODE"),
         ("OP CODE", "X" * 200, "is longer than 128 characters"),
+        ("ATTRIBUTES", "{'a': 'b\0'}", "a field has a NUL character"),
     ],
 )
 def test_a_row_that_cannot_be_read_is_skipped_with_its_line_and_reason(column, value, reason):
