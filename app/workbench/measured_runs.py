@@ -85,6 +85,9 @@ def store_measured(
     session: Session, report: Report, text: str, label: str = "", target: str | None = None
 ) -> StoredReport:
     """As store_report, with what was said of the rows."""
+    if "\0" in text:  # kept as the model's source, which no database keeps with a NUL
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise StoreError(f"{report.source}:{line}: a NUL character; a profile is text")
     chosen, note = (target, "") if target else report_target(report.arch)
     chip = load_target(chosen)
     found = measured_ops(report, chip)

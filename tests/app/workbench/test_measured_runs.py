@@ -150,12 +150,13 @@ def test_rows_left_out_are_recorded_with_why(sessions):
     [
         (report_text(add(**{DURATION: "x"})), "no device op to store (bad.csv:2: BinaryNgDeviceOperation"),
         (report_text(signpost("only")), "no device op to store (the report lists none)"),
+        (report_text(add(), add(**{"ATTRIBUTES": "a\0b"})), ":3: a NUL character; a profile is text"),
     ],
 )
 def test_a_report_with_nothing_to_store_stores_nothing(sessions, text, reason):
     with pytest.raises(StoreError) as err:
         _store(sessions, text, "bad.csv")
-    assert str(err.value).startswith("bad.csv: ") and reason in str(err.value)
+    assert str(err.value).startswith("bad.csv:") and reason in str(err.value)
     with sessions() as s:
         assert s.query(Run).count() == 0 and s.query(MeasuredImport).count() == 0
 
