@@ -38,7 +38,8 @@ def layout(_page: PageContext) -> list:
     )
     hint = html.P(
         "The device row (on several devices, then a row per device and per set of links its collectives use), "
-        "then one row per core (of device 0: every device runs the same program on its piece); "
+        "then one row per core (of device 0: every device runs the same program on its piece); a measured run "
+        "has a row per device, on its own clock, and rows of its traced regions, signposted regions and host ops; "
         "wheel to zoom (as far as it turns), drag to pan or (with the zoom tool) select a range, double-click "
         "for the whole run; click a zone to select its op.",
         className="hint",
