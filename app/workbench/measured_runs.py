@@ -135,13 +135,17 @@ def _device_times(ops) -> tuple[DeviceTime, ...]:
     return tuple(DeviceTime(d, len(found[d]), math.fsum(found[d])) for d in sorted(found))
 
 
-def no_model_line(model_ref: str) -> str:
+def no_model_lines(model_ref: str) -> tuple[str, str]:
     """What a view of a measured run's model says: there is none, and how to get one."""
     name = report_name(model_ref)
     return (
-        f"A measured run has no graph: it was read from {name}, not compiled from a model. Replay it to "
-        f"simulate the report op by op, with a graph at every level: tilescope replay {name}"
+        f"A measured run has no graph: it was read from {name}, not compiled from a model.",
+        f"Replay it to simulate the report op by op, with a graph at every level: tilescope replay {name}",
     )
+
+
+def no_model_line(model_ref: str) -> str:
+    return " ".join(no_model_lines(model_ref))
 
 
 def measured_run(run: Run) -> bool:

@@ -19,7 +19,7 @@ from tilescope.app.web.panel import PageContext, Panel, Wiring
 from tilescope.app.workbench import mlir_page
 from tilescope.app.workbench.graph_view import provenance
 from tilescope.app.workbench.kept import Kept
-from tilescope.app.workbench.measured_runs import no_model_line
+from tilescope.app.workbench.measured_runs import no_model_lines
 from tilescope.app.workbench.mlir_page import NO_MATCHES, Matches
 from tilescope.app.workbench.mlir_tokens import KINDS, page_tokens
 
@@ -95,7 +95,7 @@ def register(wiring: Wiring) -> dict:
         ask = Asked(run_id, level, query, _count(submits) + _count(nexts), prevs, state)
         read = explorer.kept("mlir")  # a page's reading and a search's matches, by run and level
         if run.compilation is None:  # a measured run read from a report: the line saying so
-            return mlir_view(f"// {no_model_line(run.model_ref)}\n", {}, [], ask, read)
+            return mlir_view("".join(f"// {line}\n" for line in no_model_lines(run.model_ref)), {}, [], ask, read)
         text, spans = run.compilation.mlir_with_lines(level)
         return mlir_view(text, spans, provenance(run.compilation, level, selected), ask, read)
 

@@ -326,7 +326,10 @@ def _register_report_upload(wiring: Wiring) -> dict:
         except TilescopeError as err:
             return outputs(REPORT_STORED, message=error(str(err)), contents=None)
         run = explorer.view(found.run_id)
-        said = html.Div([html.P(line, className="ok" if i == 0 else "hint") for i, line in enumerate(found.lines())])
+        lines = found.lines()
+        said = html.Div(
+            [html.P(lines[0], className="ok"), html.P(" · ".join(s.strip() for s in lines[1:]), className="hint")]
+        )
         return dict(
             model_options=explorer.model_options(run.model_ref),
             model=run.model_ref,

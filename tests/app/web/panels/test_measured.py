@@ -32,8 +32,8 @@ def test_an_uploaded_report_is_shown_as_a_measured_run(app, cb):
     assert "measured on blackhole_p150" in shown["run_options"][0]["label"]
     said = [p.children for p in shown["message"].children]
     assert said[0].startswith(f"run {run_id}: measured, 4 op(s) from model.csv on blackhole_p150; 5 rows read")
-    devices = ["  device 0: 3 ops, 1.4 us", "  device 1: 1 ops, 0.2 us"]
-    assert said[1:] == [*devices, "device time: 1.6 us summed over 2 devices"]
+    devices = "device 0: 3 ops, 1.4 us · device 1: 1 ops, 0.2 us"
+    assert said[1:] == [f"{devices} · device time: 1.6 us summed over 2 devices"]  # one line on the page
     # the model menu's choice of it opens the same run, whatever target the page shows
     chosen = cb["choose_model"]("report:model.csv", TARGET, POLICY)
     assert chosen["run_id"] == run_id and chosen["status"] is None
@@ -67,7 +67,7 @@ def test_graph_and_mlir_say_a_measured_run_has_none_and_offer_replay(app, cb):
     assert "A measured run has no graph" in graph["note"].children and graph["group_options"] == []
     assert "tilescope replay model.csv" in graph["note"].children
     lines = cb["show_mlir"](run_id, "graph", None)["window"]["lines"]
-    assert len(lines) == 1 and lines[0].startswith("// A measured run has no graph")
+    assert len(lines) == 2 and lines[0].startswith("// A measured run has no graph") and "replay" in lines[1]
 
 
 def test_a_measured_run_is_not_re_run_nor_tuned(app, cb):
