@@ -37,7 +37,7 @@ from tilescope.app.workbench.grouping import ScopeTree
 from tilescope.app.workbench.kept import Kept
 from tilescope.app.workbench.key_locks import KeyLocks
 from tilescope.app.workbench.measured_memory import measured_memory_view
-from tilescope.app.workbench.measured_runs import is_report, measured_run, no_model_line
+from tilescope.app.workbench.measured_runs import is_report, no_model_line
 from tilescope.app.workbench.run_choice import baseline_of, measured_of, shown_runs
 from tilescope.app.workbench.measured_summary import ImportSummary
 from tilescope.app.workbench.memory_view import MemoryView, memory_view
@@ -195,7 +195,7 @@ class Explorer:
     def _read_view(self, run_id: int, compilation: Compilation | None = None) -> RunView:
         run = self.run(run_id)
         options = runs.options_of(run)
-        if measured_run(run):  # read from a report: no model to compile
+        if is_report(run.model_ref):  # made from a report (measured, or replayed): no model to compile
             return RunView.of(run, options, None, load_target(runs.target_of(run), run.target.description or None))
         return RunView.of(run, options, compilation or self._compile(run, options))
 
@@ -351,8 +351,8 @@ class Explorer:
         if self.access is None:
             return tune_run(self.sessions, self.view(run_id), progress=progress, **search)
         run = self.run(run_id)
-        if measured_run(run):
-            raise TilescopeError(no_model_line(run.model_ref))
+        if is_report(run.model_ref):
+            raise TilescopeError(no_model_line(run.model_ref, run.kind))
 
         def work(say) -> TuneReport:
             self.in_new_process()

@@ -23,7 +23,7 @@ from tilescope.compiler.profiles.measured_ops import MEASURED, measured_ops
 from tilescope.compiler.profiles.report import Report
 from tilescope.compiler.targets.catalog import load_target, target_text
 from tilescope.perfdb.records import NewRun
-from tilescope.perfdb.schema import MeasuredImport, Run
+from tilescope.perfdb.schema import MeasuredImport
 from tilescope.perfdb.store import add_run
 
 from tilescope.app.workbench.measured_timeline import measured_timeline
@@ -135,19 +135,20 @@ def _device_times(ops) -> tuple[DeviceTime, ...]:
     return tuple(DeviceTime(d, len(found[d]), math.fsum(found[d])) for d in sorted(found))
 
 
-def no_model_lines(model_ref: str) -> tuple[str, str]:
-    """What a view of a measured run's model says: there is none, and how to get one."""
+def no_model_lines(model_ref: str, kind: str = MEASURED) -> tuple[str, str]:
+    """What a view of the model of a run made from a report says: there is none, and how to get a
+    simulation of the report (a replay, itself of no whole model: each op is built alone)."""
     name = report_name(model_ref)
+    if kind != MEASURED:
+        return (
+            f"A replay of {name} has no graph: each op of the report was built and simulated alone.",
+            "Compare it with the measured run op by op: Runs & diff, or tilescope diff on the command line",
+        )
     return (
         f"A measured run has no graph: it was read from {name}, not compiled from a model.",
-        f"Replay it to simulate the report op by op, with a graph at every level: tilescope replay {name}",
+        f"Replay it to simulate the report op by op and compare the two: tilescope replay {name}",
     )
 
 
-def no_model_line(model_ref: str) -> str:
-    return " ".join(no_model_lines(model_ref))
-
-
-def measured_run(run: Run) -> bool:
-    """A measured run with no model of its own (its model is the report it was read from)."""
-    return run.kind == MEASURED and is_report(run.model_ref)
+def no_model_line(model_ref: str, kind: str = MEASURED) -> str:
+    return " ".join(no_model_lines(model_ref, kind))

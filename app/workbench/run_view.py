@@ -34,7 +34,7 @@ class RunView:
     total_ns: float
     device_ns: float
     tracks: tuple[str, ...]  # the timeline's rows, in order
-    compilation: Compilation | None  # None: a measured run whose model is the report it was read from
+    compilation: Compilation | None  # None: a run made from a report (measured, or its replay): no model
     target: Target  # what it ran on (a compilation's, or the description a measured run kept)
     # what is evaluated once when the model is loaded (const-eval), not in each step: its ops, in
     # the order they ran, and their total; not in total_ns, and not on the timeline
@@ -50,7 +50,7 @@ class RunView:
     def compiled(self) -> Compilation:
         """The run's compilation; for a measured run read from a report, one line saying it has none."""
         if self.compilation is None:
-            raise TilescopeError(no_model_line(self.model_ref))
+            raise TilescopeError(no_model_line(self.model_ref, self.kind))
         return self.compilation
 
     @classmethod

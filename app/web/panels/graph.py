@@ -89,7 +89,7 @@ def register(wiring: Wiring) -> dict:
             return no_update
         run = explorer.view(run_id)
         if run.compilation is None:  # a measured run read from a report
-            head, replay = no_model_lines(run.model_ref)
+            head, replay = no_model_lines(run.model_ref, run.kind)
             said = html.Span(f"{head} {replay}", className="hint")
             return dict(figure=message_figure(head, 520), group_options=[], groups=[], note=said)
         tree = explorer.scope_tree(run, level)

@@ -95,7 +95,9 @@ def register(wiring: Wiring) -> dict:
         ask = Asked(run_id, level, query, _count(submits) + _count(nexts), prevs, state)
         read = explorer.kept("mlir")  # a page's reading and a search's matches, by run and level
         if run.compilation is None:  # a measured run read from a report: the line saying so
-            return mlir_view("".join(f"// {line}\n" for line in no_model_lines(run.model_ref)), {}, [], ask, read)
+            return mlir_view(
+                "".join(f"// {line}\n" for line in no_model_lines(run.model_ref, run.kind)), {}, [], ask, read
+            )
         text, spans = run.compilation.mlir_with_lines(level)
         return mlir_view(text, spans, provenance(run.compilation, level, selected), ask, read)
 

@@ -20,7 +20,10 @@ from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.profiles.chrome_trace import read_trace
 from tilescope.compiler.profiles.ops_report import read_ops_report
 from tilescope.perfdb import timeline
+from tilescope.compiler.sim.records import OpTiming, TensorUse
 from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.records import NewRun, ZoneColumns
+from tilescope.perfdb.store import save_run
 from tilescope.perfdb.runs import get_run, op_records
 from tilescope.perfdb.schema import MeasuredImport, Run
 from tests.compiler.profiles.reports import DURATION, add, matmul, report_text, signpost
@@ -261,3 +264,41 @@ def test_each_device_of_a_measured_run_has_its_own_row_and_split(sessions, perf_
     assert {s.collectives_ns > 0 for s in splits} == {True}  # all_gather and reduce_scatter on every device
     matmul = next(r.name for r in explorer.op_records(view.id) if r.kind == "matmul")
     assert sorted(z.track for z in explorer.find_zone(view.id, op=matmul)) == [f"device {d}" for d in range(8)]
+
+
+def test_a_simulated_run_of_a_report_is_shown_with_no_model_either(sessions):
+    """A replay stores a simulated run whose model is the report: nothing to compile for it either."""
+    measured = _store(sessions, STEP).run_id
+    with sessions() as s:
+        run = get_run(s, measured)
+        ops = [op.replace(level="kernel", bound="compute") for op in _timings(op_records(s, measured, tensors=True))]
+        replayed = NewRun(
+            model_ref=run.model_ref,
+            model_name=run.model.name,
+            source_hash=run.model.source_hash,
+            source_text=run.model.source_text,
+            target=run.target.name,
+            total_ns=3000.0,
+            device_ns=1400.0,
+            ops=ops,
+            zones=ZoneColumns.from_rows([("device 0", 0, op.name, op.start_ns, op.end_ns, op.name) for op in ops]),
+            parent_id=measured,
+        )
+    with sessions() as s:
+        replay_id = save_run(s, replayed)
+    explorer = Explorer(sessions)
+    view = explorer.view(replay_id)
+    assert view.compilation is None and not view.measured
+    with pytest.raises(TilescopeError, match="A replay of step.csv has no graph"):
+        view.compiled  # noqa: B018
+    assert [r["value"] for r in explorer.run_options("report:step.csv", "blackhole_p150")] == [replay_id, measured]
+    assert explorer.ensure_run("report:step.csv", "blackhole_p150") == measured  # the measured run opens
+
+
+def _timings(records) -> list[OpTiming]:
+    """Stored op records as the simulator's records again."""
+    fields = [f for f in OpTiming.__dataclass_fields__ if f != "tensors"]
+    return [
+        OpTiming(**{f: getattr(r, f) for f in fields}, tensors=tuple(TensorUse.from_dict(t) for t in r.tensors))
+        for r in records
+    ]
