@@ -155,7 +155,7 @@ class _Reading:
                 self.skipped.append(f"{self.source}:event {index}: {err}")
         for thread in threads.values():
             self.skipped += [
-                f"{self.source}:event {i}: {name!r} began and never ended" for i, name, _, _ in thread.open
+                f"{self.source}:event {i}: {_SHOWN.repr(name)} began and never ended" for i, name, _, _ in thread.open
             ]
         return self._report(events)
 
@@ -197,12 +197,12 @@ class _Reading:
 
     def _op(self, index: int, name: str, cat, ts: float, dur: float, thread: _Thread) -> None:
         if not 0 <= dur <= MAX_NS / US:
-            raise _BadEvent(f"{name}: duration {_SHOWN.repr(dur)} us is not a time (0 to {MAX_NS / US:g} us)")
+            raise _BadEvent(f"{_said(name)}: duration {_SHOWN.repr(dur)} us is not a time (0 to {MAX_NS / US:g} us)")
         if len(self.ops) >= MAX_OPS:
             raise _BadEvent(f"more than {MAX_OPS:,} complete events; split the trace")
         start = (ts - self.first) * US
         if start > MAX_NS:
-            raise _BadEvent(f"{name}: starts {start:.3g} ns after the trace's first event")
+            raise _BadEvent(f"{_said(name)}: starts {start:.3g} ns after the trace's first event")
         cat_text = cat[:64] if isinstance(cat, str) and cat.isprintable() else ""
         op = ReportOp(
             line=index,
@@ -267,6 +267,12 @@ def _id(event: dict, key: str) -> str:
     if isinstance(value, str):
         return value[:64]
     return str(value) if type(value) is int and abs(value) < 2**63 else _SHOWN.repr(value)
+
+
+def _said(name: str) -> str:
+    """A name as a one-line message quotes it: as it is, or escaped when it holds a line break or a
+    control character."""
+    return name if name.isprintable() else _SHOWN.repr(name)
 
 
 def _name(event: dict) -> str:

@@ -166,6 +166,8 @@ def _op(row: _Row, line: int, region: str) -> tuple[ReportOp, tuple[int, int] | 
         raise _BadRow("no OP CODE")
     if len(code) > 128:
         raise _BadRow(f"OP CODE {_SHOWN.repr(code)} is longer than 128 characters")
+    if not code.isprintable():
+        raise _BadRow(f"OP CODE {_SHOWN.repr(code)} has a character that is not printable")
     op_type = row.text("OP TYPE") or "tt_dnn_device"
     try:
         kernel = _time(row, DURATION, optional=op_type in HOST_TYPES)

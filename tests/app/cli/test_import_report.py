@@ -26,14 +26,14 @@ def _runs(db: str) -> list:
         return list_runs(session)
 
 
-def test_a_report_alone_is_stored_and_said_what_was_read(capsys, tmp_path, sqlite_url):
+def test_a_report_alone_is_stored_and_said_what_was_read(capsys, tmp_path, db_url):
     host = add(**{"OP CODE": "torch::pad", "OP TYPE": "tt_dnn_cpu", DURATION: ""})
     bad = add(**{DURATION: "soon"})
     report = tmp_path / "ops.csv"
     report.write_text(report_text(matmul(), signpost("block"), add(), *[bad] * 7, host))
-    code, out, err = _cli(capsys, "import", str(report), "--db", sqlite_url, "--label", "first try")
+    code, out, err = _cli(capsys, "import", str(report), "--db", db_url, "--label", "first try")
     assert code == 0, err
-    (run,) = _runs(sqlite_url)
+    (run,) = _runs(db_url)
     assert out.splitlines() == [
         f"run {run.id}: measured, 2 op(s) from ops.csv on wormhole_n150; 11 rows read, 7 skipped, 1 host-only, "
         "1 signposts",
@@ -46,8 +46,8 @@ def test_a_report_alone_is_stored_and_said_what_was_read(capsys, tmp_path, sqlit
     assert (run.kind, run.label, run.model_ref) == ("measured", "first try", "report:ops.csv")
 
 
-def test_the_eight_device_report_says_each_devices_ops_and_time(capsys, perf_reports, sqlite_url):
-    code, out, _ = _cli(capsys, "import", str(perf_reports / DEEPSEEK), "--db", sqlite_url)
+def test_the_eight_device_report_says_each_devices_ops_and_time(capsys, perf_reports, db_url):
+    code, out, _ = _cli(capsys, "import", str(perf_reports / DEEPSEEK), "--db", db_url)
     lines = out.splitlines()
     assert code == 0 and lines[0].endswith("208 rows read, 0 skipped, 0 host-only")
     assert [line.split(":")[0] for line in lines[1:9]] == [f"  device {d}" for d in range(8)]

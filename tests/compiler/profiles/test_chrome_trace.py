@@ -75,6 +75,7 @@ def test_pairs_match_the_latest_begin_of_their_thread_in_time_order():
     [
         ({"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 5}, "dur None is not a time in us"),
         ({"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 5, "dur": -1}, "a: duration -1.0 us is not a time"),
+        ({"ph": "X", "name": "a\nb", "pid": 1, "tid": 1, "ts": 5, "dur": -1}, "'a\\nb': duration -1.0 us"),
         ({"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": "5", "dur": 1}, "ts '5' is not a time in us"),
         ({"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": True, "dur": 1}, "ts True is not a time in us"),
         ({"ph": "X", "name": "", "pid": 1, "tid": 1, "ts": 5, "dur": 1}, "no name"),

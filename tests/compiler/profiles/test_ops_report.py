@@ -110,6 +110,7 @@ def test_host_only_rows_are_kept_apart_and_need_no_duration():
         ("OUTPUT_0_MEMORY", "SOMEWHERE", "OUTPUT_0_MEMORY 'SOMEWHERE' is not a memory"),
         ("OP CODE", "", "no OP CODE"),
         ("OP CODE", "X" * 200, "is longer than 128 characters"),
+        ("OP CODE", "Matmul\nOp", "OP CODE 'Matmul\\nOp' has a character that is not printable"),
         ("ATTRIBUTES", "{'a': 'b\0'}", "a field has a NUL character"),
     ],
 )
