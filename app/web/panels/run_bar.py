@@ -247,6 +247,19 @@ def _register_zoo_params(wiring: Wiring) -> dict:
     return {"show_zoo_params": show_zoo_params, "apply_zoo_params": apply_zoo_params}
 
 
+def upload_job(upload: str) -> dict:
+    """How an upload's callback runs: as a background job whose stage shows under the run bar, its
+    upload area off until it ends."""
+    return dict(
+        prevent_initial_call=True,
+        background=True,
+        interval=JOB_POLL_MS,
+        progress=[Output(ids.UPLOAD_PROGRESS, "children")],
+        progress_default=[""],
+        running=[(Output(upload, "disabled"), True, False)],
+    )
+
+
 def _register_upload(wiring: Wiring) -> dict:
     explorer, app = wiring.explorer, wiring.app
 
@@ -264,12 +277,7 @@ def _register_upload(wiring: Wiring) -> dict:
             policy=State(ids.POLICY_SELECT, "value"),
             dispatch=State(ids.DISPATCH_SELECT, "value"),
         ),
-        prevent_initial_call=True,
-        background=True,
-        interval=JOB_POLL_MS,
-        progress=[Output(ids.UPLOAD_PROGRESS, "children")],
-        progress_default=[""],
-        running=[(Output(ids.MODEL_UPLOAD, "disabled"), True, False)],
+        **upload_job(ids.MODEL_UPLOAD),
     )
     def upload_model(set_progress, contents, filename, target, policy, dispatch=DEFAULT_DISPATCH):
         """Compile and simulate an uploaded file, then show it; a bad file is one line on the page.
@@ -307,12 +315,7 @@ def _register_report_upload(wiring: Wiring) -> dict:
         output=REPORT_STORED,
         inputs=dict(contents=Input(ids.REPORT_UPLOAD, "contents")),
         state=dict(filename=State(ids.REPORT_UPLOAD, "filename")),
-        prevent_initial_call=True,
-        background=True,
-        interval=JOB_POLL_MS,
-        progress=[Output(ids.UPLOAD_PROGRESS, "children")],
-        progress_default=[""],
-        running=[(Output(ids.REPORT_UPLOAD, "disabled"), True, False)],
+        **upload_job(ids.REPORT_UPLOAD),
     )
     def upload_report(set_progress, contents, filename):
         """Store an uploaded profile as a measured run and show it, saying what was read; a bad
