@@ -115,10 +115,10 @@ def write_csv(session: Session, run_id: int, peak_bytes_per_s: Mapping[str, floa
             return f"{percent:.2f}" if math.isfinite(percent) else ""  # blank, not inf, for a vanishing time
 
         row = {
-            "OP CODE": op.kind,
+            "OP CODE": op.op_code or op.kind,  # a measured op's code as its report named it
             "OP TYPE": "tt_dnn_device",
             "GLOBAL CALL COUNT": count,
-            "DEVICE ID": 0,
+            "DEVICE ID": op.device,
             "MATH FIDELITY": FIDELITIES.get(op.fidelity, op.fidelity),
             "CORE COUNT": op.cores,
             "HOST START TS": _whole(op.start_ns),

@@ -91,4 +91,10 @@ def op_records_between(session: Session, run_id: int, t0: float, t1: float) -> l
 
 
 def op_record(session: Session, run_id: int, name: str) -> OpRecord | None:
-    return session.scalars(select(OpRecord).where(OpRecord.run_id == run_id, OpRecord.name == name)).first()
+    """The first record of op `name` (by id), with its tensors and config: one record is cheap to read whole."""
+    return session.scalars(
+        select(OpRecord)
+        .options(undefer(OpRecord.tensors), undefer(OpRecord.config))
+        .where(OpRecord.run_id == run_id, OpRecord.name == name)
+        .order_by(OpRecord.id)
+    ).first()

@@ -155,6 +155,7 @@ class OpRecord(Base):
     device: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")
     # deferred: only diffs and exports read it
     config: Mapped[str] = mapped_column(Text, default="", server_default="", deferred=True)
+    op_code: Mapped[str] = mapped_column(String(128), default="", server_default="")
 
     run: Mapped[Run] = relationship(back_populates="ops")
 

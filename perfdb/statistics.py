@@ -1,4 +1,4 @@
-"""Where a run's device time goes: per op name or per op kind, Tracy's statistics window."""
+"""Where a run's device time goes: per op name, op kind or op code, Tracy's statistics window."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tilescope.perfdb.errors import RunNotFound
 from tilescope.perfdb.runs import check_run_id
 from tilescope.perfdb.schema import OpRecord, Run
 
-STAT_KEYS = ("name", "kind")  # what op_statistics groups by
+STAT_KEYS = ("name", "kind", "code")  # what op_statistics groups by
 
 
 @dataclass(slots=True)
@@ -19,7 +19,7 @@ class OpStats:
     """The device durations of one group of ops (those of one name, or of one kind), in ns. Not
     frozen: a 100k-op run has 100k rows, and a frozen dataclass is made five times slower."""
 
-    group: str  # the op name or op kind
+    group: str  # the op name, op kind or op code
     count: int
     total_ns: float
     self_ns: float  # ops do not nest inside each other, so an op's self time is its total
@@ -45,16 +45,18 @@ def percentile(ordered: list[float], q: float) -> float:
 
 
 def op_statistics(session: Session, run_id: int, by: str = "name") -> list[OpStats]:
-    """Per op name (or per op kind, by="kind"), by total descending."""
+    """Per op name (or per op kind, by="kind", or per op code, by="code": the code a measured report
+    names, a simulated op's kind), by total descending."""
     if by not in STAT_KEYS:
         raise ValueError(f"statistics by {by!r}; one of {', '.join(STAT_KEYS)}")
     check_run_id(run_id)
     groups: dict[str, list[float]] = {}
-    # the two columns, not whole records: their tensors and bytes are JSON to decode
-    for key, duration in session.execute(
-        select(getattr(OpRecord, by), OpRecord.duration_ns).where(OpRecord.run_id == run_id).order_by(OpRecord.start_ns)
+    column = OpRecord.op_code if by == "code" else getattr(OpRecord, by)
+    # the columns, not whole records: their tensors and bytes are JSON to decode
+    for key, kind, duration in session.execute(
+        select(column, OpRecord.kind, OpRecord.duration_ns).where(OpRecord.run_id == run_id).order_by(OpRecord.start_ns)
     ):
-        groups.setdefault(key, []).append(duration)
+        groups.setdefault(key or kind, []).append(duration)
     run_ns = session.scalar(select(Run.total_ns).where(Run.id == run_id))
     if run_ns is None:
         raise RunNotFound(run_id)

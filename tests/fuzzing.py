@@ -20,6 +20,31 @@ from hypothesis import HealthCheck, settings
 EXAMPLES_ENV = "TILESCOPE_FUZZ_EXAMPLES"
 REPORT_ENV = "TILESCOPE_FUZZ_REPORT"
 MAX_MESSAGE = 1000  # characters: an error quotes what the user wrote, cut
+# what a field of a CSV file read may hold that breaks a careless reader: numbers of every odd
+# spelling and size, and characters that end fields, lines or strings
+HOSTILE_FIELDS = [
+    "",
+    "0",
+    "1",
+    "-1",
+    "2.5",
+    "1e15",
+    "1e16",
+    "1e308",
+    "nan",
+    "inf",
+    "-inf",
+    "1_000",
+    "0x10",
+    "\u0663",
+    "\x00",
+    '"',
+    "\r",
+    "\n",
+    ",",
+    ";",
+    "\ufeff",
+]
 
 
 def fuzz_settings(default: int = 150) -> settings:

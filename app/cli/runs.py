@@ -221,6 +221,7 @@ class ListedRun:
     load_ns: float
     overrides: int  # how many
     created_at: str  # ISO 8601
+    kind: str = "simulated"  # or measured: a profile imported
 
 
 def cmd_runs(args) -> int:
@@ -241,6 +242,7 @@ def cmd_runs(args) -> int:
                 r.load_ns,
                 len(r.overrides),
                 r.created_at.isoformat(),
+                r.kind,
             )
             for r in list_runs(session)
         ]

@@ -11,6 +11,7 @@ from tilescope.compiler.errors import TilescopeError
 
 from tilescope.app.workbench.defaults import DEFAULT_TARGET
 from tilescope.app.workbench.export_formats import EXPORT_FORMATS
+from tilescope.app.cli.input_files import read_text
 from tilescope.app.cli.messages import note, warning
 from tilescope.app.cli.output_files import check_writable, replace_file
 from tilescope.app.cli.options import RUN_HELP, TARGET_HELP, add_common, add_json, resolve_run, run_ids, run_ref
@@ -35,11 +36,26 @@ def add(sub: argparse._SubParsersAction) -> None:
     add_common(export, target=False)
 
     measured = sub.add_parser(
-        "import", help="store a measured ops perf CSV (tt-metal's columns) as a measured run beside a simulated one"
+        "import",
+        help="store a profile measured on hardware as a measured run: an ops perf report (tt-metal's CSV) or a "
+        "Chrome/Perfetto trace on its own, or an ops perf CSV beside a simulated run of the same model",
+        usage="%(prog)s [-h] [--label LABEL] [--target TARGET] [--db URL] (REPORT | RUN CSV)",
     )
-    measured.add_argument("run", type=run_ref, help="the simulated run of the same model: " + RUN_HELP)
-    measured.add_argument("csv", help="ops perf report: LOC (or OP NAME) and DEVICE KERNEL DURATION [ns] per row")
+    measured.add_argument(
+        "first",
+        metavar="REPORT | RUN",
+        help="alone: an ops perf report (CSV) or a JSON trace, stored as a measured run with no model; "
+        "followed by CSV: the simulated run of the same model (" + RUN_HELP + ")",
+    )
+    measured.add_argument(
+        "csv", nargs="?", metavar="CSV", help="ops perf report whose rows name the run's ops (LOC or OP NAME)"
+    )
     measured.add_argument("--label", default="", help="a note for the measured run (default: measured: FILE)")
+    measured.add_argument(
+        "--target",
+        default=None,
+        help="a REPORT alone: the target it was measured on, when not the one its DEVICE ARCH names " + TARGET_HELP,
+    )
     add_common(measured, target=False)
 
     diff = sub.add_parser(
@@ -53,10 +69,13 @@ def add(sub: argparse._SubParsersAction) -> None:
     add_json(diff, "the diff")
     add_common(diff, target=False)
 
-    stats = sub.add_parser("stats", help="where a run's device time goes, per op name or op kind")
+    stats = sub.add_parser("stats", help="where a run's device time goes, per op name, op kind or op code")
     stats.add_argument("run", type=run_ref, help=RUN_HELP)
     stats.add_argument(
-        "--by", choices=("name", "kind"), default="kind", help="group ops by name or by kind (default kind)"
+        "--by",
+        choices=("name", "kind", "code"),
+        default="kind",
+        help="group ops by name, by kind, or by op code (a measured report's; a simulated op's kind) (default kind)",
     )
     add_json(stats, "the rows")
     add_common(stats, target=False)
@@ -111,23 +130,31 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
+    """`import REPORT`: a measured run on its own; `import RUN CSV`: a measured run of RUN's model."""
+    if args.csv is None:
+        from tilescope.app.cli.import_report import import_report
+
+        return import_report(args.first, args.label, args.target, args.db)
+    if args.target is not None:
+        raise TilescopeError("--target is for a report imported alone: RUN's target is the one measured")
+    try:
+        run = run_ref(args.first)
+    except argparse.ArgumentTypeError as err:
+        raise TilescopeError(str(err)) from None
+    return _import_beside(run, args.csv, args.label, args.db)
+
+
+def _import_beside(run: int | str, csv_name: str, label: str, db: str | None) -> int:
     from tilescope.perfdb.engine import open_db, session_factory
     from tilescope.perfdb.ops_csv import CsvImportError, import_csv
     from tilescope.perfdb.runs import op_records
 
-    path = Path(args.csv)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise TilescopeError(f"{args.csv}: no such file") from None
-    except OSError as err:
-        raise TilescopeError(f"{args.csv}: cannot read: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise TilescopeError(f"{args.csv}: cannot read: {err}") from None
-    with session_factory(open_db(args.db))() as session:
-        simulated = resolve_run(session, args.run)
+    path = Path(csv_name)
+    text = read_text(csv_name)
+    with session_factory(open_db(db))() as session:
+        simulated = resolve_run(session, run)
         try:
-            run_id, problems = import_csv(session, text, simulated, path.name, args.label)
+            run_id, problems = import_csv(session, text, simulated, path.name, label)
         except CsvImportError as err:
             raise TilescopeError(str(err)) from None
         matched = len(op_records(session, run_id))

@@ -53,7 +53,7 @@ def register(wiring: Wiring) -> dict:
     )
     def offer_grids(run_id, selected, applies_to, memory_layout, tile, rows, cols):
         """The grids the op part's tensors divide into, under the form's memory layout and tile."""
-        if run_id is None:
+        if run_id is None or explorer.view(run_id).compilation is None:  # none, or a measured run's
             return no_update
         try:
             grid = (int(rows), int(cols))

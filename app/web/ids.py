@@ -21,6 +21,7 @@ RUN_SUMMARY = "run-summary"
 RUN_LOAD_TIME = "run-load-time"  # in the summary: the run's work once per model load, when it has any
 SHOW_LOAD_OPS = "show-load-ops"  # pattern-matching id type of the load time's link to its ops
 RUN_NOT_BASELINE = "run-not-baseline"  # in the summary: a run with overrides says so, and offers the baseline
+RUN_MEASURED = "run-measured"  # in the summary: a measured run says so, in place of its policy and dispatch
 SHOW_BASELINE = "show-baseline"  # pattern-matching id type of its button, by the baseline's run id
 OVERRIDE_STATUS = "override-status"
 SELECTED_OP = "selected-op"
@@ -96,6 +97,7 @@ FIND_ZONE_OF = "find-zone-of"  # store: the run and op (or op type) find zone sh
 FIND_ZONE_NOTE = "find-zone-note"  # what the buckets picked on the histogram hold
 FIND_ZONE_TABLE = "find-zone-table"  # the zones of the buckets picked, the longest first
 MODEL_UPLOAD = "model-upload"
+REPORT_UPLOAD = "report-upload"  # a profile measured on hardware: an ops perf report or a JSON trace
 PAGE_MESSAGE = "page-message"
 
 # graph view controls

@@ -64,12 +64,23 @@ def split_each_device(records, tracks: Sequence[str], total_ns: float) -> list[D
 
 
 def _each(records, devices: Sequence[str], total_ns: float) -> list[DeviceSplit]:
+    """A simulated run's records are one device's, every device alike (one program); a measured
+    run's say which device each op ran on, and each device is split by its own."""
+    by_device: dict[int, list] = {}
+    for r in records:
+        by_device.setdefault(r.device, []).append(r)
+    if len(by_device) <= 1:
+        return [_split(d, records, total_ns) for d in devices]
+    return [_split(d, by_device.get(int(d.removeprefix("device ")), []), total_ns) for d in devices]
+
+
+def _split(device: str, records, total_ns: float) -> DeviceSplit:
     compute = _union((r.start_ns, r.start_ns + r.duration_ns) for r in records if r.kind not in COLLECTIVES)
     links = _union((r.start_ns, r.start_ns + r.duration_ns) for r in records if r.kind in COLLECTIVES)
     overlap = _overlap(compute, links)
     computing, linked = _length(compute), _length(links)
     idle = max(0.0, total_ns - (computing + linked - overlap))
-    return [DeviceSplit(d, computing, linked, overlap, idle) for d in devices]  # one program: alike
+    return DeviceSplit(device, computing, linked, overlap, idle)
 
 
 SPLIT_PARTS = ("compute", "collectives", "overlap", "idle")

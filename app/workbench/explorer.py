@@ -36,6 +36,10 @@ from tilescope.app.workbench.graph_view import OpMetric, op_metrics
 from tilescope.app.workbench.grouping import ScopeTree
 from tilescope.app.workbench.kept import Kept
 from tilescope.app.workbench.key_locks import KeyLocks
+from tilescope.app.workbench.measured_memory import measured_memory_view
+from tilescope.app.workbench.measured_runs import is_report, no_model_line
+from tilescope.app.workbench.run_choice import baseline_of, measured_of, shown_runs
+from tilescope.app.workbench.measured_summary import ImportSummary
 from tilescope.app.workbench.memory_view import MemoryView, memory_view
 from tilescope.app.workbench.natural_order import natural_key
 from tilescope.app.workbench.model_access import MAX_SOURCE_BYTES, ModelAccess
@@ -46,7 +50,7 @@ from tilescope.app.workbench.device_split import DeviceSplit, split_by_device, s
 from tilescope.app.workbench.run_view import RunView
 from tilescope.app.workbench.timeline_view import TimelineView, counter_steps, timeline, to_run_end
 from tilescope.app.workbench.tuning import TuneReport, tune_run
-from tilescope.app.workbench.uploads import upload_name, uploaded_bytes
+from tilescope.app.workbench.uploads import upload_name, upload_report, uploaded_bytes
 
 KEPT_PER_VIEW = 32  # runs (or run and level) whose derived views each cache keeps
 # one read of a run's view at a time, so the panels asking for it at once compile it once
@@ -99,13 +103,20 @@ class Explorer:
         self.ensure_run(ref, target, options, source_text=text, on_stage=on_stage)
         return ref
 
+    def upload_report(self, filename: str, contents: str, on_stage=runs.no_progress) -> ImportSummary:
+        """Store an uploaded ops perf report or JSON trace as a measured run (uploads.upload_report)."""
+        return upload_report(self.sessions, filename, contents, MAX_SOURCE_BYTES, on_stage)
+
     def run_options(self, model_ref: str, target: str) -> list[dict]:
+        """The model's runs on `target`; a report's, on any (measured on one chip, replayed on others)."""
         with self.sessions() as session:
-            found = [r for r in stored_runs.list_runs(session, model_ref) if runs.target_of(r) == target]
+            found = shown_runs(stored_runs.list_runs(session, model_ref), model_ref, target)
             return [{"label": run_label(r), "value": r.id} for r in found]
 
     def newest_run_id(self, model_ref: str, target: str) -> int | None:
         with self.sessions() as session:
+            if is_report(model_ref):
+                return next((r.id for r in stored_runs.list_runs(session, model_ref)), None)
             return stored_runs.newest_run_id(session, model_ref, target)
 
     def ensure_run(
@@ -124,11 +135,13 @@ class Explorer:
         is isolated."""
         if not model_ref or not target:
             raise TilescopeError("choose a model and a target")
+        if is_report(model_ref):  # measured: its newest measured run, on the chip it was measured on
+            return measured_of(self.runs_of(model_ref), model_ref)
         if options.dispatch not in DISPATCH_MODES:
             raise TilescopeError(f"dispatch must be one of {', '.join(DISPATCH_MODES)}, got {shown(options.dispatch)}")
         with self.sessions() as session:
             stored = stored_runs.list_runs(session, model_ref)
-            found = _baseline(stored, target, options)
+            found = baseline_of(stored, target, options)
             if found is not None:
                 return found
             if source_text is None and stored:
@@ -145,7 +158,7 @@ class Explorer:
     def baseline_id(self, run: RunView) -> int | None:
         """The baseline of the model, target, policy and dispatch a run was made with (None: none
         stored), as choosing them opens it."""
-        return _baseline(self.runs_of(run.model_ref), run.target_ref, run.options)
+        return baseline_of(self.runs_of(run.model_ref), run.target_ref, run.options)
 
     def target(self, target_ref: str | None) -> Target:
         """The target a page names (under `access`: a built-in one, or one a stored run kept)."""
@@ -182,6 +195,8 @@ class Explorer:
     def _read_view(self, run_id: int, compilation: Compilation | None = None) -> RunView:
         run = self.run(run_id)
         options = runs.options_of(run)
+        if is_report(run.model_ref):  # made from a report (measured, or replayed): no model to compile
+            return RunView.of(run, options, None, load_target(runs.target_of(run), run.target.description or None))
         return RunView.of(run, options, compilation or self._compile(run, options))
 
     def _compile(self, run: Run, options: CompileOptions) -> Compilation:
@@ -251,10 +266,12 @@ class Explorer:
         with self.sessions() as session:
             return counter_steps(session, run_id, end_ns)
 
-    def find_zone(self, run_id: int, op: str | None = None, kind: str | None = None) -> list[FoundZone]:
-        """Tracy's find zone: one op's zones, one per core it ran on, or every op of one kind."""
+    def find_zone(
+        self, run_id: int, op: str | None = None, kind: str | None = None, by: str = "kind"
+    ) -> list[FoundZone]:
+        """Tracy's find zone: one op's zones, one per core it ran on, or every op of one kind (or op code)."""
         if kind is not None:
-            return kind_ops(self.op_records(run_id), kind)
+            return kind_ops(self.op_records(run_id), kind, by)
         with self.sessions() as session:
             return op_zones(session, run_id, op)
 
@@ -276,14 +293,18 @@ class Explorer:
 
     def roofline(self, run: RunView) -> Roofline:
         """Kept: a selection redraws it."""
-        return self.kept("roofline").of(
-            run.id, lambda: roofline(run.compilation.target, self._op_records(run.id, moved=True))
-        )
+        return self.kept("roofline").of(run.id, lambda: roofline(run.target, self._op_records(run.id, moved=True)))
 
     def memory(self, run: RunView) -> MemoryView:
         with self.sessions() as session:
-            envelope = counter_envelope(session, run.id, "l1_bytes")
-        return memory_view(run.compilation, to_run_end(envelope, run.total_ns))
+            envelope = to_run_end(counter_envelope(session, run.id, "l1_bytes"), run.total_ns)
+        if run.compilation is None:
+            return self.kept("memory").of(run.id, lambda: self._measured_memory(run, envelope))
+        return memory_view(run.compilation, envelope)
+
+    def _measured_memory(self, run: RunView, envelope: list[tuple[float, float]]) -> MemoryView:
+        """A measured run's L1: what its report says lives there (read again from the report it kept)."""
+        return measured_memory_view(self.run(run.id).model.source_text, run.model_name, run.target, envelope)
 
     def diff(self, a: int, b: int) -> DiffView:
         """app.workbench.diff.compare of b against a, as the compare view shows it."""
@@ -311,7 +332,7 @@ class Explorer:
             combined,
             label=overrides_label(combined.overrides, overrides),
             parent_id=parent.id,
-            source_text=parent.compilation.model.text,
+            source_text=parent.compiled.model.text,
             target_source=parent.target_source,
             on_stage=on_stage,
         )
@@ -330,6 +351,8 @@ class Explorer:
         if self.access is None:
             return tune_run(self.sessions, self.view(run_id), progress=progress, **search)
         run = self.run(run_id)
+        if is_report(run.model_ref):
+            raise TilescopeError(no_model_line(run.model_ref, run.kind))
 
         def work(say) -> TuneReport:
             self.in_new_process()
@@ -358,16 +381,6 @@ class Explorer:
 def _link_rows(session: Session, run: Run) -> dict[str, str]:
     """Each collective's link row: op name -> row."""
     return {name: group.row for name, group in collective_groups(session, run.id, run_mesh(run)).items()}
-
-
-def _baseline(stored: Sequence[Run], target: str, options: CompileOptions) -> int | None:
-    """The newest of `stored` (newest first) that is simulated with no overrides, on `target`
-    under `options`' policy and dispatch (whatever its L1 cap)."""
-    wanted = (target, options.policy, options.dispatch)
-    for run in stored:
-        if not run.overrides and run.kind != "measured" and (runs.target_of(run), run.policy, run.dispatch) == wanted:
-            return run.id
-    return None
 
 
 def _compile_inputs(run: Run, options: CompileOptions) -> runs.CompileInputs:

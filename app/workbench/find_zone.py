@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from sqlalchemy.orm import Session
 
+from tilescope.compiler.profiles.measured_ops import MEASURED
 from tilescope.compiler.sim.tracks import parse_track
 from tilescope.perfdb import timeline
 from tilescope.perfdb.runs import op_record
@@ -82,10 +83,13 @@ class Picked:
 
 
 def op_zones(session: Session, run_id: int, op: str | None) -> list[FoundZone]:
-    """One op's zones, one per core it ran on, by start."""
+    """One op's zones, one per core it ran on (a measured op's, one per device it ran on), by start."""
     record = op_record(session, run_id, op) if op else None
     if record is None:
         return []
+    if record.level == MEASURED:  # no cores measured: the op's zone on each device's row, each on its own clock
+        zones = timeline.zones(session, run_id, depth=0, op=op)
+        return [FoundZone(z.op, z.track, z.start_ns, z.end_ns - z.start_ns) for z in zones]
     # the op's own time window bounds the scan; the device row is not a core
     zones = timeline.zones(session, run_id, record.start_ns, record.start_ns + record.duration_ns, depth=0, op=op)
     return [
@@ -93,8 +97,11 @@ def op_zones(session: Session, run_id: int, op: str | None) -> list[FoundZone]:
     ]
 
 
-def kind_ops(records: Iterable, kind: str) -> list[FoundZone]:
-    """The ops of one kind among a run's op records, each as one zone on the device row."""
+def kind_ops(records: Iterable, kind: str, by: str = "kind") -> list[FoundZone]:
+    """The ops of one kind (or, `by` "code", of one op code: a measured op's, a simulated op's kind)
+    among a run's op records, each as one zone on the device row."""
+    if by == "code":
+        return [FoundZone(r.name, OP_ROW, r.start_ns, r.duration_ns) for r in records if (r.op_code or r.kind) == kind]
     return [FoundZone(r.name, OP_ROW, r.start_ns, r.duration_ns) for r in records if r.kind == kind]
 
 

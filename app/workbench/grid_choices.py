@@ -41,7 +41,7 @@ def grid_choice(
     """The grids up to the run's target's that `memory_layout` over them gives a shard of each of
     the op part's tensors (in the form's tile, else their own) on every core. `kept`: "rows" or "cols", the dimension
     the user just chose, which a move keeps when it can."""
-    most = run.compilation.target.grid
+    most = run.compiled.target.grid
     tensors = _tensors(run, op_name, applies_to)
     shape = _tile_shape(tile)
     good = {
@@ -77,7 +77,7 @@ def grid_choice(
 
 def _tensors(run: RunView, op_name: str | None, applies_to) -> list[Tensor]:
     """The tensors the op part's override lays out: an operand, one result, or every output."""
-    graph, op = run.compilation.levels["layout"], layout_op(run, op_name)
+    graph, op = run.compiled.levels["layout"], layout_op(run, op_name)
     if op is None:
         return []
     operand, result = part_of(op, applies_to)

@@ -14,7 +14,7 @@ from tilescope.compiler.pipeline.compilation import Compilation
 @dataclass(frozen=True)
 class PeakL1:
     op: str
-    core: tuple[int, int]
+    core: tuple[int, int] | None  # None: a measured op's, on each core of its grid alike
     bytes: int
     tensors: tuple[L1Tensor, ...]  # by address
     cbs: list[tuple[str, int, int]]  # the op's circular buffers: name, bytes, pages

@@ -147,7 +147,7 @@ def form_values(run: RunView, op_name: str | None, applies_to=None) -> FormValue
     it has at the `layout` level, and every knob the run's override of that part holds, so the
     next Apply keeps what the user leaves alone. With no part named, the output, unless the run
     overrides only other parts of the op: then the first of those."""
-    graph = run.compilation.levels["layout"]
+    graph = run.compiled.levels["layout"]
     op = layout_op(run, op_name)
     if op is None or not op.outputs:
         return FormValues()
@@ -185,7 +185,7 @@ def _shown_part(op, items: dict, applies_to) -> tuple[int | None, int | None]:
 
 def layout_op(run: RunView, op_name) -> Op | None:
     """The selected op at the `layout` level (None: no op, or one it lacks; a page may send any value)."""
-    graph = run.compilation.levels["layout"]
+    graph = run.compiled.levels["layout"]
     return graph.op(op_name) if isinstance(op_name, str) and graph.has_op(op_name) else None
 
 
@@ -316,7 +316,7 @@ def rerun_overrides(
 def rerun_problems(run: RunView, overrides: Sequence[OpOverride], problems: Problems | None = None) -> Problems:
     """Why a re-run of `run` with `overrides` cannot go ahead: each of them, and each of the run's
     own they leave in place, checked against its compiled model without compiling again."""
-    return check_overrides(run.rerun_with(overrides), run.compilation, problems)
+    return check_overrides(run.rerun_with(overrides), run.compiled, problems)
 
 
 def rejections(outcomes: Sequence[dict]) -> Problems:

@@ -36,5 +36,8 @@ def name_of(run: Run) -> str:
 
 def run_label(run: Run) -> str:
     label = name_of(run)
-    settings = run.policy if run.dispatch == DEFAULT_DISPATCH else f"{run.policy}, {run.dispatch} dispatch"
+    if run.kind == "measured":
+        settings = f"measured on {run.target.name}"
+    else:
+        settings = run.policy if run.dispatch == DEFAULT_DISPATCH else f"{run.policy}, {run.dispatch} dispatch"
     return f"#{run.id} {label} [{settings}] ({run.total_ns / 1e3:,.1f} us)"

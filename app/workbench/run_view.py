@@ -1,19 +1,22 @@
 """One stored run as every panel shows it, read once: its settings, its totals per step and its
-work once per model load, and its compilation at every level. A stored run never changes, so a
-view of it is kept."""
+work once per model load, and its compilation at every level (none for a measured run read from
+a report: it has no model to compile). A stored run never changes, so a view of it is kept."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.op_override import OpOverride
 from tilescope.compiler.pipeline.options import CompileOptions
+from tilescope.compiler.targets.chip import Target
 from tilescope.perfdb.runs import load_ops
 from tilescope.perfdb.records import LoadOp
 from tilescope.perfdb.schema import Run
 
+from tilescope.app.workbench.measured_runs import no_model_line
 from tilescope.app.workbench.runs import target_of
 
 
@@ -31,15 +34,31 @@ class RunView:
     total_ns: float
     device_ns: float
     tracks: tuple[str, ...]  # the timeline's rows, in order
-    compilation: Compilation
+    compilation: Compilation | None  # None: a run made from a report (measured, or its replay): no model
+    target: Target  # what it ran on (a compilation's, or the description a measured run kept)
     # what is evaluated once when the model is loaded (const-eval), not in each step: its ops, in
     # the order they ran, and their total; not in total_ns, and not on the timeline
     load_ops: tuple[LoadOp, ...] = ()
     load_ns: float = 0.0
+    kind: str = "simulated"  # or measured
+
+    @property
+    def measured(self) -> bool:
+        return self.kind == "measured"
+
+    @property
+    def compiled(self) -> Compilation:
+        """The run's compilation; for a measured run read from a report, one line saying it has none."""
+        if self.compilation is None:
+            raise TilescopeError(no_model_line(self.model_ref, self.kind))
+        return self.compilation
 
     @classmethod
-    def of(cls, run: Run, options: CompileOptions, compilation: Compilation) -> RunView:
-        """`run` as stored, made with `options` (runs.options_of) into `compilation`."""
+    def of(
+        cls, run: Run, options: CompileOptions, compilation: Compilation | None, target: Target | None = None
+    ) -> RunView:
+        """`run` as stored, made with `options` (runs.options_of) into `compilation`; a run with
+        none (a measured report's) on `target`."""
         return cls(
             id=run.id,
             label=run.label or "baseline",
@@ -54,8 +73,10 @@ class RunView:
             device_ns=run.device_ns,
             tracks=tuple(run.tracks),
             compilation=compilation,
+            target=compilation.target if compilation is not None else target,
             load_ops=tuple(load_ops(run)),
             load_ns=run.load_ns,
+            kind=run.kind,
         )
 
     def rerun_with(self, overrides: Sequence[OpOverride]) -> CompileOptions:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from tilescope.compiler.sim.tracks import is_device_track, is_link_track, parse_track
+from tilescope.compiler.sim.tracks import is_device_track, parse_track
 from tilescope.perfdb.runs import op_records_between
 from tilescope.perfdb.timeline import counter_envelope, counter_names, counters, merged, timeline_window
 
@@ -41,13 +41,16 @@ def timeline(
     t0, t1 = window or (0.0, total)
     resolution = (t1 - t0) / pixels
     rows = [(t, parse_track(t)) for t in run.tracks]
-    # a system of several devices: a row per device, then one per set of links collectives use
-    system_rows = [t for t in run.tracks if is_device_track(t)] + [t for t in run.tracks if is_link_track(t)]
+    # a system of several devices: a row per device, then one per set of links collectives use; a
+    # measured run's other rows (signposts, traced regions, host ops, a trace's threads) after them
+    system_rows = _system_rows(run.tracks)
     tracks = [t for t, core in rows if core is not None and bool(core.engine) == engines]
     cores = [t for t, core in rows if core is not None and not core.engine]
     span = (max(0.0, 2 * t0 - t1), min(total, 2 * t1 - t0))
-    records = op_records_between(session, run.id, *span)
-    # each op on the device row, those shorter than a pixel merged, as on the core rows
+    # each op of the first device on the device row (a measured run's devices each have a row of
+    # their own ops), those shorter than a pixel merged, as on the core rows
+    first = min((int(t[7:]) for t in system_rows if is_device_track(t)), default=0)
+    records = [r for r in op_records_between(session, run.id, *span) if r.device == first]
     device = merged(
         DEVICE_ROW,
         [r.name for r in records],
@@ -60,6 +63,12 @@ def timeline(
     items = timeline_window(session, run.id, *span, resolution, tracks)
     complete = all(i.count == 1 for i in device) and all(i.count == 1 for i in items)
     return TimelineView(device + items, [DEVICE_ROW, *system_rows, *cores], span, complete)
+
+
+def _system_rows(tracks) -> list[str]:
+    """The rows that are no core's, devices first, in the order the run lists them."""
+    others = [t for t in tracks if parse_track(t) is None]
+    return [t for t in others if is_device_track(t)] + [t for t in others if not is_device_track(t)]
 
 
 def counter_steps(session: Session, run_id: int, end_ns: float) -> dict[str, list[tuple[float, float]]]:

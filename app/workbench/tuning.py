@@ -163,7 +163,7 @@ def tune_run(
             f"run {parent.id} is compiled with the {policy} policy, which changes precision: tune it "
             f"with +precision, or tune a run of the {' or '.join(LAYOUT_POLICIES)} policy"
         )
-    compilation = parent.compilation
+    compilation = parent.compiled
     tuned = tune(
         compilation.model,
         compilation.target,

@@ -1,5 +1,6 @@
-"""Files a page sends (an uploaded model, an overrides file): their names as messages show them,
-and their bytes, refused past a limit before they are decoded."""
+"""Files a page sends (an uploaded model, an overrides file, a profile measured on hardware): their
+names as messages show them, and their bytes, refused past a limit before they are decoded; a
+profile read and stored as a measured run."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ import base64
 import binascii
 from pathlib import PurePosixPath
 
+from sqlalchemy.orm import Session, sessionmaker
+
 from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.profiles.profile_file import profile_text, read_profile
+
+from tilescope.app.workbench.measured_runs import store_measured
+from tilescope.app.workbench.measured_summary import ImportSummary, summarize
 
 
 def upload_name(filename: str | None, default: str = "upload") -> str:
@@ -28,3 +35,19 @@ def uploaded_bytes(filename: str, contents: str, limit: int, what: str) -> bytes
         return base64.b64decode(body, validate=True)
     except (binascii.Error, ValueError):
         raise TilescopeError(f"{filename}: the upload is damaged (not base64)") from None
+
+
+def upload_report(
+    sessions: sessionmaker[Session], filename: str, contents: str, limit: int, on_stage=lambda stage: None
+) -> ImportSummary:
+    """Store an uploaded ops perf report or JSON trace (a data: URL's base64 body, as dcc.Upload
+    gives it) as a measured run; what was read and stored. Bad files raise TilescopeError with one
+    line naming the cause, and store nothing."""
+    filename = upload_name(filename)
+    text = profile_text(uploaded_bytes(filename, contents, limit, "upload"), filename)
+    on_stage(f"reading {filename}")
+    report = read_profile(text, filename)
+    on_stage(f"storing {len(report.ops):,} ops")
+    with sessions() as session:
+        stored = store_measured(session, report, text)
+    return summarize(report, stored)

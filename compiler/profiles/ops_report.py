@@ -24,6 +24,7 @@ OP_CODE, DURATION = "OP CODE", "DEVICE KERNEL DURATION [ns]"
 MAX_ROWS = 100_000
 MAX_NS = 1e15  # 11.6 days: beyond it a time is a typo, and sums could overflow
 MAX_OPERANDS = 16  # INPUT_n / OUTPUT_n read per op
+MAX_DEVICE = 2**15 - 1  # a DEVICE ID (what perfdb keeps of it: a 16-bit integer)
 SIGNPOST = "signpost"
 HOST_TYPES = ("tt_dnn_cpu", "python_fallback")  # ops that ran in torch on the host
 DTYPES = {
@@ -42,6 +43,7 @@ FIDELITIES = {"lofi": "lofi", "hifi2": "hifi2", "hifi3": "hifi3", "hifi4": "hifi
 _DIM = re.compile(r"(\d{1,9})(?:\[(\d{1,9})\])?")
 _MEMORY = re.compile(r"(?:DEV_\d{1,4}_)?(L1|DRAM|SYSTEM_MEMORY)_(\w+)")
 _INT = re.compile(r"-?\d{1,18}")
+_LOC = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"')
 _SHOWN = reprlib.Repr()
 _SHOWN.maxstring = 60
 
@@ -72,6 +74,9 @@ def read_ops_report(text: str, source: str = "ops.csv") -> Report:
             rows += 1
             if rows > MAX_ROWS:
                 raise ReportError(f"{source}: more than {MAX_ROWS:,} rows; split the report")
+            if any("\0" in field for field in fields):  # no database keeps it, nor would a report write it
+                skipped.append(f"{source}:{line}: a field has a NUL character")
+                continue
             row = _Row(fields, columns)
             if row.text("OP TYPE") == SIGNPOST:
                 region = row.text(OP_CODE)
@@ -161,6 +166,8 @@ def _op(row: _Row, line: int, region: str) -> tuple[ReportOp, tuple[int, int] | 
         raise _BadRow("no OP CODE")
     if len(code) > 128:
         raise _BadRow(f"OP CODE {_SHOWN.repr(code)} is longer than 128 characters")
+    if not code.isprintable():
+        raise _BadRow(f"OP CODE {_SHOWN.repr(code)} has a character that is not printable")
     op_type = row.text("OP TYPE") or "tt_dnn_device"
     try:
         kernel = _time(row, DURATION, optional=op_type in HOST_TYPES)
@@ -172,9 +179,9 @@ def _op(row: _Row, line: int, region: str) -> tuple[ReportOp, tuple[int, int] | 
             op_code=code,
             op_type=op_type,
             call=_int(row, "GLOBAL CALL COUNT"),
-            device=_int(row, "DEVICE ID", 0, 1 << 16) or 0,
+            device=_int(row, "DEVICE ID", 0, MAX_DEVICE) or 0,
             arch=row.text("DEVICE ARCH").lower()[:32],
-            loc=row.text("LOC")[:1024],
+            loc=_loc(row.text("LOC"))[:1024],
             fidelity=FIDELITIES.get(fidelity, ""),
             cores=_int(row, "CORE COUNT", 1, 1 << 16),
             attributes=attributes,
@@ -195,6 +202,13 @@ def _op(row: _Row, line: int, region: str) -> tuple[ReportOp, tuple[int, int] | 
     except _BadRow as err:
         raise _BadRow(f"{code}: {err}") from None
     return op, found
+
+
+def _loc(text: str) -> str:
+    """A LOC as the op's name: bare, or unwrapped from MLIR's loc("name") (the name as tilescope's
+    import names an op by its location)."""
+    match = _LOC.match(text)
+    return match[1] if match else text
 
 
 def _cycles(row: _Row) -> tuple[int, int] | None:

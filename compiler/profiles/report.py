@@ -96,8 +96,9 @@ class Signpost:
 
 @dataclass(frozen=True)
 class Report:
-    """A profile as read: its device ops, host-only ops and signposts in report order, and the
-    rows that could not be read, each as 'source:line: reason'."""
+    """A profile as read: its device ops, host-only ops and signposts in report order, the rows
+    that could not be read, each as 'source:line: reason', and what was left unread of the file
+    as a whole (a trace's counter events, say), a line each."""
 
     source: str
     format: str  # ops-perf-csv | chrome-trace
@@ -106,6 +107,7 @@ class Report:
     host_ops: tuple[ReportOp, ...] = ()
     signposts: tuple[Signpost, ...] = ()
     skipped: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
     columns: tuple[str, ...] = field(default=(), repr=False)
 
     @property

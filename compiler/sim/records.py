@@ -112,6 +112,7 @@ class OpTiming:
     bandwidth_ns: float = 0.0  # the busiest path's bytes at its peak bandwidth: the memory side
     device: int = 0  # the device of a measured run it ran on (a simulated run's ops are one device's)
     config: str = ""  # the program config it ran with, as a measured report names it
+    op_code: str = ""  # the op code a measured report names (MatmulDeviceOperation); "" for a simulated op
 
     @property
     def end_ns(self) -> float:

@@ -17,7 +17,7 @@ from tilescope.perfdb.exports import chrome_trace
 from tilescope.perfdb.ops_csv import DURATION, LATENCY, CsvImportError, import_csv, write_csv
 from tilescope.perfdb.runs import get_run, op_records
 from tilescope.perfdb.schema import Run
-from tests.fuzzing import case, fuzz_settings, one_line
+from tests.fuzzing import HOSTILE_FIELDS, case, fuzz_settings, one_line
 from tests.perfdb.test_ops_csv import base, sessions  # noqa: F401  (fixtures: a stored run per database)
 
 COLUMNS = st.sampled_from(
@@ -25,40 +25,8 @@ COLUMNS = st.sampled_from(
 ) | st.text(max_size=10)
 CELLS = (
     st.sampled_from(
-        [
-            "matmul_0",
-            "matmul_1",
-            'loc("matmul_0")',
-            'loc("matmul_1"("f":1:2))',
-            "add_0",
-            "nope",
-            "",
-            "LoFi",
-            "HiFi4",
-            "hifi2",
-            "0",
-            "1",
-            "64",
-            "65537",
-            "2.5",
-            "1e15",
-            "1e16",
-            "1e308",
-            "-1",
-            "nan",
-            "inf",
-            "-inf",
-            "1_000",
-            "0x10",
-            "\u0663",
-            "\x00",
-            '"',
-            "\r",
-            "\n",
-            ",",
-            ";",
-            "\ufeff",
-        ]
+        ["matmul_0", "matmul_1", 'loc("matmul_0")', 'loc("matmul_1"("f":1:2))', "add_0", "nope", "LoFi", "HiFi4"]
+        + ["hifi2", "64", "65537", *HOSTILE_FIELDS]
     )
     | st.floats().map(repr)
     | st.integers().map(str)

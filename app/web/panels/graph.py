@@ -16,6 +16,7 @@ from tilescope.app.web.panel import PageContext, Panel, Wiring, outputs
 from tilescope.app.web.style import LOADING, graph_config, labelled, menu, message_figure
 from tilescope.app.workbench.graph_view import provenance, search_ops
 from tilescope.app.workbench.grouping import GROUP, MAX_NODES, GroupedView
+from tilescope.app.workbench.measured_runs import no_model_lines
 from tilescope.app.workbench.natural_order import natural_key
 
 
@@ -87,6 +88,10 @@ def register(wiring: Wiring) -> dict:
         if run_id is None or (trigger == ids.TICKED_RUNS and mode != "delta"):
             return no_update
         run = explorer.view(run_id)
+        if run.compilation is None:  # a measured run read from a report
+            head, replay = no_model_lines(run.model_ref, run.kind)
+            said = html.Span(f"{head} {replay}", className="hint")
+            return dict(figure=message_figure(head, 520), group_options=[], groups=[], note=said)
         tree = explorer.scope_tree(run, level)
         groups = [g for g in (expanded or []) if g in tree.members]
         if expanded is None or (expanded and not groups and trigger != ids.GRAPH_GROUPS):

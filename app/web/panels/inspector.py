@@ -6,6 +6,7 @@ from __future__ import annotations
 from dash import Input, Output, html, no_update
 
 from tilescope.compiler.pipeline.compilation import Compilation
+from tilescope.compiler.sim.records import TensorUse
 from tilescope.perfdb.records import LoadOp
 
 from tilescope.app.web import ids
@@ -36,6 +37,8 @@ def register(wiring: Wiring) -> dict:
             return no_update
         view = explorer.view(run_id)
         record = explorer.op_record(run_id, selected) if selected else None
+        if view.compilation is None:  # a measured run: what its report says of the op
+            return measured_children(selected, record)
         # an op the compiler moved to load time has no record of the step: its load-time timing instead
         loaded = next((op for op in view.load_ops if op.name == selected), None) if record is None else None
         shown = provenance(view.compilation, level, selected)
@@ -78,6 +81,32 @@ def inspector_children(
     table = html.Table([html.Tr([html.Th(k), html.Td(v)]) for k, v in rows], className="kv")
     why = [html.P(record.why, className="why")] if record is not None else []
     return [table, *why]
+
+
+def measured_children(op_name: str | None, record) -> list:
+    """A measured op, as its report lists it: its code and kind, its tensors (shape, dtype, where
+    and how they are stored), the program config and fidelity it ran with, and its time."""
+    if not op_name:
+        return [html.P(HINT, className="hint")]
+    if record is None:
+        return [html.P(f"{op_name} is not an op of this run.", className="hint")]
+    rows: list[tuple[str, str]] = [("op", record.name), ("op code", record.op_code or "-"), ("kind", record.kind)]
+    rows.append(("device", str(record.device)))
+    with_tensors = _tensors(record)
+    for use in with_tensors:
+        where = ", ".join(part for part in (use.memory, use.memory_layout, use.layout) if part)
+        rows.append((use.role, f"{'x'.join(map(str, use.shape))} {use.dtype}" + (f"  {where}" if where else "")))
+    if record.fidelity:
+        rows.append(("fidelity", record.fidelity))
+    if record.config:
+        rows.append(("config", record.config))
+    rows += _timing_rows(record)
+    table = html.Table([html.Tr([html.Th(k), html.Td(v)]) for k, v in rows], className="kv")
+    return [table, html.P(record.why, className="why")]
+
+
+def _tensors(record) -> list[TensorUse]:
+    return [TensorUse.from_dict(t) for t in record.tensors or ()]
 
 
 def _timing_rows(record) -> list[tuple[str, str]]:

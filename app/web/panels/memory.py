@@ -108,13 +108,13 @@ def memory_children(view: MemoryView) -> list:
         )
         for kind, name, size, where in rows
     ]
-    r, c = peak.core
+    where = f"core {peak.core[0]},{peak.core[1]}" if peak.core else "each core of its grid"
     head = html.Tr([html.Th(h) for h in ("what", "name", "KiB", "share of L1", "address / pages")])
     return [
         html.P(
             [
                 html.B(f"Peak {total / 1024:,.1f} KiB of {capacity / 1024:,.0f} KiB"),
-                f" on core {r},{c} while {peak.op} runs ({total / capacity * 100:.0f}% of L1)",
+                f" on {where} while {peak.op} runs ({total / capacity * 100:.0f}% of L1)",
             ],
             className="peak-line",
         ),

@@ -19,6 +19,7 @@ from tilescope.app.web.panel import PageContext, Panel, Wiring
 from tilescope.app.workbench import mlir_page
 from tilescope.app.workbench.graph_view import provenance
 from tilescope.app.workbench.kept import Kept
+from tilescope.app.workbench.measured_runs import no_model_lines
 from tilescope.app.workbench.mlir_page import NO_MATCHES, Matches
 from tilescope.app.workbench.mlir_tokens import KINDS, page_tokens
 
@@ -90,11 +91,15 @@ def register(wiring: Wiring) -> dict:
         arrows step from the match shown, and a selection already in view keeps the window."""
         if run_id is None:
             return no_update
-        compilation = explorer.view(run_id).compilation
-        text, spans = compilation.mlir_with_lines(level)
+        run = explorer.view(run_id)
         ask = Asked(run_id, level, query, _count(submits) + _count(nexts), prevs, state)
         read = explorer.kept("mlir")  # a page's reading and a search's matches, by run and level
-        return mlir_view(text, spans, provenance(compilation, level, selected), ask, read)
+        if run.compilation is None:  # a measured run read from a report: the line saying so
+            return mlir_view(
+                "".join(f"// {line}\n" for line in no_model_lines(run.model_ref, run.kind)), {}, [], ask, read
+            )
+        text, spans = run.compilation.mlir_with_lines(level)
+        return mlir_view(text, spans, provenance(run.compilation, level, selected), ask, read)
 
     return {"show_mlir": show_mlir}
 

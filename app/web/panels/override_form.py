@@ -201,6 +201,8 @@ def register(wiring: Wiring) -> dict:
         if triggered() == ids.PENDING_OVERRIDES:  # only whether Apply has something to apply
             return outputs(FILLED, apply_disabled=not selected and not pending)
         run = explorer.view(run_id)
+        if run.compilation is None:  # a measured run: nothing to re-run
+            return outputs(FILLED, sharding_hidden=True, apply_disabled=True, stage_disabled=True)
         values = form_values(run, selected, applies_to if triggered() == ids.OV_APPLIES_TO else None)
         no_op = values.memory is None
         placeholder = sharding_placeholder(run.compilation)  # None: one device, no sharding to set

@@ -36,6 +36,17 @@ def layout(page: PageContext) -> list:
         multiple=False,
         max_size=MAX_SOURCE_BYTES,
     )
+    report = dcc.Upload(
+        id=ids.REPORT_UPLOAD,
+        children=html.Div(
+            ["Drop a ", html.B("profile"), " or click"],
+            title="an ops perf report measured on hardware (tt-metal's CSV) or a Chrome/Perfetto trace (JSON), "
+            f"up to {MAX_SOURCE_BYTES // 2**20} MiB: stored as a measured run",
+        ),
+        className="upload",
+        multiple=False,
+        max_size=MAX_SOURCE_BYTES,
+    )
     levels = dcc.RadioItems(
         id=ids.LEVEL_SELECT, options=list(LEVELS), value="graph", inline=True, className="segmented"
     )
@@ -50,6 +61,7 @@ def layout(page: PageContext) -> list:
             ),
             labelled("Zoo parameters", _zoo_params(page.model), "field zoo-params"),
             upload,
+            report,
             labelled("Target", menu(ids.TARGET_SELECT, targets, page.target.name)),
             labelled("Policy", menu(ids.POLICY_SELECT, list(POLICIES), DEFAULT_POLICY)),
             labelled("Dispatch", menu(ids.DISPATCH_SELECT, list(DISPATCH_MODES), DEFAULT_DISPATCH), "field dispatch"),
@@ -90,7 +102,7 @@ def _query(model: str | None) -> str:
 
 def register(wiring: Wiring) -> dict:
     callbacks = _register_runs(wiring) | _register_model_switch(wiring)
-    return callbacks | _register_zoo_params(wiring) | _register_upload(wiring)
+    return callbacks | _register_zoo_params(wiring) | _register_upload(wiring) | _register_report_upload(wiring)
 
 
 CHOSEN = dict(
@@ -235,6 +247,19 @@ def _register_zoo_params(wiring: Wiring) -> dict:
     return {"show_zoo_params": show_zoo_params, "apply_zoo_params": apply_zoo_params}
 
 
+def upload_job(upload: str) -> dict:
+    """How an upload's callback runs: as a background job whose stage shows under the run bar, its
+    upload area off until it ends."""
+    return dict(
+        prevent_initial_call=True,
+        background=True,
+        interval=JOB_POLL_MS,
+        progress=[Output(ids.UPLOAD_PROGRESS, "children")],
+        progress_default=[""],
+        running=[(Output(upload, "disabled"), True, False)],
+    )
+
+
 def _register_upload(wiring: Wiring) -> dict:
     explorer, app = wiring.explorer, wiring.app
 
@@ -252,12 +277,7 @@ def _register_upload(wiring: Wiring) -> dict:
             policy=State(ids.POLICY_SELECT, "value"),
             dispatch=State(ids.DISPATCH_SELECT, "value"),
         ),
-        prevent_initial_call=True,
-        background=True,
-        interval=JOB_POLL_MS,
-        progress=[Output(ids.UPLOAD_PROGRESS, "children")],
-        progress_default=[""],
-        running=[(Output(ids.MODEL_UPLOAD, "disabled"), True, False)],
+        **upload_job(ids.MODEL_UPLOAD),
     )
     def upload_model(set_progress, contents, filename, target, policy, dispatch=DEFAULT_DISPATCH):
         """Compile and simulate an uploaded file, then show it; a bad file is one line on the page.
@@ -275,6 +295,55 @@ def _register_upload(wiring: Wiring) -> dict:
         return dict(model_options=explorer.model_options(ref), model=ref, message=ok, contents=None)
 
     return {"upload_model": upload_model}
+
+
+REPORT_STORED = dict(
+    model_options=Output(ids.MODEL_SELECT, "options", allow_duplicate=True),
+    model=Output(ids.MODEL_SELECT, "value", allow_duplicate=True),
+    target=Output(ids.TARGET_SELECT, "value", allow_duplicate=True),
+    run_options=Output(ids.RUN_SELECT, "options", allow_duplicate=True),
+    run_id=Output(ids.RUN_SELECT, "value", allow_duplicate=True),
+    message=Output(ids.PAGE_MESSAGE, "children", allow_duplicate=True),
+    contents=Output(ids.REPORT_UPLOAD, "contents"),
+)
+
+
+def _register_report_upload(wiring: Wiring) -> dict:
+    explorer, app = wiring.explorer, wiring.app
+
+    @app.callback(
+        output=REPORT_STORED,
+        inputs=dict(contents=Input(ids.REPORT_UPLOAD, "contents")),
+        state=dict(filename=State(ids.REPORT_UPLOAD, "filename")),
+        **upload_job(ids.REPORT_UPLOAD),
+    )
+    def upload_report(set_progress, contents, filename):
+        """Store an uploaded profile as a measured run and show it, saying what was read; a bad
+        file is one line on the page and stores nothing. The contents are cleared, so dropping
+        the same file again stores it again."""
+        if not contents:
+            return no_update
+        explorer.in_new_process()
+        try:
+            found = explorer.upload_report(filename or "profile", contents, reporter(set_progress, filename))
+        except TilescopeError as err:
+            return outputs(REPORT_STORED, message=error(str(err)), contents=None)
+        run = explorer.view(found.run_id)
+        lines = found.lines()
+        said = html.Div(
+            [html.P(lines[0], className="ok"), html.P(" · ".join(s.strip() for s in lines[1:]), className="hint")]
+        )
+        return dict(
+            model_options=explorer.model_options(run.model_ref),
+            model=run.model_ref,
+            target=run.target_ref,
+            run_options=explorer.run_options(run.model_ref, run.target_ref),
+            run_id=found.run_id,
+            message=said,
+            contents=None,
+        )
+
+    return {"upload_report": upload_report}
 
 
 def in_browser(app) -> None:

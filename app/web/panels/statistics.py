@@ -44,7 +44,7 @@ PINNED_STYLE = {"function": "params.node.rowPinned ? {fontStyle: 'italic', backg
 def layout(_page: PageContext) -> list:
     by = dcc.RadioItems(
         id=ids.STATS_BY,
-        options={"name": "per op", "kind": "per op type"},
+        options={"name": "per op", "kind": "per op type", "code": "per op code"},
         value="name",
         inline=True,
         className="segmented light",
@@ -60,7 +60,7 @@ def stats_columns(by: str) -> list[dict]:
     shown = [(k, label, kind) for k, label, kind in STAT_COLUMNS if by != "name" or k not in SPREAD]
     first = column(
         by,
-        "op" if by == "name" else "op type",
+        {"name": "op", "kind": "op type", "code": "op code"}.get(by, by),
         minWidth=260 if by == "name" else 160,
         flex=3,
         comparator=GRID_COMPARATOR,
@@ -232,14 +232,16 @@ def _register_find_zone(wiring: Wiring) -> dict:
         if fired == ids.SELECTED_OP and shown and shown["run"] == run_id and selected in (shown["op"], shown["picked"]):
             return outputs(FOUND, shown=shown | {"picked": None}) if shown["picked"] else no_update
         if fired == ids.STATS_TABLE:
-            if by != "kind" or not cell or not isinstance(cell.get("rowId"), str) or cell["rowId"] == IDLE_ROW:
+            if by == "name" or not cell or not isinstance(cell.get("rowId"), str) or cell["rowId"] == IDLE_ROW:
                 return no_update  # a click in the per-op table selects its op, which draws it
-            subject = {"run": run_id, "op": None, "kind": cell["rowId"], "picked": None}
+            subject = {"run": run_id, "op": None, "kind": cell["rowId"], "picked": None, "by": by}
         else:
-            subject = {"run": run_id, "op": selected, "kind": None, "picked": None}
-        zones = explorer.find_zone(run_id, op=subject["op"], kind=subject["kind"])
+            subject = {"run": run_id, "op": selected, "kind": None, "picked": None, "by": "kind"}
+        zones = explorer.find_zone(run_id, op=subject["op"], kind=subject["kind"], by=subject["by"])
         # a new subject starts with nothing picked (Plotly keeps a pick while the revision stays)
-        revision = hashlib.blake2b(repr((run_id, subject["op"], subject["kind"])).encode(), digest_size=8).hexdigest()
+        revision = hashlib.blake2b(
+            repr((run_id, subject["op"], subject["kind"], subject["by"])).encode(), digest_size=8
+        ).hexdigest()
         figure = find_zone_histogram(zones, _what(subject), revision, "ops" if subject["kind"] else "zones")
         return dict(figure=figure, shown=subject, **found_list(None, subject))
 
@@ -255,7 +257,7 @@ def _register_find_zone(wiring: Wiring) -> dict:
         subject = _subject(shown)
         if subject is None or (subject["op"] is None and subject["kind"] is None):
             return found_list(None, subject or {})
-        zones = explorer.find_zone(subject["run"], op=subject["op"], kind=subject["kind"])
+        zones = explorer.find_zone(subject["run"], op=subject["op"], kind=subject["kind"], by=subject["by"])
         return found_list(pick(zones, picked_bars(chosen)) if chosen else None, subject)
 
     @app.callback(
@@ -289,7 +291,7 @@ def _subject(shown) -> dict | None:
     if not isinstance(shown, dict) or not isinstance(shown.get("run"), int):
         return None
     named = {k: shown.get(k) if isinstance(shown.get(k), str) else None for k in ("op", "kind", "picked")}
-    return {"run": shown["run"], **named}
+    return {"run": shown["run"], **named, "by": "code" if shown.get("by") == "code" else "kind"}
 
 
 def _number(value) -> float:
@@ -298,7 +300,9 @@ def _number(value) -> float:
 
 
 def _what(subject: dict) -> str:
-    return f"op type {subject['kind']}" if subject["kind"] is not None else subject["op"] or ""
+    if subject["kind"] is None:
+        return subject["op"] or ""
+    return f"op {'code' if subject.get('by') == 'code' else 'type'} {subject['kind']}"
 
 
 def picked_bars(chosen) -> list[int]:

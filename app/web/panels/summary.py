@@ -110,7 +110,7 @@ def summary_children(run: RunView, baseline: int | None = None) -> list:
         html.Span(f"total {run.total_ns / 1e3:,.1f} us{per_step}", className="metric"),
         html.Span(f"device busy {run.device_ns / 1e3:,.1f} us", className="metric"),
         *load_time(run),
-        html.Span(f"{run.options.policy} policy, {run.options.dispatch} dispatch"),
+        _settings(run),
     ]
     if run.options.overrides:
         items = [format_item(o) for o in run.options.overrides]
@@ -118,6 +118,19 @@ def summary_children(run: RunView, baseline: int | None = None) -> list:
             html.Span(f"overrides ({len(items)}): {some_of(items)}", title=all_of(items), className="overrides")
         )
     return parts
+
+
+def _settings(run: RunView) -> html.Span:
+    """How the run was made: measured on hardware, or compiled and simulated under a policy and dispatch."""
+    if run.measured:
+        return html.Span(
+            "measured on hardware",
+            id=ids.RUN_MEASURED,
+            className="measured",
+            title="Times measured on the device (an imported profile), not simulated; "
+            "device time summed over its devices.",
+        )
+    return html.Span(f"{run.options.policy} policy, {run.options.dispatch} dispatch")
 
 
 def load_time(run: RunView) -> list:

@@ -38,7 +38,8 @@ def layout(_page: PageContext) -> list:
     )
     hint = html.P(
         "The device row (on several devices, then a row per device and per set of links its collectives use), "
-        "then one row per core (of device 0: every device runs the same program on its piece); "
+        "then one row per core (of device 0: every device runs the same program on its piece); a measured run "
+        "has a row per device, on its own clock, and rows of its traced regions, signposted regions and host ops; "
         "wheel to zoom (as far as it turns), drag to pan or (with the zoom tool) select a range, double-click "
         "for the whole run; click a zone to select its op.",
         className="hint",
@@ -113,14 +114,15 @@ def register(wiring: Wiring) -> dict:
         view_us, window = _view(asked, total)
         view = explorer.timeline(run, window and (window[0] * 1e3, window[1] * 1e3), engines="engines" in shown)
         loaded = (view.window[0] / 1e3, view.window[1] / 1e3)
+        records = {r.name: r for r in explorer.op_records(run_id)}
         return timeline_figure(
             view.items,
-            {op.name: op.kind for op in run.compilation.kernel.ops},
+            {name: r.kind for name, r in records.items()},
             selected,
             Window(loaded, view_us[1] - view_us[0], view.complete, total, run_id),
             rows=view.rows,
             counters=explorer.counters(run_id) if "counters" in shown else None,
-            records={r.name: r for r in explorer.op_records(run_id)},
+            records=records,
             view=view_us,
             engines="engines" in shown,
         )

@@ -42,7 +42,7 @@ def test_find_zone_shows_the_spread_of_an_op_over_its_cores_and_of_an_op_type(ap
     assert f"{FC1}: 64 zones" in figure.layout.title.text
     assert figure.layout.clickmode == "event+select" and figure.layout.dragmode == "select"
     # nothing picked yet: how to pick, and no list
-    assert found["shown"] == {"run": run_id, "op": FC1, "kind": None, "picked": None}
+    assert found["shown"] == {"run": run_id, "op": FC1, "kind": None, "picked": None, "by": "kind"}
     assert found["note"] == PICK_HINT and found["rows"] == [] and found["style"] == {"display": "none"}
     kind = record.kind
     assert kind in [r["id"] for r in cb["show_statistics"](run_id, "kind")["data"]]

@@ -1,0 +1,38 @@
+"""Which stored run a page shows for a model: its baseline (the newest simulated run with no
+overrides under the page's target, policy and dispatch), or for a report its newest measured run;
+and the runs its menu lists."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tilescope.compiler.errors import TilescopeError
+from tilescope.compiler.pipeline.options import CompileOptions
+from tilescope.perfdb.schema import Run
+
+from tilescope.app.workbench.measured_runs import is_report, report_name
+from tilescope.app.workbench.runs import target_of
+
+
+def shown_runs(stored: Sequence[Run], model_ref: str, target: str) -> list[Run]:
+    """The model's runs a menu lists: those on `target`; a report's on any (measured on one chip,
+    replayed on others)."""
+    return [r for r in stored if is_report(model_ref) or target_of(r) == target]
+
+
+def baseline_of(stored: Sequence[Run], target: str, options: CompileOptions) -> int | None:
+    """The newest of `stored` (newest first) that is simulated with no overrides, on `target`
+    under `options`' policy and dispatch (whatever its L1 cap)."""
+    wanted = (target, options.policy, options.dispatch)
+    for run in stored:
+        if not run.overrides and run.kind != "measured" and (target_of(run), run.policy, run.dispatch) == wanted:
+            return run.id
+    return None
+
+
+def measured_of(stored: Sequence[Run], model_ref: str) -> int:
+    """The newest of `stored` (newest first) that is measured."""
+    found = next((run.id for run in stored if run.kind == "measured"), None)
+    if found is None:
+        raise TilescopeError(f"{report_name(model_ref)}: no measured run of this report is stored; upload it again")
+    return found
