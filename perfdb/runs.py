@@ -13,11 +13,15 @@ from tilescope.perfdb.schema import Model, OpRecord, Run
 MAX_ID = 2**63 - 1  # ids are 64-bit integers in both databases; a larger one names no run
 
 
-def list_runs(session: Session, model_ref: str | None = None) -> list[Run]:
-    """Newest first."""
-    query = select(Run).order_by(Run.id.desc())
+def list_runs(
+    session: Session, model_ref: str | None = None, kind: str | None = None, limit: int | None = None
+) -> list[Run]:
+    """Newest first: of one model, of one kind (simulated or measured), the newest `limit`."""
+    query = select(Run).order_by(Run.id.desc()).limit(limit)
     if model_ref is not None:
         query = query.where(Run.model_ref == model_ref)
+    if kind is not None:
+        query = query.where(Run.kind == kind)
     return list(session.scalars(query))
 
 

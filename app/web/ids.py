@@ -49,6 +49,7 @@ PENDING_REMOVE = "pending-remove"  # pattern-matching id type of each pending it
 OVERRIDES_UPLOAD = "overrides-upload"
 APPLY_PROGRESS = "apply-progress"  # the stage a re-run is at
 UPLOAD_PROGRESS = "upload-progress"  # the stage an uploaded model's first run is at
+REPLAY_PROGRESS = "replay-progress"  # the stage a replay of the shown measured run is at
 COMPILE_PROGRESS = "compile-progress"  # shown while the chosen model, target, policy or dispatch opens
 
 # Tune: a search of overrides from the shown run
@@ -63,6 +64,7 @@ TUNE_STATUS = "tune-status"  # what the last search found
 EXPORT_FORMAT = "export-format"
 EXPORT_BUTTON = "export-button"
 EXPORT_DOWNLOAD = "export-download"
+REPLAY_BUTTON = "replay-button"  # beside the export: replay the shown measured run, then compare the two
 
 # analysis panels under the workspace
 ANALYSIS_TABS = "analysis-tabs"

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from dash import html
+from dash import Output, html
 from dash._callback_context import context_value
 from dash.background_callback.managers import BaseBackgroundCallbackManager
 from dash.exceptions import PreventUpdate
@@ -56,6 +56,19 @@ def reporter(set_progress, what: str) -> Callable[[str], None]:
         set_progress([html.Span([html.Span(className="spinner"), f"{what}: {stage}..."])])
 
     return say
+
+
+def page_job(progress: str, control: str) -> dict:
+    """How a page's long callback runs (an upload, a replay): as a background job whose stage shows
+    in `progress`, its `control` (the upload area, the button) off until it ends."""
+    return dict(
+        prevent_initial_call=True,
+        background=True,
+        interval=JOB_POLL_MS,
+        progress=[Output(progress, "children")],
+        progress_default=[""],
+        running=[(Output(control, "disabled"), True, False)],
+    )
 
 
 def requester() -> str:

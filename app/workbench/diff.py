@@ -14,7 +14,7 @@ from tilescope.overrides import format_item, format_value, parse_item
 from tilescope.compiler.ir.opset import COLLECTIVES
 from tilescope.perfdb.diff import MovedOp, OpDelta, RunDiff, SettingChange, Sides, diff_runs
 from tilescope.perfdb.diff_ops import BY_SEQUENCE, MEASURED
-from tilescope.perfdb.meshes import CollectiveOp
+from tilescope.perfdb.meshes import CollectiveOp, collective_groups, run_mesh
 from tilescope.perfdb.op_changes import ParamChange
 from tilescope.perfdb.runs import get_run, op_records
 from tilescope.perfdb.schema import Run
@@ -50,7 +50,7 @@ class Comparison:
 
 @dataclass(frozen=True)
 class DiffView:
-    """A comparison as the Runs & diff tab shows it (Explorer.diff): with both runs, each
+    """A comparison as the Runs & diff tab shows it (diff_view): with both runs, each
     collective's link row (op name -> row) for the aligned timelines, and the runs' op durations
     for the histograms."""
 
@@ -88,6 +88,18 @@ class RerunDelta:
     def ops_added(self) -> int:
         """How many more ops b's step issues than a's (fewer when negative)."""
         return len(self.inserted) - len(self.removed) + len(self.moved_into_step) - len(self.moved_to_load)
+
+
+def diff_view(session: Session, a: int, b: int, durations: Sides[list[float]]) -> DiffView:
+    """compare of run b against run a, as the compare view shows it (`durations`: each run's op durations)."""
+    both = Sides(get_run(session, a), get_run(session, b))
+    links = Sides(*(_link_rows(session, run) for run in (both.a, both.b)))
+    return DiffView(compare(session, a, b), both, links, durations)
+
+
+def _link_rows(session: Session, run: Run) -> dict[str, str]:
+    """Each collective's link row: op name -> row."""
+    return {name: group.row for name, group in collective_groups(session, run.id, run_mesh(run)).items()}
 
 
 def compare(session: Session, a: int, b: int) -> Comparison:

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tilescope.compiler.frontend import zoo
 from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.frontend.model_refs import example_names
+from tilescope.compiler.profiles.measured_ops import MEASURED
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.op_override import OpOverride
 from tilescope.compiler.pipeline.options import DEFAULT_OPTIONS, CompileOptions
@@ -26,11 +27,10 @@ from tilescope.perfdb.diff import Sides
 from tilescope.perfdb.errors import RunNotFound
 from tilescope.perfdb.statistics import OpStats, op_statistics
 from tilescope.perfdb.timeline import counter_envelope
-from tilescope.perfdb.meshes import collective_groups, run_mesh
 from tilescope.perfdb.schema import Run
 
 from tilescope.app.workbench import runs
-from tilescope.app.workbench.diff import DiffView, compare
+from tilescope.app.workbench.diff import DiffView, diff_view
 from tilescope.app.workbench.find_zone import FoundZone, kind_ops, op_zones
 from tilescope.app.workbench.graph_view import OpMetric, op_metrics
 from tilescope.app.workbench.grouping import ScopeTree
@@ -38,7 +38,8 @@ from tilescope.app.workbench.kept import Kept
 from tilescope.app.workbench.key_locks import KeyLocks
 from tilescope.app.workbench.measured_memory import measured_memory_view
 from tilescope.app.workbench.measured_runs import is_report, no_model_line
-from tilescope.app.workbench.run_choice import baseline_of, measured_of, shown_runs
+from tilescope.app.workbench.measured_replay import ReplayDone, replay_stored
+from tilescope.app.workbench.run_choice import baseline_of, listed_runs, measured_of, shown_runs
 from tilescope.app.workbench.measured_summary import ImportSummary
 from tilescope.app.workbench.memory_view import MemoryView, memory_view
 from tilescope.app.workbench.natural_order import natural_key
@@ -52,6 +53,7 @@ from tilescope.app.workbench.timeline_view import TimelineView, counter_steps, t
 from tilescope.app.workbench.tuning import TuneReport, tune_run
 from tilescope.app.workbench.uploads import upload_name, upload_report, uploaded_bytes
 
+LISTED_MEASURED = 200  # measured runs of other models the runs table lists, the newest
 KEPT_PER_VIEW = 32  # runs (or run and level) whose derived views each cache keeps
 # one read of a run's view at a time, so the panels asking for it at once compile it once
 _READING = KeyLocks()
@@ -106,6 +108,10 @@ class Explorer:
     def upload_report(self, filename: str, contents: str, on_stage=runs.no_progress) -> ImportSummary:
         """Store an uploaded ops perf report or JSON trace as a measured run (uploads.upload_report)."""
         return upload_report(self.sessions, filename, contents, MAX_SOURCE_BYTES, on_stage)
+
+    def replay(self, run_id: int, target: str | None = None, on_stage=runs.no_progress) -> ReplayDone:
+        """Replay a stored measured run and store the replay (measured_replay.replay_stored)."""
+        return replay_stored(self.sessions, run_id, target, on_stage)
 
     def run_options(self, model_ref: str, target: str) -> list[dict]:
         """The model's runs on `target`; a report's, on any (measured on one chip, replayed on others)."""
@@ -219,6 +225,12 @@ class Explorer:
         with self.sessions() as session:
             return stored_runs.list_runs(session, model_ref)
 
+    def listed_runs(self, model_ref: str) -> list[Run]:
+        """The model's runs, then the newest measured runs of every other (run_choice.listed_runs)."""
+        with self.sessions() as session:
+            measured = stored_runs.list_runs(session, kind=MEASURED, limit=LISTED_MEASURED)
+            return listed_runs(stored_runs.list_runs(session, model_ref), measured)
+
     # --- op records -------------------------------------------------------------------------------
 
     def op_records(self, run_id: int) -> list:
@@ -308,12 +320,9 @@ class Explorer:
 
     def diff(self, a: int, b: int) -> DiffView:
         """app.workbench.diff.compare of b against a, as the compare view shows it."""
-        with self.sessions() as session:
-            comparison = compare(session, a, b)
-            both = Sides(stored_runs.get_run(session, a), stored_runs.get_run(session, b))
-            links = Sides(*(_link_rows(session, run) for run in (both.a, both.b)))
         durations = Sides(*([r.duration_ns for r in self.op_records(i)] for i in (a, b)))
-        return DiffView(comparison, both, links, durations)
+        with self.sessions() as session:
+            return diff_view(session, a, b, durations)
 
     # --- re-runs and exports ----------------------------------------------------------------------
 
@@ -376,11 +385,6 @@ class Explorer:
     def export(self, run_id: int, fmt: str) -> tuple[str, str, str | None]:
         with self.sessions() as session:
             return export_run(session, run_id, fmt)
-
-
-def _link_rows(session: Session, run: Run) -> dict[str, str]:
-    """Each collective's link row: op name -> row."""
-    return {name: group.row for name, group in collective_groups(session, run.id, run_mesh(run)).items()}
 
 
 def _compile_inputs(run: Run, options: CompileOptions) -> runs.CompileInputs:

@@ -1,6 +1,6 @@
 """Which stored run a page shows for a model: its baseline (the newest simulated run with no
 overrides under the page's target, policy and dispatch), or for a report its newest measured run;
-and the runs its menu lists."""
+the runs its menu lists, and those its runs table lists."""
 
 from __future__ import annotations
 
@@ -36,3 +36,10 @@ def measured_of(stored: Sequence[Run], model_ref: str) -> int:
     if found is None:
         raise TilescopeError(f"{report_name(model_ref)}: no measured run of this report is stored; upload it again")
     return found
+
+
+def listed_runs(model_runs: Sequence[Run], measured: Sequence[Run]) -> list[Run]:
+    """What the runs table lists: the model's runs, then the `measured` runs of other models and
+    reports (two reports, a Wormhole's and a Blackhole's, are compared as two measured runs)."""
+    mine = {run.id for run in model_runs}
+    return [*model_runs, *(run for run in measured if run.id not in mine)]

@@ -11,9 +11,12 @@ from tilescope.compiler.profiles.report import Report
 
 def read_profile(text: str, source: str) -> Report:
     """The profile in `text`, named `source` in what it says."""
-    if text.lstrip("\ufeff \t\r\n")[:1] in ("{", "["):
-        return read_trace(text, source)
-    return read_ops_report(text, source)
+    return read_trace(text, source) if is_trace(text) else read_ops_report(text, source)
+
+
+def is_trace(text: str) -> bool:
+    """Whether `text` is a JSON trace (it opens a JSON object or list) rather than an ops perf report."""
+    return text.lstrip("\ufeff \t\r\n")[:1] in ("{", "[")
 
 
 def profile_text(data: bytes, source: str) -> str:

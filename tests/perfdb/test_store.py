@@ -195,6 +195,13 @@ def test_runs_are_kept_apart(sessions):
         assert [r.id for r in list_runs(s, model_ref="m.mlir")] == [second]
         assert list_runs(s, model_ref="other") == []
         assert [r.name for r in op_records(s, second)] == ["x"]
+        assert [r.id for r in list_runs(s, limit=1)] == [second]
+    with sessions() as s:
+        third = save_run(s, _new_run(model_ref="report:r.csv", kind="measured"))
+    with sessions() as s:
+        assert [r.id for r in list_runs(s, kind="measured")] == [third]
+        assert [r.id for r in list_runs(s, kind="simulated", limit=5)] == [second, first]
+        assert list_runs(s, model_ref="m.mlir", kind="measured") == []
         assert zones(s, second) == []
         assert get_run(s, second).parent_id == first
 

@@ -90,7 +90,8 @@ def register(wiring: Wiring) -> dict:
         run = explorer.view(run_id)
         if run.compilation is None:  # a measured run read from a report
             head, replay = no_model_lines(run.model_ref, run.kind)
-            said = html.Span(f"{head} {replay}", className="hint")
+            offer = ", or press Replay above" if run.measured else ""
+            said = html.Span(f"{head} {replay}{offer}.", className="hint")
             return dict(figure=message_figure(head, 520), group_options=[], groups=[], note=said)
         tree = explorer.scope_tree(run, level)
         groups = [g for g in (expanded or []) if g in tree.members]

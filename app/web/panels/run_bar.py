@@ -16,7 +16,7 @@ from tilescope.app.web import ids
 from tilescope.app.web import url_state
 from tilescope.app.web.callback_context import triggered
 from tilescope.app.web.panels import tune
-from tilescope.app.web.jobs import JOB_POLL_MS, reporter
+from tilescope.app.web.jobs import page_job, reporter
 from tilescope.app.web.panel import PageContext, Panel, Wiring, outputs
 from tilescope.app.web.style import error, labelled, menu
 from tilescope.app.workbench.model_access import MAX_SOURCE_BYTES
@@ -74,6 +74,7 @@ def layout(page: PageContext) -> list:
     message = html.Div(
         [
             html.Div(id=ids.UPLOAD_PROGRESS, className="progress"),
+            html.Div(id=ids.REPLAY_PROGRESS, className="progress"),
             html.Div(id=ids.COMPILE_PROGRESS, className="compile-progress"),
             html.Div(id=ids.PAGE_MESSAGE),
         ],
@@ -247,19 +248,6 @@ def _register_zoo_params(wiring: Wiring) -> dict:
     return {"show_zoo_params": show_zoo_params, "apply_zoo_params": apply_zoo_params}
 
 
-def upload_job(upload: str) -> dict:
-    """How an upload's callback runs: as a background job whose stage shows under the run bar, its
-    upload area off until it ends."""
-    return dict(
-        prevent_initial_call=True,
-        background=True,
-        interval=JOB_POLL_MS,
-        progress=[Output(ids.UPLOAD_PROGRESS, "children")],
-        progress_default=[""],
-        running=[(Output(upload, "disabled"), True, False)],
-    )
-
-
 def _register_upload(wiring: Wiring) -> dict:
     explorer, app = wiring.explorer, wiring.app
 
@@ -277,7 +265,7 @@ def _register_upload(wiring: Wiring) -> dict:
             policy=State(ids.POLICY_SELECT, "value"),
             dispatch=State(ids.DISPATCH_SELECT, "value"),
         ),
-        **upload_job(ids.MODEL_UPLOAD),
+        **page_job(ids.UPLOAD_PROGRESS, ids.MODEL_UPLOAD),
     )
     def upload_model(set_progress, contents, filename, target, policy, dispatch=DEFAULT_DISPATCH):
         """Compile and simulate an uploaded file, then show it; a bad file is one line on the page.
@@ -315,7 +303,7 @@ def _register_report_upload(wiring: Wiring) -> dict:
         output=REPORT_STORED,
         inputs=dict(contents=Input(ids.REPORT_UPLOAD, "contents")),
         state=dict(filename=State(ids.REPORT_UPLOAD, "filename")),
-        **upload_job(ids.REPORT_UPLOAD),
+        **page_job(ids.UPLOAD_PROGRESS, ids.REPORT_UPLOAD),
     )
     def upload_report(set_progress, contents, filename):
         """Store an uploaded profile as a measured run and show it, saying what was read; a bad

@@ -1,4 +1,5 @@
-"""The runs & diff tab: every run of the model, and two of them compared (app/web/diff_view.py)."""
+"""The runs & diff tab: every run of the model, then the measured runs of other models and reports,
+and two of them compared (app/web/diff_view.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Sequence
 
 from dash import ClientsideFunction, Input, Output, State, dcc, html, no_update
 
+from tilescope.compiler.profiles.measured_ops import MEASURED
 from tilescope.perfdb.schema import Run
 
 from tilescope.app.web import ids
@@ -22,11 +24,14 @@ from tilescope.app.web.diff_view import (
 from tilescope.app.web.grids import column, grid
 from tilescope.app.web.panel import PageContext, Panel, Wiring
 from tilescope.app.web.style import us
+from tilescope.app.workbench.measured_runs import is_report
 
 TAB = "runs"
+REPLAY = "replay"  # the kind a replay of a measured report is listed as: simulated, op by op
 RUN_COLUMNS = (
     ("id", "run", "count"),
     ("label", "label", "text"),
+    ("model", "model", "text"),
     ("kind", "kind", "text"),
     ("target", "target", "text"),
     ("policy", "policy", "text"),
@@ -39,7 +44,7 @@ RUN_COLUMNS = (
 
 
 def layout(_page: PageContext) -> list:
-    columns = [column(key, label, kind, flex=3 if key == "label" else 1) for key, label, kind in RUN_COLUMNS]
+    columns = [column(key, label, kind, flex={"label": 3, "model": 2}.get(key, 1)) for key, label, kind in RUN_COLUMNS]
     table = grid(
         ids.RUNS_TABLE,
         columns,
@@ -47,7 +52,9 @@ def layout(_page: PageContext) -> list:
         rowSelection={"mode": "multiRow", "checkboxes": True, "headerCheckbox": False, "enableClickSelection": False},
     )
     hint = html.P(
-        "Tick two runs to compare them; otherwise the shown run is compared with the run it came from.",
+        "Tick two runs to compare them; otherwise the shown run is compared with the run it came from. "
+        "The model's runs come first, then measured runs of other reports (a Wormhole's and a Blackhole's "
+        "report of one model compare as two measured runs).",
         className="hint",
     )
     ticked = dcc.Store(id=ids.TICKED_RUNS, data=[])
@@ -62,7 +69,8 @@ def runs_data(runs: Sequence[Run]) -> list[dict]:
         {
             "id": r.id,
             "label": r.label or "baseline",
-            "kind": r.kind,
+            "model": r.model_ref,
+            "kind": kind_of(r),
             "target": r.target.name,
             "policy": r.policy,
             "total_us": us(r.total_ns),
@@ -73,6 +81,11 @@ def runs_data(runs: Sequence[Run]) -> list[dict]:
         }
         for r in runs
     ]
+
+
+def kind_of(run: Run) -> str:
+    """measured; a replay (a report simulated op by op); or simulated (a model compiled)."""
+    return REPLAY if run.kind != MEASURED and is_report(run.model_ref) else run.kind
 
 
 def register(wiring: Wiring) -> dict:
@@ -90,9 +103,10 @@ def register(wiring: Wiring) -> dict:
         prevent_initial_call="initial_duplicate",
     )
     def list_runs(_options, model, linked=None):
-        """The model's runs; the pair a link compares comes ticked. The ticked runs' ids, which the
-        diff, the graph and the link read, are set here with the rows, and by a tick in the browser."""
-        rows = runs_data(explorer.runs_of(model))
+        """The model's runs, then measured runs of others; the pair a link compares comes ticked. The
+        ticked runs' ids, which the diff, the graph and the link read, are set here with the rows,
+        and by a tick in the browser."""
+        rows = runs_data(explorer.listed_runs(model))
         pair = (linked or {}).get("diff") or []
         ticked = [row["id"] for row in rows if row["id"] in pair]
         shown = dict(rows=rows, ticked={"ids": [str(i) for i in ticked]}, ticked_ids=ticked)

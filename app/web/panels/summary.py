@@ -1,5 +1,6 @@
 """The run summary under the run bar: the shown run's totals per step and its work once per model
-load, its settings and overrides, and its export (overrides, trace or ops table)."""
+load, its settings and overrides, its export (overrides, trace or ops table), and for a measured
+run its replay: the report simulated op by op, stored, and compared with the measurement."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ from tilescope.overrides import format_item
 
 from tilescope.app.web import ids
 from tilescope.app.web.callback_context import triggered
-from tilescope.app.web.panel import PageContext, Panel, Wiring
+from tilescope.app.web.jobs import page_job, reporter
+from tilescope.app.web.panel import PageContext, Panel, Wiring, outputs
 from tilescope.app.web.style import all_of, error, some_of
+from tilescope.app.web.panels.runs import TAB as RUNS
 from tilescope.app.web.panels.statistics import TAB as STATISTICS
 from tilescope.app.workbench.load_time import duration_text
 from tilescope.app.workbench.export_formats import EXPORT_FORMATS
+from tilescope.app.workbench.measured_runs import is_report
 from tilescope.app.workbench.run_view import RunView
 
 
@@ -33,7 +37,8 @@ def layout(_page: PageContext) -> html.Div:
         ],
         className="export",
     )
-    return html.Div([html.Div(id=ids.RUN_SUMMARY, className="run-summary"), export], className="summary-row")
+    replay = html.Button("Replay", id=ids.REPLAY_BUTTON, n_clicks=0, className="primary replay", hidden=True)
+    return html.Div([html.Div(id=ids.RUN_SUMMARY, className="run-summary"), replay, export], className="summary-row")
 
 
 def register(wiring: Wiring) -> dict:
@@ -92,7 +97,69 @@ def register(wiring: Wiring) -> dict:
         "export_run": export_run,
         "show_load_ops": show_load_ops,
         "show_baseline": show_baseline,
-    }
+    } | _register_replay(wiring)
+
+
+OFFERED = dict(
+    hidden=Output(ids.REPLAY_BUTTON, "hidden"),
+    label=Output(ids.REPLAY_BUTTON, "children"),
+    title=Output(ids.REPLAY_BUTTON, "title"),
+)
+REPLAYED = dict(
+    run_options=Output(ids.RUN_SELECT, "options", allow_duplicate=True),
+    run_id=Output(ids.RUN_SELECT, "value", allow_duplicate=True),
+    tab=Output(ids.ANALYSIS_TABS, "value", allow_duplicate=True),
+    message=Output(ids.PAGE_MESSAGE, "children", allow_duplicate=True),
+)
+
+
+def _register_replay(wiring: Wiring) -> dict:
+    explorer = wiring.explorer
+
+    @wiring.app.callback(
+        output=OFFERED,
+        inputs=dict(run_id=Input(ids.RUN_SELECT, "value"), target=Input(ids.TARGET_SELECT, "value")),
+    )
+    def offer_replay(run_id, target=None):
+        """A measured run read from a report offers its replay, on the target the page names."""
+        if run_id is None:
+            return no_update
+        run = explorer.view(run_id)
+        if not (run.measured and is_report(run.model_ref)):
+            return dict(hidden=True, label="Replay", title="")
+        on = target or run.target_ref
+        title = (
+            f"Build each op of {run.model_name} as tilescope's IR, simulate it on {on}, store the prediction "
+            "as a run and compare it with this measurement op by op (Runs & diff)"
+        )
+        return dict(hidden=False, label=f"Replay on {on}", title=title)
+
+    @wiring.app.callback(
+        output=REPLAYED,
+        inputs=dict(clicks=Input(ids.REPLAY_BUTTON, "n_clicks")),
+        state=dict(run_id=State(ids.RUN_SELECT, "value"), target=State(ids.TARGET_SELECT, "value")),
+        **page_job(ids.REPLAY_PROGRESS, ids.REPLAY_BUTTON),
+    )
+    def replay_run(set_progress, clicks, run_id, target=None):
+        """Replay the shown measured run, then show the replay compared with its measurement (the
+        replay's parent): Runs & diff, the replay the shown run. One line when it fails, and
+        nothing stored."""
+        if not clicks or run_id is None:
+            return no_update
+        explorer.in_new_process()
+        try:
+            done = explorer.replay(run_id, target, reporter(set_progress, "replay"))
+        except TilescopeError as err:
+            return outputs(REPLAYED, message=error(str(err)))
+        run = explorer.view(done.run_id)
+        return dict(
+            run_options=explorer.run_options(run.model_ref, run.target_ref),
+            run_id=done.run_id,
+            tab=RUNS,
+            message=html.P(done.line(), className="ok"),
+        )
+
+    return {"offer_replay": offer_replay, "replay_run": replay_run}
 
 
 PANEL = Panel("bar", "Summary", "summary", layout, register)
