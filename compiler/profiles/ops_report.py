@@ -67,11 +67,11 @@ def read_ops_report(text: str, source: str = "ops.csv") -> Report:
         columns = {name: i for i, name in reversed(list(enumerate(header)))}
         ops, host, signposts, skipped = [], [], [], []
         cycles: dict[int, tuple[int, int]] = {}
-        rows, region = 0, ""
+        rows, region, last = 0, "", (0, len(header))
         for line, fields in enumerate(reader, start=2):
             if not any(f.strip() for f in fields):
                 continue  # a blank line, as spreadsheets leave at the end
-            rows += 1
+            rows, last = rows + 1, (line, len(fields))
             if rows > MAX_ROWS:
                 raise ReportError(f"{source}: more than {MAX_ROWS:,} rows; split the report")
             if any("\0" in field for field in fields):  # no database keeps it, nor would a report write it
@@ -94,6 +94,7 @@ def read_ops_report(text: str, source: str = "ops.csv") -> Report:
         raise ReportError(f"{source}: not a CSV ops perf report: {err}") from None
     except _BadRow as err:
         raise ReportError(f"{source}: {err}") from None
+    _check_whole(text, source, header, *last)
     return Report(
         source=source,
         format="ops-perf-csv",
@@ -104,6 +105,15 @@ def read_ops_report(text: str, source: str = "ops.csv") -> Report:
         skipped=tuple(skipped),
         columns=tuple(header),
     )
+
+
+def _check_whole(text: str, source: str, header: list[str], line: int, fields: int) -> None:
+    """A report whose last row has fewer fields than its header and no line end was cut short (a
+    copy that failed): the row's last field read would be a part of a number, so nothing is read."""
+    if fields < len(header) and not text.endswith(("\n", "\r")):
+        raise ReportError(
+            f"{source}:{line}: the file ends inside this row ({fields} of {len(header)} fields); is it cut short?"
+        )
 
 
 def _check_header(header: list[str], source: str) -> None:

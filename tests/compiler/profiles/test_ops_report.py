@@ -147,6 +147,17 @@ def test_rows_past_the_limit_are_refused(monkeypatch):
         read_ops_report(report_text(add(), add(), add(), add()))
 
 
+def test_a_report_cut_inside_a_row_is_refused_whole():
+    text = report_text(add(), add(**{DURATION: "3038"}))
+    cut = text[: text.rindex("3038") + 2]  # a copy that failed inside a number: 30 would be read
+    with pytest.raises(ReportError) as err:
+        read_ops_report(cut, "cut.csv")
+    assert str(err.value).startswith("cut.csv:3: the file ends inside this row (") and "cut short" in str(err.value)
+    # cut at a line's end, it is a shorter report; a last line without its line end is whole
+    assert len(read_ops_report(text[: text.index("\n", text.index("\n") + 1) + 1]).ops) == 1
+    assert len(read_ops_report(text.rstrip("\n")).ops) == 2
+
+
 def test_a_byte_order_mark_is_not_part_of_the_first_column():
     assert read_ops_report("\ufeff" + report_text(add())).ops[0].op_code == "BinaryNgDeviceOperation"
 
