@@ -1,29 +1,26 @@
-"""Two runs compared, as Tracy's compare view does: the totals and how they split, both runs' work
-once per model load, the overrides and settings that differ, both runs on one time axis, the per-op
-deltas with the ops inserted, removed or moved between the step and the model's load, and the
-overlaid duration histograms."""
+"""Two runs compared, as Tracy's compare view does: the totals (with a measured run, device time)
+and how they split, both runs' work once per model load, the overrides and settings that differ,
+both runs on one time axis (app/web/aligned_runs.py), the per-op deltas with the ops inserted,
+removed or moved between the step and the model's load, and the overlaid duration histograms."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 from dash import dcc, html
 
-from tilescope.compiler.ir.opset import COLLECTIVES
-from tilescope.compiler.sim.tracks import device_track, is_device_track, is_link_track
-from tilescope.perfdb.diff import MovedOp, RunDiff, Sides
+from tilescope.perfdb.diff import MovedOp, RunDiff
 from tilescope.perfdb.diff_ops import BY_SEQUENCE, MEASURED
 from tilescope.perfdb.meshes import CollectiveOp
 from tilescope.perfdb.schema import Run
 
 from tilescope.app.web import ids
+from tilescope.app.web.aligned_runs import BACK_TO_BACK
 from tilescope.app.web.device_table import devices_diff_children
-from tilescope.app.web.style import TOP_LEGEND, all_of, base_layout, graph_config, kind_colour, plain, some_of, us
-from tilescope.app.web.zone_segments import segments, vertices
+from tilescope.app.web.style import TOP_LEGEND, all_of, base_layout, graph_config, some_of, us
 from tilescope.app.web.diff_table import SHOWN_OPS, delta_rows, delta_table, kind_table
 from tilescope.app.workbench.diff import (
     DiffView,
@@ -49,6 +46,8 @@ def diff_children(found: DiffView, timelines: go.Figure | None = None) -> list:
     aligned = (
         [dcc.Graph(id=ids.DIFF_TIMELINES, config=graph_config("diff-timelines"), figure=timelines)] if timelines else []
     )
+    if aligned and MEASURED in (a.kind, b.kind):
+        aligned.insert(0, html.P(BACK_TO_BACK, className="hint"))
     return [
         *warnings,
         _diff_head(found, a, b),
@@ -75,7 +74,7 @@ def diff_body(found: DiffView, show_unchanged: bool = False, limit: int = SHOWN_
     histogram = dcc.Graph(
         id=ids.DIFF_HISTOGRAM,
         config=graph_config("duration-histogram"),
-        figure=duration_histogram(found.durations.a, found.durations.b, (f"A #{a.id}", f"B #{b.id}")),
+        figure=duration_histogram(found.durations.a, found.durations.b, side_labels(a, b)),
     )
     kinds = kind_table(d)
     by_kind = [html.P("Summed by op kind:", className="hint"), kinds] if kinds is not None else []
@@ -83,20 +82,36 @@ def diff_body(found: DiffView, show_unchanged: bool = False, limit: int = SHOWN_
     return [html.Div([table, histogram], className="diff-body")]
 
 
+def side_labels(a: Run, b: Run) -> tuple[str, str]:
+    """`A #4`, `B #7`; with a measured run, which is measured and which predicted."""
+    if MEASURED not in (a.kind, b.kind):
+        return f"A #{a.id}", f"B #{b.id}"
+    said = ("measured" if run.kind == MEASURED else "predicted" for run in (a, b))
+    return tuple(f"{side} #{run.id} {how}" for side, run, how in zip("AB", (a, b), said))
+
+
 def _diff_head(found: DiffView, a: Run, b: Run) -> html.Div:
-    delta = found.comparison.diff.total_delta_ns
-    ratio = b.total_ns / a.total_ns if a.total_ns else None
+    """The two runs and their totals; with a measured run, their device time: a report's device
+    clock holds the host's work between ops (seconds of it), which no prediction has."""
+    measured = MEASURED in (a.kind, b.kind)
+    before, after = (a.device_ns, b.device_ns) if measured else (a.total_ns, b.total_ns)
+    delta = after - before if measured else found.comparison.diff.total_delta_ns
+    ratio = after / before if before else None
     verdict = "faster" if delta < 0 else "slower" if delta > 0 else "the same"
+    if a.kind != b.kind and measured:
+        verdict = "predicted under measured" if delta < 0 else "predicted over measured" if delta > 0 else "as measured"
+    totals = f"total {us(a.total_ns):,.1f} us -> {us(b.total_ns):,.1f} us (device clock, idle included)"
     return html.Div(
         [
             html.Span(_pill(a, b), className="pill a"),
             html.Span("vs"),
             html.Span(_pill(b, a), className="pill b"),
-            html.Span(f"{us(a.total_ns):,.1f} us -> {us(b.total_ns):,.1f} us", className="metric"),
+            html.Span(f"{'device ' * measured}{us(before):,.1f} us -> {us(after):,.1f} us", className="metric"),
             html.Span(
                 f"{us(delta):+z,.1f} us" + (f" (x{ratio:.3f}, {verdict})" if ratio else ""),
                 className=f"metric {'worse' if delta > 0 else 'better' if delta < 0 else ''}",
             ),
+            *([html.Span(totals, className="muted")] if measured else []),
             html.Span(time_split(found.comparison.diff), className="muted"),
             html.Span(device_parts(found.comparison), className="muted device-parts"),
         ],
@@ -107,10 +122,10 @@ def _diff_head(found: DiffView, a: Run, b: Run) -> html.Div:
 def _pill(run: Run, other: Run) -> str:
     """`#4 baseline`, `#7 measured: clip.csv`, `#8 predicted`: a run by id and label, and whether it
     was measured, or is the prediction compared with a measured run."""
-    if run.kind == MEASURED:
-        return f"#{run.id} measured" + (f": {run.label}" if run.label else "")
-    if other.kind == MEASURED:
-        return f"#{run.id} predicted" + (f": {run.label}" if run.label else "")
+    if MEASURED in (run.kind, other.kind):
+        said = "measured" if run.kind == MEASURED else "predicted"
+        label = run.label.removeprefix(f"{said}: ")  # a measured run's label says so already
+        return f"#{run.id} {said}" + (f": {label}" if label else "")
     return f"#{run.id} {run.label or 'baseline'}"
 
 
@@ -149,13 +164,13 @@ def _diff_load(d: RunDiff) -> list:
 
 
 def _diff_overrides(d: RunDiff, measured: bool) -> list:
-    """The override items and settings only one run has: none for a measured run (no compiler
-    ran it) unless the other run has some."""
+    """The override items and settings only one run has: with a measured run (no compiler ran
+    it, under no policy or dispatch) no settings, and the overrides only if the other run has some."""
     only = d.overrides
-    if measured and not (only.a or only.b or d.settings):
+    if measured and not (only.a or only.b):
         return []
     settings = []
-    if d.settings:
+    if d.settings and not measured:
         settings = [html.Span("  settings: ", className="muted"), html.Code(settings_text(d.settings))]
     return [
         html.Div(
@@ -244,112 +259,3 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
     step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= rough)
     first = math.ceil(low / step) * step
     return [math.log10(first + i * step) for i in range(int((high - first) / step) + 1) if first + i * step > 0]
-
-
-class RowOp(NamedTuple):
-    """An op on one row of the aligned diff, shaped like a zone for `segments`."""
-
-    track: str
-    op: str
-    start_ns: float
-    end_ns: float
-    name: str = ""
-    depth: int = 0
-
-    @property
-    def label(self) -> str:
-        return self.op
-
-
-def timeline_rows(label: str, records: Sequence, tracks: Sequence[str], links: Mapping[str, str]) -> list:
-    """(row label, records) of one run in the aligned diff: on one device a row of all its ops; on
-    several each device's row of its compute and each link row of the collectives on it (`links`:
-    collective -> its link row; the first by default). A simulated run's compute is every device's
-    (each runs it on its piece); a measured run's ops are each their device's (their `device`)."""
-    devices = [t for t in tracks if is_device_track(t)]
-    link_rows = [t for t in tracks if is_link_track(t)]
-    if not devices:
-        return [(label, list(records))]
-    if any(getattr(r, "device", 0) for r in records):
-        return [(f"{label} {t}", [r for r in records if device_track(r.device) == t]) for t in devices]
-    compute = [r for r in records if r.kind not in COLLECTIVES]
-    rows = [(f"{label} {device}", compute) for device in devices]
-    for track in link_rows:
-        on = [r for r in records if r.kind in COLLECTIVES and links.get(r.name, link_rows[0]) == track]
-        rows.append((f"{label} {track}", on))
-    return rows
-
-
-ROW_PX = 28  # per row of the aligned timelines past two
-
-
-def changed_ops(d: RunDiff) -> Sides[set[tuple[int, str]]]:
-    """(device, name as its run's records have it) of each op whose parameters changed, in run a
-    and in run b: ops aligned as sequences have other names in either run."""
-    found: Sides[set[tuple[int, str]]] = Sides(set(), set())
-    for op in d.ops:
-        if op.changes:
-            suffix = f" (device {op.device})" if op.device else ""
-            found.a.add((op.device, op.name.removesuffix(suffix)))
-            found.b.add((op.device, (op.b_name or op.name).removesuffix(suffix)))
-    return found
-
-
-def outlined(records: Sequence, changed: set[tuple[int, str]]) -> set[str]:
-    """The names of `records` (one row's) that changed_ops lists."""
-    return {r.name for r in records if (getattr(r, "device", 0), r.name) in changed}
-
-
-def aligned_timelines(
-    rows: Sequence[tuple[str, Sequence]], kinds: Mapping[str, str], changed: Sequence[set[str]]
-) -> go.Figure:
-    """Runs' ops (records with name, start_ns, duration_ns) on rows (label, records) on one time
-    axis, A's rows above B's (timeline_rows: one per device and link on several devices), so where
-    B gains or loses time against A shows as the rows drifting apart. The ops named in a row's
-    `changed` (those an override changed: outlined) are outlined on it."""
-    order = sorted({kinds.get(r.name, "?") for _, records in rows for r in records})
-    colour = {k: kind_colour(k) for k in order}
-    fig = go.Figure()
-    row = {label: i for i, (label, _) in enumerate(rows)}
-    for kind in order:
-        ops = [
-            RowOp(label, r.name, r.start_ns, r.start_ns + r.duration_ns)
-            for label, records in rows
-            for r in records
-            if kinds.get(r.name, "?") == kind
-        ]
-        x, y, op_names, _ = segments(ops, row)
-        durations = [f"{plain(o.op)}<br>{(o.end_ns - o.start_ns) / 1e3:,.2f} us" for o in ops]
-        fig.add_trace(
-            go.Scattergl(
-                x=x,
-                y=y,
-                text=vertices(durations, ""),
-                customdata=op_names,
-                mode="lines",
-                name=plain(kind),
-                connectgaps=False,
-                line=dict(color=colour[kind], width=22 if len(rows) <= 2 else 16),
-                hovertemplate="<b>%{text}</b><extra>" + plain(kind) + "</extra>",
-            )
-        )
-    box = dict(type="rect", xref="x", yref="y", line=dict(color="#111827", width=2), fillcolor="rgba(0,0,0,0)")
-    fig.update_layout(
-        shapes=[
-            dict(box, x0=r.start_ns / 1e3, x1=(r.start_ns + r.duration_ns) / 1e3, y0=i - 0.4, y1=i + 0.4, layer="above")
-            for i, ((_, records), names) in enumerate(zip(rows, changed))
-            for r in records
-            if r.name in names
-        ]
-    )
-    fig.update_xaxes(title="time (us)", showgrid=True, gridcolor="#e4e7eb", zeroline=False)
-    fig.update_yaxes(
-        tickvals=list(range(len(rows))),
-        ticktext=[label for label, _ in rows],
-        range=[len(rows) - 0.4, -0.6],
-        fixedrange=True,
-        showgrid=False,
-        zeroline=False,
-    )
-    fig.update_layout(legend=TOP_LEGEND, hovermode="closest", dragmode="zoom")
-    return base_layout(fig, 170 + ROW_PX * max(0, len(rows) - 2), top=30)

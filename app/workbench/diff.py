@@ -260,7 +260,7 @@ def time_split(found: RunDiff | RerunDelta) -> str:
     op time gained or lost turns into idle time and the total barely moves; each op more or fewer
     is one launch more or fewer for the host, an op moved to load time too."""
     device, host = found.device_delta_ns, found.host_delta_ns
-    split = f"device {device / 1e3:+z.2f} us, host/idle {host / 1e3:+z.2f} us"
+    split = f"device {device / 1e3:+z,.2f} us, host/idle {host / 1e3:+z,.2f} us"
     added = found.ops_added
     why = [f"{abs(added)} {'more' if added > 0 else 'fewer'} op{'s' * (abs(added) != 1)} to issue"] if added else []
     if device * host < 0 and abs(host) >= abs(device) / 2:

@@ -10,6 +10,8 @@ from tilescope.compiler.targets.chip import DEFAULT_DISPATCH
 from tilescope.overrides import format_item
 from tilescope.perfdb.schema import Run
 
+from tilescope.app.workbench.measured_runs import is_report
+
 LABELLED_OVERRIDES = 3  # beyond, a label counts them and names the newest
 MAX_LABEL = 500  # characters: a run's label column holds 512
 
@@ -38,6 +40,8 @@ def run_label(run: Run) -> str:
     label = name_of(run)
     if run.kind == "measured":
         settings = f"measured on {run.target.name}"
+    elif is_report(run.model_ref):
+        settings = f"predicted on {run.target.name}"
     else:
         settings = run.policy if run.dispatch == DEFAULT_DISPATCH else f"{run.policy}, {run.dispatch} dispatch"
     return f"#{run.id} {label} [{settings}] ({run.total_ns / 1e3:,.1f} us)"

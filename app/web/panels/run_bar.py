@@ -344,6 +344,15 @@ def in_browser(app) -> None:
         Input(ids.POLICY_SELECT, "value"),
         Input(ids.DISPATCH_SELECT, "value"),
     )
+    # a file over an upload's limit, which the browser sends nothing of, is said on the page
+    for upload in (ids.MODEL_UPLOAD, ids.REPORT_UPLOAD):
+        app.clientside_callback(
+            ClientsideFunction("run_bar", "limit"),
+            Output(upload, "className"),
+            Input(upload, "id"),
+            State(upload, "max_size"),
+            State(ids.PAGE_MESSAGE, "id"),
+        )
     # a long name (an uploaded file's, a zoo model's with its parameters, a run's overrides) is cut
     # short in its menu, so the bar keeps its lines (style.css): its field's tooltip gives it whole
     for field, select in ((ids.MODEL_FIELD, ids.MODEL_SELECT), (ids.RUN_FIELD, ids.RUN_SELECT)):

@@ -13,20 +13,15 @@ from tilescope.perfdb.schema import Run
 from tilescope.app.web import ids
 from tilescope.app.web.callback_context import diff_pair
 from tilescope.app.web.diff_table import unchanged_toggle
-from tilescope.app.web.diff_view import (
-    aligned_timelines,
-    changed_ops,
-    diff_body,
-    diff_children,
-    outlined,
-    timeline_rows,
-)
-from tilescope.app.web.grids import column, grid
+from tilescope.app.web.aligned_runs import aligned_timelines, back_to_back, changed_ops, outlined, timeline_rows
+from tilescope.app.web.diff_view import diff_body, diff_children
+from tilescope.app.web.grids import column, grid, grid_style
 from tilescope.app.web.panel import PageContext, Panel, Wiring
 from tilescope.app.web.style import us
 from tilescope.app.workbench.measured_runs import is_report
 
 TAB = "runs"
+RUNS_PX = 260  # the runs table's height at most: past it, it scrolls
 REPLAY = "replay"  # the kind a replay of a measured report is listed as: simulated, op by op
 RUN_COLUMNS = (
     ("id", "run", "count"),
@@ -48,7 +43,7 @@ def layout(_page: PageContext) -> list:
     table = grid(
         ids.RUNS_TABLE,
         columns,
-        height=260,
+        height=RUNS_PX,
         rowSelection={"mode": "multiRow", "checkboxes": True, "headerCheckbox": False, "enableClickSelection": False},
     )
     hint = html.P(
@@ -72,7 +67,7 @@ def runs_data(runs: Sequence[Run]) -> list[dict]:
             "model": r.model_ref,
             "kind": kind_of(r),
             "target": r.target.name,
-            "policy": r.policy,
+            "policy": "" if r.kind == MEASURED else r.policy,  # no compiler ran it
             "total_us": us(r.total_ns),
             "load_us": us(r.load_ns),
             "overrides": len(r.overrides),
@@ -94,6 +89,7 @@ def register(wiring: Wiring) -> dict:
     @app.callback(
         output=dict(
             rows=Output(ids.RUNS_TABLE, "rowData"),
+            style=Output(ids.RUNS_TABLE, "style"),
             ticked=Output(ids.RUNS_TABLE, "selectedRows"),
             ticked_ids=Output(ids.TICKED_RUNS, "data", allow_duplicate=True),
             url_state=Output(ids.URL_STATE, "data", allow_duplicate=True),
@@ -109,7 +105,9 @@ def register(wiring: Wiring) -> dict:
         rows = runs_data(explorer.listed_runs(model))
         pair = (linked or {}).get("diff") or []
         ticked = [row["id"] for row in rows if row["id"] in pair]
-        shown = dict(rows=rows, ticked={"ids": [str(i) for i in ticked]}, ticked_ids=ticked)
+        shown = dict(
+            rows=rows, style=grid_style(len(rows), RUNS_PX), ticked={"ids": [str(i) for i in ticked]}, ticked_ids=ticked
+        )
         return shown | dict(url_state={**linked, "diff": []} if pair else no_update)
 
     @app.callback(
@@ -138,6 +136,8 @@ def register(wiring: Wiring) -> dict:
             return dict(view=none, body=[], unchanged=[])
         found = explorer.diff(*pair)
         a, b = (explorer.op_records(i) for i in pair)
+        if MEASURED in (found.runs.a.kind, found.runs.b.kind):
+            a, b = back_to_back(a), back_to_back(b)
         kinds = {r.name: r.kind for r in (*a, *b)}
         changed = changed_ops(found.comparison.diff)
         rows = [

@@ -156,7 +156,12 @@ def _register_replay(wiring: Wiring) -> dict:
             run_options=explorer.run_options(run.model_ref, run.target_ref),
             run_id=done.run_id,
             tab=RUNS,
-            message=html.P(done.line(), className="ok"),
+            message=html.Div(
+                [
+                    html.P(done.line(), className="ok"),
+                    html.P("The two compared op by op: Runs & diff, below.", className="hint"),
+                ]
+            ),
         )
 
     return {"offer_replay": offer_replay, "replay_run": replay_run}
@@ -196,6 +201,14 @@ def _settings(run: RunView) -> html.Span:
             className="measured",
             title="Times measured on the device (an imported profile), not simulated; "
             "device time summed over its devices.",
+        )
+    if is_report(run.model_ref):
+        return html.Span(
+            "predicted: a replay of a measured report",
+            id=ids.RUN_MEASURED,
+            className="measured",
+            title="Each op of the report built as tilescope's IR with the shapes, layouts, memory, grid and fidelity "
+            "it recorded, simulated alone and laid back to back on its device.",
         )
     return html.Span(f"{run.options.policy} policy, {run.options.dispatch} dispatch")
 

@@ -87,7 +87,7 @@ def test_table(capsys, db_url, runs):
     assert "1 op of both runs unchanged (time and parameters); --json lists every op" in lines
     assert lines[-4] == f"overrides only in run {tuned}: matmul_1=1x2:l1:block_sharded"
     assert re.match(r"total delta [-+][\d.]+ us \([\d.]+ us -> [\d.]+ us\)$", lines[-3])
-    assert re.match(r"device [-+][\d.]+ us, host/idle [-+][\d.]+ us", lines[-2])
+    assert re.match(r"device [-+][\d.,]+ us, host/idle [-+][\d.,]+ us", lines[-2])
     assert re.match(r"device [-+][\d.]+ us = 1 (op slower|faster) ", lines[-1])
     assert not any(line.startswith(("collectives", "per device")) for line in lines)  # one device each
 
@@ -179,8 +179,8 @@ def test_text_of_a_host_dispatch_bound_pair_says_where_the_time_went(capsys, db_
     assert re.search(rf"^{re.escape(FC2)}\s+.*  fidelity hifi2->lofi, operand 0 memory dram->l1, ", captured.out, re.M)
     # the device got slower by both ops' deltas, the total only by the last op's
     assert captured.out.splitlines()[-2] == (
-        f"host dispatch bound: device {d['device_delta_ns'] / 1e3:+z.2f} us, "
-        f"host/idle {d['host_delta_ns'] / 1e3:+z.2f} us "
+        f"host dispatch bound: device {d['device_delta_ns'] / 1e3:+z,.2f} us, "
+        f"host/idle {d['host_delta_ns'] / 1e3:+z,.2f} us "
         "(the device waits on the host to issue ops, so op time turns into idle time)"
     )
 

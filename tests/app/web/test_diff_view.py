@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tilescope.app.web.diff_table import KINDS_FROM, SHOWN_OPS
-from tilescope.app.web.diff_view import changed_ops, diff_body, diff_children, outlined, timeline_rows
+from tilescope.app.web.aligned_runs import changed_ops, outlined, timeline_rows
+from tilescope.app.web.diff_view import diff_body, diff_children
 from tilescope.app.workbench.diff import DiffView, compare
 from tilescope.perfdb.diff import Sides
 from tilescope.perfdb.engine import open_db, session_factory

@@ -108,6 +108,7 @@ def test_after_apply_every_view_shares_one_read_of_the_new_run_and_one_compile_l
         "show_graph": lambda: cb["show_graph"](new_id, "graph", FC1),
         "show_mlir": lambda: cb["show_mlir"](new_id, "graph", FC1),
         "show_summary": lambda: cb["show_summary"](new_id),
+        "offer_replay": lambda: cb["offer_replay"](new_id, TARGET),
         "inspect": lambda: cb["inspect"](FC1, new_id, "graph"),
         "fill_form": lambda: cb["fill_form"](FC1, new_id),
         "offer_grids": lambda: cb["offer_grids"](new_id, FC1, "output", "width_sharded", "default", 8, 8),

@@ -50,7 +50,8 @@ def test_replay_stores_the_prediction_shows_it_and_compares_it_with_the_measurem
     shown = _replay(cb, measured, "blackhole_p150")
     replayed = shown["run_id"]
     assert isinstance(replayed, int) and replayed != measured and shown["tab"] == RUNS
-    line = shown["message"].children
+    line, where = (p.children for p in shown["message"].children)
+    assert where == "The two compared op by op: Runs & diff, below."
     assert line.startswith(
         f"run {replayed}: replay of clip.csv on blackhole_p150, compared with measured run {measured}: "
         "3 of 3 ops built (100.0% of the device time measured); "
@@ -68,6 +69,13 @@ def test_replay_stores_the_prediction_shows_it_and_compares_it_with_the_measurem
     head = str(diff["view"])
     assert f"#{measured} measured" in head and f"#{replayed} predicted" in head
     assert f"run {replayed} is a replay of measured run {measured}: predicted against measured" in head
+    # device time against device time (a report's device clock holds the host's work between ops)
+    with app.explorer.sessions() as session:
+        a, b = (get_run(session, i) for i in (measured, replayed))
+    verdict = "predicted under measured" if b.device_ns < a.device_ns else "predicted over measured"
+    assert f"device {a.device_ns / 1e3:,.1f} us -> {b.device_ns / 1e3:,.1f} us" in head and verdict in head
+    assert "measured: measured" not in head and "settings:" not in head  # no policy nor dispatch was measured
+    assert "Each run's ops laid back to back on each device" in head
     assert "MatmulDeviceOperation#1" in str(diff["body"])
     rows = cb["list_runs"](None, "report:clip.csv")["rows"]
     assert [(r["id"], r["kind"]) for r in rows][:2] == [(replayed, "replay"), (measured, "measured")]
@@ -76,7 +84,7 @@ def test_replay_stores_the_prediction_shows_it_and_compares_it_with_the_measurem
 def test_a_report_replays_on_another_built_in_target(app, cb):
     measured = _upload(cb, BLACKHOLE, "clip.csv")
     shown = _replay(cb, measured, "wormhole_n150")
-    assert "replay of clip.csv on wormhole_n150" in shown["message"].children
+    assert "replay of clip.csv on wormhole_n150" in shown["message"].children[0].children
     with app.explorer.sessions() as session:
         assert get_run(session, shown["run_id"]).target.name == "wormhole_n150"
 

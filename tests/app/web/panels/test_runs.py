@@ -9,7 +9,8 @@ import pytest
 from dash import no_update
 
 from tilescope.app.web.callback_context import diff_pair
-from tilescope.app.web.diff_view import aligned_timelines, diff_body, duration_histogram, timeline_rows
+from tilescope.app.web.aligned_runs import MAX_OUTLINED, aligned_timelines, back_to_back, timeline_rows
+from tilescope.app.web.diff_view import diff_body, duration_histogram
 from tilescope.app.web.timeline_figure import timeline_figure
 from tilescope.app.workbench.diff import device_parts
 from tilescope.perfdb.timeline import WindowItem
@@ -64,6 +65,28 @@ def test_two_runs_align_on_one_axis_with_the_changed_op_outlined_in_both():
     )
 
 
+def test_ops_laid_back_to_back_leave_out_the_idle_between_them_on_each_device():
+    def op(name, start, duration, device=0):
+        return SimpleNamespace(name=name, kind="matmul", start_ns=start, duration_ns=duration, device=device)
+
+    # a measured run: seconds of the host's work between ops on the device clock
+    laid = back_to_back([op("b", 5e9, 20.0), op("a", 0.0, 10.0), op("c", 9e9, 5.0, device=1)])
+    assert [(r.name, r.device, r.start_ns, r.duration_ns) for r in laid] == [
+        ("a", 0, 0.0, 10.0),
+        ("b", 0, 10.0, 20.0),
+        ("c", 1, 0.0, 5.0),
+    ]
+
+
+def test_only_a_few_changed_ops_are_outlined():
+    ops = [SimpleNamespace(name=f"op{i}", start_ns=i * 10.0, duration_ns=10.0) for i in range(MAX_OUTLINED + 1)]
+    kinds = {o.name: "matmul" for o in ops}
+    few = aligned_timelines([("A", ops)], kinds, [{o.name for o in ops[:MAX_OUTLINED]}])
+    assert len(few.layout.shapes) == MAX_OUTLINED
+    every = aligned_timelines([("A", ops)], kinds, [{o.name for o in ops}])  # a replay's cores, say
+    assert len(every.layout.shapes) == 0
+
+
 def test_a_run_on_several_devices_aligns_a_row_per_device_and_per_link():
     def op(name, kind, start, duration):
         return SimpleNamespace(name=name, kind=kind, start_ns=start, duration_ns=duration)
@@ -91,7 +114,7 @@ def test_runs_table_and_diff_of_a_rerun_against_its_parent(app, cb):
     assert (
         [r["id"] for r in rows] == [run_id, base_id] and listed["ticked"] == {"ids": []} and listed["ticked_ids"] == []
     )
-    assert listed["url_state"] is no_update
+    assert listed["url_state"] is no_update and listed["style"]["height"] == "109px"  # two rows fitted
     assert rows[0]["overrides"] == 1 and rows[0]["parent"] == str(base_id)
     shown = app.explorer.view(run_id)
     assert diff_pair([], shown) == (base_id, run_id)
@@ -122,7 +145,7 @@ def test_the_diff_shows_the_inserted_op_the_time_split_and_warns_of_other_target
     assert (
         "operand 1 memory dram->l1, operand 1 memory_layout interleaved->width_sharded, operand 1 grid 1x1->1x8" in view
     )
-    assert f"device {d.device_delta_ns / 1e3:+.2f} us, host/idle {d.host_delta_ns / 1e3:+.2f} us" in view
+    assert f"device {d.device_delta_ns / 1e3:+,.2f} us, host/idle {d.host_delta_ns / 1e3:+,.2f} us" in view
     assert "Warning" not in view
     other_id = shown_run(cb, target="blackhole_p150")
     view = str(cb["show_diff"]([base_id, other_id], other_id))
