@@ -140,13 +140,13 @@ def test_bad_profiles_are_one_line_store_nothing_and_the_server_answers(served, 
         _wait(d, lambda d, said=said: _text(d, "page-message").startswith(said), 30)
         line = _text(d, "page-message")
         assert "\n" not in line.strip() and "Traceback" not in line
-    _shot(d, "77-bad-profile-one-line")
+    _shot(d, "76-bad-profile-one-line")
     huge = tmp_path / "huge.csv"  # over the upload limit: the browser sends nothing, and says so
     with huge.open("wb") as file:
         file.truncate(65 * 2**20)
     _drop(d, huge)
     _wait(d, lambda d: _text(d, "page-message") == "huge.csv: 65.0 MiB is over the 64 MiB upload limit", 10)
-    _shot(d, "78-profile-over-the-limit")
+    _shot(d, "77-profile-over-the-limit")
     assert _stored(db) == before
     started = time.monotonic()
     with urllib.request.urlopen(url, timeout=10) as answer:
