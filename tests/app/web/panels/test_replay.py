@@ -10,6 +10,7 @@ import json
 import pytest
 from dash import no_update
 
+from tilescope.app.web import ids
 from tilescope.app.web.panels.runs import TAB as RUNS
 from tilescope.perfdb.runs import get_run, list_runs
 from tests.compiler.profiles.reports import add, matmul, report_text
@@ -79,6 +80,15 @@ def test_replay_stores_the_prediction_shows_it_and_compares_it_with_the_measurem
     assert "MatmulDeviceOperation#1" in str(diff["body"])
     rows = cb["list_runs"](None, "report:clip.csv")["rows"]
     assert [(r["id"], r["kind"]) for r in rows][:2] == [(replayed, "replay"), (measured, "measured")]
+
+
+def test_a_replay_is_a_background_job_as_uploads_are(app):
+    """Jobs are counted in the job book (two per client, four per server) by the app's job
+    manager: a replay is one, its stage shown under the bar."""
+    (job,) = [c for c in app.callback_map.values() if "replay-progress" in str((c.get("background") or {}))]
+    assert [str(o) for o in job["background"]["progress"]] == [f"{ids.REPLAY_PROGRESS}.children"]
+    assert job["manager"] is None  # the app's own, which keeps the book
+    assert job["callback"].__name__ == "replay_run"
 
 
 def test_a_report_replays_on_another_built_in_target(app, cb):
