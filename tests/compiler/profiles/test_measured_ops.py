@@ -104,7 +104,8 @@ def test_measured_ops_are_named_kinded_and_placed_on_their_device():
     assert [(o.name, o.kind, o.op_code, o.device) for o in ops] == [
         ("MatmulDeviceOperation#1", "matmul", "MatmulDeviceOperation", 0),
         ("BinaryNgDeviceOperation#1", "add", "BinaryNgDeviceOperation", 0),
-        ("FrobnicateDeviceOperation#1", "FrobnicateDeviceOperation", "FrobnicateDeviceOperation", 1),  # no kind: its code
+        # no kind: its code
+        ("FrobnicateDeviceOperation#1", "FrobnicateDeviceOperation", "FrobnicateDeviceOperation", 1),
         ("BinaryNgDeviceOperation#1", "add", "BinaryNgDeviceOperation", 1),
         ("BinaryNgDeviceOperation#2", "add", "BinaryNgDeviceOperation", 0),
     ]
