@@ -14,10 +14,11 @@ from tilescope.compiler.errors import TilescopeError
 from tilescope.compiler.profiles.replay_target import DEFAULT_TARGET
 from tilescope.compiler.targets.catalog import builtin_names
 
+from tilescope.app.cli.import_report import MAX_BYTES
+from tilescope.app.cli.input_files import read_bytes
 from tilescope.app.cli.messages import note, warning
 from tilescope.app.cli.options import add_common
 
-MAX_BYTES = 256 * 2**20  # a report read whole (its rows are bounded too: compiler/profiles/ops_report.py)
 NOTES_SHOWN = 5  # the notes the most ops share, printed after the coverage
 REPLAY_TARGET_HELP = (
     f"built-in target ({', '.join(builtin_names())}) or a target .toml file (default: the chip the report's "
@@ -41,22 +42,11 @@ def add(sub: argparse._SubParsersAction) -> None:
 def read_report(name: str):
     """The report in file `name` and its text; one line naming the cause when it cannot be read."""
     from tilescope.compiler.profiles.ops_report import read_ops_report
+    from tilescope.compiler.profiles.profile_file import profile_text
 
-    path = Path(name)
-    try:
-        with path.open("rb") as file:
-            data = file.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise TilescopeError(f"{name}: no such file") from None
-    except OSError as err:
-        raise TilescopeError(f"{name}: cannot read: {err.strerror or err}") from None
-    if len(data) > MAX_BYTES:
-        raise TilescopeError(f"{name}: larger than {MAX_BYTES // 2**20} MiB; split the report")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise TilescopeError(f"{name}: not a text file (byte {err.start:,} is not UTF-8)") from None
-    return read_ops_report(text, path.name or name), text
+    source = Path(name).name or name
+    text = profile_text(read_bytes(name, MAX_BYTES), name)
+    return read_ops_report(text, source), text
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

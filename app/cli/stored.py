@@ -18,6 +18,17 @@ from tilescope.app.cli.options import RUN_HELP, TARGET_HELP, add_common, add_jso
 
 
 def add(sub: argparse._SubParsersAction) -> None:
+    _add_export(sub)
+    _add_import(sub)
+    _add_diff_and_stats(sub)
+    database = sub.add_parser("db", help="manage the perf database")
+    database_sub = database.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    add_common(database_sub.add_parser("upgrade", help="upgrade its schema to the newest revision"), target=False)
+    database.set_defaults(command_fn=cmd_db)
+    _add_bench(sub)
+
+
+def _add_export(sub: argparse._SubParsersAction) -> None:
     export = sub.add_parser(
         "export",
         help="write a stored run: its overrides (overrides, tt-mlir, tt-explorer), its trace (chrome) or its "
@@ -34,7 +45,10 @@ def add(sub: argparse._SubParsersAction) -> None:
     export.add_argument("-o", "--output", metavar="FILE", help="file to write (default: standard output)")
     export.add_argument("--force", action="store_true", help="replace FILE if it exists")
     add_common(export, target=False)
+    export.set_defaults(command_fn=cmd_export)
 
+
+def _add_import(sub: argparse._SubParsersAction) -> None:
     measured = sub.add_parser(
         "import",
         help="store a profile measured on hardware as a measured run: an ops perf report (tt-metal's CSV) or a "
@@ -57,7 +71,10 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="a REPORT alone: the target it was measured on, when not the one its DEVICE ARCH names " + TARGET_HELP,
     )
     add_common(measured, target=False)
+    measured.set_defaults(command_fn=cmd_import)
 
+
+def _add_diff_and_stats(sub: argparse._SubParsersAction) -> None:
     diff = sub.add_parser(
         "diff",
         help="compare run B with run A, op by op",
@@ -79,11 +96,11 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     add_json(stats, "the rows")
     add_common(stats, target=False)
+    diff.set_defaults(command_fn=cmd_diff)
+    stats.set_defaults(command_fn=cmd_stats)
 
-    database = sub.add_parser("db", help="manage the perf database")
-    database_sub = database.add_subparsers(dest="db_command", required=True, metavar="ACTION")
-    add_common(database_sub.add_parser("upgrade", help="upgrade its schema to the newest revision"), target=False)
 
+def _add_bench(sub: argparse._SubParsersAction) -> None:
     bench = sub.add_parser("bench", help="time import, each compiler level, simulation and storage at 1k-100k ops")
     bench.add_argument("--quick", action="store_true", help="the 1k and 10k sizes (and the corpus ResNet-50) only")
     add_json(bench, "the figures")
@@ -93,11 +110,6 @@ def add(sub: argparse._SubParsersAction) -> None:
         metavar="PYTHON",
         help="the Python of a venv with ai-edge-model-explorer: time its conversion of the files import is timed on",
     )
-    export.set_defaults(command_fn=cmd_export)
-    measured.set_defaults(command_fn=cmd_import)
-    diff.set_defaults(command_fn=cmd_diff)
-    stats.set_defaults(command_fn=cmd_stats)
-    database.set_defaults(command_fn=cmd_db)
     bench.set_defaults(command_fn=cmd_bench)
 
 

@@ -1,7 +1,7 @@
 """The override form's grid menus: each offers the rows (columns) of the grids that the memory layout
-cuts the op part's tensors into equal shards over; the others are disabled, with why in their
-tooltip. A grid the form holds that no longer divides (another memory layout, tile or op part)
-moves to the nearest that does, and says so."""
+gives every core a shard of the op part's tensors over (the last one partial, as ttnn shards); the
+others are disabled, with why in their tooltip. A grid the form holds that no longer fits (another
+memory layout, tile or op part) moves to the nearest that does, and says so."""
 
 from __future__ import annotations
 

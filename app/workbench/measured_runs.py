@@ -36,6 +36,11 @@ class StoreError(TilescopeError):
     """A report that holds nothing to store."""
 
 
+def source_hash(text: str) -> str:
+    """A report's hash as its model row keeps it: the replay of a stored report finds its measured run by it."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def report_ref(source: str) -> str:
     return REPORT_REF + source
 
@@ -101,7 +106,7 @@ def store_measured(
     new = NewRun(
         model_ref=report_ref(report.source),
         model_name=report.source,
-        source_hash=hashlib.sha256(text.encode()).hexdigest(),
+        source_hash=source_hash(text),
         source_text=text,
         target=chip.name,
         target_ref=chosen,

@@ -10,7 +10,6 @@ devices lists them as one mesh axis, as a measured run does.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 
@@ -28,9 +27,9 @@ from tilescope.perfdb.runs import get_run
 from tilescope.perfdb.schema import Model, Run
 from tilescope.perfdb.store import save_run
 
-REPORT_REF = "report:"  # a run whose model is a measured report: report:<its file name>
-MEASURED = "measured"
-DEVICES_AXIS = "devices"  # the one mesh axis a run of a report's devices lists them on
+from tilescope.app.workbench.measured_runs import MESH_AXIS, is_report, report_ref, source_hash
+from tilescope.compiler.profiles.measured_ops import MEASURED
+
 NOTES_SHOWN = 3  # an op's replay notes kept in its why, the first few
 
 
@@ -38,10 +37,6 @@ NOTES_SHOWN = 3  # an op's replay notes kept in its why, the first few
 class StoredReplay:
     run_id: int
     measured_id: int | None  # the measured run of the same report, its parent; None when not stored
-
-
-def source_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def measured_run_of(session: Session, text: str) -> int | None:
@@ -70,7 +65,7 @@ def store_replay(session: Session, replay: Replay, text: str, label: str = "", t
     devices = sorted({op.device for op in ops})
     target = replay.target.name
     new = NewRun(
-        model_ref=REPORT_REF + replay.report.source,
+        model_ref=report_ref(replay.report.source),
         model_name=replay.report.source,
         source_hash=source_hash(text),
         source_text=text,
@@ -86,7 +81,7 @@ def store_replay(session: Session, replay: Replay, text: str, label: str = "", t
         dispatch="trace",
         label=label or f"replay: {replay.report.source} on {target}",
         parent_id=parent,
-        mesh=[(DEVICES_AXIS, len(devices))] if len(devices) > 1 else (),
+        mesh=[(MESH_AXIS, len(devices))] if len(devices) > 1 else (),
     )
     return StoredReplay(save_run(session, new), parent)
 
@@ -96,7 +91,7 @@ def replay_measured(session: Session, run_id: int, target: str | None = None, la
     store the replay as a simulated run whose parent it is: what a Replay action on a measured run
     does. One line naming the cause when the run is not a stored report."""
     run = get_run(session, run_id)
-    if run.kind != MEASURED or not run.model_ref.startswith(REPORT_REF):
+    if run.kind != MEASURED or not is_report(run.model_ref):
         raise TilescopeError(f"run {run_id} is not a measured report ({run.kind} run of {run.model_ref[:80]})")
     text = run.model.source_text
     return store_replay(session, replay(read_ops_report(text, run.model.name), target), text, label, target or "")

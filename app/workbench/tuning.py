@@ -69,17 +69,25 @@ class TuneReport:
         return replace(self, tuned=replace(self.tuned, compilation=None, sim=None))
 
     @property
-    def greedy_ns(self) -> float:
-        """greedy-l1 with the overrides the search started from."""
-        return self.tuned.policies[GREEDY_L1]
+    def greedy_ns(self) -> float | None:
+        """greedy-l1 with the overrides the search started from; None when the budget ended (or a
+        cancel came) before that start was timed."""
+        return self.tuned.policies.get(GREEDY_L1)
 
     @property
     def over_parent(self) -> float:
         return self.parent.total_ns / self.total_ns
 
     @property
-    def over_greedy(self) -> float:
-        return self.greedy_ns / self.total_ns
+    def over_greedy(self) -> float | None:
+        return self.greedy_ns / self.total_ns if self.greedy_ns is not None else None
+
+    @property
+    def over_greedy_text(self) -> str:
+        """The speedup over greedy-l1 as reports say it, or why there is none."""
+        if self.over_greedy is None:
+            return "greedy-l1 not timed (the budget ended first)"
+        return f"{self.over_greedy:.3f}x over greedy-l1"
 
     @property
     def roofline_gap(self) -> float | None:

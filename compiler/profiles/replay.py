@@ -87,7 +87,9 @@ def replay(report: Report, target: str | None = None) -> Replay:
             continue
         template, notes = found
         start = clocks.get(op.device, 0.0)
-        timing = template.replace(name=name, start_ns=start, device=op.device, config=op.program_config[:2048])
+        timing = template.replace(
+            name=name, start_ns=start, device=op.device, config=op.program_config[:2048], op_code=op.op_code
+        )
         clocks[op.device] = timing.end_ns
         replayed.append(ReplayedOp(name, op, kind, timing, notes))
     unbuilt = ((r.op, r.reason) for r in replayed if r.timing is None)

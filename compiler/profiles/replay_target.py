@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from tilescope.compiler.errors import TargetError
+from tilescope.compiler.profiles.chips import ARCH_TARGETS, UNSAID_TARGET
 from tilescope.compiler.profiles.report import Report
 from tilescope.compiler.targets.catalog import load_target
 from tilescope.compiler.targets.chip import Target
 
-# DEVICE ARCH -> the built-in target of one such chip
-ARCH_TARGETS = {"wormhole_b0": "wormhole_n150", "wormhole": "wormhole_n150", "blackhole": "blackhole_p150"}
-DEFAULT_TARGET = "blackhole_p150"  # a report that names no arch (the column blank or absent)
+DEFAULT_TARGET = UNSAID_TARGET  # a report that names no chip (DEVICE ARCH blank, absent or unknown)
 # (chip target, devices) -> the built-in system of that many such chips
 SYSTEMS = {("blackhole_p150", 8): "blackhole_8xp150", ("blackhole_p150", 2): "blackhole_p300"}
 SYSTEMS |= {("wormhole_n150", 2): "wormhole_n300", ("wormhole_n150", 8): "t3k", ("wormhole_n150", 32): "galaxy"}
@@ -57,7 +56,7 @@ def replay_target(report: Report, asked: str | None = None) -> ReplayTarget:
         warning = f"{report.source}: no DEVICE ARCH in the report; replayed on {chip} (give --target to choose)"
     elif arch in ARCH_TARGETS:
         chip = ARCH_TARGETS[arch]
-    else:
+    else:  # a prediction for another chip is no prediction: unlike an import, which only records
         raise TargetError(f"{report.source}: DEVICE ARCH {arch[:32]!r} is no chip tilescope knows; give --target")
     if devices > 1:
         system = SYSTEMS.get((chip, devices))

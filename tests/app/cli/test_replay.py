@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tilescope.app.cli import main
-from tilescope.app.workbench.replay_runs import REPORT_REF, source_hash
+from tilescope.app.workbench.measured_runs import REPORT_REF, source_hash
 from tilescope.compiler.profiles.naming import op_names
 from tilescope.compiler.profiles.ops_report import read_ops_report
 from tilescope.compiler.sim.records import OpTiming

@@ -120,3 +120,17 @@ def test_the_budget_covers_the_starts_and_what_each_override_is_worth(db_url):
     assert list(report.tuned.policies) == ["greedy-l1"]  # the run's own policy: never slower than it
     assert report.tuned.trials == 0 and report.contributions == [] and report.unmeasured == 1
     assert report.total_ns <= report.parent.total_ns
+
+
+def test_a_search_whose_budget_ends_before_greedy_l1_is_timed_says_so(db_url):
+    """A loaded machine ended a 2-s search before its greedy-l1 start: its report failed with
+    KeyError 'greedy-l1' instead of saying there was no such time."""
+    from tilescope.app.web.panels.tune import report_lines
+
+    sessions = session_factory(open_db(db_url))
+    start = runs.execute(sessions, "zoo:mlp?layers=2", options=TRACE).run_id  # dram-interleaved
+    report = Explorer(sessions).tune(start, budget_s=1e-3)  # over once its own start is compiled
+    assert list(report.tuned.policies) == ["dram-interleaved"]
+    assert report.greedy_ns is None and report.over_greedy is None
+    assert report.as_dict()["speedup_over_greedy_l1"] is None
+    assert "greedy-l1 not timed (the budget ended first)" in str(report_lines(report))

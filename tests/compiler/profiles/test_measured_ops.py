@@ -95,7 +95,7 @@ def test_l1_per_core_is_the_output_shard_and_each_tensors_share(wormhole):
 
 
 def test_measured_ops_are_named_kinded_and_placed_on_their_device():
-    unknown = add(**{"OP CODE": "GridSampleOperation", "DEVICE ID": "1"})
+    unknown = add(**{"OP CODE": "FrobnicateDeviceOperation", "DEVICE ID": "1"})
     text = report_text(matmul(), add(), unknown, add(**{"DEVICE ID": "1"}), add())
     report = read_ops_report(text, "r.csv")
     found = measured_ops(report, load_target("wormhole_n150"))
@@ -104,7 +104,8 @@ def test_measured_ops_are_named_kinded_and_placed_on_their_device():
     assert [(o.name, o.kind, o.op_code, o.device) for o in ops] == [
         ("MatmulDeviceOperation#1", "matmul", "MatmulDeviceOperation", 0),
         ("BinaryNgDeviceOperation#1", "add", "BinaryNgDeviceOperation", 0),
-        ("GridSampleOperation#1", "GridSampleOperation", "GridSampleOperation", 1),  # no kind: its code
+        # no kind: its code
+        ("FrobnicateDeviceOperation#1", "FrobnicateDeviceOperation", "FrobnicateDeviceOperation", 1),
         ("BinaryNgDeviceOperation#1", "add", "BinaryNgDeviceOperation", 1),
         ("BinaryNgDeviceOperation#2", "add", "BinaryNgDeviceOperation", 0),
     ]

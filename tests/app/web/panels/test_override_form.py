@@ -386,13 +386,14 @@ def test_the_sharding_field_shows_for_a_run_over_several_devices_and_reshards_th
 
 
 def test_the_grid_menus_offer_the_grids_the_tensor_divides_into_and_move_one_that_does_not(cb):
-    """fc1's output is 4x128 tiles: block-sharded rows of cores must divide 4; a grid the form holds
-    that does not divide moves to the nearest that does, the dimension just chosen kept."""
+    """fc1's output is 4x128 tiles: block-sharded over at most 4 rows of cores (3 leave the last a
+    partial shard, as ttnn does); a grid the form holds that does not fit moves to the nearest that
+    does, the dimension just chosen kept."""
     run_id = shown_run(cb)
     offered = cb["offer_grids"](run_id, FC1, "output", "block_sharded", "default", 8, 8)
     rows = offered["rows_options"]
-    assert [o["value"] for o in rows if o.get("disabled")] == [3, 5, 6, 7, 8]
-    assert rows[2]["title"].startswith("no grid of 3 rows cuts mlp.layer.0.gelu (4x128 tiles of 32x32) block_sharded")
+    assert [o["value"] for o in rows if o.get("disabled")] == [5, 6, 7, 8]
+    assert rows[4]["title"].startswith("no grid of 5 rows gives each core a shard of mlp.layer.0.gelu (4x128 tiles of 32x32) block_sharded")
     assert (offered["rows"], offered["cols"]) == (4, 8) and offered["note"].endswith("grid set to 4x8")
     kept = fired(
         "override-grid-cols.value", cb["offer_grids"], run_id, FC1, "output", "height_sharded", "default", 4, 2
@@ -400,7 +401,8 @@ def test_the_grid_menus_offer_the_grids_the_tensor_divides_into_and_move_one_tha
     assert (kept["rows"], kept["cols"], kept["note"]) == (
         2,
         2,
-        "height_sharded over 4x2 cores does not divide mlp.layer.0.gelu (4x128 tiles of 32x32): grid set to 2x2",
+        "height_sharded over 4x2 cores has more cores than mlp.layer.0.gelu (4x128 tiles of 32x32) has shards: "
+        "grid set to 2x2",
     )
     chosen = fired(
         "override-grid-rows.value", cb["offer_grids"], run_id, FC1, "output", "block_sharded", "default", 2, 8
