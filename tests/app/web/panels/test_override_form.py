@@ -393,7 +393,9 @@ def test_the_grid_menus_offer_the_grids_the_tensor_divides_into_and_move_one_tha
     offered = cb["offer_grids"](run_id, FC1, "output", "block_sharded", "default", 8, 8)
     rows = offered["rows_options"]
     assert [o["value"] for o in rows if o.get("disabled")] == [5, 6, 7, 8]
-    assert rows[4]["title"].startswith("no grid of 5 rows gives each core a shard of mlp.layer.0.gelu (4x128 tiles of 32x32) block_sharded")
+    assert rows[4]["title"].startswith(
+        "no grid of 5 rows gives each core a shard of mlp.layer.0.gelu (4x128 tiles of 32x32) block_sharded"
+    )
     assert (offered["rows"], offered["cols"]) == (4, 8) and offered["note"].endswith("grid set to 4x8")
     kept = fired(
         "override-grid-cols.value", cb["offer_grids"], run_id, FC1, "output", "height_sharded", "default", 4, 2
