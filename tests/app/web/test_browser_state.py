@@ -124,17 +124,18 @@ def _options(d, menu: str, shot: str) -> dict[str, bool]:
     return dict(drawn)
 
 
-def test_the_grid_menus_offer_the_grids_that_divide_the_tensor(page, browser, tmp_path):
+def test_the_grid_menus_offer_the_grids_that_give_every_core_a_shard(page, browser, tmp_path):
     url, base, _, _ = page
     d = browser
     _open(d, url, model=MODEL, run=base, op=QUERY)
     _wait(d, lambda d: _prop(d, "override-grid-rows", "value") == 8)
     _pick(d, "override-memory", "l1")
-    _pick(d, "override-memory-layout", "height_sharded")  # rows x columns of cores must divide 32
+    _pick(d, "override-memory-layout", "height_sharded")  # 32 tile rows: at most 32 cores, the last shard partial
     _wait(d, lambda d: (_prop(d, "override-grid-rows", "value"), _prop(d, "override-grid-cols", "value")) == (4, 8))
     assert "grid set to 4x8" in _text(d, "override-grid-note")
     rows = _options(d, "override-grid-rows", "51-grid-menus")
-    assert [r for r, can in rows.items() if not can] == ["3", "5", "6", "7"]
+    # every row count has a column count with no more cores than the 32 tile rows (3x8: shards of 2 rows)
+    assert [r for r, can in rows.items() if not can] == []
     d.find_element(By.ID, "stage-override").click()
     _wait(d, lambda d: _prop(d, "pending-overrides", "data"))
     assert _prop(d, "pending-overrides", "data") == [f"{QUERY}=4x8:l1:height_sharded:tile:bf16"]
