@@ -49,7 +49,9 @@ def _searching(driver, url: str) -> None:
     _wait(driver, lambda d: _settled(d) and "baseline" in _text(d, "run-select"), 120)
     _budget(driver, 300)
     driver.find_element(By.ID, "tune-start").click()
-    _wait(driver, lambda d: "trials" in _text(d, "tune-progress"), 90)  # the search says where it is
+    # the search says where it is; should it end first (an error line), what it said is the failure
+    _wait(driver, lambda d: "trials" in _text(d, "tune-progress") or _text(d, "tune-status"), 90)
+    assert "trials" in _text(driver, "tune-progress"), f"the search ended: {_text(driver, 'tune-status')!r}"
 
 
 def test_a_search_shows_progress_cancels_keeping_its_best_and_then_shows_the_tuned_run(bert_server, browser):  # noqa: F811
