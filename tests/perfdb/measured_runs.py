@@ -11,6 +11,8 @@ import hashlib
 import io
 from pathlib import Path
 
+from tilescope.compiler.profiles.chips import report_target
+from tilescope.compiler.profiles.naming import op_names
 from tilescope.compiler.profiles.op_codes import kind_of
 from tilescope.compiler.profiles.ops_report import read_ops_report
 from tilescope.compiler.profiles.report import Report, ReportOp, ReportTensor
@@ -19,18 +21,9 @@ from tilescope.compiler.sim.tracks import device_track
 from tilescope.perfdb.records import NewRun, ZoneColumns
 from tilescope.perfdb.store import save_run
 
-REPORTS = Path(__file__).resolve().parents[3] / "shared" / "profiles" / "tt-perf-report"
-CHIPS = {"wormhole_b0": "wormhole_n150", "blackhole": "blackhole_p150"}
+from tests.conftest import PERF_REPORTS
 
-
-def op_names(report: Report) -> tuple[str, ...]:
-    counts: dict[tuple[int, str], int] = {}
-    names = []
-    for op in report.ops:
-        key = (op.device, op.op_code)
-        counts[key] = counts.get(key, 0) + 1
-        names.append(op.loc or f"{op.op_code}#{counts[key]}")
-    return tuple(names)
+REPORTS = PERF_REPORTS  # re-exported: the diff's tests take it from here
 
 
 def _uses(op: ReportOp) -> tuple[TensorUse, ...]:
@@ -85,7 +78,7 @@ def measured_run(
         model_name=source,
         source_hash=hashlib.sha256(text.encode()).hexdigest(),
         source_text=text,
-        target=target or CHIPS.get(report.arch, "blackhole_p150"),
+        target=target or report_target(report.arch).name,
         total_ns=total,
         device_ns=sum(op.duration_ns for op in ops),
         ops=ops,
