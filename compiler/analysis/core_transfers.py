@@ -28,15 +28,19 @@ class CoreTransfers:
         path = self.path(tensor.layout, grid)
         return path in self.target.memories and self.target.memories[path].scope == "core"
 
-    def moves(self, tensor: Tensor, nbytes: float, grid: tuple[int, int], rest: str = NOC) -> tuple[Transfer, ...]:
-        """A core's reads (or writes) of `nbytes` of `tensor`. From a shard on the op's own grid, a
-        core reaches at most its own shard locally; the rest comes from other cores via `rest`."""
+    def moves(
+        self, tensor: Tensor, nbytes: float, grid: tuple[int, int], rest: str = NOC, pages: int = 0
+    ) -> tuple[Transfer, ...]:
+        """A core's reads (or writes) of `nbytes` of `tensor`, in `pages` row-major transactions
+        when it waits on each. From a shard on the op's own grid, a core reaches at most its own
+        shard locally (no transaction); the rest comes from other cores via `rest`."""
         if not self.is_local(tensor, grid):
-            return (Transfer(tensor.name, self.path(tensor.layout, grid), nbytes),)
+            return (Transfer(tensor.name, self.path(tensor.layout, grid), nbytes, pages),)
         local = min(nbytes, shard_bytes(tensor, tensor.layout))
         moves = [Transfer(tensor.name, tensor.layout.memory, local)]
         if nbytes > local:
-            moves.append(Transfer(tensor.name, rest, nbytes - local))
+            remote = pages and max(1, round(pages * (nbytes - local) / nbytes))
+            moves.append(Transfer(tensor.name, rest, nbytes - local, remote))
         return tuple(moves)
 
     def operand(self, tensor: Tensor, nbytes: float, grid: tuple[int, int], sender: bool) -> tuple[Transfer, ...]:

@@ -5,12 +5,15 @@ stepping through its share a block of tiles at a time through double-buffered ci
 
 from __future__ import annotations
 
+import math
+
 from tilescope.compiler.ir.meta import L1_LIVE
 from tilescope.compiler.analysis.core_cycles import vector_cycles
 from tilescope.compiler.analysis.core_shares import grid_cores, shard_shares, spread
 from tilescope.compiler.analysis.core_transfers import CoreTransfers
 from tilescope.compiler.ir import opset
-from tilescope.compiler.ir.core_work import CircularBuffer, Compute, CoreWork, Kernel
+from tilescope.compiler.ir.core_work import CircularBuffer, Compute, CoreWork, Kernel, Transfer
+from tilescope.compiler.ir.dtypes import bytes_per_element
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
 from tilescope.compiler.ir.tiles import ceil_div, num_tiles, tile_bytes, tile_grid
 from tilescope.compiler.targets.chip import Target
@@ -58,17 +61,19 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
         while block > 1 and copies * block * page_bytes > budget:
             block //= 2
 
-        def tiles_of(t: Tensor, frac: float = frac) -> int:
-            if t.name == looked_up:  # the rows gathered: as many tiles as the output's share (each sampled so often)
-                return max(1, round(num_tiles(outs[0].shape, outs[0].layout.tile) * frac * reads_per_output))
-            return max(1, round(num_tiles(t.shape, t.layout.tile) * frac))
+        def reads_of(t: Tensor, frac: float = frac) -> tuple[Transfer, ...]:
+            if t.name == looked_up:  # the rows gathered: the output's share, each sampled so often
+                nbytes, pages = _amount(outs[0], frac)
+                return transfers.moves(t, nbytes * reads_per_output, grid, pages=pages if _row_major(t) else 0)
+            nbytes, pages = _amount(t, frac)
+            return transfers.moves(t, nbytes, grid, pages=pages)
 
-        reads = tuple(
-            m for t in ins for m in transfers.moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, t.layout.tile), grid)
-        )
-        writes = tuple(
-            m for t in outs for m in transfers.moves(t, tiles_of(t) * tile_bytes(t.layout.dtype, t.layout.tile), grid)
-        )
+        def writes_of(t: Tensor, frac: float = frac) -> tuple[Transfer, ...]:
+            nbytes, pages = _amount(t, frac)
+            return transfers.moves(t, nbytes, grid, pages=pages)
+
+        reads = tuple(m for t in ins for m in reads_of(t))
+        writes = tuple(m for t in outs for m in writes_of(t))
         cycles = vector_cycles(target, n, max(1.0, passes), tile) if engine == "vector" else 0.0
         # the vector engine works on registers: its operands are unpacked in, its results packed out
         unpacked = sum(t.bytes for t in reads) if engine == "vector" else 0.0
@@ -94,6 +99,23 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
             )
         )
     return Kernel(grid, tuple(work), "eltwise" if engine == "vector" else "data_movement")
+
+
+def _row_major(t: Tensor) -> bool:
+    return t.layout is not None and t.layout.layout == "row_major"
+
+
+def _amount(t: Tensor, frac: float) -> tuple[float, int]:
+    """A core's bytes of its `frac` of `t`, and the transactions it waits on for them. A tiled
+    tensor moves whole tiles, many in flight; a row-major one its true bytes, a transaction per
+    row (stick), as ttnn's row-major readers and writers move them, each waited on before its
+    buffer is used (tt-metal ttnn/operations/data_movement kernels)."""
+    if not _row_major(t):
+        tiles = max(1, round(num_tiles(t.shape, t.layout.tile) * frac))
+        return tiles * tile_bytes(t.layout.dtype, t.layout.tile), 0
+    width = t.shape[-1] if t.shape else 1
+    sticks = max(1, math.ceil(t.numel // max(1, width) * frac))
+    return t.numel * bytes_per_element(t.layout.dtype) * frac, sticks
 
 
 def _shares(sized: list[Tensor], total: int, grid: tuple[int, int]) -> dict[int, list[tuple[int, int]]]:

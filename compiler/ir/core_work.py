@@ -19,6 +19,9 @@ class Transfer:
     tensor: str
     path: str  # a memory name (dram, lls, l1 = the core's own memory), noc or mcast
     bytes: float
+    # row-major transactions the core waits on (a stick read, a row piece written); 0 for tiles,
+    # whose reads a kernel keeps many of in flight, so that only bandwidth shows
+    pages: int = 0
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ def _renamed(kernel: Kernel, names: dict[str, str]) -> Kernel:
     """`kernel` reading and writing the tensors `names` maps its own to."""
 
     def moves(transfers: tuple[Transfer, ...]) -> tuple[Transfer, ...]:
-        return tuple(Transfer(names[t.tensor], t.path, t.bytes) for t in transfers)
+        return tuple(Transfer(names[t.tensor], t.path, t.bytes, t.pages) for t in transfers)
 
     groups = tuple(
         CoreWork(

@@ -20,12 +20,24 @@ from tilescope.compiler.profiles.report import ReportOp
 from tilescope.compiler.targets.chip import Target
 
 
+# ops whose report lists their output buffer, allocated beforehand, as their last operand
+PREALLOCATED = ("MoveDeviceOperation",)
+
+
 def streamed(op: ReportOp, kind: str, target: Target) -> Built:
     """An op over the report's tensors as they are: its non-empty inputs in, its outputs out."""
     model = OneOp(op)
-    if not model.inputs:
+    inputs = list(model.inputs)
+    if (
+        op.op_code.startswith(PREALLOCATED)
+        and len(inputs) > 1
+        and op.outputs
+        and op.inputs[inputs[-1]] == op.outputs[0]
+    ):
+        inputs.pop()  # its output, allocated before it runs, listed as an operand: written, not read
+    if not inputs:
         raise NotBuilt("no operand holds data")
-    return model.done(kind, model.emit(kind, model.inputs), model.inputs, target)
+    return model.done(kind, model.emit(kind, inputs), inputs, target)
 
 
 def cache_write(op: ReportOp, kind: str, target: Target) -> Built:

@@ -140,6 +140,8 @@ class KernelCost:
                     s = shared_s[t.path] * t.bytes / on_shared[t.path]
                 else:
                     s = t.bytes / self._bandwidth(t.path)
+                # a row-major transfer waits on each of its transactions: latency, not bandwidth
+                s = max(s, t.pages * self.target.noc_round_trip_cycles / self.target.clock_hz)
                 terms[t.path] = terms.get(t.path, 0.0) + s
                 spent += s
             return spent

@@ -80,6 +80,9 @@ class Target:
     fusion: dict[str, bool]  # which element-wise ops the target's kernels can fuse: activation, bias
     assumed: tuple[str, ...]  # keys whose values no public document gives (see the file's comments)
     noc_multicast_bytes_per_cycle: float | None = None  # what a multicast delivers to each receiver
+    # a row-major transaction a kernel waits on (a stick read, or written and acknowledged): one
+    # NoC round trip to DRAM or another core (0: not modelled, only bandwidth)
+    noc_round_trip_cycles: float = 0.0
     short_tiles: bool = False  # the engine also takes tiles of fewer rows (a power of two) of full width
     # the devices this target's chip is one of, and their links; a lone chip is a system of one
     system: System = SINGLE_DEVICE
