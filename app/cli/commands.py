@@ -18,6 +18,7 @@ from typing import NoReturn
 from tilescope.compiler.errors import TilescopeError
 from tilescope.perfdb.errors import DatabaseError, RunNotFound
 
+from tilescope.app.cli import calibrate
 from tilescope.app.cli import replay
 from tilescope.app.cli import runs
 from tilescope.app.cli import serving
@@ -26,7 +27,8 @@ from tilescope.app.cli import tune
 from tilescope.app.cli import validate
 from tilescope.app.cli.messages import error, one_line, undecodable
 
-GROUPS = (runs, tune, stored, replay, validate, serving)  # in the order `tilescope --help` lists their commands
+# in the order `tilescope --help` lists their commands
+GROUPS = (runs, tune, stored, replay, validate, calibrate, serving)
 
 
 def _version() -> str:

@@ -78,7 +78,7 @@ def replay(report: Report, target: str | None = None) -> Replay:
     replayed = []
     for op, name in zip(report.ops, op_names(report)):
         kind = kind_of(op.op_code, op.attributes)
-        key = _alike(op)
+        key = alike(op)
         if key not in made:
             made[key] = _predict(op, kind, chosen.target) if len(made) < MAX_BUILDS else _too_many()
         found = made[key]
@@ -101,7 +101,7 @@ def _too_many() -> str:
     return f"more than {MAX_BUILDS:,} distinct ops in the report; the rest are not built"
 
 
-def _alike(op: ReportOp) -> tuple:
+def alike(op: ReportOp) -> tuple:
     """Everything of `op` a build reads: ops with the same key give the same prediction."""
     return (
         op.op_code,
@@ -116,9 +116,18 @@ def _alike(op: ReportOp) -> tuple:
 
 def _predict(op: ReportOp, kind: str, target: Target) -> tuple[OpTiming, tuple[str, ...]] | str:
     """The op's timing (start 0) and notes, or why it was not built."""
+    found = compiled_op(op, kind, target)
+    if isinstance(found, str):
+        return found
+    kernel, notes = found
+    timing, note = op_timing(kernel, target)
+    return timing, tuple(dict.fromkeys((*notes, note) if note else notes))
+
+
+def compiled_op(op: ReportOp, kind: str, target: Target) -> tuple[Graph, tuple[str, ...]] | str:
+    """The kernel level of `op`'s one-op model and the notes of its build, or why it was not built."""
     try:
-        built = build(op, kind, target)
-        return _simulated(built, target)
+        return _kernel(build(op, kind, target), target)
     except NotBuilt as err:
         return str(err)
     except Exception as err:  # a build the compiler cannot take is listed, with what it said
@@ -126,7 +135,8 @@ def _predict(op: ReportOp, kind: str, target: Target) -> tuple[OpTiming, tuple[s
         return f"the compiler could not take it: {type(err).__name__}: {said[:200]}"
 
 
-def _simulated(built: Built, target: Target) -> tuple[OpTiming, tuple[str, ...]]:
+def _kernel(built: Built, target: Target) -> tuple[Graph, tuple[str, ...]]:
+    """The built op compiled, overrides the compiler refuses weakened and tried again."""
     model = import_mlir(built.text, "replay")
     overrides = list(built.overrides)
     notes = list(built.notes)
@@ -140,11 +150,16 @@ def _simulated(built: Built, target: Target) -> tuple[OpTiming, tuple[str, ...]]
             notes.append(f"{_said(overrides[i])} not taken: {outcomes[i].reason}")
         overrides = [weaker(ov) if i in refused else ov for i, ov in enumerate(overrides)]
         overrides = [ov for ov in overrides if ov is not None]
+    return kernel, tuple(notes)
+
+
+def op_timing(kernel: Graph, target: Target) -> tuple[OpTiming, str]:
+    """The measured op's timing in a compiled one-op model, simulated on `target` (which may differ
+    from the target it was compiled for only in its costs), and a note when it runs no kernel."""
     timing = next((t for t in simulate(kernel, target, DISPATCH, timeline=False).ops if t.name == OP), None)
     if timing is None:  # a view (a reshape of the same bytes): no kernel runs
-        timing = _no_kernel(kernel, target)
-        notes.append("no kernel: tilescope runs it as a view of its operand")
-    return timing, tuple(dict.fromkeys(notes))
+        return _no_kernel(kernel, target), "no kernel: tilescope runs it as a view of its operand"
+    return timing, ""
 
 
 def _said(override: OpOverride) -> str:

@@ -8,7 +8,7 @@ targets/system_file.py a system's, and targets/catalog.py finds them by name or 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tilescope.compiler.targets.system import SINGLE_DEVICE, System
 
@@ -18,6 +18,7 @@ DEFAULT_DISPATCH = "host"  # ops launched one by one from the host, as a model r
 # core: a core's own memory (L1, local store); chip: shared on-chip scratch (LLS);
 # device: off-chip device memory (DRAM); host: system memory across the host link.
 SCOPES = ("core", "chip", "device", "host")
+DEFAULT_BAND = "default"  # the error band of kinds without their own
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,10 @@ class Target:
     # NoC round trip to DRAM or another core (0: not modelled, only bandwidth)
     noc_round_trip_cycles: float = 0.0
     short_tiles: bool = False  # the engine also takes tiles of fewer rows (a power of two) of full width
+    # how far a measured op of each kind is from its prediction, as a share of the prediction:
+    # the 68th percentile of held-out |measured / predicted - 1| ([error_bands], written by
+    # `tilescope calibrate`); "default" for kinds with too few measurements. Empty: no band known
+    error_bands: dict[str, float] = field(default_factory=dict)
     # the devices this target's chip is one of, and their links; a lone chip is a system of one
     system: System = SINGLE_DEVICE
 
@@ -152,6 +157,11 @@ class Target:
         per_cycle = self.matrix.flops_per_cycle[self.compute_dtype(dtype)]
         passes = self.matrix.fidelity_passes[fidelity] if fidelity else min(self.matrix.fidelity_passes.values())
         return per_cycle * self.cores * self.clock_hz / passes
+
+    def error_band(self, kind: str) -> float | None:
+        """The share of a `kind` op's predicted time its measurements fall within (about two in
+        three of them), or None when the target has no measurements to say."""
+        return self.error_bands.get(kind, self.error_bands.get(DEFAULT_BAND))
 
     @property
     def vector_ops_per_s(self) -> float:

@@ -60,7 +60,9 @@ LIMITS: dict[str, tuple[float, float]] = {
     "noc.hop_cycles": (1, 1_000_000),
     "noc.interface_cycles": (1, 1_000_000),
     "dispatch.<mode>_ns": (0, 1e9),  # at most a second per op launch
+    "error_bands.<kind>": (0, 1000),  # a share of the predicted time
 }
+MAX_BANDS = 256  # kinds with an error band
 
 
 def _get(data: dict, key: str, kind: type, where: str, default: Any = MISSING, limits: str = "") -> Any:
@@ -140,6 +142,14 @@ def _pipeline(data: dict, where: str) -> CorePipeline:
     )
 
 
+def _error_bands(data: dict, where: str) -> dict[str, float]:
+    """Optional [error_bands] table: kind (or "default") -> share of the predicted time."""
+    table = _get(data, "error_bands", dict, where, default={})
+    if len(table) > MAX_BANDS:
+        raise TargetError(f"{where}: key 'error_bands' has {len(table)} kinds: at most {MAX_BANDS}")
+    return {kind: _get(data, f"error_bands.{kind}", float, where, limits="error_bands.<kind>") for kind in table}
+
+
 def _dtype_keys(data: dict, key: str, where: str, default: Any = MISSING) -> dict:
     table = _get(data, key, dict, where, default)
     for dtype in table:
@@ -209,4 +219,5 @@ def target_from(data: dict, where: str, assumed: tuple[str, ...] = ()) -> Target
         noc_multicast_bytes_per_cycle=_get(data, "noc.multicast_bytes_per_cycle", float, where, default=None),
         noc_round_trip_cycles=_get(data, "noc.round_trip_cycles", float, where, default=0.0),
         short_tiles=_get(data, "tile.short_rows", bool, where, default=False),
+        error_bands=_error_bands(data, where),
     )

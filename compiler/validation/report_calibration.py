@@ -1,0 +1,78 @@
+"""A chip calibrated to a team's own measured reports: its constants fitted (report_fit.py), judged
+on the held-out half (fit_errors.py), and its target file written with the fitted values and the
+error bands in place of the old ones, every other line (and the source it cites) kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tilescope.compiler.errors import TargetError, TilescopeError
+from tilescope.compiler.profiles.report import Report
+from tilescope.compiler.targets.catalog import load_target, target_text
+from tilescope.compiler.targets.file_values import with_table, with_values
+from tilescope.compiler.validation import fit_errors
+from tilescope.compiler.validation.holdout import FIT, HELD_OUT
+from tilescope.compiler.validation.report_fit import CONSTANTS, Predictor, fit, samples, value_of
+
+
+MAX_SOURCES_SAID = 64  # reports named at the top of a calibrated file
+
+
+@dataclass(frozen=True)
+class Calibration:
+    chip: str  # the chip fitted (a system's reports fit its device)
+    base_text: str  # its target file as it was
+    was: dict[str, float]
+    now: dict[str, float]
+    fit_rows: int
+    held_out_rows: int
+    kinds: tuple[fit_errors.KindError, ...]
+    reports: tuple[fit_errors.ReportError, ...]
+    bands: dict[str, float]
+
+    def target_file(self, name: str, sources: Sequence[str]) -> str:
+        """The chip's file with the fitted values and the bands, named `name`."""
+        fitted = {k: round(v, 4) for k, v in self.now.items() if v != self.was[k]}
+        text = with_values(self.base_text, fitted, why="FITTED by tilescope calibrate (see the top)")
+        text = with_values(text, {"name": name})
+        said = "\n".join(f"#   {source[:200]}" for source in sources[:MAX_SOURCES_SAID])
+        text = f"# Calibrated by tilescope calibrate to these ops perf reports:\n{said}\n{text}"
+        comment = (
+            "Per kind of op: the 68th percentile of |measured / predicted - 1| over the held-out half of\n"
+            "the calibration's rows (by shape); 'default' over all of them (tilescope calibrate)."
+        )
+        text = with_table(text, "error_bands", self.bands, comment)
+        load_target(name + ".toml", text=text)  # the file must be one tilescope reads
+        return text
+
+
+def calibrate(
+    reports: Sequence[Report], asked: str | None, held_out: Sequence[str] = (), fitting: bool = True
+) -> Calibration:
+    """Fit the chip `reports` were measured on (or `asked`) to their FIT half and judge it on the
+    rest; without `fitting`, only judge its constants as they are (its error bands)."""
+    if asked and load_target(asked).system.devices > 1:
+        raise TargetError(f"{asked}: calibrate fits a chip; give its device, not the system")
+    found = samples(reports, asked, held_out)
+    if not any(s.side == FIT for s in found):
+        raise TilescopeError("no op of the reports could be built and fitted: nothing to calibrate")
+    chips = sorted({s.target.system.device or s.target.name for s in found})
+    if len(chips) > 1 and not asked:
+        raise TilescopeError(f"the reports were measured on {' and '.join(chips)}: calibrate one chip at a time")
+    base_text = target_text(asked or chips[0])[0]
+    was = {c.key: value_of(found[0].target, c.key) for c in CONSTANTS}
+    now = fit(found, was) if fitting else dict(was)
+    before, after = Predictor(was), Predictor(now)
+    return Calibration(
+        chips[0] if not asked else load_target(asked).name,
+        base_text,
+        was,
+        now,
+        sum(s.rows for s in found if s.side == FIT),
+        sum(s.rows for s in found if s.side == HELD_OUT),
+        tuple(fit_errors.kind_errors(found, before, after)),
+        tuple(fit_errors.report_errors(found, before, after, held_out)),
+        fit_errors.error_bands(found, after),
+    )

@@ -1,0 +1,149 @@
+"""A chip's few physical constants fitted to measured ops perf reports, and judged on what the fit
+did not see.
+
+Each distinct op of the reports is built and compiled once (compiler/profiles/replay.py); the fit
+then only re-costs the compiled kernels with other values of the constants (CONSTANTS), none of
+which changes what the compiler decides. The constants are fitted on half of the shapes
+(holdout.py) by robust least squares on log(predicted / measured), each within the range physics
+and its source allow; the other half, and any report held out whole, judge the fit. Nothing is
+looked up per shape: a shape's prediction comes from the same few constants as every other.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from tilescope.compiler.ir.graph import Graph
+from tilescope.compiler.profiles.op_codes import kind_of
+from tilescope.compiler.profiles.replay import alike, compiled_op, op_timing
+from tilescope.compiler.profiles.replay_target import replay_target
+from tilescope.compiler.profiles.report import Report
+from tilescope.compiler.targets.chip import Target
+from tilescope.compiler.validation.holdout import FIT, HELD_OUT, side_of
+
+MAX_SAMPLES = 4_000  # distinct ops compiled for a fit, over all its reports
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A constant the fit may move: its target-file key and the range it must stay in."""
+
+    key: str  # dotted, as in the target file
+    low: float
+    high: float
+    what: str  # what it is and where its range comes from
+
+
+CONSTANTS = (
+    Constant(
+        "noc.round_trip_cycles",
+        100.0,
+        1500.0,
+        "a row-major transaction's NoC round trip (384-463 cycles from DRAM on Wormhole, tt-metal data_movement)",
+    ),
+    Constant("pipeline.launch_ns", 500.0, 10_000.0, "per op: kernels launched and set up (2.05 us op to op, tt-metal)"),
+    Constant("pipeline.step_sync_cycles", 0.0, 2_000.0, "per pipeline step: circular-buffer and semaphore handshakes"),
+    Constant("pipeline.overlap_loss", 0.0, 1.0, "share of the shorter compute threads' time that shows"),
+    Constant("pipeline.unpack_bytes_per_cycle", 16.0, 80.0, "the unpackers' L1 reads: 16 to 80 B/cycle (tt-isa)"),
+)
+_FIELDS = {"noc.round_trip_cycles": "noc_round_trip_cycles"}  # keys of Target's own fields
+
+
+def value_of(target: Target, key: str) -> float:
+    table, _, name = key.partition(".")
+    if table == "pipeline":
+        return float(getattr(target.pipeline, name) or 0.0)
+    return float(getattr(target, _FIELDS[key]))
+
+
+def with_constants(target: Target, values: dict[str, float]) -> Target:
+    """`target` with the constants' values in place of its own."""
+    pipeline = {k.partition(".")[2]: v for k, v in values.items() if k.startswith("pipeline.")}
+    own = {_FIELDS[k]: v for k, v in values.items() if k in _FIELDS}
+    return replace(target, pipeline=replace(target.pipeline, **pipeline), **own)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One distinct op of a report, compiled: every row of it the report measured."""
+
+    report: str
+    kind: str
+    target: Target  # replayed on
+    kernel: Graph
+    measured_ns: tuple[float, ...]
+    side: str  # FIT or HELD_OUT
+
+    @property
+    def rows(self) -> int:
+        return len(self.measured_ns)
+
+
+def samples(reports: Sequence[Report], asked: str | None, held_out: Sequence[str] = ()) -> list[Sample]:
+    """The distinct ops of `reports` (replayed where `tilescope replay` replays them, or on
+    `asked`), compiled; each of a report in `held_out` (by source) is held out whole."""
+    found: list[Sample] = []
+    for report in reports:
+        target = replay_target(report, asked).target
+        groups: dict[tuple, list] = {}
+        for op in report.ops:
+            if op.kernel_ns:
+                groups.setdefault(alike(op), []).append(op)
+        for ops in groups.values():
+            if len(found) >= MAX_SAMPLES:
+                return found
+            op = ops[0]
+            kind = kind_of(op.op_code, op.attributes)
+            made = compiled_op(op, kind, target)
+            if isinstance(made, str):
+                continue
+            side = HELD_OUT if report.source in held_out else side_of(op)
+            measured = tuple(o.kernel_ns for o in ops)
+            found.append(Sample(report.source, kind, target, made[0], measured, side))
+    return found
+
+
+class Predictor:
+    """Predicted times of samples under values of the constants, each target variant made once."""
+
+    def __init__(self, values: dict[str, float]) -> None:
+        self.values = values
+        self._targets: dict[int, Target] = {}
+        self._times: dict[int, float] = {}
+
+    def __call__(self, sample: Sample) -> float:
+        known = self._times.get(id(sample))
+        if known is not None:
+            return known
+        target = self._targets.get(id(sample.target))
+        if target is None:
+            target = self._targets[id(sample.target)] = with_constants(sample.target, self.values)
+        time = self._times[id(sample)] = op_timing(sample.kernel, target)[0].duration_ns
+        return time
+
+
+def fit(found: Sequence[Sample], start: dict[str, float]) -> dict[str, float]:
+    """The constants that best predict the FIT samples, from `start`, each within its range: robust
+    least squares on log(predicted / measured), a sample weighted by its rows."""
+    from scipy.optimize import least_squares  # only calibration needs it
+
+    rows = [s for s in found if s.side == FIT]
+    if not rows:
+        return dict(start)
+    keys = [c.key for c in CONSTANTS]
+    low, high = [c.low for c in CONSTANTS], [c.high for c in CONSTANTS]
+    x0 = [min(max(start[c.key], c.low), c.high) for c in CONSTANTS]
+    measured = [statistics.median(s.measured_ns) for s in rows]
+    weights = [math.sqrt(s.rows) for s in rows]
+
+    def residuals(x: Sequence[float]) -> list[float]:
+        predict = Predictor(dict(zip(keys, (float(v) for v in x))))
+        return [w * math.log(max(predict(s), 1.0) / m) for s, m, w in zip(rows, measured, weights)]
+
+    solution = least_squares(
+        residuals, x0, bounds=(low, high), x_scale="jac", diff_step=1e-2, loss="soft_l1", f_scale=0.5
+    )
+    return {k: float(v) for k, v in zip(keys, solution.x)}
