@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from tilescope.app.cli import main
 
+from tests.app.cli.invoke import cli
 from tests.compiler.profiles.replay_reports import op, report_text, t
 
 RELU = "{BasicUnaryWithParam<float>(op_type=UnaryOpType::RELU;param={})}"
@@ -23,16 +23,6 @@ def _report(tmp_path, name: str = "mine.csv"):
     path = tmp_path / name
     path.write_text(report_text(*rows))
     return path
-
-
-def cli(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exited:
-        code = exited.code
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
 
 
 def test_calibrate_writes_a_target_that_run_takes(capsys, tmp_path, tiny_path, db_url):

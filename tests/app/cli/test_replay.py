@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from tilescope.app.cli import main
 from tilescope.app.workbench.measured_runs import REPORT_REF, source_hash
 from tilescope.compiler.profiles.naming import op_names
 from tilescope.compiler.profiles.ops_report import read_ops_report
@@ -17,6 +16,7 @@ from tilescope.perfdb.records import NewRun, ZoneColumns
 from tilescope.perfdb.runs import get_run, list_runs, op_records
 from tilescope.perfdb.store import save_run
 
+from tests.app.cli.invoke import cli
 from tests.compiler.profiles.replay_reports import op, report_text, t
 
 RELU = "{BasicUnaryWithParam<float>(op_type=UnaryOpType::RELU;param={})}"
@@ -32,16 +32,6 @@ def report_file(tmp_path):
     path = tmp_path / "relus.csv"
     path.write_text(report_text(*ROWS))
     return path
-
-
-def cli(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exited:
-        code = exited.code
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
 
 
 def _store_measured(db_url, text: str) -> int:
