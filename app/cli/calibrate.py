@@ -13,6 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from tilescope.compiler.targets.catalog import builtin_names
+from tilescope.compiler.validation.fit_constants import CONSTANTS
 
 from tilescope.app.cli.messages import warning
 from tilescope.app.cli.output_files import check_writable, replace_file
@@ -45,6 +46,15 @@ def add(sub: argparse._SubParsersAction) -> None:
         action="store_false",
         help="keep the chip's constants: only measure its held-out error and write its error bands",
     )
+    cal.add_argument(
+        "--fit",
+        dest="keys",
+        action="append",
+        default=[],
+        metavar="KEY",
+        choices=[c.key for c in CONSTANTS],
+        help="fit only this constant (repeat for more; default: all of " + ", ".join(c.key for c in CONSTANTS) + ")",
+    )
     cal.add_argument("--force", action="store_true", help="replace the output file if it exists")
     cal.add_argument("--json", action="store_true", help="the constants, errors and bands as JSON")
     cal.set_defaults(command_fn=cmd_calibrate)
@@ -68,7 +78,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise TilescopeError(f"--hold-out {unknown[0]}: not one of the reports given")
     if len(held) == len(sources):
         raise TilescopeError("every report is held out: nothing is left to fit")
-    result = calibrate(reports, args.target, held, args.fitting)
+    result = calibrate(reports, args.target, held, args.fitting, args.keys)
     name = args.name or output.stem
     text = result.target_file(name, [s for s in sources if s not in held])
     replace_file(output, text)
@@ -89,8 +99,6 @@ def report_lines(result) -> list[str]:
         "",
         f"{'constant':34} {'was':>10} {'now':>10}  range",
     ]
-    from tilescope.compiler.validation.report_fit import CONSTANTS
-
     for c in CONSTANTS:
         lines.append(f"{c.key:34} {result.was[c.key]:10.4g} {result.now[c.key]:10.4g}  {c.low:g}-{c.high:g}")
     lines += ["", f"{'held out: kind':30} {'rows':>6} {'median |err| before':>20} {'after':>8} {'band':>8}"]

@@ -24,6 +24,7 @@ LOOKUPS = ("embedding", "gather")
 # around each sample point (torch.nn.functional.grid_sample, mode="bilinear"; ttnn.grid_sample)
 SAMPLED_READS = {"grid_sample": 4}
 CACHE_WRITES = ("update_cache", "fill_cache")
+SLICES = ("slice",)
 
 
 def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> Kernel:
@@ -39,10 +40,11 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
         cache, ins = ins[0], ins[1:]
         outs = [Tensor(cache.name, ins[0].shape, cache.dtype, cache.layout)]
     # A lookup (embedding, gather) reads only the rows it gathers from its table: as many
-    # bytes as it writes, not the whole table; a sampling op, its input (operand 0) so many times.
+    # bytes as it writes, not the whole table; a slice, only the part it keeps; a sampling op,
+    # its input (operand 0) so many times.
     looked_up = max(ins, key=lambda t: t.numel).name if op.kind in LOOKUPS and ins and outs else None
     reads_per_output = SAMPLED_READS.get(op.kind, 1)
-    if reads_per_output > 1 and ins and outs:
+    if (reads_per_output > 1 or op.kind in SLICES) and ins and outs:
         looked_up = ins[0].name
     sized = [t for t in ins + outs if t.name != looked_up]
     total = max([num_tiles(t.shape, t.layout.tile) for t in sized] + [1])
@@ -53,6 +55,9 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
     tile = outs[0].layout.tile if outs else target.tile
     budget = target.core_memory.capacity_bytes - op.meta.get(L1_LIVE, 0.0)
     copies = 2 if op.attrs.get("double_buffer", True) else 1
+    # a compute kernel's reader and writer wait on every tile they move (ttnn's eltwise, norm and
+    # reduction readers: one tile, then a barrier); a data-movement kernel keeps blocks in flight
+    waits = engine == "vector"
     work = []
     for n, members in counts.items():
         frac = n / total
@@ -63,13 +68,13 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
 
         def reads_of(t: Tensor, frac: float = frac) -> tuple[Transfer, ...]:
             if t.name == looked_up:  # the rows gathered: the output's share, each sampled so often
-                nbytes, pages = _amount(outs[0], frac)
+                nbytes, pages = _amount(outs[0], frac, waits)
                 return transfers.moves(t, nbytes * reads_per_output, grid, pages=pages if _row_major(t) else 0)
-            nbytes, pages = _amount(t, frac)
+            nbytes, pages = _amount(t, frac, waits)
             return transfers.moves(t, nbytes, grid, pages=pages)
 
         def writes_of(t: Tensor, frac: float = frac) -> tuple[Transfer, ...]:
-            nbytes, pages = _amount(t, frac)
+            nbytes, pages = _amount(t, frac, waits)
             return transfers.moves(t, nbytes, grid, pages=pages)
 
         reads = tuple(m for t in ins for m in reads_of(t))
@@ -105,14 +110,14 @@ def _row_major(t: Tensor) -> bool:
     return t.layout is not None and t.layout.layout == "row_major"
 
 
-def _amount(t: Tensor, frac: float) -> tuple[float, int]:
+def _amount(t: Tensor, frac: float, tile_waits: bool) -> tuple[float, int]:
     """A core's bytes of its `frac` of `t`, and the transactions it waits on for them. A tiled
     tensor moves whole tiles, many in flight; a row-major one its true bytes, a transaction per
     row (stick), as ttnn's row-major readers and writers move them, each waited on before its
     buffer is used (tt-metal ttnn/operations/data_movement kernels)."""
     if not _row_major(t):
         tiles = max(1, round(num_tiles(t.shape, t.layout.tile) * frac))
-        return tiles * tile_bytes(t.layout.dtype, t.layout.tile), 0
+        return tiles * tile_bytes(t.layout.dtype, t.layout.tile), tiles if tile_waits else 0
     width = t.shape[-1] if t.shape else 1
     sticks = max(1, math.ceil(t.numel // max(1, width) * frac))
     return t.numel * bytes_per_element(t.layout.dtype) * frac, sticks

@@ -49,10 +49,15 @@ class Calibration:
 
 
 def calibrate(
-    reports: Sequence[Report], asked: str | None, held_out: Sequence[str] = (), fitting: bool = True
+    reports: Sequence[Report],
+    asked: str | None,
+    held_out: Sequence[str] = (),
+    fitting: bool = True,
+    keys: Sequence[str] = (),
 ) -> Calibration:
     """Fit the chip `reports` were measured on (or `asked`) to their FIT half and judge it on the
-    rest; without `fitting`, only judge its constants as they are (its error bands)."""
+    rest: its constants named in `keys`, or all of them; without `fitting`, only judge its
+    constants as they are (its error bands)."""
     if asked and load_target(asked).system.devices > 1:
         raise TargetError(f"{asked}: calibrate fits a chip; give its device, not the system")
     found = samples(reports, asked, held_out)
@@ -63,7 +68,7 @@ def calibrate(
         raise TilescopeError(f"the reports were measured on {' and '.join(chips)}: calibrate one chip at a time")
     base_text = target_text(asked or chips[0])[0]
     was = {c.key: value_of(found[0].target, c.key) for c in CONSTANTS}
-    now = fit(found, was) if fitting else dict(was)
+    now = fit(found, was, keys) if fitting else dict(was)
     before, after = Predictor(was), Predictor(now)
     return Calibration(
         chips[0] if not asked else load_target(asked).name,

@@ -22,33 +22,12 @@ from tilescope.compiler.profiles.replay import alike, compiled_op, op_timing
 from tilescope.compiler.profiles.replay_target import replay_target
 from tilescope.compiler.profiles.report import Report
 from tilescope.compiler.targets.chip import Target
+from tilescope.compiler.validation.fit_constants import CONSTANTS
 from tilescope.compiler.validation.holdout import FIT, HELD_OUT, side_of
 
 MAX_SAMPLES = 4_000  # distinct ops compiled for a fit, over all its reports
 
 
-@dataclass(frozen=True)
-class Constant:
-    """A constant the fit may move: its target-file key and the range it must stay in."""
-
-    key: str  # dotted, as in the target file
-    low: float
-    high: float
-    what: str  # what it is and where its range comes from
-
-
-CONSTANTS = (
-    Constant(
-        "noc.round_trip_cycles",
-        100.0,
-        1500.0,
-        "a row-major transaction's NoC round trip (384-463 cycles from DRAM on Wormhole, tt-metal data_movement)",
-    ),
-    Constant("pipeline.launch_ns", 500.0, 10_000.0, "per op: kernels launched and set up (2.05 us op to op, tt-metal)"),
-    Constant("pipeline.step_sync_cycles", 0.0, 2_000.0, "per pipeline step: circular-buffer and semaphore handshakes"),
-    Constant("pipeline.overlap_loss", 0.0, 1.0, "share of the shorter compute threads' time that shows"),
-    Constant("pipeline.unpack_bytes_per_cycle", 16.0, 80.0, "the unpackers' L1 reads: 16 to 80 B/cycle (tt-isa)"),
-)
 _FIELDS = {"noc.round_trip_cycles": "noc_round_trip_cycles"}  # keys of Target's own fields
 
 
@@ -125,25 +104,37 @@ class Predictor:
         return time
 
 
-def fit(found: Sequence[Sample], start: dict[str, float]) -> dict[str, float]:
-    """The constants that best predict the FIT samples, from `start`, each within its range: robust
-    least squares on log(predicted / measured), a sample weighted by its rows."""
+def fit(found: Sequence[Sample], start: dict[str, float], keys: Sequence[str] = ()) -> dict[str, float]:
+    """The constants (`keys` of them, else all) that best predict the FIT samples, from `start`,
+    each within its range: robust least squares on log(predicted / measured), a sample weighted by
+    its rows. The others keep their values in `start`."""
     from scipy.optimize import least_squares  # only calibration needs it
 
     rows = [s for s in found if s.side == FIT]
-    if not rows:
+    fitted = [c for c in CONSTANTS if not keys or c.key in keys]
+    if not rows or not fitted:
         return dict(start)
-    keys = [c.key for c in CONSTANTS]
-    low, high = [c.low for c in CONSTANTS], [c.high for c in CONSTANTS]
-    x0 = [min(max(start[c.key], c.low), c.high) for c in CONSTANTS]
+    keys = [c.key for c in fitted]
+    low, high = [c.low for c in fitted], [c.high for c in fitted]
+    x0 = [min(max(start[c.key], c.low), c.high) for c in fitted]
     measured = [statistics.median(s.measured_ns) for s in rows]
     weights = [math.sqrt(s.rows) for s in rows]
 
+    reports = sorted({s.report for s in rows})
+    totals = {r: math.fsum(math.fsum(s.measured_ns) for s in rows if s.report == r) for r in reports}
+    # each report's summed time counts as much as all its ops together: a fit that gets every op's
+    # typical error right but the few long ones wrong would mispredict the model's time
+    report_weight = {r: math.sqrt(sum(s.rows for s in rows if s.report == r)) for r in reports}
+
     def residuals(x: Sequence[float]) -> list[float]:
-        predict = Predictor(dict(zip(keys, (float(v) for v in x))))
-        return [w * math.log(max(predict(s), 1.0) / m) for s, m, w in zip(rows, measured, weights)]
+        predict = Predictor({**start, **dict(zip(keys, (float(v) for v in x)))})
+        ops = [w * math.log(max(predict(s), 1.0) / m) for s, m, w in zip(rows, measured, weights)]
+        sums = {r: 0.0 for r in reports}
+        for s in rows:
+            sums[s.report] += predict(s) * s.rows
+        return ops + [report_weight[r] * math.log(max(sums[r], 1.0) / totals[r]) for r in reports]
 
     solution = least_squares(
         residuals, x0, bounds=(low, high), x_scale="jac", diff_step=1e-2, loss="soft_l1", f_scale=0.5
     )
-    return {k: float(v) for k, v in zip(keys, solution.x)}
+    return {**start, **{k: float(v) for k, v in zip(keys, solution.x)}}
