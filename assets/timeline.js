@@ -334,12 +334,13 @@
     },
 
     // A card's lines for `zone` ({name, op, start, end (us), row, lane}) and its op's `info` ([kind,
-    // time (us), bound, why], from the figure's meta or zone_card.pinned), as text.
+    // time (us), bound, why, error band (us) or null], from the figure's meta or zone_card.pinned), as text.
     fillCard: function (card, zone, info) {
       var fmt = function (us) { return us.toLocaleString('en-US', {maximumFractionDigits: 2, minimumFractionDigits: 2}); };
       var lines = [
         ['b', zone.name],
-        ['span', fmt(zone.end - zone.start) + ' us' + (info && zone.op ? ' of the op\'s ' + fmt(info[1]) + ' us' : '')],
+        ['span', fmt(zone.end - zone.start) + ' us' + (info && zone.op ? ' of the op\'s ' + fmt(info[1]) + ' us' : '')
+          + (info && info[4] != null ? ' \u00b1 ' + fmt(info[4]) + ' us (the model\'s error)' : '')],
         ['span', (info ? info[0] + ' \u00b7 ' + info[2] + '-bound \u00b7 ' : '') + (zone.row || '') + (zone.lane ? ' ' + zone.lane : '')],
         ['span', fmt(zone.start) + ' \u2192 ' + fmt(zone.end) + ' us'],
       ];

@@ -12,6 +12,8 @@ them, and a frozen dataclass is made five times slower (slower than the dicts th
 
 from __future__ import annotations
 
+import math
+
 import heapq
 from dataclasses import asdict, dataclass
 from typing import Generic, TypeVar
@@ -79,6 +81,14 @@ class OpDelta:
     changes: tuple[ParamChange, ...]  # what the op records say changed (perfdb.op_changes)
     b_name: str = ""  # run b's name of it, when the runs' ops were aligned as sequences; else ""
     device: int = 0
+    # the band of delta_ns from the model's error: both predictions' bands, taken as independent
+    # (root of the sum of squares); a measured side adds none. None: neither side has one
+    error_ns: float | None = None
+
+    @property
+    def within_error(self) -> bool:
+        """Whether the change is no larger than the model's error: it may not be real."""
+        return self.error_ns is not None and abs(self.delta_ns) <= self.error_ns
 
 
 @dataclass(slots=True)
@@ -136,7 +146,10 @@ class RunDiff:
     top_improvements: tuple[str, ...]  # and faster
 
     def to_json(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        for op, shown in zip(self.ops, out["ops"]):
+            shown["within_error"] = op.within_error
+        return out
 
     @property
     def ops_added(self) -> int:
@@ -204,7 +217,8 @@ def _matched(pairs: tuple[tuple[StepOp, StepOp], ...], by_name: bool) -> tuple[O
         )
         ratio = y.ns / x.ns if x.ns else None
         b_name = "" if by_name else y.label
-        ops.append(OpDelta(x.label, y.kind, x.ns, y.ns, y.ns - x.ns, ratio, found, b_name, x.device))
+        error = None if x.error_ns is None and y.error_ns is None else math.hypot(x.error_ns or 0.0, y.error_ns or 0.0)
+        ops.append(OpDelta(x.label, y.kind, x.ns, y.ns, y.ns - x.ns, ratio, found, b_name, x.device, error))
     return tuple(sorted(ops, key=lambda op: (-abs(op.delta_ns), op.name)))
 
 

@@ -41,6 +41,8 @@ class StepOp:
     kind: str
     ns: float  # device time, summed over the records of its name (by name) or its own (by sequence)
     params: tuple  # of its first record: RecordedParams' fields as stored (RecordedParams.recorded)
+    # the band of a predicted time (ns), summed like it: one op's repeats err alike; None: measured
+    error_ns: float | None = None
 
     @property
     def label(self) -> str:
@@ -69,6 +71,7 @@ def read_step_ops(session: Session, run_id: int) -> list[StepOp]:
             OpRecord.device,
             OpRecord.kind,
             OpRecord.duration_ns,
+            OpRecord.error_band,
             OpRecord.memory,
             OpRecord.grid,
             OpRecord.cores,
@@ -80,7 +83,9 @@ def read_step_ops(session: Session, run_id: int) -> list[StepOp]:
         .order_by(OpRecord.device, OpRecord.start_ns, OpRecord.id)
     )
     # RecordedParams are made only of the records that differ: of 100k ops each, the rows as read
-    return [StepOp(row[0], row[1], row[2], row[3], row[4:]) for row in rows]
+    return [
+        StepOp(row[0], row[1], row[2], row[3], row[5:], None if row[4] is None else row[4] * row[3]) for row in rows
+    ]
 
 
 def named_by_position(run: Run, ops: list[StepOp]) -> bool:
@@ -116,6 +121,8 @@ def _summed(ops: list[StepOp]) -> dict[str | tuple[int, str], StepOp]:
         known = found.setdefault((op.device, op.name) if op.device else op.name, op)
         if known is not op:
             known.ns += op.ns
+            if known.error_ns is not None and op.error_ns is not None:
+                known.error_ns += op.error_ns
     return found
 
 

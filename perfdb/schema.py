@@ -156,6 +156,7 @@ class OpRecord(Base):
     # deferred: only diffs and exports read it
     config: Mapped[str] = mapped_column(Text, default="", server_default="", deferred=True)
     op_code: Mapped[str] = mapped_column(String(128), default="", server_default="")
+    error_band: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     run: Mapped[Run] = relationship(back_populates="ops")
 

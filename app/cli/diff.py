@@ -89,14 +89,20 @@ def _print_op_table(ops: Sequence[OpDelta], aligned: bool) -> None:
     width = max([len(op.name) for op in shown] + [2])
     b_width = max([len(op.b_name) for op in shown] + [4]) if aligned else 0
     b_head = f"{'b op':<{b_width}}  " if aligned else ""
+    banded = any(op.error_ns is not None for op in shown)  # a column of the model's error: predictions only
     if shown:
-        print(f"{'op':<{width}}  {b_head}{'a us':>10} {'b us':>10} {'delta us':>10} {'ratio':>7}  changes")
+        error_head = f" {'+- us':>8}" if banded else ""
+        print(f"{'op':<{width}}  {b_head}{'a us':>10} {'b us':>10} {'delta us':>10}{error_head} {'ratio':>7}  changes")
     for op in shown:
         ratio = f"{op.ratio:.2f}x" if op.ratio is not None else "-"
         b_name = f"{op.b_name:<{b_width}}  " if aligned else ""
+        error = (f" {op.error_ns / 1e3:>8.2f}" if op.error_ns is not None else f" {'-':>8}") if banded else ""
+        said = "; ".join(
+            filter(None, ("within the model's error" if op.within_error else "", changes_text(op.changes)))
+        )
         line = (
             f"{op.name:<{width}}  {b_name}{op.a_ns / 1e3:>10.2f} {op.b_ns / 1e3:>10.2f} "
-            f"{op.delta_ns / 1e3:>+z10.2f} {ratio:>7}  {changes_text(op.changes)}"
+            f"{op.delta_ns / 1e3:>+z10.2f}{error} {ratio:>7}  {said}"
         )
         print(line.rstrip())
     same = len(ops) - len(shown)

@@ -168,7 +168,7 @@ def print_report(
         print(f"  {where:<9} {what:<44} {ns / 1e3:>12,.1f} us  {ns / report.total_ns:>6.3f}x the tuned")
     gap = report.roofline_gap or float("inf")
     print(
-        f"  speedup {report.over_parent:.3f}x over the start, {report.over_greedy_text}; "
+        f"  speedup {report.over_parent:.3f}x over the start ({report.gain_text}), {report.over_greedy_text}; "
         f"roofline bound {report.roofline_ns / 1e3:,.1f} us: the tuned run is {gap:.2f}x it"
     )
     if report.contributions:

@@ -29,6 +29,7 @@ DELTA_COLUMNS = (
     ("a_us", "A us", "us"),
     ("b_us", "B us", "us"),
     ("delta_us", "delta us", "us"),
+    ("error_us", "+- us", "us"),  # the model's error on the delta
     ("ratio", "B/A", "ratio"),
     ("changes", "changes", "text"),
 )
@@ -43,11 +44,13 @@ KIND_COLUMNS = (
 )
 KINDS_FROM = 20  # ops: a diff of more has its table by kind
 KINDS_PX = 220
-# a slower op's delta in red, a faster one's in green
+# a slower op's delta in red, a faster one's in green; one within the model's error in grey
 DELTA_STYLE = {
-    "function": "params.value > 0 ? {color: '#b91c1c', fontWeight: 600} : "
+    "function": "params.data && params.data.within ? {color: '#6b7280', fontStyle: 'italic'} : "
+    "params.value > 0 ? {color: '#b91c1c', fontWeight: 600} : "
     "params.value < 0 ? {color: '#15803d', fontWeight: 600} : null"
 }
+WITHIN = "within the model's error"
 # an op only one run has: B's (inserted) tinted as B's pill, A's (removed) as A's
 ONLY_STYLE = {
     "function": "params.data && params.data.only === 'B' ? {background: '#fef3c7'} : "
@@ -78,8 +81,10 @@ def delta_rows(found: RunDiff, show_unchanged: bool = False) -> list[dict]:
             "a_us": us(op.a_ns),
             "b_us": us(op.b_ns),
             "delta_us": us(op.delta_ns),
+            "error_us": us(op.error_ns) if op.error_ns is not None else None,
+            "within": op.within_error,
             "ratio": round(op.ratio, 3) if op.ratio is not None else None,
-            "changes": changes_text(op.changes),
+            "changes": "; ".join(filter(None, (WITHIN if op.within_error else "", changes_text(op.changes)))),
             "only": None,
         }
         for op in found.ops
@@ -97,7 +102,8 @@ def delta_rows(found: RunDiff, show_unchanged: bool = False) -> list[dict]:
                 {"id": f"B:{op.name}" if aligned and side == "B" else op.name, "kind": op.kind}
                 | {"name": "" if aligned and side == "B" else op.name, "b_name": op.name if side == "B" else ""}
                 | {"a_us": time if side == "A" else None, "b_us": time if side == "B" else None}
-                | {"delta_us": sign * time, "ratio": None, "changes": said, "only": side}
+                | {"delta_us": sign * time, "error_us": None, "within": False}
+                | {"ratio": None, "changes": said, "only": side}
             )
     return sorted(rows, key=lambda row: (-abs(row["delta_us"]), natural_key(row["name"] or row["b_name"])))
 
@@ -134,6 +140,7 @@ def delta_table(rows: Sequence[dict], found: RunDiff | None = None):
     name of an op when `found` aligned them as sequences."""
     a, b = sides(found) if found else ("A", "B")
     aligned = found is not None and found.alignment == BY_SEQUENCE
+    banded = any(row.get("error_us") is not None for row in rows)  # predictions carry the model's error
     columns = [
         column(
             key,
@@ -145,7 +152,7 @@ def delta_table(rows: Sequence[dict], found: RunDiff | None = None):
             **({"wrapText": True, "autoHeight": True, "minWidth": 220} if key == "changes" else {}),
         )
         for key, label, kind in DELTA_COLUMNS
-        if key != "b_name" or aligned
+        if (key != "b_name" or aligned) and (key != "error_us" or banded)
     ]
     if len(rows) <= GROWN_ROWS:  # as tall as its rows as the browser wraps them: none cut off
         table = grid(ids.DIFF_TABLE, columns, rows, getRowStyle=ONLY_STYLE, domLayout="autoHeight")

@@ -3,6 +3,8 @@ and the lines both show of a diff."""
 
 from __future__ import annotations
 
+import math
+
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -65,6 +67,11 @@ class OpMove:
     name: str
     delta_ns: float
     how: str  # "" for an op of both runs, else "inserted", "removed", "moved to load time" or "moved into the step"
+    error_ns: float | None = None  # the model's error on the delta (both predictions', independent)
+
+    @property
+    def within_error(self) -> bool:
+        return self.error_ns is not None and abs(self.delta_ns) <= self.error_ns
 
 
 @dataclass(frozen=True)
@@ -130,16 +137,22 @@ def _with_kernel_params(op: OpDelta, asked: Sides[dict[str, dict[str, str]]]) ->
     return replace(op, changes=(*op.changes[:inputs], *added, *op.changes[inputs:]))
 
 
-def rerun_delta(a: RunView, b: RunView, a_ops: dict[str, float], b_ops: dict[str, float]) -> RerunDelta:
+def rerun_delta(
+    a: RunView,
+    b: RunView,
+    a_ops: dict[str, float],
+    b_ops: dict[str, float],
+    errors: Sides[dict[str, float]] | None = None,
+) -> RerunDelta:
     """A re-run b against the run a it came from, from the two runs' views and op durations
-    (name -> ns)."""
+    (name -> ns), and the error bands of their predictions (name -> ns)."""
     a_loaded, b_loaded = {op.name for op in a.load_ops}, {op.name for op in b.load_ops}
     # an op that moved between load time and the step is neither inserted nor removed
     into_step = tuple(n for n in b_ops if n not in a_ops and n in a_loaded)
     inserted = tuple(n for n in b_ops if n not in a_ops and n not in a_loaded)
     to_load = tuple(n for n in a_ops if n not in b_ops and n in b_loaded)
     removed = tuple(n for n in a_ops if n not in b_ops and n not in b_loaded)
-    moves = [OpMove(n, b_ops[n] - a_ops[n], "") for n in a_ops.keys() & b_ops.keys()]
+    moves = [OpMove(n, b_ops[n] - a_ops[n], "", _error(n, errors)) for n in a_ops.keys() & b_ops.keys()]
     moves += [OpMove(n, b_ops[n], "inserted") for n in inserted] + [OpMove(n, -a_ops[n], "removed") for n in removed]
     moves += [OpMove(n, -a_ops[n], "moved to load time") for n in to_load]
     moves += [OpMove(n, b_ops[n], "moved into the step") for n in into_step]
@@ -157,6 +170,13 @@ def rerun_delta(a: RunView, b: RunView, a_ops: dict[str, float], b_ops: dict[str
         moved_into_step=into_step,
         moves=tuple(sorted((m for m in moves if m.delta_ns), key=lambda m: (-abs(m.delta_ns), m.name))),
     )
+
+
+def _error(name: str, errors: Sides[dict[str, float]] | None) -> float | None:
+    """The error of an op's delta: both runs' bands, taken as independent."""
+    if errors is None or (name not in errors.a and name not in errors.b):
+        return None
+    return math.hypot(errors.a.get(name, 0.0), errors.b.get(name, 0.0))
 
 
 def _kernel_params(run: Run) -> dict[str, dict[str, str]]:

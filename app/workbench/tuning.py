@@ -4,6 +4,8 @@ far the result still is from the roofline. Shared by `tilescope tune` and the pa
 
 from __future__ import annotations
 
+import math
+
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -57,6 +59,8 @@ class TuneReport:
     contributions: list[tuple[str, float | None]]  # item -> ns the final set loses without it
     unmeasured: int  # the top items whose worth the budget left no time (or a cancel no wish) to measure
     host_wait_ns: float  # of the tuned run's step, how long the device waited for the host to issue ops
+    # the model's error on the tuned time: its ops' bands, taken as independent; None: none known
+    error_ns: float | None = None
 
     @property
     def host_bound(self) -> bool:
@@ -90,6 +94,17 @@ class TuneReport:
         return f"{self.over_greedy:.3f}x over greedy-l1"
 
     @property
+    def gain_text(self) -> str:
+        """The gain over the start with the model's error on it (the start's error taken as the
+        tuned run's, scaled to its time), and whether the gain is inside it."""
+        if self.error_ns is None:
+            return "no measurements of this chip bound the model's error"
+        error = math.hypot(self.error_ns, self.error_ns * self.parent.total_ns / max(self.total_ns, 1e-9))
+        gain = self.parent.total_ns - self.total_ns
+        within = " (within the model's error)" if abs(gain) <= error else ""
+        return f"gain {gain / 1e3:,.1f} us +- {error / 1e3:,.1f} us{within}"
+
+    @property
     def roofline_gap(self) -> float | None:
         """The tuned time as a multiple of its roofline bound (None: no op has a bound)."""
         return self.total_ns / self.roofline_ns if self.roofline_ns else None
@@ -114,6 +129,7 @@ class TuneReport:
             "changes": [{"overrides": list(change.items), "ns": change.ns} for change in t.gains],
             "contributions": [{"override": item, "ns": ns} for item, ns in self.contributions],
             "host_wait_ns": self.host_wait_ns,
+            "error_ns": self.error_ns,
             "trials": t.trials,
             "seconds": t.seconds,
             "stopped": t.stopped,
@@ -219,4 +235,12 @@ def tune_run(
         contributions=worth,
         unmeasured=groups - len(worth),
         host_wait_ns=sum(o.dispatch_wait_ns for o in result.sim.ops),
+        error_ns=total_error(result.sim.ops),
     )
+
+
+def total_error(ops) -> float | None:
+    """The error of a run's summed time: its ops' bands taken as independent (the root of the sum
+    of their squares); None when no op has one."""
+    errors = [o.error_ns for o in ops if o.error_ns is not None]
+    return math.sqrt(math.fsum(e * e for e in errors)) if errors else None

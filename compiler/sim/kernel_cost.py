@@ -68,6 +68,7 @@ class KernelCost:
             tensors=tensor_uses(graph, op),
             compute_ns=compute_ns,
             bandwidth_ns=bandwidth_ns,
+            error_band=self.target.error_band(op.kind),
         )
         return timing.replace(why=bounds.why(self.target, timing, users)), core_times
 

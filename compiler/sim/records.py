@@ -113,6 +113,9 @@ class OpTiming:
     device: int = 0  # the device of a measured run it ran on (a simulated run's ops are one device's)
     config: str = ""  # the program config it ran with, as a measured report names it
     op_code: str = ""  # the op code a measured report names (MatmulDeviceOperation); "" for a simulated op
+    # the share of duration_ns about two measurements in three fall within: the held-out error of
+    # its kind on its target (Target.error_bands); None when measured, or the target knows none
+    error_band: float | None = None
 
     @property
     def end_ns(self) -> float:
@@ -121,6 +124,11 @@ class OpTiming:
     @property
     def achieved_flops(self) -> float:
         return self.flops / (self.duration_ns / NS) if self.duration_ns else 0.0
+
+    @property
+    def error_ns(self) -> float | None:
+        """The band around duration_ns, in ns; None when none is known."""
+        return None if self.error_band is None else self.error_band * self.duration_ns
 
     def bandwidth(self, path: str) -> float:
         """Bytes/s the op moved on a path."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from tilescope.overrides import parse_item
 
@@ -62,10 +63,10 @@ def sessions(db_url):
 
 
 def store(sessions, *ops, total_ns=None, load=()) -> int:
-    """A run of ops given as (name, duration_ns, memory, grid), one after the other, and the ops
-    given as (name, duration_ns) in `load` run once at load."""
+    """A run of ops given as (name, duration_ns, memory, grid[, error band]), one after the other,
+    and the ops given as (name, duration_ns) in `load` run once at load."""
     rows, start = [], 0.0
-    for name, duration, memory, grid in ops:
+    for name, duration, memory, grid, *band in ops:
         rows.append(
             OpTiming(
                 name=name,
@@ -79,6 +80,7 @@ def store(sessions, *ops, total_ns=None, load=()) -> int:
                 grid=grid,
                 cores=64,
                 roofline_ns=duration / 2,
+                error_band=band[0] if band else None,
             )
         )
         start += duration
@@ -379,3 +381,20 @@ def test_a_missing_run(sessions):
         diff(sessions, a, a + 1)
     with pytest.raises(RunNotFound):
         diff(sessions, a + 1, a)
+
+
+def test_each_delta_carries_both_bands_and_says_when_it_is_inside_them(sessions):
+    """The model's error on a change: both predictions' bands, taken as independent."""
+    a = store(
+        sessions, ("big", 100e3, "dram", "8x8", 0.1), ("small", 10e3, "dram", "8x8", 0.5), ("known", 5e3, "l1", "8x8")
+    )
+    b = store(
+        sessions, ("big", 50e3, "dram", "8x8", 0.1), ("small", 9e3, "dram", "8x8", 0.5), ("known", 6e3, "l1", "8x8")
+    )
+    with sessions() as s:
+        found = {op.name: op for op in diff_runs(s, a, b).ops}
+    assert found["big"].error_ns == pytest.approx(math.hypot(10e3, 5e3))
+    assert not found["big"].within_error  # 50 us gained, +- 11.2 us: real
+    assert found["small"].error_ns == pytest.approx(math.hypot(5e3, 4.5e3))
+    assert found["small"].within_error  # 1 us gained, +- 6.7 us: inside the model's error
+    assert found["known"].error_ns is None and not found["known"].within_error

@@ -112,7 +112,7 @@ def _tensors(record) -> list[TensorUse]:
 def _timing_rows(record) -> list[tuple[str, str]]:
     rows = [
         ("start", f"{record.start_ns / 1e3:,.2f} us"),
-        ("duration", f"{record.duration_ns / 1e3:,.2f} us"),
+        ("duration", duration_with_band(record)),
         ("roofline", f"{record.roofline_ns / 1e3:,.2f} us"),
         ("FLOPs", f"{record.flops:,}"),
         ("bytes", _bytes(record.bytes)),
@@ -123,6 +123,15 @@ def _timing_rows(record) -> list[tuple[str, str]]:
     if record.dispatch_wait_ns:
         rows.append(("host wait", f"{record.dispatch_wait_ns / 1e3:,.2f} us before it"))
     return rows
+
+
+def duration_with_band(record) -> str:
+    """The op's time and, for a prediction, the band its measurements fall within."""
+    shown = f"{record.duration_ns / 1e3:,.2f} us"
+    band = getattr(record, "error_band", None)
+    if band is None:
+        return shown if record.level == "measured" else f"{shown} (no measurements of this chip bound it)"
+    return f"{shown} +- {band * record.duration_ns / 1e3:,.2f} us ({record.kind}'s held-out error: +-{band:.0%})"
 
 
 def _bytes(by_path: dict[str, float]) -> str:

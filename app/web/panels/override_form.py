@@ -19,7 +19,8 @@ from tilescope.app.web.error_lines import error_line
 from tilescope.app.web.jobs import JOB_POLL_MS, reporter
 from tilescope.app.web.panel import PageContext, Panel, Wiring, outputs
 from tilescope.app.web.style import error, labelled, menu
-from tilescope.app.workbench.diff import RerunDelta, rerun_delta, time_split
+from tilescope.app.web.rerun_note import delta_note, error_bands
+from tilescope.app.workbench.diff import Sides, rerun_delta
 from tilescope.app.workbench.override_form import (
     DEFAULT_CHOICE,
     DOUBLE_BUFFER_CHOICES,
@@ -143,31 +144,6 @@ def problem_list(problems: Problems) -> html.Div:
     if problems.more:
         lines.append(html.Li(f"... and {problems.more:,} more", className="muted"))
     return html.Div([head, html.Ul(lines, className="problems")])
-
-
-SHOWN_MOVES = 3  # ops listed under a re-run's delta; the Runs & diff tab has them all
-
-
-def delta_note(found: RerunDelta) -> html.Div:
-    """What a re-run changed against the run it came from, at once: the total and its device and
-    host shares (why an op that got faster may not move the total), and the ops that moved most."""
-    delta = found.total_delta_ns
-    head = html.P(
-        [
-            html.B(f"vs #{found.a}: "),
-            f"total {found.total_ns.a / 1e3:,.1f} -> {found.total_ns.b / 1e3:,.1f} us ",
-            html.Span(f"({delta / 1e3:+,.1f} us)", className="slower" if delta > 0 else "faster" if delta else ""),
-            html.Br(),
-            html.Span(time_split(found), className="muted"),
-        ]
-    )
-    moves = found.moves
-    items = [
-        html.Li(f"{m.name} {m.delta_ns / 1e3:+,.2f} us{f' ({m.how})' if m.how else ''}") for m in moves[:SHOWN_MOVES]
-    ]
-    if len(moves) > SHOWN_MOVES:
-        items.append(html.Li(f"... and {len(moves) - SHOWN_MOVES} more in Runs & diff", className="muted"))
-    return html.Div([head, html.Ul(items)] if items else [head], className="rerun-delta")
 
 
 FILLED = dict(
@@ -377,7 +353,10 @@ def _register_apply(wiring: Wiring) -> dict:
             return outputs(APPLIED, status=problem_list(rejections(outcomes)))
         try:
             run = explorer.view(new_id)
-            found = rerun_delta(explorer.view(run_id), run, explorer.durations(run_id), explorer.durations(new_id))
+            errors = Sides(*(error_bands(explorer.op_records(r)) for r in (run_id, new_id)))
+            found = rerun_delta(
+                explorer.view(run_id), run, explorer.durations(run_id), explorer.durations(new_id), errors
+            )
             options = explorer.run_options(run.model_ref, run.target_ref)
         except Exception as err:  # noqa: BLE001  # whatever failed, the run is stored: say so, or Apply is pressed again
             said = f"run #{new_id} was stored, but showing it failed: {error_line(err)}"

@@ -73,7 +73,7 @@ def report_lines(report) -> list:
     gap = report.roofline_gap or float("inf")
     head = (
         f"Tuned #{report.run_id} from #{parent.id}: {parent.total_ns / 1e3:,.1f} -> {report.total_ns / 1e3:,.1f} us, "
-        f"{report.over_parent:.3f}x; {report.over_greedy_text}; "
+        f"{report.over_parent:.3f}x ({report.gain_text}); {report.over_greedy_text}; "
         f"{gap:.2f}x the roofline bound ({report.roofline_ns / 1e3:,.1f} us). "
         f"{t.trials:,} trials in {t.seconds:.0f} s, {t.stopped}."
     )

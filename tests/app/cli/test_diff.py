@@ -22,7 +22,19 @@ from tilescope.perfdb.errors import RunNotFound
 from tests.perfdb.test_meshes import one_vs_eight  # noqa: F401  # the fixture
 from tests.perfdb.test_diff import FC1, FC2, MLP, KEYS, change, output, stored_run
 
-OP_KEYS = {"name", "kind", "a_ns", "b_ns", "delta_ns", "ratio", "changes", "b_name", "device"}
+OP_KEYS = {
+    "name",
+    "kind",
+    "a_ns",
+    "b_ns",
+    "delta_ns",
+    "ratio",
+    "changes",
+    "b_name",
+    "device",
+    "error_ns",
+    "within_error",
+}
 
 
 @pytest.fixture
@@ -76,9 +88,9 @@ def test_table(capsys, db_url, runs):
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0] == f"run {tuned} against run {plain}"
-    assert re.match(r"op\s+a us\s+b us\s+delta us\s+ratio\s+changes$", lines[1])
+    assert re.match(r"op\s+a us\s+b us\s+delta us\s+\+- us\s+ratio\s+changes$", lines[1])
     assert re.search(
-        r"^matmul_1\s+[\d.]+\s+[\d.]+\s+[-+][\d.]+\s+[\d.]+x\s+"
+        r"^matmul_1\s+[\d.]+\s+[\d.]+\s+[-+][\d.]+\s+[\d.]+\s+[\d.]+x\s+(within the model's error; )?"
         r"memory dram->l1, memory_layout interleaved->block_sharded, grid 8x8->1x2$",
         out,
         re.M,
@@ -171,12 +183,16 @@ def test_text_of_a_host_dispatch_bound_pair_says_where_the_time_went(capsys, db_
     captured = capsys.readouterr()
     assert captured.err == ""
     assert re.search(
-        rf"^{re.escape(FC1)}\s+.*  memory dram->l1, memory_layout interleaved->width_sharded, dtype bf16->bfp8, "
-        r"grid 8x8->1x8, fidelity hifi2->lofi$",
+        rf"^{re.escape(FC1)}\s+.*  (within the model's error; )?memory dram->l1, "
+        r"memory_layout interleaved->width_sharded, dtype bf16->bfp8, grid 8x8->1x8, fidelity hifi2->lofi$",
         captured.out,
         re.M,
     )
-    assert re.search(rf"^{re.escape(FC2)}\s+.*  fidelity hifi2->lofi, operand 0 memory dram->l1, ", captured.out, re.M)
+    assert re.search(
+        rf"^{re.escape(FC2)}\s+.*  (within the model's error; )?fidelity hifi2->lofi, operand 0 memory dram->l1, ",
+        captured.out,
+        re.M,
+    )
     # the device got slower by both ops' deltas, the total only by the last op's
     assert captured.out.splitlines()[-2] == (
         f"host dispatch bound: device {d['device_delta_ns'] / 1e3:+z,.2f} us, "

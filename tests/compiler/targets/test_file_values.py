@@ -51,6 +51,6 @@ def test_a_chip_file_with_bands_reads_them_and_refuses_bad_ones():
     bad = with_table(target_text("wormhole_n150")[0], "error_bands", {"matmul": -1.0})
     with pytest.raises(TargetError, match="error_bands.matmul"):
         load_target("bad.toml", text=bad)
-    worse = target_text("wormhole_n150")[0] + '\n[error_bands]\nmatmul = "wide"\n'
+    worse = with_table(target_text("wormhole_n150")[0], "error_bands", {}) + 'matmul = "wide"\n'
     with pytest.raises(TargetError, match="must be float"):
         load_target("worse.toml", text=worse)

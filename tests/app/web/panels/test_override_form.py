@@ -3,6 +3,8 @@ costs the views that show its run."""
 
 from __future__ import annotations
 
+import math
+
 import json
 
 import pytest
@@ -68,6 +70,11 @@ def test_apply_override_reruns_stores_a_child_run_and_refreshes_views(app, cb):
     assert "device -" in delta and "host/idle" in delta
     fastest = min((FC1, CONSUMER), key=lambda n: after[n].duration_ns - before[n].duration_ns)
     assert f"{fastest} -{(before[fastest].duration_ns - after[fastest].duration_ns) / 1e3:,.2f} us" in delta
+    # with the model's error on it: both predictions' bands (Wormhole's held-out error of the kind)
+    band = math.hypot(
+        before[fastest].error_band * before[fastest].duration_ns, after[fastest].error_band * after[fastest].duration_ns
+    )
+    assert f" +- {band / 1e3:,.2f} us" in delta
 
     mlir, summary = cb["show_mlir"](new_id, "layout", FC1), cb["show_summary"](new_id)
     highlighted = marked_text(mlir)

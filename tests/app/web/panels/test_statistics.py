@@ -90,7 +90,13 @@ def test_a_bar_picked_lists_its_zones_and_a_row_selects_and_pins_its_zone(app, c
         "end": pytest.approx(row["start_us"] + row["duration_us"], abs=1e-3),
         "row": row["track"],
         "lane": "",
-        "info": [record.kind, pytest.approx(record.duration_ns / 1e3, abs=1e-3), record.bound, record.why],
+        "info": [
+            record.kind,
+            pytest.approx(record.duration_ns / 1e3, abs=1e-3),
+            record.bound,
+            record.why,
+            pytest.approx(record.error_band * record.duration_ns / 1e3, abs=1e-3),
+        ],
     }
 
 

@@ -247,10 +247,10 @@ def test_a_zoomed_figure_holds_a_view_s_width_either_side_so_a_pan_is_drawn_in_t
     assert whole["loaded"] == [0.0, total] and whole["span"] == total and whole["complete"]
     assert whole["total"] == total and whole["run"] == run_id
     records = {r.name: r for r in app.explorer.op_records(run_id)}
-    # each drawn op's kind, time, bound and why, once, for the hover and zone cards
-    assert whole["ops"][FC1] == [records[FC1].kind, round(records[FC1].duration_ns / 1e3, 3)] + [
-        records[FC1].bound,
-        records[FC1].why,
+    # each drawn op's kind, time, bound, why and the model's error on its time, once, for the hover and zone cards
+    fc1 = records[FC1]
+    assert whole["ops"][FC1] == [fc1.kind, round(fc1.duration_ns / 1e3, 3), fc1.bound, fc1.why] + [
+        round(fc1.error_band * fc1.duration_ns / 1e3, 3)
     ]
     view = [0.4 * total, 0.5 * total]
     meta = cb["show_timeline"](run_id, {"run": run_id, "range": view}, [], None).layout.meta

@@ -1,0 +1,36 @@
+"""The error bands the built-in Tenstorrent chips ship with: each chip's held-out error per kind of
+op over the real ops perf reports measured on it (../shared/profiles; see docs/validation.md), the
+chip's constants as they are (nothing fitted to the reports), the DeepLabV3 report held out whole.
+
+The test suite checks that the bands in the chip files are what `chip_bands` gives, so a change to
+the simulator that moves its errors updates them (docs/validation.md, "Error bands", says how).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tilescope.compiler.profiles.ops_report import read_ops_report
+from tilescope.compiler.validation.report_calibration import calibrate
+
+# chip -> the reports measured on it (a Blackhole p100, a 2-device OFT and an 8-device DeepSeek
+# included: their device is a Blackhole chip); the report judged apart from every fit
+REPORTS = {
+    "wormhole_n150": ("wh_clip_encoder_2.csv",),
+    "blackhole_p150": (
+        "bh20_oft.csv",
+        "bh20_oft_integral_image_trace.csv",
+        "bh_64_clip_encoder_1.csv",
+        "bh_8xp150_deepseek_v3_d_p.csv",
+        "bh_p100_dlv3.csv",
+        "ops_perf_results_2025_09_18_11_39_20.csv",
+    ),
+}
+HELD_OUT_WHOLE = ("bh_p100_dlv3.csv",)
+
+
+def chip_bands(chip: str, reports_dir: Path) -> dict[str, float]:
+    """The bands of `chip` from the reports in `reports_dir`."""
+    reports = [read_ops_report((reports_dir / name).read_text(), name) for name in REPORTS[chip]]
+    held = [name for name in HELD_OUT_WHOLE if name in REPORTS[chip]]
+    return calibrate(reports, None, held, fitting=False).bands
