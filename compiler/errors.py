@@ -30,5 +30,7 @@ class VerifyError(TilescopeError):
 
 
 def clip(text: str, limit: int = 80) -> str:
-    """`text` cut to `limit` characters for a one-line message or warning."""
+    """`text` on one line (its runs of whitespace, line breaks among them, as one space), cut to
+    `limit` characters, for a one-line message or warning."""
+    text = " ".join(text.split()) if text.splitlines() != [text] else text
     return text if len(text) <= limit else text[: limit - 3] + "..."

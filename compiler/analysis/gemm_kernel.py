@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tilescope.compiler.ir.meta import L1_LIVE
 from tilescope.compiler.analysis.core_cycles import fidelity_of, vector_cycles
@@ -163,4 +163,11 @@ class _Gemm:
             ),
             CircularBuffer("out", out.name, pm * pn, pm * pn * self.out_tile),
         )
-        return CoreWork(members, share.reads, compute, writes, passes * (kt // kb), cbs, copies == 2)
+        steps = passes * (kt // kb)
+        # the reader waits for each step's blocks from a shared memory (DRAM) before pushing them
+        reads = tuple(replace(t, pages=steps) if self._shared(t.path) else t for t in share.reads)
+        return CoreWork(members, reads, compute, writes, steps, cbs, copies == 2)
+
+    def _shared(self, path: str) -> bool:
+        memory = self.target.memories.get(path)
+        return memory is not None and memory.shared

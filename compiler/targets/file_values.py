@@ -38,7 +38,9 @@ def with_table(text: str, table: str, entries: Mapping[str, float], comment: str
     """`text` with [table] holding `entries` alone, in place of any [table] it had, at its end."""
     lines = text.splitlines()
     start, end = _span(lines, table)
-    if start is not None:
+    if start is not None:  # the table goes, and the comment right above its header with it
+        while start > 0 and lines[start - 1].lstrip().startswith("#"):
+            start -= 1
         lines = lines[:start] + lines[end:]
     while lines and not lines[-1].strip():
         lines.pop()

@@ -39,7 +39,7 @@ def test_a_missing_key_goes_at_the_end_of_its_table_and_a_missing_table_at_the_e
 def test_a_table_written_whole_replaces_the_old_one():
     once = with_table(TEXT, "error_bands", {"default": 0.5, "matmul": 0.2}, "bands")
     twice = with_table(once, "error_bands", {"default": 0.4}, "bands")
-    assert twice.count("[error_bands]") == 1
+    assert twice.count("[error_bands]") == 1 and twice.count("# bands") == 1  # its comment replaced too
     assert "matmul" not in twice and twice.rstrip().endswith("default = 0.4")
 
 
