@@ -8,6 +8,7 @@ summed device time; then writes the chip's target file with the fitted values an
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -66,6 +67,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     from tilescope.app.cli.replay import read_report
 
+    if args.fitting and importlib.util.find_spec("scipy") is None:
+        raise TilescopeError("calibrate needs scipy to fit: pip install 'tilescope[calibrate]' (--no-fit needs none)")
     output = Path(args.output)
     if output.suffix != ".toml":
         raise TilescopeError(f"{args.output}: a target file's name ends in .toml")
