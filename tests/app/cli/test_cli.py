@@ -690,6 +690,9 @@ def test_ctrl_c_during_a_run_is_one_line_and_stores_nothing(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as a terminal starts it: a suite started in the background (`cmd &` without job control)
+        # ignores SIGINT, and a child would inherit that and run to its end
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
     def migrated() -> bool:
