@@ -14,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from tilescope.compiler.targets.catalog import builtin_names
+from tilescope.compiler.targets.chip_file import MAX_NAME
 from tilescope.compiler.validation.fit_constants import CONSTANTS
 
 from tilescope.app.cli.messages import warning
@@ -73,17 +74,24 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if output.suffix != ".toml":
         raise TilescopeError(f"{args.output}: a target file's name ends in .toml")
     check_writable(output, args.force)
+    name = args.name or output.stem
+    if not (0 < len(name) <= MAX_NAME and name.isprintable()):
+        raise TilescopeError(f"--name: a target's name is 1 to {MAX_NAME} printable characters")
     reports = [read_report(name)[0] for name in args.report]  # every file read before any fit
     sources = [r.source for r in reports]
-    held = [Path(h).name for h in args.hold_out]
+    twice = next((s for s in sources if sources.count(s) > 1), None)
+    if twice is not None:  # reports are told apart by their file names (held out, summed, named)
+        raise TilescopeError(f"two reports are named {twice!r}: give each report once, by a name of its own")
+    held = sorted({Path(h).name for h in args.hold_out})
     unknown = [h for h in held if h not in sources]
     if unknown:
         raise TilescopeError(f"--hold-out {unknown[0]}: not one of the reports given")
-    if len(held) == len(sources):
+    if set(held) >= set(sources):
         raise TilescopeError("every report is held out: nothing is left to fit")
     result = calibrate(reports, args.target, held, args.fitting, args.keys)
-    name = args.name or output.stem
     text = result.target_file(name, [s for s in sources if s not in held])
+    for line in result.notes:
+        warning(line)
     replace_file(output, text)
     if args.json:
         print(json.dumps(_as_dict(result, str(output)), indent=1))
@@ -110,11 +118,9 @@ def report_lines(result) -> list[str]:
         lines.append(f"{k.kind[:30]:30} {k.rows:6,} {k.before:20.0%} {k.after:8.0%} {band:>8}")
     lines += ["", f"{'report':44} {'rows':>6} {'measured us':>12} {'before':>8} {'after':>8}"]
     for r in result.reports:
-        before = r.measured_ns / r.before_ns - 1 if r.before_ns else 0.0
         apart = "  (held out whole)" if r.held_out else ""
-        lines.append(
-            f"{r.report[:44]:44} {r.rows:6,} {r.measured_ns / 1e3:12.1f} {before:+8.0%} {r.error:+8.0%}{apart}"
-        )
+        errors = " ".join(f"{e:+8.0%}" if e is not None else f"{'-':>8}" for e in (r.error_before, r.error))
+        lines.append(f"{r.report[:44]:44} {r.rows:6,} {r.measured_ns / 1e3:12.1f} {errors}{apart}")
     lines.append(
         "error: measured / predicted - 1; band: the share of a prediction two measurements in three fall within"
     )
@@ -130,6 +136,6 @@ def _as_dict(result, written: str) -> dict:
         "was": result.was,
         "now": result.now,
         "kinds": [asdict(k) for k in result.kinds],
-        "reports": [{**asdict(r), "error": r.error} for r in result.reports],
+        "reports": [{**asdict(r), "error": r.error, "error_before": r.error_before} for r in result.reports],
         "bands": result.bands,
     }

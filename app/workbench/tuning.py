@@ -240,7 +240,10 @@ def tune_run(
 
 
 def total_error(ops) -> float | None:
-    """The error of a run's summed time: its ops' bands taken as independent (the root of the sum
-    of their squares); None when no op has one."""
-    errors = [o.error_ns for o in ops if o.error_ns is not None]
-    return math.sqrt(math.fsum(e * e for e in errors)) if errors else None
+    """The error of a run's summed time: the ops of one kind err alike (their errors add), the
+    kinds independently (root of the sum of squares); None when no op has a band."""
+    by_kind: dict[str, float] = {}
+    for o in ops:
+        if o.error_ns is not None:
+            by_kind[o.kind] = by_kind.get(o.kind, 0.0) + o.error_ns
+    return math.sqrt(math.fsum(e * e for e in by_kind.values())) if by_kind else None

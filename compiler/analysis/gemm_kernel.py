@@ -164,8 +164,11 @@ class _Gemm:
             CircularBuffer("out", out.name, pm * pn, pm * pn * self.out_tile),
         )
         steps = passes * (kt // kb)
-        # the reader waits for each step's blocks from a shared memory (DRAM) before pushing them
-        reads = tuple(replace(t, pages=steps) if self._shared(t.path) else t for t in share.reads)
+        # the reader issues a step's blocks of A and B from a shared memory (DRAM), then waits for
+        # them once before pushing them: one round trip a step (a bias, once a pass, does not wait)
+        operands = (a.name, b.name)
+        waited = next((t for t in share.reads if self._shared(t.path) and t.tensor in operands), None)
+        reads = tuple(replace(t, pages=steps) if t is waited else t for t in share.reads)
         return CoreWork(members, reads, compute, writes, steps, cbs, copies == 2)
 
     def _shared(self, path: str) -> bool:

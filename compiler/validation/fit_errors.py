@@ -4,8 +4,10 @@ that kind carries; per report, its summed device time.
 
 An op's error is measured / predicted - 1, as everywhere in tilescope's validation. The band of a
 kind is the 68th percentile of its held-out |error|: about two measurements in three fall within
-predicted x (1 +- band). A kind with fewer than MIN_BAND_ROWS held-out rows takes the band of all
-held-out rows (the target's "default").
+predicted x (1 +- band). A kind with fewer than MIN_BAND_OPS distinct held-out ops (or
+MIN_BAND_ROWS rows) takes the band of all held-out rows (the target's "default"): one shape
+repeated by every layer says how that shape is predicted, not the kind. An op predicted as a view
+(no kernel, no time) has no error, as in `validate --report`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from tilescope.compiler.validation.holdout import HELD_OUT
 from tilescope.compiler.validation.report_fit import Sample
 
 MIN_BAND_ROWS = 10  # held-out rows of a kind for a band of its own
+MIN_BAND_OPS = 5  # and distinct held-out ops (shapes)
+MAX_BAND = 1000.0  # the most a target file takes (chip_file.LIMITS)
 BAND_QUANTILE = 0.68
 
 
@@ -29,9 +33,10 @@ class KindError:
 
     kind: str
     rows: int
+    ops: int  # distinct ops (shapes) among the rows
     before: float
     after: float
-    band: float | None  # None: too few rows for its own band
+    band: float | None  # None: too few rows or ops for its own band
 
 
 @dataclass(frozen=True)
@@ -46,60 +51,57 @@ class ReportError:
     held_out: bool  # held out whole: the fit saw none of it
 
     @property
-    def error(self) -> float:
-        return self.measured_ns / self.after_ns - 1 if self.after_ns else math.inf
+    def error(self) -> float | None:
+        return self.measured_ns / self.after_ns - 1 if self.after_ns else None
+
+    @property
+    def error_before(self) -> float | None:
+        return self.measured_ns / self.before_ns - 1 if self.before_ns else None
 
 
 Predict = Callable[[Sample], float]
 
 
-def _errors(found: Sequence[Sample], predict: Predict) -> list[tuple[str, float]]:
-    """(kind, |error|) of every held-out row."""
-    out = []
-    for s in found:
-        if s.side != HELD_OUT:
-            continue
-        p = predict(s)
-        out += [(s.kind, abs(m / p - 1) if p > 0 else math.inf) for m in s.measured_ns]
+def _errors(found: Sequence[Sample], predict: Predict) -> dict[str, list[tuple[int, float]]]:
+    """Per kind, (op, |error|) of every held-out row of an op with a predicted time."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for i, s in enumerate(found):
+        p = predict(s) if s.side == HELD_OUT else 0.0
+        if p > 0:
+            out.setdefault(s.kind, []).extend((i, abs(m / p - 1)) for m in s.measured_ns)
     return out
 
 
 def _quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    return min(MAX_BAND, ordered[min(len(ordered) - 1, int(q * len(ordered)))])
+
+
+def _banded(rows: list[tuple[int, float]]) -> bool:
+    return len(rows) >= MIN_BAND_ROWS and len({op for op, _ in rows}) >= MIN_BAND_OPS
 
 
 def kind_errors(found: Sequence[Sample], before: Predict, after: Predict) -> list[KindError]:
     """Per kind with held-out rows, the most rows first."""
-    was: dict[str, list[float]] = {}
-    now: dict[str, list[float]] = {}
-    for kind, e in _errors(found, before):
-        was.setdefault(kind, []).append(e)
-    for kind, e in _errors(found, after):
-        now.setdefault(kind, []).append(e)
-    kinds = [
-        KindError(
-            kind,
-            len(now[kind]),
-            statistics.median(was[kind]),
-            statistics.median(now[kind]),
-            _quantile(now[kind], BAND_QUANTILE) if len(now[kind]) >= MIN_BAND_ROWS else None,
-        )
-        for kind in now
-    ]
+    was, now = _errors(found, before), _errors(found, after)
+    kinds = []
+    for kind, rows in now.items():
+        errors = [e for _, e in rows]
+        earlier = [e for _, e in was.get(kind, rows)]
+        band = _quantile(errors, BAND_QUANTILE) if _banded(rows) else None
+        ops = len({op for op, _ in rows})
+        kinds.append(KindError(kind, len(rows), ops, statistics.median(earlier), statistics.median(errors), band))
     return sorted(kinds, key=lambda k: (-k.rows, k.kind))
 
 
 def error_bands(found: Sequence[Sample], predict: Predict) -> dict[str, float]:
-    """The band of each kind with enough held-out rows, and the default over all of them."""
-    errors = [(k, e) for k, e in _errors(found, predict) if math.isfinite(e)]
-    if not errors:
+    """The band of each kind with enough held-out rows and ops, and the default over all of them."""
+    by_kind = _errors(found, predict)
+    if not by_kind:
         return {}
-    by_kind: dict[str, list[float]] = {}
-    for kind, e in errors:
-        by_kind.setdefault(kind, []).append(e)
-    bands = {DEFAULT_BAND: _quantile([e for _, e in errors], BAND_QUANTILE)}
-    bands |= {k: _quantile(v, BAND_QUANTILE) for k, v in sorted(by_kind.items()) if len(v) >= MIN_BAND_ROWS}
+    every = [e for rows in by_kind.values() for _, e in rows]
+    bands = {DEFAULT_BAND: _quantile(every, BAND_QUANTILE)}
+    bands |= {k: _quantile([e for _, e in v], BAND_QUANTILE) for k, v in sorted(by_kind.items()) if _banded(v)}
     return {k: round(v, 3) for k, v in bands.items()}
 
 

@@ -14,7 +14,7 @@ from tilescope.compiler.targets.catalog import load_target, target_text
 from tilescope.compiler.targets.file_values import with_table, with_values
 from tilescope.compiler.validation import fit_errors
 from tilescope.compiler.validation.holdout import FIT, HELD_OUT
-from tilescope.compiler.validation.report_fit import CONSTANTS, Predictor, fit, samples, value_of
+from tilescope.compiler.validation.report_fit import MAX_SAMPLES, CONSTANTS, Predictor, fit, samples, value_of
 
 
 MAX_SOURCES_SAID = 64  # reports named at the top of a calibrated file
@@ -31,21 +31,38 @@ class Calibration:
     kinds: tuple[fit_errors.KindError, ...]
     reports: tuple[fit_errors.ReportError, ...]
     bands: dict[str, float]
+    notes: tuple[str, ...] = ()  # what the fit left out, for the user
 
     def target_file(self, name: str, sources: Sequence[str]) -> str:
         """The chip's file with the fitted values and the bands, named `name`."""
         fitted = {k: round(v, 4) for k, v in self.now.items() if v != self.was[k]}
         text = with_values(self.base_text, fitted, why="FITTED by tilescope calibrate (see the top)")
         text = with_values(text, {"name": name})
-        said = "\n".join(f"#   {source[:200]}" for source in sources[:MAX_SOURCES_SAID])
+        # a file name may hold anything: in a comment, as Python would write it in a string
+        said = "\n".join(f"#   {repr(source)[1:-1][:200]}" for source in sources[:MAX_SOURCES_SAID])
         text = f"# Calibrated by tilescope calibrate to these ops perf reports:\n{said}\n{text}"
         comment = (
             "Per kind of op: the 68th percentile of |measured / predicted - 1| over the held-out half of\n"
             "the calibration's rows (by shape); 'default' over all of them (tilescope calibrate)."
         )
         text = with_table(text, "error_bands", self.bands, comment)
-        load_target(name + ".toml", text=text)  # the file must be one tilescope reads
+        check_written(text, name, fitted, self.bands)
         return text
+
+
+def check_written(text: str, name: str, values: dict[str, float], bands: dict[str, float] | None = None) -> None:
+    """One line when `text`, a chip's file as calibrate writes it, does not read back as written:
+    a target file laid out in a way the line editor (file_values.py) does not take."""
+    try:
+        target = load_target(name + ".toml", text=text)
+    except TargetError as err:
+        raise TilescopeError(f"cannot write the calibrated target: {err}") from None
+    values = {k: round(v, 4) for k, v in values.items()}
+    if {k: round(value_of(target, k), 4) for k in values} != values or bands not in (None, target.error_bands):
+        raise TilescopeError(
+            "cannot write the calibrated target: the chip's file is laid out in a way calibrate cannot edit "
+            "(one [table] header per table, bare keys, one key per line)"
+        )
 
 
 def calibrate(
@@ -63,11 +80,14 @@ def calibrate(
     found = samples(reports, asked, held_out)
     if not any(s.side == FIT for s in found):
         raise TilescopeError("no op of the reports could be built and fitted: nothing to calibrate")
+    if not any(s.side == HELD_OUT for s in found):  # its bands would be empty: no error measured
+        raise TilescopeError("every shape of the reports fell on the fitted half: give reports of more shapes")
     chips = sorted({s.target.system.device or s.target.name for s in found})
     if len(chips) > 1 and not asked:
         raise TilescopeError(f"the reports were measured on {' and '.join(chips)}: calibrate one chip at a time")
     base_text = target_text(asked or chips[0])[0]
     was = {c.key: value_of(found[0].target, c.key) for c in CONSTANTS}
+    check_written(with_values(base_text, was), "calibrated", was)  # before the fit: a file it can write
     now = fit(found, was, keys) if fitting else dict(was)
     before, after = Predictor(was), Predictor(now)
     return Calibration(
@@ -80,4 +100,5 @@ def calibrate(
         tuple(fit_errors.kind_errors(found, before, after)),
         tuple(fit_errors.report_errors(found, before, after, held_out)),
         fit_errors.error_bands(found, after),
+        (f"only the first {MAX_SAMPLES:,} distinct ops were built and fitted",) if len(found) >= MAX_SAMPLES else (),
     )

@@ -26,6 +26,7 @@ from tilescope.compiler.validation.fit_constants import CONSTANTS
 from tilescope.compiler.validation.holdout import FIT, HELD_OUT, side_of
 
 MAX_SAMPLES = 4_000  # distinct ops compiled for a fit, over all its reports
+MAX_EVALUATIONS = 200  # of every sample's time, per fit (about 0.2 s each for 700 ops)
 
 
 _FIELDS = {"noc.round_trip_cycles": "noc_round_trip_cycles"}  # keys of Target's own fields
@@ -135,6 +136,13 @@ def fit(found: Sequence[Sample], start: dict[str, float], keys: Sequence[str] = 
         return ops + [report_weight[r] * math.log(max(sums[r], 1.0) / totals[r]) for r in reports]
 
     solution = least_squares(
-        residuals, x0, bounds=(low, high), x_scale="jac", diff_step=1e-2, loss="soft_l1", f_scale=0.5
+        residuals,
+        x0,
+        bounds=(low, high),
+        x_scale="jac",
+        diff_step=1e-2,
+        loss="soft_l1",
+        f_scale=0.5,
+        max_nfev=MAX_EVALUATIONS,
     )
     return {**start, **{k: float(v) for k, v in zip(keys, solution.x)}}

@@ -55,4 +55,6 @@ def write_bands(reports_dir: Path) -> None:
 
 
 if __name__ == "__main__":  # python -m tilescope.compiler.validation.shipped_bands ../shared/profiles/tt-perf-report
+    if len(sys.argv) != 2 or not Path(sys.argv[1]).is_dir():
+        sys.exit("usage: python -m tilescope.compiler.validation.shipped_bands REPORTS_DIR")
     write_bands(Path(sys.argv[1]))

@@ -50,6 +50,9 @@ def test_calibrate_json_and_refusals(capsys, tmp_path):
         (["-o", str(tmp_path / "c.toml"), "--hold-out", "other.csv"], "not one of the reports"),
         (["-o", str(tmp_path / "c.toml"), "--hold-out", "mine.csv"], "nothing is left to fit"),
         (["-o", str(tmp_path / "c.toml"), "--target", "t3k"], "fits a chip"),
+        (["-o", str(tmp_path / "c.toml"), "--hold-out", "mine.csv", "--hold-out", "mine.csv"], "nothing is left"),
+        ([str(report), "-o", str(tmp_path / "c.toml")], "two reports are named 'mine.csv'"),
+        (["-o", str(tmp_path / "c.toml"), "--name", "a\nb"], "--name: a target's name"),
     ):
         code, out, err = cli(capsys, "calibrate", str(report), *argv)
         assert code != 0 and said in err and len(err.strip().splitlines()) == 1, (argv, err)

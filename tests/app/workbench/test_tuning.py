@@ -3,7 +3,6 @@ typed, or one line saying what is wrong with them."""
 
 from __future__ import annotations
 
-import math
 import os
 
 import pytest
@@ -33,10 +32,10 @@ def test_a_tuned_run_is_stored_as_the_child_of_the_run_it_started_from(db_url):
     assert sorted(map(format_item, tuned.options.overrides)) == sorted(report.tuned.items)
     assert heard[0].startswith("start: ") and heard[-1] == "storing the tuned run"
     assert report.as_dict()["parent_run_id"] == start
-    # the tuned time carries the model's error: its ops' bands, as independent
+    # the tuned time carries the model's error: a kind's ops err alike, the kinds independently
     records = explorer.op_records(report.run_id)
-    bands = [r.error_band * r.duration_ns for r in records if r.error_band is not None]
-    assert report.error_ns == pytest.approx(math.sqrt(sum(b * b for b in bands)))
+    matmuls = sum(r.error_band * r.duration_ns for r in records if r.kind == "matmul")
+    assert report.error_ns >= matmuls > 0  # every matmul's band, added: not shrunk by their count
     assert report.gain_text.startswith("gain ") and " us +- " in report.gain_text
 
 

@@ -3,6 +3,8 @@ itself on the shapes it did not see, and writes a target file tilescope reads.""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from tilescope.compiler.errors import TargetError, TilescopeError
@@ -122,3 +124,39 @@ def test_fitted_on_half_of_a_real_report_the_other_half_improves():
     after = sum(k.after * k.rows for k in result.kinds) / rows
     assert after < before, (before, after)
     assert result.held_out_rows and result.fit_rows
+
+
+def test_a_kind_of_one_shape_takes_the_default_band_and_views_have_no_error():
+    rows = [
+        op("UnaryDeviceOperation", [t(1, 1, 64 * n, 256)], [t(1, 1, 64 * n, 256)], op_chain="{RELU}")
+        for n in range(1, 41)
+    ]
+    # one shape of another kind, many times: its rows say how that shape is predicted, not the kind
+    rows += [op("TypecastDeviceOperation", [t(1, 1, 64, 128)], [t(1, 1, 64, 128, dtype="bfp8")], ns=9000)] * 30
+    report = read_ops_report(report_text(*rows), "r.csv")
+    result = calibrate([report], None, fitting=False)
+    kinds = {k.kind: k for k in result.kinds}
+    assert kinds["relu"].ops >= 5 and kinds["relu"].band is not None and "relu" in result.bands
+    if "typecast" in kinds:  # held out: its one shape, 30 rows, no band of its own
+        assert kinds["typecast"].ops == 1 and kinds["typecast"].band is None and "typecast" not in result.bands
+    assert all(math.isfinite(b) for b in result.bands.values())
+
+
+def test_reports_of_one_fitted_shape_are_refused_before_writing_empty_bands():
+    for n in range(1, 200):
+        row = op("UnaryDeviceOperation", [t(1, 1, 32 * n, 64)], [t(1, 1, 32 * n, 64)], op_chain="{RELU}")
+        report = read_ops_report(report_text(row), "one.csv")
+        if samples([report], None)[0].side == FIT:
+            break
+    with pytest.raises(TilescopeError, match="fell on the fitted half"):
+        calibrate([report], None)
+
+
+def test_a_chip_file_laid_out_as_calibrate_cannot_edit_is_refused_before_the_fit(tmp_path):
+    from tilescope.compiler.targets.catalog import target_text
+
+    text = target_text("wormhole_n150")[0].replace("[pipeline]", "[ pipeline ]")
+    odd = tmp_path / "odd.toml"
+    odd.write_text(text)
+    with pytest.raises(TilescopeError, match="cannot write the calibrated target"):
+        calibrate([_measured_as(TRUE)], str(odd))

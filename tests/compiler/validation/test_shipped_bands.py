@@ -16,9 +16,9 @@ def test_a_chips_bands_are_its_held_out_errors_on_the_reports(chip):
         pytest.skip("../shared profiles absent")
     shipped = load_target(chip).error_bands
     measured = chip_bands(chip, PERF_REPORTS)
-    assert shipped == measured, (
-        f"{chip}'s [error_bands] are stale: recompute them as docs/validation.md, 'Error bands', says"
-    )
+    assert shipped.keys() == measured.keys() and all(
+        shipped[k] == pytest.approx(measured[k], abs=2e-3) for k in shipped
+    ), f"{chip}'s [error_bands] are stale: recompute them as docs/validation.md, 'Error bands', says"
 
 
 def test_every_built_in_tenstorrent_chip_and_system_has_bands():
