@@ -48,6 +48,7 @@ BOUND_COLOURS = {
     "dram": "#dc2626",
     "l1": "#16a34a",
     "noc": "#9333ea",
+    "latency": "#db2777",
     "vector": "#0891b2",
     "dispatch": "#6b7280",
     "balanced": "#f59e0b",

@@ -11,6 +11,7 @@ from tilescope.compiler.targets.chip import Target
 
 # ttnn-visualizer's rule: an op close to two peaks at once (>= 65% of each) is bound by both
 BALANCED_SHARE = 0.65
+LATENCY = "latency"  # waiting on NoC round trips, one transaction at a time (target noc.round_trip_cycles)
 
 
 def peak(target: Target, compute: Compute) -> float:
@@ -59,6 +60,11 @@ def why(target: Target, t: OpTiming, users: dict[str, int]) -> str:
         head = f"compute-bound on {cores}"
     elif t.bound == "balanced":
         head = f"balanced: compute and memory each above {BALANCED_SHARE:.0%} of the time on {cores}"
+    elif t.bound == LATENCY:
+        head = (
+            f"latency-bound: its cores wait on one NoC round trip ({target.noc_round_trip_cycles:.0f} cycles) per "
+            f"row-major stick or tile, more than its {_mb(sum(t.bytes.values()))} take to move"
+        )
     elif t.bound == "noc":
         noc = t.bytes.get(NOC, 0.0) + t.bytes.get(MCAST, 0.0)
         head = f"NoC-bound: {_mb(noc)} over one {target.noc_link_bytes_per_cycle} B/cycle link per core"

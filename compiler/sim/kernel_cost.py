@@ -20,6 +20,7 @@ from dataclasses import replace
 from tilescope.compiler.ir.core_work import MCAST, NOC, Compute, CoreWork, Kernel, Transfer
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.sim import bounds
+from tilescope.compiler.sim.bounds import LATENCY
 from tilescope.compiler.sim.flops import flops
 from tilescope.compiler.sim.records import NS, OpTiming, tensor_uses
 from tilescope.compiler.sim.result import CoreTime
@@ -141,9 +142,12 @@ class KernelCost:
                     s = shared_s[t.path] * t.bytes / on_shared[t.path]
                 else:
                     s = t.bytes / self._bandwidth(t.path)
-                # a row-major transfer waits on each of its transactions: latency, not bandwidth
-                s = max(s, t.pages * self.target.noc_round_trip_cycles / self.target.clock_hz)
-                terms[t.path] = terms.get(t.path, 0.0) + s
+                # a kernel that waits on each of its transactions: their round trips, when longer
+                # than the bytes take, are what the time goes to (the bound "latency")
+                waited = t.pages * self.target.noc_round_trip_cycles / self.target.clock_hz
+                on = LATENCY if waited > s else t.path
+                s = max(s, waited)
+                terms[on] = terms.get(on, 0.0) + s
                 spent += s
             return spent
 

@@ -43,3 +43,11 @@ def test_a_row_major_tensor_moves_its_true_bytes_not_padded_tiles():
     _, narrow = _tilize(1)
     _, wide = _tilize(16)
     assert wide == pytest.approx(narrow, rel=0.1)  # the same rows: the same transactions
+
+
+def test_an_op_waiting_on_round_trips_says_so():
+    kernel, _ = _tilize(1)
+    timing = op_timing(kernel, WORMHOLE)[0]
+    assert timing.bound == "latency" and "round trip (420 cycles)" in timing.why
+    # without round trips to wait on, its bytes bound it
+    assert op_timing(kernel, replace(WORMHOLE, noc_round_trip_cycles=0.0))[0].bound != "latency"
