@@ -12,7 +12,7 @@ from tilescope.perfdb.meshes import CollectiveOp
 
 from tilescope.app.workbench.diff import (
     SHOWN,
-    changes_text,
+    change_note,
     collective_text,
     compare,
     device_parts,
@@ -97,9 +97,7 @@ def _print_op_table(ops: Sequence[OpDelta], aligned: bool) -> None:
         ratio = f"{op.ratio:.2f}x" if op.ratio is not None else "-"
         b_name = f"{op.b_name:<{b_width}}  " if aligned else ""
         error = (f" {op.error_ns / 1e3:>8.2f}" if op.error_ns is not None else f" {'-':>8}") if banded else ""
-        said = "; ".join(
-            filter(None, ("within the model's error" if op.within_error else "", changes_text(op.changes)))
-        )
+        said = change_note(op)
         line = (
             f"{op.name:<{width}}  {b_name}{op.a_ns / 1e3:>10.2f} {op.b_ns / 1e3:>10.2f} "
             f"{op.delta_ns / 1e3:>+z10.2f}{error} {ratio:>7}  {said}"

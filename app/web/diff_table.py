@@ -14,7 +14,7 @@ from tilescope.perfdb.diff_ops import BY_SEQUENCE, MEASURED
 from tilescope.app.web import ids
 from tilescope.app.web.grids import column, grid, grid_style
 from tilescope.app.web.style import us
-from tilescope.app.workbench.diff import changes_text, unchanged
+from tilescope.app.workbench.diff import change_note, unchanged
 from tilescope.app.workbench.kind_deltas import kind_deltas
 from tilescope.app.workbench.natural_order import GRID_COMPARATOR, natural_key
 
@@ -50,7 +50,6 @@ DELTA_STYLE = {
     "params.value > 0 ? {color: '#b91c1c', fontWeight: 600} : "
     "params.value < 0 ? {color: '#15803d', fontWeight: 600} : null"
 }
-WITHIN = "within the model's error"
 # an op only one run has: B's (inserted) tinted as B's pill, A's (removed) as A's
 ONLY_STYLE = {
     "function": "params.data && params.data.only === 'B' ? {background: '#fef3c7'} : "
@@ -84,7 +83,7 @@ def delta_rows(found: RunDiff, show_unchanged: bool = False) -> list[dict]:
             "error_us": us(op.error_ns) if op.error_ns is not None else None,
             "within": op.within_error,
             "ratio": round(op.ratio, 3) if op.ratio is not None else None,
-            "changes": "; ".join(filter(None, (WITHIN if op.within_error else "", changes_text(op.changes)))),
+            "changes": change_note(op),
             "only": None,
         }
         for op in found.ops

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dash import html
 
-from tilescope.app.workbench.diff import RerunDelta, time_split
+from tilescope.app.workbench.diff import WITHIN_ERROR, RerunDelta, time_split
 
 
 def error_bands(records) -> dict[str, float]:
@@ -41,5 +41,5 @@ def move_text(move) -> str:
     error = f" +- {move.error_ns / 1e3:,.2f} us" if move.error_ns is not None else ""
     notes = [move.how] if move.how else []
     if move.within_error:
-        notes.append("within the model's error")
+        notes.append(WITHIN_ERROR)
     return f"{move.name} {move.delta_ns / 1e3:+,.2f} us{error}" + (f" ({'; '.join(notes)})" if notes else "")

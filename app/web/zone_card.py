@@ -7,7 +7,7 @@ from __future__ import annotations
 def op_info(record) -> list:
     """An op's kind, time (us), bound, why and the band of its time (us; None when none is known),
     as the card reads them."""
-    band = getattr(record, "error_band", None)
+    band = record.error_band
     error = None if band is None else round(band * record.duration_ns / 1e3, 3)
     return [record.kind, round(record.duration_ns / 1e3, 3), record.bound, record.why, error]
 

@@ -201,6 +201,15 @@ def _canonical(item: str) -> str:
     return format_item(parse_item(item))
 
 
+WITHIN_ERROR = "within the model's error"
+
+
+def change_note(op: OpDelta) -> str:
+    """What a diff row says of an op besides its times: whether its change is inside the model's
+    error, then its changed parameters."""
+    return "; ".join(filter(None, (WITHIN_ERROR if op.within_error else "", changes_text(op.changes))))
+
+
 def unchanged(op: OpDelta) -> bool:
     """An op of both runs that kept its parameters and its time (to the 0.01 us shown)."""
     return not op.changes and abs(op.delta_ns) < SAME_NS

@@ -25,6 +25,7 @@ from tilescope.overrides.search import (
 )
 
 from tilescope.app.workbench import runs
+from tilescope.app.workbench.diff import WITHIN_ERROR
 from tilescope.app.workbench.run_view import RunView
 
 MAX_BUDGET_S = 3600.0  # an hour: a longer search is a batch job, not an interactive one
@@ -101,7 +102,7 @@ class TuneReport:
             return "no measurements of this chip bound the model's error"
         error = math.hypot(self.error_ns, self.error_ns * self.parent.total_ns / max(self.total_ns, 1e-9))
         gain = self.parent.total_ns - self.total_ns
-        within = " (within the model's error)" if abs(gain) <= error else ""
+        within = f" ({WITHIN_ERROR})" if abs(gain) <= error else ""
         return f"gain {gain / 1e3:,.1f} us +- {error / 1e3:,.1f} us{within}"
 
     @property

@@ -75,7 +75,8 @@ def calibrate(
     """Fit the chip `reports` were measured on (or `asked`) to their FIT half and judge it on the
     rest: its constants named in `keys`, or all of them; without `fitting`, only judge its
     constants as they are (its error bands)."""
-    if asked and load_target(asked).system.devices > 1:
+    chosen = load_target(asked) if asked else None
+    if chosen is not None and chosen.system.devices > 1:
         raise TargetError(f"{asked}: calibrate fits a chip; give its device, not the system")
     found = samples(reports, asked, held_out)
     if not any(s.side == FIT for s in found):
@@ -91,7 +92,7 @@ def calibrate(
     now = fit(found, was, keys) if fitting else dict(was)
     before, after = Predictor(was), Predictor(now)
     return Calibration(
-        chips[0] if not asked else load_target(asked).name,
+        chosen.name if chosen is not None else chips[0],
         base_text,
         was,
         now,

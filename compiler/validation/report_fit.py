@@ -22,6 +22,7 @@ from tilescope.compiler.profiles.replay import alike, compiled_op, op_timing
 from tilescope.compiler.profiles.replay_target import replay_target
 from tilescope.compiler.profiles.report import Report
 from tilescope.compiler.targets.chip import Target
+from tilescope.compiler.validation.calibration import with_pipeline
 from tilescope.compiler.validation.fit_constants import CONSTANTS
 from tilescope.compiler.validation.holdout import FIT, HELD_OUT, side_of
 
@@ -43,7 +44,7 @@ def with_constants(target: Target, values: dict[str, float]) -> Target:
     """`target` with the constants' values in place of its own."""
     pipeline = {k.partition(".")[2]: v for k, v in values.items() if k.startswith("pipeline.")}
     own = {_FIELDS[k]: v for k, v in values.items() if k in _FIELDS}
-    return replace(target, pipeline=replace(target.pipeline, **pipeline), **own)
+    return replace(with_pipeline(target, **pipeline), **own)
 
 
 @dataclass(frozen=True)

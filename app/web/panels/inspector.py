@@ -128,7 +128,7 @@ def _timing_rows(record) -> list[tuple[str, str]]:
 def duration_with_band(record) -> str:
     """The op's time and, for a prediction, the band its measurements fall within."""
     shown = f"{record.duration_ns / 1e3:,.2f} us"
-    band = getattr(record, "error_band", None)
+    band = record.error_band
     if band is None:
         return shown if record.level == "measured" else f"{shown} (no measurements of this chip bound it)"
     return f"{shown} +- {band * record.duration_ns / 1e3:,.2f} us ({record.kind}'s held-out error: +-{band:.0%})"
