@@ -36,7 +36,7 @@ def attention_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -
     heads, kv_units, sq, sk, d = attention_dims(graph, op)
     rows, cols = target.tile
     decode = op.kind.endswith("_decode")
-    kt, dt = ceil_div(sk, cols), ceil_div(d, cols)
+    dt = ceil_div(d, cols)
     tiles = {name: tile_bytes(t.layout.dtype, t.layout.tile) for name, t in (("q", q), ("k", k), ("v", v), ("o", out))}
     score_tile = tile_bytes("f32", target.tile)
     budget = target.core_memory.capacity_bytes - op.meta.get(L1_LIVE, 0.0)
@@ -54,6 +54,10 @@ def attention_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -
     q_chunk, k_chunk = _chunks(rows if decode else min(sq, Q_CHUNK_ROWS), min(sk, K_CHUNK_ROWS), rows, buffers, budget)
     q_rows, chunk = ceil_div(q_chunk, rows), ceil_div(k_chunk, rows)
     units = kv_units if decode else heads * ceil_div(sq, q_chunk)
+    # key rows a unit attends to, in whole chunks: all of them, or under a causal mask only the
+    # chunks up to each query chunk's diagonal (ttnn's SDPA skips the rest), on average
+    attended = sk if decode or not _causal(op) else _causal_keys(sq, sk, _q_offset(op, sq, sk), q_chunk, k_chunk)
+    kt = ceil_div(round(attended), cols)
     cbs = buffers(q_rows, chunk)
     fidelity = fidelity_of(op, q.layout.dtype, target)
     compute_dtype = target.compute_dtype(q.layout.dtype)
@@ -83,9 +87,29 @@ def attention_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -
             # the scores and probabilities go through the core's buffers, then the output
             pack_bytes=n * (2 * q_rows * kt * tile_bytes("bf16", target.tile) + q_rows * dt * tiles["o"]),
         )
-        steps = n * ceil_div(sk, k_chunk)
+        steps = n * ceil_div(kt * cols, k_chunk)
         work.append(CoreWork(tuple(members), reads, compute, writes, steps, cbs, True))
     return Kernel(grid, tuple(work), "sdpa_decode" if op.kind.endswith("_decode") else "sdpa")
+
+
+def _causal(op: Op) -> bool:
+    value = op.attrs.get("causal", op.attrs.get("is_causal", False))
+    return value is True or str(value).strip().lower() in ("true", "1")
+
+
+def _q_offset(op: Op, sq: int, sk: int) -> int:
+    """Where the first query sits among the keys: after the keys before it (a prompt continuing a
+    cache), unless the op says (`q_offset`, a ring attention's device at its place in the ring)."""
+    asked = op.attrs.get("q_offset")
+    return max(0, int(str(asked).split(":")[0])) if asked is not None else max(0, sk - sq)
+
+
+def _causal_keys(sq: int, sk: int, offset: int, q_chunk: int, k_chunk: int) -> float:
+    """Mean key rows a query chunk reads under a causal mask: every key chunk up to the one
+    holding its last query's position, none past it."""
+    starts = range(0, sq, q_chunk)
+    needed = [min(sk, ceil_div(min(sk, offset + min(sq, s + q_chunk)), k_chunk) * k_chunk) for s in starts]
+    return sum(needed) / max(1, len(needed))
 
 
 def _chunks(

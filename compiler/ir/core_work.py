@@ -35,6 +35,9 @@ class Compute:
     # matmul unpacks one operand's tile per tile multiply and the other once per sub-block row
     unpack_bytes: float = 0.0
     pack_bytes: float = 0.0
+    # round trips the engine waits on between its steps, for what other cores send (a reduction's
+    # partial sums gathered and the result sent back), in series with its work
+    waits: int = 0
 
 
 @dataclass(frozen=True)

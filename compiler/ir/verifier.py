@@ -157,7 +157,8 @@ def _check_work(where: str, graph: Graph, op: Op) -> None:
     if kernel.grid != op.attrs["grid"] or not kernel.groups:
         split = f"{len(kernel.groups)} groups of cores on grid {kernel.grid}"
         _broken(where, WORK, op, f"its kernel has {split}; the op runs on grid {op.attrs['grid']}")
-    reads, writes = set(op.inputs), {*op.inputs, *op.outputs}  # a cache update writes its operand
+    # a cache update writes its operand; a group norm reads back the output tiles it wrote
+    reads = writes = {*op.inputs, *op.outputs}
     for group in kernel.groups:
         stray = next((t.tensor for t in group.reads if t.tensor not in reads), None)
         stray = stray or next((t.tensor for t in group.writes if t.tensor not in writes), None)

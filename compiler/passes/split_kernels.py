@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from tilescope.compiler.ir.meta import KERNEL, KERNELS, L1_LIVE
 from tilescope.compiler.analysis.attention_kernel import attention_kernel
 from tilescope.compiler.analysis.gemm_kernel import gemm_kernel
+from tilescope.compiler.analysis.group_norm_kernel import group_norm_kernel
 from tilescope.compiler.analysis.stream_kernel import stream_kernel
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.core_work import CircularBuffer, CoreWork, Kernel, Transfer
@@ -112,6 +113,8 @@ class SplitKernels:
             return gemm_kernel(graph, op, self.target)
         if cls.kind_class == opset.ATTENTION and len(op.inputs) >= 3:
             return attention_kernel(graph, op, cls, self.target)
+        if op.kind == "groupnorm" and op.inputs and op.outputs:
+            return group_norm_kernel(graph, op, cls, self.target)
         return stream_kernel(graph, op, cls, self.target)
 
 

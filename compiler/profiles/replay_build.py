@@ -22,6 +22,8 @@ from tilescope.compiler.targets.chip import Target
 
 # ops whose report lists their output buffer, allocated beforehand, as their last operand
 PREALLOCATED = ("MoveDeviceOperation",)
+# integer attributes of the report a kind's kernel reads, passed on under the same name
+KIND_ATTRIBUTES = {"groupnorm": ("num_groups",)}
 
 
 def streamed(op: ReportOp, kind: str, target: Target) -> Built:
@@ -37,7 +39,9 @@ def streamed(op: ReportOp, kind: str, target: Target) -> Built:
         inputs.pop()  # its output, allocated before it runs, listed as an operand: written, not read
     if not inputs:
         raise NotBuilt("no operand holds data")
-    return model.done(kind, model.emit(kind, inputs), inputs, target)
+    said = ((key, op.attributes.get(key, "").strip()) for key in KIND_ATTRIBUTES.get(kind, ()))
+    props = ", ".join(f"{key} = {value} : i64" for key, value in said if value.isdigit())
+    return model.done(kind, model.emit(kind, inputs, props), inputs, target)
 
 
 def cache_write(op: ReportOp, kind: str, target: Target) -> Built:

@@ -49,10 +49,16 @@ def attention(op: ReportOp, kind: str, target: Target) -> Built:
     result = op.outputs[0] if op.outputs else None
     if result is None or not result.elements:
         raise NotBuilt("attention gives no result")
-    out = model.emit(kind, operands, props, [_typed(result)])
     notes = []
     if op.attributes.get("is_causal", "").lower() in ("true", "1"):
-        notes.append("causal: every key chunk is costed (tilescope's attention does not skip masked chunks)")
+        props += ", causal = true"
+        ring = _attr_int(op, "ring_size") or 1
+        if ring > 1 and ks[-2] >= ring * q_len:
+            # a ring attention's device holds one of `ring` query shards; which one the report
+            # does not say, so its queries sit at the ring's mean place among the keys
+            props += f", q_offset = {(ring - 1) * q_len // 2} : i64"
+            notes.append(f"causal ring attention over {ring} devices: queries costed at the ring's mean position")
+    out = model.emit(kind, operands, props, [_typed(result)])
     if op.inputs[v].shape[-1] != qs[-1]:
         notes.append(f"values' head dim {op.inputs[v].shape[-1]} costed as the queries' {qs[-1]}")
     # one result: the others (a ring attention's joint output, its log-sum-exp) are not built

@@ -163,6 +163,10 @@ class KernelCost:
         read, write = max(fetched, pushed), seconds(group.writes)
         compute = self._engine_cycles(group.compute) / self.target.clock_hz
         terms["compute"] = compute
+        if group.compute.waits:
+            waited = group.compute.waits * self.target.noc_round_trip_cycles / self.target.clock_hz
+            terms[LATENCY] = terms.get(LATENCY, 0.0) + waited
+            compute += waited
         phases = (read, compute, write)
         longest = max(phases)
         if group.double_buffered:  # engines overlap: fill, then the slowest phase sets the pace
