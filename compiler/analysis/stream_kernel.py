@@ -69,7 +69,10 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
         def reads_of(t: Tensor, frac: float = frac) -> tuple[Transfer, ...]:
             if t.name == looked_up:  # the rows gathered: the output's share, each sampled so often
                 nbytes, pages = _amount(outs[0], frac, waits)
-                return transfers.moves(t, nbytes * reads_per_output, grid, pages=pages if _row_major(t) else 0)
+                # a gather waits once per row of `t` it looks up (a sample point's neighbours are
+                # read together): an output row of several samples side by side waits for each
+                rows = round(pages * _width(outs[0]) / _width(t)) if _row_major(t) else 0
+                return transfers.moves(t, nbytes * reads_per_output, grid, pages=max(rows, 1 if rows else 0))
             nbytes, pages = _amount(t, frac, waits)
             return transfers.moves(t, nbytes, grid, pages=pages)
 
@@ -108,6 +111,10 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
 
 def _row_major(t: Tensor) -> bool:
     return t.layout is not None and t.layout.layout == "row_major"
+
+
+def _width(t: Tensor) -> int:
+    return max(1, t.shape[-1]) if t.shape else 1
 
 
 def _amount(t: Tensor, frac: float, tile_waits: bool) -> tuple[float, int]:

@@ -38,6 +38,8 @@ class Compute:
     # round trips the engine waits on between its steps, for what other cores send (a reduction's
     # partial sums gathered and the result sent back), in series with its work
     waits: int = 0
+    # pieces of tiles a data-movement core copies between its L1 buffers itself (a tiled reshape)
+    pieces: float = 0.0
 
 
 @dataclass(frozen=True)

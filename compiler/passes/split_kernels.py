@@ -17,6 +17,7 @@ from tilescope.compiler.ir.meta import KERNEL, KERNELS, L1_LIVE
 from tilescope.compiler.analysis.attention_kernel import attention_kernel
 from tilescope.compiler.analysis.gemm_kernel import gemm_kernel
 from tilescope.compiler.analysis.group_norm_kernel import group_norm_kernel
+from tilescope.compiler.analysis.reshape_kernel import reshape_kernel
 from tilescope.compiler.analysis.stream_kernel import stream_kernel
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.core_work import CircularBuffer, CoreWork, Kernel, Transfer
@@ -115,6 +116,8 @@ class SplitKernels:
             return attention_kernel(graph, op, cls, self.target)
         if op.kind == "groupnorm" and op.inputs and op.outputs:
             return group_norm_kernel(graph, op, cls, self.target)
+        if op.kind in ("reshape", "permute") and op.inputs and op.outputs:
+            return reshape_kernel(graph, op, self.target) or stream_kernel(graph, op, cls, self.target)
         return stream_kernel(graph, op, cls, self.target)
 
 

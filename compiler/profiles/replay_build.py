@@ -11,6 +11,7 @@ sizes do not make one, is not built, with the reason: never guessed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from tilescope.compiler.ir import opset
@@ -22,8 +23,8 @@ from tilescope.compiler.targets.chip import Target
 
 # ops whose report lists their output buffer, allocated beforehand, as their last operand
 PREALLOCATED = ("MoveDeviceOperation",)
-# integer attributes of the report a kind's kernel reads, passed on under the same name
-KIND_ATTRIBUTES = {"groupnorm": ("num_groups",)}
+# attributes of the report a kind's kernel reads: the report's key, tilescope's, and whether a list
+KIND_ATTRIBUTES = {"groupnorm": (("num_groups", "num_groups", False),), "permute": (("dims", "permutation", True),)}
 
 
 def streamed(op: ReportOp, kind: str, target: Target) -> Built:
@@ -39,9 +40,17 @@ def streamed(op: ReportOp, kind: str, target: Target) -> Built:
         inputs.pop()  # its output, allocated before it runs, listed as an operand: written, not read
     if not inputs:
         raise NotBuilt("no operand holds data")
-    said = ((key, op.attributes.get(key, "").strip()) for key in KIND_ATTRIBUTES.get(kind, ()))
-    props = ", ".join(f"{key} = {value} : i64" for key, value in said if value.isdigit())
+    props = ", ".join(filter(None, (_prop(op, *said) for said in KIND_ATTRIBUTES.get(kind, ()))))
     return model.done(kind, model.emit(kind, inputs, props), inputs, target)
+
+
+def _prop(op: ReportOp, key: str, name: str, is_list: bool) -> str:
+    """`name = value` in MLIR of the report's integer (or list of integers) attribute `key`."""
+    value = op.attributes.get(key, "").strip()
+    if is_list:
+        found = re.findall(r"-?\d+", value)
+        return f"{name} = array<i64: {', '.join(found)}>" if found else ""
+    return f"{name} = {value} : i64" if value.isdigit() else ""
 
 
 def cache_write(op: ReportOp, kind: str, target: Target) -> Built:

@@ -189,7 +189,7 @@ class KernelCost:
         handoffs between them (the target's overlap loss)."""
         pipe = self.target.pipeline
         if compute.engine == "data":
-            return compute.cycles
+            return compute.cycles + compute.pieces * pipe.segment_copy_cycles
         stages = (
             compute.cycles,
             compute.unpack_bytes / pipe.unpack_bytes_per_cycle if pipe.unpack_bytes_per_cycle else 0.0,

@@ -59,6 +59,9 @@ class CorePipeline:
     step_sync_cycles: float = 0.0  # per pipeline step: circular-buffer and semaphore handshakes
     launch_ns: float = 0.0  # per op: its kernels started on every core, buffers set up
     dest_tiles: int = 8  # output tiles the matrix engine accumulates at once: the sub-block limit
+    # a data-movement core's RISC-V copying one contiguous piece of a tile (at most a face row)
+    # from one L1 buffer to another, as a tiled reshape rearranges its tiles
+    segment_copy_cycles: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)  # identity: one object per file content (see catalog.load_target)

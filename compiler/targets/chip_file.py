@@ -54,6 +54,7 @@ LIMITS: dict[str, tuple[float, float]] = {
     "pipeline.step_sync_cycles": (0, 1_000_000),
     "pipeline.launch_ns": (0, 1e9),
     "pipeline.dest_tiles": (1, 1024),
+    "pipeline.segment_copy_cycles": (0, 1_000_000),
     "noc.count": (1, 64),
     "noc.round_trip_cycles": (0, 1_000_000),
     "noc.link_bytes_per_cycle": (1, 1 << 20),
@@ -139,6 +140,7 @@ def _pipeline(data: dict, where: str) -> CorePipeline:
         step_sync_cycles=number("step_sync_cycles", float),
         launch_ns=number("launch_ns", float),
         dest_tiles=number("dest_tiles", int),
+        segment_copy_cycles=number("segment_copy_cycles", float),
     )
 
 

@@ -27,4 +27,10 @@ CONSTANTS = (
     Constant("pipeline.step_sync_cycles", 0.0, 2_000.0, "per pipeline step: circular-buffer and semaphore handshakes"),
     Constant("pipeline.overlap_loss", 0.0, 1.0, "share of the shorter compute threads' time that shows"),
     Constant("pipeline.unpack_bytes_per_cycle", 16.0, 80.0, "the unpackers' L1 reads: 16 to 80 B/cycle (tt-isa)"),
+    Constant(
+        "pipeline.segment_copy_cycles",
+        20.0,
+        400.0,
+        "a RISC-V's copy of a face row between L1 buffers: 16 word accesses and bookkeeping",
+    ),
 )

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from tilescope.compiler.analysis.reshape_kernel import TileMap, permute_map, tile_map
 from tilescope.compiler.profiles.ops_report import read_ops_report
 from tilescope.compiler.profiles.replay import compiled_op, op_timing
 from tilescope.compiler.targets.catalog import load_target
@@ -70,3 +71,33 @@ def test_a_sharded_group_norm_waits_on_every_core_s_partial_sums_twice_a_group()
     slower = _ns(row, "groupnorm", replace(BLACKHOLE, noc_round_trip_cycles=2 * BLACKHOLE.noc_round_trip_cycles))
     exchanges = 2 * 16 * 20 * BLACKHOLE.noc_round_trip_cycles / BLACKHOLE.clock_hz * 1e9
     assert slower - base == pytest.approx(exchanges, rel=0.05)
+
+
+def test_a_tiled_reshape_splitting_heads_loads_an_input_tile_for_every_piece():
+    # [19, 1280] -> [19, 20, 64]: an output tile's 20 rows each come from another input tile,
+    # face row by face row (two faces across), so 40 pieces and 40 loads
+    assert tile_map((19, 1280), (19, 20, 64), (32, 32)) == TileMap(40.0, 40.0)
+
+
+def test_a_reshape_keeping_tile_rows_moves_whole_tiles():
+    assert tile_map((64, 256), (2, 32, 256), (32, 32)).moves_whole_tiles
+    assert not tile_map((25281, 256), (159, 159, 256), (32, 32)).moves_whole_tiles
+
+
+def test_a_permute_of_leading_dims_gathers_rows_and_one_of_the_last_dim_is_not_a_gather():
+    # batch and rows swapped: each output tile holds one row of one input tile (two face rows)
+    assert permute_map((1, 48, 160, 256), (2, 1, 0, 3), (32, 32)) == TileMap(1.0, 2.0)
+    # and back: each of its 32 rows from another input tile, in each of the four faces
+    assert permute_map((160, 48, 1, 256), (2, 1, 0, 3), (32, 32)) == TileMap(64.0, 64.0)
+    assert permute_map((1, 3, 160, 160), (0, 2, 3, 1), (32, 32)) is None
+
+
+def test_a_tiled_reshape_costs_its_loads_writes_and_pieces_one_after_another():
+    x, y = t(1, 1, 19, 1280), t(1, 19, 20, 64)
+    row = op("ReshapeDeviceOperation", [x], [y], cores=38, arch="blackhole")
+    base = _ns(row, "reshape")
+    dearer = _ns(row, "reshape", replace(BLACKHOLE, pipeline=replace(BLACKHOLE.pipeline, segment_copy_cycles=160)))
+    # 19 x 2 output tiles on 38 cores: one each, 40 pieces at 100 cycles more
+    assert dearer - base == pytest.approx(40 * 100 / BLACKHOLE.clock_hz * 1e9, rel=0.02)
+    loads = 40 + 1  # and the tile written, each waited on
+    assert base >= loads * BLACKHOLE.noc_round_trip_cycles / BLACKHOLE.clock_hz * 1e9
