@@ -1,9 +1,9 @@
 """What `tilescope validate` prints: the simulator against the shipped public hardware measurements.
 
-Prints, per target, kind of op and split (the Wormhole rows the constants were fitted on, the
-Wormhole rows held out, the Blackhole rows predicted with no refit), the mean absolute error in
-throughput and the rank agreement; `--rows` adds every row, `--fit` refits the Wormhole constants
-on the calibration half and shows the errors they give.
+Prints, per target, kind of op and split (the rows the constants were fitted on: Wormhole's
+pipeline constants, Blackhole's unpacker rate; the rows held out), the mean absolute error in
+throughput and the rank agreement; `--rows` adds every row, `--fit` refits the constants on the
+calibration half and shows the errors they give.
 
 `--models` compares whole models instead: every published tt-metal model figure (or those of a
 table given after it) against the simulated step of the zoo model that reproduces it, each row
@@ -26,8 +26,9 @@ from tilescope.compiler.validation.files import SOURCES_FILE
 from tilescope.compiler.targets.catalog import load_target
 from tilescope.compiler.targets.chip import Target
 
+UNPACKER_KEY = f"{op_benchmarks.UNPACKER_REFIT}.{calibration.UNPACKER}"
 SPLIT_NOTE = {
-    op_benchmarks.FIT: "constants fitted on these",
+    op_benchmarks.FIT: "constants fitted on these (Blackhole: its unpacker)",
     op_benchmarks.HELD_OUT: "never seen by the fit",
     op_benchmarks.NO_REFIT: "Wormhole's fitted constants, own specs",
 }
@@ -42,7 +43,9 @@ def main(models: str | None, every_row: bool, fit: bool, as_json: bool) -> int:
     targets = load_target
     if fit:
         fitted = _fit(gemm)
-        targets = calibration.fitted_targets(fitted)
+        unpacker = fitted.pop(UNPACKER_KEY)
+        targets = calibration.fitted_targets(fitted, unpacker)
+        fitted[UNPACKER_KEY] = unpacker
     if measurements is not None:
         return _models(measurements, targets, fitted, as_json)
     rows = microbench.gemm_rows(gemm, targets) + microbench.eltwise_rows(op_benchmarks.load_eltwise(), targets)
@@ -64,8 +67,10 @@ def main(models: str | None, every_row: bool, fit: bool, as_json: bool) -> int:
 
 
 def _fit(gemm: list[op_benchmarks.GemmMeasurement]) -> dict[str, float]:
+    """Wormhole's constants, and under UNPACKER_KEY Blackhole's unpacker rate."""
     try:
-        return calibration.fit(gemm)
+        fitted = calibration.fit(gemm)
+        return {**fitted, UNPACKER_KEY: calibration.fit_unpacker(gemm, fitted)}
     except ImportError:
         raise TilescopeError("validate --fit needs scipy: pip install 'tilescope[calibrate]'") from None
 

@@ -15,9 +15,15 @@ from tilescope.compiler.ir.meta import L1_LIVE
 from tilescope.compiler.analysis.core_cycles import fidelity_of, vector_cycles
 from tilescope.compiler.analysis.core_shares import clamp, grid_cores
 from tilescope.compiler.analysis.core_transfers import CoreTransfers
-from tilescope.compiler.analysis.matmul_blocking import fit_blocks, matmul_split, subblock, unpacked_per_multiply
+from tilescope.compiler.analysis.matmul_blocking import (
+    fit_blocks,
+    inner_block,
+    matmul_split,
+    subblock,
+    unpacked_per_multiply,
+)
 from tilescope.compiler.analysis.matrix_dims import gemm_dims
-from tilescope.compiler.ir import opset
+from tilescope.compiler.ir import attributes, opset
 from tilescope.compiler.ir.core_work import CircularBuffer, Compute, CoreWork, Kernel, Transfer
 from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
 from tilescope.compiler.ir.graph import Graph, Op
@@ -76,10 +82,21 @@ class _Gemm:
         tile = self.out.layout.tile  # short (tiny) tiles of A and the output cut M's padding
         rows, k, cols = gemm_dims(graph, op)
         self.mt, self.kt, self.nt = ceil_div(rows, tile[0]), ceil_div(k, tile[1]), ceil_div(cols, tile[1])
+        out_batches = math.prod(self.out.shape[:-2]) if op.kind == "matmul" and len(self.out.shape) > 2 else 1
+        if out_batches > 1:  # each matrix of a batch padded to whole tiles on its own
+            self.mt = out_batches * ceil_div(self.out.shape[-2], tile[0])
         # A convolution reads input pixels, not the im2col matrix: K / window channels per row.
         b_shape = self.b.shape
         window = math.prod(b_shape[2:]) if op.kind == "conv2d" and len(b_shape) == 4 else 1
         self.a_kt = ceil_div(ceil_div(k, window), tile[1])
+        # a convolution's im2col row holds kh runs of kw pixels' channels, each contiguous
+        # (a 1x1 window is a matmul over the pixels as they lie: nothing to gather)
+        self.window_run = b_shape[1] * b_shape[3] if op.kind == "conv2d" and window > 1 else 0
+        self.act_block = attributes.ints(op.attrs.get("act_block")) if op.kind == "conv2d" else ()
+        # a batched matmul whose B has a matrix per batch (not one broadcast to all): each batch
+        # is a matmul of its own, so a pass never spans two batches and reads its batch's B
+        batches = math.prod(self.b.shape[:-2]) if op.kind == "matmul" and len(self.b.shape) > 2 else 1
+        self.batch_mt = self.mt // out_batches if batches > 1 and batches == out_batches else self.mt
         self.fidelity = fidelity_of(op, self.a.layout.dtype, target)
         self.compute_dtype = target.compute_dtype(self.a.layout.dtype)
         self.cycles_per_tile = target.tile_cycles(self.compute_dtype, self.fidelity, rows=tile[0])
@@ -114,8 +131,8 @@ class _Gemm:
         steps of kb tiles, with buffers sized to fit next to the tensors live in L1."""
         if "block" in self.op.attrs:  # asked for by an override, checked by the layout pass
             asked = self.op.attrs["block"]
-            return min(asked[0], m), min(asked[1], n), asked[2]
-        return fit_blocks(m, n, self.kt, self.step_bytes, self.budget)
+            return min(asked[0], m, self.batch_mt), min(asked[1], n), asked[2]
+        return fit_blocks(min(m, self.batch_mt), n, self.kt, self.step_bytes, self.budget)
 
     def reads(self, m: int, n: int, pm: int, pn: int, sends_a: bool, sends_b: bool) -> tuple[Transfer, ...]:
         """Each pass reads its rows of A and its columns of B again: A once per column pass, B
@@ -140,10 +157,14 @@ class _Gemm:
         """The work of each core of a group: its reads, its passes' compute, its writes and buffers."""
         m, n, kt, (pm, pn, kb) = share.m, share.n, self.kt, share.blocks
         a, b, out, copies = self.a, self.b, self.out, self.copies
-        writes = self.transfers.moves(out, m * n * self.out_tile, self.grid)
         # 32-bit results halve the destination registers' tiles
         dest = self.target.pipeline.dest_tiles // (2 if BYTES_PER_ELEMENT[out.layout.dtype] >= 4 else 1)
         sub = self.op.attrs.get("subblock") or subblock(pm, pn, max(1, dest))
+        # the writer waits for each sub-block's tiles to land before freeing their buffer (a write
+        # barrier per sub-block, tt-metal's matmul writers); into the core's own L1 nothing is waited
+        blocks_written = ceil_div(m, sub[0]) * ceil_div(n, sub[1])
+        writes = self.transfers.moves(out, m * n * self.out_tile, self.grid, pages=blocks_written)
+        writes = tuple(replace(t, pages=0) if not self._shared(t.path) else t for t in writes)
         compute = Compute(
             "matrix",
             m * n * kt,
@@ -169,7 +190,27 @@ class _Gemm:
         operands = (a.name, b.name)
         waited = next((t for t in share.reads if self._shared(t.path) and t.tensor in operands), None)
         reads = tuple(replace(t, pages=steps) if t is waited else t for t in share.reads)
+        if self.window_run:
+            reads = self._gathered(reads, m, n, pm, pn, kb)
         return CoreWork(members, reads, compute, writes, steps, cbs, copies == 2)
+
+    def _gathered(self, reads: tuple[Transfer, ...], m: int, n: int, pm: int, pn: int, kb: int) -> tuple[Transfer, ...]:
+        """`reads` with a convolution's input read as its reader builds the im2col blocks (the act
+        block the conv ran with, else the pass's rows and K step): a NoC read per row per run of
+        the window's contiguous channels the block's K slice touches, issued one by one, then
+        waited on once a block (tt-metal's conv2d activation readers)."""
+        rows, cols = self.out.layout.tile
+        if len(self.act_block) == 2 and min(self.act_block) > 0:
+            pm, kb = min(self.act_block[0], m), inner_block(self.kt, self.act_block[1])
+        runs = ceil_div(kb * cols, self.window_run)
+        blocks = ceil_div(m, pm) * ceil_div(n, pn) * (self.kt // kb)
+        commands = blocks * pm * rows * runs
+        first = next((i for i, t in enumerate(reads) if t.tensor == self.a.name), None)
+        if first is None:
+            return (*reads, Transfer(self.a.name, self.a.layout.memory, 0.0, blocks, commands))
+        read = reads[first]
+        gathered = replace(read, pages=max(read.pages, blocks), commands=commands)
+        return (*reads[:first], gathered, *reads[first + 1 :])
 
     def _shared(self, path: str) -> bool:
         memory = self.target.memories.get(path)

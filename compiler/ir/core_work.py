@@ -22,6 +22,9 @@ class Transfer:
     # row-major transactions the core waits on (a stick read, a row piece written); 0 for tiles,
     # whose reads a kernel keeps many of in flight, so that only bandwidth shows
     pages: int = 0
+    # NoC commands the core's RISC-V issues for it, one by one (a convolution's reader gathering
+    # its im2col rows); 0 when a few commands move it
+    commands: int = 0
 
 
 @dataclass(frozen=True)

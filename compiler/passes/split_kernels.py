@@ -11,7 +11,7 @@ kernel an earlier compile or an op like it made already takes that kernel.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tilescope.compiler.ir.meta import KERNEL, KERNELS, L1_LIVE
 from tilescope.compiler.analysis.attention_kernel import attention_kernel
@@ -52,7 +52,7 @@ def _renamed(kernel: Kernel, names: dict[str, str]) -> Kernel:
     """`kernel` reading and writing the tensors `names` maps its own to."""
 
     def moves(transfers: tuple[Transfer, ...]) -> tuple[Transfer, ...]:
-        return tuple(Transfer(names[t.tensor], t.path, t.bytes, t.pages) for t in transfers)
+        return tuple(replace(t, tensor=names[t.tensor]) for t in transfers)
 
     groups = tuple(
         CoreWork(

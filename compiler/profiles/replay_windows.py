@@ -24,6 +24,8 @@ _FIELDS = {
     "dilation": re.compile(r"dilation_hw=" + _PAIR),
 }
 _PADDING = re.compile(r"padding=\(\((\d{1,6});\s?(\d{1,6})\);\s?\((\d{1,6});\s?(\d{1,6})\)\)|padding=" + _PAIR)
+_ACT_H = re.compile(r"act_block_h_ntiles=(\d+)")
+_ACT_W = re.compile(r"act_block_w_ntiles=(\d+)")
 _INPUT_SHAPE = re.compile(r"\{(\d{1,7});\s?(\d{1,7});\s?(\d{1,7});\s?(\d{1,7})\}")
 _INT = re.compile(r"\d{1,7}")
 
@@ -102,7 +104,7 @@ def conv2d(op: ReportOp, kind: str, target: Target) -> Built:
     oh, ow = window.out_hw
     props = (
         f"batch_dim = 0 : i64, channel_dim = 3 : i64, {window.props()}, groups = {groups} : i32, "
-        "height_dim = 1 : i64, width_dim = 2 : i64"
+        "height_dim = 1 : i64, width_dim = 2 : i64" + _act_block(op.attributes)
     )
     out = b.op("conv2d", [x, w], (window.batch, oh, ow, out_channels), mlir_dtype(op.outputs[0].dtype), "op", props)
     return _windowed(model, kind, out, model.inputs[:2], target, op, window.batch * oh * ow * out_channels)
@@ -130,6 +132,13 @@ def _windowed(model: OneOp, kind: str, out: str, operands, target: Target, op: R
     if measured and measured != elements:
         notes = (f"the sliding window gives {elements:,} output elements, the report {measured:,}",)
     return model.done(kind, [out], operands, target, notes)
+
+
+def _act_block(attributes) -> str:
+    """The activation block the conv ran with (rows and K step, in tiles), as an attribute."""
+    config = attributes.get("block_config", "")
+    h, w = _ACT_H.search(config), _ACT_W.search(config)
+    return f", act_block = array<i64: {h[1]}, {w[1]}>" if h and w else ""
 
 
 def _int(text: str) -> int:

@@ -138,13 +138,15 @@ class KernelCost:
         def seconds(transfers: tuple[Transfer, ...]) -> float:
             spent = 0.0
             for t in transfers:
-                if t.path in shared_s:
-                    s = shared_s[t.path] * t.bytes / on_shared[t.path]
+                if t.path in shared_s:  # (a transfer of commands only moves no bytes)
+                    s = shared_s[t.path] * t.bytes / on_shared[t.path] if t.bytes else 0.0
                 else:
                     s = t.bytes / self._bandwidth(t.path)
                 # a kernel that waits on each of its transactions: their round trips, when longer
                 # than the bytes take, are what the time goes to (the bound "latency")
                 waited = t.pages * self.target.noc_round_trip_cycles / self.target.clock_hz
+                # commands issued one by one, then waited on: the RISC-V's time, then the trip
+                waited += t.commands * self.target.noc_issue_cycles / self.target.clock_hz
                 on = LATENCY if waited > s else t.path
                 s = max(s, waited)
                 terms[on] = terms.get(on, 0.0) + s

@@ -87,6 +87,7 @@ class Target:
     # a row-major transaction a kernel waits on (a stick read, or written and acknowledged): one
     # NoC round trip to DRAM or another core (0: not modelled, only bandwidth)
     noc_round_trip_cycles: float = 0.0
+    noc_issue_cycles: float = 0.0  # a RISC-V issuing one NoC command (its registers written)
     short_tiles: bool = False  # the engine also takes tiles of fewer rows (a power of two) of full width
     # how far a measured op of each kind is from its prediction, as a share of the prediction:
     # the 68th percentile of held-out |measured / predicted - 1| ([error_bands], written by

@@ -57,6 +57,7 @@ LIMITS: dict[str, tuple[float, float]] = {
     "pipeline.segment_copy_cycles": (0, 1_000_000),
     "noc.count": (1, 64),
     "noc.round_trip_cycles": (0, 1_000_000),
+    "noc.issue_cycles": (0, 1_000_000),
     "noc.link_bytes_per_cycle": (1, 1 << 20),
     "noc.hop_cycles": (1, 1_000_000),
     "noc.interface_cycles": (1, 1_000_000),
@@ -220,6 +221,7 @@ def target_from(data: dict, where: str, assumed: tuple[str, ...] = ()) -> Target
         assumed=assumed,
         noc_multicast_bytes_per_cycle=_get(data, "noc.multicast_bytes_per_cycle", float, where, default=None),
         noc_round_trip_cycles=_get(data, "noc.round_trip_cycles", float, where, default=0.0),
+        noc_issue_cycles=_get(data, "noc.issue_cycles", float, where, default=0.0),
         short_tiles=_get(data, "tile.short_rows", bool, where, default=False),
         error_bands=_error_bands(data, where),
     )

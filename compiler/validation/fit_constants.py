@@ -23,6 +23,12 @@ CONSTANTS = (
         1500.0,
         "a row-major transaction's NoC round trip (384-463 cycles from DRAM on Wormhole, tt-metal data_movement)",
     ),
+    Constant(
+        "noc.issue_cycles",
+        4.0,
+        100.0,
+        "a RISC-V issuing one NoC read: a ready flag read and five or six register writes (tt-isa BabyRISCV)",
+    ),
     Constant("pipeline.launch_ns", 500.0, 10_000.0, "per op: kernels launched and set up (2.05 us op to op, tt-metal)"),
     Constant("pipeline.step_sync_cycles", 0.0, 2_000.0, "per pipeline step: circular-buffer and semaphore handshakes"),
     Constant("pipeline.overlap_loss", 0.0, 1.0, "share of the shorter compute threads' time that shows"),

@@ -16,7 +16,11 @@ from pathlib import Path
 
 from tilescope.compiler.validation.files import ELTWISE_FILE, GEMM_FILE
 
-CALIBRATED = "wormhole_n150"  # the one target whose pipeline constants are fitted
+CALIBRATED = "wormhole_n150"  # the target whose pipeline constants are fitted
+# Blackhole takes Wormhole's fitted constants but for its unpacker's rate, fitted on half of its
+# own table: no document gives either chip's, and Blackhole's unpacks faster per cycle
+UNPACKER_REFIT = "blackhole_p150"
+REFIT = (CALIBRATED, UNPACKER_REFIT)
 FIT, HELD_OUT, NO_REFIT = "fit", "held-out", "no refit"
 # the matrix engine's cycles per 32x32x32 tile at each fidelity, as the benchmark's utilization uses them
 TILE_CYCLES = {"lofi": 16, "hifi2": 32, "hifi3": 48, "hifi4": 64}
@@ -103,15 +107,19 @@ def load_eltwise(path: Path = ELTWISE_FILE) -> list[EltwiseMeasurement]:
         ]
 
 
-def split_of(row: GemmMeasurement, calibration_shapes: frozenset[tuple[int, int, int]]) -> str:
+def split_of(row: GemmMeasurement, calibration_shapes: frozenset[tuple[str, tuple[int, int, int]]]) -> str:
     """FIT, HELD_OUT or NO_REFIT: whether the calibration sees the row."""
-    if row.target != CALIBRATED:
+    if row.target not in REFIT:
         return NO_REFIT
-    return FIT if row.shape in calibration_shapes else HELD_OUT
+    return FIT if (row.target, row.shape) in calibration_shapes else HELD_OUT
 
 
-def calibration_shapes(rows: Iterable[GemmMeasurement]) -> frozenset[tuple[int, int, int]]:
-    """Every other Wormhole shape in order of size, from the smallest: the fit sees half the
-    sizes, and each held-out shape lies between two it saw."""
-    shapes = sorted({r.shape for r in rows if r.target == CALIBRATED}, key=lambda s: (math.prod(s), s))
-    return frozenset(shapes[::2])
+def calibration_shapes(rows: Iterable[GemmMeasurement]) -> frozenset[tuple[str, tuple[int, int, int]]]:
+    """Per target fitted (REFIT), every other shape of its table in order of size, from the
+    smallest: the fit sees half the sizes, and each held-out shape lies between two it saw."""
+    rows = list(rows)
+    seen: set[tuple[str, tuple[int, int, int]]] = set()
+    for target in REFIT:
+        shapes = sorted({r.shape for r in rows if r.target == target}, key=lambda s: (math.prod(s), s))
+        seen.update((target, shape) for shape in shapes[::2])
+    return frozenset(seen)

@@ -30,7 +30,8 @@ MAX_SAMPLES = 4_000  # distinct ops compiled for a fit, over all its reports
 MAX_EVALUATIONS = 200  # of every sample's time, per fit (about 0.2 s each for 700 ops)
 
 
-_FIELDS = {"noc.round_trip_cycles": "noc_round_trip_cycles"}  # keys of Target's own fields
+# keys of Target's own fields
+_FIELDS = {"noc.round_trip_cycles": "noc_round_trip_cycles", "noc.issue_cycles": "noc_issue_cycles"}
 
 
 def value_of(target: Target, key: str) -> float:

@@ -91,7 +91,7 @@ def test_zones_per_core_and_phase(ref, build):
 def test_why_mentions_the_bound(ref, build):
     _, sim = build(ref, dispatch="trace")
     for o in sim.ops:
-        assert o.bound in ("compute", "dram", "l1", "noc", "balanced")
+        assert o.bound in ("compute", "dram", "l1", "noc", "latency", "balanced")
         assert (f"{o.bound}-bound" if o.bound != "balanced" else "balanced:") in o.why.lower()
         assert "roofline" in o.why and "% of peak" in o.why
 
