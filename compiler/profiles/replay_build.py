@@ -23,6 +23,10 @@ from tilescope.compiler.targets.chip import Target
 
 # ops whose report lists their output buffer, allocated beforehand, as their last operand
 PREALLOCATED = ("MoveDeviceOperation",)
+# copies between a shard and a slice of an interleaved tensor: the shard written into the tensor
+# in place (the tensor listed as an operand), as a cache update is; or a slice of it read
+PARTIAL_WRITES = ("ShardedToInterleavedPartialDeviceOperation",)
+PARTIAL_READS = ("InterleavedToShardedPartialDeviceOperation",)
 # attributes of the report a kind's kernel reads: the report's key, tilescope's, and whether a list
 KIND_ATTRIBUTES = {"groupnorm": (("num_groups", "num_groups", False),), "permute": (("dims", "permutation", True),)}
 
@@ -119,6 +123,10 @@ FAMILIES: dict[str, Builder] = _families()
 
 def build(op: ReportOp, kind: str, target: Target) -> Built:
     """The one-op model of `op` as `kind`; NotBuilt when no builder takes the kind or the op."""
+    if op.op_code.startswith(PARTIAL_WRITES):
+        return cache_write(op, kind, target)
+    if op.op_code.startswith(PARTIAL_READS):
+        return streamed(op, "slice", target)
     builder = FAMILIES.get(kind)
     if builder is None:
         raise NotBuilt(f"no builder for kind {kind!r}" if kind else f"op code {op.op_code!r} has no kind in tilescope")
