@@ -100,8 +100,10 @@ def _causal(op: Op) -> bool:
 def _q_offset(op: Op, sq: int, sk: int) -> int:
     """Where the first query sits among the keys: after the keys before it (a prompt continuing a
     cache), unless the op says (`q_offset`, a ring attention's device at its place in the ring)."""
-    asked = op.attrs.get("q_offset")
-    return max(0, int(str(asked).split(":")[0])) if asked is not None else max(0, sk - sq)
+    try:
+        return max(0, int(str(op.attrs["q_offset"]).split(":")[0]))
+    except (KeyError, ValueError):  # not said, or not an integer: after the keys before it
+        return max(0, sk - sq)
 
 
 def _causal_keys(sq: int, sk: int, offset: int, q_chunk: int, k_chunk: int) -> float:

@@ -203,7 +203,7 @@ class _Gemm:
         if len(self.act_block) == 2 and min(self.act_block) > 0:
             pm, kb = min(self.act_block[0], m), inner_block(self.kt, self.act_block[1])
         runs = ceil_div(kb * cols, self.window_run)
-        blocks = ceil_div(m, pm) * ceil_div(n, pn) * (self.kt // kb)
+        blocks = ceil_div(m, pm) * ceil_div(n, pn) * ceil_div(self.kt, kb)
         commands = blocks * pm * rows * runs
         first = next((i for i, t in enumerate(reads) if t.tensor == self.a.name), None)
         if first is None:

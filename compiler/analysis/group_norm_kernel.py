@@ -60,7 +60,9 @@ def group_norm_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) 
 def group_span(channels: int, groups: int, tile_cols: int) -> int:
     """The most tile columns one group of channels spans (a group may straddle two tiles)."""
     width = max(1, channels // groups)
-    return max((g * width + width - 1) // tile_cols - (g * width) // tile_cols + 1 for g in range(groups))
+    # where a group starts within its tile repeats every tile_cols groups at most
+    starts = range(min(groups, tile_cols))
+    return max((g * width + width - 1) // tile_cols - (g * width) // tile_cols + 1 for g in starts)
 
 
 def _work(

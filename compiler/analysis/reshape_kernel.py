@@ -12,6 +12,7 @@ to the stream kernel."""
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 
 from tilescope.compiler.analysis.core_shares import grid_cores, spread
@@ -38,12 +39,17 @@ class TileMap:
         return self.loads <= 1.0 and self.pieces <= 0.0
 
 
+WHOLE_TILES = TileMap(1.0, 0.0)
+
+
 def tile_map(src: tuple[int, ...], dst: tuple[int, ...], tile: tuple[int, int]) -> TileMap:
     """The loads and pieces of reshaping `src` to `dst` (logical shapes)."""
     _, h_in, w_in = _rank3(src)
     _, h_out, w_out = _rank3(dst)
     if not w_in or not h_in or not w_out:
         return TileMap(0.0, 0.0)
+    if w_in == w_out and (h_in == h_out or (h_in % tile[0] == 0 and h_out % tile[0] == 0)):
+        return WHOLE_TILES  # every output tile row is an input tile row
 
     def locate(c: int, r: int, col: int) -> tuple[tuple[int, ...], int, int, int]:
         row_in, col_in = divmod((c * h_out + r) * w_out + col, w_in)
@@ -58,6 +64,8 @@ def permute_map(src: tuple[int, ...], permutation: tuple[int, ...], tile: tuple[
     rank = len(src)
     if rank < 2 or sorted(permutation) != list(range(rank)) or permutation[-1] != rank - 1:
         return None
+    if permutation[-2] == rank - 2:
+        return WHOLE_TILES  # only the matrices are reordered
     dst = tuple(src[p] for p in permutation)
     lead = dst[:-2]
 
@@ -84,9 +92,9 @@ def _counted(dst: tuple[int, int, int], tile: tuple[int, int], locate) -> TileMa
     total = c_out * per_matrix
     if not total:
         return TileMap(0.0, 0.0)
-    sampled = range(0, total, max(1, total // SAMPLED_TILES))
+    # a fixed pseudo-random sample: an even stride could fall in step with the tiles' pattern
+    sampled = range(total) if total <= SAMPLED_TILES else random.Random(total).sample(range(total), SAMPLED_TILES)
     loads = pieces = 0
-    aligned = True
     for index in sampled:
         c, rest = divmod(index, per_matrix)
         tr, tc = divmod(rest, across)
@@ -97,13 +105,12 @@ def _counted(dst: tuple[int, int, int], tile: tuple[int, int], locate) -> TileMa
                 while left > 0:
                     page, row_in, col_in, in_row = locate(c, r, c0 + done)
                     take = min(left, FACE - col_in % FACE, in_row, FACE - done % FACE)
-                    aligned &= row_in % rows == r % rows and col_in % cols == (c0 + done) % cols
                     loads += page != last
                     last = page
                     pieces += 1
                     left, done = left - take, done + take
     n = len(sampled)
-    return TileMap(1.0, 0.0) if aligned else TileMap(loads / n, pieces / n)
+    return TileMap(loads / n, pieces / n)
 
 
 def reshape_kernel(graph: Graph, op: Op, target: Target) -> Kernel | None:

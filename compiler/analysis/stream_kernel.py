@@ -68,11 +68,8 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
 
         def reads_of(t: Tensor, frac: float = frac) -> tuple[Transfer, ...]:
             if t.name == looked_up:  # the rows gathered: the output's share, each sampled so often
-                nbytes, pages = _amount(outs[0], frac, waits)
-                # a gather waits once per row of `t` it looks up (a sample point's neighbours are
-                # read together): an output row of several samples side by side waits for each
-                rows = round(pages * _width(outs[0]) / _width(t)) if _row_major(t) else 0
-                return transfers.moves(t, nbytes * reads_per_output, grid, pages=max(rows, 1 if rows else 0))
+                nbytes, pages = _gathered(t, outs[0], frac, waits, reads_per_output)
+                return transfers.moves(t, nbytes, grid, pages=pages)
             nbytes, pages = _amount(t, frac, waits)
             return transfers.moves(t, nbytes, grid, pages=pages)
 
@@ -111,6 +108,16 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
 
 def _row_major(t: Tensor) -> bool:
     return t.layout is not None and t.layout.layout == "row_major"
+
+
+def _gathered(t: Tensor, out: Tensor, frac: float, waits: bool, reads: int) -> tuple[float, int]:
+    """A core's bytes of `t` for its `frac` of `out`, each output element read `reads` times, and
+    the lookups it waits on: a row of `t` each, a sampling op's once per sample point (its
+    neighbours read together), so an output row of several samples side by side waits for each."""
+    nbytes, pages = _amount(out, frac, waits)
+    if reads > 1:
+        pages = round(pages * _width(out) / _width(t))
+    return nbytes * reads, pages if _row_major(t) else 0
 
 
 def _width(t: Tensor) -> int:

@@ -120,7 +120,10 @@ def _predict(op: ReportOp, kind: str, target: Target) -> tuple[OpTiming, tuple[s
     if isinstance(found, str):
         return found
     kernel, notes = found
-    timing, note = op_timing(kernel, target)
+    try:
+        timing, note = op_timing(kernel, target)
+    except Exception as err:  # a kernel the simulator cannot time is listed, with what it said
+        return f"the simulator could not time it: {type(err).__name__}: {' '.join(str(err).split())[:200]}"
     return timing, tuple(dict.fromkeys((*notes, note) if note else notes))
 
 

@@ -27,6 +27,7 @@ PREALLOCATED = ("MoveDeviceOperation",)
 # in place (the tensor listed as an operand), as a cache update is; or a slice of it read
 PARTIAL_WRITES = ("ShardedToInterleavedPartialDeviceOperation",)
 PARTIAL_READS = ("InterleavedToShardedPartialDeviceOperation",)
+MAX_RANK = 8  # dims of a permutation a report may name
 # attributes of the report a kind's kernel reads: the report's key, tilescope's, and whether a list
 KIND_ATTRIBUTES = {"groupnorm": (("num_groups", "num_groups", False),), "permute": (("dims", "permutation", True),)}
 
@@ -49,12 +50,19 @@ def streamed(op: ReportOp, kind: str, target: Target) -> Built:
 
 
 def _prop(op: ReportOp, key: str, name: str, is_list: bool) -> str:
-    """`name = value` in MLIR of the report's integer (or list of integers) attribute `key`."""
+    """`name = value` in MLIR of the report's positive integer (or permutation) attribute `key`;
+    NotBuilt when the report gives one that is not."""
     value = op.attributes.get(key, "").strip()
+    if not value:
+        return ""
     if is_list:
-        found = re.findall(r"-?\d+", value)
-        return f"{name} = array<i64: {', '.join(found)}>" if found else ""
-    return f"{name} = {value} : i64" if value.isdigit() else ""
+        found = [int(v) for v in re.findall(r"-?\d{1,3}", value)[: MAX_RANK + 1]]
+        if not found or sorted(found) != list(range(len(found))) or len(found) > MAX_RANK:
+            raise NotBuilt(f"{key} {value[:40]!r} is not a permutation of at most {MAX_RANK} dims")
+        return f"{name} = array<i64: {', '.join(map(str, found))}>"
+    if not (value.isdigit() and len(value) <= 9 and int(value) > 0):
+        raise NotBuilt(f"{key} {value[:40]!r} is not a positive integer")
+    return f"{name} = {int(value)} : i64"
 
 
 def cache_write(op: ReportOp, kind: str, target: Target) -> Built:

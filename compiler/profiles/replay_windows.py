@@ -24,8 +24,8 @@ _FIELDS = {
     "dilation": re.compile(r"dilation_hw=" + _PAIR),
 }
 _PADDING = re.compile(r"padding=\(\((\d{1,6});\s?(\d{1,6})\);\s?\((\d{1,6});\s?(\d{1,6})\)\)|padding=" + _PAIR)
-_ACT_H = re.compile(r"act_block_h_ntiles=(\d+)")
-_ACT_W = re.compile(r"act_block_w_ntiles=(\d+)")
+_ACT_H = re.compile(r"act_block_h_ntiles=(\d{1,6})\b")
+_ACT_W = re.compile(r"act_block_w_ntiles=(\d{1,6})\b")
 _INPUT_SHAPE = re.compile(r"\{(\d{1,7});\s?(\d{1,7});\s?(\d{1,7});\s?(\d{1,7})\}")
 _INT = re.compile(r"\d{1,7}")
 

@@ -2,8 +2,9 @@
 compiler/validation/measurements/ (their sources in SOURCES.md there), and which of them the
 calibration sees.
 
-Only Wormhole is calibrated, and only on half of its shapes (`FIT`); the other half (`HELD_OUT`)
-and every Blackhole row are predictions the fitted values never saw (`NO_REFIT`).
+Wormhole's pipeline constants are fitted on half of its shapes (`FIT`), and Blackhole's unpacker
+rate on half of its own; the other halves (`HELD_OUT`) are predictions the fitted values never
+saw. A target fitted on none of its rows would be `NO_REFIT`.
 """
 
 from __future__ import annotations

@@ -399,6 +399,11 @@ HOSTILE = [
     op("SDPAOperation", [t(1, 8, 32, 64)], [t(1, 8, 32, 64)]),
     op("UnaryDeviceOperation", [t(1, 0, 32, 32)], [t(1, 0, 32, 32)]),
     op("ConcatDeviceOperation", [t(1, 1, 32, 32)], [t(1, 1, 32, 32, memory="l1_block_sharded")], cores=9999),
+    op("GroupNorm", [t(1, 1, 1024, 64)], [t(1, 1, 1024, 64)], num_groups="0"),
+    op("GroupNorm", [t(1, 1, 1024, 64)], [t(1, 1, 1024, 64)], num_groups="99999999999999"),
+    op("PermuteDeviceOperation", [t(1, 2, 64, 64)], [t(2, 1, 64, 64)], dims="SmallVector([1; 1; 2; 3])"),
+    op("PermuteDeviceOperation", [t(1, 2, 64, 64)], [t(2, 1, 64, 64)], dims="SmallVector()"),
+    op("SDPAOperation", [t(1, 8, 32, 64), t(1, 8, 32, 64), t(1, 8, 32, 64)], [t(1, 8, 32, 64)], ring_size="-9"),
 ]
 
 
@@ -414,3 +419,8 @@ def test_hostile_rows_are_built_or_listed_with_one_line_each():
     assert reasons[4] == "matmul operands (1, 1, 32, 64) and (1, 1, 32, 64) do not share K"
     assert reasons[5] == "attention needs queries, keys and values of four dimensions"
     assert reasons[6] == "no operand holds data"
+    assert reasons[8] == "num_groups '0' is not a positive integer"
+    assert reasons[9] == "num_groups '99999999999999' is not a positive integer"
+    assert reasons[10] == "dims 'SmallVector([1; 1; 2; 3])' is not a permutation of at most 8 dims"
+    assert reasons[11] == "dims 'SmallVector()' is not a permutation of at most 8 dims"
+    assert replayed.ops[12].timing is not None  # a ring of no devices: costed as plain attention

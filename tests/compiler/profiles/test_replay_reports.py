@@ -37,3 +37,26 @@ def test_each_shipped_report_replays_with_most_of_its_device_time_built(perf_rep
     for device in range(devices):  # back to back on each device, in the report's order
         mine = [t for t in timings if t.device == device]
         assert all(b.start_ns == pytest.approx(a.end_ns) for a, b in zip(mine, mine[1:]))
+
+
+# kinds whose kernels follow ttnn's programs closely enough to be held to 25% on every row of the
+# reports (docs/validation.md, "Beyond matmuls"): a regression in one shows here
+WITHIN_25 = ("groupnorm", "grid_sample", "reshape", "layernorm")
+
+
+@pytest.fixture(scope="module")
+def every_row(perf_reports):
+    rows: dict[str, list[float]] = {}
+    for name in sorted(REPORTS):
+        report = read_ops_report((perf_reports / name).read_text(encoding="utf-8-sig"), name)
+        for r in replay(report).ops:
+            if r.timing is not None and r.op.kernel_ns:
+                rows.setdefault(r.kind, []).append(abs(r.op.kernel_ns / r.timing.duration_ns - 1))
+    return rows
+
+
+@pytest.mark.parametrize("kind", WITHIN_25)
+def test_kinds_modelled_as_ttnn_runs_them_are_within_a_quarter_of_the_chip(every_row, kind):
+    errors = sorted(every_row[kind])
+    assert len(errors) >= 20
+    assert errors[len(errors) // 2] <= 0.25, f"{kind}: median |error| {errors[len(errors) // 2]:.0%}"
