@@ -58,6 +58,9 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
     # a compute kernel's reader and writer wait on every tile they move (ttnn's eltwise, norm and
     # reduction readers: one tile, then a barrier); a data-movement kernel keeps blocks in flight
     waits = engine == "vector"
+    # ttnn's element-wise compute kernels take the destination registers for one tile at a time
+    # (acquire, unpack, math, pack, release): each tile is a step of the pipeline's handshakes
+    per_tile = engine == "vector" and cls.kind_class in opset.ELTWISE_CLASSES
     work = []
     for n, members in counts.items():
         frac = n / total
@@ -98,7 +101,7 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
                 reads,
                 Compute(engine, n, cycles, unpack_bytes=unpacked, pack_bytes=packed),
                 writes,
-                ceil_div(n, block),
+                n if per_tile else ceil_div(n, block),
                 cbs,
                 copies == 2,
             )

@@ -21,8 +21,10 @@ from tilescope.compiler.profiles.report import ReportOp
 from tilescope.compiler.targets.chip import Target
 
 
-# ops whose report lists their output buffer, allocated beforehand, as their last operand
+# ops whose report lists their output buffer, allocated beforehand, as their last operand; an
+# element-wise op given an output tensor lists it too, past the operands its kind takes
 PREALLOCATED = ("MoveDeviceOperation",)
+ARITY = {opset.ELTWISE_UNARY: 1, opset.ELTWISE_BINARY: 2, opset.ELTWISE_TERNARY: 3}
 # copies between a shard and a slice of an interleaved tensor: the shard written into the tensor
 # in place (the tensor listed as an operand), as a cache update is; or a slice of it read
 PARTIAL_WRITES = ("ShardedToInterleavedPartialDeviceOperation",)
@@ -36,8 +38,9 @@ def streamed(op: ReportOp, kind: str, target: Target) -> Built:
     """An op over the report's tensors as they are: its non-empty inputs in, its outputs out."""
     model = OneOp(op)
     inputs = list(model.inputs)
+    arity = ARITY.get(opset.op_class(kind).kind_class, len(inputs))
     if (
-        op.op_code.startswith(PREALLOCATED)
+        (op.op_code.startswith(PREALLOCATED) or len(inputs) > arity)
         and len(inputs) > 1
         and op.outputs
         and op.inputs[inputs[-1]] == op.outputs[0]

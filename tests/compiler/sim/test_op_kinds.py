@@ -145,3 +145,15 @@ def test_a_batched_matmul_pads_each_batch_s_rows_and_reads_each_batch_s_b():
     assert work.compute.tiles == 20 * 1 * 2  # 20 batches of one 19-row tile, K of two tiles
     b_bytes = sum(x.bytes for x in work.reads if x.tensor == kernel.ops[-1].inputs[1])
     assert b_bytes == 20 * 2 * 2048  # each batch's own B, once
+
+
+def test_an_element_wise_kernel_hands_each_tile_through_the_pipeline_on_its_own():
+    # 96 tiles a core in L1, nothing waited on: the relu's compute takes the destination
+    # registers for one tile at a time, so each tile pays the pipeline's handshakes
+    sharded = shard_config("height_sharded", (5, 4), (1536, 64))
+    x = t(1, 1, 30720, 64, memory="l1_height_sharded")
+    row = op("UnaryDeviceOperation", [x], [x], cores=20, arch="blackhole", output_mem_config=sharded)
+    base = _ns(row, "relu")
+    pipeline = replace(BLACKHOLE.pipeline, step_sync_cycles=BLACKHOLE.pipeline.step_sync_cycles + 100)
+    slower = _ns(row, "relu", replace(BLACKHOLE, pipeline=pipeline))
+    assert slower - base == pytest.approx(96 * 100 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
