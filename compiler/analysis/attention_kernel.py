@@ -12,7 +12,7 @@ from tilescope.compiler.analysis.core_shares import grid_cores, spread
 from tilescope.compiler.analysis.core_transfers import CoreTransfers
 from tilescope.compiler.analysis.matmul_blocking import subblock, unpacked_per_multiply
 from tilescope.compiler.analysis.matrix_dims import attention_dims
-from tilescope.compiler.ir import opset
+from tilescope.compiler.ir import attributes, opset
 from tilescope.compiler.ir.core_work import CircularBuffer, Compute, CoreWork, Kernel
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.ir.tiles import ceil_div, tile_bytes
@@ -21,6 +21,7 @@ from tilescope.compiler.targets.chip import Target
 # query rows and key rows per step of flash attention: tt-transformers' SDPA program configs use
 # chunks of 256 for long prompts (models/tt_transformers/tt/model_config.py, q/k_chunk_size)
 Q_CHUNK_ROWS = K_CHUNK_ROWS = 256
+MAX_CHUNKS = 4096  # query chunks a causal mask's mean is taken over
 
 
 def attention_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> Kernel:
@@ -101,15 +102,21 @@ def _q_offset(op: Op, sq: int, sk: int) -> int:
     """Where the first query sits among the keys: after the keys before it (a prompt continuing a
     cache), unless the op says (`q_offset`, a ring attention's device at its place in the ring)."""
     try:
-        return max(0, int(str(op.attrs["q_offset"]).split(":")[0]))
+        return max(0, attributes.integer(op.attrs["q_offset"]))
     except (KeyError, ValueError):  # not said, or not an integer: after the keys before it
         return max(0, sk - sq)
 
 
 def _causal_keys(sq: int, sk: int, offset: int, q_chunk: int, k_chunk: int) -> float:
     """Mean key rows a query chunk reads under a causal mask: every key chunk up to the one
-    holding its last query's position, none past it."""
-    starts = range(0, sq, q_chunk)
+    holding its last query's position, none past it (over at most MAX_CHUNKS chunks, evenly
+    spaced, for a prompt of millions of rows)."""
+    chunks = ceil_div(sq, q_chunk)
+    starts = (
+        [i * chunks // MAX_CHUNKS * q_chunk for i in range(MAX_CHUNKS)]
+        if chunks > MAX_CHUNKS
+        else range(0, sq, q_chunk)
+    )
     needed = [min(sk, ceil_div(min(sk, offset + min(sq, s + q_chunk)), k_chunk) * k_chunk) for s in starts]
     return sum(needed) / max(1, len(needed))
 

@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from tilescope.compiler.analysis.core_cycles import vector_cycles
 from tilescope.compiler.analysis.stream_kernel import stream_kernel
-from tilescope.compiler.ir import opset
+from tilescope.compiler.ir import attributes, opset
 from tilescope.compiler.ir.core_work import NOC, Compute, CoreWork, Kernel, Transfer
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
 from tilescope.compiler.ir.tiles import ceil_div, tile_bytes, tile_grid
@@ -42,7 +42,7 @@ def group_norm_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) 
     out = graph.tensors[op.outputs[0]]
     tile = x.layout.tile
     channels = x.shape[-1] if x.shape else 1
-    groups = max(1, min(channels, _int(op.attrs.get("num_groups"), 1)))
+    groups = max(1, min(channels, _num_groups(op)))
     _, _, col_tiles = tile_grid(x.shape, tile)
     # channels split over the grid's columns when the input is sharded that way
     channel_shards = kernel.grid[1] if x.layout.memory_layout in ("block_sharded", "width_sharded") else 1
@@ -92,8 +92,8 @@ def _again(t: Transfer, tiles: int, size: float) -> Transfer:
     return replace(t, bytes=tiles * size, pages=tiles)
 
 
-def _int(value, default: int) -> int:
+def _num_groups(op: Op) -> int:
     try:
-        return int(str(value).split(":")[0].strip())
-    except (TypeError, ValueError):
-        return default
+        return attributes.integer(op.attrs.get("num_groups", 1))
+    except ValueError:  # not an integer: one group, the layer norm of the whole row
+        return 1

@@ -13,22 +13,12 @@ from tilescope.compiler.ir.graph import Graph, Op
 ATTENTION_DIMS = ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim")
 
 
-def _int(value) -> int:
-    """An integer attribute: an int, or its MLIR text (`32 : i64`)."""
-    if isinstance(value, int):
-        return value
-    found = attributes.ints(str(value))
-    if len(found) != 1:
-        raise ValueError(value)
-    return found[0]
-
-
 def attention_dims(graph: Graph, op: Op) -> tuple[int, int, int, int, int]:
     """(batch x query heads, batch x KV heads, query positions, key positions, head dim) of an
     attention op, as fuse-attention recorded them (its operands may hold the heads side by side), or
     as an attention op read from MLIR gives them (`32 : i64`)."""
     try:
-        batch, heads, kv_heads, q_len, kv_len, head_dim = (_int(op.attrs[key]) for key in ATTENTION_DIMS)
+        batch, heads, kv_heads, q_len, kv_len, head_dim = (attributes.integer(op.attrs[key]) for key in ATTENTION_DIMS)
         return batch * heads, batch * kv_heads, q_len, kv_len, head_dim
     except (KeyError, ValueError):
         raise ModelLoadError(

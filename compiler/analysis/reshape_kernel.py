@@ -148,7 +148,8 @@ def _faces(row: int, col: int, rows: int, cols: int) -> list[tuple[int, int]]:
 
 
 def _rank3(shape: tuple[int, ...]) -> tuple[int, int, int]:
-    """(matrices, rows, columns): leading dims folded, as the tiled reshape sees a tensor."""
+    """(matrices, rows, columns): leading dims folded, as ttnn's tiled reshape sees a tensor, its
+    size-1 dims kept (tiles.matrix_dims drops them: tilescope's own layout)."""
     if not shape:
         return 1, 1, 1
     if len(shape) == 1:

@@ -17,3 +17,13 @@ def ints(text: str | None) -> tuple[int, ...]:
         body = body[body.find(":") + 1 : body.rfind(">")] if ":" in body else ""
     body = re.sub(r":\s*[a-z]+\d*", "", body)  # drop ': i32' type suffixes
     return tuple(int(v) for v in _INT.findall(body))
+
+
+def integer(value) -> int:
+    """An integer attribute: an int, or its MLIR text (`32 : i64`); ValueError for anything else."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    found = ints(str(value))
+    if len(found) != 1:
+        raise ValueError(value)
+    return found[0]
