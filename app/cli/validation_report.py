@@ -44,7 +44,7 @@ def main(models: str | None, every_row: bool, fit: bool, as_json: bool) -> int:
     if fit:
         fitted = _fit(gemm)
         unpacker = fitted.pop(UNPACKER_KEY)
-        targets = calibration.fitted_targets(fitted, unpacker)
+        targets = calibration.fitted_targets(dict(fitted), unpacker)  # its own copy: the key below is not a constant
         fitted[UNPACKER_KEY] = unpacker
     if measurements is not None:
         return _models(measurements, targets, fitted, as_json)

@@ -31,6 +31,9 @@ from tilescope.compiler.ir.tiles import ceil_div, num_tiles, tile_bytes
 from tilescope.compiler.targets.chip import Target
 
 
+MAX_PADDED_BLOCK = 1024  # tiles of a padded block's side: a report's larger one is not taken
+
+
 @dataclass(frozen=True)
 class _Share:
     """What a group of cores with the same share computes: output tile rows and columns, the
@@ -45,7 +48,13 @@ class _Share:
 def gemm_kernel(graph: Graph, op: Op, target: Target) -> Kernel:
     """The op's kernel: cores grouped by their share of the output, each group's work once."""
     gemm = _Gemm(graph, op, target)
-    program, axis, bm, bn = matmul_split(gemm.mt, gemm.nt, gemm.grid, target.noc_multicast)
+    if gemm.padded:  # whole blocks dealt to the grid's rows (of M) and columns (of N)
+        mb, nb, _ = gemm.padded
+        rows, cols = gemm.grid
+        program, axis = "matmul_padded_blocks", "2d"
+        bm, bn = ceil_div(gemm.mt // mb, rows) * mb, ceil_div(gemm.nt // nb, cols) * nb
+    else:
+        program, axis, bm, bn = matmul_split(gemm.mt, gemm.nt, gemm.grid, target.noc_multicast)
     groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
     work: dict[tuple, _Share] = {}
     keyed: dict[tuple, tuple] = {}  # a core's share -> its group's key: most cores share one
@@ -97,6 +106,15 @@ class _Gemm:
         # is a matmul of its own, so a pass never spans two batches and reads its batch's B
         batches = math.prod(self.b.shape[:-2]) if op.kind == "matmul" and len(self.b.shape) > 2 else 1
         self.batch_mt = self.mt // out_batches if batches > 1 and batches == out_batches else self.mt
+        # a program padding M, N and K up to whole blocks of M x N x K tiles, computing the padding
+        # (ttnn's minimal_matmul: MinimalMatmulConfig's M, N and K block sizes)
+        found = attributes.ints(op.attrs.get("padded_block")) if op.kind == "matmul" else ()
+        self.padded = found if len(found) == 3 and min(found) > 0 and max(found) <= MAX_PADDED_BLOCK else ()
+        if self.padded:
+            mb, nb, kb = self.padded
+            self.mt, self.nt = ceil_div(self.mt, mb) * mb, ceil_div(self.nt, nb) * nb
+            self.kt = self.a_kt = ceil_div(self.kt, kb) * kb
+            self.batch_mt = self.mt
         self.fidelity = fidelity_of(op, self.a.layout.dtype, target)
         self.compute_dtype = target.compute_dtype(self.a.layout.dtype)
         self.cycles_per_tile = target.tile_cycles(self.compute_dtype, self.fidelity, rows=tile[0])
@@ -129,6 +147,8 @@ class _Gemm:
     def blocks_of(self, m: int, n: int) -> tuple[int, int, int]:
         """A core computes its share in passes of pm x pn output tiles, each looping over K in
         steps of kb tiles, with buffers sized to fit next to the tensors live in L1."""
+        if self.padded:  # a pass is a block, its K looped a block at a time
+            return min(self.padded[0], m), min(self.padded[1], n), self.padded[2]
         if "block" in self.op.attrs:  # asked for by an override, checked by the layout pass
             asked = self.op.attrs["block"]
             return min(asked[0], m, self.batch_mt), min(asked[1], n), asked[2]

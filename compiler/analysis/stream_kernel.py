@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from tilescope.compiler.ir.meta import L1_LIVE
+from tilescope.compiler.analysis.binary_moves import by_writer, native_shards, scalar_fill
 from tilescope.compiler.analysis.core_cycles import vector_cycles
 from tilescope.compiler.analysis.core_shares import grid_cores, shard_shares, spread
 from tilescope.compiler.analysis.core_transfers import CoreTransfers
@@ -82,19 +83,13 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
 
         reads = tuple(m for t in ins for m in reads_of(t))
         writes = tuple(m for t in outs for m in writes_of(t))
-        cycles = vector_cycles(target, n, max(1.0, passes), tile) if engine == "vector" else 0.0
+        binary = cls.kind_class == opset.ELTWISE_BINARY
+        reads = by_writer(ins, reads) if binary else reads
+        cycles = _vector_cycles(op, cls, target, n, passes, tile) if engine == "vector" else 0.0
         # the vector engine works on registers: its operands are unpacked in, its results packed out
         unpacked = sum(t.bytes for t in reads) if engine == "vector" else 0.0
         packed = sum(t.bytes for t in writes) if engine == "vector" else 0.0
-        cbs = tuple(
-            CircularBuffer(
-                f"in{i}" if i < len(ins) else "out",
-                t.name,
-                copies * block,
-                copies * block * tile_bytes(t.layout.dtype, t.layout.tile),
-            )
-            for i, t in enumerate(ins + outs)
-        )
+        cbs = _buffers(ins, outs, copies * block)
         work.append(
             CoreWork(
                 tuple(members),
@@ -104,9 +99,35 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
                 n if per_tile else ceil_div(n, block),
                 cbs,
                 copies == 2,
+                scalar_fill(ins, outs, target) if binary else 0.0,
+                # engines handing tiles straight on, none waiting on a transaction of the NoC
+                per_tile and not any(t.pages for t in reads + writes) and (not binary or native_shards(ins, outs)),
             )
         )
     return Kernel(grid, tuple(work), "eltwise" if engine == "vector" else "data_movement")
+
+
+def _buffers(ins: list[Tensor], outs: list[Tensor], pages: int) -> tuple[CircularBuffer, ...]:
+    """A circular buffer of `pages` tiles per operand and result."""
+    return tuple(
+        CircularBuffer(
+            f"in{i}" if i < len(ins) else "out", t.name, pages, pages * tile_bytes(t.layout.dtype, t.layout.tile)
+        )
+        for i, t in enumerate(ins + outs)
+    )
+
+
+def _vector_cycles(
+    op: Op, cls: opset.OpClass, target: Target, tiles: int, passes: float, tile: tuple[int, int]
+) -> float:
+    """The compute engine's cycles: a unary function (and those fused into the op) at its measured
+    cost per tile on the vector unit, where the target knows it; else `passes` element-wise passes."""
+    kinds = (op.kind, *op.attrs.get("fused_kinds", ()))
+    costs = [target.sfpu_tile_cycles(k) for k in kinds if opset.op_class(k).kind_class == opset.ELTWISE_UNARY]
+    if cls.kind_class != opset.ELTWISE_UNARY or None in costs or not costs:
+        return vector_cycles(target, tiles, max(1.0, passes), tile)
+    share = tile[0] * tile[1] / (target.tile[0] * target.tile[1])  # a tiny tile has fewer rows
+    return tiles * share * sum(costs)
 
 
 def _row_major(t: Tensor) -> bool:

@@ -25,6 +25,9 @@ class Transfer:
     # NoC commands the core's RISC-V issues for it, one by one (a convolution's reader gathering
     # its im2col rows); 0 when a few commands move it
     commands: int = 0
+    # a read the writer's RISC-V makes, beside the reader's (ttnn's binary ops read their second
+    # operand in the writer kernel, tile by tile before writing each result)
+    by_writer: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,12 @@ class CoreWork:
     blocks: int  # pipeline steps: reader, compute and writer overlap block by block
     cbs: tuple[CircularBuffer, ...] = ()
     double_buffered: bool = True  # False: each buffer holds one step, so engines take turns
+    # cycles the writer's RISC-V spends before its first step, beside the reader's fetches (ttnn's
+    # binary op with a scalar fills a tile with it, word by word, before any tile is computed)
+    setup_cycles: float = 0.0
+    # steps of one tile each, handed between engine threads that overlap (ttnn's element-wise
+    # kernels): no step waits on a handshake beyond the engines' own work
+    tile_steps: bool = False
 
     @property
     def cb_bytes(self) -> float:

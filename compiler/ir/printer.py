@@ -72,6 +72,7 @@ def _core_group(group: CoreWork, indent: str) -> list[str]:
     lines = [f'{indent}"ts.cores"() ({{']
     for t in group.reads:
         where = f"path = {_string(t.path)}, tensor = {_string(t.tensor)}"
+        where += ', by = "writer"' if t.by_writer else ""
         lines.append(f'{inner}"ts.read"() {{bytes = {round(t.bytes)} : i64, {where}}} : () -> ()')
     for cb in group.cbs:
         what = f"name = {_string(cb.name)}, pages = {_attr_value(cb.pages)}, tensor = {_string(cb.tensor)}"
@@ -85,6 +86,7 @@ def _core_group(group: CoreWork, indent: str) -> list[str]:
         lines.append(f'{inner}"ts.write"() {{bytes = {round(t.bytes)} : i64, {where}}} : () -> ()')
     cores = _cores(group.cores)
     single = "" if group.double_buffered else ", double_buffer = false"
+    single += f", setup_cycles = {round(group.setup_cycles)} : i64" if group.setup_cycles else ""
     lines.append(
         f"{indent}}}) {{blocks = {_attr_value(group.blocks)}, cores = array<i64: {cores}>{single}}} : () -> ()"
     )

@@ -8,6 +8,7 @@ their target); the mesh, per-device tensors and shardings are kept.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tilescope.compiler.ir.meta import LOCAL
@@ -15,6 +16,17 @@ from tilescope.compiler.ir.meta_key import Meta
 from tilescope.compiler.ir import opset
 from tilescope.compiler.errors import clip
 from tilescope.compiler.ir.graph import Graph, Op
+
+
+FUSED = "fused_kinds"  # element-wise functions an op applies to its result in the same kernel
+MAX_FUSED = 16
+
+
+def fused_kinds(text: str) -> tuple[str, ...]:
+    """The kinds a source names as fused into an op (`fused_kinds = ["exp", "reciprocal"]`),
+    those of the vocabulary, at most MAX_FUSED."""
+    names = re.findall(r'"([a-z_0-9]{1,40})"', text[:4096])[:MAX_FUSED]
+    return tuple(name for name in names if name in opset.KINDS)
 
 
 @dataclass(frozen=True)
@@ -35,6 +47,8 @@ class Normalize:
                 op.attrs["source_op"] = op.kind
                 kind = opset.OPAQUE
             op.kind, op.source, op.meta = kind, (op.name,), Meta()
+            if isinstance(op.attrs.get(FUSED), str):
+                op.attrs[FUSED] = fused_kinds(op.attrs[FUSED])
             if empties:
                 op.inputs = [t for t in op.inputs if t not in empties]
             ops.append(op)

@@ -20,7 +20,7 @@ from tilescope.compiler.analysis.group_norm_kernel import group_norm_kernel
 from tilescope.compiler.analysis.reshape_kernel import reshape_kernel
 from tilescope.compiler.analysis.stream_kernel import stream_kernel
 from tilescope.compiler.ir import opset
-from tilescope.compiler.ir.core_work import CircularBuffer, CoreWork, Kernel, Transfer
+from tilescope.compiler.ir.core_work import Kernel, Transfer
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.ir.tiles import same_bytes
 from tilescope.compiler.targets.chip import Target
@@ -55,14 +55,11 @@ def _renamed(kernel: Kernel, names: dict[str, str]) -> Kernel:
         return tuple(replace(t, tensor=names[t.tensor]) for t in transfers)
 
     groups = tuple(
-        CoreWork(
-            g.cores,
-            moves(g.reads),
-            g.compute,
-            moves(g.writes),
-            g.blocks,
-            tuple(CircularBuffer(cb.name, names[cb.tensor], cb.pages, cb.bytes) for cb in g.cbs),
-            g.double_buffered,
+        replace(
+            g,
+            reads=moves(g.reads),
+            writes=moves(g.writes),
+            cbs=tuple(replace(cb, tensor=names[cb.tensor]) for cb in g.cbs),
         )
         for g in kernel.groups
     )

@@ -110,6 +110,14 @@ BINARY_CODES = ("BinaryNgDeviceOperation", "BinaryDeviceOperation", "Binary")
 UNARY_CODES = ("UnaryDeviceOperation", "Unary")
 _BINARY_TYPE = re.compile(r"BinaryOpType::(\w+)")
 _UNARY_TYPE = re.compile(r"UnaryOpType::(\w+)")
+MAX_CHAIN = 16  # functions of a unary op's chain read: a report's longer chain is cut there
+
+
+def unary_chain(attributes: Mapping[str, str]) -> tuple[str, ...]:
+    """The functions a unary op applies after its first, in order (ttnn's op_chain), as kinds of
+    the vocabulary; those it does not name are left out."""
+    names = (n.lower() for n in _UNARY_TYPE.findall(attributes.get("op_chain", ""))[1:MAX_CHAIN])
+    return tuple(kind for kind in (UNARY.get(n, n) for n in names) if kind in opset.KINDS)
 
 
 def kind_of(op_code: str, attributes: Mapping[str, str]) -> str:

@@ -11,11 +11,13 @@ sizes do not make one, is not built, with the reason: never guessed.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 
 from tilescope.compiler.ir import opset
 from tilescope.compiler.profiles import replay_mesh, replay_windows
+from tilescope.compiler.profiles.op_codes import UNARY_CODES, unary_chain
 from tilescope.compiler.profiles.replay_model import Built, NotBuilt, OneOp
 from tilescope.compiler.profiles.report import ReportOp
 from tilescope.compiler.targets.chip import Target
@@ -31,6 +33,9 @@ PARTIAL_WRITES = ("ShardedToInterleavedPartialDeviceOperation",)
 PARTIAL_READS = ("InterleavedToShardedPartialDeviceOperation",)
 MAX_RANK = 8  # dims of a permutation a report may name
 # attributes of the report a kind's kernel reads: the report's key, tilescope's, and whether a list
+MINIMAL_MATMUL = "MinimalMatmulOp"  # pads M, N and K to whole blocks of its config's sizes
+_BLOCK_SIZE = re.compile(r"\b([MNK]_block_size)=(\d{1,6})\b")
+MAX_BLOCK = 1024
 KIND_ATTRIBUTES = {"groupnorm": (("num_groups", "num_groups", False),), "permute": (("dims", "permutation", True),)}
 
 
@@ -49,6 +54,9 @@ def streamed(op: ReportOp, kind: str, target: Target) -> Built:
     if not inputs:
         raise NotBuilt("no operand holds data")
     props = ", ".join(filter(None, (_prop(op, *said) for said in KIND_ATTRIBUTES.get(kind, ()))))
+    chain = unary_chain(op.attributes) if op.op_code in UNARY_CODES else ()
+    if chain:  # the chain's later functions, applied to each tile in the same kernel
+        props = ", ".join(filter(None, (props, f"fused_kinds = [{', '.join(map(json.dumps, chain))}]")))
     return model.done(kind, model.emit(kind, inputs, props), inputs, target)
 
 
@@ -103,8 +111,18 @@ def matmul(op: ReportOp, kind: str, target: Target) -> Built:
     k_b = b[-1] if flags["b"] else b[-2]
     if k_a != k_b:
         raise NotBuilt(f"matmul operands {a} and {b} do not share K")
-    props = ", ".join(f"transpose_{side} = true" for side, on in flags.items() if on)
-    return model.done(kind, model.emit(kind, model.inputs, props), model.inputs, target)
+    props = [f"transpose_{side} = true" for side, on in flags.items() if on]
+    blocks = _padded_blocks(op.attributes.get("config", "")) if op.op_code == MINIMAL_MATMUL else ()
+    if blocks:
+        props.append(f"padded_block = array<i64: {', '.join(map(str, blocks))}>")
+    return model.done(kind, model.emit(kind, model.inputs, ", ".join(props)), model.inputs, target)
+
+
+def _padded_blocks(config: str) -> tuple[int, ...]:
+    """M, N and K block sizes (tiles) of a MinimalMatmulConfig, or () when it does not give all three."""
+    found = {key: int(value) for key, value in _BLOCK_SIZE.findall(config[:4096])}
+    sizes = tuple(found.get(f"{side}_block_size", 0) for side in "MNK")
+    return sizes if all(0 < size <= MAX_BLOCK for size in sizes) else ()
 
 
 Builder = Callable[[ReportOp, str, Target], Built]

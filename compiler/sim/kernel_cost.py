@@ -155,27 +155,34 @@ class KernelCost:
 
         # multicast data is pushed into the core's buffers by the sender, alongside what the
         # core's own reader fetches: the two overlap
-        fetched = seconds(tuple(t for t in group.reads if t.path != MCAST))
+        fetched = seconds(tuple(t for t in group.reads if t.path != MCAST and not t.by_writer))
         pushed = seconds(tuple(t for t in group.reads if t.path == MCAST))
         # a sender's reader fetches a block, then multicasts it, one after the other
         sent = sum(t.bytes for t in group.reads if t.path != MCAST and t.tensor in multicast)
         if sent:
             terms[MCAST] = terms.get(MCAST, 0.0) + sent / self.target.multicast_bytes_per_s
             fetched += sent / self.target.multicast_bytes_per_s
-        read, write = max(fetched, pushed), seconds(group.writes)
+        # the writer's own reads come before the results it writes, on the same RISC-V, and what
+        # it does before its first step (a tile filled with a scalar) delays its writes
+        read = max(fetched, pushed)
+        fetched_by_writer = seconds(tuple(t for t in group.reads if t.by_writer))
+        written = seconds(group.writes) + group.setup_cycles / self.target.clock_hz
+        write = fetched_by_writer + written
         compute = self._engine_cycles(group.compute) / self.target.clock_hz
         terms["compute"] = compute
         if group.compute.waits:
             waited = group.compute.waits * self.target.noc_round_trip_cycles / self.target.clock_hz
             terms[LATENCY] = terms.get(LATENCY, 0.0) + waited
             compute += waited
-        phases = (read, compute, write)
-        longest = max(phases)
+        longest = max(read, compute, write)
+        # a step's path: its operands fetched (by reader and writer at once), computed, written
+        path = max(read, fetched_by_writer) + compute + written
         if group.double_buffered:  # engines overlap: fill, then the slowest phase sets the pace
-            total = longest + (sum(phases) - longest) / max(1, group.blocks)
+            total = longest + max(0.0, path - longest) / max(1, group.blocks)
         else:  # one slot per buffer: each step is read, then computed, then written
-            total = sum(phases)
-        total += group.blocks * self.step_sync_cycles[receiver] / self.target.clock_hz
+            total = path
+        if not group.tile_steps:
+            total += group.blocks * self.step_sync_cycles[receiver] / self.target.clock_hz
         # Reader and writer overlap, but a memory serves both, one after the other: a shared one
         # at its share of the bandwidth, the core's own at its banks' rate.
         local: dict[str, float] = {}
@@ -201,12 +208,17 @@ class KernelCost:
         return longest + pipe.overlap_loss * (sum(stages) - longest)
 
     def _latency(self, kernel: Kernel) -> float:
-        """Starting the op: its kernels launched on every core, then one NoC traversal to start
-        the pipeline (interface plus average hops across the grid)."""
+        """Starting the op: its kernels launched on a core, the last of its cores starting later
+        by the chip's skew, then one NoC traversal to start the pipeline (interface plus average
+        hops across the grid)."""
         target = self.target
         hops = (kernel.grid[0] + kernel.grid[1]) / 2
         traversal = (target.noc_interface_cycles + hops * target.noc_hop_cycles) / target.clock_hz
-        return target.pipeline.launch_ns / NS + traversal
+        return target.pipeline.launch_ns / NS + self._skew(kernel) + traversal
+
+    def _skew(self, kernel: Kernel) -> float:
+        """Seconds from the first of the op's cores starting to the last."""
+        return self.target.pipeline.start_skew_ns / NS if kernel.cores_used > 1 else 0.0
 
 
 def _bytes_by_path(kernel: Kernel) -> dict[str, float]:

@@ -57,11 +57,17 @@ class CorePipeline:
     pack_bytes_per_cycle: float | None = None  # result bytes from the destination registers to L1
     overlap_loss: float = 0.0  # share of the shorter engines' time the longest one does not hide
     step_sync_cycles: float = 0.0  # per pipeline step: circular-buffer and semaphore handshakes
-    launch_ns: float = 0.0  # per op: its kernels started on every core, buffers set up
+    launch_ns: float = 0.0  # per op: its kernels started on a core, buffers set up
+    # per op on more than one core: the last core starts its kernels this long after the first
+    # (the device's dispatch reaching every core)
+    start_skew_ns: float = 0.0
     dest_tiles: int = 8  # output tiles the matrix engine accumulates at once: the sub-block limit
     # a data-movement core's RISC-V copying one contiguous piece of a tile (at most a face row)
     # from one L1 buffer to another, as a tiled reshape rearranges its tiles
     segment_copy_cycles: float = 0.0
+    # a data-movement core's RISC-V storing one 32-bit word to its L1, in a loop of such stores
+    # (filling a tile with a scalar)
+    word_store_cycles: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)  # identity: one object per file content (see catalog.load_target)
@@ -93,6 +99,10 @@ class Target:
     # the 68th percentile of held-out |measured / predicted - 1| ([error_bands], written by
     # `tilescope calibrate`); "default" for kinds with too few measurements. Empty: no band known
     error_bands: dict[str, float] = field(default_factory=dict)
+    # cycles the vector unit (SFPU) takes over one tile for each element-wise function of the
+    # vocabulary it computes (relu, erf, exp, ...), measured per function; "default" for the rest.
+    # Empty: every pass costs what the matrix engine's element-wise path does (elements_per_cycle)
+    sfpu_cycles: dict[str, float] = field(default_factory=dict)
     # the devices this target's chip is one of, and their links; a lone chip is a system of one
     system: System = SINGLE_DEVICE
 
@@ -166,6 +176,10 @@ class Target:
         """The share of a `kind` op's predicted time its measurements fall within (about two in
         three of them), or None when the target has no measurements to say."""
         return self.error_bands.get(kind, self.error_bands.get(DEFAULT_BAND))
+
+    def sfpu_tile_cycles(self, kind: str) -> float | None:
+        """The vector unit's cycles for one tile of the function `kind`, or None when not known."""
+        return self.sfpu_cycles.get(kind, self.sfpu_cycles.get(DEFAULT_BAND))
 
     @property
     def vector_ops_per_s(self) -> float:

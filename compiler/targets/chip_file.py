@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from tilescope.compiler.errors import TargetError
+from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
 from tilescope.compiler.targets.chip import (
     DISPATCH_MODES,
@@ -55,6 +56,8 @@ LIMITS: dict[str, tuple[float, float]] = {
     "pipeline.launch_ns": (0, 1e9),
     "pipeline.dest_tiles": (1, 1024),
     "pipeline.segment_copy_cycles": (0, 1_000_000),
+    "pipeline.word_store_cycles": (0, 1_000_000),
+    "pipeline.start_skew_ns": (0, 1_000_000),
     "noc.count": (1, 64),
     "noc.round_trip_cycles": (0, 1_000_000),
     "noc.issue_cycles": (0, 1_000_000),
@@ -63,6 +66,7 @@ LIMITS: dict[str, tuple[float, float]] = {
     "noc.interface_cycles": (1, 1_000_000),
     "dispatch.<mode>_ns": (0, 1e9),  # at most a second per op launch
     "error_bands.<kind>": (0, 1000),  # a share of the predicted time
+    "vector.sfpu_cycles_per_tile.<kind>": (1, 1_000_000),
 }
 MAX_BANDS = 256  # kinds with an error band
 
@@ -140,8 +144,10 @@ def _pipeline(data: dict, where: str) -> CorePipeline:
         overlap_loss=number("overlap_loss", float),
         step_sync_cycles=number("step_sync_cycles", float),
         launch_ns=number("launch_ns", float),
+        start_skew_ns=number("start_skew_ns", float),
         dest_tiles=number("dest_tiles", int),
         segment_copy_cycles=number("segment_copy_cycles", float),
+        word_store_cycles=number("word_store_cycles", float),
     )
 
 
@@ -151,6 +157,19 @@ def _error_bands(data: dict, where: str) -> dict[str, float]:
     if len(table) > MAX_BANDS:
         raise TargetError(f"{where}: key 'error_bands' has {len(table)} kinds: at most {MAX_BANDS}")
     return {kind: _get(data, f"error_bands.{kind}", float, where, limits="error_bands.<kind>") for kind in table}
+
+
+def _sfpu_cycles(data: dict, where: str) -> dict[str, float]:
+    """Optional [vector] sfpu_cycles_per_tile: element-wise kind (or "default") -> cycles per tile."""
+    key = "vector.sfpu_cycles_per_tile"
+    table = _get(data, key, dict, where, default={})
+    if len(table) > MAX_BANDS:
+        raise TargetError(f"{where}: key {shown(key)} has {len(table)} kinds: at most {MAX_BANDS}")
+    for kind in table:
+        if kind != "default" and kind not in opset.KINDS:
+            raise TargetError(f"{where}: key {shown(f'{key}.{kind}')} is no kind of the vocabulary")
+    limits = "vector.sfpu_cycles_per_tile.<kind>"
+    return {kind: _get(data, f"{key}.{kind}", float, where, limits=limits) for kind in table}
 
 
 def _dtype_keys(data: dict, key: str, where: str, default: Any = MISSING) -> dict:
@@ -224,4 +243,5 @@ def target_from(data: dict, where: str, assumed: tuple[str, ...] = ()) -> Target
         noc_issue_cycles=_get(data, "noc.issue_cycles", float, where, default=0.0),
         short_tiles=_get(data, "tile.short_rows", bool, where, default=False),
         error_bands=_error_bands(data, where),
+        sfpu_cycles=_sfpu_cycles(data, where),
     )

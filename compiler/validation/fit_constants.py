@@ -39,4 +39,10 @@ CONSTANTS = (
         400.0,
         "a RISC-V's copy of a face row between L1 buffers: 16 word accesses and bookkeeping",
     ),
+    Constant(
+        "pipeline.word_store_cycles",
+        1.0,
+        40.0,
+        "a RISC-V's 32-bit store to L1 in a loop of them: at most one per 5 cycles (tt-isa BabyRISCV)",
+    ),
 )

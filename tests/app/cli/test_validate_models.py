@@ -119,3 +119,12 @@ def test_an_unreadable_table_is_one_error_line(capsys, tmp_path):
     code, _, err = cli(capsys, "--models", str(tmp_path / "absent.csv"))
     assert code != 0 and "Traceback" not in err
     assert err.strip() == f"tilescope: error: {tmp_path / 'absent.csv'}: cannot read: No such file or directory"
+
+
+def test_validate_fit_refits_and_reports_with_the_refitted_constants(capsys):
+    code, out, err = cli(capsys, "--fit")
+    assert code == 0, err
+    fitted = next(line for line in out.splitlines() if line.startswith("fitted on the calibration half"))
+    # Wormhole's constants and Blackhole's own unpacker, each named once
+    assert "launch_ns = " in fitted and fitted.count("unpack_bytes_per_cycle") == 2
+    assert "held-out" in out and "Traceback" not in err

@@ -135,3 +135,27 @@ func.func @forward(%a: tensor<32x32xf32>) -> tensor<32x32xf32> {
     assert compilation.kernel.op("constant_0").meta[KERNEL] is None
     sim = simulate(compilation.kernel, wormhole)
     assert [o.name for o in sim.ops] == ["add_0"]
+
+
+def test_functions_a_source_names_as_fused_become_kinds_of_the_vocabulary():
+    text = """
+func.func @f(%x: tensor<32x64xbf16> {ttir.name = "x"}) -> tensor<32x64xbf16> {
+  %0 = "ttir.neg"(%x) {fused_kinds = ["exp", "frobnicate", "reciprocal"]} : (tensor<32x64xbf16>) -> tensor<32x64xbf16> loc("n")
+  return %0 : tensor<32x64xbf16>
+}
+"""
+    graph = Normalize().run(import_mlir(text, "t.mlir").graph)
+    # a name outside the vocabulary is left out, never guessed
+    assert graph.op("n").attrs["fused_kinds"] == ("exp", "reciprocal")
+
+
+def test_a_hostile_fused_list_is_bounded():
+    names = ", ".join(['"exp"'] * 5000)
+    text = f"""
+func.func @f(%x: tensor<32x64xbf16> {{ttir.name = "x"}}) -> tensor<32x64xbf16> {{
+  %0 = "ttir.neg"(%x) {{fused_kinds = [{names}]}} : (tensor<32x64xbf16>) -> tensor<32x64xbf16> loc("n")
+  return %0 : tensor<32x64xbf16>
+}}
+"""
+    graph = Normalize().run(import_mlir(text, "t.mlir").graph)
+    assert len(graph.op("n").attrs["fused_kinds"]) <= 16

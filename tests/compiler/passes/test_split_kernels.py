@@ -94,7 +94,7 @@ GOLDEN_MATMUL_ADD_VIEW = r"""module @"golden" attributes {ts.level = "kernel"} {
     %1 = "ts.add"(%0, %arg0) ({
       "ts.cores"() ({
         "ts.read"() {bytes = 2048 : i64, path = "dram", tensor = "mm"} : () -> ()
-        "ts.read"() {bytes = 2048 : i64, path = "dram", tensor = "x"} : () -> ()
+        "ts.read"() {bytes = 2048 : i64, path = "dram", tensor = "x", by = "writer"} : () -> ()
         "ts.cb"() {bytes = 4096 : i64, name = "in0", pages = 2 : i64, tensor = "mm"} : () -> ()
         "ts.cb"() {bytes = 4096 : i64, name = "in1", pages = 2 : i64, tensor = "x"} : () -> ()
         "ts.cb"() {bytes = 4096 : i64, name = "out", pages = 2 : i64, tensor = "residual"} : () -> ()
@@ -111,8 +111,9 @@ GOLDEN_MATMUL_ADD_VIEW = r"""module @"golden" attributes {ts.level = "kernel"} {
 
 def test_a_thin_matmul_multicasts_a_an_eltwise_op_spreads_its_tiles_and_a_view_does_nothing(wormhole):
     """2x2 output tiles: the 1D program gives each of 2 cores a column, the first fetching all of
-    A and multicasting it to the other; the add's 4 tiles go a tile a core; the reshape only adds
-    a size-1 dim, so it is a view of the add's bytes, with no kernel."""
+    A and multicasting it to the other; the add's 4 tiles go a tile a core, its second operand
+    read by the writer (ttnn's binary_ng); the reshape only adds a size-1 dim, so it is a view of
+    the add's bytes, with no kernel."""
     _, graph = through(MATMUL_ADD_VIEW, wormhole, "split-kernels")
     assert printed(graph) == GOLDEN_MATMUL_ADD_VIEW
 
@@ -132,7 +133,7 @@ GOLDEN_E2 = r"""    %2 = "ts.exp"(%1) ({
         "ts.read"() {bytes = 2048 : i64, path = "dram", tensor = "e1"} : () -> ()
         "ts.cb"() {bytes = 4096 : i64, name = "in0", pages = 2 : i64, tensor = "e1"} : () -> ()
         "ts.cb"() {bytes = 4096 : i64, name = "out", pages = 2 : i64, tensor = "e2"} : () -> ()
-        "ts.compute"() {cycles = 8 : i64, engine = "vector", tiles = 1 : i64} : () -> ()
+        "ts.compute"() {cycles = 1150 : i64, engine = "vector", tiles = 1 : i64} : () -> ()
         "ts.write"() {bytes = 2048 : i64, path = "dram", tensor = "e2"} : () -> ()
       }) {blocks = 1 : i64, cores = array<i64: 0, 0, 0, 1, 0, 2, 0, 3>} : () -> ()
     }) {grid = array<i64: 8, 8>, program = "eltwise", ts.from = ["e2"]} : (tensor<64x64xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>>) -> tensor<64x64xbf16, #ts.layout<dram, interleaved, grid 8x8, bf16, tile 32x32>> loc("e2")

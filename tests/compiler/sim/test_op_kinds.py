@@ -147,13 +147,103 @@ def test_a_batched_matmul_pads_each_batch_s_rows_and_reads_each_batch_s_b():
     assert b_bytes == 20 * 2 * 2048  # each batch's own B, once
 
 
-def test_an_element_wise_kernel_hands_each_tile_through_the_pipeline_on_its_own():
-    # 96 tiles a core in L1, nothing waited on: the relu's compute takes the destination
-    # registers for one tile at a time, so each tile pays the pipeline's handshakes
+def _with(target=BLACKHOLE, sfpu=None, **pipeline):
+    """`target` with some of its pipeline constants or vector-unit costs changed."""
+    changed = replace(target, pipeline=replace(target.pipeline, **pipeline))
+    return replace(changed, sfpu_cycles={**target.sfpu_cycles, **sfpu}) if sfpu else changed
+
+
+def _relu(memory: str, **attributes) -> dict:
+    """A unary op over 30,720 x 64 on 20 cores: 96 tiles a core, sharded in L1 or from DRAM."""
+    if memory == "dram":
+        x = t(1, 1, 30720, 64)
+        return op("UnaryDeviceOperation", [x], [x], cores=20, arch="blackhole", **attributes)
     sharded = shard_config("height_sharded", (5, 4), (1536, 64))
     x = t(1, 1, 30720, 64, memory="l1_height_sharded")
-    row = op("UnaryDeviceOperation", [x], [x], cores=20, arch="blackhole", output_mem_config=sharded)
+    return op("UnaryDeviceOperation", [x], [x], cores=20, arch="blackhole", output_mem_config=sharded, **attributes)
+
+
+def test_a_unary_op_costs_its_function_on_the_vector_unit_for_every_tile():
+    # sharded, nothing waited on: the engines hand tiles straight on, the function's cost sets the pace
+    row = _relu("l1")
     base = _ns(row, "relu")
-    pipeline = replace(BLACKHOLE.pipeline, step_sync_cycles=BLACKHOLE.pipeline.step_sync_cycles + 100)
-    slower = _ns(row, "relu", replace(BLACKHOLE, pipeline=pipeline))
+    dearer = _ns(row, "relu", _with(sfpu={"relu": BLACKHOLE.sfpu_cycles["relu"] + 100}))
+    assert dearer - base == pytest.approx(96 * 100 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
+    # and no handshake is paid a step
+    assert _ns(row, "relu", _with(step_sync_cycles=1000)) == pytest.approx(base)
+
+
+def test_an_element_wise_kernel_waiting_on_each_tile_pays_a_handshake_a_tile():
+    # from DRAM the reader waits for each tile and the writer for each write: a step a tile
+    row = _relu("dram")
+    base = _ns(row, "relu")
+    slower = _ns(row, "relu", _with(step_sync_cycles=BLACKHOLE.pipeline.step_sync_cycles + 100))
     assert slower - base == pytest.approx(96 * 100 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
+
+
+def test_a_unary_chain_costs_every_function_of_it():
+    chain = "{UnaryWithParam(op_type=UnaryOpType::NEG);UnaryWithParam(op_type=UnaryOpType::EXP)}"
+    alone, both = _relu("l1", op_chain="{UnaryOpType::NEG}"), _relu("l1", op_chain=chain)
+    # sharded, nothing waited on: the exp's cycles for each of the 96 tiles beside the neg's
+    added = _ns(both, "neg") - _ns(alone, "neg")
+    assert added == pytest.approx(96 * BLACKHOLE.sfpu_cycles["exp"] / BLACKHOLE.clock_hz * 1e9, rel=0.02)
+
+
+def test_a_binary_op_with_a_scalar_fills_a_tile_with_it_first():
+    x = t(1, 1, 32, 32)
+    scalar = op("BinaryNgDeviceOperation", [x], [x], cores=1, arch="blackhole", scalar="0.125")
+    base = _ns(scalar, "multiply")
+    dearer = _ns(scalar, "multiply", _with(word_store_cycles=BLACKHOLE.pipeline.word_store_cycles + 1))
+    # a bf16 tile is 512 words, each one store
+    assert dearer - base == pytest.approx(512 / BLACKHOLE.clock_hz * 1e9, rel=0.02)
+
+
+def test_a_binary_op_reads_its_second_operand_in_its_writer():
+    a, b = t(1, 1, 32, 32 * 64), t(1, 1, 32, 32 * 64)
+    built = compiled_op(
+        read_ops_report(report_text(op("BinaryNgDeviceOperation", [a, b], [a], cores=64)), "r.csv").ops[0],
+        "add",
+        BLACKHOLE,
+    )
+    kernel = next(o.meta[KERNEL] for o in built[0].ops if o.kind == "add")
+    reads = kernel.groups[0].reads
+    assert [m.by_writer for m in reads] == [False, True]
+
+
+def test_a_padded_block_matmul_computes_its_padding_on_the_cores_its_blocks_reach():
+    # M 1 tile, N 40, K 40 in blocks of 2 x 8 x 8: one grid row of 5 cores, each 2 x 8 output tiles
+    config = (
+        "MinimalMatmulConfig(M_block_size=2;K_block_size=8;N_block_size=8;subblock_h=2;subblock_w=2;"
+        "compute_with_storage_grid_size=(x=8;y=8))"
+    )
+    a, w = t(1, 1, 19, 1280), t(1, 1, 1280, 1280)
+    row = op("MinimalMatmulOp", [a, w], [t(1, 1, 19, 1280)], cores=64, arch="blackhole", config=config)
+    built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "matmul", BLACKHOLE)
+    kernel = next(o.meta[KERNEL] for o in built[0].ops if o.kind == "matmul")
+    assert kernel.program == "matmul_padded_blocks" and kernel.cores_used == 5
+    assert {g.compute.tiles for g in kernel.groups} == {2 * 8 * 40}
+
+
+def test_an_op_on_many_cores_waits_for_its_last_core_to_start():
+    x = t(1, 1, 32, 32 * 64)
+    many = op("UnaryDeviceOperation", [x], [x], cores=64, arch="blackhole")
+    one = op("UnaryDeviceOperation", [x], [x], cores=1, arch="blackhole")
+    skewed = _with(start_skew_ns=BLACKHOLE.pipeline.start_skew_ns + 1000)
+    assert _ns(many, "relu", skewed) - _ns(many, "relu") == pytest.approx(1000)
+    assert _ns(one, "relu", skewed) == pytest.approx(_ns(one, "relu"))  # one core: no skew
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "MinimalMatmulConfig(M_block_size=0;K_block_size=8;N_block_size=8)",
+        "x" * 10_000,
+        "MinimalMatmulConfig(M_block_size=99999999;K_block_size=8;N_block_size=8)",
+    ],
+)
+def test_a_padded_block_config_that_is_not_one_is_not_taken(config):
+    a, w = t(1, 1, 32, 256), t(1, 1, 256, 256)
+    row = op("MinimalMatmulOp", [a, w], [t(1, 1, 32, 256)], cores=64, arch="blackhole", config=config)
+    built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "matmul", BLACKHOLE)
+    kernel = next(o.meta[KERNEL] for o in built[0].ops if o.kind == "matmul")
+    assert kernel.program != "matmul_padded_blocks"

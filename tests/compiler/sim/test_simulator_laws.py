@@ -40,8 +40,8 @@ def test_full_grid_is_nearly_cores_times_faster_than_one_core(target):
 
 MEMORY_BOUND = """
 func.func @forward(%x: tensor<1024x1024xbf16> {ttir.name = "x"}) -> tensor<1024x1024xbf16> {
-  %0 = "ttir.exp"(%x) : (tensor<1024x1024xbf16>) -> tensor<1024x1024xbf16> loc("first")
-  %1 = "ttir.exp"(%0) : (tensor<1024x1024xbf16>) -> tensor<1024x1024xbf16> loc("second")
+  %0 = "ttir.relu"(%x) : (tensor<1024x1024xbf16>) -> tensor<1024x1024xbf16> loc("first")
+  %1 = "ttir.relu"(%0) : (tensor<1024x1024xbf16>) -> tensor<1024x1024xbf16> loc("second")
   return %1 : tensor<1024x1024xbf16>
 }
 """

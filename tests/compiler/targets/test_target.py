@@ -48,7 +48,8 @@ def test_wormhole_n150_numbers(wormhole):
     assert t.peak_flops("bf16", "hifi4") == 4096 * 64 * 1e9 / 4
     assert t.default_fidelity("f32") == "hifi4" and t.default_fidelity("bfp8") == "lofi"
     assert t.compute_dtype("i32") == "bf16"  # integers are unpacked to bf16
-    assert t.noc_multicast is True and t.assumed == ()
+    # the one assumption: vector-unit functions no measurement names cost what relu does
+    assert t.noc_multicast is True and t.assumed == ("vector.sfpu_cycles_per_tile",)
     assert t.noc_bytes_per_s == 32e9
     assert t.dispatch_ns == {"host": 100_000.0, "trace": 0.0}
     assert set(t.memories) == {"l1", "dram"}
@@ -293,7 +294,13 @@ def test_nan_and_infinity_are_refused(tmp_path, old, key, value):
             "unpack_bytes_per_cycle = 0",
             "key 'pipeline.unpack_bytes_per_cycle' must be positive, got 0",
         ),
-        ("launch_ns = 2779", "launch_ns = -5", "key 'pipeline.launch_ns' must be between 0 and 1e+09, got -5"),
+        ("launch_ns = 928", "launch_ns = -5", "key 'pipeline.launch_ns' must be between 0 and 1e+09, got -5"),
+        (
+            "sfpu_cycles_per_tile = { default",
+            "sfpu_cycles_per_tile = { bogus = 3, default",
+            "key 'vector.sfpu_cycles_per_tile.bogus' is no kind of the vocabulary",
+        ),
+        ("relu = 226,", "relu = 0,", "key 'vector.sfpu_cycles_per_tile.relu' must be positive, got 0"),
         (
             "core_bytes_per_cycle = 22",
             "core_bytes_per_cycle = 1e40",
