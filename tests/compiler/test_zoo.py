@@ -295,6 +295,11 @@ def test_llama_decode_has_one_token_and_updates_the_cache():
     longer = graph("zoo:llama-3.2-1b?mode=decode&cache=4096&batch=4&layers=1")
     assert shape(longer, f"{a}.scores.matmul") == ((4, 32, 1, 4096), "f32")
     assert shape(longer, f"{a}.k_cache.permute") == ((1, 8, 4, 64), "bf16")
+    # the users are the rows of their one position, as tt-metal lays decode out: [1, B, hidden],
+    # so the MLP and the LM head flatten and unflatten without moving a tile
+    assert shape(longer, "input_ids") == ((1, 4), "i64")
+    assert shape(longer, "model.layers.0.mlp.act_fn.silu") == ((1, 4, 8192), "bf16")
+    assert shape(longer, "lm_head.unflatten") == ((1, 4, 128256), "bf16")
 
 
 def test_decode_defaults_to_a_cache_of_128_positions():

@@ -76,7 +76,10 @@ def llama(
             f"({config.ffn}) and the vocabulary ({config.vocab})"
         )
     b = MlirBuilder(devices=devices)
-    input_ids = b.arg("input_ids", (batch, seq), "i64", "input")
+    # decode keeps its users in the rows of one sequence position, [1, B, hidden], as tt-metal's
+    # Llama demo lays decode out ([1, 1, B, hidden]): a user's row never needs a tile of its own
+    lead = (seq, batch) if decode else (batch, seq)
+    input_ids = b.arg("input_ids", lead, "i64", "input")
     cache_position = b.arg("cache_position", (seq,), "i64", "input")
     attention_mask = b.arg("attention_mask", (batch, 1, seq, keys), dtype, "input")  # additive: 0 or -inf
     caches = []  # inputs: every step writes them
@@ -103,11 +106,11 @@ def llama(
 
     for i in range(layers):
         kv = (caches[2 * i], caches[2 * i + 1])
-        h = _llama_layer(b, h, f"model.layers.{i}", config, kv, (cos, sin), mask, cache_position, decode)
+        h = _llama_layer(b, h, f"model.layers.{i}", config, kv, (cos, sin), mask, cache_position, batch, decode)
     norm = b.arg("model.norm.weight", (hidden,), dtype, "parameter")
     h = b.rms_norm(h, norm, "model.norm.rms_norm")
     h = b.reshape(h, (rows, hidden), "lm_head.flatten")
-    logits = dense(b, h, config.vocab, "lm_head", (batch, seq, config.vocab), bias=False, split=0)
+    logits = dense(b, h, config.vocab, "lm_head", (*lead, config.vocab), bias=False, split=0)
     return b.text([logits, *caches])
 
 
@@ -142,9 +145,11 @@ def _llama_layer(
     rotary: tuple[str, str],
     mask: str,
     cache_position: str,
+    batch: int,
     decode: bool,
 ) -> str:
-    batch, seq, hidden = b.shape(h)
+    lead, hidden = b.shape(h)[:-1], b.shape(h)[-1]  # [B, S] in prefill, [1, B] in decode
+    seq = math.prod(lead) // batch
     dtype = b.dtype(h)
     heads, kv_heads, head_dim = config.heads, config.kv_heads, config.head_dim
     k_cache, v_cache = kv_cache
@@ -204,24 +209,24 @@ def _llama_layer(
     if not decode:
         ctx = b.permute(ctx, (0, 2, 1, 3), f"{a}.context.permute")
     ctx = b.reshape(ctx, (rows, heads * head_dim), f"{a}.context.merge_heads")
-    y = dense(b, ctx, hidden, f"{a}.o_proj", (batch, seq, hidden), bias=False, split=1)
+    y = dense(b, ctx, hidden, f"{a}.o_proj", (*lead, hidden), bias=False, split=1)
     h = b.eltwise("add", [h, y], f"{scope}.attn_residual_add")
     return _llama_mlp(b, h, scope, config)
 
 
 def _llama_mlp(b: MlirBuilder, h: str, scope: str, config: LlamaConfig) -> str:
     """The post-attention norm and the gated MLP (SiLU), with its residual add."""
-    batch, seq, hidden = b.shape(h)
+    lead, hidden = b.shape(h)[:-1], b.shape(h)[-1]
     dtype = b.dtype(h)
-    rows = batch * seq
+    rows = math.prod(lead)
     m = f"{scope}.mlp"
     n = f"{scope}.post_attention_layernorm"
     x = b.rms_norm(h, b.arg(f"{n}.weight", (hidden,), dtype, "parameter"), f"{n}.rms_norm")
     x = b.reshape(x, (rows, hidden), f"{m}.flatten")
-    gate = dense(b, x, config.ffn, f"{m}.gate_proj", (batch, seq, config.ffn), bias=False, split=0)
+    gate = dense(b, x, config.ffn, f"{m}.gate_proj", (*lead, config.ffn), bias=False, split=0)
     gate = b.op("silu", [gate], b.shape(gate), dtype, f"{m}.act_fn.silu")
-    up = dense(b, x, config.ffn, f"{m}.up_proj", (batch, seq, config.ffn), bias=False, split=0)
+    up = dense(b, x, config.ffn, f"{m}.up_proj", (*lead, config.ffn), bias=False, split=0)
     y = b.eltwise("multiply", [gate, up], f"{m}.gate_mul")
     y = b.reshape(y, (rows, config.ffn), f"{m}.down_proj.flatten")
-    y = dense(b, y, hidden, f"{m}.down_proj", (batch, seq, hidden), bias=False, split=1)
+    y = dense(b, y, hidden, f"{m}.down_proj", (*lead, hidden), bias=False, split=1)
     return b.eltwise("add", [h, y], f"{scope}.mlp_residual_add")
