@@ -6,6 +6,7 @@ stepping through its share a block of tiles at a time through double-buffered ci
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from tilescope.compiler.ir.meta import L1_LIVE
 from tilescope.compiler.analysis.binary_moves import by_writer, native_shards, scalar_fill
@@ -73,13 +74,13 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
         def reads_of(t: Tensor, frac: float = frac) -> tuple[Transfer, ...]:
             if t.name == looked_up:  # the rows gathered: the output's share, each sampled so often
                 nbytes, pages = _gathered(t, outs[0], frac, waits, reads_per_output)
-                return transfers.moves(t, nbytes, grid, pages=pages)
+                return _streamed(transfers.moves(t, nbytes, grid, pages=pages), op.kind in SLICES)
             nbytes, pages = _amount(t, frac, waits)
-            return transfers.moves(t, nbytes, grid, pages=pages)
+            return _streamed(transfers.moves(t, nbytes, grid, pages=pages), _row_major(t) and _streams(op, t, tile))
 
         def writes_of(t: Tensor, frac: float = frac) -> tuple[Transfer, ...]:
             nbytes, pages = _amount(t, frac, waits)
-            return transfers.moves(t, nbytes, grid, pages=pages)
+            return _streamed(transfers.moves(t, nbytes, grid, pages=pages), _row_major(t) and _streams(op, t, tile))
 
         reads = tuple(m for t in ins for m in reads_of(t))
         writes = tuple(m for t in outs for m in writes_of(t))
@@ -159,6 +160,24 @@ def _amount(t: Tensor, frac: float, tile_waits: bool) -> tuple[float, int]:
     width = t.shape[-1] if t.shape else 1
     sticks = max(1, math.ceil(t.numel // max(1, width) * frac))
     return t.numel * bytes_per_element(t.layout.dtype) * frac, sticks
+
+
+def _streams(op: Op, t: Tensor, tile: tuple[int, int]) -> bool:
+    """Whether `op` moves the sticks of row-major `t` back to back, waiting once a block: a slice,
+    a cache write, a tilize or untilize of whole tiles (ttnn's tilize reader and untilize writer
+    move a tile row's sticks, then wait; with padding to add or drop they wait on each stick)."""
+    if op.kind in SLICES or op.kind in CACHE_WRITES:
+        return True
+    if op.kind != "to_layout" or len(t.shape) < 2:
+        return False
+    return t.shape[-2] % tile[0] == 0 and t.shape[-1] % tile[1] == 0
+
+
+def _streamed(moves: tuple[Transfer, ...], streams: bool) -> tuple[Transfer, ...]:
+    """`moves` with their waited transactions kept in flight instead, when the op streams them."""
+    if not streams:
+        return moves
+    return tuple(replace(m, pages=0, streamed=m.pages) if m.pages else m for m in moves)
 
 
 def _shares(sized: list[Tensor], total: int, grid: tuple[int, int]) -> dict[int, list[tuple[int, int]]]:

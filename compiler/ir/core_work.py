@@ -25,6 +25,9 @@ class Transfer:
     # NoC commands the core's RISC-V issues for it, one by one (a convolution's reader gathering
     # its im2col rows); 0 when a few commands move it
     commands: int = 0
+    # row-major transactions issued back to back, as many kept in flight as cover a round trip,
+    # the kernel waiting once a block of them (ttnn's tilize reader, untilize writer, slices)
+    streamed: int = 0
     # a read the writer's RISC-V makes, beside the reader's (ttnn's binary ops read their second
     # operand in the writer kernel, tile by tile before writing each result)
     by_writer: bool = False

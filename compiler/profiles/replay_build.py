@@ -36,6 +36,7 @@ MAX_RANK = 8  # dims of a permutation a report may name
 MINIMAL_MATMUL = "MinimalMatmulOp"  # pads M, N and K to whole blocks of its config's sizes
 _BLOCK_SIZE = re.compile(r"\b([MNK]_block_size)=(\d{1,6})\b")
 MAX_BLOCK = 1024
+_TRANSPOSE_DIM = re.compile(r"TransposeOpDim::([NCHW]{2})\b")
 KIND_ATTRIBUTES = {"groupnorm": (("num_groups", "num_groups", False),), "permute": (("dims", "permutation", True),)}
 
 
@@ -54,10 +55,22 @@ def streamed(op: ReportOp, kind: str, target: Target) -> Built:
     if not inputs:
         raise NotBuilt("no operand holds data")
     props = ", ".join(filter(None, (_prop(op, *said) for said in KIND_ATTRIBUTES.get(kind, ()))))
+    if kind == "transpose":
+        props = _transposed(op.attributes.get("dim", ""), len(op.inputs[inputs[0]].shape))
     chain = unary_chain(op.attributes) if op.op_code in UNARY_CODES else ()
     if chain:  # the chain's later functions, applied to each tile in the same kernel
         props = ", ".join(filter(None, (props, f"fused_kinds = [{', '.join(map(json.dumps, chain))}]")))
     return model.done(kind, model.emit(kind, inputs, props), inputs, target)
+
+
+def _transposed(dim: str, rank: int) -> str:
+    """The dims a TransposeOpDim (HC, WH, CN, ...: of N, C, H, W) swaps, as `dim0`, `dim1` of a
+    tensor of `rank`; "" when the report names none."""
+    found = _TRANSPOSE_DIM.search(dim)
+    if not found or rank < 4:
+        return ""
+    first, second = ("NCHW".index(letter) + rank - 4 for letter in found[1])
+    return f"dim0 = {first} : si32, dim1 = {second} : si32"
 
 
 def _prop(op: ReportOp, key: str, name: str, is_list: bool) -> str:

@@ -27,6 +27,9 @@ from tilescope.compiler.sim.result import CoreTime
 from tilescope.compiler.targets.chip import Target
 
 
+STREAMED_PAGE = 2048  # bytes of the reads a core's DRAM rate was measured with
+
+
 class KernelCost:
     """Kernels timed on `target`'s cores."""
 
@@ -37,6 +40,13 @@ class KernelCost:
         pipe_sync = target.pipeline.step_sync_cycles
         round_trip = 2 * (target.noc_interface_cycles + target.noc_hop_cycles * max(target.grid) / 2)
         self.step_sync_cycles = {False: pipe_sync, True: pipe_sync + round_trip if pipe_sync else 0.0}
+        # a transaction kept in flight with others takes the share of a round trip a 2 KB read
+        # takes at a core's measured DRAM rate: its outstanding requests cover the round trip
+        # whatever their size (tt-metal data_movement ideal_performance.md, packet sizes)
+        dram = target.memories.get("dram")
+        rate = dram.core_bytes_per_s / target.clock_hz if dram is not None and dram.core_bytes_per_s else 0.0
+        trip = target.noc_round_trip_cycles
+        self.streamed_cycles = min(trip, STREAMED_PAGE / rate) if rate else trip
 
     def op(self, graph: Graph, op: Op, kernel: Kernel) -> tuple[OpTiming, tuple[CoreTime, ...]]:
         """The op's record at start 0, and its core groups' times."""
@@ -144,7 +154,9 @@ class KernelCost:
                     s = t.bytes / self._bandwidth(t.path)
                 # a kernel that waits on each of its transactions: their round trips, when longer
                 # than the bytes take, are what the time goes to (the bound "latency")
-                waited = t.pages * self.target.noc_round_trip_cycles / self.target.clock_hz
+                waited = (
+                    t.pages * self.target.noc_round_trip_cycles + t.streamed * self.streamed_cycles
+                ) / self.target.clock_hz
                 # commands issued one by one, then waited on: the RISC-V's time, then the trip
                 waited += t.commands * self.target.noc_issue_cycles / self.target.clock_hz
                 on = LATENCY if waited > s else t.path

@@ -247,3 +247,25 @@ def test_a_padded_block_config_that_is_not_one_is_not_taken(config):
     built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "matmul", BLACKHOLE)
     kernel = next(o.meta[KERNEL] for o in built[0].ops if o.kind == "matmul")
     assert kernel.program != "matmul_padded_blocks"
+
+
+def test_a_transpose_of_rows_with_channels_writes_each_face_line_on_its_own():
+    # 1 x 12 x 19 x 64 -> 1 x 19 x 12 x 64 (ttnn's transpose HC): 24 input tiles of 19 real rows,
+    # each row two face lines wide, every line a NoC write issued by the writer
+    x, y = t(1, 12, 19, 64), t(1, 19, 12, 64)
+    row = op("TransposeDeviceOperation", [x], [y], cores=24, arch="blackhole", dim="TransposeOpDim::HC")
+    base = _ns(row, "transpose")
+    dearer = _ns(row, "transpose", replace(BLACKHOLE, noc_issue_cycles=BLACKHOLE.noc_issue_cycles + 10))
+    # one input tile a core: 19 rows x 2 face lines, 10 cycles more each
+    assert dearer - base == pytest.approx(19 * 2 * 10 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
+
+
+@pytest.mark.parametrize("rows, streamed", [(30720, True), (30700, False)])
+def test_a_tilize_of_whole_tiles_streams_its_sticks_one_with_padding_waits_on_each(rows, streamed):
+    x = t(1, 1, rows, 64, layout="row_major")
+    row = op("TilizeDeviceOperation", [x], [t(1, 1, rows, 64)], cores=20, arch="blackhole")
+    (measured,) = read_ops_report(report_text(row), "r.csv").ops
+    built = compiled_op(measured, "to_layout", BLACKHOLE)
+    kernel = built[0].ops[-1].meta[KERNEL]  # the report's op, after its input is laid out
+    (read,) = kernel.groups[0].reads
+    assert (read.streamed > 0, read.pages > 0) == (streamed, not streamed)
