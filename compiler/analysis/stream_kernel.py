@@ -101,11 +101,16 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
                 cbs,
                 copies == 2,
                 scalar_fill(ins, outs, target) if binary else 0.0,
-                # engines handing tiles straight on, none waiting on a transaction of the NoC
-                per_tile and not any(t.pages for t in reads + writes) and (not binary or native_shards(ins, outs)),
+                _handshakes(per_tile and not any(t.pages for t in reads + writes), binary, ins, outs),
             )
         )
     return Kernel(grid, tuple(work), "eltwise" if engine == "vector" else "data_movement")
+
+
+def _handshakes(straight_on: bool, binary: bool, ins: list[Tensor], outs: list[Tensor]) -> bool:
+    """Whether each step waits on the pipeline's handshakes: not for element-wise engines handing
+    tiles straight on, none waiting on a transaction (a binary op only on even shards)."""
+    return not (straight_on and (not binary or native_shards(ins, outs)))
 
 
 def _buffers(ins: list[Tensor], outs: list[Tensor], pages: int) -> tuple[CircularBuffer, ...]:

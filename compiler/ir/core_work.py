@@ -73,9 +73,9 @@ class CoreWork:
     # cycles the writer's RISC-V spends before its first step, beside the reader's fetches (ttnn's
     # binary op with a scalar fills a tile with it, word by word, before any tile is computed)
     setup_cycles: float = 0.0
-    # steps of one tile each, handed between engine threads that overlap (ttnn's element-wise
-    # kernels): no step waits on a handshake beyond the engines' own work
-    tile_steps: bool = False
+    # whether each step waits on the pipeline's handshakes (circular-buffer and semaphore syncs):
+    # not where engines hand single tiles straight on (ttnn's sharded element-wise kernels)
+    handshakes: bool = True
 
     @property
     def cb_bytes(self) -> float:

@@ -193,7 +193,7 @@ class KernelCost:
             total = longest + max(0.0, path - longest) / max(1, group.blocks)
         else:  # one slot per buffer: each step is read, then computed, then written
             total = path
-        if not group.tile_steps:
+        if group.handshakes:
             total += group.blocks * self.step_sync_cycles[receiver] / self.target.clock_hz
         # Reader and writer overlap, but a memory serves both, one after the other: a shared one
         # at its share of the bandwidth, the core's own at its banks' rate.
