@@ -15,11 +15,11 @@ from dataclasses import dataclass, field, replace
 
 from tilescope.compiler.ir.meta import KERNEL, KERNELS, L1_LIVE
 from tilescope.compiler.analysis.attention_kernel import attention_kernel
+from tilescope.compiler.analysis.face_line_kernel import face_line_kernel
 from tilescope.compiler.analysis.gemm_kernel import gemm_kernel
 from tilescope.compiler.analysis.group_norm_kernel import group_norm_kernel
 from tilescope.compiler.analysis.reshape_kernel import reshape_kernel
 from tilescope.compiler.analysis.stream_kernel import stream_kernel
-from tilescope.compiler.analysis.transpose_kernel import transpose_kernel
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.core_work import Kernel, Transfer
 from tilescope.compiler.ir.graph import Graph, Op
@@ -114,10 +114,12 @@ class SplitKernels:
             return attention_kernel(graph, op, cls, self.target)
         if op.kind == "groupnorm" and op.inputs and op.outputs:
             return group_norm_kernel(graph, op, cls, self.target)
+        if op.kind in ("transpose", "permute") and op.inputs and op.outputs:
+            found = face_line_kernel(graph, op, self.target)
+            if found is not None:
+                return found
         if op.kind in ("reshape", "permute") and op.inputs and op.outputs:
             return reshape_kernel(graph, op, self.target) or stream_kernel(graph, op, cls, self.target)
-        if op.kind == "transpose" and op.inputs and op.outputs:
-            return transpose_kernel(graph, op, self.target) or stream_kernel(graph, op, cls, self.target)
         return stream_kernel(graph, op, cls, self.target)
 
 

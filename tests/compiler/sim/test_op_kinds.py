@@ -251,13 +251,16 @@ def test_a_padded_block_config_that_is_not_one_is_not_taken(config):
 
 def test_a_transpose_of_rows_with_channels_writes_each_face_line_on_its_own():
     # 1 x 12 x 19 x 64 -> 1 x 19 x 12 x 64 (ttnn's transpose HC): 24 input tiles of 19 real rows,
-    # each row two face lines wide, every line a NoC write issued by the writer
+    # each row two face lines wide, every line a NoC write issued by the writer, and the output's
+    # 20 padding rows of each of its 19 x 2 tiles written the same way
     x, y = t(1, 12, 19, 64), t(1, 19, 12, 64)
     row = op("TransposeDeviceOperation", [x], [y], cores=24, arch="blackhole", dim="TransposeOpDim::HC")
     base = _ns(row, "transpose")
     dearer = _ns(row, "transpose", replace(BLACKHOLE, noc_issue_cycles=BLACKHOLE.noc_issue_cycles + 10))
-    # one input tile a core: 19 rows x 2 face lines, 10 cycles more each
-    assert dearer - base == pytest.approx(19 * 2 * 10 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
+    # one input tile a core: its 19 rows x 2 face lines, and its share of the output's padding
+    # lines (20 rows of each of 19 x 2 tiles, 2 face lines a row, over 24 cores), 10 cycles more each
+    lines = 19 * 2 + (32 - 12) * 19 * 2 * 2 / 24
+    assert dearer - base == pytest.approx(round(lines) * 10 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
 
 
 @pytest.mark.parametrize("rows, streamed", [(30720, True), (30700, False)])
@@ -269,3 +272,16 @@ def test_a_tilize_of_whole_tiles_streams_its_sticks_one_with_padding_waits_on_ea
     kernel = built[0].ops[-1].meta[KERNEL]  # the report's op, after its input is laid out
     (read,) = kernel.groups[0].reads
     assert (read.streamed > 0, read.pages > 0) == (streamed, not streamed)
+
+
+def test_a_tiled_permute_moving_rows_writes_every_face_line_and_every_padding_line():
+    # 1 x 12 x 40 x 256 -> 40 x 12 x 1 x 256: each output matrix holds one real row, its tile 31
+    # padding rows; every line of 16 elements is a write of its own
+    x, y = t(1, 12, 40, 256), t(40, 12, 1, 256)
+    row = op("PermuteDeviceOperation", [x], [y], cores=1, arch="blackhole", dims="SmallVector([2; 1; 0; 3])")
+    built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "permute", BLACKHOLE)
+    kernel = built[0].ops[-1].meta[KERNEL]
+    (write,) = kernel.groups[0].writes
+    real = 12 * 40 * 16  # rows x face lines across 256 columns
+    padding = 40 * 12 * 31 * 16
+    assert write.commands == real + padding
