@@ -79,7 +79,9 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
             return _streamed(transfers.moves(t, nbytes, grid, pages=pages), _row_major(t) and _streams(op, t, tile))
 
         def writes_of(t: Tensor, frac: float = frac) -> tuple[Transfer, ...]:
-            nbytes, pages = _amount(t, frac, waits)
+            # a cache write's pieces are the new rows' pages as its cores hold them
+            pieces = _page_width(ins[0]) if op.kind in CACHE_WRITES and ins else None
+            nbytes, pages = _amount(t, frac, waits, pieces)
             return _streamed(transfers.moves(t, nbytes, grid, pages=pages), _row_major(t) and _streams(op, t, tile))
 
         reads = tuple(m for t in ins for m in reads_of(t))
@@ -154,7 +156,7 @@ def _width(t: Tensor) -> int:
     return max(1, t.shape[-1]) if t.shape else 1
 
 
-def _amount(t: Tensor, frac: float, tile_waits: bool) -> tuple[float, int]:
+def _amount(t: Tensor, frac: float, tile_waits: bool, width: int | None = None) -> tuple[float, int]:
     """A core's bytes of its `frac` of `t`, and the transactions it waits on for them. A tiled
     tensor moves whole tiles, many in flight; a row-major one its true bytes, a transaction per
     row (stick), as ttnn's row-major readers and writers move them, each waited on before its
@@ -162,9 +164,17 @@ def _amount(t: Tensor, frac: float, tile_waits: bool) -> tuple[float, int]:
     if not _row_major(t):
         tiles = max(1, round(num_tiles(t.shape, t.layout.tile) * frac))
         return tiles * tile_bytes(t.layout.dtype, t.layout.tile), tiles if tile_waits else 0
-    width = t.shape[-1] if t.shape else 1
+    width = width or _page_width(t)
     sticks = max(1, math.ceil(t.numel // max(1, width) * frac))
     return t.numel * bytes_per_element(t.layout.dtype) * frac, sticks
+
+
+def _page_width(t: Tensor) -> int:
+    """Elements of a row-major page: a row, or where the tensor is sharded across its width (width
+    or block sharded), the part of a row one core holds."""
+    width = t.shape[-1] if t.shape else 1
+    splits = {"width_sharded": t.layout.grid[0] * t.layout.grid[1], "block_sharded": t.layout.grid[1]}
+    return max(1, math.ceil(width / splits.get(t.layout.memory_layout, 1)))
 
 
 def _streams(op: Op, t: Tensor, tile: tuple[int, int]) -> bool:

@@ -46,7 +46,9 @@ class KernelCost:
         dram = target.memories.get("dram")
         rate = dram.core_bytes_per_s / target.clock_hz if dram is not None and dram.core_bytes_per_s else 0.0
         trip = target.noc_round_trip_cycles
-        self.streamed_cycles = min(trip, STREAMED_PAGE / rate) if rate else trip
+        slot = min(trip, STREAMED_PAGE / rate) if rate else trip
+        # or, where longer, the RISC-V's own work for each
+        self.streamed_cycles = max(slot, target.noc_page_cycles)
 
     def op(self, graph: Graph, op: Op, kernel: Kernel) -> tuple[OpTiming, tuple[CoreTime, ...]]:
         """The op's record at start 0, and its core groups' times."""

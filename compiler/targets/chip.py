@@ -94,6 +94,9 @@ class Target:
     # NoC round trip to DRAM or another core (0: not modelled, only bandwidth)
     noc_round_trip_cycles: float = 0.0
     noc_issue_cycles: float = 0.0  # a RISC-V issuing one NoC command (its registers written)
+    # a RISC-V's work per row-major page it moves back to back with others in flight: the page's
+    # address worked out from its index, the command issued (0: only the DRAM rate's share)
+    noc_page_cycles: float = 0.0
     short_tiles: bool = False  # the engine also takes tiles of fewer rows (a power of two) of full width
     # how far a measured op of each kind is from its prediction, as a share of the prediction:
     # the 68th percentile of held-out |measured / predicted - 1| ([error_bands], written by

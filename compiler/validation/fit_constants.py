@@ -29,6 +29,12 @@ CONSTANTS = (
         100.0,
         "a RISC-V issuing one NoC read: a ready flag read and five or six register writes (tt-isa BabyRISCV)",
     ),
+    Constant(
+        "noc.page_cycles",
+        1.0,
+        1000.0,
+        "a RISC-V's work per row-major page it moves among many in flight: address and command",
+    ),
     Constant("pipeline.launch_ns", 500.0, 10_000.0, "per op: kernels launched and set up (2.05 us op to op, tt-metal)"),
     Constant("pipeline.step_sync_cycles", 0.0, 2_000.0, "per pipeline step: circular-buffer and semaphore handshakes"),
     Constant("pipeline.overlap_loss", 0.0, 1.0, "share of the shorter compute threads' time that shows"),

@@ -31,7 +31,11 @@ MAX_EVALUATIONS = 200  # of every sample's time, per fit (about 0.2 s each for 7
 
 
 # keys of Target's own fields
-_FIELDS = {"noc.round_trip_cycles": "noc_round_trip_cycles", "noc.issue_cycles": "noc_issue_cycles"}
+_FIELDS = {
+    "noc.round_trip_cycles": "noc_round_trip_cycles",
+    "noc.issue_cycles": "noc_issue_cycles",
+    "noc.page_cycles": "noc_page_cycles",
+}
 
 
 def value_of(target: Target, key: str) -> float:

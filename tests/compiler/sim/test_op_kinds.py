@@ -285,3 +285,12 @@ def test_a_tiled_permute_moving_rows_writes_every_face_line_and_every_padding_li
     real = 12 * 40 * 16  # rows x face lines across 256 columns
     padding = 40 * 12 * 31 * 16
     assert write.commands == real + padding
+
+
+def test_a_streamed_stick_costs_the_risc_v_s_work_for_it_where_that_is_longer():
+    # 30,720 rows on 20 cores: 1,536 sticks a core, each with its address worked out and issued
+    x = t(1, 1, 30720, 64, layout="row_major")
+    row = op("TilizeDeviceOperation", [x], [t(1, 1, 30720, 64)], cores=20, arch="blackhole")
+    base = _ns(row, "to_layout")
+    dearer = _ns(row, "to_layout", replace(BLACKHOLE, noc_page_cycles=BLACKHOLE.noc_page_cycles + 100))
+    assert dearer - base == pytest.approx(1536 * 100 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
