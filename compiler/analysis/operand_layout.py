@@ -5,7 +5,8 @@ Matrix ops read any layout (sharded operands arrive over the NoC). Element-wise,
 reduction and pooling ops stream tiles in place, so a sharded input must be sharded like the op
 works: on the op's grid, the way the op's own output is sharded, else interleaved. Data-movement
 ops read interleaved tensors only, but for those whose work is to read shards where they lie (a
-layout conversion, ttnn's halo and upsample, which take height- or block-sharded inputs). Compute
+layout conversion, ttnn's halo and upsample, which take height- or block-sharded inputs, and the
+cache writes, which write each core's rows). Compute
 ops need tiles, so row-major inputs are tilized, in the tile shape of the op's output (a matmul's
 B operand in full tiles); sampling ops, like data movement, read row-major rows as they are.
 """
@@ -21,8 +22,9 @@ from tilescope.compiler.ir.tiles import same_bytes, shard_bytes
 
 _STREAMING = (*opset.ELTWISE_CLASSES, opset.NORM, opset.REDUCE, opset.POOL)
 _ROW_READERS = (opset.DATA_MOVEMENT, opset.SAMPLE)  # classes that read row-major tensors as they are
-# data movement that reads a sharded input where it lies: converting or extending shards is its work
-SHARD_READERS = frozenset({"to_layout", "halo", "upsample"})
+# data movement that reads a sharded input where it lies: converting or extending shards is its
+# work, or writing each core's rows into a larger tensor (ttnn's slice_write, update_cache)
+SHARD_READERS = frozenset({"to_layout", "halo", "upsample", "update_cache", "fill_cache"})
 
 
 def required_layout(target: Target, graph: Graph, op: Op, tensor: Tensor) -> Layout:

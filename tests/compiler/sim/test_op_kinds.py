@@ -294,3 +294,14 @@ def test_a_streamed_stick_costs_the_risc_v_s_work_for_it_where_that_is_longer():
     base = _ns(row, "to_layout")
     dearer = _ns(row, "to_layout", replace(BLACKHOLE, noc_page_cycles=BLACKHOLE.noc_page_cycles + 100))
     assert dearer - base == pytest.approx(1536 * 100 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
+
+
+def test_a_cache_write_reads_its_rows_from_the_shards_they_lie_in():
+    # ttnn's slice_write: each core writes the rows of its own shard into the DRAM tensor
+    rows = t(1, 1, 6400, 256, layout="row_major", memory="l1_height_sharded")
+    cache = t(1, 160, 80, 256, layout="row_major")
+    sharded = shard_config("height_sharded", (5, 4), (320, 256))
+    row = op("SliceWriteDeviceOperation", [rows, cache], [cache], cores=20, arch="blackhole", input_mem_config=sharded)
+    built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "update_cache", BLACKHOLE)
+    kernel = built[0].ops[-1].meta[KERNEL]
+    assert {m.path for g in kernel.groups for m in g.reads} == {"l1"}
