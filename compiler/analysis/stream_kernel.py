@@ -27,6 +27,7 @@ LOOKUPS = ("embedding", "gather")
 SAMPLED_READS = {"grid_sample": 4}
 CACHE_WRITES = ("update_cache", "fill_cache")
 SLICES = ("slice",)
+FACE = 16  # a tile's faces are 16 x 16 elements (tt-metal tech_reports/tensor_layouts)
 
 
 def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> Kernel:
@@ -34,20 +35,8 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
     of every operand and result where it lives."""
     grid = op.attrs["grid"]
     transfers = CoreTransfers(target)
-    ins = [graph.tensors[t] for t in op.inputs]
-    outs = [graph.tensors[t] for t in op.outputs]
-    if op.kind in CACHE_WRITES and len(ins) >= 2:
-        # the cache is written in place where the new rows go: as many tiles as they have,
-        # stored in the cache's layout; the rest of the cache is not touched
-        cache, ins = ins[0], ins[1:]
-        outs = [Tensor(cache.name, ins[0].shape, cache.dtype, cache.layout)]
-    # A lookup (embedding, gather) reads only the rows it gathers from its table: as many
-    # bytes as it writes, not the whole table; a slice, only the part it keeps; a sampling op,
-    # its input (operand 0) so many times.
-    looked_up = max(ins, key=lambda t: t.numel).name if op.kind in LOOKUPS and ins and outs else None
+    ins, outs, looked_up = _operands(graph, op)
     reads_per_output = SAMPLED_READS.get(op.kind, 1)
-    if (reads_per_output > 1 or op.kind in SLICES) and ins and outs:
-        looked_up = ins[0].name
     sized = [t for t in ins + outs if t.name != looked_up]
     total = max([num_tiles(t.shape, t.layout.tile) for t in sized] + [1])
     counts = _shares(sized, total, grid)
@@ -93,13 +82,18 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
         unpacked = sum(t.bytes for t in reads) if engine == "vector" else 0.0
         packed = sum(t.bytes for t in writes) if engine == "vector" else 0.0
         cbs = _buffers(ins, outs, copies * block)
+        compute = Compute(engine, n, cycles, unpack_bytes=unpacked, pack_bytes=packed)
+        steps = n if per_tile else ceil_div(n, block)
+        retiled = _retiled(op, ins, outs, n)
+        if retiled is not None:
+            compute, steps = retiled
         work.append(
             CoreWork(
                 tuple(members),
                 reads,
-                Compute(engine, n, cycles, unpack_bytes=unpacked, pack_bytes=packed),
+                compute,
                 writes,
-                n if per_tile else ceil_div(n, block),
+                steps,
                 cbs,
                 copies == 2,
                 scalar_fill(ins, outs, target) if binary else 0.0,
@@ -107,6 +101,41 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
             )
         )
     return Kernel(grid, tuple(work), "eltwise" if engine == "vector" else "data_movement")
+
+
+def _operands(graph: Graph, op: Op) -> tuple[list[Tensor], list[Tensor], str | None]:
+    """The tensors the op reads and writes, and the one it looks rows up in, if any."""
+    ins = [graph.tensors[t] for t in op.inputs]
+    outs = [graph.tensors[t] for t in op.outputs]
+    if op.kind in CACHE_WRITES and len(ins) >= 2:
+        # the cache is written in place where the new rows go: as many tiles as they have,
+        # stored in the cache's layout; the rest of the cache is not touched
+        cache, ins = ins[0], ins[1:]
+        outs = [Tensor(cache.name, ins[0].shape, cache.dtype, cache.layout)]
+    # A lookup (embedding, gather) reads only the rows it gathers from its table: as many
+    # bytes as it writes, not the whole table; a slice, only the part it keeps; a sampling op,
+    # its input (operand 0) so many times.
+    looked_up = max(ins, key=lambda t: t.numel).name if op.kind in LOOKUPS and ins and outs else None
+    if (SAMPLED_READS.get(op.kind, 1) > 1 or op.kind in SLICES) and ins and outs:
+        looked_up = ins[0].name
+    return ins, outs, looked_up
+
+
+def _retiled(op: Op, ins: list[Tensor], outs: list[Tensor], tiles: int) -> tuple[Compute, int] | None:
+    """A tilize or untilize of a core's `tiles`: its compute and steps, or None for another op.
+    The unpacker (tilize) or the packer (untilize) moves a tile's row-major data a face row at a
+    time, 16 elements apart from the next in L1, an access each (tt-metal's tilize and untilize
+    compute kernels: unpack_tilize, pack_untilize); each row of tiles across the core is a step."""
+    if op.kind != "to_layout" or not ins or not outs:
+        return None
+    src, dst = ins[0], outs[0]
+    if _row_major(src) == _row_major(dst):
+        return None
+    tiled = src if _row_major(dst) else dst
+    rows, cols = tiled.layout.tile
+    face_rows = rows * max(1, cols // FACE)
+    across = max(1, min(tiles, ceil_div(_page_width(tiled), cols)))
+    return Compute("vector", tiles, tiles * face_rows), ceil_div(tiles, across)
 
 
 def _handshakes(straight_on: bool, binary: bool, ins: list[Tensor], outs: list[Tensor]) -> bool:

@@ -305,3 +305,21 @@ def test_a_cache_write_reads_its_rows_from_the_shards_they_lie_in():
     built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "update_cache", BLACKHOLE)
     kernel = built[0].ops[-1].meta[KERNEL]
     assert {m.path for g in kernel.groups for m in g.reads} == {"l1"}
+
+
+def test_a_tilize_moves_every_tile_a_face_row_at_a_time_a_row_of_tiles_a_step():
+    # sharded 1,536 x 64 a core: 48 rows of 2 tiles; each tile's 64 face rows an access each
+    x = t(1, 1, 30720, 64, layout="row_major", memory="l1_height_sharded")
+    sharded = shard_config("height_sharded", (5, 4), (1536, 64))
+    row = op(
+        "TilizeDeviceOperation",
+        [x],
+        [t(1, 1, 30720, 64, memory="l1_height_sharded")],
+        cores=20,
+        arch="blackhole",
+        output_mem_config=sharded,
+    )
+    (measured,) = read_ops_report(report_text(row), "r.csv").ops
+    built = compiled_op(measured, "to_layout", BLACKHOLE)
+    (group,) = built[0].ops[-1].meta[KERNEL].groups
+    assert group.compute.cycles == 96 * 64 and group.blocks == 48
