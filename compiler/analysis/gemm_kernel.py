@@ -32,6 +32,9 @@ from tilescope.compiler.targets.chip import Target
 
 
 MAX_PADDED_BLOCK = 1024  # tiles of a padded block's side: a report's larger one is not taken
+# a program config's split -> the program it names: blocks both ways, or one side per core with
+# the other operand multicast to all (tt-metal's MatmulMultiCoreReuseMultiCast(1D)ProgramConfig)
+CONFIG_PROGRAMS = {"2d": "matmul_2d_mcast", "m": "matmul_1d_mcast_in1", "n": "matmul_1d_mcast_in0"}
 
 
 @dataclass(frozen=True)
@@ -48,13 +51,7 @@ class _Share:
 def gemm_kernel(graph: Graph, op: Op, target: Target) -> Kernel:
     """The op's kernel: cores grouped by their share of the output, each group's work once."""
     gemm = _Gemm(graph, op, target)
-    if gemm.padded:  # whole blocks dealt to the grid's rows (of M) and columns (of N)
-        mb, nb, _ = gemm.padded
-        rows, cols = gemm.grid
-        program, axis = "matmul_padded_blocks", "2d"
-        bm, bn = ceil_div(gemm.mt // mb, rows) * mb, ceil_div(gemm.nt // nb, cols) * nb
-    else:
-        program, axis, bm, bn = matmul_split(gemm.mt, gemm.nt, gemm.grid, target.noc_multicast)
+    program, axis, bm, bn = _split(gemm, target)
     groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
     work: dict[tuple, _Share] = {}
     keyed: dict[tuple, tuple] = {}  # a core's share -> its group's key: most cores share one
@@ -76,6 +73,18 @@ def gemm_kernel(graph: Graph, op: Op, target: Target) -> Kernel:
             blocking = (bm, bn, work[key].blocks[2])
         result.append(gemm.core_work(tuple(members), work[key]))
     return Kernel(gemm.grid, tuple(result), program, blocking, op.attrs.get("subblock"))
+
+
+def _split(gemm: _Gemm, target: Target) -> tuple[str, str, int, int]:
+    """(program, axis, output tile rows per core, columns per core): the program config the op
+    was given, else as tt-metal's matmul picks one."""
+    if gemm.padded:  # whole blocks dealt to the grid's rows (of M) and columns (of N)
+        mb, nb, _ = gemm.padded
+        rows, cols = gemm.grid
+        return "matmul_padded_blocks", "2d", ceil_div(gemm.mt // mb, rows) * mb, ceil_div(gemm.nt // nb, cols) * nb
+    if gemm.core_block:  # per core M x N tiles, split along the axis the config names
+        return CONFIG_PROGRAMS[gemm.core_split], gemm.core_split, gemm.core_block[0], gemm.core_block[1]
+    return matmul_split(gemm.mt, gemm.nt, gemm.grid, target.noc_multicast)
 
 
 class _Gemm:
@@ -108,6 +117,14 @@ class _Gemm:
         self.batch_mt = self.mt // out_batches if batches > 1 and batches == out_batches else self.mt
         # a program padding M, N and K up to whole blocks of M x N x K tiles, computing the padding
         # (ttnn's minimal_matmul: MinimalMatmulConfig's M, N and K block sizes)
+        # a program config's blocking: per core M x N output tiles and its K step, split over
+        # the grid both ways or along one side (tt-metal's 2D and 1D multicast program configs)
+        block = attributes.ints(op.attrs.get("core_block")) if op.kind == "matmul" else ()
+        split = str(op.attrs.get("core_split", "")).strip('"')
+        valid = len(block) == 3 and 0 < min(block) and max(block) <= MAX_PADDED_BLOCK and split in CONFIG_PROGRAMS
+        self.core_block, self.core_split = (block, split) if valid else ((), "")
+        asked = attributes.ints(op.attrs.get("out_subblock")) if isinstance(op.attrs.get("out_subblock"), str) else ()
+        self.config_subblock = asked if len(asked) == 2 and 0 < min(asked) and max(asked) <= 64 else None
         found = attributes.ints(op.attrs.get("padded_block")) if op.kind == "matmul" else ()
         self.padded = found if len(found) == 3 and min(found) > 0 and max(found) <= MAX_PADDED_BLOCK else ()
         if self.padded:
@@ -149,6 +166,8 @@ class _Gemm:
         steps of kb tiles, with buffers sized to fit next to the tensors live in L1."""
         if self.padded:  # a pass is a block, its K looped a block at a time
             return min(self.padded[0], m), min(self.padded[1], n), self.padded[2]
+        if self.core_block:  # the config's blocks, its K step as given
+            return min(self.core_block[0], m), min(self.core_block[1], n), max(1, min(self.core_block[2], self.kt))
         if "block" in self.op.attrs:  # asked for by an override, checked by the layout pass
             asked = self.op.attrs["block"]
             return min(asked[0], m, self.batch_mt), min(asked[1], n), asked[2]
@@ -179,7 +198,7 @@ class _Gemm:
         a, b, out, copies = self.a, self.b, self.out, self.copies
         # 32-bit results halve the destination registers' tiles
         dest = self.target.pipeline.dest_tiles // (2 if BYTES_PER_ELEMENT[out.layout.dtype] >= 4 else 1)
-        sub = self.op.attrs.get("subblock") or subblock(pm, pn, max(1, dest))
+        sub = self.op.attrs.get("subblock") or self.config_subblock or subblock(pm, pn, max(1, dest))
         # the writer waits for each sub-block's tiles to land before freeing their buffer (a write
         # barrier per sub-block, tt-metal's matmul writers); into the core's own L1 nothing is waited
         blocks_written = ceil_div(m, sub[0]) * ceil_div(n, sub[1])

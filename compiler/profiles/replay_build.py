@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from tilescope.compiler.ir import opset
 from tilescope.compiler.profiles import replay_mesh, replay_windows
+from tilescope.compiler.profiles.matmul_configs import program_blocks
 from tilescope.compiler.profiles.op_codes import UNARY_CODES, unary_chain
 from tilescope.compiler.profiles.replay_model import Built, NotBuilt, OneOp
 from tilescope.compiler.profiles.report import ReportOp
@@ -128,6 +129,7 @@ def matmul(op: ReportOp, kind: str, target: Target) -> Built:
     blocks = _padded_blocks(op.attributes.get("config", "")) if op.op_code == MINIMAL_MATMUL else ()
     if blocks:
         props.append(f"padded_block = array<i64: {', '.join(map(str, blocks))}>")
+    props.extend(program_blocks(op.attributes.get("program_config", "")))
     return model.done(kind, model.emit(kind, model.inputs, ", ".join(props)), model.inputs, target)
 
 

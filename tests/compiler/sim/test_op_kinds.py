@@ -323,3 +323,27 @@ def test_a_tilize_moves_every_tile_a_face_row_at_a_time_a_row_of_tiles_a_step():
     built = compiled_op(measured, "to_layout", BLACKHOLE)
     (group,) = built[0].ops[-1].meta[KERNEL].groups
     assert group.compute.cycles == 96 * 64 and group.blocks == 48
+
+
+def test_a_matmul_runs_as_its_program_config_splits_and_blocks_it():
+    # ttnn's 1D program with in1 multicast: each core per_core_M = 4 tile rows of all 8 columns,
+    # K in steps of 8 tiles, sub-blocks of 1 x 8 (OFT's 2112 x 1792 by 1792 x 256)
+    config = (
+        "MatmulMultiCoreReuseMultiCast1DProgramConfig(compute_with_storage_grid_size=(x=5;y=4);in0_block_w=8;"
+        "out_subblock_h=1;out_subblock_w=8;out_block_h=4;out_block_w=8;per_core_M=4;per_core_N=8;fuse_batch=1;"
+        "mcast_in0=0;gather_in0=0)"
+    )
+    a, w = t(1, 1, 2112, 1792), t(1, 1, 1792, 256)
+    row = op("Matmul", [a, w], [t(1, 1, 2112, 256)], cores=17, arch="blackhole", program_config=config)
+    built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "matmul", BLACKHOLE)
+    kernel = built[0].ops[-1].meta[KERNEL]
+    assert kernel.program == "matmul_1d_mcast_in1" and kernel.block == (4, 8, 8)
+    assert kernel.cores_used == 17 and {g.compute.tiles for g in kernel.groups} == {4 * 8 * 56, 2 * 8 * 56}
+
+
+def test_a_program_config_that_is_not_one_is_not_taken():
+    a, w = t(1, 1, 2112, 1792), t(1, 1, 1792, 256)
+    for config in ("MatmulMultiCoreReuseMultiCast1DProgramConfig(per_core_M=0;per_core_N=8)", "x" * 9000):
+        row = op("Matmul", [a, w], [t(1, 1, 2112, 256)], cores=17, arch="blackhole", program_config=config)
+        built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "matmul", BLACKHOLE)
+        assert not isinstance(built, str), built
