@@ -177,10 +177,11 @@ class KernelCost:
             terms[MCAST] = terms.get(MCAST, 0.0) + sent / self.target.multicast_bytes_per_s
             fetched += sent / self.target.multicast_bytes_per_s
         # the writer's own reads come before the results it writes, on the same RISC-V, and what
-        # it does before its first step (a tile filled with a scalar) delays its writes
+        # it does before its first step (a tile filled with a scalar) beside the reader's fetches
         read = max(fetched, pushed)
-        fetched_by_writer = seconds(tuple(t for t in group.reads if t.by_writer))
-        written = seconds(group.writes) + group.setup_cycles / self.target.clock_hz
+        setup = group.setup_cycles / self.target.clock_hz
+        fetched_by_writer = seconds(tuple(t for t in group.reads if t.by_writer)) + setup
+        written = seconds(group.writes)
         write = fetched_by_writer + written
         compute = self._engine_cycles(group.compute) / self.target.clock_hz
         terms["compute"] = compute

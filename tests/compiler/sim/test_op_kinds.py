@@ -347,3 +347,13 @@ def test_a_program_config_that_is_not_one_is_not_taken():
         row = op("Matmul", [a, w], [t(1, 1, 2112, 256)], cores=17, arch="blackhole", program_config=config)
         built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "matmul", BLACKHOLE)
         assert not isinstance(built, str), built
+
+
+def test_a_scalar_tile_is_filled_while_the_reader_fetches():
+    # one tile: the reader's wait (a round trip) is shorter than the writer's fill (512 stores of
+    # 5 cycles), so a longer round trip shows only in the write that follows the compute
+    x = t(1, 1, 32, 32)
+    scalar = op("BinaryNgDeviceOperation", [x], [x], cores=1, arch="blackhole", scalar="0.125")
+    base = _ns(scalar, "multiply")
+    slower = _ns(scalar, "multiply", replace(BLACKHOLE, noc_round_trip_cycles=BLACKHOLE.noc_round_trip_cycles + 1000))
+    assert slower - base == pytest.approx(1000 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
