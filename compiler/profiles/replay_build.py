@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from collections.abc import Callable
 
 from tilescope.compiler.ir import opset
@@ -43,6 +44,7 @@ KIND_ATTRIBUTES = {"groupnorm": (("num_groups", "num_groups", False),), "permute
 
 def streamed(op: ReportOp, kind: str, target: Target) -> Built:
     """An op over the report's tensors as they are: its non-empty inputs in, its outputs out."""
+    op = logical_permute(op) if kind == "permute" else op
     model = OneOp(op)
     inputs = list(model.inputs)
     arity = ARITY.get(opset.op_class(kind).kind_class, len(inputs))
@@ -62,6 +64,25 @@ def streamed(op: ReportOp, kind: str, target: Target) -> Built:
     if chain:  # the chain's later functions, applied to each tile in the same kernel
         props = ", ".join(filter(None, (props, f"fused_kinds = [{', '.join(map(json.dumps, chain))}]")))
     return model.done(kind, model.emit(kind, inputs, props), inputs, target)
+
+
+def logical_permute(op: ReportOp) -> ReportOp:
+    """A permute whose report lists one side with more elements than the other, the larger side
+    taken as the other's dims permuted: a permute moves elements and adds none, so the report (a
+    trace, which lists tiles' padded dims) listed that side padded."""
+    dims = [int(v) for v in re.findall(r"-?\d{1,3}", op.attributes.get("dims", ""))]
+    if not op.inputs or not op.outputs:
+        return op
+    source, out = op.inputs[0], op.outputs[0]
+    rank = len(source.shape)
+    if sorted(dims) != list(range(rank)) or len(out.shape) != rank or out.elements == source.elements:
+        return op
+    if out.elements > source.elements:  # the output padded: the input's dims permuted
+        shape = tuple(source.shape[d] for d in dims)
+        return replace(op, outputs=(replace(out, shape=shape, padded=shape), *op.outputs[1:]))
+    inverse = sorted(range(rank), key=lambda axis: dims[axis])  # the input padded: the output's unpermuted
+    shape = tuple(out.shape[d] for d in inverse)
+    return replace(op, inputs=(replace(source, shape=shape, padded=shape), *op.inputs[1:]))
 
 
 def _transposed(dim: str, rank: int) -> str:

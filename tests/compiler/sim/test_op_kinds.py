@@ -357,3 +357,21 @@ def test_a_scalar_tile_is_filled_while_the_reader_fetches():
     base = _ns(scalar, "multiply")
     slower = _ns(scalar, "multiply", replace(BLACKHOLE, noc_round_trip_cycles=BLACKHOLE.noc_round_trip_cycles + 1000))
     assert slower - base == pytest.approx(1000 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
+
+
+@pytest.mark.parametrize("padded", ["output", "input"])
+def test_a_permute_listed_with_a_padded_side_is_built_from_the_other(padded):
+    # a trace lists tiles' padded dims: 1 x 12 x 40 x 256 permuted (2, 1, 0, 3) is 40 x 12 x 1 x 256,
+    # listed 40 x 12 x 32 x 256; a permute adds no elements
+    small, large = t(1, 12, 40, 256), t(40, 12, 32, 256)
+    dims = "SmallVector([2; 1; 0; 3])"
+    if padded == "output":
+        row = op("PermuteDeviceOperation", [small], [large], cores=20, arch="blackhole", dims=dims)
+    else:  # the reverse: its input listed padded
+        row = op("PermuteDeviceOperation", [large], [small], cores=20, arch="blackhole", dims=dims)
+    want = (40, 12, 1, 256)
+    built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "permute", BLACKHOLE)
+    graph = built[0]
+    permute = graph.ops[-1]
+    shapes = {graph.tensors[permute.inputs[0]].shape, graph.tensors[permute.outputs[0]].shape}
+    assert want in shapes and (40, 12, 32, 256) not in shapes
