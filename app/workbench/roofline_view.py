@@ -36,9 +36,10 @@ def roofline(target: Target, records: Sequence) -> Roofline:
         memory = dram.name
         if not moved:
             moved, memory = record.bytes.get(local.name, 0.0), local.name
-        if record.flops <= 0 or moved <= 0 or record.duration_ns <= 0:
-            continue  # data movement only: no point on a roofline
-        achieved = record.flops / (record.duration_ns * 1e-9)
+        seconds = record.duration_ns * 1e-9  # 0 for a denormal duration: no rate to place
+        if record.flops <= 0 or moved <= 0 or seconds <= 0:
+            continue  # data movement only (or no time measured): no point on a roofline
+        achieved = record.flops / seconds
         points.append(RooflinePoint(record.name, record.kind, record.bound, memory, record.flops / moved, achieved))
     roofs = {dram.name: dram.bytes_per_s, local.name: local.bytes_per_s * target.cores}
     return Roofline(points, roofs, target.peak_flops("bf16"))

@@ -78,7 +78,8 @@ def _starts(report: Report) -> list[float]:
 
 def _record(op: ReportOp, name: str, kind: str, start: float, work: OpWork, source: str) -> OpTiming:
     duration = op.kernel_ns or 0.0
-    achieved = work.flops / (duration * 1e-9) if duration else 0.0
+    seconds = duration * 1e-9  # a denormal duration's seconds are 0: no rate is measured then
+    achieved = work.flops / seconds if seconds else 0.0
     out = op.outputs[0] if op.outputs else None
     why = f"measured ({source}:{op.line})"
     if work.roofline_ns > 0 and duration:
