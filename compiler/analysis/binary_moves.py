@@ -17,11 +17,10 @@ from tilescope.compiler.ir.graph import Tensor
 from tilescope.compiler.targets.chip import Target
 
 
-def by_writer(ins: list[Tensor], reads: tuple[Transfer, ...]) -> tuple[Transfer, ...]:
-    """A core's reads of a binary op, its second operand's made by the writer kernel."""
-    if len(ins) < 2:
-        return reads
-    return tuple(replace(m, by_writer=True) if m.tensor == ins[1].name else m for m in reads)
+def by_writer(operand: int, reads: tuple[Transfer, ...]) -> tuple[Transfer, ...]:
+    """A core's reads of a binary op's operand at position `operand`: the second's made by the
+    writer kernel (by position: `x * x` reads its one tensor once in each)."""
+    return tuple(replace(m, by_writer=True) for m in reads) if operand == 1 else reads
 
 
 def native_shards(ins: list[Tensor], outs: list[Tensor]) -> bool:

@@ -23,18 +23,13 @@ from tilescope.compiler.analysis.matmul_blocking import (
     unpacked_per_multiply,
 )
 from tilescope.compiler.analysis.matrix_dims import gemm_dims
+from tilescope.compiler.analysis.matmul_program import CONFIG_PROGRAMS, configured, covered, padded_blocks
 from tilescope.compiler.ir import attributes, opset
 from tilescope.compiler.ir.core_work import CircularBuffer, Compute, CoreWork, Kernel, Transfer
 from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.ir.tiles import ceil_div, num_tiles, tile_bytes
 from tilescope.compiler.targets.chip import Target
-
-
-MAX_PADDED_BLOCK = 1024  # tiles of a padded block's side: a report's larger one is not taken
-# a program config's split -> the program it names: blocks both ways, or one side per core with
-# the other operand multicast to all (tt-metal's MatmulMultiCoreReuseMultiCast(1D)ProgramConfig)
-CONFIG_PROGRAMS = {"2d": "matmul_2d_mcast", "m": "matmul_1d_mcast_in1", "n": "matmul_1d_mcast_in0"}
 
 
 @dataclass(frozen=True)
@@ -82,8 +77,8 @@ def _split(gemm: _Gemm, target: Target) -> tuple[str, str, int, int]:
         mb, nb, _ = gemm.padded
         rows, cols = gemm.grid
         return "matmul_padded_blocks", "2d", ceil_div(gemm.mt // mb, rows) * mb, ceil_div(gemm.nt // nb, cols) * nb
-    if gemm.core_block:  # per core M x N tiles, split along the axis the config names
-        return CONFIG_PROGRAMS[gemm.core_split], gemm.core_split, gemm.core_block[0], gemm.core_block[1]
+    if gemm.config:  # per core M x N tiles, split along the axis the config names
+        return CONFIG_PROGRAMS[gemm.config.split], gemm.config.split, gemm.config.block[0], gemm.config.block[1]
     return matmul_split(gemm.mt, gemm.nt, gemm.grid, target.noc_multicast)
 
 
@@ -115,22 +110,15 @@ class _Gemm:
         # is a matmul of its own, so a pass never spans two batches and reads its batch's B
         batches = math.prod(self.b.shape[:-2]) if op.kind == "matmul" and len(self.b.shape) > 2 else 1
         self.batch_mt = self.mt // out_batches if batches > 1 and batches == out_batches else self.mt
-        # a program padding M, N and K up to whole blocks of M x N x K tiles, computing the padding
-        # (ttnn's minimal_matmul: MinimalMatmulConfig's M, N and K block sizes)
-        # a program config's blocking: per core M x N output tiles and its K step, split over
-        # the grid both ways or along one side (tt-metal's 2D and 1D multicast program configs)
-        block = attributes.ints(op.attrs.get("core_block")) if op.kind == "matmul" else ()
-        split = str(op.attrs.get("core_split", "")).strip('"')
-        valid = len(block) == 3 and 0 < min(block) and max(block) <= MAX_PADDED_BLOCK and split in CONFIG_PROGRAMS
-        self.core_block, self.core_split = (block, split) if valid else ((), "")
-        asked = attributes.ints(op.attrs.get("out_subblock")) if isinstance(op.attrs.get("out_subblock"), str) else ()
-        self.config_subblock = asked if len(asked) == 2 and 0 < min(asked) and max(asked) <= 64 else None
-        found = attributes.ints(op.attrs.get("padded_block")) if op.kind == "matmul" else ()
-        self.padded = found if len(found) == 3 and min(found) > 0 and max(found) <= MAX_PADDED_BLOCK else ()
-        if self.padded:
+        # a program config's blocks, or a padded-block program's (matmul_program.py)
+        dest = target.pipeline.dest_tiles // (2 if BYTES_PER_ELEMENT[self.out.layout.dtype] >= 4 else 1)
+        tiles = (self.mt, self.kt, self.nt)
+        self.config = configured(op, tiles, self.grid, max(1, dest)) if op.kind == "matmul" else None
+        self.padded = padded_blocks(op, tiles) if op.kind == "matmul" else None
+        if self.padded:  # M, N and K padded up to whole blocks, the padding computed
             mb, nb, kb = self.padded
-            self.mt, self.nt = ceil_div(self.mt, mb) * mb, ceil_div(self.nt, nb) * nb
-            self.kt = self.a_kt = ceil_div(self.kt, kb) * kb
+            self.mt, self.nt, self.kt = covered(self.mt, mb), covered(self.nt, nb), covered(self.kt, kb)
+            self.a_kt = self.kt
             self.batch_mt = self.mt
         self.fidelity = fidelity_of(op, self.a.layout.dtype, target)
         self.compute_dtype = target.compute_dtype(self.a.layout.dtype)
@@ -166,8 +154,8 @@ class _Gemm:
         steps of kb tiles, with buffers sized to fit next to the tensors live in L1."""
         if self.padded:  # a pass is a block, its K looped a block at a time
             return min(self.padded[0], m), min(self.padded[1], n), self.padded[2]
-        if self.core_block:  # the config's blocks, its K step as given
-            return min(self.core_block[0], m), min(self.core_block[1], n), max(1, min(self.core_block[2], self.kt))
+        if self.config:  # the config's blocks, its K step as given
+            return min(self.config.block[0], m), min(self.config.block[1], n), self.config.block[2]
         if "block" in self.op.attrs:  # asked for by an override, checked by the layout pass
             asked = self.op.attrs["block"]
             return min(asked[0], m, self.batch_mt), min(asked[1], n), asked[2]
@@ -198,7 +186,8 @@ class _Gemm:
         a, b, out, copies = self.a, self.b, self.out, self.copies
         # 32-bit results halve the destination registers' tiles
         dest = self.target.pipeline.dest_tiles // (2 if BYTES_PER_ELEMENT[out.layout.dtype] >= 4 else 1)
-        sub = self.op.attrs.get("subblock") or self.config_subblock or subblock(pm, pn, max(1, dest))
+        config_sub = self.config.subblock if self.config else None
+        sub = self.op.attrs.get("subblock") or config_sub or subblock(pm, pn, max(1, dest))
         # the writer waits for each sub-block's tiles to land before freeing their buffer (a write
         # barrier per sub-block, tt-metal's matmul writers); into the core's own L1 nothing is waited
         blocks_written = ceil_div(m, sub[0]) * ceil_div(n, sub[1])

@@ -73,10 +73,9 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
             nbytes, pages = _amount(t, frac, waits, pieces)
             return _streamed(transfers.moves(t, nbytes, grid, pages=pages), _row_major(t) and _streams(op, t, tile))
 
-        reads = tuple(m for t in ins for m in reads_of(t))
-        writes = tuple(m for t in outs for m in writes_of(t))
         binary = cls.kind_class == opset.ELTWISE_BINARY
-        reads = by_writer(ins, reads) if binary else reads
+        reads = tuple(m for i, t in enumerate(ins) for m in (by_writer(i, reads_of(t)) if binary else reads_of(t)))
+        writes = tuple(m for t in outs for m in writes_of(t))
         cycles = _vector_cycles(op, cls, target, n, passes, tile) if engine == "vector" else 0.0
         # the vector engine works on registers: its operands are unpacked in, its results packed out
         unpacked = sum(t.bytes for t in reads) if engine == "vector" else 0.0
@@ -193,8 +192,9 @@ def _amount(t: Tensor, frac: float, tile_waits: bool, width: int | None = None) 
     if not _row_major(t):
         tiles = max(1, round(num_tiles(t.shape, t.layout.tile) * frac))
         return tiles * tile_bytes(t.layout.dtype, t.layout.tile), tiles if tile_waits else 0
-    width = width or _page_width(t)
-    sticks = max(1, math.ceil(t.numel // max(1, width) * frac))
+    full = t.shape[-1] if t.shape else 1
+    width = width or _page_width(t)  # a row's pieces, each a page
+    sticks = max(1, math.ceil(t.numel // max(1, full) * math.ceil(full / max(1, width)) * frac))
     return t.numel * bytes_per_element(t.layout.dtype) * frac, sticks
 
 

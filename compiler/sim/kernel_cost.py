@@ -43,7 +43,7 @@ class KernelCost:
         # a transaction kept in flight with others takes the share of a round trip a 2 KB read
         # takes at a core's measured DRAM rate: its outstanding requests cover the round trip
         # whatever their size (tt-metal data_movement ideal_performance.md, packet sizes)
-        dram = target.memories.get("dram")
+        dram = next((m for m in target.memories.values() if m.scope == "device"), None)
         rate = dram.core_bytes_per_s / target.clock_hz if dram is not None and dram.core_bytes_per_s else 0.0
         trip = target.noc_round_trip_cycles
         slot = min(trip, STREAMED_PAGE / rate) if rate else trip

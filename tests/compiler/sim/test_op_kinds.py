@@ -343,10 +343,17 @@ def test_a_matmul_runs_as_its_program_config_splits_and_blocks_it():
 
 def test_a_program_config_that_is_not_one_is_not_taken():
     a, w = t(1, 1, 2112, 1792), t(1, 1, 1792, 256)
-    for config in ("MatmulMultiCoreReuseMultiCast1DProgramConfig(per_core_M=0;per_core_N=8)", "x" * 9000):
-        row = op("Matmul", [a, w], [t(1, 1, 2112, 256)], cores=17, arch="blackhole", program_config=config)
+
+    def kernel(**attributes):
+        row = op("Matmul", [a, w], [t(1, 1, 2112, 256)], cores=17, arch="blackhole", **attributes)
         built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "matmul", BLACKHOLE)
         assert not isinstance(built, str), built
+        return built[0].ops[-1].meta[KERNEL]
+
+    own = kernel()
+    for config in ("MatmulMultiCoreReuseMultiCast1DProgramConfig(per_core_M=0;per_core_N=8)", "x" * 9000):
+        found = kernel(program_config=config)
+        assert (found.program, found.block) == (own.program, own.block)
 
 
 def test_a_scalar_tile_is_filled_while_the_reader_fetches():
@@ -375,3 +382,26 @@ def test_a_permute_listed_with_a_padded_side_is_built_from_the_other(padded):
     permute = graph.ops[-1]
     shapes = {graph.tensors[permute.inputs[0]].shape, graph.tensors[permute.outputs[0]].shape}
     assert want in shapes and (40, 12, 32, 256) not in shapes
+
+
+def test_a_binary_op_of_one_tensor_twice_reads_it_once_in_each_kernel():
+    # x * x: its first operand read by the reader, its second by the writer, by position
+    x = t(1, 1, 32, 32 * 64)
+    row = op("BinaryNgDeviceOperation", [x, x], [x], cores=64, binary_op_type="BinaryOpType::MUL")
+    built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "multiply", BLACKHOLE)
+    kernel = next(o.meta[KERNEL] for o in built[0].ops if o.kind == "multiply")
+    assert sorted(m.by_writer for m in kernel.groups[0].reads) == [False, True]
+
+
+def test_a_program_config_whose_blocks_do_not_cover_the_output_is_not_taken():
+    # per_core_M = 1 on 17 cores covers 17 of 66 tile rows: not this matmul's config
+    config = (
+        "MatmulMultiCoreReuseMultiCast1DProgramConfig(compute_with_storage_grid_size=(x=5;y=4);in0_block_w=8;"
+        "out_subblock_h=1;out_subblock_w=8;per_core_M=1;per_core_N=8;mcast_in0=0)"
+    )
+    a, w = t(1, 1, 2112, 1792), t(1, 1, 1792, 256)
+    row = op("Matmul", [a, w], [t(1, 1, 2112, 256)], cores=17, arch="blackhole", program_config=config)
+    built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "matmul", BLACKHOLE)
+    kernel = built[0].ops[-1].meta[KERNEL]
+    # every output tile computed: 66 x 8 tiles, each over 56 K tiles
+    assert sum(g.compute.tiles * len(g.cores) for g in kernel.groups) == 66 * 8 * 56
