@@ -18,11 +18,27 @@ from tests.compiler.profiles.replay_reports import op, report_text, shard_config
 BLACKHOLE = load_target("blackhole_p150")
 
 
-def _ns(row: dict, kind: str, target=BLACKHOLE) -> float:
+def _built(row: dict, kind: str, target=BLACKHOLE):
+    """The one-op model of the report row's op, compiled to its kernel level."""
     (measured,) = read_ops_report(report_text(row), "r.csv").ops
     built = compiled_op(measured, kind, target)
     assert not isinstance(built, str), built
-    return op_timing(built[0], target)[0].duration_ns
+    return built[0]
+
+
+def _ns(row: dict, kind: str, target=BLACKHOLE) -> float:
+    return op_timing(_built(row, kind, target), target)[0].duration_ns
+
+
+def _kernel(row: dict, kind: str, target=BLACKHOLE):
+    """The kernel of the row's op: the model's last, after its operands are laid out."""
+    return _built(row, kind, target).ops[-1].meta[KERNEL]
+
+
+def _oft_matmul(**attributes) -> dict:
+    """OFT's 2112 x 1792 by 1792 x 256 matmul on 17 Blackhole cores."""
+    a, w = t(1, 1, 2112, 1792), t(1, 1, 1792, 256)
+    return op("Matmul", [a, w], [t(1, 1, 2112, 256)], cores=17, arch="blackhole", **attributes)
 
 
 def _sdpa(q_len: int, kv_len: int, **attributes) -> dict:
@@ -279,8 +295,7 @@ def test_a_tiled_permute_moving_rows_writes_every_face_line_and_every_padding_li
     # padding rows; every line of 16 elements is a write of its own
     x, y = t(1, 12, 40, 256), t(40, 12, 1, 256)
     row = op("PermuteDeviceOperation", [x], [y], cores=1, arch="blackhole", dims="SmallVector([2; 1; 0; 3])")
-    built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "permute", BLACKHOLE)
-    kernel = built[0].ops[-1].meta[KERNEL]
+    kernel = _kernel(row, "permute")
     (write,) = kernel.groups[0].writes
     real = 12 * 40 * 16  # rows x face lines across 256 columns
     padding = 40 * 12 * 31 * 16
@@ -302,8 +317,7 @@ def test_a_cache_write_reads_its_rows_from_the_shards_they_lie_in():
     cache = t(1, 160, 80, 256, layout="row_major")
     sharded = shard_config("height_sharded", (5, 4), (320, 256))
     row = op("SliceWriteDeviceOperation", [rows, cache], [cache], cores=20, arch="blackhole", input_mem_config=sharded)
-    built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "update_cache", BLACKHOLE)
-    kernel = built[0].ops[-1].meta[KERNEL]
+    kernel = _kernel(row, "update_cache")
     assert {m.path for g in kernel.groups for m in g.reads} == {"l1"}
 
 
@@ -333,26 +347,16 @@ def test_a_matmul_runs_as_its_program_config_splits_and_blocks_it():
         "out_subblock_h=1;out_subblock_w=8;out_block_h=4;out_block_w=8;per_core_M=4;per_core_N=8;fuse_batch=1;"
         "mcast_in0=0;gather_in0=0)"
     )
-    a, w = t(1, 1, 2112, 1792), t(1, 1, 1792, 256)
-    row = op("Matmul", [a, w], [t(1, 1, 2112, 256)], cores=17, arch="blackhole", program_config=config)
-    built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "matmul", BLACKHOLE)
-    kernel = built[0].ops[-1].meta[KERNEL]
+    row = _oft_matmul(program_config=config)
+    kernel = _kernel(row, "matmul")
     assert kernel.program == "matmul_1d_mcast_in1" and kernel.block == (4, 8, 8)
     assert kernel.cores_used == 17 and {g.compute.tiles for g in kernel.groups} == {4 * 8 * 56, 2 * 8 * 56}
 
 
 def test_a_program_config_that_is_not_one_is_not_taken():
-    a, w = t(1, 1, 2112, 1792), t(1, 1, 1792, 256)
-
-    def kernel(**attributes):
-        row = op("Matmul", [a, w], [t(1, 1, 2112, 256)], cores=17, arch="blackhole", **attributes)
-        built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "matmul", BLACKHOLE)
-        assert not isinstance(built, str), built
-        return built[0].ops[-1].meta[KERNEL]
-
-    own = kernel()
+    own = _kernel(_oft_matmul(), "matmul")
     for config in ("MatmulMultiCoreReuseMultiCast1DProgramConfig(per_core_M=0;per_core_N=8)", "x" * 9000):
-        found = kernel(program_config=config)
+        found = _kernel(_oft_matmul(program_config=config), "matmul")
         assert (found.program, found.block) == (own.program, own.block)
 
 
@@ -399,9 +403,7 @@ def test_a_program_config_whose_blocks_do_not_cover_the_output_is_not_taken():
         "MatmulMultiCoreReuseMultiCast1DProgramConfig(compute_with_storage_grid_size=(x=5;y=4);in0_block_w=8;"
         "out_subblock_h=1;out_subblock_w=8;per_core_M=1;per_core_N=8;mcast_in0=0)"
     )
-    a, w = t(1, 1, 2112, 1792), t(1, 1, 1792, 256)
-    row = op("Matmul", [a, w], [t(1, 1, 2112, 256)], cores=17, arch="blackhole", program_config=config)
-    built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "matmul", BLACKHOLE)
-    kernel = built[0].ops[-1].meta[KERNEL]
+    row = _oft_matmul(program_config=config)
+    kernel = _kernel(row, "matmul")
     # every output tile computed: 66 x 8 tiles, each over 56 K tiles
     assert sum(g.compute.tiles * len(g.cores) for g in kernel.groups) == 66 * 8 * 56
