@@ -159,7 +159,11 @@ class _Gemm:
         if "block" in self.op.attrs:  # asked for by an override, checked by the layout pass
             asked = self.op.attrs["block"]
             return min(asked[0], m, self.batch_mt), min(asked[1], n), asked[2]
-        return fit_blocks(min(m, self.batch_mt), n, self.kt, self.step_bytes, self.budget)
+        pm, pn, kb = fit_blocks(min(m, self.batch_mt), n, self.kt, self.step_bytes, self.budget)
+        # a batched matmul with a B per batch and no program config runs ttnn's batched program,
+        # whose reader fetches a K tile of A and of B and waits for them before the next
+        # (tt-metal matmul reader_bmm_8bank_output_tiles_partitioned): a step a K tile
+        return (pm, pn, 1) if self.batch_mt != self.mt else (pm, pn, kb)
 
     def reads(self, m: int, n: int, pm: int, pn: int, sends_a: bool, sends_b: bool) -> tuple[Transfer, ...]:
         """Each pass reads its rows of A and its columns of B again: A once per column pass, B

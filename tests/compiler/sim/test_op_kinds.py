@@ -407,3 +407,11 @@ def test_a_program_config_whose_blocks_do_not_cover_the_output_is_not_taken():
     kernel = _kernel(row, "matmul")
     # every output tile computed: 66 x 8 tiles, each over 56 K tiles
     assert sum(g.compute.tiles * len(g.cores) for g in kernel.groups) == 66 * 8 * 56
+
+
+def test_a_batched_matmul_without_a_config_steps_k_a_tile_at_a_time():
+    # 20 heads of 19 x 64 by 64 x 19 (CLIP's scores): ttnn's batched program reads a K tile of A
+    # and of B and waits before the next, so each of a head's 2 K tiles is a step
+    q, k = t(1, 20, 19, 64), t(1, 20, 64, 19)
+    kernel = _kernel(op("Matmul", [q, k], [t(1, 20, 19, 19)], cores=1, arch="blackhole"), "matmul")
+    assert kernel.block[2] == 1 and sum(g.blocks for g in kernel.groups) == 20 * 2
