@@ -95,6 +95,11 @@ class _Gemm:
         tile = self.out.layout.tile  # short (tiny) tiles of A and the output cut M's padding
         rows, k, cols = gemm_dims(graph, op)
         self.mt, self.kt, self.nt = ceil_div(rows, tile[0]), ceil_div(k, tile[1]), ceil_div(cols, tile[1])
+        # K not a whole number of tiles: the padding columns of A's last K tile, which a matmul's
+        # reader zeroes itself once the tile lands (they may hold anything, a softmax's output
+        # say), a 16-bit store per element (tt-metal reader_bmm_tile_layout_in0_sender_padding,
+        # pad_last_ktile in pad_tile.hpp)
+        self.k_pad = (-k) % tile[1] if op.kind == "matmul" else 0
         out_batches = math.prod(self.out.shape[:-2]) if op.kind == "matmul" and len(self.out.shape) > 2 else 1
         if out_batches > 1:  # each matrix of a batch padded to whole tiles on its own
             self.mt = out_batches * ceil_div(self.out.shape[-2], tile[0])
@@ -222,6 +227,7 @@ class _Gemm:
         operands = (a.name, b.name)
         waited = next((t for t in share.reads if self._shared(t.path) and t.tensor in operands), None)
         reads = tuple(replace(t, pages=steps) if t is waited else t for t in share.reads)
+        reads = self._padded(reads, m * ceil_div(n, pn))
         if self.window_run:
             reads = self._gathered(reads, m, n, pm, pn, kb)
         return CoreWork(members, reads, compute, writes, steps, cbs, copies == 2)
@@ -243,6 +249,17 @@ class _Gemm:
         read = reads[first]
         gathered = replace(read, pages=max(read.pages, blocks), commands=commands)
         return (*reads[:first], gathered, *reads[first + 1 :])
+
+    def _padded(self, reads: tuple[Transfer, ...], last_tiles: int) -> tuple[Transfer, ...]:
+        """`reads` with the stores zeroing the padding of each of A's `last_tiles` last K tiles
+        the core fetches itself (a multicast's receivers get them zeroed)."""
+        if not self.k_pad:
+            return reads
+        stores = last_tiles * self.a.layout.tile[0] * self.k_pad
+        first = next((i for i, t in enumerate(reads) if t.tensor == self.a.name and self._shared(t.path)), None)
+        if first is None:
+            return reads
+        return (*reads[:first], replace(reads[first], stores=stores), *reads[first + 1 :])
 
     def _shared(self, path: str) -> bool:
         memory = self.target.memories.get(path)

@@ -9,6 +9,7 @@ import math
 from dataclasses import replace
 
 from tilescope.compiler.ir.meta import L1_LIVE
+from tilescope.compiler.analysis import softmax_kernel
 from tilescope.compiler.analysis.binary_moves import by_writer, native_shards, scalar_fill
 from tilescope.compiler.analysis.core_cycles import vector_cycles
 from tilescope.compiler.analysis.core_shares import grid_cores, shard_shares, spread
@@ -39,7 +40,10 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
     reads_per_output = SAMPLED_READS.get(op.kind, 1)
     sized = [t for t in ins + outs if t.name != looked_up]
     total = max([num_tiles(t.shape, t.layout.tile) for t in sized] + [1])
-    counts = _shares(sized, total, grid)
+    # a softmax's cores take whole rows (ttnn splits its tile rows over the grid)
+    counts = _shares(
+        sized, total, grid, softmax_kernel.row_tiles(ins[0]) if op.kind in softmax_kernel.KINDS and ins else 1
+    )
     passes = cls.flops_per_element + sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ()))
     engine = "vector" if cls.engine == "vector" else "data"
     page_bytes = sum(tile_bytes(t.layout.dtype, t.layout.tile) for t in ins + outs)
@@ -76,7 +80,7 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
         binary = cls.kind_class == opset.ELTWISE_BINARY
         reads = tuple(m for i, t in enumerate(ins) for m in (by_writer(i, reads_of(t)) if binary else reads_of(t)))
         writes = tuple(m for t in outs for m in writes_of(t))
-        cycles = _vector_cycles(op, cls, target, n, passes, tile) if engine == "vector" else 0.0
+        cycles = _vector_cycles(op, cls, target, n, passes, tile, ins) if engine == "vector" else 0.0
         # the vector engine works on registers: its operands are unpacked in, its results packed out
         unpacked = sum(t.bytes for t in reads) if engine == "vector" else 0.0
         packed = sum(t.bytes for t in writes) if engine == "vector" else 0.0
@@ -95,7 +99,7 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
                 steps,
                 cbs,
                 copies == 2,
-                scalar_fill(ins, outs, target) if binary else 0.0,
+                _setup_cycles(op, ins, outs, target, binary),
                 _handshakes(per_tile and not any(t.pages for t in reads + writes), binary, ins, outs),
             )
         )
@@ -137,6 +141,15 @@ def _retiled(op: Op, ins: list[Tensor], outs: list[Tensor], tiles: int) -> tuple
     return Compute("vector", tiles, tiles * face_rows), ceil_div(tiles, across)
 
 
+def _setup_cycles(op: Op, ins: list[Tensor], outs: list[Tensor], target: Target, binary: bool) -> float:
+    """What the writer does before the first result: a binary op's scalar tile, a softmax's mask."""
+    if binary:
+        return scalar_fill(ins, outs, target)
+    if op.kind in softmax_kernel.KINDS and ins:
+        return softmax_kernel.mask_cycles(target, ins[0])
+    return 0.0
+
+
 def _handshakes(straight_on: bool, binary: bool, ins: list[Tensor], outs: list[Tensor]) -> bool:
     """Whether each step waits on the pipeline's handshakes: not for element-wise engines handing
     tiles straight on, none waiting on a transaction (a binary op only on even shards)."""
@@ -154,10 +167,13 @@ def _buffers(ins: list[Tensor], outs: list[Tensor], pages: int) -> tuple[Circula
 
 
 def _vector_cycles(
-    op: Op, cls: opset.OpClass, target: Target, tiles: int, passes: float, tile: tuple[int, int]
+    op: Op, cls: opset.OpClass, target: Target, tiles: int, passes: float, tile: tuple[int, int], ins: list[Tensor]
 ) -> float:
-    """The compute engine's cycles: a unary function (and those fused into the op) at its measured
-    cost per tile on the vector unit, where the target knows it; else `passes` element-wise passes."""
+    """The compute engine's cycles: a softmax's as its program runs; a unary function (and those
+    fused into the op) at its measured cost per tile on the vector unit, where the target knows it;
+    else `passes` element-wise passes."""
+    if op.kind in softmax_kernel.KINDS and ins:
+        return softmax_kernel.compute_cycles(target, ins[0], tiles, passes)
     kinds = (op.kind, *op.attrs.get("fused_kinds", ()))
     costs = [target.sfpu_tile_cycles(k) for k in kinds if opset.op_class(k).kind_class == opset.ELTWISE_UNARY]
     if cls.kind_class != opset.ELTWISE_UNARY or None in costs or not costs:
@@ -224,13 +240,15 @@ def _streamed(moves: tuple[Transfer, ...], streams: bool) -> tuple[Transfer, ...
     return tuple(replace(m, pages=0, streamed=m.pages) if m.pages else m for m in moves)
 
 
-def _shares(sized: list[Tensor], total: int, grid: tuple[int, int]) -> dict[int, list[tuple[int, int]]]:
+def _shares(sized: list[Tensor], total: int, grid: tuple[int, int], row: int = 1) -> dict[int, list[tuple[int, int]]]:
     """Tiles per core: the shards of the largest tensor when it is sharded over the op's grid (a
     core works on the shard it holds, so with uneven shards the busiest does a full one), else
-    `total` in even shares."""
+    `total` in even shares of whole rows of `row` tiles."""
     largest = max(sized, key=lambda t: num_tiles(t.shape, t.layout.tile), default=None)
     if largest is not None and largest.layout.sharded and largest.layout.grid == grid:
         batch, rt, ct = tile_grid(largest.shape, largest.layout.tile)
         if batch * rt * ct == total:
             return shard_shares(batch * rt, ct, largest.layout.memory_layout, grid)
+    if row > 1 and total % row == 0:
+        return {n * row: members for n, members in spread(total // row, grid_cores(grid)).items()}
     return spread(total, grid_cores(grid))

@@ -31,6 +31,9 @@ class Transfer:
     # a read the writer's RISC-V makes, beside the reader's (ttnn's binary ops read their second
     # operand in the writer kernel, tile by tile before writing each result)
     by_writer: bool = False
+    # narrow stores the reader's RISC-V makes into what it fetched once it lands (a matmul's reader
+    # zeroing the padding of A's last K tile), one by one
+    stores: int = 0
 
 
 @dataclass(frozen=True)

@@ -161,6 +161,8 @@ class KernelCost:
                 ) / self.target.clock_hz
                 # commands issued one by one, then waited on: the RISC-V's time, then the trip
                 waited += t.commands * self.target.noc_issue_cycles / self.target.clock_hz
+                # stores into what landed, after it lands
+                waited += t.stores * self.target.pipeline.word_store_cycles / self.target.clock_hz
                 on = LATENCY if waited > s else t.path
                 s = max(s, waited)
                 terms[on] = terms.get(on, 0.0) + s

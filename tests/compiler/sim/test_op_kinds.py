@@ -10,29 +10,10 @@ import pytest
 from tilescope.compiler.analysis.reshape_kernel import TileMap, permute_map, tile_map
 from tilescope.compiler.ir.meta import KERNEL
 from tilescope.compiler.profiles.ops_report import read_ops_report
-from tilescope.compiler.profiles.replay import compiled_op, op_timing
-from tilescope.compiler.targets.catalog import load_target
+from tilescope.compiler.profiles.replay import compiled_op
 
 from tests.compiler.profiles.replay_reports import op, report_text, shard_config, t, window
-
-BLACKHOLE = load_target("blackhole_p150")
-
-
-def _built(row: dict, kind: str, target=BLACKHOLE):
-    """The one-op model of the report row's op, compiled to its kernel level."""
-    (measured,) = read_ops_report(report_text(row), "r.csv").ops
-    built = compiled_op(measured, kind, target)
-    assert not isinstance(built, str), built
-    return built[0]
-
-
-def _ns(row: dict, kind: str, target=BLACKHOLE) -> float:
-    return op_timing(_built(row, kind, target), target)[0].duration_ns
-
-
-def _kernel(row: dict, kind: str, target=BLACKHOLE):
-    """The kernel of the row's op: the model's last, after its operands are laid out."""
-    return _built(row, kind, target).ops[-1].meta[KERNEL]
+from tests.compiler.sim.replayed import BLACKHOLE, changed, kernel_of, ns
 
 
 def _oft_matmul(**attributes) -> dict:
@@ -47,22 +28,22 @@ def _sdpa(q_len: int, kv_len: int, **attributes) -> dict:
 
 
 def test_causal_attention_skips_the_key_chunks_past_the_diagonal():
-    full = _ns(_sdpa(4096, 4096), "scaled_dot_product_attention")
-    causal = _ns(_sdpa(4096, 4096, is_causal="true"), "scaled_dot_product_attention")
+    full = ns(_sdpa(4096, 4096), "scaled_dot_product_attention")
+    causal = ns(_sdpa(4096, 4096, is_causal="true"), "scaled_dot_product_attention")
     # 16 query chunks of 256 read 1..16 key chunks: 8.5 of 16 on average
     assert causal / full == pytest.approx(8.5 / 16, rel=0.1)
 
 
 def test_a_prompt_after_a_cache_reads_the_cache_whole_and_its_own_keys_causally():
-    full = _ns(_sdpa(1024, 4096), "scaled_dot_product_attention")
-    causal = _ns(_sdpa(1024, 4096, is_causal="true"), "scaled_dot_product_attention")
+    full = ns(_sdpa(1024, 4096), "scaled_dot_product_attention")
+    causal = ns(_sdpa(1024, 4096, is_causal="true"), "scaled_dot_product_attention")
     # queries at 3072..4095: their chunks read 13..16 of 16 key chunks
     assert causal / full == pytest.approx(14.5 / 16, rel=0.1)
 
 
 def test_causal_ring_attention_costs_the_ring_s_mean_device():
-    full = _ns(_sdpa(2048, 4096, ring_size="2"), "scaled_dot_product_attention")
-    causal = _ns(_sdpa(2048, 4096, ring_size="2", is_causal="true"), "scaled_dot_product_attention")
+    full = ns(_sdpa(2048, 4096, ring_size="2"), "scaled_dot_product_attention")
+    causal = ns(_sdpa(2048, 4096, ring_size="2", is_causal="true"), "scaled_dot_product_attention")
     # queries at 1024..3071 on average: chunks read 5..12 of 16, 8.5 on average
     assert causal / full == pytest.approx(8.5 / 16, rel=0.1)
 
@@ -77,15 +58,15 @@ def _group_norm(groups: int, channels: int = 64, rows: int = 30720, memory: str 
 def test_a_group_norm_works_on_each_group_over_the_tiles_it_spans():
     # 64 channels: 16 groups put 8 groups in each tile column, 2 groups one; each group's tiles
     # are read three times, read back and written, one after the other
-    many, few = (_ns(_group_norm(g, cores=16), "groupnorm") for g in (16, 2))
+    many, few = (ns(_group_norm(g, cores=16), "groupnorm") for g in (16, 2))
     assert many / few == pytest.approx(8, rel=0.2)
 
 
 def test_a_sharded_group_norm_waits_on_every_core_s_partial_sums_twice_a_group():
     sharded = shard_config("height_sharded", (5, 4), (1536, 64))
     row = _group_norm(16, memory="l1_height_sharded", cores=20, output_mem_config=sharded)
-    base = _ns(row, "groupnorm")
-    slower = _ns(row, "groupnorm", replace(BLACKHOLE, noc_round_trip_cycles=2 * BLACKHOLE.noc_round_trip_cycles))
+    base = ns(row, "groupnorm")
+    slower = ns(row, "groupnorm", replace(BLACKHOLE, noc_round_trip_cycles=2 * BLACKHOLE.noc_round_trip_cycles))
     exchanges = 2 * 16 * 20 * BLACKHOLE.noc_round_trip_cycles / BLACKHOLE.clock_hz * 1e9
     assert slower - base == pytest.approx(exchanges, rel=0.05)
 
@@ -112,8 +93,8 @@ def test_a_permute_of_leading_dims_gathers_rows_and_one_of_the_last_dim_is_not_a
 def test_a_tiled_reshape_costs_its_loads_writes_and_pieces_one_after_another():
     x, y = t(1, 1, 19, 1280), t(1, 19, 20, 64)
     row = op("ReshapeDeviceOperation", [x], [y], cores=38, arch="blackhole")
-    base = _ns(row, "reshape")
-    dearer = _ns(row, "reshape", replace(BLACKHOLE, pipeline=replace(BLACKHOLE.pipeline, segment_copy_cycles=160)))
+    base = ns(row, "reshape")
+    dearer = ns(row, "reshape", replace(BLACKHOLE, pipeline=replace(BLACKHOLE.pipeline, segment_copy_cycles=160)))
     # 19 x 2 output tiles on 38 cores: one each, 40 pieces at 100 cycles more
     assert dearer - base == pytest.approx(40 * 100 / BLACKHOLE.clock_hz * 1e9, rel=0.02)
     loads = 40 + 1  # and the tile written, each waited on
@@ -144,8 +125,8 @@ def _conv(act_block: str = "") -> dict:
 
 def test_a_convolution_s_reader_issues_a_read_per_im2col_row_and_run():
     row = _conv("act_block_h_ntiles=1;act_block_w_ntiles=6")
-    base = _ns(row, "conv2d")
-    slower = _ns(row, "conv2d", replace(BLACKHOLE, noc_issue_cycles=BLACKHOLE.noc_issue_cycles + 18))
+    base = ns(row, "conv2d")
+    slower = ns(row, "conv2d", replace(BLACKHOLE, noc_issue_cycles=BLACKHOLE.noc_issue_cycles + 18))
     # 48 tile rows a core in blocks of one, K of 18 tiles in steps of 6: 144 blocks of 32 rows,
     # each row's 6 tiles (192 channels) one run of the window's 3 x 64 contiguous channels
     commands = 144 * 32 * 1
@@ -163,12 +144,6 @@ def test_a_batched_matmul_pads_each_batch_s_rows_and_reads_each_batch_s_b():
     assert b_bytes == 20 * 2 * 2048  # each batch's own B, once
 
 
-def _with(target=BLACKHOLE, sfpu=None, **pipeline):
-    """`target` with some of its pipeline constants or vector-unit costs changed."""
-    changed = replace(target, pipeline=replace(target.pipeline, **pipeline))
-    return replace(changed, sfpu_cycles={**target.sfpu_cycles, **sfpu}) if sfpu else changed
-
-
 def _relu(memory: str, **attributes) -> dict:
     """A unary op over 30,720 x 64 on 20 cores: 96 tiles a core, sharded in L1 or from DRAM."""
     if memory == "dram":
@@ -182,18 +157,18 @@ def _relu(memory: str, **attributes) -> dict:
 def test_a_unary_op_costs_its_function_on_the_vector_unit_for_every_tile():
     # sharded, nothing waited on: the engines hand tiles straight on, the function's cost sets the pace
     row = _relu("l1")
-    base = _ns(row, "relu")
-    dearer = _ns(row, "relu", _with(sfpu={"relu": BLACKHOLE.sfpu_cycles["relu"] + 100}))
+    base = ns(row, "relu")
+    dearer = ns(row, "relu", changed(sfpu={"relu": BLACKHOLE.sfpu_cycles["relu"] + 100}))
     assert dearer - base == pytest.approx(96 * 100 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
     # and no handshake is paid a step
-    assert _ns(row, "relu", _with(step_sync_cycles=1000)) == pytest.approx(base)
+    assert ns(row, "relu", changed(step_sync_cycles=1000)) == pytest.approx(base)
 
 
 def test_an_element_wise_kernel_waiting_on_each_tile_pays_a_handshake_a_tile():
     # from DRAM the reader waits for each tile and the writer for each write: a step a tile
     row = _relu("dram")
-    base = _ns(row, "relu")
-    slower = _ns(row, "relu", _with(step_sync_cycles=BLACKHOLE.pipeline.step_sync_cycles + 100))
+    base = ns(row, "relu")
+    slower = ns(row, "relu", changed(step_sync_cycles=BLACKHOLE.pipeline.step_sync_cycles + 100))
     assert slower - base == pytest.approx(96 * 100 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
 
 
@@ -201,15 +176,15 @@ def test_a_unary_chain_costs_every_function_of_it():
     chain = "{UnaryWithParam(op_type=UnaryOpType::NEG);UnaryWithParam(op_type=UnaryOpType::EXP)}"
     alone, both = _relu("l1", op_chain="{UnaryOpType::NEG}"), _relu("l1", op_chain=chain)
     # sharded, nothing waited on: the exp's cycles for each of the 96 tiles beside the neg's
-    added = _ns(both, "neg") - _ns(alone, "neg")
+    added = ns(both, "neg") - ns(alone, "neg")
     assert added == pytest.approx(96 * BLACKHOLE.sfpu_cycles["exp"] / BLACKHOLE.clock_hz * 1e9, rel=0.02)
 
 
 def test_a_binary_op_with_a_scalar_fills_a_tile_with_it_first():
     x = t(1, 1, 32, 32)
     scalar = op("BinaryNgDeviceOperation", [x], [x], cores=1, arch="blackhole", scalar="0.125")
-    base = _ns(scalar, "multiply")
-    dearer = _ns(scalar, "multiply", _with(word_store_cycles=BLACKHOLE.pipeline.word_store_cycles + 1))
+    base = ns(scalar, "multiply")
+    dearer = ns(scalar, "multiply", changed(word_store_cycles=BLACKHOLE.pipeline.word_store_cycles + 1))
     # a bf16 tile is 512 words, each one store
     assert dearer - base == pytest.approx(512 / BLACKHOLE.clock_hz * 1e9, rel=0.02)
 
@@ -244,9 +219,9 @@ def test_an_op_on_many_cores_waits_for_its_last_core_to_start():
     x = t(1, 1, 32, 32 * 64)
     many = op("UnaryDeviceOperation", [x], [x], cores=64, arch="blackhole")
     one = op("UnaryDeviceOperation", [x], [x], cores=1, arch="blackhole")
-    skewed = _with(start_skew_ns=BLACKHOLE.pipeline.start_skew_ns + 1000)
-    assert _ns(many, "relu", skewed) - _ns(many, "relu") == pytest.approx(1000)
-    assert _ns(one, "relu", skewed) == pytest.approx(_ns(one, "relu"))  # one core: no skew
+    skewed = changed(start_skew_ns=BLACKHOLE.pipeline.start_skew_ns + 1000)
+    assert ns(many, "relu", skewed) - ns(many, "relu") == pytest.approx(1000)
+    assert ns(one, "relu", skewed) == pytest.approx(ns(one, "relu"))  # one core: no skew
 
 
 @pytest.mark.parametrize(
@@ -271,8 +246,8 @@ def test_a_transpose_of_rows_with_channels_writes_each_face_line_on_its_own():
     # 20 padding rows of each of its 19 x 2 tiles written the same way
     x, y = t(1, 12, 19, 64), t(1, 19, 12, 64)
     row = op("TransposeDeviceOperation", [x], [y], cores=24, arch="blackhole", dim="TransposeOpDim::HC")
-    base = _ns(row, "transpose")
-    dearer = _ns(row, "transpose", replace(BLACKHOLE, noc_issue_cycles=BLACKHOLE.noc_issue_cycles + 10))
+    base = ns(row, "transpose")
+    dearer = ns(row, "transpose", replace(BLACKHOLE, noc_issue_cycles=BLACKHOLE.noc_issue_cycles + 10))
     # one input tile a core: its 19 rows x 2 face lines, and its share of the output's padding
     # lines (20 rows of each of 19 x 2 tiles, 2 face lines a row, over 24 cores), 10 cycles more each
     lines = 19 * 2 + (32 - 12) * 19 * 2 * 2 / 24
@@ -295,7 +270,7 @@ def test_a_tiled_permute_moving_rows_writes_every_face_line_and_every_padding_li
     # padding rows; every line of 16 elements is a write of its own
     x, y = t(1, 12, 40, 256), t(40, 12, 1, 256)
     row = op("PermuteDeviceOperation", [x], [y], cores=1, arch="blackhole", dims="SmallVector([2; 1; 0; 3])")
-    kernel = _kernel(row, "permute")
+    kernel = kernel_of(row, "permute")
     (write,) = kernel.groups[0].writes
     real = 12 * 40 * 16  # rows x face lines across 256 columns
     padding = 40 * 12 * 31 * 16
@@ -306,8 +281,8 @@ def test_a_streamed_stick_costs_the_risc_v_s_work_for_it_where_that_is_longer():
     # 30,720 rows on 20 cores: 1,536 sticks a core, each with its address worked out and issued
     x = t(1, 1, 30720, 64, layout="row_major")
     row = op("TilizeDeviceOperation", [x], [t(1, 1, 30720, 64)], cores=20, arch="blackhole")
-    base = _ns(row, "to_layout")
-    dearer = _ns(row, "to_layout", replace(BLACKHOLE, noc_page_cycles=BLACKHOLE.noc_page_cycles + 100))
+    base = ns(row, "to_layout")
+    dearer = ns(row, "to_layout", replace(BLACKHOLE, noc_page_cycles=BLACKHOLE.noc_page_cycles + 100))
     assert dearer - base == pytest.approx(1536 * 100 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
 
 
@@ -317,7 +292,7 @@ def test_a_cache_write_reads_its_rows_from_the_shards_they_lie_in():
     cache = t(1, 160, 80, 256, layout="row_major")
     sharded = shard_config("height_sharded", (5, 4), (320, 256))
     row = op("SliceWriteDeviceOperation", [rows, cache], [cache], cores=20, arch="blackhole", input_mem_config=sharded)
-    kernel = _kernel(row, "update_cache")
+    kernel = kernel_of(row, "update_cache")
     assert {m.path for g in kernel.groups for m in g.reads} == {"l1"}
 
 
@@ -348,15 +323,15 @@ def test_a_matmul_runs_as_its_program_config_splits_and_blocks_it():
         "mcast_in0=0;gather_in0=0)"
     )
     row = _oft_matmul(program_config=config)
-    kernel = _kernel(row, "matmul")
+    kernel = kernel_of(row, "matmul")
     assert kernel.program == "matmul_1d_mcast_in1" and kernel.block == (4, 8, 8)
     assert kernel.cores_used == 17 and {g.compute.tiles for g in kernel.groups} == {4 * 8 * 56, 2 * 8 * 56}
 
 
 def test_a_program_config_that_is_not_one_is_not_taken():
-    own = _kernel(_oft_matmul(), "matmul")
+    own = kernel_of(_oft_matmul(), "matmul")
     for config in ("MatmulMultiCoreReuseMultiCast1DProgramConfig(per_core_M=0;per_core_N=8)", "x" * 9000):
-        found = _kernel(_oft_matmul(program_config=config), "matmul")
+        found = kernel_of(_oft_matmul(program_config=config), "matmul")
         assert (found.program, found.block) == (own.program, own.block)
 
 
@@ -365,8 +340,8 @@ def test_a_scalar_tile_is_filled_while_the_reader_fetches():
     # 5 cycles), so a longer round trip shows only in the write that follows the compute
     x = t(1, 1, 32, 32)
     scalar = op("BinaryNgDeviceOperation", [x], [x], cores=1, arch="blackhole", scalar="0.125")
-    base = _ns(scalar, "multiply")
-    slower = _ns(scalar, "multiply", replace(BLACKHOLE, noc_round_trip_cycles=BLACKHOLE.noc_round_trip_cycles + 1000))
+    base = ns(scalar, "multiply")
+    slower = ns(scalar, "multiply", replace(BLACKHOLE, noc_round_trip_cycles=BLACKHOLE.noc_round_trip_cycles + 1000))
     assert slower - base == pytest.approx(1000 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
 
 
@@ -404,7 +379,7 @@ def test_a_program_config_whose_blocks_do_not_cover_the_output_is_not_taken():
         "out_subblock_h=1;out_subblock_w=8;per_core_M=1;per_core_N=8;mcast_in0=0)"
     )
     row = _oft_matmul(program_config=config)
-    kernel = _kernel(row, "matmul")
+    kernel = kernel_of(row, "matmul")
     # every output tile computed: 66 x 8 tiles, each over 56 K tiles
     assert sum(g.compute.tiles * len(g.cores) for g in kernel.groups) == 66 * 8 * 56
 
@@ -413,5 +388,20 @@ def test_a_batched_matmul_without_a_config_steps_k_a_tile_at_a_time():
     # 20 heads of 19 x 64 by 64 x 19 (CLIP's scores): ttnn's batched program reads a K tile of A
     # and of B and waits before the next, so each of a head's 2 K tiles is a step
     q, k = t(1, 20, 19, 64), t(1, 20, 64, 19)
-    kernel = _kernel(op("Matmul", [q, k], [t(1, 20, 19, 19)], cores=1, arch="blackhole"), "matmul")
+    kernel = kernel_of(op("Matmul", [q, k], [t(1, 20, 19, 19)], cores=1, arch="blackhole"), "matmul")
     assert kernel.block[2] == 1 and sum(g.blocks for g in kernel.groups) == 20 * 2
+
+
+def test_a_matmul_reader_zeroes_the_padding_of_a_s_last_k_tile():
+    # CLIP's P V: 20 heads of 19 x 19 by 19 x 64, K = 19: each head's one A tile has 13 padding
+    # columns, zeroed by the reader a store an element, 32 x 13 a tile
+    p, v = t(1, 20, 19, 19), t(1, 20, 19, 64)
+    row = op("Matmul", [p, v], [t(1, 20, 19, 64)], cores=1, arch="blackhole")
+    (read,) = [m for g in kernel_of(row, "matmul").groups for m in g.reads if m.stores]
+    assert read.stores == 20 * 32 * 13  # each head's A tile read once, its block spanning N
+    slower = ns(row, "matmul", changed(word_store_cycles=BLACKHOLE.pipeline.word_store_cycles + 1))
+    assert slower - ns(row, "matmul") == pytest.approx(read.stores / BLACKHOLE.clock_hz * 1e9, rel=0.05)
+    # K a whole number of tiles: nothing to zero
+    q = t(1, 20, 19, 64)
+    whole = op("Matmul", [q, t(1, 20, 64, 19)], [t(1, 20, 19, 19)], cores=1, arch="blackhole")
+    assert not any(m.stores for g in kernel_of(whole, "matmul").groups for m in g.reads)

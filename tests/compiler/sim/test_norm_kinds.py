@@ -1,0 +1,38 @@
+"""Softmax as ttnn's softmax program runs it, checked on one op replayed from a report row: the
+writer's mask for a padded row, exp on every tile and a reciprocal a row."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.compiler.profiles.replay_reports import op, t
+from tests.compiler.sim.replayed import BLACKHOLE, changed, kernel_of, ns
+
+
+def _softmax(width: int, rows: int = 32, heads: int = 12) -> dict:
+    x = t(1, heads, rows, width)
+    return op("SoftmaxDeviceOperation", [x], [x], cores=64, arch="blackhole", dim="3", numeric_stable="true")
+
+
+def test_a_softmax_over_a_padded_row_first_builds_its_mask_a_store_an_element():
+    (group,) = kernel_of(_softmax(19), "softmax").groups
+    # CLIP's 19 keys: a 32 x 32 bf16 tile zeroed an element at a time, then its 13 padded
+    # columns set on every row, each a store of 5 cycles
+    assert group.setup_cycles == (1024 + 32 * 13) * BLACKHOLE.pipeline.word_store_cycles
+    slower = ns(_softmax(19), "softmax", changed(word_store_cycles=BLACKHOLE.pipeline.word_store_cycles + 1))
+    assert slower - ns(_softmax(19), "softmax") == pytest.approx(1440 / BLACKHOLE.clock_hz * 1e9, rel=0.02)
+
+
+def test_a_softmax_over_whole_tiles_builds_no_mask():
+    (group,) = kernel_of(_softmax(64), "softmax").groups
+    assert group.setup_cycles == 0
+
+
+def test_a_softmax_runs_exp_on_every_tile_and_a_reciprocal_on_every_row():
+    row = _softmax(128, rows=64)  # 12 heads x 2 tile rows over 24 cores, each a row of 4 tiles
+    base = ns(row, "softmax")
+    exp = ns(row, "softmax", changed(sfpu={"exp": BLACKHOLE.sfpu_tile_cycles("exp") + 1000}))
+    reciprocal = ns(row, "softmax", changed(sfpu={"reciprocal": BLACKHOLE.sfpu_tile_cycles("reciprocal") + 1000}))
+    per_core_ns = 1000 / BLACKHOLE.clock_hz * 1e9
+    assert exp - base == pytest.approx(4 * per_core_ns, rel=0.05)
+    assert reciprocal - base == pytest.approx(per_core_ns, rel=0.05)
