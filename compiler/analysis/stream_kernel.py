@@ -28,6 +28,9 @@ LOOKUPS = ("embedding", "gather")
 SAMPLED_READS = {"grid_sample": 4}
 CACHE_WRITES = ("update_cache", "fill_cache")
 SLICES = ("slice",)
+# ops that tilize or untilize on the way: a layout change; a halo of a tiled input untilizes it
+# first (ttnn's halo compute kernel, pack_untilize)
+RETILERS = ("to_layout", "halo")
 FACE = 16  # a tile's faces are 16 x 16 elements (tt-metal tech_reports/tensor_layouts)
 
 
@@ -87,7 +90,7 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
         cbs = _buffers(ins, outs, copies * block)
         compute = Compute(engine, n, cycles, unpack_bytes=unpacked, pack_bytes=packed)
         steps = n if per_tile else ceil_div(n, block)
-        retiled = _retiled(op, ins, outs, n)
+        retiled = _retiled(op, ins, outs, frac)
         if retiled is not None:
             compute, steps = retiled
         work.append(
@@ -124,17 +127,19 @@ def _operands(graph: Graph, op: Op) -> tuple[list[Tensor], list[Tensor], str | N
     return ins, outs, looked_up
 
 
-def _retiled(op: Op, ins: list[Tensor], outs: list[Tensor], tiles: int) -> tuple[Compute, int] | None:
-    """A tilize or untilize of a core's `tiles`: its compute and steps, or None for another op.
+def _retiled(op: Op, ins: list[Tensor], outs: list[Tensor], frac: float) -> tuple[Compute, int] | None:
+    """A tilize or untilize of a core's `frac` of the tiled operand: its compute and steps, or None
+    for another op (a halo's output, its input with the neighbours' rows and padding, is larger).
     The unpacker (tilize) or the packer (untilize) moves a tile's row-major data a face row at a
     time, 16 elements apart from the next in L1, an access each (tt-metal's tilize and untilize
     compute kernels: unpack_tilize, pack_untilize); each row of tiles across the core is a step."""
-    if op.kind != "to_layout" or not ins or not outs:
+    if op.kind not in RETILERS or not ins or not outs:
         return None
     src, dst = ins[0], outs[0]
     if _row_major(src) == _row_major(dst):
         return None
     tiled = src if _row_major(dst) else dst
+    tiles = max(1, round(num_tiles(tiled.shape, tiled.layout.tile) * frac))
     rows, cols = tiled.layout.tile
     face_rows = rows * max(1, cols // FACE)
     across = max(1, min(tiles, ceil_div(_page_width(tiled), cols)))

@@ -405,3 +405,17 @@ def test_a_matmul_reader_zeroes_the_padding_of_a_s_last_k_tile():
     q = t(1, 20, 19, 64)
     whole = op("Matmul", [q, t(1, 20, 64, 19)], [t(1, 20, 19, 19)], cores=1, arch="blackhole")
     assert not any(m.stores for g in kernel_of(whole, "matmul").groups for m in g.reads)
+
+
+def test_a_halo_of_a_tiled_input_untilizes_its_input_s_share_first():
+    # OFT's 3x3 halo: 30,720 x 64 tiled over 20 cores, 96 input tiles a core, out 43,840 rows
+    sharded = shard_config("height_sharded", (5, 4), (1536, 64))
+    out = t(1, 1, 43840, 64, layout="row_major", memory="l1_height_sharded")
+    for layout, engine in (("tile", "vector"), ("row_major", "data")):
+        x = t(1, 1, 30720, 64, layout=layout, memory="l1_height_sharded")
+        row = op("HaloDeviceOperation", [x], [out], cores=20, arch="blackhole", output_mem_config=sharded)
+        busiest = max(kernel_of(row, "halo").groups, key=lambda g: g.compute.tiles)
+        assert busiest.compute.engine == engine
+        if engine == "vector":  # the packer's 64 face-row accesses a tile, for the input's tiles
+            assert busiest.compute.tiles == pytest.approx(96, abs=1)
+            assert busiest.compute.cycles == busiest.compute.tiles * 64
