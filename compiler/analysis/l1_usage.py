@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tilescope.compiler.analysis.l1_allocator import last_uses
+from tilescope.compiler.analysis.l1_views import aliases, live_until
 from tilescope.compiler.ir.graph import Graph, Tensor
 from tilescope.compiler.ir.tiles import shard_bytes
 from tilescope.compiler.targets.chip import Target
@@ -66,10 +66,11 @@ def l1_live_at(graph: Graph, target: Target, op_name: str, core: tuple[int, int]
     them, by address. A planned graph (the layout or kernel level) is expected."""
     index = next(i for i, op in enumerate(graph.ops) if op.name == op_name)
     born = {t: i for i, op in enumerate(graph.ops) for t in op.outputs}
-    last = last_uses(graph)
+    aliased = aliases(graph)
+    last = live_until(graph, aliased)
     found = []
     for tensor in graph.tensors.values():
-        if not in_core_memory(tensor, target) or tensor.layout.address is None:
+        if not in_core_memory(tensor, target) or tensor.layout.address is None or tensor.name in aliased:
             continue
         if not born.get(tensor.name, -1) <= index <= last.get(tensor.name, -1):
             continue

@@ -9,6 +9,9 @@ Results, for the views and the simulator:
 - `graph.meta[L1_PER_CORE]`: peak bytes per core as "r,c" -> bytes;
 - `op.meta[L1_LIVE]`: tensor bytes on the fullest core while the op runs (the kernel level adds
   the op's circular buffers to it), and `op.meta[L1_LIVE_PER_CORE]` the same for every core;
+- a reshape that keeps its input's bytes (a view: only size-1 dims, or whole tile rows regrouped)
+  is given its input's address, not a buffer of its own, and keeps the input live as long as it
+  is read, so no kernel copies it (ttnn returns a view);
 - a tensor that does not fit (no free range large enough, keeping room for the smallest circular
   buffers of every op) goes back to DRAM: the override that placed it becomes a rejection naming
   the op, the tensor and the bytes needed vs free; otherwise it is a diagnostic. No layout
@@ -36,7 +39,8 @@ from tilescope.compiler.analysis.l1_allocator import FirstFit, last_uses
 from tilescope.compiler.analysis.l1_usage import L1Peak, L1Tensor, bytes_per_core, cores_of, in_core_memory, on_core
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
 from tilescope.compiler.ir.rewrite import producers
-from tilescope.compiler.ir.tiles import tile_bytes
+from tilescope.compiler.ir.tiles import same_bytes, tile_bytes
+from tilescope.compiler.analysis.l1_views import unplaced, views
 from tilescope.compiler.pipeline.op_override import REJECTED, OverrideOutcome, short_name
 from tilescope.compiler.targets.chip import Target
 
@@ -53,7 +57,9 @@ class PlanMemory:
                 planner.place(graph.tensors[name], "the inputs")
         for i, op in enumerate(graph.ops):
             for t in op.outputs:
-                if in_core_memory(graph.tensors[t], self.target):
+                if not in_core_memory(graph.tensors[t], self.target):
+                    continue
+                if not planner.aliased(graph.tensors[t]):
                     planner.place(graph.tensors[t], op.name)
             planner.runs(op)
             planner.release(i)
@@ -79,7 +85,9 @@ class _Planner:
         self.outcomes = graph.meta.get(OVERRIDES, [])
         self.usage = np.zeros(target.grid, dtype=np.float64)
         self.peak = np.zeros(target.grid, dtype=np.float64)
+        self.views = views(graph)
         self.last = last_uses(graph)
+        self.freed_at: dict[str, int] = {}  # tensor -> the op index it is freed after
         self.frees: dict[int, list[str]] = {}  # op index -> the tensors it reads last
         self.diagnostics: list[str] = list(graph.meta.get(DIAGNOSTICS, []))
         self.top = L1Peak(capacity=target.core_memory.capacity_bytes)
@@ -99,7 +107,24 @@ class _Planner:
         self.live[tensor.name] = tensor
         rows, cols = cores_of(tensor, self.target)
         self.usage[rows, cols] += need
-        self.frees.setdefault(self.last[tensor.name], []).append(tensor.name)
+        self._free_after(tensor.name, self.last[tensor.name])
+
+    def _free_after(self, name: str, index: int) -> None:
+        """Free `name` after op `index` (instead of when it was due)."""
+        if name in self.freed_at:
+            self.frees[self.freed_at[name]].remove(name)
+        self.freed_at[name] = index
+        self.frees.setdefault(index, []).append(name)
+
+    def aliased(self, tensor: Tensor) -> bool:
+        """Whether `tensor` is a view of a tensor in L1 now: it takes that tensor's address."""
+        source = self.live.get(self.views.get(tensor.name, ""))
+        if source is None or not same_bytes(source, unplaced(tensor, source.layout.address)):
+            return False
+        tensor.layout = replace(tensor.layout, address=source.layout.address)
+        # the source's bytes are live while the view is read
+        self._free_after(source.name, max(self.freed_at[source.name], self.last[tensor.name]))
+        return True
 
     def _overflow(self, tensor: Tensor, op_name: str, need: float) -> None:
         """No room for the tensor: it stays in DRAM (no layout overflows L1), and the override that
@@ -140,6 +165,7 @@ class _Planner:
     def release(self, index: int) -> None:
         """Free the tensors op `index` reads last."""
         for name in self.frees.pop(index, []):
+            self.freed_at.pop(name, None)
             self.changed = True
             tensor = self.graph.tensors[name]
             self.allocator.free(name)

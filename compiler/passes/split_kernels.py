@@ -22,22 +22,27 @@ from tilescope.compiler.analysis.reshape_kernel import reshape_kernel
 from tilescope.compiler.analysis.stream_kernel import stream_kernel
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.core_work import Kernel, Transfer
-from tilescope.compiler.ir.graph import Graph, Op
+from tilescope.compiler.ir.graph import Graph, Layout, Op, Tensor
 from tilescope.compiler.ir.tiles import same_bytes
 from tilescope.compiler.targets.chip import Target
 
 
 def kernel_key(graph: Graph, op: Op) -> tuple | None:
     """Everything an op's kernel depends on besides the target: its kind and attributes, its
-    operands' and results' names, shapes and layouts, and the L1 live beside it. None when an
-    attribute cannot be compared (the op is split afresh)."""
-    tensors = tuple((t, graph.tensors[t].shape, graph.tensors[t].layout) for t in (*op.inputs, *op.outputs))
+    operands' and results' names, shapes and layouts (where in L1 they lie aside), and the L1 live
+    beside it. None when an attribute cannot be compared (the op is split afresh)."""
+    tensors = tuple((t, graph.tensors[t].shape, _placed_anywhere(graph.tensors[t])) for t in (*op.inputs, *op.outputs))
     key = (op.kind, tuple(sorted(op.attrs.items())), tensors, op.meta.get(L1_LIVE, 0.0))
     try:
         hash(key)
     except TypeError:
         return None
     return key
+
+
+def _placed_anywhere(tensor: Tensor) -> Layout | None:
+    """`tensor`'s layout but its L1 address, which no kernel depends on."""
+    return replace(tensor.layout, address=None) if tensor.layout is not None else None
 
 
 def _by_position(key: tuple) -> tuple:

@@ -37,6 +37,31 @@ def test_planner_gives_live_tensors_disjoint_addresses_and_reports_the_peak(worm
     assert all(c.kernel.op(op.name).meta[L1_BYTES] >= op.meta[L1_LIVE] for op in layout.ops)
 
 
+VIEW = """
+func.func @forward(%x: tensor<2x128x256xbf16> {ttir.name = "x"}) -> tensor<2x128x256xbf16> {
+  %0 = "ttir.exp"(%x) : (tensor<2x128x256xbf16>) -> tensor<2x128x256xbf16> loc("e")
+  %1 = "ttir.reshape"(%0) <{shape = [256 : i32, 256 : i32]}> : (tensor<2x128x256xbf16>) -> tensor<256x256xbf16> loc("flat")
+  %2 = "ttir.exp"(%1) : (tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("e2")
+  %3 = "ttir.reshape"(%2) <{shape = [2 : i32, 128 : i32, 256 : i32]}> : (tensor<256x256xbf16>) -> tensor<2x128x256xbf16> loc("back")
+  %4 = "ttir.add"(%3, %0) : (tensor<2x128x256xbf16>, tensor<2x128x256xbf16>) -> tensor<2x128x256xbf16> loc("sum")
+  return %4 : tensor<2x128x256xbf16>
+}
+"""
+
+
+def test_a_reshape_regrouping_whole_tile_rows_in_l1_is_a_view_of_its_input(wormhole):
+    c = compile_model(import_mlir(VIEW, "v.mlir"), wormhole, CompileOptions(policy="greedy-l1"))
+    layout = c.levels["layout"]
+    address = {t.name: t.layout.address for t in layout.tensors.values() if t.layout.memory == "l1"}
+    # each reshape's output lies where its input does: no buffer of its own and no kernel
+    assert address["flat"] == address["e"] is not None and address["back"] == address["e2"] is not None
+    assert c.kernel.op("flat").meta[KERNEL] is None and c.kernel.op("back").meta[KERNEL] is None
+    # e is read through its view until e2 runs and by the add at the end: live to the end, once
+    at_sum = [t.name for t in l1_live_at(layout, wormhole, "sum", (0, 0))]
+    assert "e" in at_sum and "flat" not in at_sum and "back" not in at_sum
+    assert layout.meta[L1_PER_CORE]["0,0"] == sum(t.bytes for t in l1_live_at(layout, wormhole, "sum", (0, 0)))
+
+
 OVERFLOW = """
 func.func @forward(%x: tensor<1024x512xbf16> {ttir.name = "x"}) -> tensor<1024x512xbf16> {
   %0 = "ttir.exp"(%x) : (tensor<1024x512xbf16>) -> tensor<1024x512xbf16> loc("e1")
@@ -66,17 +91,18 @@ def test_overflow_says_how_many_bytes_and_where(wormhole):
 
 
 def test_a_tensor_the_policy_cannot_fit_stays_in_dram_with_one_line_saying_why():
-    """greedy-l1 on MTIA (128 KiB of local memory per PE) leaves too little room for the value projection."""
+    """greedy-l1 on MTIA (128 KiB of local memory per PE) leaves too little room for the value
+    projection's bias add (its matmul's output viewed through a reshape still live beside it)."""
     from tilescope.compiler.frontend.model_refs import load_model
     from tilescope.compiler.targets.catalog import load_target
 
     c = compile_model(
         load_model("zoo:bert-base?layers=1&batch=2"), load_target("mtia_v1"), CompileOptions(policy="greedy-l1")
     )
-    name = "encoder.layer.0.attention.self.value.matmul"
+    name = "encoder.layer.0.attention.self.value.bias_add"
     (line,) = [d for d in c.levels["layout"].meta[DIAGNOSTICS] if d.startswith(f"{name} ")]
     # placed at its producer, whose name it has: the op is not named twice
-    assert line == f"{name} kept in dram: needs 18.0 KiB of L1 per core, largest free range 16.0 KiB"
+    assert line == f"{name} kept in dram: needs 18.0 KiB of L1 per core, largest free range 10.0 KiB"
     assert c.levels["layout"].tensors[name].layout.memory == "dram"
 
 
