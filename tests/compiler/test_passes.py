@@ -91,18 +91,21 @@ def test_overflow_says_how_many_bytes_and_where(wormhole):
 
 
 def test_a_tensor_the_policy_cannot_fit_stays_in_dram_with_one_line_saying_why():
-    """greedy-l1 on MTIA (128 KiB of local memory per PE) leaves too little room for the value
-    projection's bias add (its matmul's output viewed through a reshape still live beside it)."""
+    """greedy-l1 on MTIA (128 KiB of local memory per PE) leaves too little room for attention's
+    merged heads beside the value projection's output (live while its view is read)."""
     from tilescope.compiler.frontend.model_refs import load_model
     from tilescope.compiler.targets.catalog import load_target
 
     c = compile_model(
         load_model("zoo:bert-base?layers=1&batch=2"), load_target("mtia_v1"), CompileOptions(policy="greedy-l1")
     )
-    name = "encoder.layer.0.attention.self.value.bias_add"
+    name = "encoder.layer.0.attention.self.context.merge_heads"
     (line,) = [d for d in c.levels["layout"].meta[DIAGNOSTICS] if d.startswith(f"{name} ")]
-    # placed at its producer, whose name it has: the op is not named twice
-    assert line == f"{name} kept in dram: needs 18.0 KiB of L1 per core, largest free range 10.0 KiB"
+    # placed at the op that makes it, fused into attention: that op is named
+    assert line == (
+        f"{name} kept in dram at encoder.layer.0.attention.self.scaled_dot_product_attention: "
+        "needs 18.0 KiB of L1 per core, largest free range 10.0 KiB"
+    )
     assert c.levels["layout"].tensors[name].layout.memory == "dram"
 
 
