@@ -104,3 +104,44 @@ def test_a_target_that_fuses_nothing_keeps_every_op(wormhole):
         "exp",
         "exp2",
     ]
+
+
+THROUGH_RESHAPE = """
+func.func @f(%x: tensor<128x128xbf16> {ttir.name = "x"},
+             %w: tensor<128x256xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttir.name = "w"},
+             %b: tensor<256xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttir.name = "b"}) -> tensor<2x64x256xbf16> {
+  %0 = "ttir.matmul"(%x, %w) : (tensor<128x128xbf16>, tensor<128x256xbf16>) -> tensor<128x256xbf16> loc("mm")
+  %1 = "ttir.reshape"(%0) <{shape = [2 : i32, 64 : i32, 256 : i32]}> : (tensor<128x256xbf16>) -> tensor<2x64x256xbf16> loc("unflat")
+  %2 = "ttir.reshape"(%b) <{shape = [1 : i32, 1 : i32, 256 : i32]}> : (tensor<256xbf16>) -> tensor<1x1x256xbf16> loc("b3d")
+  %3 = "ttir.add"(%1, %2) : (tensor<2x64x256xbf16>, tensor<1x1x256xbf16>) -> tensor<2x64x256xbf16> loc("bias")
+  %4 = "ttir.gelu"(%3) : (tensor<2x64x256xbf16>) -> tensor<2x64x256xbf16> loc("act")
+  return %4 : tensor<2x64x256xbf16>
+}
+"""
+
+
+def test_a_bias_and_an_activation_fuse_through_a_reshape_keeping_the_columns(wormhole):
+    """A matmul on flattened rows, unflattened, then its bias and activation (every transformer's
+    linear layer as exported): both fuse into the matmul, whose bias, reshaped at load time, moves
+    before it; the reshape makes the activation's result."""
+    graph = run(THROUGH_RESHAPE, ConstEval(), FuseEltwise(wormhole))
+    assert lines(graph) == [
+        "b3d = reshape(b) {const_eval=True}",
+        "mm = matmul(x, w, b3d) {fused=('bias', 'act')}",
+        "unflat = reshape(mm)",
+    ]
+    assert graph.op("unflat").outputs == ["act"] and graph.op("mm").attrs["fused_kinds"] == ("add", "gelu")
+    assert "unflat" not in graph.tensors  # the reshape's own result no longer exists
+
+
+def test_a_bias_through_a_reshape_moving_the_columns_is_not_fused(wormhole):
+    """[128, 256] read as [2, 64, 256] keeps each column's bias; as [128, 2, 128] it would not."""
+    moved = THROUGH_RESHAPE.replace("2 : i32, 64 : i32, 256 : i32", "128 : i32, 2 : i32, 128 : i32")
+    moved = moved.replace("tensor<2x64x256xbf16>", "tensor<128x2x128xbf16>")
+    moved = moved.replace("shape = [1 : i32, 1 : i32, 256 : i32]", "shape = [1 : i32, 1 : i32, 128 : i32]")
+    moved = moved.replace("%b: tensor<256xbf16>", "%b: tensor<128xbf16>").replace(
+        "(tensor<256xbf16>)", "(tensor<128xbf16>)"
+    )
+    moved = moved.replace("tensor<1x1x256xbf16>", "tensor<1x1x128xbf16>")
+    ops = lines(run(moved, ConstEval(), FuseEltwise(wormhole)))
+    assert "bias = add(unflat, b3d) {fused=('act',)}" in ops and ops[0] == "mm = matmul(x, w)"
