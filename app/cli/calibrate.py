@@ -64,6 +64,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from tilescope.compiler.errors import TilescopeError
+    from tilescope.compiler.profiles.replay_target import replay_target
     from tilescope.compiler.validation.report_calibration import calibrate
 
     from tilescope.app.cli.replay import read_report
@@ -89,6 +90,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if set(held) >= set(sources):
         raise TilescopeError("every report is held out: nothing is left to fit")
     result = calibrate(reports, args.target, held, args.fitting, args.keys)
+    for report in reports:  # a report replayed on a chip it was not measured on, or on a guess
+        said = replay_target(report, args.target).warning
+        if said:
+            warning(said)
     text = result.target_file(name, [s for s in sources if s not in held])
     for line in result.notes:
         warning(line)

@@ -42,13 +42,13 @@ def replay_target(report: Report, asked: str | None = None) -> ReplayTarget:
     devices = len(report.devices)
     if asked:
         target = load_target(asked)
+        notes = [_other_chip(report, target)]
         if target.system.devices < devices:
-            return ReplayTarget(
-                target,
+            notes.append(
                 f"{report.source}: measured on {devices} devices, replayed on {target.name}'s "
-                f"{target.system.devices}: collectives are costed as copies",
+                f"{target.system.devices}: collectives are costed as copies"
             )
-        return ReplayTarget(target)
+        return ReplayTarget(target, "; ".join(n for n in notes if n))
     arch = report.arch
     warning = ""
     if not arch:
@@ -65,6 +65,21 @@ def replay_target(report: Report, asked: str | None = None) -> ReplayTarget:
             return ReplayTarget(load_target(chip), "; ".join(w for w in (warning, note) if w))
         return ReplayTarget(load_target(system), warning)
     return ReplayTarget(load_target(chip), warning)
+
+
+def _other_chip(report: Report, target: Target) -> str:
+    """A line when `target` is not the chip the report names (its clock or grid differ: a file
+    calibrated from that chip keeps both), else ""."""
+    chip = ARCH_TARGETS.get(report.arch)
+    if chip is None:
+        return ""
+    measured = load_target(chip)
+    if (measured.clock_hz, measured.grid) == (target.clock_hz, target.grid):
+        return ""
+    return (
+        f"{report.source}: measured on {report.arch} ({chip}), replayed on {target.name} as asked: "
+        "a prediction for another chip, not a check of this one"
+    )
 
 
 @lru_cache(maxsize=1024)

@@ -43,6 +43,11 @@ def test_calibrate_json_and_refusals(capsys, tmp_path):
     assert code == 0, err
     result = json.loads(out)
     assert result["was"] == result["now"] and result["bands"]["default"] > 0
+    # on another chip than the report names: done, and said
+    code, out, err = cli(
+        capsys, "calibrate", str(report), "-o", str(tmp_path / "bh.toml"), "--no-fit", "--target", "blackhole_p150"
+    )
+    assert code == 0 and "mine.csv: measured on wormhole_b0 (wormhole_n150), replayed on blackhole_p150 as asked" in err
     # an existing file needs --force; a name not .toml, a held-out report not given, all held out: one line
     for argv, said in (
         (["-o", str(chip)], "exists; give --force"),

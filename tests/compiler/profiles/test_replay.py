@@ -347,7 +347,7 @@ def test_collectives_cost_the_links_of_the_system_of_the_report_s_devices():
         ("wormhole_b0", 1, None, "wormhole_n150"),
         ("blackhole", 1, None, "blackhole_p150"),
         ("blackhole", 2, None, "blackhole_p300"),
-        ("wormhole_b0", 1, "blackhole_p150", "blackhole_p150"),
+        ("blackhole", 1, "blackhole_p150", "blackhole_p150"),
     ],
 )
 def test_the_target_is_the_chip_the_report_names_or_the_one_asked(arch, devices, asked, expected):
@@ -356,6 +356,21 @@ def test_the_target_is_the_chip_the_report_names_or_the_one_asked(arch, devices,
     ]
     replayed = replay(read_ops_report(report_text(*rows), "chip.csv"), asked)
     assert replayed.target.name == expected and replayed.warnings == ()
+
+
+def test_a_report_replayed_on_another_chip_than_it_names_says_so(tmp_path):
+    rows = [op("UnaryDeviceOperation", [t(1, 1, 32, 32)], [t(1, 1, 32, 32)], arch="wormhole_b0")]
+    replayed = replay(read_ops_report(report_text(*rows), "wh.csv"), "blackhole_p150")
+    assert replayed.target.name == "blackhole_p150" and replayed.warnings == (
+        "wh.csv: measured on wormhole_b0 (wormhole_n150), replayed on blackhole_p150 as asked: "
+        "a prediction for another chip, not a check of this one",
+    )
+    # a file calibrated from the chip the report names (its clock and grid) is that chip
+    from tilescope.compiler.targets.catalog import BUILTIN_DIR
+
+    mine = tmp_path / "my_wormhole.toml"
+    mine.write_text((BUILTIN_DIR / "wormhole_n150.toml").read_text().replace('name = "wormhole_n150"', 'name = "mine"'))
+    assert replay(read_ops_report(report_text(*rows), "wh.csv"), str(mine)).warnings == ()
 
 
 def test_a_report_naming_no_chip_is_replayed_on_blackhole_with_a_warning_and_an_unknown_chip_is_an_error():
