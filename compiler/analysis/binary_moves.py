@@ -14,6 +14,7 @@ from tilescope.compiler.analysis.shard_layouts import even_shards
 from tilescope.compiler.ir.core_work import Transfer
 from tilescope.compiler.ir.dtypes import bytes_per_element
 from tilescope.compiler.ir.graph import Tensor
+from tilescope.compiler.ir.tiles import tile_bytes
 from tilescope.compiler.targets.chip import Target
 
 
@@ -27,6 +28,18 @@ def native_shards(ins: list[Tensor], outs: list[Tensor]) -> bool:
     """Whether binary_ng works on the operands' shards where they lie: not when any is sharded
     unevenly (a last partial shard), which it reaches tile by tile as if interleaved."""
     return not any(_uneven(t) for t in ins + outs)
+
+
+def tile_by_tile(reads: tuple[Transfer, ...], ins: list[Tensor], outs: list[Tensor]) -> tuple[Transfer, ...]:
+    """`reads` as binary_ng makes them of unevenly sharded operands: through the tensor's accessor
+    a tile at a time, each waited on (the reader's and the writer's reads beside each other), as
+    of interleaved ones; evenly sharded ones are read where they lie, nothing waited on."""
+    if native_shards(ins, outs):
+        return reads
+    tile = {t.name: tile_bytes(t.layout.dtype, t.layout.tile) for t in ins}
+    return tuple(
+        replace(m, pages=m.pages or max(1, round(m.bytes / tile[m.tensor]))) if m.tensor in tile else m for m in reads
+    )
 
 
 def _uneven(t: Tensor) -> bool:

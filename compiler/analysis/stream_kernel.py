@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from tilescope.compiler.ir.meta import L1_LIVE
 from tilescope.compiler.analysis import softmax_kernel
-from tilescope.compiler.analysis.binary_moves import by_writer, native_shards, scalar_fill
+from tilescope.compiler.analysis.binary_moves import by_writer, native_shards, scalar_fill, tile_by_tile
 from tilescope.compiler.analysis.core_cycles import vector_cycles
 from tilescope.compiler.analysis.core_shares import grid_cores, shard_shares, spread
 from tilescope.compiler.analysis.core_transfers import CoreTransfers
@@ -82,6 +82,7 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
 
         binary = cls.kind_class == opset.ELTWISE_BINARY
         reads = tuple(m for i, t in enumerate(ins) for m in (by_writer(i, reads_of(t)) if binary else reads_of(t)))
+        reads = tile_by_tile(reads, ins, outs) if binary else reads
         writes = tuple(m for t in outs for m in writes_of(t))
         cycles = _vector_cycles(op, cls, target, n, passes, tile, ins) if engine == "vector" else 0.0
         # the vector engine works on registers: its operands are unpacked in, its results packed out

@@ -88,13 +88,25 @@ def _op_grid(op: ReportOp, target: Target, notes: list[str]) -> tuple[int, int]:
         if grid is not None:
             return grid
         notes.append(f"block shards of {shard.shape[0]}x{shard.shape[1]} do not fit {target.name}'s grid")
-    cores = shard.cores if shard is not None else op.cores
+    cores = _holding(result, shard) if shard is not None and result is not None else op.cores
     if cores is None:
         return target.grid
     grid = config_grid(op.program_config, cores, target.grid) or grid_of(cores, target.grid)
     if grid[0] * grid[1] != cores:
         notes.append(f"{cores} cores run as {grid[0]}x{grid[1]} ({grid[0] * grid[1]}), the nearest rectangle")
     return grid
+
+
+def _holding(tensor: ReportTensor, shard) -> int:
+    """The cores of a shard spec that hold a shard of `tensor`: its grid may have more than the
+    tensor has shards of the spec's shape (ttnn leaves the rest empty)."""
+    width = tensor.shape[-1] if tensor.shape else 1
+    height = tensor.elements // max(1, width)
+    needed = {
+        "height_sharded": -(-height // max(1, shard.shape[0])),
+        "width_sharded": -(-width // max(1, shard.shape[1])),
+    }.get(tensor.memory_layout)
+    return min(shard.cores, needed) if needed else shard.cores
 
 
 def _block_grid(tensor: ReportTensor, shard: tuple[int, int], target: Target) -> tuple[int, int] | None:

@@ -274,6 +274,17 @@ def test_uneven_shards_replay_as_ttnn_ran_them():
     assert [(u.memory, u.memory_layout, u.grid) for u in got.timing.tensors] == [("l1", "height_sharded", "8x8")] * 2
 
 
+def test_a_shard_spec_with_more_cores_than_shards_runs_on_the_cores_holding_them():
+    """OFT's 2,304 rows in shards of 128 over a 4x5 grid: 18 full shards, two cores left empty."""
+    sharded = shard_config("height_sharded", (4, 5), (128, 1792))
+    x = t(1, 1, 2304, 1792, memory="l1_height_sharded")
+    report = read_ops_report(
+        report_text(op("BinaryNgDeviceOperation", [x, x], [x], cores=20, output_mem_config=sharded)), "even.csv"
+    )
+    (got,) = replay(report).ops
+    assert got.timing.grid == "3x6"  # 18 cores of 4 tile rows each: even shards
+
+
 def test_op_codes_with_no_builder_are_listed_with_their_share_never_guessed():
     relu = op("UnaryDeviceOperation", [t(1, 1, 32, 32)], [t(1, 1, 32, 32)], ns=600, op_chain=UNARY_RELU)
     unknown = op("FrobnicateDeviceOperation", [t(1, 1, 32, 32)], [t(1, 1, 32, 32)], ns=300)

@@ -419,3 +419,15 @@ def test_a_halo_of_a_tiled_input_untilizes_its_input_s_share_first():
         if engine == "vector":  # the packer's 64 face-row accesses a tile, for the input's tiles
             assert busiest.compute.tiles == pytest.approx(96, abs=1)
             assert busiest.compute.cycles == busiest.compute.tiles * 64
+
+
+@pytest.mark.parametrize("rows, waited", [(2304, False), (2112, True)])
+def test_a_binary_op_reads_uneven_shards_a_tile_at_a_time_and_waits_on_each(rows, waited):
+    # OFT's subtracts in shards of 128 rows: 2,304 fill 18 shards (worked where they lie), 2,112
+    # leave the last half full (binary_ng then reads each tile through the accessor and waits)
+    sharded = shard_config("height_sharded", (4, 5), (128, 1792))
+    x = t(1, 1, rows, 1792, memory="l1_height_sharded")
+    row = op("BinaryNgDeviceOperation", [x, x, x], [x], cores=20, arch="blackhole", output_mem_config=sharded)
+    group = max(kernel_of(row, "subtract").groups, key=lambda g: g.compute.tiles)
+    operands = [m for m in group.reads if m.tensor.startswith("op.in")]
+    assert len(operands) == 2 and all((m.pages == group.compute.tiles) == waited for m in operands)
