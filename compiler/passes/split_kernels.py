@@ -27,12 +27,17 @@ from tilescope.compiler.ir.tiles import same_bytes
 from tilescope.compiler.targets.chip import Target
 
 
+# attributes that name other ops, which no kernel depends on (a fused op's kind is in fused_kinds)
+NAMING_ATTRS = frozenset({"fused"})
+
+
 def kernel_key(graph: Graph, op: Op) -> tuple | None:
     """Everything an op's kernel depends on besides the target: its kind and attributes, its
     operands' and results' names, shapes and layouts (where in L1 they lie aside), and the L1 live
     beside it. None when an attribute cannot be compared (the op is split afresh)."""
     tensors = tuple((t, graph.tensors[t].shape, _placed_anywhere(graph.tensors[t])) for t in (*op.inputs, *op.outputs))
-    key = (op.kind, tuple(sorted(op.attrs.items())), tensors, op.meta.get(L1_LIVE, 0.0))
+    attrs = tuple(sorted((k, v) for k, v in op.attrs.items() if k not in NAMING_ATTRS))
+    key = (op.kind, attrs, tensors, op.meta.get(L1_LIVE, 0.0))
     try:
         hash(key)
     except TypeError:

@@ -639,7 +639,7 @@ def test_a_run_with_load_time_work_shows_it_beside_the_time_per_step(tmp_path, b
         proc.stop()
 
 
-# Latency of the three interactions users repeat all day, on BERT-Large (814 ops at the graph
+# Latency of the three interactions users repeat all day, on BERT-Large (670 ops at the graph
 # level, 2,331 as imported). The figures are
 # recorded (latency.json beside the screenshots, and the README), never asserted: machines are noisy.
 TIMED = """
@@ -730,7 +730,7 @@ def test_bert_base_grouped_graph_and_interaction_latency(bert_server, browser):
     d = browser
     d.get(bert_server)
     _wait(d, lambda d: "run #1" in _text(d, "run-summary"), timeout=90)
-    _wait(d, lambda d: "nodes for 814 ops" in _text(d, "graph-note"), timeout=60)
+    _wait(d, lambda d: "nodes for 670 ops" in _text(d, "graph-note"), timeout=60)
     _shot(d, "09-bert-grouped")
     timings = {}
 

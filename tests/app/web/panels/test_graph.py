@@ -278,7 +278,7 @@ def test_open_groups_come_in_natural_order(cb):
 def test_the_search_note_shows_the_pattern_as_typed(cb):
     run_id = shown_run(cb, BERT)
     note = " ".join(span.children for span in cb["show_graph"](run_id, pattern=r"layer\.1\..*query")["note"])
-    assert r"4 ops match 'layer\.1\..*query'" in note and "\\\\" not in note  # one backslash each, not two
+    assert r"3 ops match 'layer\.1\..*query'" in note and "\\\\" not in note  # one backslash each, not two
 
 
 def test_edges_of_an_input_every_layer_reads_are_drawn_only_for_a_selection(cb):

@@ -196,13 +196,13 @@ def test_apply_of_a_huge_pending_list_names_a_page_of_problems_and_counts_the_re
 
 
 def test_what_only_a_compile_finds_impossible_is_listed_the_same_way(app, cb):
-    """Outputs that each fit L1 but not all at once: the memory planner rejects one, nothing is stored."""
+    """Outputs that each fit L1 but not both at once: the memory planner rejects one, nothing is stored."""
     crowded_id = shown_run(cb, CROWDED)
     runs_before = len(app.explorer.run_options(CROWDED, TARGET))
     applied = apply(cb, crowded_id, selected=None, pending=CROWDING)
     head, listed = applied["status"].children
     assert head.children.startswith("Not re-run: 1 override cannot apply")
-    assert listed.children[0].children.startswith(f"override '{CROWDING[-1]}' rejected: L1 overflow at ")
+    assert listed.children[0].children.startswith(f"override '{CROWDING[-1]}' rejected: L1 overflow: it needs ")
     assert len(app.explorer.run_options(CROWDED, TARGET)) == runs_before
 
 
