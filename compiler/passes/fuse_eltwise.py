@@ -40,7 +40,7 @@ class FuseEltwise:
                 readers[t] = readers.get(t, 0) + 1
         producer = producers(graph)
         position = {op.name: i for i, op in enumerate(graph.ops)}
-        kept: list[Op] = []
+        order = _Order()
         for op in graph.ops:
             host = self._host(graph, op, producer, readers, fusion)
             via = self._through_reshape(graph, op, producer, readers, fusion) if host is None else None
@@ -50,8 +50,8 @@ class FuseEltwise:
             extra = [t for t in op.inputs if host is not None and t != fed]
             # the host runs where it stands, so operands it takes over must exist by then
             late = [producer[t] for t in extra if t in producer and position[producer[t].name] > position[host.name]]
-            if host is None or not _hoisted(late, host, kept, position, producer):
-                kept.append(op)
+            if host is None or not _hoisted(late, host, order, position, producer):
+                order.keep(op)
                 continue
             host.inputs = host.inputs + extra
             host.attrs["fused"] = (*host.attrs.get("fused", ()), op.name)
@@ -66,7 +66,7 @@ class FuseEltwise:
             host.outputs = list(op.outputs)
             for t in op.outputs:
                 producer[t] = host
-        graph.ops = kept
+        graph.ops = order.final()
         return graph
 
     def _host(self, graph: Graph, op: Op, producer, readers, fusion) -> Op | None:
@@ -118,18 +118,42 @@ class FuseEltwise:
         return None
 
 
-def _hoisted(late: list[Op], host: Op, kept: list[Op], position: dict[str, float], producer) -> bool:
+def _hoisted(late: list[Op], host: Op, order: "_Order", position: dict[str, float], producer) -> bool:
     """Whether the ops making `late` operands can move to just before `host`: each made at load
     time (const-eval: a bias reshaped from a weight) from what exists there already. Moves them."""
     for made in late:
         early = all(t not in producer or position[producer[t].name] < position[host.name] for t in made.inputs)
-        if not (made.attrs.get("const_eval") and not host.attrs.get("const_eval") and early and made in kept):
+        if not (
+            made.attrs.get("const_eval") and not host.attrs.get("const_eval") and early and made.name in order.kept
+        ):
             return False
     for made in late:
-        kept.remove(made)
-        kept.insert(kept.index(host), made)
+        order.before.setdefault(host.name, []).append(made)
+        order.moved.add(made.name)
         position[made.name] = position[host.name] - 0.5
     return True
+
+
+class _Order:
+    """The ops kept, in order, and those moved to just before another (a hoisted load-time op)."""
+
+    def __init__(self) -> None:
+        self.ops: list[Op] = []
+        self.kept: set[str] = set()
+        self.before: dict[str, list[Op]] = {}
+        self.moved: set[str] = set()
+
+    def keep(self, op: Op) -> None:
+        self.ops.append(op)
+        self.kept.add(op.name)
+
+    def final(self) -> list[Op]:
+        out: list[Op] = []
+        for op in self.ops:
+            if op.name not in self.moved:
+                out.extend(self.before.get(op.name, ()))
+                out.append(op)
+        return out
 
 
 def _other(op: Op, t: str) -> str:
