@@ -57,8 +57,8 @@ MAX_PATTERN = 1000  # characters of a search pattern
 
 
 def search_ops(graph, pattern: str | None) -> list[str]:
-    """Ops whose name or kind matches a regular expression (case-insensitive); a bad pattern raises
-    TilescopeError naming the fault. RE2 matches in time linear in the text whatever the pattern
+    """Ops whose name or kind, or the name of an op fused into them, matches a regular expression
+    (case-insensitive); a bad pattern raises TilescopeError naming the fault. RE2 matches in time linear in the text whatever the pattern
     (Python's re backtracks: one pattern typed into a search box could hold a server's worker),
     within a bounded memory; it has no backreferences or lookaround, which a search of op names
     does without."""
@@ -71,7 +71,12 @@ def search_ops(graph, pattern: str | None) -> list[str]:
     except re2.error as err:
         reason = err.args[0].decode(errors="replace") if err.args and isinstance(err.args[0], bytes) else str(err)
         raise TilescopeError(f"search {pattern!r}: not a regular expression ({reason})") from None
-    return [op.name for op in graph.ops if found.search(op.name) or found.search(op.kind)]
+    # an op fused into another (a bias add, an activation) is found in the op that runs it
+    return [
+        op.name
+        for op in graph.ops
+        if found.search(op.name) or found.search(op.kind) or any(found.search(f) for f in op.attrs.get("fused", ()))
+    ]
 
 
 _SEARCH_OPTIONS = re2.Options()

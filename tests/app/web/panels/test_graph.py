@@ -181,6 +181,12 @@ def test_a_catastrophic_search_pattern_matches_in_linear_time(pattern):
     assert search_ops(graph, pattern) == []
 
 
+def test_a_search_finds_an_op_fused_into_another_in_the_op_that_runs_it():
+    mm = Op("fc1.matmul", "matmul", [], [], {"fused": ("fc1.bias_add", "act")})
+    graph = Graph("g", "graph", {}, [mm, Op("act2", "gelu", [], [])], [], [])
+    assert search_ops(graph, "bias_add") == ["fc1.matmul"] and search_ops(graph, "^act") == ["fc1.matmul", "act2"]
+
+
 def test_a_search_pattern_re2_cannot_take_is_one_line():
     graph = Graph("g", "graph", {}, [], [], [])
     for pattern, reason in (
