@@ -58,10 +58,10 @@ MAX_PATTERN = 1000  # characters of a search pattern
 
 def search_ops(graph, pattern: str | None) -> list[str]:
     """Ops whose name or kind, or the name of an op fused into them, matches a regular expression
-    (case-insensitive); a bad pattern raises TilescopeError naming the fault. RE2 matches in time linear in the text whatever the pattern
-    (Python's re backtracks: one pattern typed into a search box could hold a server's worker),
-    within a bounded memory; it has no backreferences or lookaround, which a search of op names
-    does without."""
+    (case-insensitive); a bad pattern raises TilescopeError naming the fault. RE2 matches in time
+    linear in the text whatever the pattern (Python's re backtracks: one pattern typed into a
+    search box could hold a server's worker), within a bounded memory; it has no backreferences
+    or lookaround, which a search of op names does without."""
     if not pattern:
         return []
     if len(pattern) > MAX_PATTERN:
