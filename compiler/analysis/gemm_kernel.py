@@ -245,9 +245,9 @@ class _Gemm:
         commands = blocks * pm * rows * runs
         first = next((i for i, t in enumerate(reads) if t.tensor == self.a.name), None)
         if first is None:
-            return (*reads, Transfer(self.a.name, self.a.layout.memory, 0.0, blocks, commands))
+            return (*reads, Transfer(self.a.name, self.a.layout.memory, 0.0, blocks, commands, stateful=True))
         read = reads[first]
-        gathered = replace(read, pages=max(read.pages, blocks), commands=commands)
+        gathered = replace(read, pages=max(read.pages, blocks), commands=commands, stateful=True)
         return (*reads[:first], gathered, *reads[first + 1 :])
 
     def _padded(self, reads: tuple[Transfer, ...], last_tiles: int) -> tuple[Transfer, ...]:

@@ -25,6 +25,9 @@ class Transfer:
     # NoC commands the core's RISC-V issues for it, one by one (a convolution's reader gathering
     # its im2col rows); 0 when a few commands move it
     commands: int = 0
+    # the commands are issued with the command buffer's state kept (only the addresses written:
+    # tt-metal's read_with_state, as a convolution's activation reader gathers its sticks)
+    stateful: bool = False
     # row-major transactions issued back to back, as many kept in flight as cover a round trip,
     # the kernel waiting once a block of them (ttnn's tilize reader, untilize writer, slices)
     streamed: int = 0

@@ -160,7 +160,10 @@ class KernelCost:
                     t.pages * self.target.noc_round_trip_cycles + t.streamed * self.streamed_cycles
                 ) / self.target.clock_hz
                 # commands issued one by one, then waited on: the RISC-V's time, then the trip
-                waited += t.commands * self.target.noc_issue_cycles / self.target.clock_hz
+                issue = self.target.noc_issue_cycles
+                if t.stateful and self.target.noc_stateful_issue_cycles:
+                    issue = self.target.noc_stateful_issue_cycles
+                waited += t.commands * issue / self.target.clock_hz
                 # stores into what landed, after it lands
                 waited += t.stores * self.target.pipeline.word_store_cycles / self.target.clock_hz
                 on = LATENCY if waited > s else t.path

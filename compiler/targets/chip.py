@@ -94,6 +94,9 @@ class Target:
     # NoC round trip to DRAM or another core (0: not modelled, only bandwidth)
     noc_round_trip_cycles: float = 0.0
     noc_issue_cycles: float = 0.0  # a RISC-V issuing one NoC command (its registers written)
+    # one NoC command of a run issued with the command buffer's state kept (only the addresses
+    # written); 0: as noc_issue_cycles
+    noc_stateful_issue_cycles: float = 0.0
     # a RISC-V's work per row-major page it moves back to back with others in flight: the page's
     # address worked out from its index, the command issued (0: only the DRAM rate's share)
     noc_page_cycles: float = 0.0
