@@ -4,7 +4,7 @@ Where the tensor lives and the grid the op runs on decide which."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tilescope.compiler.ir.core_work import MCAST, NOC, Transfer
 from tilescope.compiler.ir.graph import Layout, Tensor
@@ -52,3 +52,13 @@ class CoreTransfers:
         if sender or self.is_local(tensor, grid):
             return self.moves(tensor, nbytes, grid, rest=MCAST)
         return (Transfer(tensor.name, MCAST, nbytes),)
+
+    def chained(
+        self, tensor: Tensor, nbytes: float, grid: tuple[int, int], hops: int, passes_on: bool, by_writer: bool
+    ) -> tuple[Transfer, ...]:
+        """An operand passed core to core (ttnn's minimal matmul): the chain's first core fetches
+        it where it lives, the others get it from the core before them (`hops` up the chain), and
+        each but the last writes it on to the next, on the same RISC-V, after it has it."""
+        got = self.moves(tensor, nbytes, grid) if hops == 0 else (Transfer(tensor.name, NOC, nbytes, hops=hops),)
+        passed = (Transfer(tensor.name, NOC, nbytes),) if passes_on else ()
+        return tuple(replace(t, by_writer=by_writer) for t in (*got, *passed))

@@ -3,7 +3,9 @@ blocks over the grid, or in 1D along the longer side when the output is too thin
 tt-metal's 2D and 1D multicast matmul programs do: in 2D the first core of each grid row fetches
 the row's block of A and multicasts it along the row, and the first core of each column does the
 same for B down the column; in 1D one core fetches the operand every core needs and multicasts it
-to all. Each core computes its share in passes whose buffers fit beside the L1 live then."""
+to all. ttnn's minimal matmul instead gives every core an even share and passes each operand's
+blocks core to core down a chain. Each core computes its share in passes whose buffers fit beside
+the L1 live then."""
 
 from __future__ import annotations
 
@@ -73,10 +75,9 @@ def gemm_kernel(graph: Graph, op: Op, target: Target) -> Kernel:
 def _split(gemm: _Gemm, target: Target) -> tuple[str, str, int, int]:
     """(program, axis, output tile rows per core, columns per core): the program config the op
     was given, else as tt-metal's matmul picks one."""
-    if gemm.padded:  # whole blocks dealt to the grid's rows (of M) and columns (of N)
-        mb, nb, _ = gemm.padded
-        rows, cols = gemm.grid
-        return "matmul_padded_blocks", "2d", ceil_div(gemm.mt // mb, rows) * mb, ceil_div(gemm.nt // nb, cols) * nb
+    if gemm.padded:  # every core an even share of the padded output, in blocks
+        m_cores, n_cores = gemm.chain_cores
+        return "matmul_chain", "chain", gemm.mt // m_cores, gemm.nt // n_cores
     if gemm.config:  # per core M x N tiles, split along the axis the config names
         return CONFIG_PROGRAMS[gemm.config.split], gemm.config.split, gemm.config.block[0], gemm.config.block[1]
     return matmul_split(gemm.mt, gemm.nt, gemm.grid, target.noc_multicast)
@@ -120,9 +121,15 @@ class _Gemm:
         tiles = (self.mt, self.kt, self.nt)
         self.config = configured(op, tiles, self.grid, max(1, dest)) if op.kind == "matmul" else None
         self.padded = padded_blocks(op, tiles) if op.kind == "matmul" else None
-        if self.padded:  # M, N and K padded up to whole blocks, the padding computed
-            mb, nb, kb = self.padded
-            self.mt, self.nt, self.kt = covered(self.mt, mb), covered(self.nt, nb), covered(self.kt, kb)
+        # ttnn's minimal matmul pads M and N to a whole share for every core of the grid's two
+        # sides (M down the rows, N across the columns; the other way round for a tall output)
+        # and K to whole blocks, and computes the padding (minimal_matmul_program_factory.cpp)
+        self.tall = self.mt > self.nt
+        self.chain_cores = self.grid[::-1] if self.tall else self.grid
+        if self.padded:
+            m_cores, n_cores = self.chain_cores
+            self.mt, self.nt = covered(self.mt, m_cores), covered(self.nt, n_cores)
+            self.kt = covered(self.kt, self.padded[2])
             self.a_kt = self.kt
             self.batch_mt = self.mt
         self.fidelity = fidelity_of(op, self.a.layout.dtype, target)
@@ -143,6 +150,12 @@ class _Gemm:
         """Per core, the rows and columns of output tiles it computes, and whether it fetches A
         and B for the others."""
         mt, nt, cores = self.mt, self.nt, grid_cores(self.grid)
+        if axis == "chain":  # A passed along its cores' row, B down their column (swapped when tall)
+            a_axis, b_axis = (0, 1) if self.tall else (1, 0)  # which index of a core is its place
+            return {
+                core: (bm, bn, _place(core[a_axis], self.grid[a_axis]), _place(core[b_axis], self.grid[b_axis]))
+                for core in cores
+            }
         if axis == "2d":  # blocks down and across the grid
             return {(r, c): (clamp(mt - r * bm, bm), clamp(nt - c * bn, bn), c == 0, r == 0) for r, c in cores}
         if axis == "n":  # the first core fetches A for all
@@ -170,13 +183,21 @@ class _Gemm:
         # (tt-metal matmul reader_bmm_8bank_output_tiles_partitioned): a step a K tile
         return (pm, pn, 1) if self.batch_mt != self.mt else (pm, pn, kb)
 
-    def reads(self, m: int, n: int, pm: int, pn: int, sends_a: bool, sends_b: bool) -> tuple[Transfer, ...]:
+    def reads(self, m: int, n: int, pm: int, pn: int, sends_a, sends_b) -> tuple[Transfer, ...]:
         """Each pass reads its rows of A and its columns of B again: A once per column pass, B
-        once per row pass; and the core's columns of any operand past them."""
+        once per row pass; and the core's columns of any operand past them. `sends_a` and
+        `sends_b`: whether the core fetches the operand for the others, or in a chain its place."""
         grid = self.grid
+        a_bytes, b_bytes = m * self.a_kt * ceil_div(n, pn) * self.a_tile, self.kt * n * ceil_div(m, pm) * self.b_tile
+        if self.padded:  # the output's writer passes on the smaller operand (A unless tall)
+            return (
+                self.transfers.chained(self.a, a_bytes, grid, *sends_a, by_writer=not self.tall)
+                + self.transfers.chained(self.b, b_bytes, grid, *sends_b, by_writer=self.tall)
+                + self._extra_reads(n)
+            )
         return (
-            self.transfers.operand(self.a, m * self.a_kt * ceil_div(n, pn) * self.a_tile, grid, sends_a)
-            + self.transfers.operand(self.b, self.kt * n * ceil_div(m, pm) * self.b_tile, grid, sends_b)
+            self.transfers.operand(self.a, a_bytes, grid, sends_a)
+            + self.transfers.operand(self.b, b_bytes, grid, sends_b)
             + self._extra_reads(n)
         )
 
@@ -224,9 +245,11 @@ class _Gemm:
         steps = passes * (kt // kb)
         # the reader issues a step's blocks of A and B from a shared memory (DRAM), then waits for
         # them once before pushing them: one round trip a step (a bias, once a pass, does not wait)
+        # (in a chain each operand's first core fetches it on a RISC-V of its own, each waiting)
         operands = (a.name, b.name)
-        waited = next((t for t in share.reads if self._shared(t.path) and t.tensor in operands), None)
-        reads = tuple(replace(t, pages=steps) if t is waited else t for t in share.reads)
+        waited = [id(t) for t in share.reads if self._shared(t.path) and t.tensor in operands]
+        waited = waited[: 2 if self.padded else 1]
+        reads = tuple(replace(t, pages=steps) if id(t) in waited else t for t in share.reads)
         reads = self._padded(reads, m * ceil_div(n, pn))
         if self.window_run:
             reads = self._gathered(reads, m, n, pm, pn, kb)
@@ -264,3 +287,12 @@ class _Gemm:
     def _shared(self, path: str) -> bool:
         memory = self.target.memories.get(path)
         return memory is not None and memory.shared
+
+
+def _place(i: int, length: int) -> tuple[int, bool]:
+    """A core's place in a chain of `length` cores as it is `i`-th: how many cores up the chain
+    its first one is (the chain's middle as its deepest, whose time bounds the others'), and
+    whether it passes the blocks on."""
+    if i == 0:
+        return 0, length > 1
+    return (length - 1, False) if i == length - 1 else (length - 2, True)

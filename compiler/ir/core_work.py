@@ -37,6 +37,10 @@ class Transfer:
     # narrow stores the reader's RISC-V makes into what it fetched once it lands (a matmul's reader
     # zeroing the padding of A's last K tile), one by one
     stores: int = 0
+    # a block passed core to core down a chain (ttnn's minimal matmul): over the NoC, written into
+    # this core by the one before it, the first of the chain `hops` cores up (the deepest, for a
+    # group of cores along it); 0 for what the core fetches or is multicast
+    hops: int = 0
 
 
 @dataclass(frozen=True)

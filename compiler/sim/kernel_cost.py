@@ -86,18 +86,36 @@ class KernelCost:
         return timing.replace(why=bounds.why(self.target, timing, users)), core_times
 
     def _group_times(self, kernel: Kernel, shared_s: dict[str, float]) -> tuple[CoreTime, ...]:
-        """Every group's time; multicast receivers after their senders, whose reads they wait for."""
-        receives = [any(t.path == MCAST for t in g.reads) for g in kernel.groups]
+        """Every group's time; multicast receivers after their senders, whose reads they wait for,
+        and a chain's cores after the blocks have passed the cores before them."""
+        receives = [any(t.path == MCAST or t.hops for t in g.reads) for g in kernel.groups]
         multicast = frozenset(t.tensor for g in kernel.groups for t in g.reads if t.path == MCAST)
         times = [self._core_time(g, shared_s, multicast, r) for g, r in zip(kernel.groups, receives)]
         sender_read = max((t.read for t, r in zip(times, receives) if not r), default=0.0)
+        # a chain's first core passes each block on after its step's handshake with the next
+        sync = self.step_sync_cycles[False] / self.target.clock_hz
+        groups = zip(kernel.groups, times, receives)
+        sender_passed = max((t.read + g.blocks * sync for g, t, r in groups if not r), default=0.0)
         for i, (group, t, receiver) in enumerate(zip(kernel.groups, times, receives)):
             if receiver and sender_read:
-                # the last block arrives once the sender has fetched it; then compute and write it
+                # the last block arrives once the sender has fetched it (and passed it down the
+                # chain, where there is one); then compute and write it
                 steps = max(1, group.blocks)
                 tail = (t.compute + t.write) / steps
-                times[i] = replace(t, total=max(t.total, sender_read + tail))
+                passing = self._passing(group)
+                arrived = sender_passed + passing if passing else sender_read
+                times[i] = replace(t, total=max(t.total, arrived + tail))
         return tuple(times)
+
+    def _passing(self, group: CoreWork) -> float:
+        """Seconds the last block takes down a chain from the core after the first to this one:
+        a hop each, its step's bytes over one NoC link and the handshake (a semaphore round trip)."""
+        steps = max(1, group.blocks)
+        hop = self.step_sync_cycles[True] / self.target.clock_hz
+        return max(
+            (max(0, t.hops - 1) * (t.bytes / steps / self.target.noc_bytes_per_s + hop) for t in group.reads),
+            default=0.0,
+        )
 
     def _shared(self, kernel: Kernel) -> tuple[dict[str, int], dict[str, float]]:
         """Per shared memory: how many of the op's cores use it, and how long it is busy. Its

@@ -205,20 +205,6 @@ def test_a_binary_op_reads_its_second_operand_in_its_writer():
     assert [m.by_writer for m in reads] == [False, True]
 
 
-def test_a_padded_block_matmul_computes_its_padding_on_the_cores_its_blocks_reach():
-    # M 1 tile, N 40, K 40 in blocks of 2 x 8 x 8: one grid row of 5 cores, each 2 x 8 output tiles
-    config = (
-        "MinimalMatmulConfig(M_block_size=2;K_block_size=8;N_block_size=8;subblock_h=2;subblock_w=2;"
-        "compute_with_storage_grid_size=(x=8;y=8))"
-    )
-    a, w = t(1, 1, 19, 1280), t(1, 1, 1280, 1280)
-    row = op("MinimalMatmulOp", [a, w], [t(1, 1, 19, 1280)], cores=64, arch="blackhole", config=config)
-    built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "matmul", BLACKHOLE)
-    kernel = next(o.meta[KERNEL] for o in built[0].ops if o.kind == "matmul")
-    assert kernel.program == "matmul_padded_blocks" and kernel.cores_used == 5
-    assert {g.compute.tiles for g in kernel.groups} == {2 * 8 * 40}
-
-
 def test_an_op_on_many_cores_waits_for_its_last_core_to_start():
     x = t(1, 1, 32, 32 * 64)
     many = op("UnaryDeviceOperation", [x], [x], cores=64, arch="blackhole")
@@ -226,22 +212,6 @@ def test_an_op_on_many_cores_waits_for_its_last_core_to_start():
     skewed = changed(start_skew_ns=BLACKHOLE.pipeline.start_skew_ns + 1000)
     assert ns(many, "relu", skewed) - ns(many, "relu") == pytest.approx(1000)
     assert ns(one, "relu", skewed) == pytest.approx(ns(one, "relu"))  # one core: no skew
-
-
-@pytest.mark.parametrize(
-    "config",
-    [
-        "MinimalMatmulConfig(M_block_size=0;K_block_size=8;N_block_size=8)",
-        "x" * 10_000,
-        "MinimalMatmulConfig(M_block_size=99999999;K_block_size=8;N_block_size=8)",
-    ],
-)
-def test_a_padded_block_config_that_is_not_one_is_not_taken(config):
-    a, w = t(1, 1, 32, 256), t(1, 1, 256, 256)
-    row = op("MinimalMatmulOp", [a, w], [t(1, 1, 32, 256)], cores=64, arch="blackhole", config=config)
-    built = compiled_op(read_ops_report(report_text(row), "r.csv").ops[0], "matmul", BLACKHOLE)
-    kernel = next(o.meta[KERNEL] for o in built[0].ops if o.kind == "matmul")
-    assert kernel.program != "matmul_padded_blocks"
 
 
 def test_a_transpose_of_rows_with_channels_writes_each_face_line_on_its_own():
