@@ -33,6 +33,8 @@ from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.ir.tiles import ceil_div, num_tiles, tile_bytes
 from tilescope.compiler.targets.chip import Target
 
+FACE_SIDE = 16  # a tile's faces are 16 x 16 elements (tt-metal tech_reports/tensor_layouts)
+
 
 @dataclass(frozen=True)
 class _Share:
@@ -119,7 +121,7 @@ class _Gemm:
         # a program config's blocks, or a padded-block program's (matmul_program.py)
         dest = target.pipeline.dest_tiles // (2 if BYTES_PER_ELEMENT[self.out.layout.dtype] >= 4 else 1)
         tiles = (self.mt, self.kt, self.nt)
-        self.config = configured(op, tiles, self.grid, max(1, dest)) if op.kind == "matmul" else None
+        self.config = configured(op, tiles, self.grid, max(1, dest))
         self.padded = padded_blocks(op, tiles) if op.kind == "matmul" else None
         # ttnn's minimal matmul pads M and N to a whole share for every core of the grid's two
         # sides (M down the rows, N across the columns; the other way round for a tall output)
@@ -231,6 +233,7 @@ class _Gemm:
             self.compute_dtype,
             unpack_bytes=m * n * kt * unpacked_per_multiply(self.a_tile, self.b_tile, sub),
             pack_bytes=m * n * self.out_tile,
+            tilize_cycles=self._tilized(m, n, pn),
         )
         passes = ceil_div(m, pm) * ceil_div(n, pn)
         cbs = (
@@ -254,6 +257,17 @@ class _Gemm:
         if self.window_run:
             reads = self._gathered(reads, m, n, pm, pn, kb)
         return CoreWork(members, reads, compute, writes, steps, cbs, copies == 2)
+
+    def _tilized(self, m: int, n: int, pn: int) -> float:
+        """A convolution's im2col block is gathered as row-major sticks and tilized by the compute
+        kernel before it multiplies, again for each block of output columns (tt-metal
+        conv_bmm_tilize: tilize_in inside the loop over in1's blocks): a face row a cycle. (A 1x1
+        convolution's row-major input is tilized by the layout conversion before it, an op of
+        its own.)"""
+        if not self.window_run:
+            return 0.0
+        rows, cols = self.out.layout.tile
+        return ceil_div(n, pn) * m * self.kt * rows * max(1, cols // FACE_SIDE)
 
     def _gathered(self, reads: tuple[Transfer, ...], m: int, n: int, pm: int, pn: int, kb: int) -> tuple[Transfer, ...]:
         """`reads` with a convolution's input read as its reader builds the im2col blocks (the act

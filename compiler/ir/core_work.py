@@ -59,6 +59,9 @@ class Compute:
     waits: int = 0
     # pieces of tiles a data-movement core copies between its L1 buffers itself (a tiled reshape)
     pieces: float = 0.0
+    # cycles the unpacker spends tilizing row-major data before the engine can take it (a
+    # convolution's gathered im2col block), a face row a cycle, in series with the engine's work
+    tilize_cycles: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -37,3 +37,33 @@ def program_blocks(config: str) -> list[str]:
         f'core_split = "{split}"',
         f"out_subblock = array<i64: {', '.join(sub)}>",
     ]
+
+
+_CONV_FIELD = re.compile(
+    r"\b(per_core_out_matrix_height_ntile|per_core_out_matrix_width_ntile|act_block_w_ntiles"
+    r"|out_subblock_h_ntiles|out_subblock_w_ntiles)=(\w{1,8})"
+)
+# a convolution's sharding -> how its cores split the output: rows (the weights multicast to
+# all), both ways, or columns (tt-metal conv2d's height, block and width sharded programs)
+_CONV_SPLITS = {"HEIGHT_SHARDED": "m", "BLOCK_SHARDED": "2d", "WIDTH_SHARDED": "n"}
+_LAYOUT = re.compile(r"TensorMemoryLayout::(\w{1,20})")
+
+
+def conv_blocks(attributes) -> list[str]:
+    """The MLIR attributes of a measured convolution's blocking, as `program_blocks` gives a
+    matmul's: per core output tiles (its parallelization config), the K step (its activation
+    block's width) and the sub-block, split as its sharding splits it; [] when one is missing."""
+    text = " ".join(attributes.get(key, "")[:4096] for key in ("parallelization_config", "block_config"))
+    fields = dict(_CONV_FIELD.findall(text))
+    keys = ("per_core_out_matrix_height_ntile", "per_core_out_matrix_width_ntile", "act_block_w_ntiles")
+    sizes = [fields.get(key, "") for key in keys]
+    sub = [fields.get(key, "") for key in ("out_subblock_h_ntiles", "out_subblock_w_ntiles")]
+    layout = _LAYOUT.search(attributes.get("memory_config", "")[:4096])
+    split = _CONV_SPLITS.get(layout[1]) if layout else None
+    if split is None or not all(v.isdigit() and 0 < int(v) <= MAX_TILES for v in sizes + sub):
+        return []
+    return [
+        f"core_block = array<i64: {', '.join(sizes)}>",
+        f'core_split = "{split}"',
+        f"out_subblock = array<i64: {', '.join(sub)}>",
+    ]

@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tilescope.compiler.profiles.matmul_configs import conv_blocks
 from tilescope.compiler.profiles.replay_model import Built, NotBuilt, OneOp, mlir_dtype
 from tilescope.compiler.profiles.report import ReportOp
 from tilescope.compiler.targets.chip import Target
@@ -106,6 +107,7 @@ def conv2d(op: ReportOp, kind: str, target: Target) -> Built:
         f"batch_dim = 0 : i64, channel_dim = 3 : i64, {window.props()}, groups = {groups} : i32, "
         "height_dim = 1 : i64, width_dim = 2 : i64" + _act_block(op.attributes)
     )
+    props = ", ".join([props, *conv_blocks(op.attributes)])
     out = b.op("conv2d", [x, w], (window.batch, oh, ow, out_channels), mlir_dtype(op.outputs[0].dtype), "op", props)
     return _windowed(model, kind, out, model.inputs[:2], target, op, window.batch * oh * ow * out_channels)
 

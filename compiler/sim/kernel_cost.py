@@ -243,7 +243,7 @@ class KernelCost:
             compute.pack_bytes / pipe.pack_bytes_per_cycle if pipe.pack_bytes_per_cycle else 0.0,
         )
         longest = max(stages)
-        return longest + pipe.overlap_loss * (sum(stages) - longest)
+        return longest + pipe.overlap_loss * (sum(stages) - longest) + compute.tilize_cycles
 
     def _latency(self, kernel: Kernel) -> float:
         """Starting the op: its kernels launched on a core, the last of its cores starting later

@@ -12,7 +12,7 @@ from tilescope.compiler.ir.meta import KERNEL
 from tilescope.compiler.profiles.ops_report import read_ops_report
 from tilescope.compiler.profiles.replay import compiled_op
 
-from tests.compiler.profiles.replay_reports import op, report_text, shard_config, t, window
+from tests.compiler.profiles.replay_reports import op, report_text, shard_config, t
 from tests.compiler.sim.replayed import BLACKHOLE, changed, kernel_of, ns
 
 
@@ -99,42 +99,6 @@ def test_a_tiled_reshape_costs_its_loads_writes_and_pieces_one_after_another():
     assert dearer - base == pytest.approx(40 * 100 / BLACKHOLE.clock_hz * 1e9, rel=0.02)
     loads = 40 + 1  # and the tile written, each waited on
     assert base >= loads * BLACKHOLE.noc_round_trip_cycles / BLACKHOLE.clock_hz * 1e9
-
-
-def _conv(act_block: str = "") -> dict:
-    """A 3x3 convolution of 64 to 64 channels over 96 x 320 pixels on 20 cores, height-sharded."""
-    sharded = shard_config("height_sharded", (5, 4), (1536, 64))
-    attributes = {}
-    if act_block:
-        attributes["block_config"] = f"Conv2dBlockConfig({act_block};out_subblock_h_ntiles=1;out_subblock_w_ntiles=2)"
-    return op(
-        "Conv2dDeviceOperation",
-        [t(1, 1, 43840, 64, layout="row_major", memory="l1_height_sharded"), t(1, 1, 576, 64, dtype="bfp8")],
-        [t(1, 1, 30720, 64, memory="l1_height_sharded")],
-        cores=20,
-        arch="blackhole",
-        fidelity="HiFi2",
-        sliding_window_config=window((96, 320), 3, 1, 1),
-        input_tensor_shape="{1; 96; 320; 64}",
-        output_channels="64",
-        groups="1",
-        memory_config=sharded,
-        **attributes,
-    )
-
-
-def test_a_convolution_s_reader_issues_a_read_per_im2col_row_and_run():
-    row = _conv("act_block_h_ntiles=1;act_block_w_ntiles=6")
-    base = ns(row, "conv2d")
-    # issued with the command buffer's state kept (read_with_state): the stateful issue cost
-    slower = ns(row, "conv2d", replace(BLACKHOLE, noc_stateful_issue_cycles=BLACKHOLE.noc_stateful_issue_cycles + 18))
-    # 48 tile rows a core in blocks of one, K of 18 tiles in steps of 6: 144 blocks of 32 rows,
-    # each row's 6 tiles (192 channels) one run of the window's 3 x 64 contiguous channels
-    commands = 144 * 32 * 1
-    assert slower - base == pytest.approx(commands * 18 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
-    # and not the full command's, which a transpose's face-line writes pay
-    same = ns(row, "conv2d", replace(BLACKHOLE, noc_issue_cycles=BLACKHOLE.noc_issue_cycles + 18))
-    assert same == pytest.approx(base)
 
 
 def test_a_batched_matmul_pads_each_batch_s_rows_and_reads_each_batch_s_b():
