@@ -96,7 +96,7 @@ def cmd_worker(args) -> int:
 
 
 def port_number(text: str) -> int:
-    if not text.strip().isdigit() or not 0 < int(text) < 65536:
+    if not (text.strip().isascii() and text.strip().isdigit()) or not 0 < int(text) < 65536:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
     return int(text)
 

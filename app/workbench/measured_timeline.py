@@ -56,7 +56,7 @@ def measured_timeline(
 def _row_order(row: str) -> tuple:
     """Devices by number, then a trace's threads by name."""
     number = row.removeprefix("device ")
-    return (0, int(number), "") if number.isdigit() and row != number else (1, 0, row)
+    return (0, int(number), "") if number.isascii() and number.isdigit() and row != number else (1, 0, row)
 
 
 def _traces(ops: Sequence[OpTiming], measured: Sequence[ReportOp]) -> list[tuple]:

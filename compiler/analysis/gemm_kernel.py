@@ -61,16 +61,18 @@ def gemm_kernel(graph: Graph, op: Op, target: Target) -> Kernel:
         if share_of_core not in keyed:
             pm, pn, kb = gemm.blocks_of(m, n)
             reads = gemm.reads(m, n, pm, pn, sends_a, sends_b)
-            keyed[share_of_core] = key = (m, n, tuple((t.tensor, t.path, t.bytes) for t in reads))
+            keyed[share_of_core] = key = (m, n, tuple((t.tensor, t.path, t.bytes, t.hops, t.by_writer) for t in reads))
             work[key] = _Share(m, n, (pm, pn, kb), reads)
         groups[keyed[share_of_core]].append(core)
     widest = max(groups, key=lambda key: len(groups[key]), default=None)
     blocking = (bm, bn, 1)
+    # the cores that hold slices of one block of A: each tilizes its own slice (a convolution's)
+    sharers = {"2d": gemm.grid[1], "n": gemm.grid[0] * gemm.grid[1]}.get(axis, 1)
     result = []
     for key, members in groups.items():
         if key == widest:  # the op's blocking as most of its cores run it
             blocking = (bm, bn, work[key].blocks[2])
-        result.append(gemm.core_work(tuple(members), work[key]))
+        result.append(gemm.core_work(tuple(members), work[key], sharers))
     return Kernel(gemm.grid, tuple(result), program, blocking, op.attrs.get("subblock"))
 
 
@@ -148,9 +150,9 @@ class _Gemm:
         self.copies = 2 if op.attrs.get("double_buffer", True) else 1
         self.budget = target.core_memory.capacity_bytes - op.meta.get(L1_LIVE, 0.0)
 
-    def shares(self, axis: str, bm: int, bn: int) -> dict[tuple[int, int], tuple[int, int, bool, bool]]:
+    def shares(self, axis: str, bm: int, bn: int) -> dict[tuple[int, int], tuple]:
         """Per core, the rows and columns of output tiles it computes, and whether it fetches A
-        and B for the others."""
+        and B for the others (in a chain, its place in A's chain and in B's: `_place`)."""
         mt, nt, cores = self.mt, self.nt, grid_cores(self.grid)
         if axis == "chain":  # A passed along its cores' row, B down their column (swapped when tall)
             a_axis, b_axis = (0, 1) if self.tall else (1, 0)  # which index of a core is its place
@@ -185,7 +187,9 @@ class _Gemm:
         # (tt-metal matmul reader_bmm_8bank_output_tiles_partitioned): a step a K tile
         return (pm, pn, 1) if self.batch_mt != self.mt else (pm, pn, kb)
 
-    def reads(self, m: int, n: int, pm: int, pn: int, sends_a, sends_b) -> tuple[Transfer, ...]:
+    def reads(
+        self, m: int, n: int, pm: int, pn: int, sends_a: bool | tuple[int, bool], sends_b: bool | tuple[int, bool]
+    ) -> tuple[Transfer, ...]:
         """Each pass reads its rows of A and its columns of B again: A once per column pass, B
         once per row pass; and the core's columns of any operand past them. `sends_a` and
         `sends_b`: whether the core fetches the operand for the others, or in a chain its place."""
@@ -212,8 +216,9 @@ class _Gemm:
             extra += self.transfers.moves(t, max(1.0, share) * tile_bytes(t.layout.dtype, t.layout.tile), self.grid)
         return extra
 
-    def core_work(self, members: tuple[tuple[int, int], ...], share: _Share) -> CoreWork:
-        """The work of each core of a group: its reads, its passes' compute, its writes and buffers."""
+    def core_work(self, members: tuple[tuple[int, int], ...], share: _Share, sharers: int = 1) -> CoreWork:
+        """The work of each core of a group: its reads, its passes' compute, its writes and buffers;
+        `sharers` cores hold slices of each block of A."""
         m, n, kt, (pm, pn, kb) = share.m, share.n, self.kt, share.blocks
         a, b, out, copies = self.a, self.b, self.out, self.copies
         # 32-bit results halve the destination registers' tiles
@@ -233,7 +238,7 @@ class _Gemm:
             self.compute_dtype,
             unpack_bytes=m * n * kt * unpacked_per_multiply(self.a_tile, self.b_tile, sub),
             pack_bytes=m * n * self.out_tile,
-            tilize_cycles=self._tilized(m, n, pn),
+            tilize_cycles=self._tilized(m, n, pn) / sharers,
         )
         passes = ceil_div(m, pm) * ceil_div(n, pn)
         cbs = (
@@ -261,7 +266,9 @@ class _Gemm:
     def _tilized(self, m: int, n: int, pn: int) -> float:
         """A convolution's im2col block is gathered as row-major sticks and tilized by the compute
         kernel before it multiplies, again for each block of output columns (tt-metal
-        conv_bmm_tilize: tilize_in inside the loop over in1's blocks): a face row a cycle. (A 1x1
+        conv_bmm_tilize: tilize_in inside the loop over in1's blocks): a face row a cycle; where
+        the cores of a row (block sharded) or all of them (width sharded) hold slices of the
+        channels, each tilizes its slice and multicasts it (`in0_nblocks_w_tilize`). (A 1x1
         convolution's row-major input is tilized by the layout conversion before it, an op of
         its own.)"""
         if not self.window_run:

@@ -56,7 +56,8 @@ def padded_blocks(op: Op, tiles: tuple[int, int, int]) -> tuple[int, int, int] |
     found = attributes.ints(_text(op.attrs.get("padded_block")))
     if len(found) != 3 or min(found) <= 0 or max(found) > MAX_TILES:
         return None
-    return tuple(min(size, 2 * max(1, dim)) for size, dim in zip(found, tiles))  # type: ignore[return-value]
+    mt, kt, nt = tiles
+    return tuple(min(size, 2 * max(1, dim)) for size, dim in zip(found, (mt, nt, kt)))  # type: ignore[return-value]
 
 
 def covered(dim: int, block: int) -> int:

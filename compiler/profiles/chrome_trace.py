@@ -241,7 +241,7 @@ class _Reading:
 
 def _event_number(line: str) -> int:
     number = line.rpartition(":event ")[2].partition(":")[0]
-    return int(number) if number.isdigit() else 0
+    return int(number) if number.isascii() and number.isdigit() else 0
 
 
 def _ts(event: dict) -> float | None:

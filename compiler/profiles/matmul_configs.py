@@ -27,7 +27,7 @@ def program_blocks(config: str) -> list[str]:
     fields = dict(_FIELD.findall(text))
     sizes = [fields.get(key, "") for key in ("per_core_M", "per_core_N", "in0_block_w")]
     sub = [fields.get(key, "") for key in ("out_subblock_h", "out_subblock_w")]
-    if not all(v.isdigit() and 0 < int(v) <= MAX_TILES for v in sizes + sub):
+    if not all(_whole(v) for v in sizes + sub):
         return []
     if fields.get("transpose_mcast", "").lower() in ("1", "true"):
         return []  # a 2D config with its grid's rows and columns swapped: not modelled, not taken
@@ -60,10 +60,15 @@ def conv_blocks(attributes) -> list[str]:
     sub = [fields.get(key, "") for key in ("out_subblock_h_ntiles", "out_subblock_w_ntiles")]
     layout = _LAYOUT.search(attributes.get("memory_config", "")[:4096])
     split = _CONV_SPLITS.get(layout[1]) if layout else None
-    if split is None or not all(v.isdigit() and 0 < int(v) <= MAX_TILES for v in sizes + sub):
+    if split is None or not all(_whole(v) for v in sizes + sub):
         return []
     return [
         f"core_block = array<i64: {', '.join(sizes)}>",
         f'core_split = "{split}"',
         f"out_subblock = array<i64: {', '.join(sub)}>",
     ]
+
+
+def _whole(value: str) -> bool:
+    """Whether a config's field is a count of tiles we take: ASCII digits, 1 to MAX_TILES."""
+    return value.isascii() and value.isdigit() and 0 < int(value) <= MAX_TILES

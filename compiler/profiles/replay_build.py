@@ -106,7 +106,7 @@ def _prop(op: ReportOp, key: str, name: str, is_list: bool) -> str:
         if not found or sorted(found) != list(range(len(found))) or len(found) > MAX_RANK:
             raise NotBuilt(f"{key} {value[:40]!r} is not a permutation of at most {MAX_RANK} dims")
         return f"{name} = array<i64: {', '.join(map(str, found))}>"
-    if not (value.isdigit() and len(value) <= 9 and int(value) > 0):
+    if not (value.isascii() and value.isdigit() and len(value) <= 9 and int(value) > 0):
         raise NotBuilt(f"{key} {value[:40]!r} is not a positive integer")
     return f"{name} = {int(value)} : i64"
 

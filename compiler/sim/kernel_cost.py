@@ -102,16 +102,19 @@ class KernelCost:
                 # chain, where there is one); then compute and write it
                 steps = max(1, group.blocks)
                 tail = (t.compute + t.write) / steps
-                passing = self._passing(group)
-                arrived = sender_passed + passing if passing else sender_read
+                chained = any(t.hops for t in group.reads)
+                arrived = sender_passed + self._passing(group) if chained else sender_read
                 times[i] = replace(t, total=max(t.total, arrived + tail))
         return tuple(times)
 
     def _passing(self, group: CoreWork) -> float:
         """Seconds the last block takes down a chain from the core after the first to this one:
-        a hop each, its step's bytes over one NoC link and the handshake (a semaphore round trip)."""
+        a hop each, its step's bytes over one NoC link and the handshake (a semaphore round trip
+        to the next core, one hop away)."""
         steps = max(1, group.blocks)
-        hop = self.step_sync_cycles[True] / self.target.clock_hz
+        target = self.target
+        neighbour = 2 * (target.noc_interface_cycles + target.noc_hop_cycles)
+        hop = (target.pipeline.step_sync_cycles + neighbour) / target.clock_hz
         return max(
             (max(0, t.hops - 1) * (t.bytes / steps / self.target.noc_bytes_per_s + hop) for t in group.reads),
             default=0.0,

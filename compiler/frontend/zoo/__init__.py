@@ -129,7 +129,7 @@ def check(ref: str) -> tuple[str, dict[str, object]]:
     params = dict(parse_qsl(query, keep_blank_values=True))
     if body.startswith("matmul:"):
         dims = body.split(":", 1)[1].split("x")
-        if len(dims) != 3 or not all(d.isdigit() and int(d) > 0 for d in dims):
+        if len(dims) != 3 or not all(d.isascii() and d.isdigit() and int(d) > 0 for d in dims):
             raise ModelLoadError(f"{ref}: expected zoo:matmul:MxKxN with positive integers")
         unknown = set(params) - {"dtype"}
         if unknown:

@@ -39,8 +39,8 @@ def test_each_shipped_report_replays_with_most_of_its_device_time_built(perf_rep
         assert all(b.start_ns == pytest.approx(a.end_ns) for a, b in zip(mine, mine[1:]))
 
 
-# kinds whose kernels follow ttnn's programs closely enough to be held to 25% on every row of the
-# reports (docs/validation.md, "Beyond matmuls"): a regression in one shows here
+# kinds whose kernels follow ttnn's programs closely enough to be held to a median |error| of 25%
+# over every row of the reports (docs/validation.md, "Beyond matmuls"): a regression shows here
 WITHIN_25 = ("groupnorm", "grid_sample", "reshape", "layernorm", "matmul", "conv2d")
 
 

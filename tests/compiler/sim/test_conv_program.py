@@ -60,6 +60,7 @@ def test_a_convolution_runs_on_the_cores_and_blocks_its_parallelization_config_g
     row = _conv("act_block_h_ntiles=1;act_block_w_ntiles=6", parallelization_config=PARALLEL)
     kernel = kernel_of(row, "conv2d")
     assert kernel.program == "matmul_1d_mcast_in1" and kernel.cores_used == 20
+    assert kernel.block == (48, 2, 6)  # the K step the act block's width gives
     assert {g.compute.tiles for g in kernel.groups} == {48 * 2 * 18}
 
 
@@ -84,6 +85,9 @@ def test_a_convolution_s_sharding_names_how_its_cores_split_the_output():
     assert 'core_split = "n"' in conv_blocks(attributes("WIDTH_SHARDED"))
     assert conv_blocks(attributes("INTERLEAVED")) == []
     assert conv_blocks({**attributes("HEIGHT_SHARDED"), "block_config": ""}) == []  # no K step
+    for bad in ("0", "99999999", "\u00b2", "-4", "x"):  # zero, huge, a superscript digit, garbage
+        hostile = {**attributes("HEIGHT_SHARDED"), "parallelization_config": PARALLEL.replace("=48;", f"={bad};")}
+        assert conv_blocks(hostile) == []
 
 
 def test_the_compute_kernel_tilizes_each_gathered_im2col_block():
