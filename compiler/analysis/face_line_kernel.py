@@ -17,10 +17,8 @@ from tilescope.compiler.analysis.core_transfers import CoreTransfers
 from tilescope.compiler.ir import attributes
 from tilescope.compiler.ir.core_work import CircularBuffer, Compute, CoreWork, Kernel
 from tilescope.compiler.ir.graph import Graph, Op
-from tilescope.compiler.ir.tiles import ceil_div, tile_bytes
+from tilescope.compiler.ir.tiles import FACE, ceil_div, tile_bytes
 from tilescope.compiler.targets.chip import Target
-
-FACE = 16  # a tile's faces are 16 x 16 elements (tt-metal tech_reports/tensor_layouts)
 
 
 def moves_rows(shape: tuple[int, ...], op: Op) -> bool:

@@ -30,10 +30,8 @@ from tilescope.compiler.ir import attributes, opset
 from tilescope.compiler.ir.core_work import CircularBuffer, Compute, CoreWork, Kernel, Transfer
 from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
 from tilescope.compiler.ir.graph import Graph, Op
-from tilescope.compiler.ir.tiles import ceil_div, num_tiles, tile_bytes
+from tilescope.compiler.ir.tiles import ceil_div, face_rows, num_tiles, tile_bytes
 from tilescope.compiler.targets.chip import Target
-
-FACE_SIDE = 16  # a tile's faces are 16 x 16 elements (tt-metal tech_reports/tensor_layouts)
 
 
 @dataclass(frozen=True)
@@ -273,8 +271,7 @@ class _Gemm:
         its own.)"""
         if not self.window_run:
             return 0.0
-        rows, cols = self.out.layout.tile
-        return ceil_div(n, pn) * m * self.kt * rows * max(1, cols // FACE_SIDE)
+        return ceil_div(n, pn) * m * self.kt * face_rows(self.out.layout.tile)
 
     def _gathered(self, reads: tuple[Transfer, ...], m: int, n: int, pm: int, pn: int, kb: int) -> tuple[Transfer, ...]:
         """`reads` with a convolution's input read as its reader builds the im2col blocks (the act

@@ -20,11 +20,10 @@ from tilescope.compiler.analysis.core_transfers import CoreTransfers
 from tilescope.compiler.ir import attributes
 from tilescope.compiler.ir.core_work import CircularBuffer, Compute, CoreWork, Kernel
 from tilescope.compiler.ir.graph import Graph, Op
-from tilescope.compiler.ir.tiles import ceil_div, tile_bytes
+from tilescope.compiler.ir.tiles import FACE, ceil_div, tile_bytes
 from tilescope.compiler.targets.chip import Target
 
 SAMPLED_TILES = 128  # output tiles whose pieces are counted; the rest are like them on average
-FACE = 16  # a tile's faces are 16 x 16 elements (tt-metal tech_reports/tensor_layouts)
 
 
 @dataclass(frozen=True)

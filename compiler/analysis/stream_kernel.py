@@ -18,7 +18,7 @@ from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.core_work import CircularBuffer, Compute, CoreWork, Kernel, Transfer
 from tilescope.compiler.ir.dtypes import bytes_per_element
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
-from tilescope.compiler.ir.tiles import ceil_div, num_tiles, tile_bytes, tile_grid
+from tilescope.compiler.ir.tiles import ceil_div, face_rows, num_tiles, tile_bytes, tile_grid
 from tilescope.compiler.targets.chip import Target
 
 MAX_ELTWISE_BLOCK = 8  # tiles per step of a streaming (eltwise, data movement) kernel
@@ -31,7 +31,6 @@ SLICES = ("slice",)
 # ops that tilize or untilize on the way: a layout change; a halo of a tiled input untilizes it
 # first (ttnn's halo compute kernel, pack_untilize)
 RETILERS = ("to_layout", "halo")
-FACE = 16  # a tile's faces are 16 x 16 elements (tt-metal tech_reports/tensor_layouts)
 
 
 def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> Kernel:
@@ -141,10 +140,8 @@ def _retiled(op: Op, ins: list[Tensor], outs: list[Tensor], frac: float) -> tupl
         return None
     tiled = src if _row_major(dst) else dst
     tiles = max(1, round(num_tiles(tiled.shape, tiled.layout.tile) * frac))
-    rows, cols = tiled.layout.tile
-    face_rows = rows * max(1, cols // FACE)
-    across = max(1, min(tiles, ceil_div(_page_width(tiled), cols)))
-    return Compute("vector", tiles, tiles * face_rows), ceil_div(tiles, across)
+    across = max(1, min(tiles, ceil_div(_page_width(tiled), tiled.layout.tile[1])))
+    return Compute("vector", tiles, tiles * face_rows(tiled.layout.tile)), ceil_div(tiles, across)
 
 
 def _setup_cycles(op: Op, ins: list[Tensor], outs: list[Tensor], target: Target, binary: bool) -> float:

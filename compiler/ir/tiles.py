@@ -8,6 +8,9 @@ from tilescope.compiler.ir.dtypes import bytes_per_element
 from tilescope.compiler.ir.graph import Layout, Tensor
 
 
+FACE = 16  # a tile's faces are 16 x 16 elements (tt-metal tech_reports/tensor_layouts)
+
+
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -54,6 +57,12 @@ def tile_grid(shape: tuple[int, ...], tile: tuple[int, int]) -> tuple[int, int, 
 def num_tiles(shape: tuple[int, ...], tile: tuple[int, int]) -> int:
     batch, rt, ct = tile_grid(shape, tile)
     return batch * rt * ct
+
+
+def face_rows(tile: tuple[int, int]) -> int:
+    """A tile's face rows: each of its rows split into faces FACE elements wide (a short tile's
+    one face), what a tilize or untilize moves an access at a time."""
+    return tile[0] * max(1, tile[1] // FACE)
 
 
 def tile_bytes(dtype: str, tile: tuple[int, int]) -> float:

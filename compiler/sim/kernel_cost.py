@@ -116,7 +116,7 @@ class KernelCost:
         neighbour = 2 * (target.noc_interface_cycles + target.noc_hop_cycles)
         hop = (target.pipeline.step_sync_cycles + neighbour) / target.clock_hz
         return max(
-            (max(0, t.hops - 1) * (t.bytes / steps / self.target.noc_bytes_per_s + hop) for t in group.reads),
+            (max(0, t.hops - 1) * (t.bytes / steps / target.noc_bytes_per_s + hop) for t in group.reads),
             default=0.0,
         )
 
