@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from tilescope.compiler.analysis import l1_stores
 from tilescope.compiler.analysis.shard_layouts import even_shards
 from tilescope.compiler.ir.core_work import Transfer
 from tilescope.compiler.ir.dtypes import bytes_per_element
@@ -53,5 +54,5 @@ def scalar_fill(ins: list[Tensor], outs: list[Tensor], target: Target) -> float:
     if len(ins) != 1 or not outs:
         return 0.0
     layout = outs[0].layout
-    words = layout.tile[0] * layout.tile[1] * bytes_per_element(layout.dtype) / 4
-    return math.ceil(words) * target.pipeline.word_store_cycles
+    words = math.ceil(layout.tile[0] * layout.tile[1] * bytes_per_element(layout.dtype) / 4)
+    return l1_stores.run_cycles(target, 0, words * 4, 4)

@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 
 from tilescope.compiler.ir.meta import L1_LIVE
+from tilescope.compiler.analysis import l1_stores
 from tilescope.compiler.analysis.core_cycles import fidelity_of, vector_cycles
 from tilescope.compiler.analysis.core_shares import clamp, grid_cores
 from tilescope.compiler.analysis.core_transfers import CoreTransfers
@@ -296,11 +297,12 @@ class _Gemm:
         the core fetches itself (a multicast's receivers get them zeroed)."""
         if not self.k_pad:
             return reads
-        stores = last_tiles * self.a.layout.tile[0] * self.k_pad
+        element = max(1, int(BYTES_PER_ELEMENT[self.a.layout.dtype]))  # a store an element
+        cycles = last_tiles * l1_stores.padded_columns_cycles(self.target, self.a.layout.tile, self.k_pad, element)
         first = next((i for i, t in enumerate(reads) if t.tensor == self.a.name and self._shared(t.path)), None)
         if first is None:
             return reads
-        return (*reads[:first], replace(reads[first], stores=stores), *reads[first + 1 :])
+        return (*reads[:first], replace(reads[first], store_cycles=cycles), *reads[first + 1 :])
 
     def _shared(self, path: str) -> bool:
         memory = self.target.memories.get(path)

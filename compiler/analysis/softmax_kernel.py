@@ -7,12 +7,14 @@ the tile zeroed a 16-bit element at a time, then its padded columns set to -inf,
 
 from __future__ import annotations
 
+from tilescope.compiler.analysis import l1_stores
 from tilescope.compiler.analysis.core_cycles import vector_cycles
 from tilescope.compiler.ir.graph import Tensor
 from tilescope.compiler.ir.tiles import ceil_div
 from tilescope.compiler.targets.chip import Target
 
 KINDS = ("softmax",)
+MASK_BYTES = 2  # a bf16 element of the mask tile, a store each
 
 
 def row_tiles(t: Tensor) -> int:
@@ -37,6 +39,7 @@ def mask_cycles(target: Target, t: Tensor) -> float:
     padded = (-t.shape[-1]) % cols if t.shape else 0
     if not padded:
         return 0.0
-    # the mask is bf16 (its -inf is 0xFF80), stored an element at a time: a narrow store to L1
-    # takes as long as a word's (tt-isa-documentation WormholeB0/TensixTile/L1)
-    return (rows * cols + rows * padded) * target.pipeline.word_store_cycles
+    # the mask is bf16 (its -inf is 0xFF80), stored an element at a time: the tile zeroed from its
+    # start, then each row's padded columns
+    zeroed = l1_stores.run_cycles(target, 0, rows * cols * MASK_BYTES, MASK_BYTES)
+    return zeroed + l1_stores.padded_columns_cycles(target, (rows, cols), padded, MASK_BYTES)

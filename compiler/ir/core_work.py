@@ -34,9 +34,9 @@ class Transfer:
     # a read the writer's RISC-V makes, beside the reader's (ttnn's binary ops read their second
     # operand in the writer kernel, tile by tile before writing each result)
     by_writer: bool = False
-    # narrow stores the reader's RISC-V makes into what it fetched once it lands (a matmul's reader
-    # zeroing the padding of A's last K tile), one by one
-    stores: int = 0
+    # cycles the reader's RISC-V spends storing into what it fetched once it lands, a store at a
+    # time (a matmul's reader zeroing the padding of A's last K tile: compiler/analysis/l1_stores.py)
+    store_cycles: float = 0.0
     # a block passed core to core down a chain (ttnn's minimal matmul): over the NoC, written into
     # this core by the one before it, the first of the chain `hops` cores up (the deepest, for a
     # group of cores along it); 0 for what the core fetches or is multicast

@@ -186,7 +186,7 @@ class KernelCost:
                     issue = self.target.noc_stateful_issue_cycles
                 waited += t.commands * issue / self.target.clock_hz
                 # stores into what landed, after it lands
-                waited += t.stores * self.target.pipeline.word_store_cycles / self.target.clock_hz
+                waited += t.store_cycles / self.target.clock_hz
                 on = LATENCY if waited > s else t.path
                 s = max(s, waited)
                 terms[on] = terms.get(on, 0.0) + s

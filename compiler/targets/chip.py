@@ -68,6 +68,9 @@ class CorePipeline:
     # a data-movement core's RISC-V storing one 32-bit word to its L1, in a loop of such stores
     # (filling a tile with a scalar)
     word_store_cycles: float = 0.0
+    # the same stores where the core's store queue merges consecutive ones into whole aligned
+    # 16-byte blocks of L1 (Blackhole): each such store's cycles; 0 where no store queue merges
+    coalesced_store_cycles: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)  # identity: one object per file content (see catalog.load_target)

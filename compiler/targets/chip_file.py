@@ -57,6 +57,7 @@ LIMITS: dict[str, tuple[float, float]] = {
     "pipeline.dest_tiles": (1, 1024),
     "pipeline.segment_copy_cycles": (0, 1_000_000),
     "pipeline.word_store_cycles": (0, 1_000_000),
+    "pipeline.coalesced_store_cycles": (0, 1_000_000),
     "pipeline.start_skew_ns": (0, 1_000_000),
     "noc.count": (1, 64),
     "noc.round_trip_cycles": (0, 1_000_000),
@@ -150,6 +151,7 @@ def _pipeline(data: dict, where: str) -> CorePipeline:
         dest_tiles=number("dest_tiles", int),
         segment_copy_cycles=number("segment_copy_cycles", float),
         word_store_cycles=number("word_store_cycles", float),
+        coalesced_store_cycles=number("coalesced_store_cycles", float),
     )
 
 

@@ -43,15 +43,42 @@ def _budget(driver, seconds: int) -> None:
     _wait(driver, lambda d: d.find_element(By.ID, "tune-budget").get_attribute("value") == str(seconds))
 
 
+# the page's callback requests and their answers, kept on the page: what a failure shows of how
+# the page followed the search (when each poll went out, what came back)
+RECORD_POLLS = """
+window.tilescopePolls = [];
+var fetched = window.fetch;
+window.fetch = function (url) {
+  var sent = Math.round(performance.now());
+  return fetched.apply(this, arguments).then(function (res) {
+    res.clone().text().then(function (body) {
+      var answered = Math.round(performance.now());
+      window.tilescopePolls.push([sent, answered, res.status, String(url).slice(-60), body.slice(0, 160)]);
+    });
+    return res;
+  });
+};
+"""
+
+
+def _polls(driver) -> str:
+    return "\n".join(map(str, driver.execute_script("return (window.tilescopePolls || []).slice(-40);")))
+
+
 def _searching(driver, url: str) -> None:
     """Open `url` and start a search of 300 s; return once it has said where it is."""
     driver.get(url)
     _wait(driver, lambda d: _settled(d) and "baseline" in _text(d, "run-select"), 120)
     _budget(driver, 300)
+    driver.execute_script(RECORD_POLLS)
     driver.find_element(By.ID, "tune-start").click()
     # the search says where it is; should it end first (an error line), what it said is the failure
     _wait(driver, lambda d: "trials" in _text(d, "tune-progress") or _text(d, "tune-status"), 90)
-    assert "trials" in _text(driver, "tune-progress"), f"the search ended: {_text(driver, 'tune-status')!r}"
+    progress = _text(driver, "tune-progress")
+    assert "trials" in progress, (
+        f"the search ended: {_text(driver, 'tune-status')!r}; progress {progress!r}; the page's last requests "
+        f"(sent ms, answered ms, status, url, answer):\n{_polls(driver)}"
+    )
 
 
 def test_a_search_shows_progress_cancels_keeping_its_best_and_then_shows_the_tuned_run(bert_server, browser):  # noqa: F811

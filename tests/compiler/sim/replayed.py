@@ -13,6 +13,7 @@ from tilescope.compiler.targets.catalog import load_target
 from tests.compiler.profiles.replay_reports import report_text
 
 BLACKHOLE = load_target("blackhole_p150")
+WORMHOLE = load_target("wormhole_n150")
 
 
 def built(row: dict, kind: str, target=BLACKHOLE):

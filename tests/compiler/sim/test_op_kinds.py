@@ -13,7 +13,7 @@ from tilescope.compiler.profiles.ops_report import read_ops_report
 from tilescope.compiler.profiles.replay import compiled_op
 
 from tests.compiler.profiles.replay_reports import op, report_text, shard_config, t
-from tests.compiler.sim.replayed import BLACKHOLE, changed, kernel_of, ns
+from tests.compiler.sim.replayed import BLACKHOLE, WORMHOLE, changed, kernel_of, ns
 
 
 def _oft_matmul(**attributes) -> dict:
@@ -152,9 +152,11 @@ def test_a_binary_op_with_a_scalar_fills_a_tile_with_it_first():
     x = t(1, 1, 32, 32)
     scalar = op("BinaryNgDeviceOperation", [x], [x], cores=1, arch="blackhole", scalar="0.125")
     base = ns(scalar, "multiply")
-    dearer = ns(scalar, "multiply", changed(word_store_cycles=BLACKHOLE.pipeline.word_store_cycles + 1))
-    # a bf16 tile is 512 words, each one store
+    # a bf16 tile is 512 words, each one store, from the tile's start: on Blackhole all merge in
+    # whole 16-byte blocks, each store a cycle
+    dearer = ns(scalar, "multiply", changed(coalesced_store_cycles=BLACKHOLE.pipeline.coalesced_store_cycles + 1))
     assert dearer - base == pytest.approx(512 / BLACKHOLE.clock_hz * 1e9, rel=0.02)
+    assert ns(scalar, "multiply", changed(word_store_cycles=BLACKHOLE.pipeline.word_store_cycles + 1)) == base
 
 
 def test_a_binary_op_reads_its_second_operand_in_its_writer():
@@ -274,13 +276,13 @@ def test_a_program_config_that_is_not_one_is_not_taken():
 
 
 def test_a_scalar_tile_is_filled_while_the_reader_fetches():
-    # one tile: the reader's wait (a round trip) is shorter than the writer's fill (512 stores of
-    # 5 cycles), so a longer round trip shows only in the write that follows the compute
+    # one tile on Wormhole: the reader's wait (a round trip) is shorter than the writer's fill (512
+    # stores of 5 cycles), so a longer round trip shows only in the write that follows the compute
     x = t(1, 1, 32, 32)
-    scalar = op("BinaryNgDeviceOperation", [x], [x], cores=1, arch="blackhole", scalar="0.125")
-    base = ns(scalar, "multiply")
-    slower = ns(scalar, "multiply", replace(BLACKHOLE, noc_round_trip_cycles=BLACKHOLE.noc_round_trip_cycles + 1000))
-    assert slower - base == pytest.approx(1000 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
+    scalar = op("BinaryNgDeviceOperation", [x], [x], cores=1, scalar="0.125")
+    base = ns(scalar, "multiply", WORMHOLE)
+    slower = ns(scalar, "multiply", replace(WORMHOLE, noc_round_trip_cycles=WORMHOLE.noc_round_trip_cycles + 1000))
+    assert slower - base == pytest.approx(1000 / WORMHOLE.clock_hz * 1e9, rel=0.05)
 
 
 @pytest.mark.parametrize("padded", ["output", "input"])
@@ -335,14 +337,17 @@ def test_a_matmul_reader_zeroes_the_padding_of_a_s_last_k_tile():
     # columns, zeroed by the reader a store an element, 32 x 13 a tile
     p, v = t(1, 20, 19, 19), t(1, 20, 19, 64)
     row = op("Matmul", [p, v], [t(1, 20, 19, 64)], cores=1, arch="blackhole")
-    (read,) = [m for g in kernel_of(row, "matmul").groups for m in g.reads if m.stores]
-    assert read.stores == 20 * 32 * 13  # each head's A tile read once, its block spanning N
+    (read,) = [m for g in kernel_of(row, "matmul").groups for m in g.reads if m.store_cycles]
+    # each head's A tile read once, its block spanning N; a row's 13 padding columns end its right
+    # face row (bytes 6 to 32): the 8 stores of the whole 16-byte block merge in Blackhole's store
+    # queue, one a cycle, the 5 before it take 5 cycles each
+    assert read.store_cycles == 20 * 32 * (8 * 1 + 5 * 5)
     slower = ns(row, "matmul", changed(word_store_cycles=BLACKHOLE.pipeline.word_store_cycles + 1))
-    assert slower - ns(row, "matmul") == pytest.approx(read.stores / BLACKHOLE.clock_hz * 1e9, rel=0.05)
+    assert slower - ns(row, "matmul") == pytest.approx(20 * 32 * 5 / BLACKHOLE.clock_hz * 1e9, rel=0.05)
     # K a whole number of tiles: nothing to zero
     q = t(1, 20, 19, 64)
     whole = op("Matmul", [q, t(1, 20, 64, 19)], [t(1, 20, 19, 19)], cores=1, arch="blackhole")
-    assert not any(m.stores for g in kernel_of(whole, "matmul").groups for m in g.reads)
+    assert not any(m.store_cycles for g in kernel_of(whole, "matmul").groups for m in g.reads)
 
 
 def test_a_halo_of_a_tiled_input_untilizes_its_input_s_share_first():
