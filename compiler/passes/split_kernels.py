@@ -18,6 +18,7 @@ from tilescope.compiler.analysis.attention_kernel import attention_kernel
 from tilescope.compiler.analysis.face_line_kernel import face_line_kernel
 from tilescope.compiler.analysis.gemm_kernel import gemm_kernel
 from tilescope.compiler.analysis.group_norm_kernel import group_norm_kernel
+from tilescope.compiler.analysis import pool_kernel
 from tilescope.compiler.analysis.reshape_kernel import reshape_kernel
 from tilescope.compiler.analysis.stream_kernel import stream_kernel
 from tilescope.compiler.ir import opset
@@ -124,6 +125,10 @@ class SplitKernels:
             return attention_kernel(graph, op, cls, self.target)
         if op.kind == "groupnorm" and op.inputs and op.outputs:
             return group_norm_kernel(graph, op, cls, self.target)
+        if op.kind in pool_kernel.KINDS:
+            found = pool_kernel.pool_kernel(graph, op, self.target)
+            if found is not None:
+                return found
         if op.kind in ("transpose", "permute") and op.inputs and op.outputs:
             found = face_line_kernel(graph, op, self.target)
             if found is not None:
