@@ -3,10 +3,11 @@ a softmax's padding mask, the zeroed padding of a matmul's last K tile.
 
 Each store to L1 takes the core's load/store unit `word_store_cycles` (Wormhole: at most one store
 every five cycles, tt-isa-documentation WormholeB0/TensixTile/BabyRISCV). Where the store queue
-merges consecutive stores into whole aligned 16-byte blocks, those stores go through one a cycle
-(`coalesced_store_cycles`; Blackhole, tt-isa-documentation BlackholeA0/TensixTile/BabyRISCV: "the
-constituent stores have a throughput of one store every cycle"); a store outside a whole block still
-takes the five.
+merges consecutive stores into one write of their aligned 16-byte block (Blackhole: stores to the
+same aligned 16 bytes, tt-isa-documentation BlackholeA0/TensixTile/BabyRISCV), the stores that fill
+a whole block go one a cycle (`coalesced_store_cycles`: "the constituent stores have a throughput
+of one store every cycle"), and those of a block they do not fill make one merged store, which
+takes the five ("otherwise the throughput is one coalesced store every five cycles").
 """
 
 from __future__ import annotations
@@ -24,10 +25,14 @@ def run_cycles(target: Target, first_byte: int, nbytes: int, store_bytes: int) -
     stores = nbytes // store_bytes
     if not pipe.coalesced_store_cycles:
         return stores * pipe.word_store_cycles
-    start = -(-first_byte // BLOCK_BYTES) * BLOCK_BYTES
-    end = (first_byte + nbytes) // BLOCK_BYTES * BLOCK_BYTES
-    merged = max(0, end - start) // store_bytes
-    return merged * pipe.coalesced_store_cycles + (stores - merged) * pipe.word_store_cycles
+    # the bytes before the run's first block boundary, its whole blocks, the bytes after the last
+    head = min(nbytes, -first_byte % BLOCK_BYTES)
+    whole, tail = divmod(nbytes - head, BLOCK_BYTES)
+    cycles = whole * (BLOCK_BYTES // store_bytes) * pipe.coalesced_store_cycles
+    for partial in (head, tail):  # one merged store each, one a cycle if more
+        if partial:
+            cycles += max(partial // store_bytes * pipe.coalesced_store_cycles, pipe.word_store_cycles)
+    return cycles
 
 
 def padded_columns_cycles(target: Target, tile: tuple[int, int], padded: int, element_bytes: int) -> float:

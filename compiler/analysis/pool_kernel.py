@@ -27,6 +27,10 @@ from tilescope.compiler.targets.chip import Target
 
 KINDS = ("max_pool2d", "avg_pool2d")
 TILES_PER_REDUCTION = 8  # channel tiles a pixel's step reduces at once (MAX_TILES_PER_REDUCTION)
+LARGE_AVERAGE_TILES = 4  # ... an average over a window of more than a tile's rows (fp32 accumulation)
+# where imports name a pooling window and its dilation (TTIR, older TTIR, TTNN)
+KERNEL_ATTRS = (("kernel",), ("kernel_height", "kernel_width"), ("kernel_size",))
+DILATION_ATTRS = (("dilation",), ("dilation_height", "dilation_width"), ("dilations",))
 
 
 def pool_kernel(graph: Graph, op: Op, target: Target) -> Kernel | None:
@@ -37,9 +41,14 @@ def pool_kernel(graph: Graph, op: Op, target: Target) -> Kernel | None:
     x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     if len(x.shape) != 4 or len(out.shape) != 4:
         return None
-    kh, kw = (attributes.ints(op.attrs.get("kernel")) + (1, 1))[:2]
-    dilation = (attributes.ints(op.attrs.get("dilation")) + (1, 1))[:2]
-    window = max(1, kh) * max(1, kw)
+    found = _window(graph, op)
+    if found is None:
+        return None
+    (kh, kw), dilation = found
+    # a window never larger than the padded image it slides over
+    pad_h, pad_w = _padding(op)
+    kh, kw = min(kh, x.shape[1] + pad_h), min(kw, x.shape[2] + pad_w)
+    window = kh * kw
     grid = op.attrs["grid"]
     tile = x.layout.tile
     # channels sharded across cores (width: over all of them; block: over the grid's columns), each
@@ -47,14 +56,20 @@ def pool_kernel(graph: Graph, op: Op, target: Target) -> Kernel | None:
     across = _channel_split(x.layout, grid)
     channels = ceil_div(x.shape[3], across)
     channel_tiles = ceil_div(channels, tile[1])
-    blocks = ceil_div(channel_tiles, TILES_PER_REDUCTION)
-    # a window of more than a tile's rows is reduced a tile's rows at a time
+    # a window of more than a tile's rows is reduced a tile's rows at a time; an average over one
+    # so large accumulates in fp32, four channel tiles a step
     chunks = ceil_div(window, tile[0])
-    # the unpacker tilizes the window's rows, up to a face's height, per face across the channels
+    per_step = LARGE_AVERAGE_TILES if op.kind == "avg_pool2d" and chunks > 1 else TILES_PER_REDUCTION
+    blocks = ceil_div(channel_tiles, per_step)
+    # the unpacker tilizes the window's rows in the top faces when they fit a face's height, else
+    # a whole tile's rows, in every face across the channels
     faces_across = max(1, tile[1] // FACE)
-    tilize = min(window, FACE) * faces_across if chunks == 1 else tile[0] * faces_across
-    # a read per window row of contiguous sticks, per stick where the window is dilated across
-    reads_per_pixel = (kh if dilation[1] == 1 else window) * blocks
+    tilize = (window if window <= FACE else tile[0]) * faces_across
+    # a read per window row of contiguous sticks: only of one channel block of whole tiles, the
+    # window not dilated across and its rows not split between a large window's chunks; else a
+    # read per stick
+    whole_rows = blocks == 1 and channels % tile[1] == 0 and dilation[1] == 1 and (chunks == 1 or tile[0] % kw == 0)
+    reads_per_pixel = (kh if whole_rows else window) * blocks
     transfers = CoreTransfers(target)
     in_stick = channels * bytes_per_element(x.layout.dtype)
     out_stick = ceil_div(out.shape[3], across) * bytes_per_element(out.layout.dtype)
@@ -121,3 +136,38 @@ def _pixel_shares(pixels: int, grid: tuple[int, int], across: int) -> dict[int, 
     groups = {cores[i]: cores[i : i + across] for i in range(0, len(cores), across)}
     shares = spread(pixels, list(groups))
     return {n: [core for first in firsts for core in groups[first]] for n, firsts in shares.items()}
+
+
+def _window(graph: Graph, op: Op) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The window's height and width and its dilation, as the op's attributes (or, for linalg's
+    pooling, its window operand's shape) give them; None when none does or they are not positive."""
+    kernel = _pair(op, KERNEL_ATTRS)
+    if kernel is None and len(op.inputs) >= 2 and len(graph.tensors[op.inputs[1]].shape) == 2:
+        kernel = tuple(graph.tensors[op.inputs[1]].shape)
+    dilation = _pair(op, DILATION_ATTRS) or (1, 1)
+    if kernel is None or min(kernel + dilation) < 1:
+        return None
+    return kernel, dilation
+
+
+def _pair(op: Op, spellings: tuple[tuple[str, ...], ...]) -> tuple[int, int] | None:
+    """Two integers from the first spelling the op's attributes use: one attribute with both (or one,
+    for both), or one attribute each."""
+    for names in spellings:
+        if not all(name in op.attrs for name in names):
+            continue
+        values = tuple(v for name in names for v in attributes.ints(str(op.attrs[name])))
+        if len(values) == 1:
+            values = values * 2
+        return (values[0], values[1]) if len(values) >= 2 else None
+    return None
+
+
+def _padding(op: Op) -> tuple[int, int]:
+    """The padding the window slides over, in all across the height and across the width."""
+    values = attributes.ints(str(op.attrs.get("padding", "")))
+    if len(values) >= 4:  # top, bottom, left, right
+        return values[0] + values[1], values[2] + values[3]
+    if len(values) == 2:  # each side of the height, of the width
+        return 2 * values[0], 2 * values[1]
+    return 0, 0

@@ -35,11 +35,13 @@ def mask_cycles(target: Target, t: Tensor) -> float:
     """The writer's cycles building the padding mask before the first row can finish: a store per
     element of the tile, then one per padded element of the row's last tile (none when the row
     fills its tiles)."""
-    rows, cols = t.layout.tile
-    padded = (-t.shape[-1]) % cols if t.shape else 0
+    padded = (-t.shape[-1]) % t.layout.tile[1] if t.shape else 0
     if not padded:
         return 0.0
-    # the mask is bf16 (its -inf is 0xFF80), stored an element at a time: the tile zeroed from its
-    # start, then each row's padded columns
+    # the mask is a full tile of bf16 (its -inf is 0xFF80) whatever the input's tile (the writer's
+    # loops run over TILE_HEIGHT x TILE_WIDTH), stored an element at a time: zeroed from its start,
+    # then each row's padded columns
+    rows, cols = target.tile
+    padded = min(padded, cols)
     zeroed = l1_stores.run_cycles(target, 0, rows * cols * MASK_BYTES, MASK_BYTES)
     return zeroed + l1_stores.padded_columns_cycles(target, (rows, cols), padded, MASK_BYTES)

@@ -108,6 +108,7 @@ BINARY = {
 UNARY = {"recip": "reciprocal", "identity": "typecast", "where_tss": "where"}
 BINARY_CODES = ("BinaryNgDeviceOperation", "BinaryDeviceOperation", "Binary")
 UNARY_CODES = ("UnaryDeviceOperation", "Unary")
+POOL_CODES = ("Pool2D",)
 _BINARY_TYPE = re.compile(r"BinaryOpType::(\w+)")
 _UNARY_TYPE = re.compile(r"UnaryOpType::(\w+)")
 MAX_CHAIN = 16  # functions of a unary op's chain read: a report's longer chain is cut there
@@ -129,4 +130,6 @@ def kind_of(op_code: str, attributes: Mapping[str, str]) -> str:
         found = _UNARY_TYPE.search(attributes.get("op_chain", ""))
         name = found[1].lower() if found else ""
         return UNARY.get(name, name or "relu")
+    if op_code in POOL_CODES:  # one program for both, its type an attribute
+        return "avg_pool2d" if "AVG_POOL2D" in attributes.get("pool_type_", "") else "max_pool2d"
     return KINDS.get(op_code) or (op_code if op_code in opset.KINDS else "")

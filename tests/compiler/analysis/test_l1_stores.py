@@ -1,5 +1,5 @@
-"""A RISC-V's loops of stores to L1: five cycles a store, except where Blackhole's store queue
-merges them into whole aligned 16-byte blocks."""
+"""A RISC-V's loops of stores to L1: five cycles a store on Wormhole; on Blackhole, the stores of
+an aligned 16-byte block merged, one a cycle where they fill it, one store of five cycles where not."""
 
 from __future__ import annotations
 
@@ -16,17 +16,19 @@ def test_wormhole_stores_one_every_five_cycles_however_they_line_up():
     assert padded_columns_cycles(WORMHOLE, (32, 32), 13, 2) == 32 * 13 * 5
 
 
-def test_blackhole_merges_only_the_stores_of_whole_aligned_blocks():
-    assert run_cycles(BLACKHOLE, 0, 2048, 2) == 1024  # a tile zeroed from its start: all merge
+def test_blackhole_merges_the_stores_of_each_aligned_block():
+    assert run_cycles(BLACKHOLE, 0, 2048, 2) == 1024  # a tile zeroed from its start: whole blocks
     assert run_cycles(BLACKHOLE, 0, 2048, 4) == 512
-    assert run_cycles(BLACKHOLE, 6, 26, 2) == 8 * 1 + 5 * 5  # bytes 6-16 alone, 16-32 a whole block
-    assert run_cycles(BLACKHOLE, 2, 6, 2) == 3 * 5  # inside one block, never whole
+    # bytes 6-16: 5 stores merged into one store of their block, its five cycles; 16-32 whole
+    assert run_cycles(BLACKHOLE, 6, 26, 2) == 5 + 8
+    assert run_cycles(BLACKHOLE, 2, 6, 2) == 5  # three stores inside one block: one merged store
+    assert run_cycles(BLACKHOLE, 0, 26, 2) == 8 + 5  # a whole block, then five stores of the next
     assert run_cycles(BLACKHOLE, 16, 0, 2) == 0
 
 
 def test_a_tile_s_padded_columns_end_each_row_s_face_rows():
     # 13 padded of 32: the right face row's last 13 elements, bytes 6 to 32
-    assert padded_columns_cycles(BLACKHOLE, (32, 32), 13, 2) == 32 * (8 + 5 * 5)
-    # 20 padded: the left face row's last 4 (bytes 24 to 32, no whole block) and the right's 16
-    assert padded_columns_cycles(BLACKHOLE, (32, 32), 20, 2) == 32 * (4 * 5 + 16)
+    assert padded_columns_cycles(BLACKHOLE, (32, 32), 13, 2) == 32 * (5 + 8)
+    # 20 padded: the left face row's last 4 (bytes 24 to 32, one merged store) and the right's 16
+    assert padded_columns_cycles(BLACKHOLE, (32, 32), 20, 2) == 32 * (5 + 16)
     assert padded_columns_cycles(BLACKHOLE, (32, 32), 0, 2) == 0

@@ -8,10 +8,13 @@ from dataclasses import replace
 import pytest
 
 from tilescope.compiler.analysis.pool_kernel import pool_kernel
+from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.ir.meta import KERNEL
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.profiles.attributes import parse_attributes
+from tilescope.compiler.profiles.op_codes import kind_of
 
 from tests.compiler.profiles.replay_reports import op, shard_config, t, window
 from tests.compiler.sim.replayed import BLACKHOLE, kernel_of, ns
@@ -87,3 +90,67 @@ def test_the_compiler_s_pools_take_the_pool_program():
     assert sum(g.blocks * len(g.cores) for g in pool.meta[KERNEL].groups) >= 56 * 56
     graph = compilation.kernel
     assert pool_kernel(graph, pool, BLACKHOLE) is not None
+
+
+def _compiled_pool(props: str, image=(1, 16, 16, 64), out=(1, 8, 8, 64), operand: str = ""):
+    """A one-op TTIR module pooling `image` to `out` with the attributes `props`, compiled."""
+    shape = "x".join(map(str, image))
+    result = "x".join(map(str, out))
+    extra = ", %w" if operand else ""
+    types = f"tensor<{shape}xbf16>" + (f", {operand}" if operand else "")
+    args = f"%x: tensor<{shape}xbf16>" + (f", %w: {operand}" if operand else "")
+    text = f"""func.func @main({args}) -> tensor<{result}xbf16> {{
+  %0 = "ttir.max_pool2d"(%x{extra}) <{{{props}}}> : ({types}) -> tensor<{result}xbf16>
+  return %0 : tensor<{result}xbf16>
+}}"""
+    compilation = compile_model(import_mlir(text, "pool.mlir"), BLACKHOLE, CompileOptions())
+    (pool,) = [o for o in compilation.kernel.ops if o.kind == "max_pool2d"]
+    return pool.meta[KERNEL]
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        "kernel = array<i32: 2, 2>, stride = array<i32: 2, 2>, dilation = array<i32: 1, 1>",
+        "kernel_height = 2 : si32, kernel_width = 2 : si32, stride_height = 2 : si32, stride_width = 2 : si32",
+        "kernel_size = array<i32: 2, 2>, stride = array<i32: 2, 2>",
+    ],
+)
+def test_a_pool_s_window_is_read_however_the_import_spells_it(props):
+    # a 2 x 2 window: its 4 rows tilized in each of a channel tile's two faces, a read per window row
+    (group,) = {g.compute.tilize_cycles // g.compute.tiles: g for g in _compiled_pool(props).groups}.values()
+    assert group.compute.tilize_cycles == group.compute.tiles * 4 * 2
+    pixels = group.compute.tiles // 2  # two channel tiles
+    assert sum(m.commands for m in group.reads) == pixels * 2
+
+
+def test_a_pool_without_a_window_it_can_read_streams_its_tiles():
+    kernel = _compiled_pool("stride = array<i32: 2, 2>")
+    assert kernel.program != "pool2d"
+
+
+def test_a_window_read_stick_by_stick_where_its_rows_are_not_whole():
+    whole = "kernel = array<i32: 3, 3>, stride = array<i32: 1, 1>, padding = array<i32: 1, 1, 1, 1>"
+    per_row = _compiled_pool(whole, out=(1, 16, 16, 64)).groups[0]
+    dilated = _compiled_pool(whole + ", dilation = array<i32: 1, 2>", out=(1, 16, 14, 64)).groups[0]
+    # 40 channels: the last channel tile partial, each stick read on its own
+    partial = _compiled_pool(whole, image=(1, 16, 16, 40), out=(1, 16, 16, 40)).groups[0]
+
+    assert sum(m.commands for m in per_row.reads) == per_row.blocks * 3
+    assert sum(m.commands for m in dilated.reads) == dilated.blocks * 9
+    assert sum(m.commands for m in partial.reads) == partial.blocks * 9
+
+
+def test_a_window_of_more_than_a_face_s_rows_tilizes_whole_tiles():
+    # 5 x 5: 25 rows, more than a face's 16: all 32 rows of each of the two faces across
+    kernel = _compiled_pool("kernel = array<i32: 5, 5>, stride = array<i32: 1, 1>", out=(1, 12, 12, 64))
+    group = kernel.groups[0]
+    assert group.compute.tilize_cycles == group.compute.tiles * 32 * 2
+
+
+def test_a_report_s_average_pool_is_an_average_pool():
+    row = _max_pool()
+    row["ATTRIBUTES"] = row["ATTRIBUTES"].replace("MAX_POOL2D", "AVG_POOL2D")
+    assert kernel_of(row, "avg_pool2d").program == "pool2d"
+    assert kind_of("Pool2D", parse_attributes(row["ATTRIBUTES"])) == "avg_pool2d"
+    assert kind_of("Pool2D", parse_attributes(_max_pool()["ATTRIBUTES"])) == "max_pool2d"
