@@ -7,6 +7,9 @@ server's workers, as a cancel may reach a worker other than the one that started
 each job process as it starts, by pid and start time, with its job; and a process is ended only if
 it is one of them, whatever the handle's signature says. The start time tells a job from a process
 that took its pid after it ended.
+
+A job's process is forked from the server's worker: it closes its copies of the server's sockets
+first (app/workbench/server_sockets.py).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import psutil
 from dash import DiskcacheManager
 
 from tilescope.app.web.job_book import STORE_ERRORS, JobBook
+from tilescope.app.workbench.server_sockets import drop_server_sockets
 
 
 class OwnProcesses(DiskcacheManager):
@@ -41,6 +45,15 @@ class OwnProcesses(DiskcacheManager):
             return started is not None and psutil.Process(pid).create_time() == started
         except (ValueError, TypeError, OverflowError, psutil.Error, *STORE_ERRORS):
             return False
+
+    def make_job_fn(self, fn, progress, key=None):
+        job_fn = super().make_job_fn(fn, progress, key)
+
+        def job(*args):  # in the job's process, forked from the server's worker
+            drop_server_sockets()
+            return job_fn(*args)
+
+        return job
 
     def terminate_job(self, job) -> None:
         if job is None:

@@ -25,6 +25,8 @@ from typing import TypeVar
 
 from tilescope.compiler.errors import TilescopeError
 
+from tilescope.app.workbench.server_sockets import drop_server_sockets
+
 T = TypeVar("T")
 Say = Callable[[str], None]
 
@@ -95,6 +97,7 @@ def _child(work: Callable[[Say], object], write_end: int, memory_bytes: int, par
     faulthandler.disable()  # a crash is the parent's one line, not a dump of the child's stack
     try:
         _die_with(parent)
+        drop_server_sockets()  # a server's connections stay the server's to close
         # the budget comes on top of what the forked image already maps (libraries, the heap)
         limit = _address_space() + memory_bytes
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

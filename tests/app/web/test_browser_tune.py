@@ -4,11 +4,14 @@ process is killed (a server worker's, a Celery worker's), which its page says it
 
 from __future__ import annotations
 
+import time
+
 import psutil
 import pytest
 from selenium.webdriver.common.by import By
 
 from tilescope.app.web.job_book import LOST_AFTER_S
+from tilescope.app.web.server import STACKS_SIGNAL
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.runs import list_runs
 
@@ -22,9 +25,10 @@ MODEL = "zoo:bert-base?layers=2&seq=128"  # host-bound on host dispatch: the dev
 
 @pytest.fixture(scope="module")
 def bert_server(tmp_path_factory):
+    """The server's URL and its process (whose threads' stacks a stalled poll is shown with)."""
     tmp = tmp_path_factory.mktemp("tune")
     url, proc = serving.start(MODEL, f"sqlite:///{tmp / 'ui.db'}", logs=tmp)
-    yield url
+    yield url, proc
     proc.stop()
 
 
@@ -47,10 +51,15 @@ def _budget(driver, seconds: int) -> None:
 # the page followed the search (when each poll went out, what came back)
 RECORD_POLLS = """
 window.tilescopePolls = [];
+window.tilescopePending = {};
 var fetched = window.fetch;
+var asked = 0;
 window.fetch = function (url) {
   var sent = Math.round(performance.now());
+  var id = asked++;
+  window.tilescopePending[id] = sent;
   return fetched.apply(this, arguments).then(function (res) {
+    delete window.tilescopePending[id];
     res.clone().text().then(function (body) {
       var answered = Math.round(performance.now());
       window.tilescopePolls.push([sent, answered, res.status, String(url).slice(-60), body.slice(0, 160)]);
@@ -61,29 +70,73 @@ window.fetch = function (url) {
 """
 
 
+OLDEST_PENDING = """
+var sent = Object.values(window.tilescopePending || {});
+return sent.length ? performance.now() - Math.min.apply(null, sent) : 0;
+"""
+STALLED_MS = 3000  # a request the server has not answered for this long: what is it doing?
+
+
 def _polls(driver) -> str:
     return "\n".join(map(str, driver.execute_script("return (window.tilescopePolls || []).slice(-40);")))
 
 
-def _searching(driver, url: str) -> None:
-    """Open `url` and start a search of 300 s; return once it has said where it is."""
+def _connections(process: psutil.Process) -> list:
+    try:
+        return process.net_connections("inet")
+    except psutil.NoSuchProcess:  # ended meanwhile: it holds none
+        return []
+
+
+def _server_stacks(proc) -> str:
+    """Every thread's stack of the server and its workers, which dump them on STACKS_SIGNAL (the
+    jobs they start are left alone: a process that does not take the signal ends on it)."""
+    try:
+        server = psutil.Process(proc.pid)
+        for process in (server, *server.children()):
+            process.send_signal(STACKS_SIGNAL)
+    except psutil.NoSuchProcess:
+        return proc.output()
+    time.sleep(1)  # the dumps are written by the processes themselves
+    return proc.output()
+
+
+def _searching(driver, server) -> None:
+    """Open the server's page and start a search of 300 s; return once it has said where it is."""
+    url, proc = server
     driver.get(url)
     _wait(driver, lambda d: _settled(d) and "baseline" in _text(d, "run-select"), 120)
     _budget(driver, 300)
     driver.execute_script(RECORD_POLLS)
     driver.find_element(By.ID, "tune-start").click()
+    stalled: list[str] = []
+
+    def said(d) -> bool:
+        # a request the server sits on: its threads' stacks, taken while it does (once)
+        if not stalled and d.execute_script(OLDEST_PENDING) > STALLED_MS:
+            stalled.append(_server_stacks(proc)[-12000:])
+        return "trials" in _text(d, "tune-progress") or bool(_text(d, "tune-status"))
+
     # the search says where it is; should it end first (an error line), what it said is the failure
-    _wait(driver, lambda d: "trials" in _text(d, "tune-progress") or _text(d, "tune-status"), 90)
+    _wait(driver, said, 90)
     progress = _text(driver, "tune-progress")
     assert "trials" in progress, (
         f"the search ended: {_text(driver, 'tune-status')!r}; progress {progress!r}; the page's last requests "
-        f"(sent ms, answered ms, status, url, answer):\n{_polls(driver)}"
+        f"(sent ms, answered ms, status, url, answer):\n{_polls(driver)}\nthe server while a request waited "
+        f"{STALLED_MS} ms:\n{stalled[0] if stalled else '(none waited so long)'}"
     )
 
 
 def test_a_search_shows_progress_cancels_keeping_its_best_and_then_shows_the_tuned_run(bert_server, browser):  # noqa: F811
     d = browser
     _searching(d, bert_server)
+    # the search's process, forked from the server's worker, holds none of the server's sockets:
+    # a connection the server closed stayed open in it, and the page's next poll waited on it
+    url, proc = bert_server
+    port = int(url.rstrip("/").rsplit(":", 1)[1])
+    jobs = [job for worker in psutil.Process(proc.pid).children() for job in worker.children(recursive=True)]
+    assert jobs
+    assert not [c for job in jobs for c in _connections(job) if c.laddr.port == port]
     assert _run_options(d) == 1
     assert _enabled(d, "tune-cancel") and not _enabled(d, "tune-start")
     _shot(d, "40-tune-running")
@@ -125,7 +178,7 @@ def test_a_search_dies_with_its_server_worker_stores_nothing_and_its_page_says_s
     db_url = f"sqlite:///{tmp_path / 'ui.db'}"
     url, proc = serving.start(MODEL, db_url, logs=tmp_path)
     try:
-        _searching(browser, url)
+        _searching(browser, (url, proc))
         (worker,) = psutil.Process(proc.pid).children()  # gunicorn's one worker
         searching = worker.children(recursive=True)  # the search's process and its isolated child
         assert searching
@@ -151,7 +204,7 @@ def test_a_search_whose_celery_worker_is_killed_is_said_lost_to_its_page(tmp_pat
     url, proc = serving.start(MODEL, db_url, logs=tmp_path, env=celery_env)
     worker = serving.start_worker(MODEL, db_url, tmp_path, celery_env)
     try:
-        _searching(browser, url)
+        _searching(browser, (url, proc))
         running = psutil.Process(worker.pid).children(recursive=True)
         worker.kill()  # the worker's main process: its pool and the search die with it
         psutil.wait_procs(running, timeout=30)
