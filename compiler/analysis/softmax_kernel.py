@@ -42,6 +42,5 @@ def mask_cycles(target: Target, t: Tensor) -> float:
     # loops run over TILE_HEIGHT x TILE_WIDTH), stored an element at a time: zeroed from its start,
     # then each row's padded columns
     rows, cols = target.tile
-    padded = min(padded, cols)
     zeroed = l1_stores.run_cycles(target, 0, rows * cols * MASK_BYTES, MASK_BYTES)
     return zeroed + l1_stores.padded_columns_cycles(target, (rows, cols), padded, MASK_BYTES)

@@ -36,12 +36,13 @@ class Process(subprocess.Popen):
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
-    def stacks(self) -> str:
+    def stacks(self, jobs: bool = True) -> str:
         """Every thread's stack of the server and its workers (they dump them on STACKS_SIGNAL), then its
-        output: what it was doing when a test gave up on it."""
+        output: what it was doing when a test gave up on it. Without `jobs`, the processes the workers
+        started are left alone (one that does not take the signal ends on it)."""
 
         try:
-            tree = [psutil.Process(self.pid), *psutil.Process(self.pid).children(recursive=True)]
+            tree = [psutil.Process(self.pid), *psutil.Process(self.pid).children(recursive=jobs)]
         except psutil.NoSuchProcess:
             return self.output()
         for process in tree:

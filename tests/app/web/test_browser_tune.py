@@ -4,14 +4,11 @@ process is killed (a server worker's, a Celery worker's), which its page says it
 
 from __future__ import annotations
 
-import time
-
 import psutil
 import pytest
 from selenium.webdriver.common.by import By
 
 from tilescope.app.web.job_book import LOST_AFTER_S
-from tilescope.app.web.server import STACKS_SIGNAL
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.runs import list_runs
 
@@ -88,19 +85,6 @@ def _connections(process: psutil.Process) -> list:
         return []
 
 
-def _server_stacks(proc) -> str:
-    """Every thread's stack of the server and its workers, which dump them on STACKS_SIGNAL (the
-    jobs they start are left alone: a process that does not take the signal ends on it)."""
-    try:
-        server = psutil.Process(proc.pid)
-        for process in (server, *server.children()):
-            process.send_signal(STACKS_SIGNAL)
-    except psutil.NoSuchProcess:
-        return proc.output()
-    time.sleep(1)  # the dumps are written by the processes themselves
-    return proc.output()
-
-
 def _searching(driver, server) -> None:
     """Open the server's page and start a search of 300 s; return once it has said where it is."""
     url, proc = server
@@ -114,7 +98,7 @@ def _searching(driver, server) -> None:
     def said(d) -> bool:
         # a request the server sits on: its threads' stacks, taken while it does (once)
         if not stalled and d.execute_script(OLDEST_PENDING) > STALLED_MS:
-            stalled.append(_server_stacks(proc)[-12000:])
+            stalled.append(proc.stacks(jobs=False)[-12000:])
         return "trials" in _text(d, "tune-progress") or bool(_text(d, "tune-status"))
 
     # the search says where it is; should it end first (an error line), what it said is the failure
