@@ -71,6 +71,9 @@ class CorePipeline:
     # the same stores where the core's store queue merges consecutive ones into whole aligned
     # 16-byte blocks of L1 (Blackhole): each such store's cycles; 0 where no store queue merges
     coalesced_store_cycles: float = 0.0
+    # a compute kernel moving on to another stage of its program (a softmax's max, then exp, then
+    # sum): the unpacker, math and packer reprogrammed for the stage's operation and formats
+    stage_init_cycles: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)  # identity: one object per file content (see catalog.load_target)

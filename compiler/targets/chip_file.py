@@ -58,6 +58,7 @@ LIMITS: dict[str, tuple[float, float]] = {
     "pipeline.segment_copy_cycles": (0, 1_000_000),
     "pipeline.word_store_cycles": (0, 1_000_000),
     "pipeline.coalesced_store_cycles": (0, 1_000_000),
+    "pipeline.stage_init_cycles": (0, 1_000_000),
     "pipeline.start_skew_ns": (0, 1_000_000),
     "noc.count": (1, 64),
     "noc.round_trip_cycles": (0, 1_000_000),
@@ -152,6 +153,7 @@ def _pipeline(data: dict, where: str) -> CorePipeline:
         segment_copy_cycles=number("segment_copy_cycles", float),
         word_store_cycles=number("word_store_cycles", float),
         coalesced_store_cycles=number("coalesced_store_cycles", float),
+        stage_init_cycles=number("stage_init_cycles", float),
     )
 
 

@@ -1,5 +1,6 @@
 """Softmax as ttnn's softmax program runs it, checked on one op replayed from a report row: the
-writer's mask for a padded row, exp on every tile and a reciprocal a row."""
+writer's mask for a padded row, exp on every tile and a reciprocal a row, each row's stages begun
+and handed on one after another."""
 
 from __future__ import annotations
 
@@ -41,3 +42,26 @@ def test_a_softmax_runs_exp_on_every_tile_and_a_reciprocal_on_every_row():
     per_core_ns = 1000 / BLACKHOLE.clock_hz * 1e9
     assert exp - base == pytest.approx(4 * per_core_ns, rel=0.05)
     assert reciprocal - base == pytest.approx(per_core_ns, rel=0.05)
+
+
+def test_each_row_of_a_softmax_begins_each_of_its_stages():
+    # max, exp(x - max), sum and reciprocal, scale: four stages a row; a padded row adds its mask
+    one_row, two_rows = _softmax(128, rows=32), _softmax(128, rows=64)  # 12 or 24 cores, 1 row each
+    dearer = changed(stage_init_cycles=BLACKHOLE.pipeline.stage_init_cycles + 1000)
+    per_core_ns = 1000 / BLACKHOLE.clock_hz * 1e9
+    assert ns(one_row, "softmax", dearer) - ns(one_row, "softmax") == pytest.approx(4 * per_core_ns, rel=0.05)
+    padded = _softmax(120, rows=32)
+    assert ns(padded, "softmax", dearer) - ns(padded, "softmax") == pytest.approx(5 * per_core_ns, rel=0.05)
+    # two rows on a core (12 heads x 2 tile rows over 12 cores) begin them twice
+    twelve = op("SoftmaxDeviceOperation", [t(1, 12, 64, 128)], [t(1, 12, 64, 128)], cores=12, arch="blackhole")
+    assert ns(twelve, "softmax", dearer) - ns(twelve, "softmax") == pytest.approx(8 * per_core_ns, rel=0.05)
+    assert ns(two_rows, "softmax", dearer) - ns(two_rows, "softmax") == pytest.approx(4 * per_core_ns, rel=0.05)
+
+
+def test_a_softmax_stage_hands_its_result_on_through_a_buffer():
+    # each stage but the last waits on a buffer's handshake for what the stage before packed
+    row = _softmax(128, rows=32)
+    slower = changed(step_sync_cycles=BLACKHOLE.pipeline.step_sync_cycles + 1000)
+    per_core_ns = 1000 / BLACKHOLE.clock_hz * 1e9
+    # three hand-offs between the four stages, and the pipeline's own step
+    assert ns(row, "softmax", slower) - ns(row, "softmax") == pytest.approx(4 * per_core_ns, rel=0.05)
