@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import uuid
@@ -140,6 +141,8 @@ def pytest_configure(config) -> None:
             "Chromium: chromium or chromedriver missing; the browser tests are skipped "
             "(./run test installs them on Debian)"
         )
+    if importlib.util.find_spec("torch") is None:
+        notes.append("PyTorch: not installed; the PyTorch import's tests are skipped (./run test installs it)")
     peer = os.environ.get(PEER_ENV, "").strip()
     if not peer:
         notes.append(

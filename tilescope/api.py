@@ -72,9 +72,22 @@ def _reason(err: Exception) -> str | None:
 
 
 @one_line_errors
-def load(model: str) -> ImportedModel:
+def load(model: object, example_inputs: object = None, *, dtype: str | None = None) -> ImportedModel:
     """The model at the `input` level: an .mlir path (`file.mlir#func` picks a function), a
-    shipped example by file name (`ffn.mlir`) or a zoo model (`zoo:bert-base?layers=2`)."""
+    shipped example by file name (`ffn.mlir`), a zoo model (`zoo:bert-base?layers=2`), or a
+    PyTorch model (needs `tilescope[torch]`): an nn.Module with its `example_inputs` (a tensor or
+    a tuple), an ExportedProgram, a `.pt2` file of torch.export.save, or `model.py:build` (a
+    function returning a module and its inputs). A PyTorch model's ops are named by their module
+    paths and keep their lines of Python; `dtype` (`bf16`, `f32`, `f16`) makes its floats that
+    type, as `model.to(torch.bfloat16)` would."""
+    if not isinstance(model, str):
+        from tilescope.compiler.frontend.torch_models import import_torch
+
+        return import_torch(model, example_inputs, dtype)
+    from tilescope.app.cli.torch_refs import is_torch_ref, load_torch_ref
+
+    if is_torch_ref(model):
+        return load_torch_ref(model, dtype)
     from tilescope.compiler.frontend.model_refs import load_model
 
     return load_model(model)
@@ -252,7 +265,11 @@ class Database:
 def _ref_and_text(model: str | ImportedModel) -> tuple[str, str | None]:
     """A model reference, and the text it was read from when it is a model already imported."""
     if isinstance(model, str):
-        return model, None
+        from tilescope.app.cli.torch_refs import is_torch_ref
+
+        if not is_torch_ref(model):
+            return model, None
+        model = load(model)  # a PyTorch model's file: imported, then compiled as its MLIR text
     from tilescope.compiler.frontend.mlir_import import ImportedModel
 
     if isinstance(model, ImportedModel):

@@ -179,7 +179,10 @@ def cmd_run(args) -> int:
 
     given = settings(args)
     sessions = session_factory(open_db(args.db))
-    result = execute(sessions, args.model, args.target, given.options, label=args.label, keep_going=args.keep_going)
+    text = torch_text(args.model)
+    result = execute(
+        sessions, args.model, args.target, given.options, label=args.label, keep_going=args.keep_going, source_text=text
+    )
     warn(result.compilation.warnings)
     if result.rejected and not args.keep_going:
         _refused(result.rejected)
@@ -257,10 +260,18 @@ def cmd_runs(args) -> int:
     return 0
 
 
+def torch_text(ref: str) -> str | None:
+    """The MLIR text of a PyTorch model the user named (model.pt2, model.py:build), else None:
+    the model is read from its file."""
+    from tilescope.app.cli.torch_refs import is_torch_ref, load_torch_ref
+
+    return load_torch_ref(ref).text if is_torch_ref(ref) else None
+
+
 def cmd_show(args) -> int:
     from tilescope.app.workbench.runs import compile_cached
 
-    compilation = compile_cached(args.model, args.target, settings(args).options)
+    compilation = compile_cached(args.model, args.target, settings(args).options, torch_text(args.model))
     warn(compilation.warnings)
     sys.stdout.write(compilation.mlir(args.level))
     return 0

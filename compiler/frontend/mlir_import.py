@@ -16,14 +16,22 @@ from dataclasses import dataclass
 
 from iree.compiler import ir
 
-from tilescope.compiler.ir.meta import LINES, LOC, LineSpan
+from tilescope.compiler.ir.meta import CODE_LINE, LINES, LOC, LineSpan
 from tilescope.compiler.frontend import dialect_stubs
 from tilescope.compiler.ir import dtypes
 from tilescope.compiler.errors import ModelLoadError, clip
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
 from tilescope.compiler.frontend.mesh_import import MeshReader
 from tilescope.compiler.frontend.mlir_text import MAX_NESTING, check_text, make_parsable, strip_unparsable
-from tilescope.compiler.frontend.source_lines import UNKNOWN_LOC, attr_text, locate_named_ops, read_properties
+from tilescope.compiler.frontend.source_lines import (
+    UNKNOWN_LOC,
+    attr_text,
+    code_line,
+    file_line,
+    loc_name,
+    locate_named_ops,
+    read_properties,
+)
 
 __all__ = ["MAX_NESTING", "check_text", "strip_unparsable"]  # kept importable from here
 
@@ -204,14 +212,6 @@ def _shape_and_dtype(mlir_type: ir.Type) -> tuple[tuple[int, ...], str] | str:
     return (), dtypes.normalize(str(mlir_type))
 
 
-def _file_line(location: ir.Location) -> int | None:
-    return location.start_line if isinstance(location, ir.FileLineColLoc) else None
-
-
-def _loc_name(location: ir.Location) -> str | None:
-    return (location.name_str or None) if isinstance(location, ir.NameLoc) else None
-
-
 def _attrs_each(func_op, key: str, count: int) -> list[ir.DictAttr | None]:
     """Each argument's (`arg_attrs`) or result's (`res_attrs`) attributes, read once: the bindings'
     `func_op.arg_attrs` builds a new array on every read, so reading it once per argument was
@@ -225,7 +225,7 @@ def _attrs_each(func_op, key: str, count: int) -> list[ir.DictAttr | None]:
 def _arg_name(arg_attrs: ir.DictAttr | None, arg) -> str | None:
     if arg_attrs is not None and "ttir.name" in arg_attrs and isinstance(arg_attrs["ttir.name"], ir.StringAttr):
         return ir.StringAttr(arg_attrs["ttir.name"]).value
-    return _loc_name(arg.location)
+    return loc_name(arg.location)
 
 
 def _loaded_once(arg_attrs: ir.DictAttr | None) -> bool:
@@ -351,17 +351,20 @@ class _GraphBuilder:
     def op(self, kind: str, operands: list, results: list, location: ir.Location) -> Op:
         """An op of `kind` from MLIR values to MLIR values, named and located."""
         base = self.kind_base(kind, location)
-        loc_name = _loc_name(location)
-        name, out_names = self.namer.name(self.checked(loc_name, "op", location), base, len(results))
+        named = loc_name(location)
+        name, out_names = self.namer.name(self.checked(named, "op", location), base, len(results))
         for value, out_name in zip(results, out_names):
             self.tensors[out_name] = self.tensor(out_name, value.type, location)
             self.value_names[value] = out_name
         op = Op(name=name, kind=kind, inputs=[self.value_names[v] for v in operands], outputs=out_names)
-        line = _file_line(location)
+        line = file_line(location)
         if line is not None:
             op.meta[LINES] = LineSpan(line, line)
-        elif loc_name is not None:
-            op.meta[LOC] = loc_name
+        elif named is not None:
+            op.meta[LOC] = named
+            made_by = code_line(location)
+            if made_by is not None:
+                op.meta[CODE_LINE] = made_by
         elif str(location) == "loc(unknown)":
             op.meta[LOC] = UNKNOWN_LOC
         self.ops.append(op)

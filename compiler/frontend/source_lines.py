@@ -1,5 +1,6 @@
-"""What the parser does not keep, read back from an op's source line: the line of ops named by
-a loc, and the properties (`<{dimension = 1 : si32}>`) of unregistered ops."""
+"""Where an op comes from: its loc's name and the source line a loc wraps, and what the parser
+does not keep, read back from an op's line of MLIR: the line of ops named by a loc, and the
+properties (`<{dimension = 1 : si32}>`) of unregistered ops."""
 
 from __future__ import annotations
 
@@ -8,11 +9,33 @@ from collections import deque
 
 from iree.compiler import ir
 
-from tilescope.compiler.ir.meta import LINES, LOC, LineSpan
+from tilescope.compiler.ir.meta import LINES, LOC, CodeLine, LineSpan
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.frontend.mlir_text import STRING_BODY
 
 MAX_ATTR_CHARS = 200  # huge splat constants are summarised, not copied into every level
+
+
+def file_line(location: ir.Location) -> int | None:
+    """The line of a bare file location (an op located in its MLIR file)."""
+    return location.start_line if isinstance(location, ir.FileLineColLoc) else None
+
+
+def loc_name(location: ir.Location) -> str | None:
+    """The name of a named location (`loc("encoder.fc1")`)."""
+    return (location.name_str or None) if isinstance(location, ir.NameLoc) else None
+
+
+def code_line(location: ir.Location) -> CodeLine | None:
+    """The source line a named loc wraps: `"name"("file":line:col)`, or with the line's code
+    between, `"name"("code"("file":line:col))`, as the PyTorch import writes them."""
+    child = location.child_loc
+    code = ""
+    if isinstance(child, ir.NameLoc):
+        code, child = child.name_str, child.child_loc
+    if isinstance(child, ir.FileLineColLoc):
+        return CodeLine(child.filename, child.start_line, code)
+    return None
 
 
 def attr_text(attr: ir.Attribute) -> str:
@@ -54,7 +77,9 @@ def locate_named_ops(graph: Graph, text: str) -> None:
 
 
 UNKNOWN_LOC = "<unknown>"
-_TRAILING_OP_LOC = re.compile(rf'loc\((?:"({STRING_BODY})"|(#[\w.$-]+)|(unknown))\)\s*$')
+# a loc at the end of an op's line: a name (wrapping where it came from, as the PyTorch import's
+# `loc("name"("code"("file":57:0)))` do), an alias or unknown
+_TRAILING_OP_LOC = re.compile(rf'loc\((?:"({STRING_BODY})"(?:\(.*\))?|(#[\w.$-]+)|(unknown))\)\s*$')
 _MAX_PROPERTIES_CHARS = 4096  # longer property dicts hold constant data, summarised not parsed
 _PROPERTY_TOKENS = re.compile(rf'"{STRING_BODY}"?|[{{}}]')  # strings, whose braces do not count
 

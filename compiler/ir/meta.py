@@ -32,6 +32,18 @@ class LineSpan(NamedTuple):
     last: int
 
 
+class CodeLine(NamedTuple):
+    """The line of the model's own source code that made an op (a PyTorch model's Python): its
+    file, line number and the line's code, as the import's loc names them."""
+
+    file: str
+    line: int
+    code: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file.rsplit('/', 1)[-1]}:{self.line}"
+
+
 @dataclass(frozen=True)
 class Dropped:
     """An op a rewrite removed, and why (views say where an op went)."""
@@ -98,6 +110,8 @@ KERNELS: MetaKey[dict[tuple, Kernel | None]] = MetaKey(
 # about one op
 LINES: MetaKey[LineSpan] = MetaKey("lines", "op", "input", ("mlir-import",))
 LOC: MetaKey[str] = MetaKey("loc", "op", "input", ("mlir-import",))  # its MLIR loc name
+# the source line that made it, where the loc names one: loc("name"("code"("file":line:col)))
+CODE_LINE: MetaKey[CodeLine] = MetaKey("code_line", "op", "input", ("mlir-import",))
 OPERAND_LAYOUTS: MetaKey[dict[int, Layout]] = MetaKey("operand_layouts", "op", "layout", ("assign-layouts",))
 OPERAND_OF: MetaKey[OperandOf] = MetaKey("operand_of", "op", "layout", ("insert-to-layout",))
 L1_LIVE: MetaKey[float] = MetaKey("l1_live", "op", "layout", ("plan-memory",))  # bytes on the fullest core

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
-from tilescope.compiler.ir.meta import KERNEL, MESH
+from tilescope.compiler.ir.meta import CODE_LINE, KERNEL, MESH
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
 from tilescope.compiler.ir.core_work import CoreWork, Kernel
 
@@ -29,6 +29,26 @@ def _string(text: str) -> str:
     # MLIR string literals take the same escapes as JSON for our names; a kernel level names the
     # same tensors and paths over and over
     return json.dumps(text)
+
+
+def mlir_string(text: str) -> str:
+    """`text` as an MLIR string literal: quotes, backslashes and other than printable ASCII escaped
+    as its UTF-8 bytes in hex, as MLIR's lexer reads them."""
+    out = []
+    for byte in text.encode():
+        char = chr(byte)
+        out.append(char if 32 <= byte < 127 and char not in '"\\' else f"\\{byte:02X}")
+    return '"' + "".join(out) + '"'
+
+
+def _located(op: Op) -> str:
+    """An op's loc: its name, wrapping the line of source code that made it where one is known."""
+    line = op.meta.get(CODE_LINE)
+    if line is None:
+        return _string(op.name)
+    position = f"{mlir_string(line.file)}:{line.line}:0"
+    inner = f"{mlir_string(line.code)}({position})" if line.code else position
+    return f"{_string(op.name)}({inner})"
 
 
 def _type(tensor: Tensor, with_layout: bool) -> str:
@@ -130,7 +150,7 @@ def _op_lines(
         attrs_text = _attr_dict(attrs)
     lhs = f"{', '.join(results)} = " if results else ""
     head = f'    {lhs}"ts.{op.kind}"({operands})'
-    tail = f"{attrs_text} : ({in_types}) -> {out_sig} loc({_string(op.name)})"
+    tail = f"{attrs_text} : ({in_types}) -> {out_sig} loc({_located(op)})"
     for t, r in zip(op.outputs, results):
         values[t] = r
     if not kernel:

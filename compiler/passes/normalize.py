@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tilescope.compiler.ir.meta import LOCAL
+from tilescope.compiler.ir.meta import CODE_LINE, LOCAL
 from tilescope.compiler.ir.meta_key import Meta
 from tilescope.compiler.ir import opset
 from tilescope.compiler.errors import clip
@@ -46,7 +46,11 @@ class Normalize:
                 unknown[op.kind] = unknown.get(op.kind, 0) + 1
                 op.attrs["source_op"] = op.kind
                 kind = opset.OPAQUE
+            # the import's keys stay at the input level, but for the line of source that made it
+            made_by = op.meta.get(CODE_LINE)
             op.kind, op.source, op.meta = kind, (op.name,), Meta()
+            if made_by is not None:
+                op.meta[CODE_LINE] = made_by
             if isinstance(op.attrs.get(FUSED), str):
                 op.attrs[FUSED] = fused_kinds(op.attrs[FUSED])
             if empties:

@@ -53,6 +53,11 @@ def stages(
                 Normalize(),
                 Canonicalize(),
                 FoldBroadcasts(),
+                # attention is found before and after transposes fold into matmuls: heads split
+                # by permutes straight into its matmuls (the PyTorch import's) before they fold
+                # into the matmuls' batch dims, keys transposed by a permute (q @ k^T as exports
+                # spell it) once it folds into the matmul's contraction
+                FuseAttention(),
                 FoldTransposes(),
                 FuseAttention(),
                 ConstEval(),

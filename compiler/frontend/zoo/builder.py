@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
+from tilescope.compiler.ir.printer import mlir_string
+
 Shape = tuple[int, ...]
 
 DTYPES = ("bf16", "f32", "f16")  # element types a zoo model may be generated in
@@ -49,6 +51,9 @@ class MlirBuilder:
         self.types: dict[str, str] = {}  # SSA value -> its type text
         self.shapes: dict[str, tuple[Shape, str]] = {}  # SSA value -> (shape, dtype)
         self.locs: set[str] = set()
+        # where the next ops came from, when a front end knows it: (file, line) of its source
+        self.source: tuple[str, int] | None = None
+        self.source_code = ""  # and the code on that line
         self.next_id = 0
         self._type_text: dict[tuple[Shape, str], str] = {}
 
@@ -118,7 +123,11 @@ class MlirBuilder:
             self.types[value] = ttype
             self.shapes[value] = shaped
         attrs = f" <{{{props}}}>" if props else ""
-        self.lines.append(f'    {lhs}"{name}"({", ".join(operands)}){attrs} : ({in_types}) -> {out} loc("{loc}")')
+        where = f'"{loc}"'
+        if self.source is not None:
+            position = f"{mlir_string(self.source[0])}:{self.source[1]}:0"
+            where += f"({mlir_string(self.source_code)}({position}))" if self.source_code else f"({position})"
+        self.lines.append(f'    {lhs}"{name}"({", ".join(operands)}){attrs} : ({in_types}) -> {out} loc({where})')
         return values
 
     def op(self, kind: str, operands: list[str], shape: Sequence[int], dtype: str, loc: str, props: str = "") -> str:
@@ -233,7 +242,7 @@ class MlirBuilder:
         shape = first[:axis] + (sum(self.shape(p)[axis] for p in parts),) + first[axis + 1 :]
         return self.op("concat", list(parts), shape, dtype, loc, f"dim = {dim} : si32")
 
-    def _norm(self, kind: str, x: str, params: Sequence[str], eps: str, loc: str) -> str:
+    def norm(self, kind: str, x: str, params: Sequence[str], eps: str, loc: str) -> str:
         shape, dtype = self.shapes[x]
         for p in params:
             if self.shape(p) != shape[-1:]:
@@ -246,10 +255,10 @@ class MlirBuilder:
         return self.op(kind, [x, *params], shape, dtype, loc, props)
 
     def layer_norm(self, x: str, weight: str, bias: str, loc: str, eps: str = "9.99999996E-13") -> str:
-        return self._norm("layer_norm", x, [weight, bias], eps, loc)
+        return self.norm("layer_norm", x, [weight, bias], eps, loc)
 
     def rms_norm(self, x: str, weight: str, loc: str, eps: str = "9.99999974E-6") -> str:
-        return self._norm("rms_norm", x, [weight], eps, loc)
+        return self.norm("rms_norm", x, [weight], eps, loc)
 
     def softmax(self, x: str, loc: str, dim: int = -1) -> str:
         shape, dtype = self.shapes[x]
