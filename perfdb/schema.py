@@ -157,6 +157,8 @@ class OpRecord(Base):
     config: Mapped[str] = mapped_column(Text, default="", server_default="", deferred=True)
     op_code: Mapped[str] = mapped_column(String(128), default="", server_default="")
     error_band: Mapped[float | None] = mapped_column(Float, nullable=True)
+    code_line: Mapped[str] = mapped_column(Text, default="", server_default="")
+    code: Mapped[str] = mapped_column(Text, default="", server_default="")
 
     run: Mapped[Run] = relationship(back_populates="ops")
 

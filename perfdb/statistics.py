@@ -11,7 +11,8 @@ from tilescope.perfdb.errors import RunNotFound
 from tilescope.perfdb.runs import check_run_id
 from tilescope.perfdb.schema import OpRecord, Run
 
-STAT_KEYS = ("name", "kind", "code")  # what op_statistics groups by
+STAT_KEYS = ("name", "kind", "code", "source")  # what op_statistics groups by
+NO_SOURCE = "(no line of source)"  # the group of ops whose model names none (MLIR without them)
 
 
 @dataclass(slots=True)
@@ -45,18 +46,24 @@ def percentile(ordered: list[float], q: float) -> float:
 
 
 def op_statistics(session: Session, run_id: int, by: str = "name") -> list[OpStats]:
-    """Per op name (or per op kind, by="kind", or per op code, by="code": the code a measured report
-    names, a simulated op's kind), by total descending."""
+    """Per op name (or per op kind, by="kind"; per op code, by="code": the code a measured report
+    names, a simulated op's kind; per line of the model's source, by="source": a PyTorch model's
+    line of Python), by total descending."""
     if by not in STAT_KEYS:
         raise ValueError(f"statistics by {by!r}; one of {', '.join(STAT_KEYS)}")
     check_run_id(run_id)
     groups: dict[str, list[float]] = {}
-    column = OpRecord.op_code if by == "code" else getattr(OpRecord, by)
+    if by == "source":
+        columns = (OpRecord.code_line, OpRecord.code)
+    else:
+        columns = (OpRecord.op_code if by == "code" else getattr(OpRecord, by), OpRecord.kind)
     # the columns, not whole records: their tensors and bytes are JSON to decode
-    for key, kind, duration in session.execute(
-        select(column, OpRecord.kind, OpRecord.duration_ns).where(OpRecord.run_id == run_id).order_by(OpRecord.start_ns)
+    for key, other, duration in session.execute(
+        select(*columns, OpRecord.duration_ns).where(OpRecord.run_id == run_id).order_by(OpRecord.start_ns)
     ):
-        groups.setdefault(key or kind, []).append(duration)
+        if by == "source":  # "model.py:57  self.attn(x)": the file's name, the line and its code
+            key, other = (f"{key.rsplit('/', 1)[-1]}  {other}".rstrip() if key else ""), NO_SOURCE
+        groups.setdefault(key or other, []).append(duration)
     run_ns = session.scalar(select(Run.total_ns).where(Run.id == run_id))
     if run_ns is None:
         raise RunNotFound(run_id)

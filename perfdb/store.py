@@ -25,6 +25,7 @@ _JSON_FIELDS = ("bytes", "tensors")
 _PLAIN_FIELDS = tuple(k for k in OP_FIELDS if k not in _JSON_FIELDS)
 _plain = operator.attrgetter(*_PLAIN_FIELDS)
 _TEXT_FIELDS = ("name", "kind", "bound", "why", "memory", "grid", "level", "fidelity", "config", "op_code")
+_TEXT_FIELDS += ("code_line", "code")
 _RUN_TEXT = ("model_ref", "model_name", "source_text", "target", "target_ref", "target_text", "label")
 _INT_BITS = {"flops": 64, "cores": 32, "device": 16}  # BIGINT, INTEGER and SMALLINT columns
 _BLOCK_COLUMNS = ("run_id", "kind", "level", "top_level", "track", "start_ns", "end_ns", "rows", "data")

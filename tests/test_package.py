@@ -124,6 +124,12 @@ class Installed:
     def python(self, code: str) -> str:
         return self._run(str(self.venv / "bin" / "python"), "-c", code)
 
+    def script(self, name: str, code: str) -> str:
+        """`code` run as a script of the user's, `name` in the work directory."""
+        path = self.work / name
+        path.write_text(code)
+        return self._run(str(self.venv / "bin" / "python"), str(path))
+
     def _run(self, *argv: str) -> str:
         done = subprocess.run(argv, cwd=self.work, env=self.env, capture_output=True, text=True, timeout=TIMEOUT_S)
         assert done.returncode == 0, f"{' '.join(argv)}:\n{done.stderr[-3000:]}"
@@ -173,13 +179,17 @@ def test_installed_has_one_top_level_package(wheel, installed):
 
 
 def test_installed_runs_the_readmes_python(installed):
-    """The README's Python API lines, as written, in the installed wheel: they store two runs in the
-    command line's database and print their times."""
+    """The README's Python API lines, as written, in the installed wheel, as a script of the user's:
+    they store two runs in the command line's database and print their times, then a PyTorch
+    module's run and its ops' module paths and lines of Python."""
     ((_, code),) = blocks("python")
-    printed = installed.python(code)
-    assert re.fullmatch(r"Sides\(a=RunTimes\(total_ns=[\d.]+, .*\), b=RunTimes\(total_ns=[\d.]+, .*\)\)\n", printed), (
-        printed
-    )
+    printed = installed.script("model.py", code)
+    times, ops = printed.splitlines()
+    assert re.fullmatch(r"Sides\(a=RunTimes\(total_ns=[\d.]+, .*\), b=RunTimes\(total_ns=[\d.]+, .*\)\)", times), times
+    # the PyTorch module's ops, by module path, at the lines of the script that made them
+    lines = code.splitlines()
+    fc1 = next(n for n, line in enumerate(lines, 1) if "self.fc2(torch.nn.functional.gelu(self.fc1(x)))" in line)
+    assert ops.startswith(f"[('fc1.linear', 'model.py:{fc1}'), ('fc2.linear', 'model.py:{fc1}')"), ops
     assert installed.tilescope("runs").count("zoo:mlp") >= 2
 
 

@@ -15,6 +15,9 @@ same name does, with parameters named as its options:
     print(db.diff(base, tuned).diff.ops[0])                 # op by op, as `tilescope diff` shows
     db.explore()                                            # the explorer on it, until interrupted
 
+    run = tilescope.run(module, example_inputs, target="wormhole_n150")  # a PyTorch model, stored
+    print([(op.name, op.source) for op in run.ops])         # module paths, lines of Python
+
 Overrides are the command line's `OP=PARAMS` strings or OpOverride records; targets a built-in name
 or a .toml path; runs an id, `last`, `last~N` or what `db.run` returned. Bad input raises
 TilescopeError, whose message is one line naming the cause.
@@ -22,7 +25,7 @@ TilescopeError, whose message is one line naming the cause.
 `import tilescope` loads none of the compiler, the database or the web app: each function loads
 what it needs when called (the records below too, when first named)."""
 
-from tilescope.api import Database, compile, load, open_db, simulate
+from tilescope.api import Database, compile, load, open_db, run, simulate
 from tilescope.compiler.errors import TilescopeError
 
 # the records the API returns and takes, by the module that declares each
@@ -35,7 +38,7 @@ _RECORDS = {
     "Comparison": "tilescope.app.workbench.diff",
 }
 
-__all__ = ["Database", "TilescopeError", "compile", "load", "open_db", "simulate", *_RECORDS]
+__all__ = ["Database", "TilescopeError", "compile", "load", "open_db", "run", "simulate", *_RECORDS]
 
 
 def __getattr__(name: str):

@@ -94,6 +94,28 @@ def load(model: object, example_inputs: object = None, *, dtype: str | None = No
 
 
 @one_line_errors
+def run(
+    model: object,
+    example_inputs: object = None,
+    target: str | None = None,
+    overrides: Overrides = (),
+    *,
+    dtype: str | None = None,
+    policy: str | None = None,
+    dispatch: str | None = None,
+    label: str = "",
+    db: str | None = None,
+) -> RunResult:
+    """`load`, then compile, simulate and store in the command line's database (or `db`), as
+    `tilescope run` does: `tilescope.run(module, example_inputs, target="wormhole_n150")`. Its
+    `ops` each carry their `name` (a PyTorch model's module path and call) and `source`."""
+    from tilescope.compiler.frontend.mlir_import import ImportedModel
+
+    imported = model if isinstance(model, ImportedModel) else load(model, example_inputs, dtype=dtype)
+    return open_db(db).run(imported, target, overrides, policy=policy, dispatch=dispatch, label=label)
+
+
+@one_line_errors
 def compile(
     model: str | ImportedModel,
     target: str | None = None,

@@ -92,6 +92,9 @@ def _op_json(o: OpTiming) -> dict:
         "pct_peak": o.pct_peak,
         "bandwidth": {path: o.bandwidth(path) for path in o.bytes},
         "dispatch_wait_ns": o.dispatch_wait_ns,
+        # the line of the model's source that made it (a PyTorch model's), and its code
+        "code_line": o.code_line,
+        "code": o.code,
     }
 
 

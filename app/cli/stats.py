@@ -1,4 +1,4 @@
-"""`tilescope stats RUN`: where a run's device time goes, per op name or per op kind, and under it
+"""`tilescope stats RUN`: where a run's device time goes, per op name, kind, code or line of source, and under it
 the work done once per model load, which the per-step shares leave out."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from tilescope.perfdb.statistics import op_statistics
 from tilescope.app.workbench.device_split import split_each_device
 from tilescope.app.workbench.load_time import kinds_text, load_line
 
+MAX_GROUP_CHARS = 72
 IDLE = "host/idle"  # the step's time with no op running: the shares of the run add up to 100% with it
 
 
@@ -24,6 +25,9 @@ def main(run_id: int, by: str, db: str | None, as_json: bool) -> int:
     if as_json:
         print(json.dumps([row.to_json(by) for row in rows], indent=1))
         return 0
+    for row in rows:  # a line of source is its file, line and code: long code is cut to fit a terminal
+        if by == "source" and len(row.group) > MAX_GROUP_CHARS:
+            row.group = row.group[: MAX_GROUP_CHARS - 1] + "…"
     width = max([len(str(row.group)) for row in rows] + [len(by), len(IDLE)])
     print(
         f"{by:<{width}}  {'count':>6} {'total us':>10} {'mean us':>9} {'min us':>9} {'median us':>10} "

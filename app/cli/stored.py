@@ -86,13 +86,16 @@ def _add_diff_and_stats(sub: argparse._SubParsersAction) -> None:
     add_json(diff, "the diff")
     add_common(diff, target=False)
 
-    stats = sub.add_parser("stats", help="where a run's device time goes, per op name, op kind or op code")
+    stats = sub.add_parser(
+        "stats", help="where a run's device time goes, per op name, op kind, op code or line of source"
+    )
     stats.add_argument("run", type=run_ref, help=RUN_HELP)
     stats.add_argument(
         "--by",
-        choices=("name", "kind", "code"),
+        choices=("name", "kind", "code", "source"),
         default="kind",
-        help="group ops by name, by kind, or by op code (a measured report's; a simulated op's kind) (default kind)",
+        help="group ops by name, by kind, by op code (a measured report's; a simulated op's kind), or by "
+        "the line of the model's source that made them (a PyTorch model's Python) (default kind)",
     )
     add_json(stats, "the rows")
     add_common(stats, target=False)

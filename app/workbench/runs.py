@@ -18,6 +18,7 @@ from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.op_override import REJECTED, OverrideOutcome
 from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP, DEFAULT_OPTIONS, POLICIES, CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.records import OpTiming
 from tilescope.compiler.sim.simulator import KernelCosts, SimResult, simulate
 from tilescope.compiler.targets.catalog import load_target, target_text
 from tilescope.compiler.targets.chip import Target
@@ -45,6 +46,11 @@ class RunResult:
     @property
     def rejected(self) -> list[OverrideOutcome]:
         return [o for o in self.compilation.override_outcomes if o.status == REJECTED]
+
+    @property
+    def ops(self) -> tuple[OpTiming, ...]:
+        """Each op's timing, in the step's order: `name`, `kind`, `duration_ns`, `source`, ..."""
+        return tuple(self.sim.ops)
 
 
 def compile_cached(

@@ -48,12 +48,10 @@ def module_path(meta: dict) -> str:
 
 def python_line(meta: dict, library_roots: tuple[str, ...]) -> PythonLine | None:
     """The innermost frame of the node's stack trace outside the libraries (torch's own modules,
-    whose `F.linear` made every Linear's matmul), else the innermost frame."""
-    frames = _frames(str(meta.get("stack_trace") or ""))
-    if not frames:
-        return None
-    user = [f for f in frames if not f.file.startswith(library_roots)]
-    return (user or frames)[-1]
+    whose `F.linear` made every Linear's matmul); None where the trace passes through none (a
+    model whose code torch could not trace to a file: a string run with exec)."""
+    user = [f for f in _frames(str(meta.get("stack_trace") or "")) if not f.file.startswith(library_roots)]
+    return user[-1] if user else None
 
 
 def module_class(meta: dict) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilescope.compiler.ir.meta import CANONICALIZED, Dropped
+from tilescope.compiler.ir.meta import CANONICALIZED, CODE_LINE, Dropped
 from tilescope.compiler.ir import attributes
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.ir.rewrite import drop_unread, producers, readers
@@ -79,7 +79,11 @@ class FuseAttention:
         source = tuple(s for op in m.ops for s in op.source)
         graph.meta[CANONICALIZED].append(Dropped(m.last.name, f"fused into {name}"))
         inputs = [m.q, m.k, m.v] + ([m.mask] if m.mask else [])
-        return Op(name, kind, inputs, [m.out], dict(m.dims), source)
+        fused = Op(name, kind, inputs, [m.out], dict(m.dims), source)
+        lines = [op.meta[CODE_LINE] for op in m.ops if CODE_LINE in op.meta]
+        if lines:  # the softmax's line of source (matched first): where the model writes attention
+            fused.meta[CODE_LINE] = lines[0]
+        return fused
 
     def _match(self, graph: Graph, softmax: Op, made_by, read_by) -> _Match | None:
         def only_reader(t: str) -> Op | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tilescope.compiler.ir.meta import OPERAND_LAYOUTS, OPERAND_OF, REQUIRED_LAYOUTS, OperandOf
+from tilescope.compiler.ir.meta import CODE_LINE, OPERAND_LAYOUTS, OPERAND_OF, REQUIRED_LAYOUTS, OperandOf
 from tilescope.compiler.ir.meta_key import Meta
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
 from tilescope.compiler.analysis.operand_layout import required_layout, required_layout_key
@@ -54,6 +54,8 @@ class InsertToLayout:
                         meta=Meta({OPERAND_OF: OperandOf(op.name, i)}),
                     )
                 )
+                if CODE_LINE in op.meta:  # made for the consumer's line of source
+                    ops[-1].meta[CODE_LINE] = op.meta[CODE_LINE]
                 op.inputs[i] = converted
             ops.append(op)
         graph.ops = ops

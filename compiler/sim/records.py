@@ -116,10 +116,19 @@ class OpTiming:
     # the share of duration_ns about two measurements in three fall within: the held-out error of
     # its kind on its target (Target.error_bands); None when measured, or the target knows none
     error_band: float | None = None
+    # the line of the model's own source that made it (a PyTorch model's Python: "model.py:57"),
+    # and that line's code; "" where the import knew none
+    code_line: str = ""
+    code: str = ""
 
     @property
     def end_ns(self) -> float:
         return self.start_ns + self.duration_ns
+
+    @property
+    def source(self) -> str:
+        """Where the model made it: the file's name and the line (`model.py:57`); "" where unknown."""
+        return self.code_line.rsplit("/", 1)[-1]
 
     @property
     def achieved_flops(self) -> float:

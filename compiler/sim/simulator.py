@@ -13,7 +13,7 @@ on the same target (`known`) or as the same kernel under another name in this on
 
 from __future__ import annotations
 
-from tilescope.compiler.ir.meta import KERNEL, MESH
+from tilescope.compiler.ir.meta import CODE_LINE, KERNEL, MESH
 from tilescope.compiler.ir.core_work import Kernel
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.sim.collectives import is_collective, on_links
@@ -87,7 +87,7 @@ class Simulator:
         issued = self.clocks.issue(op)
         local = self.cost(graph, op, kernel).timing
         track = link_track(op.attrs.get("axes", ()))
-        timing = self.clocks.on_links(op, track, on_links(self.target.system, op, local), issued)
+        timing = _located(self.clocks.on_links(op, track, on_links(self.target.system, op, local), issued), op)
         self.ops.append(timing)
         if self.drawn:
             self.drawn.on_links(op, track, timing)
@@ -96,7 +96,7 @@ class Simulator:
         issued = self.clocks.issue(op)
         cost = self.cost(graph, op, kernel)
         timing = self.clocks.on_device(op, cost.timing, issued)
-        self.ops.append(timing)
+        self.ops.append(_located(timing, op))
         if self.drawn:
             self.drawn.on_cores(op, kernel, cost.core_times, timing)
 
@@ -116,6 +116,12 @@ class Simulator:
                 self._alike[id(template)] = KnownCost(template, known.timing, known.core_times)
         self.costs.by_kernel[id(kernel)] = known
         return known
+
+
+def _located(timing: OpTiming, op: Op) -> OpTiming:
+    """`timing` with the line of source that made its op, where the import knew one."""
+    line = op.meta.get(CODE_LINE)
+    return timing if line is None else timing.replace(code_line=f"{line.file}:{line.line}", code=line.code)
 
 
 def simulate(
