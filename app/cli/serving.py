@@ -117,6 +117,7 @@ def cmd_serve(args) -> int:
     if args.workers < 1:
         raise TilescopeError(f"--workers {args.workers}: a number of processes is at least 1")
     port = args.port if args.port is not None else port_from_env()
+    _store_torch_model(args)
     serve(
         db_url=args.db,
         model_ref=args.model,
@@ -130,6 +131,22 @@ def cmd_serve(args) -> int:
         insecure=args.insecure,
     )
     return 0
+
+
+def _store_torch_model(args) -> None:
+    """A PyTorch model the operator named (model.pt2, model.py:build) is imported here, in the
+    command they typed, and its run stored: the server opens it from the stored text and never
+    reads the file, whose loading runs code."""
+    from tilescope.app.cli.torch_refs import is_torch_ref, load_torch_ref
+
+    if not is_torch_ref(args.model):
+        return
+    from tilescope.perfdb.engine import open_db, session_factory
+
+    from tilescope.app.workbench.explorer import Explorer
+
+    text = load_torch_ref(args.model).text
+    Explorer(session_factory(open_db(args.db))).ensure_run(args.model, args.target, source_text=text)
 
 
 def cmd_passwd(args) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dash import Input, Output, html, no_update
 
+from tilescope.compiler.ir.meta import CODE_LINE
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.sim.records import TensorUse
 from tilescope.perfdb.records import LoadOp
@@ -60,6 +61,11 @@ def inspector_children(
         return [html.P(f"{op_name} is not at the {level} level.", className="hint")]
     op = graph.op(op_name)
     rows: list[tuple[str, str]] = [("op", op.name), ("kind", op.kind)]
+    line = op.meta.get(CODE_LINE)
+    if line is not None:  # the line of the model's source that made it (a PyTorch model's Python)
+        rows.append(("source", f"{line.file.rsplit('/', 1)[-1]}:{line.line}"))
+        if line.code:
+            rows.append(("code", line.code))
     if op.source and op.source != (op.name,):
         rows.append(("from", ", ".join(op.source)))
     for label, names in (("in", op.inputs), ("out", op.outputs)):
