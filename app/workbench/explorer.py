@@ -51,7 +51,7 @@ from tilescope.app.workbench.device_split import DeviceSplit, split_by_device, s
 from tilescope.app.workbench.run_view import RunView
 from tilescope.app.workbench.timeline_view import TimelineView, counter_steps, timeline, to_run_end
 from tilescope.app.workbench.tuning import TuneReport, tune_run
-from tilescope.app.workbench.uploads import upload_name, upload_report, uploaded_bytes
+from tilescope.app.workbench.uploads import upload_name, upload_report, uploaded_bytes, uploaded_text
 
 LISTED_MEASURED = 200  # measured runs of other models the runs table lists, the newest
 KEPT_PER_VIEW = 32  # runs (or run and level) whose derived views each cache keeps
@@ -88,17 +88,16 @@ class Explorer:
         options: CompileOptions = DEFAULT_OPTIONS,
         on_stage=runs.no_progress,
     ) -> str:
-        """Store an uploaded MLIR file (a data: URL's base64 body, as dcc.Upload gives it) as a
-        model with a compiled, simulated baseline run under `options`; returns its model
-        reference. Bad files raise TilescopeError with one line naming the cause."""
+        """Store an uploaded MLIR file, or a PyTorch program saved by torch.export.save (a .pt2,
+        read in a child process, no pickle in it opened), as a model with a compiled, simulated
+        baseline run under `options`; returns its model reference. `contents` is a data: URL's
+        base64 body, as dcc.Upload gives it. Bad files raise TilescopeError with one line naming
+        the cause."""
         filename = upload_name(filename)
-        if not filename.lower().endswith(".mlir"):
-            raise TilescopeError(f"{filename}: not an .mlir file")
+        if not filename.lower().endswith((".mlir", ".pt2")):
+            raise TilescopeError(f"{filename}: not an .mlir or .pt2 file")
         data = uploaded_bytes(filename, contents, MAX_SOURCE_BYTES, "upload")
-        try:
-            text = data.decode()
-        except UnicodeDecodeError:
-            raise TilescopeError(f"{filename}: not MLIR text (not UTF-8)") from None
+        text = uploaded_text(filename, data, self.access or ModelAccess(), on_stage)
         # the content's hash tells two uploads of one file name apart
         # ('#' would read as a function selector in a model reference)
         ref = f"upload/{hashlib.sha256(data).hexdigest()[:8]}/{filename.replace('#', '_')}"

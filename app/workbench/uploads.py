@@ -37,6 +37,25 @@ def uploaded_bytes(filename: str, contents: str, limit: int, what: str) -> bytes
         raise TilescopeError(f"{filename}: the upload is damaged (not base64)") from None
 
 
+def uploaded_text(filename: str, data: bytes, access, on_stage=lambda stage: None) -> str:
+    """The MLIR text of an uploaded model: an .mlir file's own, a .pt2's as the PyTorch import
+    writes it, made in a child process within `access`'s limits (its graph is read, no pickle in
+    it opened: compiler/frontend/torch_archive.py)."""
+    if not filename.lower().endswith(".pt2"):
+        try:
+            return data.decode()
+        except UnicodeDecodeError:
+            raise TilescopeError(f"{filename}: not MLIR text (not UTF-8)") from None
+
+    def work(say) -> str:
+        from tilescope.compiler.frontend.torch_models import import_pt2
+
+        say(f"reading the PyTorch program {filename}")
+        return import_pt2(data, name=filename).text
+
+    return access.isolated(work, filename, on_stage)
+
+
 def upload_report(
     sessions: sessionmaker[Session], filename: str, contents: str, limit: int, on_stage=lambda stage: None
 ) -> ImportSummary:

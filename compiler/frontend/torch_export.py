@@ -72,21 +72,19 @@ def decompose(program: Any) -> Any:
         raise ModelLoadError(f"torch.export could not decompose the program: {_first_line(err)}") from None
 
 
-def load_pt2(path: Path) -> Any:
-    """The ExportedProgram in a `.pt2` file of torch.export.save. A .pt2 holds pickled data, so
-    only a file the user named runs through here (the command line), or the server's isolated child."""
-    torch = torch_module()
-    logger = logging.getLogger("torch.export")  # which logs a traceback before it raises
+def load_pt2(source: Path | bytes, name: str) -> Any:
+    """The ExportedProgram in a `.pt2` file of torch.export.save (a path, or its bytes), read
+    without opening any pickle in it: its graph, the weights as empty tensors of their shapes
+    (compiler/frontend/torch_archive.py)."""
+    from tilescope.compiler.frontend.torch_archive import read_pt2
+
+    logger = logging.getLogger("torch._export")  # which logs its own tracebacks before it raises
     level = logger.level
     logger.setLevel(logging.CRITICAL)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            return torch.export.load(str(path))
-    except FileNotFoundError:
-        raise ModelLoadError(f"{path}: no such file") from None
-    except Exception as err:
-        raise ModelLoadError(f"{path}: not a torch.export program: {_first_line(err)}") from None
+            return read_pt2(source, name)
     finally:
         logger.setLevel(level)
 

@@ -21,12 +21,12 @@ def import_torch(model: Any, example_inputs: Any = None, dtype: str | None = Non
     return _imported(torch_export.export(model, example_inputs), f"torch:{name}", name, dtype)
 
 
-def import_pt2(path: str | Path, dtype: str | None = None) -> ImportedModel:
-    """The program of a `.pt2` file of torch.export.save: a file the user named (it holds pickled
-    data, so never one a server was sent; the server opens those in its isolated child)."""
-    path = Path(path)
-    program = torch_export.decompose(torch_export.load_pt2(path))
-    return _imported(program, str(path), path.name.removesuffix(".pt2"), dtype)
+def import_pt2(source: str | Path | bytes, dtype: str | None = None, name: str | None = None) -> ImportedModel:
+    """The program of a `.pt2` file of torch.export.save, a path or its bytes (an upload, named
+    `name`): its graph is read, no pickle in it opened (compiler/frontend/torch_archive.py)."""
+    ref = name or str(source)
+    program = torch_export.decompose(torch_export.load_pt2(source if isinstance(source, bytes) else Path(source), ref))
+    return _imported(program, ref, Path(ref).name.removesuffix(".pt2"), dtype)
 
 
 def _imported(program: Any, ref: str, name: str, dtype: str | None) -> ImportedModel:

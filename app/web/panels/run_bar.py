@@ -27,8 +27,9 @@ def layout(page: PageContext) -> list:
     upload = dcc.Upload(
         id=ids.MODEL_UPLOAD,
         children=html.Div(
-            ["Drop an ", html.B(".mlir"), " file or click"],
-            title=f"up to {MAX_SOURCE_BYTES // 2**20} MiB; larger models: tilescope run on the command line",
+            ["Drop an ", html.B(".mlir"), " or ", html.B(".pt2"), " file or click"],
+            title=f"MLIR text, or a PyTorch program saved by torch.export.save (its graph is read, no pickle "
+            f"in it opened), up to {MAX_SOURCE_BYTES // 2**20} MiB; larger models: tilescope run on the command line",
         ),
         # a larger file is not sent at all (the server would refuse the request)
         className="upload",

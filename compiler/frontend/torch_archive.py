@@ -1,0 +1,89 @@
+"""The program of a `.pt2` file (torch.export.save's archive) read without running anything in it.
+
+torch.export.load unpickles the archive's weights, constants and sample inputs (pickle runs
+whatever code a pickle names), so a hostile .pt2 runs code as whoever opens it. tilescope needs
+the graph alone: the archive's JSON (models/<name>.json, torch's serialized ExportedProgram
+schema), deserialized with every weight, buffer and constant an empty tensor on the meta device
+of the shape and dtype the graph itself gives. No pickle in the archive is opened."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from tilescope.compiler.errors import ModelLoadError
+
+MAX_MEMBERS = 100_000  # files in an archive: a program's weights are a few thousand at most
+MAX_GRAPH_BYTES = 256 * 2**20  # the graph's JSON: a 10k-layer model's is well under this
+MODELS = "/models/"
+
+
+def read_pt2(source: Path | bytes, name: str) -> Any:
+    """The ExportedProgram in a .pt2 file (a path, or its bytes), its weights on the meta device."""
+    from tilescope.compiler.frontend.torch_export import torch_module
+
+    torch = torch_module()
+    raw = _graph_json(source, name)
+    from torch._export.serde import schema
+    from torch._export.serde.serialize import ExportedProgramDeserializer, _bytes_to_dataclass
+
+    try:
+        serialized = _bytes_to_dataclass(schema.ExportedProgram, raw)
+        for tensor in serialized.graph_module.graph.tensor_values.values():
+            tensor.device = schema.Device(type="meta")  # every tensor where the weights are: traced, not held
+        weights, constants = _meta_tensors(torch, serialized)
+        return ExportedProgramDeserializer().deserialize(serialized, weights, constants, None)
+    except ModelLoadError:
+        raise
+    except Exception as err:  # torch's reason, on one line: a graph of another version, a bad field
+        text = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+        raise ModelLoadError(f"{name}: not a torch.export program this torch reads: {text}") from None
+
+
+def _graph_json(source: Path | bytes, name: str) -> bytes:
+    """The archive's one program graph, its size checked before it is read."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source) as archive:
+            members = archive.infolist()
+            if len(members) > MAX_MEMBERS:
+                raise ModelLoadError(f"{name}: {len(members):,} files in the archive, over {MAX_MEMBERS:,}")
+            graphs = [m for m in members if MODELS in f"/{m.filename}" and m.filename.endswith(".json")]
+            if not graphs:
+                raise ModelLoadError(f"{name}: not a torch.export program (no models/*.json in the archive)")
+            if graphs[0].file_size > MAX_GRAPH_BYTES:
+                raise ModelLoadError(f"{name}: its graph is {graphs[0].file_size / 2**20:,.0f} MiB, over the limit")
+            with archive.open(graphs[0]) as graph:
+                raw = graph.read(MAX_GRAPH_BYTES + 1)  # a size the archive understated stops here too
+    except FileNotFoundError:
+        raise ModelLoadError(f"{name}: no such file") from None
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
+        raise ModelLoadError(f"{name}: not a torch.export program: {err}") from None
+    if len(raw) > MAX_GRAPH_BYTES:
+        raise ModelLoadError(f"{name}: its graph is over {MAX_GRAPH_BYTES // 2**20} MiB")
+    return raw
+
+
+def _meta_tensors(torch: Any, serialized: Any) -> tuple[dict, dict]:
+    """Each parameter, buffer and constant the program's signature names, as an empty tensor on
+    the meta device of the shape and dtype its graph gives it."""
+    from torch._export.serde.serialize import _SERIALIZE_TO_TORCH_DTYPE
+
+    values = serialized.graph_module.graph.tensor_values
+
+    def empty(arg_name: str):
+        meta = values[arg_name]
+        shape = [size.as_int for size in meta.sizes]
+        return torch.empty(shape, dtype=_SERIALIZE_TO_TORCH_DTYPE[meta.dtype], device="meta")
+
+    weights, constants = {}, {}
+    for spec in serialized.graph_module.signature.input_specs:
+        value = spec.value
+        if spec.type == "parameter":
+            weights[value.parameter_name] = torch.nn.Parameter(empty(value.arg.name), requires_grad=False)
+        elif spec.type == "buffer":
+            weights[value.buffer_name] = empty(value.arg.name)
+        elif spec.type == "tensor_constant":
+            constants[value.tensor_constant_name] = empty(value.arg.name)
+    return weights, constants
