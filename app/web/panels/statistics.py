@@ -44,7 +44,7 @@ PINNED_STYLE = {"function": "params.node.rowPinned ? {fontStyle: 'italic', backg
 def layout(_page: PageContext) -> list:
     by = dcc.RadioItems(
         id=ids.STATS_BY,
-        options={"name": "per op", "kind": "per op type", "code": "per op code"},
+        options={"name": "per op", "kind": "per op type", "code": "per op code", "source": "per line of source"},
         value="name",
         inline=True,
         className="segmented light",
@@ -60,8 +60,8 @@ def stats_columns(by: str) -> list[dict]:
     shown = [(k, label, kind) for k, label, kind in STAT_COLUMNS if by != "name" or k not in SPREAD]
     first = column(
         by,
-        {"name": "op", "kind": "op type", "code": "op code"}.get(by, by),
-        minWidth=260 if by == "name" else 160,
+        {"name": "op", "kind": "op type", "code": "op code", "source": "line of source"}.get(by, by),
+        minWidth=260 if by in ("name", "source") else 160,
         flex=3,
         comparator=GRID_COMPARATOR,
     )

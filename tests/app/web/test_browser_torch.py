@@ -7,12 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from selenium.webdriver.common.by import By
 
 pytest.importorskip("torch")
 
 
 from . import serving  # noqa: E402
-from .test_browser import _settled, _shot, _text, _wait, browser  # noqa: E402,F401  # browser: the fixture
+from .test_browser import _settled, _shot, _tab, _text, _wait, browser  # noqa: E402,F401  # browser: the fixture
 
 pytestmark = pytest.mark.browser
 
@@ -72,6 +73,12 @@ def test_a_pytorch_model_opens_boxed_by_its_modules_with_its_lines_of_python(tor
     # the line of the user's BertLayer that called the query projection, and its code
     assert "plain_torch.py:" in inspector and "self.split(self.query(x))" in inspector, inspector
     _shot(d, "71-pytorch-inspector-source-line")
+    # the step's time by line of Python: the layer's attention line, its feed-forward line
+    _tab(d, "Statistics")
+    d.find_element(By.XPATH, "//div[@id='stats-by']//label[normalize-space()='per line of source']").click()
+    _wait(d, lambda d: "self.output(F.gelu(self.intermediate(x)))" in _text(d, "stats-table") and _settled(d))
+    assert "plain_torch.py:" in _text(d, "stats-table") and "host / idle" in _text(d, "stats-table")
+    _shot(d, "72-pytorch-statistics-by-line")
     severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
     assert not severe, severe
     d.get("about:blank")

@@ -177,7 +177,7 @@ def _pinned(shown: dict) -> list[dict]:
     return next(o["params"]["value"] for o in operations if o["location"] == ["pinnedBottomRowData"])
 
 
-@pytest.mark.parametrize("by", ["name", "kind"])
+@pytest.mark.parametrize("by", ["name", "kind", "source"])
 def test_the_shares_are_of_the_whole_run_and_host_and_idle_time_has_a_row(app, cb, by):
     run_id = shown_run(cb)  # host dispatch: the device waits on the host between ops
     run = app.explorer.view(run_id)
