@@ -213,3 +213,42 @@ def test_explore_serves_the_explorer_on_the_database(sqlite_url, tmp_path):
     with db.sessions() as session:
         assert [run.model_ref for run in list_runs(session)] == [MODEL]  # the opening model, stored
     db.close()
+
+
+# --- PyTorch models --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def torch_layers():
+    """The three families' layers in plain torch, imported once (bf16)."""
+    torch = pytest.importorskip("torch")
+    from tests.compiler.frontend import plain_torch
+
+    torch.manual_seed(0)
+    return {
+        "bert": tilescope.load(plain_torch.BertLayer(), plain_torch.bert_inputs(), dtype="bf16"),
+        "llama": tilescope.load(plain_torch.LlamaDecoderLayer(), plain_torch.llama_inputs(), dtype="bf16"),
+        "resnet": tilescope.load(plain_torch.Bottleneck(), plain_torch.bottleneck_inputs(), dtype="bf16"),
+    }
+
+
+@pytest.mark.parametrize("target", ["wormhole_n150", "blackhole_p150", "mtia_v1", "corsair"])
+def test_pytorch_layers_are_stored_on_every_family_of_target(db, torch_layers, target):
+    for family, model in torch_layers.items():
+        run = tilescope.run(model, target=target, dispatch="trace", db=db.url, label=family)
+        assert run.run_id is not None and run.ops, family
+        # every op knows the line of plain_torch.py that made it, and keeps it stored
+        assert all(op.source.startswith("plain_torch.py:") for op in run.ops), family
+        with db.sessions() as session:
+            stored = get_run(session, run.run_id)
+            assert {op.code_line for op in stored.ops} == {op.code_line for op in run.ops}
+
+
+def test_a_module_needs_its_example_inputs_and_a_bad_one_is_one_line():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(tilescope.TilescopeError, match=r"^Linear: a module needs example inputs to export it$"):
+        tilescope.load(torch.nn.Linear(4, 4))
+    with pytest.raises(tilescope.TilescopeError, match=r"^Linear: torch.export failed: "):
+        tilescope.load(torch.nn.Linear(4, 4), torch.randn(3, 5))
+    with pytest.raises(tilescope.TilescopeError, match=r"dtype 'int8': a PyTorch model's floats can be made"):
+        tilescope.load(torch.nn.Linear(4, 4), torch.randn(3, 4), dtype="int8")
