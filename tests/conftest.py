@@ -141,8 +141,9 @@ def pytest_configure(config) -> None:
             "Chromium: chromium or chromedriver missing; the browser tests are skipped "
             "(./run test installs them on Debian)"
         )
-    if importlib.util.find_spec("torch") is None:
-        notes.append("PyTorch: not installed; the PyTorch import's tests are skipped (./run test installs it)")
+    for package, name in (("torch", "PyTorch"), ("jax", "JAX")):
+        if importlib.util.find_spec(package) is None:
+            notes.append(f"{name}: not installed; the {name} import's tests are skipped (./run test installs it)")
     peer = os.environ.get(PEER_ENV, "").strip()
     if not peer:
         notes.append(

@@ -15,8 +15,9 @@ same name does, with parameters named as its options:
     print(db.diff(base, tuned).diff.ops[0])                 # op by op, as `tilescope diff` shows
     db.explore()                                            # the explorer on it, until interrupted
 
-    run = tilescope.run(module, example_inputs, target="wormhole_n150")  # a PyTorch model, stored
-    print([(op.name, op.source) for op in run.ops])         # module paths, lines of Python
+A PyTorch module with its example inputs, or a JAX function with its example arguments, loads the
+same way (`tilescope.load(module, inputs)`), and `tilescope.run(module, inputs, target=...)` stores
+its run: its `ops` are named by module path and carry the line of Python that made them (`source`).
 
 Overrides are the command line's `OP=PARAMS` strings or OpOverride records; targets a built-in name
 or a .toml path; runs an id, `last`, `last~N` or what `db.run` returned. Bad input raises

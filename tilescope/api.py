@@ -74,16 +74,16 @@ def _reason(err: Exception) -> str | None:
 @one_line_errors
 def load(model: object, example_inputs: object = None, *, dtype: str | None = None) -> ImportedModel:
     """The model at the `input` level: an .mlir path (`file.mlir#func` picks a function), a
-    shipped example by file name (`ffn.mlir`), a zoo model (`zoo:bert-base?layers=2`), or a
+    shipped example by file name (`ffn.mlir`), a zoo model (`zoo:bert-base?layers=2`), a
     PyTorch model (needs `tilescope[torch]`): an nn.Module with its `example_inputs` (a tensor or
     a tuple), an ExportedProgram, a `.pt2` file of torch.export.save, or `model.py:build` (a
-    function returning a module and its inputs). A PyTorch model's ops are named by their module
-    paths and keep their lines of Python; `dtype` (`bf16`, `f32`, `f16`) makes its floats that
-    type, as `model.to(torch.bfloat16)` would."""
+    function returning a module and its inputs), or a JAX function with its example arguments
+    (needs `tilescope[jax]`). Their ops keep their lines of Python; `dtype` (`bf16`, `f32`,
+    `f16`) makes a PyTorch model's floats that type, as `model.to(torch.bfloat16)` would."""
     if not isinstance(model, str):
-        from tilescope.compiler.frontend.torch_models import import_torch
+        from tilescope.compiler.frontend.python_models import import_python_model
 
-        return import_torch(model, example_inputs, dtype)
+        return import_python_model(model, example_inputs, dtype)
     from tilescope.app.cli.torch_refs import is_torch_ref, load_torch_ref
 
     if is_torch_ref(model):

@@ -27,11 +27,17 @@ def loc_name(location: ir.Location) -> str | None:
 
 
 def code_line(location: ir.Location) -> CodeLine | None:
-    """The source line a named loc wraps: `"name"("file":line:col)`, or with the line's code
-    between, `"name"("code"("file":line:col))`, as the PyTorch import writes them."""
+    """The source line a named loc wraps: `"name"("file":line:col)`, with the line's code between
+    as the PyTorch import writes it (`"name"("code"("file":line:col))`), or a call site whose
+    callee names the function and its line, as JAX writes it
+    (`"jit(f)/dot_general"(callsite("f"("model.py":12:0) at ...))`)."""
     child = location.child_loc
     code = ""
-    if isinstance(child, ir.NameLoc):
+    if isinstance(child, ir.CallSiteLoc):  # the innermost frame: where the op was made
+        child = child.callee
+        if isinstance(child, ir.NameLoc):  # the function's name, not the line's code
+            child = child.child_loc
+    elif isinstance(child, ir.NameLoc):
         code, child = child.name_str, child.child_loc
     if isinstance(child, ir.FileLineColLoc):
         return CodeLine(child.filename, child.start_line, code)
