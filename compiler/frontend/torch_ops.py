@@ -41,6 +41,8 @@ UNARY = {
 }
 BINARY = {"add": "add", "sub": "subtract", "rsub": "subtract", "mul": "multiply", "div": "divide"}
 BINARY.update({"maximum": "maximum", "minimum": "minimum", "pow": "pow"})
+# comparisons: a mask of the result's type (torch's bool)
+BINARY.update({"eq": "eq", "ne": "ne", "gt": "gt", "ge": "ge", "lt": "lt", "le": "le"})
 # views and copies of their first operand: nothing to compute
 IDENTITY = ("clone", "alias", "detach", "lift_fresh_copy", "contiguous", "dropout")
 REDUCTIONS = {"mean": "mean", "sum": "sum", "amax": "max"}
@@ -256,9 +258,47 @@ def scalar_tensor(tr: Translation, call: Call, fill: Any) -> Value:
     return Value(tr.builder.constant(float(fill), shape, dtype, call.loc), shape, dtype)
 
 
-@rule("full", "zeros", "ones", "scalar_tensor")
+@rule("full", "zeros", "ones", "scalar_tensor", "full_like", "zeros_like", "ones_like")
 def full(tr: Translation, call: Call) -> Value:
-    fill = {"zeros": 0.0, "ones": 1.0}.get(call.name)
+    fill = {"zeros": 0.0, "ones": 1.0}.get(call.name.removesuffix("_like"))
     if fill is None:
-        fill = call.args[1] if call.name == "full" else call.args[0]
+        fill = call.args[1] if call.name in ("full", "full_like") else call.args[0]
     return scalar_tensor(tr, call, fill)
+
+
+@rule("where")
+def where(tr: Translation, call: Call) -> Value:
+    """condition ? x : y, each broadcast to the result's shape (a scalar a splat constant)."""
+    shape, dtype = shape_of(call.out), tr.dtype_of(call.out.dtype)
+    ssas = []
+    for i, operand in enumerate(call.args[:3]):
+        loc, want = f"{call.loc}.in{i}", dtype if i else "i1"
+        if isinstance(operand, Value):
+            ssas.append(fit(tr, logical(tr, operand, loc), shape, operand.dtype if i == 0 else want, loc))
+        else:
+            ssas.append(tr.builder.constant(float(operand), shape, want, loc))
+    return Value(tr.builder.op("where", ssas, shape, dtype, call.loc), shape, dtype)
+
+
+@rule("clamp", "hardtanh")
+def clamp(tr: Translation, call: Call) -> Value:
+    """min(max(x, low), high): the bounds a clamp names (hardtanh: ReLU6's)."""
+    x = logical(tr, call.args[0], call.loc)
+    low, high = call.arg(1, "min"), call.arg(2, "max")
+    if call.name == "hardtanh":
+        low, high = call.arg(1, "min_val", -1.0), call.arg(2, "max_val", 1.0)
+    props = ", ".join(f"{k} = {float(v):e} : f32" for k, v in (("min", low), ("max", high)) if v is not None)
+    return value(tr, tr.builder.op("clamp", [x.ssa], x.shape, x.dtype, call.loc, props), x.shape)
+
+
+@rule("select")
+def select(tr: Translation, call: Call) -> Value:
+    """One index of a dim (`x[:, 0]`): a slice of it, the dim dropped."""
+    x = logical(tr, call.args[0], call.loc)
+    dim = call.args[1] % len(x.shape)
+    index = call.args[2] % x.shape[dim]
+    begins = [index if i == dim else 0 for i in range(len(x.shape))]
+    ends = [index + 1 if i == dim else s for i, s in enumerate(x.shape)]
+    piece = tr.builder.slice(x.ssa, begins, ends, call.loc)
+    shape = shape_of(call.out)
+    return value(tr, tr.builder.reshape(piece, shape, f"{call.loc}.squeeze"), shape)

@@ -132,3 +132,23 @@ def test_without_torch_a_torch_model_is_one_line_saying_to_install_the_extra(mon
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch fails, as where it is not installed
     with pytest.raises(ModelLoadError, match=r"pip install 'tilescope\[torch\]'"):
         import_pt2(tmp_path / "model.pt2")
+
+
+class _Pooler(torch.nn.Module):
+    """A BERT pooler's first token, a ReLU6, a mask of the positives and where it holds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dense = torch.nn.Linear(64, 64)
+
+    def forward(self, x):
+        first = torch.nn.functional.relu6(self.dense(x[:, 0]))
+        return torch.where(first > 0.5, first, torch.zeros_like(first))
+
+
+def test_selects_clamps_comparisons_and_where_import_as_their_ttir_ops():
+    imported = import_torch(_Pooler(), (torch.randn(2, 16, 64),), "bf16")
+    kinds = [op.kind for op in imported.graph.ops]
+    assert {"ttir.slice_static", "ttir.clamp", "ttir.gt", "ttir.where"} <= set(kinds), kinds
+    compiled = compile_model(imported, load_target("wormhole_n150"), CompileOptions())
+    assert simulate(compiled.kernel, compiled.target, "trace").total_ns > 0
