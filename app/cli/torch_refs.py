@@ -44,6 +44,7 @@ def _call_build(path: Path, function: str, ref: str) -> object:
         raise ModelLoadError(f"{path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(path.parent))  # the file's own imports of its neighbours
+    sys.modules[spec.name] = module  # as an import registers it (dataclasses look themselves up there)
     try:
         spec.loader.exec_module(module)
         build = getattr(module, function, None)
@@ -56,7 +57,9 @@ def _call_build(path: Path, function: str, ref: str) -> object:
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
         raise ModelLoadError(f"{ref}: {type(err).__name__}: {first}") from None
     finally:
-        sys.path.remove(str(path.parent))
+        sys.modules.pop(spec.name, None)
+        if str(path.parent) in sys.path:  # unless the user's code took it off itself
+            sys.path.remove(str(path.parent))
 
 
 def _named(model: ImportedModel, ref: str) -> ImportedModel:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tilescope.compiler.errors import ModelLoadError
 from tilescope.compiler.frontend.mlir_import import ImportedModel
 from tilescope.compiler.frontend.torch_export import is_torch_model
 
@@ -12,7 +13,11 @@ from tilescope.compiler.frontend.torch_export import is_torch_model
 def import_python_model(model: Any, example_inputs: Any = None, dtype: str | None = None) -> ImportedModel:
     """`model` at the `input` level: a torch object through the PyTorch import, any other callable
     as a JAX function (`dtype` is the PyTorch import's alone)."""
-    if callable(model) and not is_torch_model(model):
+    if not is_torch_model(model):
+        if not callable(model):
+            raise ModelLoadError(
+                f"{type(model).__name__}: not a model (a path, a PyTorch module or program, or a JAX function)"
+            )
         from tilescope.compiler.frontend.jax_models import import_jax
 
         return import_jax(model, example_inputs)

@@ -14,6 +14,7 @@ from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.frontend.mlir_text import STRING_BODY
 
 MAX_ATTR_CHARS = 200  # huge splat constants are summarised, not copied into every level
+MAX_CODE_CHARS, MAX_FILE_CHARS = 200, 240  # a line of source's code and file, as an op keeps them
 
 
 def file_line(location: ir.Location) -> int | None:
@@ -39,8 +40,8 @@ def code_line(location: ir.Location) -> CodeLine | None:
             child = child.child_loc
     elif isinstance(child, ir.NameLoc):
         code, child = child.name_str, child.child_loc
-    if isinstance(child, ir.FileLineColLoc):
-        return CodeLine(child.filename, child.start_line, code)
+    if isinstance(child, ir.FileLineColLoc):  # a long one (an upload's) kept to its useful part
+        return CodeLine(child.filename[-MAX_FILE_CHARS:], child.start_line, code[:MAX_CODE_CHARS])
     return None
 
 
@@ -69,7 +70,7 @@ def locate_named_ops(graph: Graph, text: str) -> None:
     for number, line in enumerate(text.split("\n"), start=1):
         if "loc(" not in line or not _OP_LINE.match(line) or line.lstrip().startswith(("func.func", "module")):
             continue
-        match = _TRAILING_OP_LOC.search(line)
+        match = _trailing_loc(line)
         if match is None:
             continue
         if match.group(3) is not None:
@@ -82,7 +83,20 @@ def locate_named_ops(graph: Graph, text: str) -> None:
             queue.popleft().meta[LINES] = LineSpan(number, number)
 
 
+def _trailing_loc(line: str) -> re.Match | None:
+    """The loc that ends an op's line, tried at each of the line's last few `loc(` (a line of
+    source's code may hold more): each try anchored, so a long line costs a few passes over it,
+    never its length squared."""
+    for start in [m.start() for m in _LOC_START.finditer(line)][-MAX_LOC_TRIES:]:
+        found = _TRAILING_OP_LOC.match(line, start)
+        if found:
+            return found
+    return None
+
+
 UNKNOWN_LOC = "<unknown>"
+_LOC_START = re.compile(r"loc\(")
+MAX_LOC_TRIES = 8
 # a loc at the end of an op's line: a name (wrapping where it came from, as the PyTorch import's
 # `loc("name"("code"("file":57:0)))` do), an alias or unknown
 _TRAILING_OP_LOC = re.compile(rf'loc\((?:"({STRING_BODY})"(?:\(.*\))?|(#[\w.$-]+)|(unknown))\)\s*$')

@@ -3,12 +3,17 @@
 torch.export.load unpickles the archive's weights, constants and sample inputs (pickle runs
 whatever code a pickle names), so a hostile .pt2 runs code as whoever opens it. tilescope needs
 the graph alone: the archive's JSON (models/<name>.json, torch's serialized ExportedProgram
-schema), deserialized with every weight, buffer and constant an empty tensor on the meta device
-of the shape and dtype the graph itself gives. No pickle in the archive is opened."""
+schema), checked first to ask nothing of torch's deserializer but static shapes and aten ops
+(its symbolic sizes are sympy expressions it evaluates, its targets attributes of torch the
+program calls when traced), then deserialized with every weight, buffer and constant an empty
+tensor on the meta device of the shape and dtype the graph itself gives. No pickle in the
+archive is opened."""
 
 from __future__ import annotations
 
 import io
+import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -27,10 +32,15 @@ def read_pt2(source: Path | bytes, name: str) -> Any:
     torch = torch_module()
     raw = _graph_json(source, name)
     from torch._export.serde import schema
-    from torch._export.serde.serialize import ExportedProgramDeserializer, _bytes_to_dataclass
+    from torch._export.serde.serialize import ExportedProgramDeserializer, _dict_to_dataclass
 
     try:
-        serialized = _bytes_to_dataclass(schema.ExportedProgram, raw)
+        found = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ModelLoadError(f"{name}: its graph is not JSON") from None
+    checked(found, name)
+    try:
+        serialized = _dict_to_dataclass(schema.ExportedProgram, found)
         for tensor in serialized.graph_module.graph.tensor_values.values():
             tensor.device = schema.Device(type="meta")  # every tensor where the weights are: traced, not held
         weights, constants = _meta_tensors(torch, serialized)
@@ -40,6 +50,58 @@ def read_pt2(source: Path | bytes, name: str) -> Any:
     except Exception as err:  # torch's reason, on one line: a graph of another version, a bad field
         text = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
         raise ModelLoadError(f"{name}: not a torch.export program this torch reads: {text}") from None
+
+
+# what torch's deserializer would do more with than read: a symbolic size is a sympy expression it
+# evaluates (sympify runs eval), a node's target is any attribute of torch it resolves and the
+# program calls when it is traced (torch.hub.load among them), a custom object is a pickle, a
+# subgraph is a program of its own. tilescope's import needs none of them: static shapes and aten ops.
+REFUSED_KEYS = frozenset({"as_expr", "expr_str", "as_custom_obj", "custom_obj", "as_graph", "as_sym_int"})
+REFUSED_KEYS |= {"as_sym_ints", "as_sym_bool", "as_sym_bools", "as_sym_float", "as_sym_floats"}
+SYMBOLS = ("sym_int_values", "sym_bool_values", "sym_float_values")
+TARGET = re.compile(r"(torch\.ops\.aten\.\w+\.\w+|_operator\.getitem)")
+KEPT_METADATA = ("stack_trace", "nn_module_stack")  # the rest names more of torch to resolve
+MAX_DEPTH = 64  # nesting of the graph's JSON: torch's own is under 20
+
+
+def checked(found: Any, name: str) -> None:
+    """Refuse, in one line, a graph that asks torch's deserializer for more than static shapes
+    and aten ops (REFUSED_KEYS, symbols, other targets); drop the metadata tilescope does not read."""
+    module = found.get("graph_module") if isinstance(found, dict) else None
+    graph = module.get("graph") if isinstance(module, dict) else None
+    if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list):
+        raise ModelLoadError(f"{name}: not a torch.export program (no graph in its JSON)")
+    if any(graph.get(key) for key in SYMBOLS) or found.get("range_constraints"):
+        raise ModelLoadError(f"{name}: a program of symbolic shapes (tilescope imports static shapes)")
+    for node in graph["nodes"]:
+        target = node.get("target") if isinstance(node, dict) else None
+        if not isinstance(target, str) or not TARGET.fullmatch(target):
+            raise ModelLoadError(f"{name}: a node calls {str(target)[:100]!r}, not an aten op")
+        metadata = node.get("metadata")
+        if isinstance(metadata, dict):
+            node["metadata"] = {k: v for k, v in metadata.items() if k in KEPT_METADATA}
+    refused = _refused_key(found, 0)
+    if refused:
+        raise ModelLoadError(f"{name}: its graph holds {refused!r} (symbolic shapes, custom objects or subgraphs)")
+
+
+def _refused_key(value: Any, depth: int) -> str | None:
+    """The first of REFUSED_KEYS anywhere in `value`, or a nesting too deep to be torch's."""
+    if depth > MAX_DEPTH:
+        return "nesting"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in REFUSED_KEYS and item is not None:
+                return key
+            found = _refused_key(item, depth + 1)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for item in value:
+            found = _refused_key(item, depth + 1)
+            if found:
+                return found
+    return None
 
 
 def _graph_json(source: Path | bytes, name: str) -> bytes:

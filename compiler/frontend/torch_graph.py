@@ -39,7 +39,10 @@ def program_text(program: Any, name: str, float_dtype: str | None = None) -> str
             _locate(tr, node, roots)
             tr.values[node.name] = translate(tr, node)
         elif node.op == "output":
-            outputs = [_materialized(tr, v) for v in _flat(_resolve(tr, node.args[0]))]
+            try:
+                outputs = [_materialized(tr, v) for v in _flat(_resolve(tr, node.args[0]))]
+            except ValueError as err:  # the builder's shape checks
+                raise tr.error(f"the outputs: {' '.join(str(err).split())[:200]}") from None
     tr.where = ""
     if not outputs:
         raise ModelLoadError(f"{name}: the program returns no tensor")
@@ -53,18 +56,25 @@ def translate(tr: Translation, node: Any) -> Any:
         return items[node.args[1]] if isinstance(items, (list, tuple)) else None
     target = getattr(node.target, "__name__", str(node.target))  # "addmm.default"
     name = target.split(".")[0]
-    found = RULES.get(name) if getattr(node.target, "namespace", "aten") == "aten" else None
+    # only aten ops: a python-level op on sizes (operator.mul of symbolic ints) is not one of them
+    namespace = getattr(node.target, "namespace", "python")
+    found = RULES.get(name) if namespace == "aten" else None
     if found is None:
-        raise tr.error(f"{getattr(node.target, 'namespace', 'python')}.{target} is not supported by the PyTorch import")
-    scope = torch_names.module_path(node.meta)
-    call = torch_names.call_name(f"aten.{target}", torch_names.module_class(node.meta))
-    loc = tr.unique(_SAFE.sub("_", f"{scope}.{call}" if scope else call))
-    args = [_resolve(tr, a) for a in node.args]
-    kwargs = {k: _resolve(tr, v) for k, v in node.kwargs.items()}
+        raise tr.error(f"{namespace}.{target} is not supported by the PyTorch import")
     try:
+        scope = torch_names.module_path(node.meta)
+        call = torch_names.call_name(f"aten.{target}", torch_names.module_class(node.meta))
+        loc = tr.unique(_SAFE.sub("_", f"{scope}.{call}" if scope else call))
+        args = [_resolve(tr, a) for a in node.args]
+        kwargs = {k: _resolve(tr, v) for k, v in node.kwargs.items()}
         return found(tr, Call(name, args, kwargs, node.meta.get("val"), loc))
-    except ValueError as err:  # the builder's shape checks: a combination this import cannot express
-        raise tr.error(f"{target}: {err}") from None
+    except ModelLoadError:
+        raise
+    except (ValueError, TypeError, AttributeError, IndexError, KeyError, ZeroDivisionError) as err:
+        # the builder's shape checks, or arguments of a form the rule does not take (a None, a
+        # symbolic size): a combination this import cannot express, said in one line
+        said = " ".join(str(err).split())[:200] or type(err).__name__
+        raise tr.error(f"aten.{target}: {said}") from None
 
 
 def _input_kinds(program: Any) -> dict[str, tuple[str, str]]:

@@ -41,6 +41,8 @@ def batch_norm(tr: Translation, call: Call) -> tuple:
     x, weight, bias, mean, var = call.args[:5]
     if not isinstance(x, Value) or len(x.shape) != 4:
         raise tr.error("batch norm of other than an N, C, H, W tensor is not supported")
+    if not all(isinstance(p, Value) for p in (weight, bias, mean, var)):
+        raise tr.error("a batch norm without its weight, bias and running statistics is not supported")
     x = to_nhwc(tr, x, call.loc)
     params = [p.ssa for p in (weight, bias, mean, var)]
     return (value(tr, tr.builder.batch_norm(x.ssa, params, call.loc, 3), x.shape, nhwc=True), None, None)
@@ -54,6 +56,8 @@ def max_pool(tr: Translation, call: Call) -> tuple | Value:
     padding = _pair(call.arg(3, "padding", 0), 0)
     if len({kernel[0], kernel[1]}) != 1 or stride[0] != stride[1] or padding[0] != padding[1]:
         raise tr.error("a max pool of other than square windows, strides and padding is not supported")
+    if _pair(call.arg(4, "dilation", 1), 1) != (1, 1) or call.arg(5, "ceil_mode", False):
+        raise tr.error("a max pool dilated or in ceil mode is not supported")
     out = call.out[0] if isinstance(call.out, (list, tuple)) else call.out
     y = value(tr, tr.builder.max_pool2d(x.ssa, call.loc, kernel[0], stride[0], padding[0]), shape_of(out), nhwc=True)
     return (y, None) if call.name.endswith("indices") else y
@@ -70,7 +74,7 @@ def global_average(tr: Translation, call: Call) -> Value:
     return value(tr, tr.builder.reshape(y, shape, f"{call.loc}.unflatten"), shape)
 
 
-@rule("scaled_dot_product_attention", "_scaled_dot_product_flash_attention_for_cpu")
+@rule("scaled_dot_product_attention")
 def attention(tr: Translation, call: Call) -> Value:
     """Attention whole: q [B, H, Sq, D], k and v [B, Hkv, Sk, D]; a mask of [.., Sq, Sk] added."""
     q, k, v = (logical(tr, t, call.loc) for t in call.args[:3])

@@ -15,6 +15,7 @@ from tilescope.compiler.frontend.torch_rules import (
     channels_last,
     fit,
     logical,
+    plain,
     rule,
     shape_of,
     stored_shape,
@@ -42,7 +43,8 @@ UNARY = {
 BINARY = {"add": "add", "sub": "subtract", "rsub": "subtract", "mul": "multiply", "div": "divide"}
 BINARY.update({"maximum": "maximum", "minimum": "minimum", "pow": "pow"})
 # comparisons: a mask of the result's type (torch's bool)
-BINARY.update({"eq": "eq", "ne": "ne", "gt": "gt", "ge": "ge", "lt": "lt", "le": "le"})
+COMPARISONS = ("eq", "ne", "gt", "ge", "lt", "le")
+BINARY.update({name: name for name in COMPARISONS})
 # views and copies of their first operand: nothing to compute
 IDENTITY = ("clone", "alias", "detach", "lift_fresh_copy", "contiguous", "dropout")
 REDUCTIONS = {"mean": "mean", "sum": "sum", "amax": "max"}
@@ -50,7 +52,7 @@ REDUCTIONS = {"mean": "mean", "sum": "sum", "amax": "max"}
 
 @rule(*UNARY)
 def unary(tr: Translation, call: Call) -> Value:
-    x = call.args[0]
+    x = plain(tr, call.args[0], call.loc)
     return Value(tr.builder.eltwise(UNARY[call.name], [x.ssa], call.loc), x.shape, x.dtype, x.nhwc)
 
 
@@ -58,6 +60,8 @@ def unary(tr: Translation, call: Call) -> Value:
 def binary(tr: Translation, call: Call) -> Value:
     """An element-wise op of tensors and scalars, broadcast to the result's shape and type."""
     operands = call.args[:2]
+    if call.arg(2, "alpha", 1) != 1:
+        raise tr.error(f"{call.name} with alpha {call.arg(2, 'alpha')} is not supported")
     if call.name == "rsub":
         operands = operands[::-1]  # rsub(x, s) is s - x
     if call.name == "pow" and operands[1] == 2:
@@ -67,6 +71,9 @@ def binary(tr: Translation, call: Call) -> Value:
     shape, dtype = shape_of(call.out), tr.dtype_of(call.out.dtype)
     tensors = [o for o in operands if isinstance(o, Value)]
     nhwc = len(tensors) == len(operands) and all(t.nhwc and t.shape == shape for t in tensors)
+    result = dtype
+    if kind in COMPARISONS:  # operands compared in their own type: only the result is a mask
+        dtype = next((t.dtype for t in tensors if t.dtype not in ("i1",)), tensors[0].dtype)
     ssas = []
     for i, operand in enumerate(operands):
         loc = f"{call.loc}.in{i}"
@@ -76,6 +83,9 @@ def binary(tr: Translation, call: Call) -> Value:
             ssas.append(tr.builder.typecast(operand.ssa, dtype, f"{loc}.typecast"))
         else:
             ssas.append(fit(tr, logical(tr, operand, loc), shape, dtype, loc))
+    if kind in COMPARISONS:
+        out = tr.builder.op(kind, ssas, channels_last(shape) if nhwc else shape, result, call.loc)
+        return Value(out, shape, result, nhwc)
     return Value(tr.builder.eltwise(kind, ssas, call.loc), shape, dtype, nhwc)
 
 
@@ -117,7 +127,7 @@ def permute(tr: Translation, call: Call) -> Value:
 def transpose(tr: Translation, call: Call) -> Value:
     x = call.args[0]
     rank = len(x.shape)
-    a, b = (call.args[1] % rank, call.args[2] % rank) if len(call.args) > 3 else (0, 1)
+    a, b = (call.args[1] % rank, call.args[2] % rank) if len(call.args) >= 3 else (0, 1)
     dims = list(range(rank))
     dims[a], dims[b] = dims[b], dims[a]
     return _permuted(tr, call, x, dims)
@@ -147,9 +157,15 @@ def identity(tr: Translation, call: Call) -> Value:
     return call.args[0]
 
 
+@rule("_assert_tensor_metadata", "_assert_async", "_assert_scalar")
+def assertion(tr: Translation, call: Call) -> None:
+    """A check torch.export leaves in the program (a tensor's dtype before a cast): no work."""
+    return None
+
+
 @rule("_to_copy", "to")
 def cast(tr: Translation, call: Call) -> Value:
-    x, dtype = call.args[0], tr.dtype_of(call.out.dtype)
+    x, dtype = plain(tr, call.args[0], call.loc), tr.dtype_of(call.out.dtype)
     return Value(tr.builder.typecast(x.ssa, dtype, call.loc), x.shape, dtype, x.nhwc)
 
 
@@ -173,6 +189,8 @@ def matmul(tr: Translation, call: Call) -> Value:
 @rule("addmm")
 def addmm(tr: Translation, call: Call) -> Value:
     """bias + x @ w: a Linear's matmul and its bias add, as exports spell nn.Linear."""
+    if call.kwargs.get("beta", 1) != 1 or call.kwargs.get("alpha", 1) != 1:
+        raise tr.error("addmm with beta or alpha is not supported")
     bias, x, w = (logical(tr, v, call.loc) for v in call.args[:3])
     shape = shape_of(call.out)
     y = tr.builder.dot_general(x.ssa, fit(tr, w, w.shape, x.dtype, f"{call.loc}.rhs"), call.loc)
@@ -287,6 +305,8 @@ def clamp(tr: Translation, call: Call) -> Value:
     low, high = call.arg(1, "min"), call.arg(2, "max")
     if call.name == "hardtanh":
         low, high = call.arg(1, "min_val", -1.0), call.arg(2, "max_val", 1.0)
+    if isinstance(low, Value) or isinstance(high, Value):
+        raise tr.error("a clamp to tensor bounds is not supported (its bounds must be numbers)")
     props = ", ".join(f"{k} = {float(v):e} : f32" for k, v in (("min", low), ("max", high)) if v is not None)
     return value(tr, tr.builder.op("clamp", [x.ssa], x.shape, x.dtype, call.loc, props), x.shape)
 

@@ -117,8 +117,12 @@ def shape_of(out: Any) -> tuple[int, ...]:
 
 
 def value(tr: Translation, ssa: str, shape: tuple[int, ...], nhwc: bool = False) -> Value:
-    """A value of the builder's SSA value `ssa`, of torch's `shape`."""
-    return Value(ssa, tuple(shape), tr.builder.dtype(ssa), nhwc)
+    """A value of the builder's SSA value `ssa`, of torch's `shape`: a rule whose ops made another
+    shape than torch says its op has is one line, not a wrong graph."""
+    made, shape = tr.builder.shape(ssa), tuple(shape)
+    if made != (channels_last(shape) if nhwc else shape):
+        raise tr.error(f"made {made} where torch's op gives {shape}: a case this import does not express")
+    return Value(ssa, shape, tr.builder.dtype(ssa), nhwc)
 
 
 def fit(tr: Translation, v: Value, shape: tuple[int, ...], dtype: str, loc: str) -> str:
@@ -143,13 +147,30 @@ def logical(tr: Translation, v: Any, loc: str) -> Value:
         raise tr.error(f"{loc}: expected a tensor operand, got {type(v).__name__}")
     ssa = v.ssa
     if v.nhwc:
-        ssa = tr.builder.permute(ssa, (0, 3, 1, 2), f"{loc}.to_nchw")
+        ssa = _once(tr, (ssa, ("nchw",)), lambda: tr.builder.permute(v.ssa, (0, 3, 1, 2), f"{loc}.to_nchw"))
     if v.transposed:
-        rank = len(tr.builder.shape(ssa))
-        ssa = tr.builder.permute(ssa, (*range(rank - 2), rank - 1, rank - 2), f"{loc}.transpose")
+        rank, held = len(tr.builder.shape(ssa)), ssa
+        swap = (*range(rank - 2), rank - 1, rank - 2)
+        ssa = _once(tr, (held, ("T",)), lambda: tr.builder.permute(held, swap, f"{loc}.transpose"))
     if tr.builder.shape(ssa) != v.shape:
-        ssa = tr.builder.reshape(ssa, v.shape, f"{loc}.reshape")
+        held = ssa
+        ssa = _once(tr, (held, v.shape), lambda: tr.builder.reshape(held, v.shape, f"{loc}.reshape"))
     return v if ssa == v.ssa else Value(ssa, v.shape, v.dtype)
+
+
+def _once(tr: Translation, key: tuple, make: Callable[[], str]) -> str:
+    """The value `make` makes, made once per key: a tensor read as torch holds it by several ops
+    (a transposed view relu'd and cast) is permuted once."""
+    if key not in tr.views:
+        tr.views[key] = make()
+    return tr.views[key]
+
+
+def plain(tr: Translation, v: Any, loc: str) -> Value:
+    """`v` as torch holds it but channels-last where it is (what an element-wise op keeps)."""
+    if isinstance(v, Value) and v.nhwc:
+        return v
+    return logical(tr, v, loc)
 
 
 def stored_shape(tr: Translation, v: Value) -> tuple[int, ...]:
@@ -164,7 +185,6 @@ def to_nhwc(tr: Translation, v: Any, loc: str) -> Value:
         raise tr.error(f"{loc}: expected an N, C, H, W tensor")
     if v.nhwc:
         return v
-    key = (v.ssa, ("nhwc",))  # permuted once, whatever reads it so (a block's conv and shortcut)
-    if key not in tr.views:
-        tr.views[key] = tr.builder.permute(logical(tr, v, loc).ssa, (0, 2, 3, 1), f"{loc}.to_nhwc")
-    return Value(tr.views[key], v.shape, v.dtype, True)
+    held = logical(tr, v, loc).ssa  # permuted once, whatever reads it so (a block's conv and shortcut)
+    made = _once(tr, (held, ("nhwc",)), lambda: tr.builder.permute(held, (0, 2, 3, 1), f"{loc}.to_nhwc"))
+    return Value(made, v.shape, v.dtype, True)

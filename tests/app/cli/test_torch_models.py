@@ -89,3 +89,21 @@ def test_a_bad_torch_reference_is_one_line(capsys, db_url, tmp_path, model_py, r
     assert main(["run", ref.format(dir=tmp_path, model=model_py), "--db", db_url]) == 2
     err = capsys.readouterr().err
     assert said in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_build_file_of_dataclasses_runs_as_an_import_would(capsys, db_url, tmp_path):
+    """A model's config as a dataclass (under postponed annotations, which look the module up)."""
+    path = tmp_path / "configured.py"
+    path.write_text(
+        "from __future__ import annotations\n"
+        "from dataclasses import dataclass\n"
+        "import torch\n\n\n"
+        "@dataclass\n"
+        "class Config:\n"
+        "    width: int = 64\n\n\n"
+        "def build():\n"
+        "    config = Config()\n"
+        "    return torch.nn.Linear(config.width, config.width), (torch.randn(8, config.width),)\n"
+    )
+    assert main(["run", f"{path}:build", "--db", db_url, "--json"]) == 0
+    assert [op["name"] for op in json.loads(capsys.readouterr().out)["ops"]] == ["linear"]

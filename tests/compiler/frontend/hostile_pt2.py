@@ -42,3 +42,39 @@ def hostile_pt2(module: torch.nn.Module, inputs: tuple, marker: Path) -> bytes:
                 data = payload
             target.writestr(member, data)
     return out.getvalue()
+
+
+def rewritten_graph(pt2: bytes, change) -> bytes:
+    """`pt2` with its graph's JSON passed through `change` (a function of the parsed JSON)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(pt2)) as source, zipfile.ZipFile(out, "w") as target:
+        for member in source.infolist():
+            data = source.read(member)
+            if "/models/" in member.filename and member.filename.endswith(".json"):
+                found = json.loads(data)
+                change(found)
+                data = json.dumps(found).encode()
+            target.writestr(member, data)
+    return out.getvalue()
+
+
+def evaluated_size(marker: Path):
+    """A change making the first input's first size a sympy expression that creates `marker`
+    when evaluated (torch's deserializer sympifies symbolic sizes: eval)."""
+
+    def change(found: dict) -> None:
+        graph = found["graph_module"]["graph"]
+        first = next(iter(graph["tensor_values"].values()))
+        code = f"__import__('pathlib').Path({str(marker)!r}).touch() or 2"
+        first["sizes"][0] = {"as_expr": {"expr_str": code, "hint": {"as_int": 2}}}
+
+    return change
+
+
+def retargeted(target: str):
+    """A change making the first node call `target` (an attribute of torch the program would call)."""
+
+    def change(found: dict) -> None:
+        found["graph_module"]["graph"]["nodes"][0]["target"] = target
+
+    return change

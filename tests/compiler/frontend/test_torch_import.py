@@ -152,3 +152,54 @@ def test_selects_clamps_comparisons_and_where_import_as_their_ttir_ops():
     assert {"ttir.slice_static", "ttir.clamp", "ttir.gt", "ttir.where"} <= set(kinds), kinds
     compiled = compile_model(imported, load_target("wormhole_n150"), CompileOptions())
     assert simulate(compiled.kernel, compiled.target, "trace").total_ns > 0
+
+
+class _Transposed(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x.mT) + x.mT.to(torch.bfloat16).float()
+
+
+def test_an_element_wise_op_of_a_transposed_view_permutes_it_once():
+    imported = import_torch(_Transposed(), (torch.randn(2, 3, 4, 5),))
+    permutes = [op for op in imported.graph.ops if op.kind == "ttir.permute"]
+    assert len(permutes) == 1 and permutes[0].attrs["permutation"] == "array<i64: 0, 1, 3, 2>"
+    assert not [op for op in imported.graph.ops if op.kind == "ttir.reshape"]
+    (add,) = [op for op in imported.graph.ops if op.kind == "ttir.add"]
+    assert imported.graph.tensors[add.outputs[0]].shape == (2, 3, 5, 4)
+
+
+class _Compare(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.where(x > y, x, y)
+
+
+def test_a_comparison_compares_its_operands_in_their_own_type():
+    imported = import_torch(_Compare(), (torch.randn(8, 32), torch.randn(8, 32)), "bf16")
+    (gt,) = [op for op in imported.graph.ops if op.kind == "ttir.gt"]
+    assert [imported.graph.tensors[t].dtype for t in gt.inputs] == ["bf16", "bf16"]
+    assert imported.graph.tensors[gt.outputs[0]].dtype == "i1"
+    assert not [op for op in imported.graph.ops if op.kind == "ttir.typecast"]
+
+
+class _CeilPool(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.max_pool2d(x, 2, 2, ceil_mode=True)
+
+
+class _Clamped(torch.nn.Module):
+    def forward(self, x):
+        return torch.clamp(x, min=x.mean())
+
+
+@pytest.mark.parametrize(
+    ("module", "inputs", "said"),
+    [
+        (_CeilPool(), (torch.randn(1, 4, 7, 7),), "a max pool dilated or in ceil mode is not supported"),
+        (torch.nn.BatchNorm2d(4, affine=False), (torch.randn(1, 4, 7, 7),), "a batch norm without its weight"),
+        (_Clamped(), (torch.randn(4, 8),), "a clamp to tensor bounds is not supported"),
+    ],
+)
+def test_what_a_rule_cannot_express_is_one_line(module, inputs, said):
+    with pytest.raises(ModelLoadError) as err:
+        import_torch(module, inputs)
+    assert said in str(err.value) and "\n" not in str(err.value)
