@@ -25,11 +25,9 @@ MAX_GRAPH_BYTES = 256 * 2**20  # the graph's JSON: a 10k-layer model's is well u
 MODELS = "/models/"
 
 
-def read_pt2(source: Path | bytes, name: str) -> Any:
-    """The ExportedProgram in a .pt2 file (a path, or its bytes), its weights on the meta device."""
-    from tilescope.compiler.frontend.torch_export import torch_module
-
-    torch = torch_module()
+def read_pt2(torch: Any, source: Path | bytes, name: str) -> Any:
+    """The ExportedProgram in a .pt2 file (a path, or its bytes), its weights on the meta device;
+    `torch` is the torch package (torch_export.torch_module)."""
     raw = _graph_json(source, name)
     from torch._export.serde import schema
     from torch._export.serde.serialize import ExportedProgramDeserializer, _dict_to_dataclass

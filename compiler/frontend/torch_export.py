@@ -78,13 +78,14 @@ def load_pt2(source: Path | bytes, name: str) -> Any:
     (compiler/frontend/torch_archive.py)."""
     from tilescope.compiler.frontend.torch_archive import read_pt2
 
+    torch = torch_module()
     logger = logging.getLogger("torch._export")  # which logs its own tracebacks before it raises
     level = logger.level
     logger.setLevel(logging.CRITICAL)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            return read_pt2(source, name)
+            return read_pt2(torch, source, name)
     finally:
         logger.setLevel(level)
 

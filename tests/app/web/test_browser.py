@@ -1007,7 +1007,8 @@ def test_the_server_answers_while_it_handles_hostile_input(server, browser, tmp_
             _wait(d, lambda d, name=name: name in _text(d, "page-message"), timeout=120)
             line = _text(d, "page-message")
             assert "\n" not in line.strip() and "Traceback" not in line, line
-            assert not name.endswith(".txt") or "not an .mlir file" in line, line  # the page says, not the browser
+            # the page says, not the browser
+            assert not name.endswith(".txt") or "not an .mlir or .pt2 file" in line, line
             # a long line (an 80 KB name cut short, a path) wraps inside the page, not past it
             assert d.execute_script(
                 "var m = document.getElementById('page-message'); return m.scrollWidth <= m.clientWidth;"

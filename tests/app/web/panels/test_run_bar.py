@@ -73,7 +73,7 @@ def test_an_uploaded_mlir_file_becomes_a_model_with_a_run(app, cb):
 @pytest.mark.parametrize(
     "name, data, reason",
     [
-        ("notes.txt", b"hello", "not an .mlir file"),
+        ("notes.txt", b"hello", "not an .mlir or .pt2 file"),
         ("bad.mlir", b"this is not MLIR {", "bad.mlir"),
         ("binary.mlir", b"\xff\xfe\x00\x81", "not MLIR text (not UTF-8)"),
     ],
