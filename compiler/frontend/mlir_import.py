@@ -36,6 +36,7 @@ from tilescope.compiler.frontend.source_lines import (
 __all__ = ["MAX_NESTING", "check_text", "strip_unparsable"]  # kept importable from here
 
 ENTRY_NAMES = ("main", "forward")
+MAX_PARSE_MESSAGE = 400  # characters of the parser's own message in an error line
 LOADED_ONCE = ("#ttcore.argument_type<parameter>", "#ttcore.argument_type<constant>")
 
 
@@ -77,8 +78,14 @@ def parse_module(text: str, source_name: str, ctx: ir.Context | None = None) -> 
         diags = err.error_diagnostics
         if diags:
             where = _line_col(str(diags[0].location))
-            raise ModelLoadError(f"{source_name}:{where}: {diags[0].message}") from None
-        raise ModelLoadError(f"{source_name}: cannot parse MLIR: {err}") from None
+            raise ModelLoadError(f"{source_name}:{where}: {_cut(diags[0].message)}") from None
+        raise ModelLoadError(f"{source_name}: cannot parse MLIR: {_cut(str(err))}") from None
+
+
+def _cut(said: str) -> str:
+    """The parser's message on one line, short: it quotes what it read (a deep type spelled out)."""
+    said = " ".join(said.split())
+    return said if len(said) <= MAX_PARSE_MESSAGE else said[: MAX_PARSE_MESSAGE - 3] + "..."
 
 
 def _line_col(location: str) -> str:

@@ -297,3 +297,18 @@ def test_shipped_ffn_example_names_every_op_by_its_loc():
         "ffn.norm",
     ]
     assert _shape(graph, "ffn.norm") == ((256, 1024), "bf16")
+
+
+def test_a_parse_error_quoting_a_deep_type_is_one_short_line():
+    """The parser's message spells out what it read: a type nested 200 deep, cut (found by the fuzzer)."""
+    nested = "tuple<" * 200 + ">" * 200
+    text = (
+        "module { func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+        f"  %0 = stablehlo.dot_general %a, %a, contracting_dims = [0] x [0] : {nested}\n"
+        "  return %0 : tensor<4xf32> } }"
+    )
+    with pytest.raises(ModelLoadError) as err:
+        import_mlir(text, "deep.mlir")
+    message = str(err.value)
+    assert message.startswith("deep.mlir:2:") and message.endswith("...") and len(message) < 500
+    assert "\n" not in message
