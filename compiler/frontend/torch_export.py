@@ -29,8 +29,7 @@ def torch_module() -> Any:
 def is_torch_model(model: object) -> bool:
     """Whether `model` is an nn.Module or an ExportedProgram (without importing torch if the caller
     has not: a torch object means torch is loaded)."""
-    module = type(model).__module__
-    return module.startswith("torch.") or any(c.__module__.startswith("torch.") for c in type(model).__mro__)
+    return any(c.__module__.startswith("torch.") for c in type(model).__mro__)
 
 
 def export(model: Any, example_inputs: tuple | None = None) -> Any:

@@ -36,8 +36,7 @@ def program_text(program: Any, name: str, float_dtype: str | None = None) -> str
         if node.op == "placeholder":
             tr.values[node.name] = _argument(tr, node, kinds.get(node.name, ("input", node.name)))
         elif node.op == "call_function":
-            _locate(tr, node, roots)
-            tr.values[node.name] = translate(tr, node)
+            tr.values[node.name] = translate(tr, node, _locate(tr, node, roots))
         elif node.op == "output":
             try:
                 outputs = [_materialized(tr, v) for v in _flat(_resolve(tr, node.args[0]))]
@@ -49,8 +48,9 @@ def program_text(program: Any, name: str, float_dtype: str | None = None) -> str
     return tr.builder.text(outputs)
 
 
-def translate(tr: Translation, node: Any) -> Any:
-    """A call node's value: a Value, a tuple of them (an op of several results), or None."""
+def translate(tr: Translation, node: Any, scope: str) -> Any:
+    """A call node's value: a Value, a tuple of them (an op of several results), or None; its ops
+    named in the module `scope`."""
     if node.target is operator.getitem:
         items = _resolve(tr, node.args[0])
         return items[node.args[1]] if isinstance(items, (list, tuple)) else None
@@ -62,7 +62,6 @@ def translate(tr: Translation, node: Any) -> Any:
     if found is None:
         raise tr.error(f"{namespace}.{target} is not supported by the PyTorch import")
     try:
-        scope = torch_names.module_path(node.meta)
         call = torch_names.call_name(f"aten.{target}", torch_names.module_class(node.meta))
         loc = tr.unique(_SAFE.sub("_", f"{scope}.{call}" if scope else call))
         args = [_resolve(tr, a) for a in node.args]
@@ -102,8 +101,8 @@ def _argument(tr: Translation, node: Any, kind_name: tuple[str, str]) -> Value |
     return Value(tr.builder.arg(kind_name[1], shape, dtype, kind_name[0]), shape, dtype)
 
 
-def _locate(tr: Translation, node: Any, roots: tuple[str, ...]) -> None:
-    """Name the node's ops by its module path and locate them at its line of Python."""
+def _locate(tr: Translation, node: Any, roots: tuple[str, ...]) -> str:
+    """Locate the node's ops at its line of Python; the module path they are named in."""
     line = torch_names.python_line(node.meta, roots)
     tr.builder.source, tr.builder.source_code = None, ""
     scope = torch_names.module_path(node.meta)
@@ -111,6 +110,7 @@ def _locate(tr: Translation, node: Any, roots: tuple[str, ...]) -> None:
         tr.builder.source = (line.file, line.line)
         tr.builder.source_code = line.code
     tr.where = f"{line}: {scope or 'the model'}" if line else scope
+    return scope
 
 
 def _library_roots() -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from tilescope.compiler.frontend.torch_rules import (
     channels_last,
     fit,
     logical,
+    once,
     plain,
     rule,
     shape_of,
@@ -99,10 +100,7 @@ def reshape(tr: Translation, call: Call) -> Value:
     x = logical(tr, x, call.loc)
     if x.shape == shape:
         return x
-    key = (x.ssa, shape)
-    if key not in tr.views:
-        tr.views[key] = tr.builder.reshape(x.ssa, shape, call.loc)
-    return value(tr, tr.views[key], shape)
+    return value(tr, once(tr, (x.ssa, shape), lambda: tr.builder.reshape(x.ssa, shape, call.loc)), shape)
 
 
 def _merges_leading(held: tuple[int, ...], shape: tuple[int, ...]) -> bool:

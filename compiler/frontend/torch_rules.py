@@ -147,18 +147,18 @@ def logical(tr: Translation, v: Any, loc: str) -> Value:
         raise tr.error(f"{loc}: expected a tensor operand, got {type(v).__name__}")
     ssa = v.ssa
     if v.nhwc:
-        ssa = _once(tr, (ssa, ("nchw",)), lambda: tr.builder.permute(v.ssa, (0, 3, 1, 2), f"{loc}.to_nchw"))
+        ssa = once(tr, (ssa, ("nchw",)), lambda: tr.builder.permute(v.ssa, (0, 3, 1, 2), f"{loc}.to_nchw"))
     if v.transposed:
         rank, held = len(tr.builder.shape(ssa)), ssa
         swap = (*range(rank - 2), rank - 1, rank - 2)
-        ssa = _once(tr, (held, ("T",)), lambda: tr.builder.permute(held, swap, f"{loc}.transpose"))
+        ssa = once(tr, (held, ("T",)), lambda: tr.builder.permute(held, swap, f"{loc}.transpose"))
     if tr.builder.shape(ssa) != v.shape:
         held = ssa
-        ssa = _once(tr, (held, v.shape), lambda: tr.builder.reshape(held, v.shape, f"{loc}.reshape"))
+        ssa = once(tr, (held, v.shape), lambda: tr.builder.reshape(held, v.shape, f"{loc}.reshape"))
     return v if ssa == v.ssa else Value(ssa, v.shape, v.dtype)
 
 
-def _once(tr: Translation, key: tuple, make: Callable[[], str]) -> str:
+def once(tr: Translation, key: tuple, make: Callable[[], str]) -> str:
     """The value `make` makes, made once per key: a tensor read as torch holds it by several ops
     (a transposed view relu'd and cast) is permuted once."""
     if key not in tr.views:
@@ -186,5 +186,5 @@ def to_nhwc(tr: Translation, v: Any, loc: str) -> Value:
     if v.nhwc:
         return v
     held = logical(tr, v, loc).ssa  # permuted once, whatever reads it so (a block's conv and shortcut)
-    made = _once(tr, (held, ("nhwc",)), lambda: tr.builder.permute(held, (0, 2, 3, 1), f"{loc}.to_nhwc"))
+    made = once(tr, (held, ("nhwc",)), lambda: tr.builder.permute(held, (0, 2, 3, 1), f"{loc}.to_nhwc"))
     return Value(made, v.shape, v.dtype, True)

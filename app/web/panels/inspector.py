@@ -63,7 +63,7 @@ def inspector_children(
     rows: list[tuple[str, str]] = [("op", op.name), ("kind", op.kind)]
     line = op.meta.get(CODE_LINE)
     if line is not None:  # the line of the model's source that made it (a PyTorch model's Python)
-        rows.append(("source", f"{line.file.rsplit('/', 1)[-1]}:{line.line}"))
+        rows.append(("source", str(line)))
         if line.code:
             rows.append(("code", line.code))
     if op.source and op.source != (op.name,):
