@@ -39,6 +39,10 @@ def gemm_dims(graph: Graph, op: Op) -> tuple[int, int, int]:
         k = weight.numel // max(1, c_out)
         return max(1, out_elems // max(1, c_out)), k, c_out
     a = graph.tensors[op.inputs[0]]
+    if op.kind == "mmt4d" and len(a.shape) >= 4 and len(out.shape) >= 4:
+        # packed: A is [B,] M1 x K1 x M0 x K0 and the result [B,] M1 x N1 x M0 x N0
+        cols = out.shape[-3] * out.shape[-1]
+        return max(1, out_elems // max(1, cols)), a.shape[-3] * a.shape[-1], cols
     contract = attributes.ints(op.attrs.get("contract_dims_lhs"))
     if contract:
         if len(set(contract)) != len(contract) or not all(0 <= d < len(a.shape) for d in contract):

@@ -61,6 +61,9 @@ class Tensor:
     is_parameter: bool = False
     # how the tensor is split over the device mesh (Graph.meta[MESH]); None: whole on every device
     sharding: Sharding | None = None
+    # a layout the source gave the tensor's type, kept as it was written (IREE's
+    # `#iree_encoding.encoding<...>` on a contraction's operand): MLIR text, printed at every level
+    encoding: str | None = None
 
     @property
     def numel(self) -> int:
@@ -69,13 +72,20 @@ class Tensor:
     def copy(self) -> Tensor:
         # by hand: copy.copy's generic protocol was most of the cost of a level's copy
         return Tensor(
-            self.name, self.shape, self.dtype, self.layout, self.is_constant, self.is_parameter, self.sharding
+            self.name,
+            self.shape,
+            self.dtype,
+            self.layout,
+            self.is_constant,
+            self.is_parameter,
+            self.sharding,
+            self.encoding,
         )
 
     def type_str(self) -> str:
         dims = "x".join(str(d) for d in self.shape)
         body = f"{dims}x{self.dtype}" if dims else self.dtype
-        return f"tensor<{body}>"
+        return f"tensor<{body}, {self.encoding}>" if self.encoding else f"tensor<{body}>"
 
 
 @dataclass

@@ -51,6 +51,9 @@ def _kinds(kind_class: str, engine: str, flops: float, *names: str) -> dict[str,
 # SFPU pass), enough to rank ops; matmul and convolution FLOPs are exact (2 per multiply-add).
 KINDS: dict[str, OpClass] = {
     **_kinds(MATMUL, "matrix", 0, "matmul"),
+    # a matmul on operands packed into inner tiles (IREE's data-tiling): M1xK1xM0xK0 times
+    # N1xK1xN0xK0 into M1xN1xM0xN0, with an optional batch dim in front
+    **_kinds(MATMUL, "matrix", 0, "mmt4d"),
     **_kinds(CONV, "matrix", 0, "conv2d"),
     # softmax(Q K^T * scale + mask) V in one kernel; the softmax's vector work per score
     **_kinds(ATTENTION, "matrix", 5, "scaled_dot_product_attention", "scaled_dot_product_attention_decode"),
@@ -163,6 +166,14 @@ KINDS: dict[str, OpClass] = {
         "halo",
         # nearest-neighbour upsampling: each input pixel copied scale_h x scale_w times
         "upsample",
+        # a relayout into inner tiles and back (linalg.pack / unpack), and an IREE encoding set
+        # or unset on a tensor, which materializes into one
+        "pack",
+        "unpack",
+        "set_encoding",
+        "unset_encoding",
+        # a tensor sent to another device (IREE's flow.tensor.transfer)
+        "transfer",
     ),
     **_kinds(CONSTANT, "none", 0, "constant"),
     # on one device a collective is a copy; across devices its cost is the links'
@@ -251,6 +262,33 @@ ALIASES: dict[str, str] = {
     "empty_tensor": "constant",
     "dynamic_update_slice": "update_cache",
     "reshard": "sharding_constraint",  # sdy.reshard: the partitioner picks the collectives
+    "batch_mmt4d": "mmt4d",
+    "tensor.encode": "set_encoding",  # flow.tensor.encode
+    "tensor.reshape": "reshape",  # flow.tensor.reshape
+    "tensor.transfer": "transfer",  # flow.tensor.transfer
+    "tensor.splat": "fill",  # flow.tensor.splat
+    # arith and math spellings, as linalg.generic bodies hold them (compiler/ir/generic_ops.py)
+    "subi": "subtract",
+    "muli": "multiply",
+    "divsi": "divide",
+    "divui": "divide",
+    "negf": "neg",
+    "absf": "abs",
+    "powf": "pow",
+    "maxnumf": "maximum",
+    "minnumf": "minimum",
+    "maxsi": "maximum",
+    "minsi": "minimum",
+    "cmpf": "eq",
+    "cmpi": "eq",
+    "extf": "typecast",
+    "truncf": "typecast",
+    "sitofp": "typecast",
+    "uitofp": "typecast",
+    "fptosi": "typecast",
+    "extsi": "typecast",
+    "extui": "typecast",
+    "trunci": "typecast",
 }
 
 # GSPMD's sharding ops are custom calls, told apart by their target

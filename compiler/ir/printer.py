@@ -52,10 +52,14 @@ def _located(op: Op) -> str:
 
 
 def _type(tensor: Tensor, with_layout: bool) -> str:
-    base = tensor.type_str()
     if with_layout and tensor.layout is not None:
-        return f"{base[:-1]}, {tensor.layout.mlir()}>"
-    return base
+        # one encoding per tensor type: a source's encoding goes inside tilescope's layout
+        layout = tensor.layout.mlir()
+        if tensor.encoding:
+            layout = f"{layout[:-1]}, {tensor.encoding}>"
+        dims = "".join(f"{d}x" for d in tensor.shape)
+        return f"tensor<{dims}{tensor.dtype}, {layout}>"
+    return tensor.type_str()
 
 
 def _attr_value(value) -> str:

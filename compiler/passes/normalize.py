@@ -15,6 +15,7 @@ from tilescope.compiler.ir.meta import CODE_LINE, LOCAL
 from tilescope.compiler.ir.meta_key import Meta
 from tilescope.compiler.ir import opset
 from tilescope.compiler.errors import clip
+from tilescope.compiler.ir.generic_ops import GENERICS, generic_kind
 from tilescope.compiler.ir.graph import Graph, Op
 
 
@@ -41,7 +42,11 @@ class Normalize:
         for op in out.ops:  # the level's own copies: changed in place
             if op.kind in opset.DPS_EMPTY:
                 continue
-            kind = opset.kind_of_op(op)
+            if op.kind in GENERICS:
+                kind, fused = generic_kind(op, out.tensors)
+                op.attrs[FUSED] = fused[:MAX_FUSED]
+            else:
+                kind = opset.kind_of_op(op)
             if kind is None:
                 unknown[op.kind] = unknown.get(op.kind, 0) + 1
                 op.attrs["source_op"] = op.kind

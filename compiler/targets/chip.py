@@ -117,6 +117,13 @@ class Target:
     sfpu_cycles: dict[str, float] = field(default_factory=dict)
     # the devices this target's chip is one of, and their links; a lone chip is a system of one
     system: System = SINGLE_DEVICE
+    # data-tiling's inner tiles per element type of a matmul's operands: (M0, N0, K0), the block
+    # of the result (M0 x N0) one step of the engine's inner loop makes from M0 x K0 and N0 x K0
+    # of its operands (IREE's mmt4d tiles for a CPU; a tile by a tile for Tensix)
+    inner_tiles: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    # iree-compile's flags for this chip, where IREE targets it (a CPU): what an IREE user passes
+    # to compile what tilescope simulates, and what the data-tiling oracle test compiles with
+    iree_flags: tuple[str, ...] = ()
 
     @property
     def tile_shapes(self) -> list[tuple[int, int]]:
@@ -183,6 +190,11 @@ class Target:
         per_cycle = self.matrix.flops_per_cycle[self.compute_dtype(dtype)]
         passes = self.matrix.fidelity_passes[fidelity] if fidelity else min(self.matrix.fidelity_passes.values())
         return per_cycle * self.cores * self.clock_hz / passes
+
+    def inner_tile(self, dtype: str) -> tuple[int, int, int] | None:
+        """The data-tiling inner tile (M0, N0, K0) of a matmul on `dtype` operands: the declared
+        one, else the one of the dtype the engine computes `dtype` in; None when none is declared."""
+        return self.inner_tiles.get(dtype, self.inner_tiles.get(self.compute_dtype(dtype)))
 
     def error_band(self, kind: str) -> float | None:
         """The share of a `kind` op's predicted time its measurements fall within (about two in

@@ -71,7 +71,9 @@ LIMITS: dict[str, tuple[float, float]] = {
     "dispatch.<mode>_ns": (0, 1e9),  # at most a second per op launch
     "error_bands.<kind>": (0, 1000),  # a share of the predicted time
     "vector.sfpu_cycles_per_tile.<kind>": (1, 1_000_000),
+    "data_tiling.<dtype>": (1, 1024),  # each of M0, N0, K0, in elements
 }
+MAX_IREE_FLAGS, MAX_IREE_FLAG = 32, 256  # flags, and characters of each
 MAX_BANDS = 256  # kinds with an error band
 
 
@@ -178,6 +180,28 @@ def _sfpu_cycles(data: dict, where: str) -> dict[str, float]:
     return {kind: _get(data, f"{key}.{kind}", float, where, limits=limits) for kind in table}
 
 
+def _inner_tiles(data: dict, where: str) -> dict[str, tuple[int, int, int]]:
+    """Optional [data_tiling] table: dtype -> [M0, N0, K0], each 1 to 1024 elements."""
+    tiles = {}
+    for dtype in _dtype_keys(data, "data_tiling", where, default={}):
+        key = f"data_tiling.{dtype}"
+        value = _get(data, key, list, where)
+        low, high = LIMITS["data_tiling.<dtype>"]
+        if len(value) != 3 or not all(type(n) is int and low <= n <= high for n in value):
+            raise TargetError(f"{where}: key {shown(key)} must be [M0, N0, K0]: three integers from 1 to {high:,}")
+        tiles[dtype] = tuple(value)
+    return tiles
+
+
+def _iree_flags(data: dict, where: str) -> tuple[str, ...]:
+    """Optional [iree] flags: iree-compile's flags for this chip."""
+    flags = _get(data, "iree.flags", list, where, default=[])
+    if len(flags) > MAX_IREE_FLAGS or not all(isinstance(f, str) and 0 < len(f) <= MAX_IREE_FLAG for f in flags):
+        most = f"at most {MAX_IREE_FLAGS} flags of 1 to {MAX_IREE_FLAG} characters"
+        raise TargetError(f"{where}: key 'iree.flags' must be {most}")
+    return tuple(flags)
+
+
 def _dtype_keys(data: dict, key: str, where: str, default: Any = MISSING) -> dict:
     table = _get(data, key, dict, where, default)
     for dtype in table:
@@ -252,4 +276,6 @@ def target_from(data: dict, where: str, assumed: tuple[str, ...] = ()) -> Target
         short_tiles=_get(data, "tile.short_rows", bool, where, default=False),
         error_bands=_error_bands(data, where),
         sfpu_cycles=_sfpu_cycles(data, where),
+        inner_tiles=_inner_tiles(data, where),
+        iree_flags=_iree_flags(data, where),
     )

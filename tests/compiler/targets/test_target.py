@@ -165,6 +165,9 @@ BUILTIN = {  # name: (grid, clock, core memory KiB, DRAM GB/s, bf16 peak TFLOPS 
     "corsair": ((4, 8), 1.0e9, 65536, 400, 600.0, {"l1", "dram"}),
     # one of the Corsair card's eight chiplets: an eighth of the card (compiler/targets/systems/corsair_card.toml)
     "corsair_chiplet": ((4, 1), 1.0e9, 65536, 50, 75.0, {"l1", "dram"}),
+    # CPUs: a core's L2 is its memory, the L3 the shared one; bf16 at the vdpbf16ps / BFMMLA rate
+    "x86_avx512": ((8, 12), 3.55e9, 1024, 460.8, 64 * 96 * 3.55e9 / 1e12, {"l1", "lls", "dram"}),
+    "aarch64_sve": ((8, 8), 2.6e9, 1024, 307.2, 64 * 64 * 2.6e9 / 1e12, {"l1", "lls", "dram"}),
 }
 SYSTEMS = ["blackhole_8xp150", "blackhole_p300", "corsair_card", "galaxy", "mtia_v1_host", "t3k", "wormhole_n300"]
 
@@ -191,6 +194,29 @@ def test_published_peaks_follow_from_the_per_core_rates():
     assert corsair.peak_flops("mxint8") == pytest.approx(2.4e15)
     assert corsair.peak_flops("mxint4") == pytest.approx(9.6e15)
     assert corsair.compute_dtype("bf16") == "mxint16"  # block floating point only
+
+
+def test_a_cpus_f16_is_computed_in_f32_and_takes_the_f32_inner_tile():
+    cpu = load_target("x86_avx512")
+    assert cpu.compute_dtype("f16") == "f32"
+    assert cpu.inner_tile("f16") == cpu.inner_tile("f32") == (16, 16, 1)
+    assert cpu.inner_tile("bfp8") is None or cpu.inner_tile("bfp8") == cpu.inner_tile("f32")
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("[data_tiling]\nf32 = [16, 16]", "three integers"),
+        ("[data_tiling]\nf32 = [16, 0, 1]", "three integers"),
+        ("[data_tiling]\nf99 = [16, 16, 1]", "not a dtype"),
+        ("[iree]\nflags = [1]", "iree.flags"),
+    ],
+)
+def test_a_bad_data_tiling_or_iree_table_is_one_line(tmp_path, table, message):
+    path = _write(tmp_path, SOURCE + "\n" + table + "\n")
+    with pytest.raises(TargetError, match=message) as err:
+        load_target(path)
+    assert "\n" not in str(err.value)
 
 
 def test_mtia_has_a_shared_on_chip_scratch():
