@@ -108,7 +108,8 @@ def dump(overrides: OverrideSet, fmt: str) -> str:
 def left_out(overrides: OverrideSet, fmt: str) -> list[str]:
     """What a tool's format (TOOL_FORMATS) cannot carry of `overrides`, as tilescope writes it:
     per item the whole item or the `key#value` tokens the tool does not read, then the globals
-    (the policy and dispatch are tilescope's; TT-Explorer's file has no L1 usage cap either)."""
+    (the policy, dispatch and data-tiling are tilescope's; TT-Explorer's file has no L1 usage cap
+    either)."""
     if fmt not in TOOL_FORMATS:
         return []
     found = []
@@ -118,6 +119,8 @@ def left_out(overrides: OverrideSet, fmt: str) -> list[str]:
     ):
         if value not in (None, default):  # the default needs no carrying
             found.append(f"{name}={value}")
+    if overrides.data_tiling:  # IREE's flag: no tt-mlir option does it
+        found.append("data_tiling=true")
     if fmt == "tt-explorer" and overrides.l1_usage_cap is not None:
         found.append(f"{L1_USAGE_CAP}={overrides.l1_usage_cap:g}")
     for ov in overrides.items:

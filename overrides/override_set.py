@@ -21,6 +21,7 @@ class OverrideSet:
     policy: str | None = None
     dispatch: str | None = None
     l1_usage_cap: float | None = None
+    data_tiling: bool | None = None  # compiled with data-tiling (IREE's flag); None: not said (off)
 
     def __post_init__(self) -> None:
         seen: set[tuple] = set()

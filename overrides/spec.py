@@ -5,7 +5,8 @@
 
 Each parameter belongs to one category (grid, memory, memory layout, layout, dtype); naming a
 category twice in one item is an error, as in tt-mlir. Our extensions are `key#value` tokens in the
-same list: `fidelity#hifi2`, `block#4x2x2`, `subblock#2x2`, `double_buffer#false`, `tile#1x32`, and
+same list: `fidelity#hifi2`, `block#4x2x2`, `subblock#2x2`, `double_buffer#false`, `tile#1x32`,
+`inner_tiles#16x16x1` (a data-tiled matmul's inner tiles, M0 x N0 x K0), and
 `operand#N` / `result#N` to lay out one input (as the op reads it) or one output of the op:
 
     matmul_1=operand#1:l1:width_sharded:8x1
@@ -47,6 +48,19 @@ def _dims(count: int):
         return tuple(int(g) for g in match.groups())
 
     return parse
+
+
+MAX_INNER_TILE = 1024  # elements along each of an inner tile's dims, as a target file allows
+
+
+def _bounded(parse, most: int):
+    def bounded(value: str):
+        found = parse(value)
+        if max(found) > most:
+            raise ValueError(value)
+        return found
+
+    return bounded
 
 
 def _index(value: str) -> int:
@@ -99,9 +113,10 @@ EXTENSIONS = {
     "operand": _index,  # the override lays out the op's input N as the op reads it
     "result": _index,  # the override lays out the op's output N only
     "sharding": parse_sharding,  # over the devices: per dimension, the mesh axes splitting it
+    "inner_tiles": _bounded(_dims(3), MAX_INNER_TILE),  # a data-tiled matmul's M0xN0xK0 elements
 }
 # Extensions that describe the op's kernel, not a tensor: they cannot name an operand.
-OP_ONLY = ("fidelity", "block", "subblock", "double_buffer")
+OP_ONLY = ("fidelity", "block", "subblock", "double_buffer", "inner_tiles")
 
 
 def _category(token: str) -> tuple[str, object]:
@@ -139,7 +154,8 @@ EXPECTED = (
     + "|".join(TENSOR_LAYOUTS)
     + ", a dtype, fidelity#"
     + "|".join(FIDELITIES)
-    + ", block#MxNxK, subblock#HxW, double_buffer#true|false, tile#RxC, sharding#{axes},{axes}..."
+    + ", block#MxNxK, subblock#HxW, double_buffer#true|false, tile#RxC, inner_tiles#M0xN0xK0 (at most 1024 each),"
+    + " sharding#{axes},{axes}..."
     + " or sharding#replicated, operand#N or result#N"
 )
 

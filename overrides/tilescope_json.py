@@ -52,7 +52,7 @@ def parse_json(data: dict, errors: list[str] | None = None) -> OverrideSet:
         if index in bad:
             continue
         params = {k: entry[k] for k in _FIELDS if k in entry and k != "sharding"}
-        for key in ("grid", "block", "subblock", "tile"):
+        for key in ("grid", "block", "subblock", "tile", "inner_tiles"):
             if key in params:
                 params[key] = tuple(params[key])
         # through the item parser, so every format obeys the same rules (a sharding as written)
@@ -64,7 +64,13 @@ def parse_json(data: dict, errors: list[str] | None = None) -> OverrideSet:
             items.append(ov)
     if messages:  # globals from an invalid file are not trusted
         return OverrideSet(unique_items(items, errors))
-    return OverrideSet(unique_items(items, errors), data.get("policy"), data.get("dispatch"), data.get("l1_usage_cap"))
+    return OverrideSet(
+        unique_items(items, errors),
+        data.get("policy"),
+        data.get("dispatch"),
+        data.get("l1_usage_cap"),
+        data.get("data_tiling"),
+    )
 
 
 def format_json(overrides: OverrideSet) -> dict:
@@ -79,7 +85,7 @@ def format_json(overrides: OverrideSet) -> dict:
                 entry[name] = list(value) if isinstance(value, tuple) else value
         entries.append(entry)
     data: dict = {"version": VERSION, "overrides": entries}
-    for key in ("policy", "dispatch", "l1_usage_cap"):
+    for key in ("policy", "dispatch", "l1_usage_cap", "data_tiling"):
         if getattr(overrides, key) is not None:
             data[key] = getattr(overrides, key)
     return data

@@ -30,7 +30,8 @@ from tilescope.perfdb.runs import get_run, load_ops
 from tilescope.perfdb.schema import Run
 
 TOP = 5  # names in top_regressions and top_improvements
-RUN_SETTINGS = ("dispatch", "policy", "l1_usage_cap")  # what a run was compiled and simulated under, besides overrides
+# what a run was compiled and simulated under, besides overrides
+RUN_SETTINGS = ("dispatch", "policy", "l1_usage_cap", "data_tiling")
 
 T = TypeVar("T")
 

@@ -214,6 +214,7 @@ def import_csv(
         dispatch=base.dispatch,
         policy=base.policy,
         l1_usage_cap=base.l1_usage_cap,
+        data_tiling=base.data_tiling,
         overrides=list(base.overrides),
         label=label or f"measured: {source}",
         parent_id=base.id,

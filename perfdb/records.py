@@ -136,6 +136,7 @@ class NewRun:
     target_ref: str = ""  # how the target was asked for: a built-in name or a file path
     target_text: str = ""  # the target description it ran on
     l1_usage_cap: float = 0.8
+    data_tiling: bool = False
     overrides: list[str] = field(default_factory=list)
     override_outcomes: list[dict] = field(default_factory=list)
     label: str = ""

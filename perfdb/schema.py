@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -21,6 +22,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -115,6 +117,8 @@ class Run(Base):
     # the mesh its devices formed, [[axis, size], ...] major to minor: what a diff across device
     # counts names; [] on one device, and for runs stored before meshes were kept (perfdb.meshes)
     mesh: Mapped[list] = mapped_column(JSON, default=list, server_default="[]")
+    # compiled with data-tiling (IREE's flag): matmul operands packed into the target's inner tiles
+    data_tiling: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     model: Mapped[Model] = relationship(lazy="selectin")
     target: Mapped[Target] = relationship(lazy="selectin")

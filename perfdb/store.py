@@ -56,6 +56,7 @@ def add_run(session: Session, new: NewRun) -> int:
         dispatch=new.dispatch,
         policy=new.policy,
         l1_usage_cap=new.l1_usage_cap,
+        data_tiling=new.data_tiling,
         overrides=list(new.overrides),
         override_outcomes=list(new.override_outcomes),
         label=new.label,

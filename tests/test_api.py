@@ -112,13 +112,23 @@ def test_store_keeps_what_compile_and_simulate_made_as_run_would(db):
     stored_id = db.store(compiled, tilescope.simulate(compiled, "trace"), label="by hand")
     ran = db.run(MODEL, "wormhole_n150", [OVERRIDE], dispatch="trace", **settings)
     columns = (
-        *("model_id", "model_ref", "target_id", "target_ref", "policy", "l1_usage_cap", "dispatch"),
+        *("model_id", "model_ref", "target_id", "target_ref", "policy", "l1_usage_cap", "dispatch", "data_tiling"),
         *("overrides", "override_outcomes", "total_ns", "device_ns", "load_ns", "tracks", "mesh"),
     )
     with db.sessions() as session:
         by_hand, by_run = get_run(session, stored_id), get_run(session, ran.run_id)
         assert by_hand.label == "by hand"
         assert {c: getattr(by_hand, c) for c in columns} == {c: getattr(by_run, c) for c in columns}
+
+
+def test_data_tiling_compiles_packs_and_a_run_stores_it(db):
+    compiled = tilescope.compile("zoo:bert-base?layers=1&seq=128", "x86_avx512", data_tiling=True)
+    kinds = {op.kind for op in compiled.levels["layout"].ops}
+    assert {"pack", "mmt4d", "unpack"} <= kinds and "matmul" not in kinds
+    stored_id = db.store(compiled, tilescope.simulate(compiled))
+    ran = db.run("zoo:bert-base?layers=1&seq=128", "x86_avx512", data_tiling=True)
+    with db.sessions() as session:
+        assert get_run(session, stored_id).data_tiling and get_run(session, ran.run_id).data_tiling
 
 
 def test_store_of_a_target_file_needs_its_path(db, tmp_path):
@@ -169,6 +179,7 @@ BAD_INPUT = {
     "unknown policy": (lambda db: tilescope.compile(MODEL, policy="fastest"), "unknown policy 'fastest'"),
     "cap": (lambda db: tilescope.compile(MODEL, l1_usage_cap=1.5), r"l1_usage_cap must be in \(0, 1\], got 1.5"),
     "unknown dispatch": (lambda db: db.run(MODEL, dispatch="fast"), "unknown dispatch 'fast'"),
+    "data_tiling": (lambda db: tilescope.compile(MODEL, data_tiling="yes"), "data_tiling must be True or False"),
     "no run": (lambda db: db.diff(1, 2), "no run with id 1"),
     "no last run": (lambda db: db.diff("last", "last"), "last: "),
     "not a run": (lambda db: db.diff("first", 1), "'first' is not a run"),
@@ -184,7 +195,8 @@ def test_bad_input_is_one_line_raised_from_the_api(db, call, message):
         call(db)
     assert "\n" not in str(caught.value)
     frames = {Path(frame.filename).name for frame in traceback.extract_tb(caught.value.__traceback__)}
-    assert frames <= {Path(__file__).name, API.name}, frames  # not from inside the compiler or the database
+    # not from inside the compiler or the database: the API's own modules
+    assert frames <= {Path(__file__).name, API.name, "arguments.py"}, frames
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
 
 

@@ -214,6 +214,14 @@ def test_installed_runs_an_example_with_overrides_from_a_file(installed):
     assert checked == "no problems; 1 override(s) apply\n"
 
 
+def test_installed_runs_ireees_example_on_a_cpu_target_and_data_tiles_on_it(installed):
+    """The shipped IREE program and CPU target files, and the data-tiling stage, from the wheel."""
+    out = installed.tilescope("run", "ffn_iree.mlir", "--target", "x86_avx512")
+    assert re.search(r"^mmt4d_0 +mmt4d ", out, re.M), out[-2000:]
+    out = installed.tilescope("run", "zoo:mlp", "--target", "aarch64_sve", "--data-tiling")
+    assert "data-tiling)" in out.splitlines()[0] and " pack " in out, out[-2000:]
+
+
 @pytest.mark.parametrize("args", [(), ("--models",)], ids=["ops", "models"])
 def test_installed_validate_cites_sources_the_user_can_open(installed, args):
     out = installed.tilescope("validate", *args)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ParamSpec, TypeVar, Union
 
 from tilescope.compiler.errors import TilescopeError
+from tilescope.arguments import dispatch_mode, options, target_ref
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from tilescope.compiler.frontend.mlir_import import ImportedModel
     from tilescope.compiler.pipeline.compilation import Compilation
     from tilescope.compiler.pipeline.op_override import OpOverride, OverrideOutcome
-    from tilescope.compiler.pipeline.options import CompileOptions
     from tilescope.compiler.sim.simulator import SimResult
 
     # one override or several: the command line's `OP=PARAMS` strings, or records
@@ -103,6 +103,7 @@ def run(
     dtype: str | None = None,
     policy: str | None = None,
     dispatch: str | None = None,
+    data_tiling: bool = False,
     label: str = "",
     db: str | None = None,
 ) -> RunResult:
@@ -112,7 +113,9 @@ def run(
     from tilescope.compiler.frontend.mlir_import import ImportedModel
 
     imported = model if isinstance(model, ImportedModel) else load(model, example_inputs, dtype=dtype)
-    return open_db(db).run(imported, target, overrides, policy=policy, dispatch=dispatch, label=label)
+    return open_db(db).run(
+        imported, target, overrides, policy=policy, dispatch=dispatch, data_tiling=data_tiling, label=label
+    )
 
 
 @one_line_errors
@@ -123,6 +126,7 @@ def compile(
     *,
     policy: str | None = None,
     l1_usage_cap: float | None = None,
+    data_tiling: bool = False,
 ) -> Compilation:
     """`model` (a reference, or what `load` returned) compiled for `target` (a built-in name or a
     .toml path; wormhole_n150 by default) with `overrides`, under the layout `policy` and the
@@ -132,7 +136,8 @@ def compile(
     from tilescope.app.workbench.runs import compile_cached
 
     ref, text = _ref_and_text(model)
-    return compile_cached(ref, _target(target), _options(overrides, policy, l1_usage_cap), text)
+    given = options(overrides, policy, l1_usage_cap, data_tiling=data_tiling)
+    return compile_cached(ref, target_ref(target), given, text)
 
 
 @one_line_errors
@@ -142,7 +147,7 @@ def simulate(compilation: Compilation, dispatch: str | None = None) -> SimResult
     is `host` (one launch per op, the default) or `trace` (a captured trace)."""
     from tilescope.compiler.sim.simulator import simulate as run_kernels
 
-    return run_kernels(compilation.kernel, compilation.target, _dispatch(dispatch))
+    return run_kernels(compilation.kernel, compilation.target, dispatch_mode(dispatch))
 
 
 @one_line_errors
@@ -173,6 +178,7 @@ class Database:
         policy: str | None = None,
         l1_usage_cap: float | None = None,
         dispatch: str | None = None,
+        data_tiling: bool = False,
         label: str = "",
         keep_going: bool = False,
     ) -> RunResult:
@@ -185,8 +191,8 @@ class Database:
         result = execute(
             self.sessions,
             ref,
-            _target(target),
-            _options(overrides, policy, l1_usage_cap, dispatch),
+            target_ref(target),
+            options(overrides, policy, l1_usage_cap, dispatch, data_tiling),
             label=label,
             source_text=text,
             keep_going=keep_going,
@@ -274,7 +280,7 @@ class Database:
         serve(
             db_url=self.url,
             model_ref=model or EXAMPLE_MODEL,
-            target=_target(target),
+            target=target_ref(target),
             host=host,
             port=port if port is not None else port_from_env(),
         )
@@ -300,66 +306,6 @@ def _ref_and_text(model: str | ImportedModel) -> tuple[str, str | None]:
         keep_imported(model)  # compiled as it is, not parsed again from its text
         return model.ref, model.text
     raise TilescopeError(f"{type(model).__name__} is not a model: give a model reference or what load() returned")
-
-
-def _items(overrides: Overrides) -> tuple[OpOverride, ...]:
-    """Override records, each with the text it is stored as, one per op part."""
-    from tilescope.compiler.pipeline.op_override import OpOverride
-    from tilescope.overrides import format_item, parse_item
-    from tilescope.overrides.formats import OverrideSet
-
-    given = [overrides] if isinstance(overrides, (str, OpOverride)) else list(overrides)
-    items = []
-    for item in given:
-        if isinstance(item, str):
-            items.append(parse_item(item))
-        elif isinstance(item, OpOverride):  # `spec` is how a store knows it (see _compiled_with)
-            items.append(item if item.spec else replace(item, spec=format_item(item)))
-        else:
-            raise TilescopeError(f"{item!r} is not an override: give OP=PARAMS text or an OpOverride")
-    OverrideSet(items)  # one override per op part
-    return tuple(items)
-
-
-def _target(target: str | None) -> str:
-    from tilescope.app.workbench.defaults import DEFAULT_TARGET
-
-    return DEFAULT_TARGET if target is None else target
-
-
-def _options(
-    overrides: Overrides, policy: str | None, l1_usage_cap: float | None, dispatch: str | None = None
-) -> CompileOptions:
-    """The compiler's options record of the API's parameters, each checked or defaulted."""
-    from tilescope.compiler.pipeline.options import CompileOptions
-
-    return CompileOptions(_items(overrides), _policy(policy), _cap(l1_usage_cap), _dispatch(dispatch))
-
-
-def _policy(policy: str | None) -> str:
-    from tilescope.compiler.pipeline.options import DEFAULT_POLICY
-
-    return DEFAULT_POLICY if policy is None else policy
-
-
-def _cap(l1_usage_cap: float | None) -> float:
-    from tilescope.compiler.pipeline.options import DEFAULT_L1_USAGE_CAP
-
-    if l1_usage_cap is None:
-        return DEFAULT_L1_USAGE_CAP
-    if not 0 < l1_usage_cap <= 1:
-        raise TilescopeError(f"l1_usage_cap must be in (0, 1], got {l1_usage_cap:g}")
-    return l1_usage_cap
-
-
-def _dispatch(dispatch: str | None) -> str:
-    from tilescope.compiler.targets.chip import DEFAULT_DISPATCH, DISPATCH_MODES
-
-    if dispatch is None:
-        return DEFAULT_DISPATCH
-    if dispatch not in DISPATCH_MODES:
-        raise TilescopeError(f"unknown dispatch {dispatch!r}; known: {', '.join(DISPATCH_MODES)}")
-    return dispatch
 
 
 def _resolved(session: Session, text: str) -> int:
@@ -391,8 +337,12 @@ def _compiled_with(compilation: Compilation) -> dict:
     overrides, as `run` stores them."""
     from tilescope.overrides import format_item
 
-    options = compilation.options
-    return {"l1_usage_cap": options.l1_usage_cap, "overrides": [format_item(o) for o in options.overrides]}
+    made = compilation.options
+    return {
+        "l1_usage_cap": made.l1_usage_cap,
+        "data_tiling": made.data_tiling,
+        "overrides": [format_item(o) for o in made.overrides],
+    }
 
 
 def _refused(rejected: Sequence[OverrideOutcome]) -> TilescopeError:

@@ -89,6 +89,14 @@ def add_common(p: argparse.ArgumentParser, db: bool = True, target: bool = True)
             metavar="SHARE",
             help=f"share of L1 that tensors may use (default {DEFAULT_L1_USAGE_CAP})",
         )
+        p.add_argument(
+            "--data-tiling",
+            action="store_const",
+            const=True,
+            default=None,
+            help="as IREE's flag: matmul operands packed into the target's inner tiles (pack -> mmt4d -> unpack), "
+            "weights packed at load time",
+        )
     if db:
         p.add_argument("--db", default=None, metavar="URL", help=DB_HELP)
 

@@ -103,9 +103,10 @@ def _print_table(result: RunResult, model_ref: str) -> None:
     from tilescope.app.workbench.load_time import load_line
 
     sim = result.sim
+    tiled = ", data-tiling" if result.compilation.options.data_tiling else ""
     print(
         f"run {result.run_id}  {model_ref} on {sim.target} "
-        f"({sim.dispatch} dispatch, {result.compilation.policy} policy)"
+        f"({sim.dispatch} dispatch, {result.compilation.policy} policy{tiled})"
     )
     width = max([len(o.name) for o in sim.ops] + [4])
     print(f"{'op':<{width}}  {'type':<10} {'start us':>10} {'dur us':>9} {'GFLOP':>8} {'bound':<8} {'memory':<6} grid")
@@ -158,13 +159,20 @@ def settings(args, default_dispatch: str = DEFAULT_DISPATCH) -> Settings:
     items = [*loaded.items, *(parse_item(item) for item in args.override)]
     OverrideSet(items)  # one override per op, across file and flags
     dispatch = getattr(args, "dispatch", None) or loaded.dispatch
-    options = CompileOptions(items, _policy(args, loaded), _cap(args, loaded), dispatch or default_dispatch)
+    options = CompileOptions(
+        items, _policy(args, loaded), _cap(args, loaded), dispatch or default_dispatch, _data_tiling(args, loaded)
+    )
     return Settings(options, dispatch_defaulted=dispatch is None)
 
 
 def _policy(args, loaded) -> str:
     """--policy, else the overrides file's, else the default."""
     return args.policy or loaded.policy or DEFAULT_POLICY
+
+
+def _data_tiling(args, loaded) -> bool:
+    """--data-tiling, else the overrides file's, else off."""
+    return bool(args.data_tiling if args.data_tiling is not None else loaded.data_tiling)
 
 
 def _cap(args, loaded) -> float:
@@ -298,7 +306,7 @@ def cmd_check(args) -> int:
         except TilescopeError as err:
             problems.append(str(err))
     unique = unique_items(items, problems)  # across file and flags
-    options = CompileOptions(unique, _policy(args, loaded), _cap(args, loaded))
+    options = CompileOptions(unique, _policy(args, loaded), _cap(args, loaded), data_tiling=_data_tiling(args, loaded))
     report = validate(options, load_model(args.model), load_target(args.target), problems)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))

@@ -135,7 +135,7 @@ def cmd_tune(args) -> int:
             cancelled=lambda: interrupt.asked,
         )
     best = report.tuned.options
-    tuned = OverrideSet(list(best.overrides), best.policy, best.dispatch, best.l1_usage_cap)
+    tuned = OverrideSet(list(best.overrides), best.policy, best.dispatch, best.l1_usage_cap, best.data_tiling or None)
     for fmt, path in paths.items():
         replace_file(path, dump(tuned, fmt))
     if args.json:

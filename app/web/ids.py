@@ -7,6 +7,8 @@ ZOO_PARAMS = "zoo-params"  # a zoo model's parameters as a query string (layers=
 TARGET_SELECT = "target-select"
 POLICY_SELECT = "policy-select"
 DISPATCH_SELECT = "dispatch-select"  # host or trace: how the simulated runs launch their ops
+# IREE's data-tiling: matmuls packed into the target's inner tiles (["on"] when ticked)
+DATA_TILING = "data-tiling"
 LEVEL_SELECT = "level-select"
 RUN_SELECT = "run-select"
 RUN_FIELD = "run-field"  # the run menu and its label: its tooltip names the run in full
@@ -39,6 +41,7 @@ OV_APPLIES_TO = "override-applies-to"
 OV_TILE = "override-tile"
 OV_BLOCK = "override-block"
 OV_SUBBLOCK = "override-subblock"
+OV_INNER_TILES = "override-inner-tiles"  # a data-tiled matmul's M0xN0xK0
 OV_DOUBLE_BUFFER = "override-double-buffer"
 OV_SHARDING = "override-sharding"
 OV_SHARDING_FIELD = "override-sharding-field"  # its label and input, hidden for a run on one device

@@ -1,5 +1,5 @@
-"""The view in the address bar: the model, target, policy, level, run, selected op, diff pair and
-dispatch, so a link reproduces what its sender saw."""
+"""The view in the address bar: the model, target, policy, level, run, selected op, diff pair,
+dispatch and data-tiling, so a link reproduces what its sender saw."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ class ViewState:
     op: str | None = None
     diff: tuple[int, ...] = ()  # two run ids compared in Runs & diff
     dispatch: str | None = None
+    data_tiling: bool | None = None  # True: compiled with data-tiling (`data_tiling=1`); else left out
 
 
 MAX_ID = 2**63 - 1  # a database id; a longer number names nothing
@@ -49,12 +50,15 @@ def parse(search: str | None) -> ViewState:
         op=query.get("op"),
         diff=diff if len(diff) == 2 else (),
         dispatch=dispatch if dispatch in DISPATCH_MODES else None,
+        data_tiling=True if query.get("data_tiling") == "1" else None,
     )
 
 
 def encode(state: ViewState) -> str:
     """The query string of a state (empty fields left out)."""
-    fields = {k: v for k, v in asdict(state).items() if v not in (None, (), "")}
+    fields = {k: v for k, v in asdict(state).items() if v not in (None, (), "", False)}
+    if fields.get("data_tiling"):
+        fields["data_tiling"] = 1
     if "diff" in fields:
         fields["diff"] = ",".join(map(str, fields["diff"]))
     return "?" + urlencode(fields) if fields else ""
@@ -101,11 +105,13 @@ def written(view: ViewState, shown: Shown | None) -> tuple[Wanted | None, Shown 
 
 
 def opening(chosen: ViewState, bar: ViewState) -> ViewState | None:
-    """The address to show at once when another model, target, policy or dispatch is `chosen` and
+    """The address to show at once when another model, target, policy, dispatch or data-tiling is `chosen` and
     its run is still to be found (None: the bar names them already, as when a link is being
     opened): the bar's level, and its op but of another model; the run and the ticked pair go."""
-    keys = ("model", "target", "policy", "dispatch")
+    keys = ("model", "target", "policy", "dispatch", "data_tiling")
     if all(getattr(chosen, k) == getattr(bar, k) for k in keys):
         return None
     op = bar.op if chosen.model == bar.model else None
-    return ViewState(chosen.model, chosen.target, chosen.policy, bar.level, None, op, (), chosen.dispatch)
+    return ViewState(
+        chosen.model, chosen.target, chosen.policy, bar.level, None, op, (), chosen.dispatch, chosen.data_tiling
+    )

@@ -76,7 +76,16 @@ class CompileStore:
         """The file name of a compilation of `ref` (whose text is `text`) for `target` (the
         target's repr) under `options`, as the compiler reads them (their dispatch is not)."""
         options = options.compiler_part
-        parts = (self.version, ref, text, target, repr(options.overrides), options.policy, repr(options.l1_usage_cap))
+        parts = (
+            self.version,
+            ref,
+            text,
+            target,
+            repr(options.overrides),
+            options.policy,
+            repr(options.l1_usage_cap),
+            repr(options.data_tiling),
+        )
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
     def load(self, key: str) -> Compilation | None:

@@ -46,6 +46,7 @@ class FormValues:
     tile: str = DEFAULT_CHOICE
     block: str = ""
     subblock: str = ""
+    inner_tiles: str = ""  # a data-tiled matmul's, as the token spells them: 16x16x1
     double_buffer: str = DEFAULT_CHOICE
     sharding: str = ""  # over the run's devices, as the token spells it: {},{model}
 
@@ -77,6 +78,7 @@ def form_override(op: str | None, form: FormValues) -> OpOverride:
         None if f.fidelity in (None, DEFAULT_FIDELITY_CHOICE) else f.fidelity,
         block=_blocking("block", f.block, 3, "M x N x K tiles per core, e.g. 4x4x2"),
         subblock=_blocking("subblock", f.subblock, 2, "H x W output tiles, e.g. 2x4"),
+        inner_tiles=_blocking("inner tiles", f.inner_tiles, 3, "M0 x N0 x K0 elements, e.g. 16x16x1"),
         double_buffer=DOUBLE_BUFFER_CHOICES.get(f.double_buffer or DEFAULT_CHOICE),
         tile=tile,
         sharding=_sharding(f.sharding),
@@ -170,6 +172,7 @@ def form_values(run: RunView, op_name: str | None, applies_to=None) -> FormValue
         tile=_counts(item.tile) or DEFAULT_CHOICE,
         block=_counts(item.block),
         subblock=_counts(item.subblock),
+        inner_tiles=_counts(item.inner_tiles),
         double_buffer=next(k for k, v in DOUBLE_BUFFER_CHOICES.items() if v is item.double_buffer),
         sharding=item.sharding.spec() if item.sharding is not None else "",
     )

@@ -1,5 +1,5 @@
 """Which stored run a page shows for a model: its baseline (the newest simulated run with no
-overrides under the page's target, policy and dispatch), or for a report its newest measured run;
+overrides under the page's target, policy, dispatch and data-tiling), or for a report its newest measured run;
 the runs its menu lists, and those its runs table lists."""
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ def shown_runs(stored: Sequence[Run], model_ref: str, target: str) -> list[Run]:
 
 def baseline_of(stored: Sequence[Run], target: str, options: CompileOptions) -> int | None:
     """The newest of `stored` (newest first) that is simulated with no overrides, on `target`
-    under `options`' policy and dispatch (whatever its L1 cap)."""
-    wanted = (target, options.policy, options.dispatch)
+    under `options`' policy, dispatch and data-tiling (whatever its L1 cap)."""
+    wanted = (target, options.policy, options.dispatch, options.data_tiling)
     for run in stored:
-        if not run.overrides and run.kind != "measured" and (target_of(run), run.policy, run.dispatch) == wanted:
+        settings = (target_of(run), run.policy, run.dispatch, bool(run.data_tiling))
+        if not run.overrides and run.kind != "measured" and settings == wanted:
             return run.id
     return None
 

@@ -33,7 +33,8 @@ def peak_bytes_per_s(run: Run) -> dict[str, float]:
 
 
 def run_overrides(run: Run) -> OverrideSet:
-    return OverrideSet([parse_item(item) for item in run.overrides], run.policy, run.dispatch, run.l1_usage_cap)
+    items = [parse_item(item) for item in run.overrides]
+    return OverrideSet(items, run.policy, run.dispatch, run.l1_usage_cap, bool(run.data_tiling) or None)
 
 
 SHOWN_LEFT_OUT = 3  # items a note names of what a tool's format left out

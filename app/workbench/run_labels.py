@@ -44,4 +44,5 @@ def run_label(run: Run) -> str:
         settings = f"predicted on {run.target.name}"
     else:
         settings = run.policy if run.dispatch == DEFAULT_DISPATCH else f"{run.policy}, {run.dispatch} dispatch"
+        settings += ", data-tiling" if run.data_tiling else ""
     return f"#{run.id} {label} [{settings}] ({run.total_ns / 1e3:,.1f} us)"

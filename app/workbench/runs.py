@@ -219,6 +219,7 @@ def execute(
         target_source,
         policy=options.policy,
         l1_usage_cap=options.l1_usage_cap,
+        data_tiling=options.data_tiling,
         overrides=[format_item(o) for o in options.overrides],  # as text only where it is stored
         label=label,
         parent_id=parent_id,
@@ -290,4 +291,5 @@ def target_of(run: Run) -> str:
 
 def options_of(run: Run) -> CompileOptions:
     """What a stored run was compiled and simulated with, its overrides read from their text."""
-    return CompileOptions(tuple(parse_item(item) for item in run.overrides), run.policy, run.l1_usage_cap, run.dispatch)
+    overrides = tuple(parse_item(item) for item in run.overrides)
+    return CompileOptions(overrides, run.policy, run.l1_usage_cap, run.dispatch, bool(run.data_tiling))

@@ -137,7 +137,7 @@ class _Gemm:
             self.batch_mt = self.mt
         self.fidelity = fidelity_of(op, self.a.layout.dtype, target)
         self.compute_dtype = target.compute_dtype(self.a.layout.dtype)
-        self.cycles_per_tile = target.tile_cycles(self.compute_dtype, self.fidelity, rows=tile[0])
+        self.cycles_per_tile = target.tile_cycles(self.compute_dtype, self.fidelity, rows=tile[0], tile=tile)
         fused = sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ()))
         self.fused_cycles = vector_cycles(target, 1, fused, tile)
         self.a_tile, self.b_tile, self.out_tile = (

@@ -32,8 +32,8 @@ def required_layout(target: Target, graph: Graph, op: Op, tensor: Tensor) -> Lay
     have = tensor.layout
     need = have
     cls = opset.op_class(op.kind).kind_class
-    if cls in (opset.CONSTANT, opset.OPAQUE):
-        return have
+    if cls in (opset.CONSTANT, opset.OPAQUE) or op.kind == "mmt4d":
+        return have  # an mmt4d reads its operands as packed, tile by inner tile
     if op.kind == "reshape" and op.outputs and same_bytes(tensor, graph.tensors[op.outputs[0]]):
         return have  # a view: read where it is
     if have.layout == "row_major" and cls not in _ROW_READERS:

@@ -53,6 +53,14 @@ class Dropped:
 
 
 @dataclass(frozen=True)
+class CancelledPair:
+    """An unpack and the pack that packed its result again the same way: data-tiling removed both."""
+
+    unpack: str
+    pack: str
+
+
+@dataclass(frozen=True)
 class OperandOf:
     """The op and operand index a `to_layout` op converts for."""
 
@@ -97,6 +105,13 @@ SHARDING_OUTCOMES: MetaKey[tuple[OverrideOutcome, ...]] = MetaKey(
 )
 COLLECTIVE_OPS: MetaKey[list[str]] = MetaKey("collectives", "graph", "partition", ("partition",))  # their names
 PLACED: MetaKey[Placement] = MetaKey("placed", "graph", "layout", ("assign-layouts",))  # the policy's, before overrides
+CANCELLED_PACKS: MetaKey[list[CancelledPair]] = MetaKey(
+    "cancelled_packs", "graph", "partition", ("materialize-encodings",)
+)
+# tensors data-tiling packed, and the inner tile each is stored in (its last two dims)
+PACKED_TILES: MetaKey[dict[str, tuple[int, int]]] = MetaKey(
+    "packed_tiles", "graph", "partition", ("materialize-encodings",)
+)
 OVERRIDES: MetaKey[list[OverrideOutcome]] = MetaKey("overrides", "graph", "layout", ("assign-layouts", "plan-memory"))
 # the layouts ops read their operands in, by what decides them (insert_to_layout's key)
 REQUIRED_LAYOUTS: MetaKey[dict[tuple, Layout]] = MetaKey("required_layouts", "graph", "layout", ("insert-to-layout",))

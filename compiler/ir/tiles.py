@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from tilescope.compiler.ir.dtypes import bytes_per_element
-from tilescope.compiler.ir.graph import Layout, Tensor
+from tilescope.compiler.ir.graph import Graph, Layout, Op, Tensor
 
 
 FACE = 16  # a tile's faces are 16 x 16 elements (tt-metal tech_reports/tensor_layouts)
@@ -36,6 +37,30 @@ def same_bytes(src: Tensor, dst: Tensor) -> bool:
     (b1, r1, c1), (b2, r2, c2) = matrix_dims(src.shape), matrix_dims(dst.shape)
     height = src.layout.tile[0]
     return c1 == c2 and b1 * r1 == b2 * r2 and r1 % height == 0 and r2 % height == 0
+
+
+def is_view(graph: Graph, op: Op) -> bool:
+    """Whether `op` runs no kernel, its result the same bytes as its operand: a reshape that only
+    adds or drops size-1 dims (or keeps whole tile rows) of a tensor laid out the same way (ttnn
+    returns a view), or a pack into the tiles a matrix is already stored in, tile after tile along
+    its rows (a Tensix tensor packed into 32x32 inner tiles), and the unpack of one. Only an RHS
+    pack moves data there: it transposes the tiles."""
+    if len(op.inputs) < 1 or len(op.outputs) != 1:
+        return False
+    src, dst = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if op.kind in ("pack", "unpack") and op.attrs.get("operand") != "rhs":
+        return _stored_alike(src.layout, dst.layout)
+    return op.kind == "reshape" and len(op.inputs) == 1 and same_bytes(src, dst)
+
+
+def _stored_alike(a: Layout | None, b: Layout | None) -> bool:
+    """Two tile layouts holding the same tiles in the same places: where an interleaved tensor
+    lies does not depend on the grid of the op that made it."""
+    if a is None or b is None or a.layout != "tile":
+        return False
+    if not a.sharded and not b.sharded:
+        a, b = replace(a, grid=b.grid), b
+    return replace(a, address=None) == replace(b, address=None)
 
 
 def matrix_dims(shape: tuple[int, ...]) -> tuple[int, int, int]:

@@ -30,7 +30,7 @@ from tilescope.compiler.errors import VerifyError
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.core_work import Kernel
 from tilescope.compiler.ir.graph import LEVELS, Graph, Op
-from tilescope.compiler.ir.tiles import same_bytes
+from tilescope.compiler.ir.tiles import is_view
 
 VERIFY_ENV = "TILESCOPE_VERIFY"
 
@@ -170,12 +170,8 @@ def _check_work(where: str, graph: Graph, op: Op) -> None:
 
 
 def _has_no_work(graph: Graph, op: Op) -> bool:
-    """A constant (made when the model loads), or a reshape keeping its bytes as they are (a view)."""
-    if opset.op_class(op.kind).engine == "none":
-        return True
-    if op.kind != "reshape" or len(op.inputs) != 1 or len(op.outputs) != 1:
-        return False
-    return same_bytes(graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]])
+    """A constant (made when the model loads), or a view (tiles.is_view)."""
+    return opset.op_class(op.kind).engine == "none" or is_view(graph, op)
 
 
 def _broken(where: str, rule: Rule, op: Op | None, detail: str) -> NoReturn:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from tilescope.compiler.ir.meta import (
+    PACKED_TILES,
     OPERAND_LAYOUTS,
     OVERRIDES,
     PLACED,
@@ -34,6 +35,7 @@ from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, L
 from tilescope.compiler.analysis.l1_allocator import FirstFit, last_uses
 from tilescope.compiler.analysis.matmul_blocking import matmul_split
 from tilescope.compiler.analysis.matrix_dims import gemm_dims
+from tilescope.compiler.analysis.matmul_encoding import tiles_attr
 from tilescope.compiler.analysis.operand_layout import required_layout
 from tilescope.compiler.analysis.shard_layouts import fits_split, fitting_grids, l1_layout_for
 from tilescope.compiler.pipeline.op_override import (
@@ -114,10 +116,13 @@ class AssignLayouts:
         """The policy's layout of every tensor and grid of every op, before any override."""
         dram = Layout(memory="dram", memory_layout="interleaved", grid=(1, 1), tile=self.target.tile)
         by_dtype: dict[str, Layout] = {}  # layouts are immutable: tensors of a dtype share one
+        packed = graph.meta.get(PACKED_TILES, {})
         for tensor in graph.tensors.values():
             if tensor.dtype not in by_dtype:
                 by_dtype[tensor.dtype] = replace(dram, dtype=tensor.dtype)
             tensor.layout = by_dtype[tensor.dtype]
+            if tensor.name in packed:  # stored as its inner tiles, tile by tile
+                tensor.layout = replace(tensor.layout, tile=packed[tensor.name])
         on_grid: dict[tuple[Layout, tuple[int, int]], Layout] = {}
         for op in graph.ops:
             engine = opset.op_class(op.kind).engine
@@ -152,7 +157,7 @@ class AssignLayouts:
             if len(op.outputs) == 1 and opset.op_class(op.kind).engine != "none":
                 tensor = graph.tensors[op.outputs[0]]
                 if tensor.name not in graph.outputs and not (tensor.is_constant or tensor.is_parameter):
-                    layout = l1_layout_for(tensor, op.attrs["grid"], core_memory.name, self.target.tile)
+                    layout = l1_layout_for(tensor, op.attrs["grid"], core_memory.name, tensor.layout.tile)
                     need = shard_bytes(tensor, layout)
                     if allocator.allocate(int(need), tensor.name) is not None:
                         tensor.layout = layout
@@ -309,6 +314,8 @@ class AssignLayouts:
         tile = self._check_tile(ov)
         if tile:
             return rejected(tile)
+        if ov.inner_tiles is not None and op.attrs.get("inner_tiles") != tiles_attr(ov.inner_tiles):
+            return rejected(f"inner tiles apply to a data-tiled matmul, not {op.kind} (compile with data-tiling)")
         if ov.operand is not None:
             reason = self._apply_operand(graph, op, ov)
             return rejected(reason) if reason else self._done(ov, note)

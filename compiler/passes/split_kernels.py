@@ -24,7 +24,7 @@ from tilescope.compiler.analysis.stream_kernel import stream_kernel
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.core_work import Kernel, Transfer
 from tilescope.compiler.ir.graph import Graph, Layout, Op, Tensor
-from tilescope.compiler.ir.tiles import same_bytes
+from tilescope.compiler.ir.tiles import is_view
 from tilescope.compiler.targets.chip import Target
 
 
@@ -117,7 +117,7 @@ class SplitKernels:
 
     def _split(self, graph: Graph, op: Op) -> Kernel | None:
         cls = opset.op_class(op.kind)
-        if cls.engine == "none" or _is_view(graph, op):
+        if cls.engine == "none" or is_view(graph, op):
             return None
         if cls.kind_class in opset.MATRIX_CLASSES and len(op.inputs) >= 2:
             return gemm_kernel(graph, op, self.target)
@@ -136,11 +136,3 @@ class SplitKernels:
         if op.kind in ("reshape", "permute") and op.inputs and op.outputs:
             return reshape_kernel(graph, op, self.target) or stream_kernel(graph, op, cls, self.target)
         return stream_kernel(graph, op, cls, self.target)
-
-
-def _is_view(graph: Graph, op: Op) -> bool:
-    """A reshape that only adds or drops size-1 dims of a tensor laid out the same way: the same
-    bytes under another shape, so no kernel runs (ttnn returns a view)."""
-    if op.kind != "reshape" or len(op.inputs) != 1 or len(op.outputs) != 1:
-        return False
-    return same_bytes(graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]])

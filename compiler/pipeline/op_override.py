@@ -33,6 +33,8 @@ class OpOverride:
     subblock: tuple[int, int] | None = None  # matmul output sub-block h x w (tiles in destination registers)
     double_buffer: bool | None = None  # circular buffers hold two steps (overlap) or one
     tile: tuple[int, int] | None = None  # tile rows x cols, e.g. 1x32 for a one-row activation
+    # a data-tiled matmul's inner tiles M0 x N0 x K0 (materialize_encodings.py), e.g. 16x16x1
+    inner_tiles: tuple[int, int, int] | None = None
     # over a mesh of devices: how the op reads input `operand`, or gives its result(s); no
     # dimensions means whole on every device
     sharding: Sharding | None = None
@@ -76,6 +78,7 @@ LAYOUT_FIELDS = (
     "subblock",
     "double_buffer",
     "tile",
+    "inner_tiles",
 )
 
 

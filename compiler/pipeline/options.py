@@ -29,12 +29,14 @@ class CompileOptions:
     """What a run is made with besides its model and target. `overrides` go to the partition pass
     (their shardings) and the layout pass (the rest), `policy` and `l1_usage_cap` to the layout
     pass; `dispatch` (how the host launches the ops: one by one, or a captured trace) is the
-    simulator's alone."""
+    simulator's alone. `data_tiling`, as IREE's flag of that name: matmul operands get encodings
+    at the graph level, materialized into packs and mmt4d with the target's inner tiles."""
 
     overrides: tuple[OpOverride, ...] = ()
     policy: str = DEFAULT_POLICY
     l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
     dispatch: str = DEFAULT_DISPATCH
+    data_tiling: bool = False
 
     def __post_init__(self) -> None:
         # any sequence is taken, and kept as a tuple: the record keys caches of compilations
@@ -48,6 +50,11 @@ class CompileOptions:
         """These options as far as the compiler reads them (the dispatch set to its default): a
         compilation is the same under either dispatch, so this is what one is cached by."""
         return replace(self, dispatch=DEFAULT_DISPATCH)
+
+    @cached_property
+    def inner_tiles(self) -> dict[str, tuple[int, int, int]]:
+        """Data-tiling inner tiles the overrides set, by matmul (materialize_encodings.py)."""
+        return {ov.op: ov.inner_tiles for ov in self.overrides if ov.inner_tiles is not None}
 
     @cached_property  # read by several stages of one compile
     def sharding_requests(self) -> tuple[OpOverride, ...]:

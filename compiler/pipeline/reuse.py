@@ -42,7 +42,11 @@ def reusable(since: Compilation | None, model: ImportedModel, target: Target) ->
 
 def unchanged(since: Compilation, level: str, options: CompileOptions) -> bool:
     """Whether `since`'s `level` is what compiling with `options` would make of it: overrides act
-    from the `partition` level on, and that level depends on their shardings alone."""
-    if level == "partition":
-        return since.levels[level].meta.get(SHARDING_OVERRIDES, ()) == options.sharding_requests
+    from the `partition` level on, and that level depends on their shardings alone; data-tiling
+    changes every level."""
+    if since.options.data_tiling != options.data_tiling:
+        return False
+    if level == "partition":  # made by the overrides' shardings and inner tiles
+        same_tiles = since.options.inner_tiles == options.inner_tiles
+        return same_tiles and since.levels[level].meta.get(SHARDING_OVERRIDES, ()) == options.sharding_requests
     return level == "graph"

@@ -7,7 +7,10 @@ input  --normalize-->       graph    one op vocabulary, whatever the source dial
        --fuse-attention-->           attention written op by op becomes scaled_dot_product_attention
        --const-eval-->               work on weights and constants only marked load-time (runs once)
        --fuse-eltwise-->             bias adds and activations fused into their producers
+       --set-encodings-->            (data-tiling) matmul operands encoded for the target's inner tiles
+       --const-eval-->               (data-tiling) the weights' encodings moved to load time
        --partition-->       partition  split over the devices (overrides' shardings too); collectives where they change
+       --materialize-encodings-->      encodings become pack -> mmt4d -> unpack for the device; pairs cancelled
        --assign-layouts-->  layout   every tensor placed (memory, sharding, grid, dtype)
        --insert-to-layout-->         conversions where a consumer needs another layout
        --plan-memory-->              L1 addresses by liveness, peak per core, overflows
@@ -30,9 +33,11 @@ from tilescope.compiler.passes.fuse_eltwise import FuseEltwise
 from tilescope.compiler.passes.insert_to_layout import InsertToLayout
 from tilescope.compiler.passes.layout import AssignLayouts
 from tilescope.compiler.passes.lower_collectives import LowerCollectives
+from tilescope.compiler.passes.materialize_encodings import MaterializeEncodings
 from tilescope.compiler.passes.normalize import Normalize
 from tilescope.compiler.passes.partition import Partition
 from tilescope.compiler.passes.plan_memory import CheckL1, PlanMemory
+from tilescope.compiler.passes.set_encodings import SetEncodings
 from tilescope.compiler.passes.split_kernels import SplitKernels
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.options import DEFAULT_OPTIONS, CompileOptions
@@ -62,9 +67,10 @@ def stages(
                 FuseAttention(),
                 ConstEval(),
                 FuseEltwise(target),
+                *([SetEncodings(target), ConstEval()] if options.data_tiling else []),
             ],
         ),
-        ("partition", [Partition(target, options)]),
+        ("partition", [Partition(target, options), MaterializeEncodings(target, options.inner_tiles)]),
         (
             "layout",
             [

@@ -173,13 +173,18 @@ class Target:
     def default_fidelity(self, dtype: str) -> str:
         return self.matrix.default_fidelity.get(self.compute_dtype(dtype), "hifi4")
 
-    def tile_cycles(self, dtype: str, fidelity: str, rows: int | None = None) -> float:
+    def tile_cycles(
+        self, dtype: str, fidelity: str, rows: int | None = None, tile: tuple[int, int] | None = None
+    ) -> float:
         """Cycles of one tile x tile x tile matrix multiply on one core. A tile of fewer `rows`
         (a short tile) costs its share of a full one, but never less than the engine's minimum
-        rows per pass."""
+        rows per pass. A `tile` of other columns, or more rows, than the target's (an inner tile
+        data-tiling packed into, rows x cols over a K step of cols) costs its multiply-adds."""
         tile_rows, cols = self.tile
-        flops = 2 * tile_rows * cols * cols
         per_cycle = self.matrix.flops_per_cycle[self.compute_dtype(dtype)]
+        if tile is not None and (tile[1] != cols or tile[0] > tile_rows):
+            return math.ceil(2 * tile[0] * tile[1] * tile[1] / per_cycle) * self.matrix.fidelity_passes[fidelity]
+        flops = 2 * tile_rows * cols * cols
         full = math.ceil(flops / per_cycle) * self.matrix.fidelity_passes[fidelity]
         if rows is None or rows >= tile_rows:
             return full

@@ -433,3 +433,33 @@ def _timings(sim) -> tuple:
     from dataclasses import astuple
 
     return [astuple(o) for o in sim.ops], [astuple(o) for o in sim.load_ops], list(sim.zones), list(sim.counters)
+
+
+DATA_TILING_STEPS = [
+    ((), False),
+    ((), True),
+    (("encoder.layer.0.intermediate.dense.matmul=inner_tiles#8x8x1",), True),
+    (("encoder.layer.0.intermediate.dense.matmul=inner_tiles#8x8x1", "encoder.layer.1.output.dense.matmul=l1"), True),
+    (("encoder.layer.1.output.dense.matmul=l1",), False),
+]
+
+
+@pytest.mark.parametrize("target_name", ["x86_avx512", "wormhole_n150"])
+def test_compiles_across_data_tiling_and_inner_tiles_each_since_the_last_equal_those_from_scratch(target_name):
+    """Data-tiling switched on and off, and a matmul's inner tiles overridden, between compiles
+    that each build on the one before: each equals a compile from nothing."""
+    from tilescope.compiler.sim.simulator import simulate
+    from tilescope.compiler.targets.catalog import load_target
+    from tilescope.overrides import parse_item
+
+    target = load_target(target_name)
+    model = load_model("zoo:bert-base?layers=2&seq=128")
+    before, costs = None, None
+    for items, tiled in DATA_TILING_STEPS:
+        options = CompileOptions([parse_item(i) for i in items], data_tiling=tiled)
+        since = compile_model(model, target, options, since=before)
+        fresh = compile_model(model, target, options)
+        assert _facts(since) == _facts(fresh), (items, tiled)
+        again = simulate(since.kernel, target, known=costs)
+        assert _timings(again) == _timings(simulate(fresh.kernel, target)), (items, tiled)
+        before, costs = since, again.costs

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from tilescope.compiler.errors import OverrideError
 from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS
 from tilescope.compiler.pipeline.op_override import OpOverride
+from tilescope.compiler.pipeline.options import POLICIES
 from tilescope.compiler.sharding.mesh import Sharding
 from tilescope.compiler.targets.chip import FIDELITIES
-from tilescope.overrides import format_item
+from tilescope.overrides import format_item, parse_item
 from tilescope.overrides.explorer_json import format_explorer, parse_explorer
 from tilescope.overrides.formats import dump, left_out, parse_text
 from tilescope.overrides.override_set import OverrideSet
@@ -106,6 +107,15 @@ def test_explorer_export_from_tt_explorer_itself():
     )
 
 
+def test_data_tiling_and_inner_tiles_round_trip_tilescope_json_and_the_tools_formats_name_them():
+    tiled = OverrideSet([parse_item("fc1=inner_tiles#16x16x1")], data_tiling=True)
+    data = format_json(tiled)
+    assert data["data_tiling"] is True and data["overrides"] == [{"op": "fc1", "inner_tiles": [16, 16, 1]}]
+    assert parse_json(json.loads(json.dumps(data))).canonical() == tiled.canonical()
+    for fmt in ("tt-mlir", "tt-explorer"):
+        assert left_out(tiled, fmt) == ["data_tiling=true", "fc1=inner_tiles#16x16x1"]
+
+
 def test_tilescope_json_round_trip_and_schema():
     data = format_json(OverrideSet(EXAMPLE.items, "greedy-l1", "trace", 0.75))
     assert data["version"] == 1 and data["policy"] == "greedy-l1" and data["overrides"][0]["grid"] == [4, 4]
@@ -172,6 +182,7 @@ def overrides_strategy(draw):
             block=draw(st.none() | st.tuples(dims, dims, dims)),
             subblock=draw(st.none() | st.tuples(dims, dims)),
             double_buffer=draw(st.none() | st.booleans()),
+            inner_tiles=draw(st.none() | st.tuples(dims, dims, dims)),
         )
     if port != "op":
         fields[port] = draw(st.integers(0, 3))
@@ -393,3 +404,10 @@ def test_the_apps_import_control_gets_an_override_error_not_a_500(text, fragment
     else:
         assert items == []
     assert len(problems) == 1 and fragment in problems[0] and "\n" not in problems[0]
+
+
+def test_every_policy_a_run_may_have_is_one_a_tilescope_json_file_takes():
+    """A tuned set under tt-mlir's production defaults (`optimizer`) is written and read back."""
+    for policy in POLICIES:
+        written = OverrideSet([], policy)
+        assert parse_json(json.loads(json.dumps(format_json(written)))).policy == policy

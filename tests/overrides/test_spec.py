@@ -198,3 +198,16 @@ def test_bad_sharding_tokens_are_one_line_naming_the_token(item, message):
         parse_item(item)
     text = str(err.value)
     assert message in text and item.partition("=")[2].split(":")[-1] in text and "\n" not in text
+
+
+def test_inner_tiles_token_is_a_data_tiled_matmuls_and_bounded():
+    ov = parse_item("fc1=inner_tiles#16x16x2")
+    assert ov.inner_tiles == (16, 16, 2) and ov.lays_out and format_item(ov) == "fc1=inner_tiles#16x16x2"
+    for item, message in (
+        ("fc1=inner_tiles#16x16", "unknown token 'inner_tiles#16x16'"),
+        ("fc1=inner_tiles#2048x16x1", "unknown token 'inner_tiles#2048x16x1'"),
+        ("fc1=operand#0:inner_tiles#16x16x1", "inner_tiles# applies to the op, not to one operand"),
+    ):
+        with pytest.raises(OverrideError) as err:
+            parse_item(item)
+        assert message in str(err.value)

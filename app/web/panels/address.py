@@ -52,6 +52,7 @@ def _register_read(wiring: Wiring) -> dict:
             target=Output(ids.TARGET_SELECT, "value"),
             policy=Output(ids.POLICY_SELECT, "value"),
             dispatch=Output(ids.DISPATCH_SELECT, "value"),
+            data_tiling=Output(ids.DATA_TILING, "value"),
             level=Output(ids.LEVEL_SELECT, "value"),
             selected=Output(ids.SELECTED_OP, "data", allow_duplicate=True),
             url_state=Output(ids.URL_STATE, "data", allow_duplicate=True),
@@ -85,6 +86,7 @@ def _register_read(wiring: Wiring) -> dict:
             target=given(state.target, targets),
             policy=given(state.policy, policies),
             dispatch=given(state.dispatch),
+            data_tiling=["on"] if state.data_tiling else [],
             level=given(state.level),
             # Back to a view with no op selected clears the selection; a page opening has none
             selected=state.op if before is not None else given(state.op),
@@ -112,17 +114,20 @@ def _register_write(wiring: Wiring) -> dict:
             selected=Input(ids.SELECTED_OP, "data"),
             ticked=Input(ids.TICKED_RUNS, "data"),
             dispatch=Input(ids.DISPATCH_SELECT, "value"),
+            data_tiling=Input(ids.DATA_TILING, "value"),
             # the address read or written at once (a Back, another model): filled in once settled
             shown=Input(ids.URL_SHOWN, "data"),
         ),
         prevent_initial_call=True,
     )
-    def write_link(model, target, policy, level, run_id, selected, ticked, dispatch=DEFAULT_DISPATCH, shown=None):
+    def write_link(
+        model, target, policy, level, run_id, selected, ticked, dispatch=DEFAULT_DISPATCH, shown=None, data_tiling=()
+    ):
         """The view, as a new history entry; or in place of the address the page is opening (Dash
         runs this once what the opening sets off has settled: its run is an input)."""
         ticked = sorted(ticked or [])
         pair = tuple(ticked) if len(ticked) == 2 else ()
-        view = ViewState(model, target, policy, level, run_id, selected, pair, dispatch)
+        view = ViewState(model, target, policy, level, run_id, selected, pair, dispatch, bool(data_tiling) or None)
         wanted, now = url_state.written(view, Shown.of(shown))
         return dict(wanted=_wanted(wanted), shown=_shown(now))
 
@@ -133,19 +138,21 @@ def _register_write(wiring: Wiring) -> dict:
             target=Input(ids.TARGET_SELECT, "value"),
             policy=Input(ids.POLICY_SELECT, "value"),
             dispatch=Input(ids.DISPATCH_SELECT, "value"),
+            data_tiling=Input(ids.DATA_TILING, "value"),
         ),
         # the bar alone: Dash holds a callback back while another may still change its input or
         # state, and the view's stores wait for the new run
         state=dict(search=State(ids.URL, "search")),
         prevent_initial_call=True,
     )
-    def write_opening(model, target, policy, dispatch, search):
+    def write_opening(model, target, policy, dispatch, search, data_tiling=()):
         """Another model, target, policy or dispatch: the address says so at once, while its run
         is found (or compiled, which may take a while), rather than naming the last view."""
         if search is None:
             return dict(wanted=no_update, shown=no_update)  # not read yet
         bar = url_state.parse(search)
-        opening = url_state.opening(ViewState(model, target, policy, dispatch=dispatch), bar)
+        chosen = ViewState(model, target, policy, dispatch=dispatch, data_tiling=bool(data_tiling) or None)
+        opening = url_state.opening(chosen, bar)
         if opening is None:
             return dict(wanted=no_update, shown=no_update)
         new = url_state.encode(opening)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dash import Input, Output, html, no_update
 
+from tilescope.compiler.ir.attributes import ints
 from tilescope.compiler.ir.meta import CODE_LINE
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.sim.records import TensorUse
@@ -73,6 +74,9 @@ def inspector_children(
             tensor = graph.tensors[t]
             placed = f"  {tensor.layout.mlir()}" if tensor.layout else ""
             rows.append((label, f"{t}: {tensor.type_str()}{placed}"))
+    tiles = ints(op.attrs.get("inner_tiles") or op.attrs.get("static_inner_tiles"))
+    if tiles:  # data-tiling's: a pack's (its two inner dims), an mmt4d's M0 x N0 x K0
+        rows.append(("inner tiles", "x".join(map(str, tiles))))
     if "grid" in op.attrs:
         rows.append(("grid", "x".join(map(str, op.attrs["grid"]))))
     if record is not None:

@@ -51,6 +51,7 @@ FIELDS = {
     "tile": ids.OV_TILE,
     "block": ids.OV_BLOCK,
     "subblock": ids.OV_SUBBLOCK,
+    "inner_tiles": ids.OV_INNER_TILES,
     "double_buffer": ids.OV_DOUBLE_BUFFER,
     "sharding": ids.OV_SHARDING,
 }
@@ -59,9 +60,9 @@ SHOWN_PENDING = 100  # pending overrides listed on the page, each with its remov
 
 def layout(page: PageContext) -> html.Div:
     offered = override_choices(page.target)
-    block, subblock = (
+    block, subblock, inner_tiles = (
         dcc.Input(id=i, type="text", value="", placeholder="default", debounce=True, className="text-input")
-        for i in (ids.OV_BLOCK, ids.OV_SUBBLOCK)
+        for i in (ids.OV_BLOCK, ids.OV_SUBBLOCK, ids.OV_INNER_TILES)
     )
     sharding = dcc.Input(
         id=ids.OV_SHARDING, type="text", value="", placeholder="{},{model}", debounce=True, className="text-input"
@@ -78,6 +79,7 @@ def layout(page: PageContext) -> html.Div:
         labelled("Math fidelity", menu(ids.OV_FIDELITY, offered.fidelities)),
         labelled("Matmul block MxNxK", block),
         labelled("Matmul sub-block HxW", subblock),
+        labelled("Inner tiles M0xN0xK0", inner_tiles),
         labelled("Double buffer", menu(ids.OV_DOUBLE_BUFFER, list(DOUBLE_BUFFER_CHOICES), DEFAULT_CHOICE)),
         # per dimension of the output (or the operand "Applies to" names), the mesh axes splitting it
         labelled("Sharding", sharding, id=ids.OV_SHARDING_FIELD, hidden=True),

@@ -66,6 +66,7 @@ def layout(page: PageContext) -> list:
             labelled("Target", menu(ids.TARGET_SELECT, targets, page.target.name)),
             labelled("Policy", menu(ids.POLICY_SELECT, list(POLICIES), DEFAULT_POLICY)),
             labelled("Dispatch", menu(ids.DISPATCH_SELECT, list(DISPATCH_MODES), DEFAULT_DISPATCH), "field dispatch"),
+            labelled("Data-tiling", _data_tiling(), "field data-tiling"),
             labelled("Level", levels, "field level"),
             labelled("Run", menu(ids.RUN_SELECT, [], None), "field run", id=ids.RUN_FIELD),
             tune.controls(),
@@ -82,6 +83,15 @@ def layout(page: PageContext) -> list:
         className="page-message",
     )
     return [bar, message]
+
+
+def _data_tiling() -> dcc.Checklist:
+    return dcc.Checklist(
+        id=ids.DATA_TILING,
+        options=[{"label": "pack", "value": "on"}],
+        value=[],
+        className="segmented",
+    )
 
 
 MAX_PARAMS = 200  # characters of a zoo model's query string: a handful of parameters
@@ -127,18 +137,21 @@ def _register_runs(wiring: Wiring) -> dict:
             policy=Input(ids.POLICY_SELECT, "value"),
             linked=Input(ids.URL_STATE, "data"),
             dispatch=Input(ids.DISPATCH_SELECT, "value"),
+            data_tiling=Input(ids.DATA_TILING, "value"),
         ),
         state=dict(shown=State(ids.RUN_SELECT, "value")),
         # a model without a run there is compiled, simulated and stored first: say so while it is
         running=[(Output(ids.COMPILE_PROGRESS, "className"), "compile-progress busy", "compile-progress")],
     )
-    def choose_model(model, target, policy, linked=None, dispatch=DEFAULT_DISPATCH, shown=None):
-        """The baseline run of the model on the target under the policy and dispatch (host: each op
-        launched by the host; trace: a captured trace replayed), or the run a link names."""
+    def choose_model(model, target, policy, linked=None, dispatch=DEFAULT_DISPATCH, shown=None, data_tiling=()):
+        """The baseline run of the model on the target under the policy, dispatch (host: each op
+        launched by the host; trace: a captured trace replayed) and data-tiling, or the run a link
+        names."""
         if shown is not None and triggered() == ids.URL_STATE and not (linked or {}).get("run"):
             return no_update  # the link's pair ticked, or a link naming no run: the shown run stays
+        options = CompileOptions(policy=policy, dispatch=dispatch, data_tiling=bool(data_tiling))
         try:
-            run_id = explorer.ensure_run(model, target, CompileOptions(policy=policy, dispatch=dispatch))
+            run_id = explorer.ensure_run(model, target, options)
         except TilescopeError as err:
             return outputs(CHOSEN, status=error(str(err)))
         wanted = (linked or {}).get("run")
@@ -265,10 +278,11 @@ def _register_upload(wiring: Wiring) -> dict:
             target=State(ids.TARGET_SELECT, "value"),
             policy=State(ids.POLICY_SELECT, "value"),
             dispatch=State(ids.DISPATCH_SELECT, "value"),
+            data_tiling=State(ids.DATA_TILING, "value"),
         ),
         **page_job(ids.UPLOAD_PROGRESS, ids.MODEL_UPLOAD),
     )
-    def upload_model(set_progress, contents, filename, target, policy, dispatch=DEFAULT_DISPATCH):
+    def upload_model(set_progress, contents, filename, target, policy, dispatch=DEFAULT_DISPATCH, data_tiling=()):
         """Compile and simulate an uploaded file, then show it; a bad file is one line on the page.
         The upload's contents are cleared, so dropping the same file again loads it again."""
         if not contents:
@@ -276,7 +290,7 @@ def _register_upload(wiring: Wiring) -> dict:
         explorer.in_new_process()
         on_stage = reporter(set_progress, filename)
         try:
-            options = CompileOptions(policy=policy, dispatch=dispatch)
+            options = CompileOptions(policy=policy, dispatch=dispatch, data_tiling=bool(data_tiling))
             ref = explorer.upload(filename or "upload", contents, target, options, on_stage=on_stage)
         except TilescopeError as err:
             return dict(model_options=no_update, model=no_update, message=error(str(err)), contents=None)

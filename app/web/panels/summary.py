@@ -210,7 +210,8 @@ def _settings(run: RunView) -> html.Span:
             title="Each op of the report built as tilescope's IR with the shapes, layouts, memory, grid and fidelity "
             "it recorded, simulated alone and laid back to back on its device.",
         )
-    return html.Span(f"{run.options.policy} policy, {run.options.dispatch} dispatch")
+    tiled = ", data-tiling" if run.options.data_tiling else ""
+    return html.Span(f"{run.options.policy} policy, {run.options.dispatch} dispatch{tiled}")
 
 
 def load_time(run: RunView) -> list:

@@ -4,6 +4,7 @@ and to dispatch creation; each imports, compiles for a target, and re-parses at 
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -16,9 +17,10 @@ from tilescope.compiler.frontend.mlir_import import import_mlir, parse_module
 from tilescope.compiler.ir.printer import print_graph
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.flops import flops
-from tilescope.compiler.targets.catalog import load_target
+from tilescope.compiler.targets.catalog import BUILTIN_DIR, load_target
 
 INPUTS = Path(__file__).parent / "iree_inputs"
+WORMHOLE = BUILTIN_DIR / "wormhole_n150.toml"
 ZNVER4 = (
     "--iree-hal-target-device=local",
     "--iree-hal-local-target-device-backends=llvm-cpu",
@@ -30,6 +32,7 @@ STAGES = {
     "dispatch-creation+data-tiling": ("--iree-opt-data-tiling", "--compile-to=dispatch-creation"),
 }
 MODELS = ("matmul", "bert_layer", "two_devices")
+X86 = load_target("x86_avx512")
 
 
 @lru_cache(maxsize=None)
@@ -76,6 +79,19 @@ def test_a_data_tiled_matmul_is_pack_mmt4d_unpack_with_the_weight_packed_at_comp
     assert graph.outputs == [next(op for op in graph.ops if op.kind == "unpack").outputs[0]]
 
 
+def test_tilescope_materializes_ireees_encodings_into_the_packs_iree_makes_for_the_same_cpu():
+    """IREE's dispatch-creation output keeps the encodings unresolved; materialized by tilescope for
+    the x86_avx512 target (a znver4), its mmt4d's operands are shaped as IREE's own global-optimization
+    output, where IREE materialized them for znver4."""
+    ours = compile_model(import_mlir(iree_output("matmul", "dispatch-creation+data-tiling"), "mm.mlir"), X86)
+    mmt4d = next(op for op in ours.levels["layout"].ops if op.kind == "mmt4d")
+    theirs = compiled("matmul", "global-optimization+data-tiling").levels["graph"]
+    iree_mmt4d = next(op for op in theirs.ops if op.kind == "mmt4d")
+    shapes = [ours.levels["layout"].tensors[t].shape for t in (*mmt4d.inputs[:2], *mmt4d.outputs)]
+    assert shapes == [theirs.tensors[t].shape for t in (*iree_mmt4d.inputs[:2], *iree_mmt4d.outputs)]
+    assert shapes == [(8, 512, 16, 1), (16, 512, 16, 1), (8, 16, 16, 16)]
+
+
 def test_without_data_tiling_the_same_matmul_is_a_matmul_of_the_same_flops():
     graph = compiled("matmul", "global-optimization").levels["graph"]
     (matmul,) = [op for op in graph.ops if op.kind == "matmul"]
@@ -91,14 +107,25 @@ def test_an_initializer_that_encodes_a_weight_is_load_time_work():
     assert graph.tensors[weight.inputs[0]].name == "w"
 
 
-def test_encodings_stay_on_their_tensors_and_print_at_every_level():
+def test_encodings_print_on_their_tensors_until_a_target_with_inner_tiles_materializes_them(tmp_path):
     compilation = compiled("matmul", "dispatch-creation+data-tiling")
+    graph = compilation.levels["graph"]
+    assert "operand_index = 1 : index, op_type = matmul" in print_graph(graph)[0]
+    assert [op.kind for op in compilation.levels["layout"].ops if op.kind in ("pack", "mmt4d", "unpack")] == [
+        "pack",
+        "pack",
+        "mmt4d",
+        "unpack",
+    ]
+    # a target declaring no inner tiles keeps them, printed at every level
+    untiled = tmp_path / "untiled.toml"
+    untiled.write_text(re.sub(r"(?ms)^\[data_tiling\]$.*?(?=^\[[a-z_.]+\]$|\Z)", "", WORMHOLE.read_text()))
+    model = import_mlir(iree_output("matmul", "dispatch-creation+data-tiling"), "mm.mlir")
+    kept = compile_model(model, load_target(str(untiled)))
     for level in ("graph", "layout", "kernel"):
-        graph = compilation.levels[level]
-        encoded = [t for t in graph.tensors.values() if t.encoding]
-        assert encoded and all(t.encoding.startswith("#iree_encoding.encoding<") for t in encoded)
-        text = print_graph(graph)[0]
+        text = print_graph(kept.levels[level])[0]
         assert "operand_index = 1 : index, op_type = matmul" in text
+        parse_module(text, level)
 
 
 def test_a_dispatchs_ops_are_named_by_their_dispatch():

@@ -51,12 +51,17 @@ def lines(graph: Graph) -> list[str]:
 
 
 def through(
-    text: str, target: Target, last: str, policy: str = DEFAULT_POLICY, overrides: Sequence[OpOverride] = ()
+    text: str,
+    target: Target,
+    last: str,
+    policy: str = DEFAULT_POLICY,
+    overrides: Sequence[OpOverride] = (),
+    data_tiling: bool = False,
 ) -> tuple[Graph, Graph]:
     """What the pass named `last` is given, as compiling `text` for `target` makes it, and what the
     pass makes of it; every pass up to it run as compile_model runs them, and verified."""
     graph = import_mlir(text, "golden.mlir").graph
-    for level, passes in stages(target, CompileOptions(overrides, policy)):
+    for level, passes in stages(target, CompileOptions(overrides, policy, data_tiling=data_tiling)):
         graph = graph.with_level(level)
         for compiler_pass in passes:
             given = graph.with_level(level)  # a copy: a pass changes the level it is given

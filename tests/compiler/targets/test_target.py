@@ -213,7 +213,10 @@ def test_a_cpus_f16_is_computed_in_f32_and_takes_the_f32_inner_tile():
     ],
 )
 def test_a_bad_data_tiling_or_iree_table_is_one_line(tmp_path, table, message):
-    path = _write(tmp_path, SOURCE + "\n" + table + "\n")
+    # the file's own [data_tiling] table (up to the next table's header) replaced by `table`
+    without = re.sub(r"(?ms)^\[data_tiling\]$.*?(?=^\[[a-z_.]+\]$|\Z)", "", SOURCE)
+    assert "[data_tiling]" not in without
+    path = _write(tmp_path, without + "\n" + table + "\n")
     with pytest.raises(TargetError, match=message) as err:
         load_target(path)
     assert "\n" not in str(err.value)

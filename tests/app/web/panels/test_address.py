@@ -137,3 +137,14 @@ def test_a_link_keeps_the_dispatch(cb):
     assert "dispatch=trace" in search
     assert cb["open_link"](search, None)["dispatch"] == "trace"
     assert cb["open_link"]("?dispatch=warp", None)["dispatch"] is no_update
+
+
+def test_data_tiling_is_in_the_address_and_a_link_ticks_it(cb):
+    base_id = shown_run(cb)
+    search = cb["write_link"](MODEL, TARGET, POLICY, "layout", base_id, None, [], "host", READ, ["on"])["wanted"]
+    assert "data_tiling=1" in search["search"]
+    assert url_state.parse(search["search"]).data_tiling is True
+    assert cb["open_link"](search["search"], None)["data_tiling"] == ["on"]
+    # off is the default, and not written
+    assert "data_tiling" not in link(cb, MODEL, TARGET, POLICY, "layout", base_id, None, [])
+    assert cb["open_link"]("?level=layout&data_tiling=yes", None)["data_tiling"] == []

@@ -27,6 +27,7 @@ def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
         "tile": "default",
         "block": "",
         "subblock": "",
+        "inner_tiles": "",
         "double_buffer": "default",
         "sharding": "",  # the compiler's (and a run on one device has no sharding field)
     }
