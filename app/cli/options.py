@@ -91,11 +91,10 @@ def add_common(p: argparse.ArgumentParser, db: bool = True, target: bool = True)
         )
         p.add_argument(
             "--data-tiling",
-            action="store_const",
-            const=True,
+            action=argparse.BooleanOptionalAction,
             default=None,
             help="as IREE's flag: matmul operands packed into the target's inner tiles (pack -> mmt4d -> unpack), "
-            "weights packed at load time",
+            "weights packed at load time (default: an overrides file's setting, else off)",
         )
     if db:
         p.add_argument("--db", default=None, metavar="URL", help=DB_HELP)

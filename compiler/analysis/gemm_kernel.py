@@ -140,9 +140,12 @@ class _Gemm:
         self.cycles_per_tile = target.tile_cycles(self.compute_dtype, self.fidelity, rows=tile[0], tile=tile)
         fused = sum(opset.op_class(k).flops_per_element for k in op.attrs.get("fused_kinds", ()))
         self.fused_cycles = vector_cycles(target, 1, fused, tile)
-        self.a_tile, self.b_tile, self.out_tile = (
-            tile_bytes(t.layout.dtype, t.layout.tile) for t in (self.a, self.b, self.out)
-        )
+        # what one step reads of each operand: an output tile's rows by a K step of A, a K step by
+        # an output tile's columns of B, whatever tiles they are stored in (a CPU's row vectors, or
+        # a packed operand's inner tiles, are smaller than a step)
+        self.a_tile = tile_bytes(self.a.layout.dtype, (tile[0], tile[1]))
+        self.b_tile = tile_bytes(self.b.layout.dtype, (tile[1], tile[1]))
+        self.out_tile = tile_bytes(self.out.layout.dtype, self.out.layout.tile)
         self.extra_tiles = [
             tile_bytes(graph.tensors[t].layout.dtype, graph.tensors[t].layout.tile) for t in op.inputs[2:]
         ]

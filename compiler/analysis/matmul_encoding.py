@@ -19,11 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilescope.compiler.analysis.matrix_dims import gemm_dims
+from tilescope.compiler.ir import attributes
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.ir.tiles import ceil_div
 
 LHS, RHS, RESULT = 0, 1, 2
 ROLES = ("lhs", "rhs", "result")
+TRANSPOSED = "transposed"  # a set_encoding's attribute: its LHS is read transposed (its pack transposes)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,17 @@ def matmul_encoding(graph: Graph, op: Op) -> MatmulEncoding | None:
         return None
     rows, k, cols = gemm_dims(graph, op)
     matrices = b.numel // max(1, k * cols)
-    if matrices * k * cols != b.numel or rows % matrices:
-        return None
+    if matrices * k * cols != b.numel or rows % matrices or a.numel != rows * k:
+        return None  # an LHS broadcast over the RHS's batch: its pack would copy it per matrix
+    if matrices > 1 and a.shape[:-2] != b.shape[:-2]:
+        return None  # batches matched by broadcasting: the LHS's rows do not fold per matrix
     return MatmulEncoding(matrices, rows // matrices, cols, k, (a.dtype, b.dtype, out.dtype))
+
+
+def reads_transposed(graph: Graph, op: Op) -> bool:
+    """Whether a matmul reads its LHS transposed (contracting other than its last dim): its pack
+    transposes, so its bytes are no result's packed alike."""
+    if str(op.attrs.get("transpose_a", "")).startswith("true"):
+        return True
+    contract = attributes.ints(op.attrs.get("contract_dims_lhs"))
+    return bool(contract) and contract != (len(graph.tensors[op.inputs[0]].shape) - 1,)

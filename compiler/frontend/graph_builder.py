@@ -176,7 +176,7 @@ class GraphBuilder:
         return checked_name(name, what, self.ref, location)
 
     def build(self, func_op, model_name: str) -> Graph:
-        entry_block = func_op.regions[0].blocks[0]  # func.func's and util.func's alike
+        entry_block = self.body(func_op, "the function")  # func.func's and util.func's alike
         arguments = list(entry_block.arguments)
         for index, (arg, attributes) in enumerate(zip(arguments, _attrs_each(func_op, "arg_attrs", len(arguments)))):
             if _is_handle(arg.type):  # IREE's ABI: buffer views and fences; hal.tensor.import makes the tensors
@@ -184,13 +184,13 @@ class GraphBuilder:
             self.add_input(_arg_name(attributes, arg), arg, _loaded_once(attributes), index)
             self.mesh.value(self.value_names[arg], attributes, located(self.ref, arg.location))
         for initializer in self.program.initializers:  # load-time work, ahead of the step's
-            for mlir_op in initializer.regions[0].blocks[0].operations:
+            for mlir_op in self.body(initializer, "util.initializer").operations:
                 if mlir_op.operation.name not in RETURNS:
                     self.add(mlir_op.operation)
         outputs: list[str] = []
         for mlir_op in entry_block.operations:
             if mlir_op.operation.name in RETURNS:
-                outputs = [self.value_names[v] for v in mlir_op.operation.operands]
+                outputs = [self.name_of(v, mlir_op.operation.location) for v in mlir_op.operation.operands]
                 for name, attributes in zip(outputs, _attrs_each(func_op, "res_attrs", len(outputs))):
                     self.mesh.value(name, attributes, located(self.ref, func_op.location))
             else:
@@ -214,9 +214,25 @@ class GraphBuilder:
         self.value_names[value] = name
         self.inputs.append(name)
 
-    def alias(self, value, same_as) -> None:
+    def alias(self, value, same_as, location: ir.Location | None = None) -> None:
         """`value` is `same_as`'s tensor (a hand-off, a barrier, a whole load or store)."""
-        self.value_names[value] = self.value_names[same_as]
+        self.value_names[value] = self.name_of(same_as, location)
+
+    def name_of(self, value, location: ir.Location | None) -> str:
+        """The tensor a value of the program is, or one line saying it is none tilescope reads (an
+        IREE runtime handle used as data, a value of a region it does not enter)."""
+        name = self.value_names.get(value)
+        if name is None:
+            said = clip(str(value.type))
+            raise ModelLoadError(f"{self.where(location)}: reads a value of type {said} that is no tensor it models")
+        return name
+
+    def body(self, op, what: str):
+        """The one block of an op's first region: a function's, an initializer's, a dispatch's."""
+        blocks = [block for region in op.regions[:1] for block in region.blocks]
+        if len(blocks) != 1:
+            raise ModelLoadError(f"{self.where(op.location)}: {what} has {len(blocks)} blocks; tilescope reads one")
+        return blocks[0]
 
     @contextmanager
     def scoped(self, scope: str):
@@ -286,7 +302,7 @@ class GraphBuilder:
         for value, out_name in zip(results, out_names):
             self.tensors[out_name] = self.tensor(out_name, value.type, location)
             self.value_names[value] = out_name
-        op = Op(name=name, kind=kind, inputs=[self.value_names[v] for v in operands], outputs=out_names)
+        op = Op(name=name, kind=kind, inputs=[self.name_of(v, location) for v in operands], outputs=out_names)
         line = file_line(location)
         if line is not None:
             op.meta[LINES] = LineSpan(line, line)

@@ -71,12 +71,12 @@ def read_through(builder, program: Program, operation) -> bool:
         builder.add_input(label, result, parameter=False, index=len(builder.inputs))
     elif name in PASS_THROUGH:
         for operand, result in zip(operation.operands, operation.results):
-            builder.alias(result, operand)
+            builder.alias(result, operand, operation.location)
     elif name == "util.global.load":
         _load(builder, program, operation)
     elif name == "util.global.store":
         global_name = ir.FlatSymbolRefAttr(operation.attributes["global"]).value
-        program.stored[global_name] = builder.value_names[operation.operands[0]]
+        program.stored[global_name] = builder.name_of(operation.operands[0], operation.location)
     elif name == "flow.dispatch.workgroups":
         _inline_workgroups(builder, program, operation)
     elif name == "flow.dispatch.region":
@@ -93,6 +93,8 @@ def _load(builder, program: Program, operation) -> None:
         builder.value_names[result] = program.stored[global_name]
     elif global_name in program.loaded:
         builder.value_names[result] = program.loaded[global_name]
+    elif str(result.type).startswith("!hal."):
+        return  # a device or other runtime handle: no tensor (what reads it is refused by name_of)
     else:
         found = program.globals.get(global_name)
         # an immutable global is loaded once, before the first step: a weight
@@ -107,10 +109,12 @@ def _scoped(builder, program: Program):
 
 
 def _inline_workgroups(builder, program: Program, operation) -> None:
-    """A dispatch's body in its place. Its block takes each operand, then each result not tied to
-    an operand; whole-tensor loads and stores are the tensors themselves."""
-    body = operation.regions[0].blocks[0]
-    args, operands, results = list(body.arguments), list(operation.operands), list(operation.results)
+    """A dispatch's body in its place. Its block takes each of the dispatch's arguments (its
+    operands past the workload), then each result not tied to an argument; whole-tensor loads
+    and stores are the tensors themselves."""
+    body = builder.body(operation, "a dispatch")
+    args, results = list(body.arguments), list(operation.results)
+    operands = _arguments(builder, operation)
     tied = attributes.ints(builder.attr_text(operation.attributes["tied_operands"])) if _has(operation) else ()
     for arg, operand in zip(args, operands):
         if operand in builder.value_names:
@@ -119,7 +123,7 @@ def _inline_workgroups(builder, program: Program, operation) -> None:
     spare = len(operands)
     for index, result in enumerate(results):
         tied_to = tied[index] if index < len(tied) else -1
-        if 0 <= tied_to < len(operands):
+        if 0 <= tied_to < min(len(operands), len(args)):
             result_of[args[tied_to]] = result
         elif spare < len(args):
             result_of[args[spare]] = result
@@ -130,9 +134,9 @@ def _inline_workgroups(builder, program: Program, operation) -> None:
             if op.name in DISPATCH_LOADS:
                 _load_slice(builder, op)
             elif op.name in DISPATCH_STORES:
-                if op.operands[1] not in result_of:
+                if len(op.operands) < 2 or op.operands[1] not in result_of:
                     raise ModelLoadError(f"{builder.where(op.location)}: a dispatch stores into what is not its result")
-                builder.alias(result_of[op.operands[1]], op.operands[0])
+                builder.alias(result_of[op.operands[1]], op.operands[0], op.location)
             elif op.name != "flow.return":
                 builder.add(op)
     for result in results:
@@ -143,9 +147,9 @@ def _inline_workgroups(builder, program: Program, operation) -> None:
 def _load_slice(builder, op) -> None:
     """A load of a dispatch operand: the tensor itself when whole, else a slice of it."""
     source, result = op.operands[0], op.results[0]
-    whole = builder.tensors[builder.value_names[source]].shape if source in builder.value_names else None
-    if whole is not None and tuple(ir.RankedTensorType(result.type).shape) == whole:
-        builder.alias(result, source)
+    whole = builder.tensors[builder.name_of(source, op.location)].shape
+    if isinstance(result.type, ir.RankedTensorType) and tuple(result.type.shape) == whole:
+        builder.alias(result, source, op.location)
     else:
         builder.op("tensor.extract_slice", [source], [result], op.location)
 
@@ -153,16 +157,27 @@ def _load_slice(builder, op) -> None:
 def _inline_region(builder, program: Program, operation) -> None:
     """A dispatch region (before workgroups are formed): its ops read the values around it, and
     what its `flow.return` returns are its results."""
-    body = operation.regions[0].blocks[0]
+    body = builder.body(operation, "a dispatch region")
     with _scoped(builder, program):
         for inner in body.operations:
             op = inner.operation
             if op.name == "flow.return":
                 for result, value in zip(operation.results, op.operands):
-                    builder.alias(result, value)
+                    builder.alias(result, value, op.location)
             else:
                 builder.add(op)
 
 
 def _has(operation) -> bool:
     return "tied_operands" in operation.attributes
+
+
+def _arguments(builder, operation) -> list:
+    """A dispatch's arguments: its operands past the workload, as its operand segments say
+    (workload, arguments, their dynamic dims, the results' dynamic dims)."""
+    operands = list(operation.operands)
+    if "operandSegmentSizes" not in operation.attributes:
+        return operands
+    segments = attributes.ints(builder.attr_text(operation.attributes["operandSegmentSizes"]))
+    workload, count = (*segments, 0, 0)[:2]
+    return operands[workload : workload + count]

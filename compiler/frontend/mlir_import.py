@@ -135,6 +135,15 @@ def _functions(block) -> list:
 
 
 def _entry_function(module: ir.Module, ref: str, wanted: str | None, warnings: list[str]):
+    """The function to compile (see _chosen_function), which must have a body."""
+    entry = _chosen_function(module, ref, wanted, warnings)
+    if not len(entry.regions[0].blocks):
+        name = ir.StringAttr(entry.attributes["sym_name"]).value
+        raise ModelLoadError(f"{ref}: @{shown(name)} is a declaration, with no body to compile")
+    return entry
+
+
+def _chosen_function(module: ir.Module, ref: str, wanted: str | None, warnings: list[str]):
     """The function to compile: `wanted` if given, else main, forward, or the only public one.
     With several public functions and none of those names, the first is taken, with a warning."""
     funcs = _functions(module.body)

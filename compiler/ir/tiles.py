@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from tilescope.compiler.ir.attributes import ints
 from tilescope.compiler.ir.dtypes import bytes_per_element
 from tilescope.compiler.ir.graph import Graph, Layout, Op, Tensor
 
@@ -48,9 +49,18 @@ def is_view(graph: Graph, op: Op) -> bool:
     if len(op.inputs) < 1 or len(op.outputs) != 1:
         return False
     src, dst = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    if op.kind in ("pack", "unpack") and op.attrs.get("operand") != "rhs":
+    if op.kind in ("pack", "unpack") and op.attrs.get("operand") != "rhs" and _keeps_order(op):
         return _stored_alike(src.layout, dst.layout)
     return op.kind == "reshape" and len(op.inputs) == 1 and same_bytes(src, dst)
+
+
+def _keeps_order(op: Op) -> bool:
+    """A pack (or unpack) that keeps its dims in order: no permutation of its outer dims, its
+    inner tiles the last dims, in order (linalg.pack's attributes, where it was imported)."""
+    perm = ints(op.attrs.get("outer_dims_perm"))
+    inner = ints(op.attrs.get("inner_dims_pos"))
+    rank = len(perm)
+    return perm == tuple(range(rank)) and inner == tuple(range(rank - len(inner), rank))
 
 
 def _stored_alike(a: Layout | None, b: Layout | None) -> bool:

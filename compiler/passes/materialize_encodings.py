@@ -18,7 +18,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tilescope.compiler.analysis.matmul_encoding import LHS, ROLES, MatmulEncoding, matmul_encoding, tiles_attr
+from tilescope.compiler.analysis.matmul_encoding import (
+    LHS,
+    ROLES,
+    TRANSPOSED,
+    MatmulEncoding,
+    matmul_encoding,
+    tiles_attr,
+)
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.ir.meta import CANCELLED_PACKS, PACKED_TILES, CancelledPair
@@ -60,11 +67,11 @@ class MaterializeEncodings:
 
     def run(self, graph: Graph) -> Graph:
         if not any(t.encoding for t in graph.tensors.values()):
-            graph.meta[CANCELLED_PACKS], graph.meta[PACKED_TILES] = [], _packed_tiles(graph)
+            graph.meta[CANCELLED_PACKS], graph.meta[PACKED_TILES] = [], _packed_tiles(graph, set())
             return graph
         packed: dict[str, tuple[tuple[int, ...], int]] = {}  # tensor -> its packed shape, which operand
         for op in graph.ops:
-            if op.kind in ("matmul", "mmt4d") and len(op.inputs) >= 2 and op.outputs:
+            if op.kind == "matmul" and len(op.inputs) >= 2 and op.outputs:
                 self._materialize(graph, op, packed)
         for op in graph.ops:
             if op.kind == "set_encoding" and op.outputs and op.outputs[0] in packed:
@@ -77,8 +84,8 @@ class MaterializeEncodings:
         for name, (shape, _) in packed.items():
             tensor = graph.tensors[name]
             tensor.shape, tensor.encoding = shape, None
-        graph.meta[CANCELLED_PACKS] = _cancel_pairs(graph)
-        graph.meta[PACKED_TILES] = _packed_tiles(graph)
+        graph.meta[CANCELLED_PACKS], chained = _cancel_pairs(graph)
+        graph.meta[PACKED_TILES] = _packed_tiles(graph, chained)
         return graph
 
     def _materialize(self, graph: Graph, op: Op, packed: dict) -> None:
@@ -86,9 +93,12 @@ class MaterializeEncodings:
         read = [read_encoding(graph.tensors[t].encoding) for t in names]
         if any(r is None or r[0] != index for index, r in enumerate(read)):
             return
-        # the sizes as the tensors hold them here: a device's part of a matmul split over several
-        encoding = matmul_encoding(graph, op) or read[LHS][1]  # type: ignore[index]
-        tile = self.inner_tiles.get(op.name) or self.target.inner_tile(encoding.element_types[LHS])
+        # the sizes as the tensors hold them (a device's part of a matmul split over several), not as
+        # an imported encoding says them: the encoding says what each tensor is for
+        encoding = matmul_encoding(graph, op)
+        if encoding is None:
+            return
+        tile = self.inner_tiles.get(op.name) or narrowed(self.target.inner_tile(encoding.element_types[LHS]), encoding)
         if tile is None:
             return
         for index, name in enumerate(names):
@@ -97,36 +107,48 @@ class MaterializeEncodings:
         op.attrs["inner_tiles"] = tiles_attr(tile)
 
 
-def _packed_tiles(graph: Graph) -> dict[str, tuple[int, int]]:
-    """Every packed tensor (a pack's result, an unpack's operand, an mmt4d's operands and result;
-    materialized here or imported so) and the inner tile it is stored in: its last two dims."""
+def narrowed(tile: tuple[int, int, int] | None, encoding: MatmulEncoding) -> tuple[int, int, int] | None:
+    """`tile` with M0 narrowed to the power of two that holds M when M is shorter than M0, as
+    IREE's CPU encoding resolver does for a matmul of few rows (a decode step's)."""
+    if tile is None or encoding.m >= tile[0]:
+        return tile
+    return (1 << (encoding.m - 1).bit_length(), tile[1], tile[2])
+
+
+def _packed_tiles(graph: Graph, chained: set[str]) -> dict[str, tuple[int, int]]:
+    """Every packed tensor (a pack's result, an unpack's operand, an mmt4d's operands and result,
+    the results of ops between a cancelled pair; materialized here or imported so) and the inner
+    tile it is stored in: its last two dims."""
     found: dict[str, tuple[int, int]] = {}
     for op in graph.ops:
         names = {"pack": op.outputs, "unpack": op.inputs[:1], "mmt4d": [*op.inputs[:2], *op.outputs]}.get(op.kind, ())
-        for name in names:
+        for name in [*names, *(t for t in op.outputs if t in chained)]:
             shape = graph.tensors[name].shape
             if len(shape) >= 4:  # a packed tensor: outer dims, then the inner tile
                 found[name] = (shape[-2], shape[-1])
     return found
 
 
-def _cancel_pairs(graph: Graph) -> list[CancelledPair]:
+def _cancel_pairs(graph: Graph) -> tuple[list[CancelledPair], set[str]]:
     """Unpacks whose result, through element-wise ops reading nothing else, is only packed again
-    into the same shape: both go, and the ops between work on the packed tensor. The pairs."""
+    into the same shape: both go, and the ops between work on the packed tensor. The pairs, and
+    the results of the ops between."""
     read_by = readers(graph)
     outputs = set(graph.outputs)
     gone: set[str] = set()
     pairs: list[CancelledPair] = []
+    chained: set[str] = set()
     for unpack in [op for op in graph.ops if op.kind == "unpack"]:
         chain, pack = _chain_to_pack(graph, unpack, read_by, outputs)
         source = unpack.inputs[0]
-        # the same bytes only when the pack is a next matmul's LHS of the same shape: the result's
-        # M0 x N0 tiles are then its M0 x K0 tiles (an RHS pack transposes them)
-        same = pack is not None and pack.attrs.get("operand") == "lhs"
+        # the same bytes only when the pack is a next matmul's LHS, read as it lies, of the same
+        # shape: the result's M0 x N0 tiles are then its M0 x K0 tiles (an RHS pack transposes them)
+        same = pack is not None and pack.attrs.get("operand") == "lhs" and not pack.attrs.get(TRANSPOSED)
         if not same or graph.tensors[pack.outputs[0]].shape != graph.tensors[source].shape:
             continue
         for step in chain:  # each works on the packed tensor now
             graph.tensors[step.outputs[0]].shape = graph.tensors[source].shape
+            chained.add(step.outputs[0])
         first = chain[0] if chain else None
         last = chain[-1].outputs[0] if chain else source
         if first is not None:
@@ -138,7 +160,7 @@ def _cancel_pairs(graph: Graph) -> list[CancelledPair]:
         gone.update((unpack.name, pack.name))
         pairs.append(CancelledPair(unpack.name, pack.name))
     graph.ops = [op for op in graph.ops if op.name not in gone]
-    return pairs
+    return pairs, chained
 
 
 def _chain_to_pack(graph: Graph, unpack: Op, read_by: dict[str, list[Op]], outputs: set[str]):
@@ -153,12 +175,24 @@ def _chain_to_pack(graph: Graph, unpack: Op, read_by: dict[str, list[Op]], outpu
             return chain, None
         (reader,) = read_by[tensor]
         if reader.kind == "pack" and reader.inputs == [tensor]:
-            return chain, reader
+            return chain, (reader if reader.outputs[0] not in outputs else None)
         unary = opset.op_class(reader.kind).kind_class == opset.ELTWISE_UNARY or _folds_rows(graph, reader)
         if not unary or reader.inputs != [tensor] or len(reader.outputs) != 1 or reader.attrs.get("const_eval"):
             return chain, None
+        if not _in_place(reader):  # a generic reading through a permuting map moves elements
+            return chain, None
         chain.append(reader)
         tensor = reader.outputs[0]
+
+
+_MAP = re.compile(r"affine_map<\(([^)]*)\)\s*->\s*\(([^)]*)\)>")
+
+
+def _in_place(op: Op) -> bool:
+    """An op that writes each element where it read it: every indexing map an identity (an
+    imported linalg.generic's), or none given."""
+    maps = _MAP.findall(str(op.attrs.get("indexing_maps", "")))
+    return all(dims.replace(" ", "") == results.replace(" ", "") for dims, results in maps)
 
 
 def _folds_rows(graph: Graph, op: Op) -> bool:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilescope.compiler.analysis.matmul_encoding import LHS, RESULT, ROLES, matmul_encoding
+from tilescope.compiler.analysis import matmul_encoding as encodings
+from tilescope.compiler.analysis.matmul_encoding import LHS, RESULT, ROLES, TRANSPOSED
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
 from tilescope.compiler.targets.chip import Target
 
@@ -30,29 +31,60 @@ class SetEncodings:
     target: Target
 
     def run(self, graph: Graph) -> Graph:
+        if self.target.system.devices > 1:  # each device would resolve its own: not modelled yet
+            graph.warnings.append(
+                f"data-tiling on {self.target.system.devices} devices is not modelled yet: matmuls left as they are"
+            )
+            return graph
+        names = _Names(graph)
         ops: list[Op] = []
         for op in graph.ops:
-            encoding = matmul_encoding(graph, op) if not op.attrs.get(ENCODED) else None
+            encoding = encodings.matmul_encoding(graph, op) if not op.attrs.get(ENCODED) else None
             a_dtype = encoding.element_types[LHS] if encoding else ""
             if encoding is None or self.target.inner_tile(a_dtype) is None:
                 ops.append(op)
                 continue
             for index in (0, 1):
                 source, role = op.inputs[index], ROLES[index]
-                encoded = _tensor(graph, f"{op.name}.{role}_encoded", graph.tensors[source], encoding.text(index))
-                ops.append(Op(f"{op.name}.set_encoding_{role}", "set_encoding", [source], [encoded], source=op.source))
+                encoded = names.tensor(f"{op.name}.{role}_encoded", graph.tensors[source], encoding.text(index))
+                name = names.op(f"{op.name}.set_encoding_{role}")
+                setter = Op(name, "set_encoding", [source], [encoded], source=op.source)
+                if index == 0 and encodings.reads_transposed(graph, op):
+                    setter.attrs[TRANSPOSED] = True  # its pack transposes: no result packed alike is it
+                ops.append(setter)
                 op.inputs[index] = encoded
             result = op.outputs[0]
-            encoded = _tensor(graph, f"{op.name}.result_encoded", graph.tensors[result], encoding.text(RESULT))
+            encoded = names.tensor(f"{op.name}.result_encoded", graph.tensors[result], encoding.text(RESULT))
             op.outputs[0] = encoded
             op.attrs[ENCODED] = True
             ops.append(op)
-            ops.append(Op(f"{op.name}.unset_encoding", "unset_encoding", [encoded], [result], source=op.source))
+            name = names.op(f"{op.name}.unset_encoding")
+            ops.append(Op(name, "unset_encoding", [encoded], [result], source=op.source))
         graph.ops = ops
         return graph
 
 
-def _tensor(graph: Graph, name: str, like: Tensor, encoding: str) -> str:
-    """A new tensor `name` shaped and typed as `like`, with `encoding`."""
-    graph.tensors[name] = Tensor(name, like.shape, like.dtype, is_parameter=like.is_parameter, encoding=encoding)
-    return name
+class _Names:
+    """Names no op or tensor of the graph has: `stem`, else `stem#k`."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.taken = {op.name for op in graph.ops} | set(graph.tensors)
+
+    def op(self, stem: str) -> str:
+        return self._fresh(stem)
+
+    def tensor(self, stem: str, like: Tensor, encoding: str) -> str:
+        """A new tensor shaped and typed as `like`, with `encoding`."""
+        name = self._fresh(stem)
+        made = Tensor(name, like.shape, like.dtype, is_parameter=like.is_parameter, encoding=encoding)
+        self.graph.tensors[name] = made
+        return name
+
+    def _fresh(self, stem: str) -> str:
+        name, k = stem, 0
+        while name in self.taken:
+            k += 1
+            name = f"{stem}#{k}"
+        self.taken.add(name)
+        return name

@@ -171,3 +171,62 @@ def test_a_dispatch_storing_into_what_is_not_its_result_is_one_line():
 def test_a_module_with_neither_function_form_is_one_line():
     with pytest.raises(ModelLoadError, match="no func.func or util.func"):
         import_mlir("util.global private @w = 1.0 : f32\n", "empty.mlir")
+
+
+HOSTILE = {
+    "a buffer view returned as data": """
+util.func public @main(%arg0: !hal.buffer_view) -> !hal.buffer_view {
+  util.return %arg0 : !hal.buffer_view
+}""",
+    "a buffer view read by an op": """
+util.func public @main(%arg0: !hal.buffer_view) -> index {
+  %d = hal.buffer_view.dim<%arg0 : !hal.buffer_view>[0] : index
+  util.return %d : index
+}""",
+    "an initializer with no body": """
+util.initializer {
+}
+util.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  util.return %a : tensor<4xf32>
+}""",
+    "an entry with no body": "util.func private @main(%a: tensor<4xf32>) -> tensor<4xf32>\n",
+    "a dispatch tied to an argument it does not have": """
+func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %r = flow.dispatch.workgroups(%a) : (tensor<4xf32>) -> %a =
+      (%b: !iree_tensor_ext.dispatch.tensor<readwrite:tensor<4xf32>>) {
+    flow.return
+  }
+  return %r : tensor<4xf32>
+}""",
+}
+
+
+@pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE)
+def test_an_iree_program_tilescope_cannot_read_is_one_line(text):
+    with pytest.raises(ModelLoadError) as err:
+        import_mlir(text, "x.mlir")
+    assert "\n" not in str(err.value) and str(err.value).startswith("x.mlir")
+
+
+def test_a_dispatchs_workload_operands_are_not_its_arguments():
+    ro, wo = (
+        "!iree_tensor_ext.dispatch.tensor<readonly:tensor<4xf32>>",
+        "!iree_tensor_ext.dispatch.tensor<writeonly:tensor<4xf32>>",
+    )
+    whole = "offsets = [0], sizes = [4], strides = [1]"
+    text = f"""
+func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {{
+  %c1 = arith.constant 1 : index
+  %r = flow.dispatch.workgroups[%c1](%a) : (tensor<4xf32>) -> tensor<4xf32> = (%in: {ro}, %out: {wo}) {{
+    %t = iree_tensor_ext.dispatch.tensor.load %in, {whole} : {ro} -> tensor<4xf32>
+    %e = math.exp %t : tensor<4xf32>
+    iree_tensor_ext.dispatch.tensor.store %e, %out, {whole} : tensor<4xf32> -> {wo}
+    flow.return
+  }} count(%w: index) -> (index, index, index) {{
+    flow.return %w, %w, %w : index, index, index
+  }}
+  return %r : tensor<4xf32>
+}}"""
+    graph = import_mlir(text, "x.mlir").graph
+    (exp,) = [op for op in graph.ops if op.kind == "math.exp"]
+    assert exp.inputs == graph.inputs and graph.outputs == exp.outputs

@@ -84,3 +84,52 @@ def test_a_pack_into_the_tiles_a_tensor_lies_in_runs_no_kernel(target, views):
     # the weight's pack transposes its tiles on any target: work, done when the model loads
     rhs_pack = kernel.op("fc1.set_encoding_rhs")
     assert rhs_pack.meta[KERNEL] is not None and rhs_pack.attrs.get("const_eval")
+
+
+TRANSPOSED_NEXT = """
+func.func @f(%a: tensor<256x256xbf16>, %w1: tensor<256x256xbf16>, %w2: tensor<256x256xbf16>) -> tensor<256x256xbf16> {
+  %h = "ttir.matmul"(%a, %w1) : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("mm0")
+  %y = "ttir.matmul"(%h, %w2) {transpose_a = true} : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16> loc("mm1")
+  return %y : tensor<256x256xbf16>
+}
+"""
+
+
+def test_a_result_the_next_matmul_reads_transposed_is_not_cancelled():
+    """The tiles of mm0's result are not those of the transposed LHS mm1 packs, though shaped alike."""
+    graph = through(TRANSPOSED_NEXT, load_target("wormhole_n150"), "materialize-encodings", data_tiling=True)[1]
+    assert graph.meta[CANCELLED_PACKS] == []
+    assert graph.op("mm1.set_encoding_lhs").attrs["transposed"] is True
+
+
+def test_the_ops_between_a_cancelled_pair_keep_the_inner_tile():
+    """The activation between fc1 and fc2, on fc1's packed result: stored in its 16x16 tiles, so no
+    conversion to the target's 32x32 appears around it."""
+    tiles = [OpOverride(op, inner_tiles=(16, 16, 16), spec=f"{op}=inner_tiles#16x16x16") for op in ("fc1", "fc2")]
+    model = import_mlir(FFN, "ffn.mlir")
+    compilation = compile_model(model, load_target("wormhole_n150"), CompileOptions(tiles, data_tiling=True))
+    layout = compilation.levels["layout"]
+    assert layout.meta[CANCELLED_PACKS] == [CancelledPair("fc1.unset_encoding", "fc2.set_encoding_lhs")]
+    assert not [op.name for op in layout.ops if op.kind == "to_layout"]
+
+
+def test_a_broadcast_lhs_is_left_unencoded_and_names_are_never_taken_twice():
+    text = """
+func.func @f(%a: tensor<64x128xbf16>, %b: tensor<4x128x96xbf16>, %c: tensor<32x64xbf16>, %w: tensor<64x64xbf16>)
+    -> (tensor<4x64x96xbf16>, tensor<32x64xbf16>) {
+  %y = "ttir.matmul"(%a, %b) : (tensor<64x128xbf16>, tensor<4x128x96xbf16>) -> tensor<4x64x96xbf16> loc("bcast")
+  %r = "ttir.relu"(%c) : (tensor<32x64xbf16>) -> tensor<32x64xbf16> loc("mm.lhs_encoded")
+  %z = "ttir.matmul"(%r, %w) : (tensor<32x64xbf16>, tensor<64x64xbf16>) -> tensor<32x64xbf16> loc("mm")
+  return %y, %z : tensor<4x64x96xbf16>, tensor<32x64xbf16>
+}
+"""
+    graph = through(text, load_target("x86_avx512"), "set-encodings", data_tiling=True)[1]
+    assert graph.op("bcast").inputs == ["arg0", "arg1"]  # its LHS would be packed once per matrix of b
+    setter = graph.op("mm.set_encoding_lhs")
+    assert setter.inputs == ["mm.lhs_encoded"] and setter.outputs == ["mm.lhs_encoded#1"]
+
+
+def test_on_a_system_of_several_devices_data_tiling_is_said_to_be_not_modelled():
+    _, graph = through(FFN, load_target("t3k"), "set-encodings", data_tiling=True)
+    assert not any(op.kind == "set_encoding" for op in graph.ops)
+    assert any("data-tiling on 8 devices is not modelled yet" in w for w in graph.warnings)
