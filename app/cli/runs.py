@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
 from tilescope.compiler.errors import TilescopeError
@@ -117,10 +117,11 @@ def _print_table(result: RunResult, model_ref: str) -> None:
         )
     print(f"total {sim.total_ns / 1e3:.1f} us (device busy {sim.device_ns / 1e3:.1f} us)")
     split = split_by_device(sim.ops, sim.zones.track_names(), sim.total_ns)
-    if split:  # several devices, one program: each device's step is the same
-        each = split[0]
+    alike = all(replace(s, device="") == replace(split[0], device="") for s in split)
+    for each in split[:1] if alike else split:  # one program on every device: each device's step the same
+        said = f"each of {len(split)} devices" if alike else each.device
         print(
-            f"each of {len(split)} devices: compute {each.compute_ns / 1e3:.1f} us, collectives "
+            f"{said}: compute {each.compute_ns / 1e3:.1f} us, collectives "
             f"{each.collectives_ns / 1e3:.1f} us (on the links; {each.overlap_ns / 1e3:.1f} us of it under compute), "
             f"idle {each.idle_ns / 1e3:.1f} us"
         )

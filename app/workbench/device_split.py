@@ -74,9 +74,12 @@ def _each(records, devices: Sequence[str], total_ns: float) -> list[DeviceSplit]
     return [_split(d, by_device.get(int(d.removeprefix("device ")), []), total_ns) for d in devices]
 
 
+LINKED = frozenset({*COLLECTIVES, "transfer"})  # ops on the links: collectives, and a program's transfers
+
+
 def _split(device: str, records, total_ns: float) -> DeviceSplit:
-    compute = _union((r.start_ns, r.start_ns + r.duration_ns) for r in records if r.kind not in COLLECTIVES)
-    links = _union((r.start_ns, r.start_ns + r.duration_ns) for r in records if r.kind in COLLECTIVES)
+    compute = _union((r.start_ns, r.start_ns + r.duration_ns) for r in records if r.kind not in LINKED)
+    links = _union((r.start_ns, r.start_ns + r.duration_ns) for r in records if r.kind in LINKED)
     overlap = _overlap(compute, links)
     computing, linked = _length(compute), _length(links)
     idle = max(0.0, total_ns - (computing + linked - overlap))

@@ -16,6 +16,7 @@ from tilescope.compiler.ir.meta import CODE_LINE, LINES, LOC, LineSpan
 from tilescope.compiler.ir import dtypes
 from tilescope.compiler.errors import ModelLoadError, clip
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
+from tilescope.compiler.frontend.device_affinity import affinity, place
 from tilescope.compiler.frontend.iree_program import RETURNS, Program, read_through
 from tilescope.compiler.frontend.mesh_import import MeshReader
 from tilescope.compiler.frontend.source_lines import UNKNOWN_LOC, attr_text, code_line, file_line, loc_name
@@ -156,6 +157,7 @@ class GraphBuilder:
         self.ref, self.mesh = ref, mesh
         self.program = program or Program(None)
         self.inputs: list[str] = []
+        self.placed: dict[str, str] = {}  # input tensor -> the device an affinity puts it on
         self.scope: str | None = None  # the dispatch whose ops are being added
         self.tensors: dict[str, Tensor] = {}
         self.value_names: dict[ir.Value, str] = {}
@@ -183,6 +185,8 @@ class GraphBuilder:
                 continue
             self.add_input(_arg_name(attributes, arg), arg, _loaded_once(attributes), index)
             self.mesh.value(self.value_names[arg], attributes, located(self.ref, arg.location))
+            if attributes is not None and "iree.abi.affinity" in attributes:
+                self.place(arg, self.attr_text(attributes["iree.abi.affinity"]))
         for initializer in self.program.initializers:  # load-time work, ahead of the step's
             for mlir_op in self.body(initializer, "util.initializer").operations:
                 if mlir_op.operation.name not in RETURNS:
@@ -196,6 +200,7 @@ class GraphBuilder:
             else:
                 self.add(mlir_op.operation)
         graph = Graph(model_name, "input", self.tensors, self.ops, self.inputs, outputs)
+        place(graph, self.program.devices, self.placed)
         if self.shortened:
             graph.warnings.append(
                 f"{self.shortened} names longer than {MAX_NAME_CHARS} characters shortened (a hash ends each)"
@@ -213,6 +218,12 @@ class GraphBuilder:
         self.tensors[name].is_parameter = parameter
         self.value_names[value] = name
         self.inputs.append(name)
+
+    def place(self, value, affinity_text: str) -> None:
+        """The input `value` is on the device an affinity attribute names (a multi-device program)."""
+        device = affinity(affinity_text)
+        if device is not None:
+            self.placed[self.value_names[value]] = device
 
     def alias(self, value, same_as, location: ir.Location | None = None) -> None:
         """`value` is `same_as`'s tensor (a hand-off, a barrier, a whole load or store)."""

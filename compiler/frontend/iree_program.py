@@ -51,12 +51,15 @@ class Program:
         self.stored: dict[str, str] = {}  # global -> the tensor an initializer stored in it
         self.loaded: dict[str, str] = {}  # global -> its input tensor, once a load made one
         self.dispatches = 0
+        self.devices: list[str] = []  # the program's device globals, in order (several: multi-device)
         if module_block is None:
             return
         for op in module_block.operations:
             name = op.operation.name
             if name == "util.global":
                 self.globals[symbol(op.operation, "sym_name")] = op.operation
+                if "type" in op.operation.attributes and str(op.operation.attributes["type"]) == "!hal.device":
+                    self.devices.append(symbol(op.operation, "sym_name"))
             elif name == "util.initializer":
                 self.initializers.append(op.operation)
 
@@ -69,6 +72,8 @@ def read_through(builder, program: Program, operation) -> bool:
         result = operation.results[0]
         label = symbol(operation, "name") or None
         builder.add_input(label, result, parameter=False, index=len(builder.inputs))
+        if "affinity" in operation.attributes:  # on(#hal.device.affinity<@device_a>)
+            builder.place(result, builder.attr_text(operation.attributes["affinity"]))
     elif name in PASS_THROUGH:
         for operand, result in zip(operation.operands, operation.results):
             builder.alias(result, operand, operation.location)

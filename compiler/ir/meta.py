@@ -92,6 +92,9 @@ class Placement:
 
 # about the whole graph
 MESH: MetaKey[Mesh] = MetaKey("mesh", "graph", "input", ("mesh-import", "partition"))
+# the devices a multi-device IREE program places its ops on (#hal.device.affinity), in the order it
+# declares them; each op's attrs["device"] names one, a transfer's attrs["from_device"] where it leaves
+DEVICES: MetaKey[tuple[str, ...]] = MetaKey("devices", "graph", "input", ("mlir-import",))
 LOCAL: MetaKey[set[str]] = MetaKey("local", "graph", "input", ("mesh-import", "normalize"))  # per-device tensors
 CANONICALIZED: MetaKey[list[Dropped]] = MetaKey(
     "canonicalized", "graph", "graph", ("canonicalize", "fold-broadcasts", "fold-transposes", "fuse-attention")

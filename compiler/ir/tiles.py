@@ -104,6 +104,14 @@ def tile_bytes(dtype: str, tile: tuple[int, int]) -> float:
     return tile[0] * tile[1] * bytes_per_element(dtype)
 
 
+def tensor_bytes(tensor: Tensor) -> float:
+    """The bytes a tensor holds as laid out: whole tiles, in its layout's dtype (its own where it has none)."""
+    if tensor.layout is None:
+        return tensor.numel * bytes_per_element(tensor.dtype)
+    batch, rt, ct = tile_grid(tensor.shape, tensor.layout.tile)
+    return batch * rt * ct * tile_bytes(tensor.layout.dtype, tensor.layout.tile)
+
+
 def shard_bytes(tensor: Tensor, layout: Layout) -> float:
     """Bytes one core holds: the largest shard for sharded layouts, an even share when interleaved."""
     tile = layout.tile

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tilescope.compiler.ir.meta import COLLECTIVE_OPS, LOCAL, MESH, SHARDING_OUTCOMES, SHARDING_OVERRIDES
+from tilescope.compiler.ir.meta import COLLECTIVE_OPS, DEVICES, LOCAL, MESH, SHARDING_OUTCOMES, SHARDING_OVERRIDES
 from tilescope.compiler.ir import attributes
 from tilescope.compiler.ir import opset
 from tilescope.compiler.sharding import rules
@@ -61,6 +61,12 @@ class Partition:
     def _mesh(self, graph: Graph) -> Mesh:
         given: Mesh | None = graph.meta.get(MESH)
         have = self.target.system.devices
+        placed = graph.meta.get(DEVICES, ())
+        if placed:  # a program that places each op on a device of its own: no split over a mesh
+            if len(placed) > have:
+                where = f"{self.target.name}'s {have}" if have > 1 else f"{self.target.name}'s one"
+                graph.warnings.append(f"the program places its ops on {len(placed)} devices: they run on {where}")
+            return SINGLE
         if given is None or given.devices <= 1:
             if have <= 1:
                 return given or SINGLE

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from tilescope.compiler.analysis import matmul_encoding as encodings
 from tilescope.compiler.analysis.matmul_encoding import LHS, RESULT, ROLES, TRANSPOSED
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
+from tilescope.compiler.ir.meta import DEVICES
 from tilescope.compiler.targets.chip import Target
 
 ENCODED = "encoded"  # a matmul's attribute: data-tiling encoded it
@@ -31,7 +32,9 @@ class SetEncodings:
     target: Target
 
     def run(self, graph: Graph) -> Graph:
-        if self.target.system.devices > 1:  # each device would resolve its own: not modelled yet
+        # split over a mesh, each device would resolve its own piece's: not modelled yet (a program
+        # placing each op on one device runs each matmul whole, and is encoded)
+        if self.target.system.devices > 1 and not graph.meta.get(DEVICES):
             graph.warnings.append(
                 f"data-tiling on {self.target.system.devices} devices is not modelled yet: matmuls left as they are"
             )

@@ -43,6 +43,18 @@ def on_links(system: System, op: Op, local: OpTiming) -> OpTiming:
     )
 
 
+def transfer_on_link(system: System, source: int, target: int, nbytes: float, local: OpTiming) -> OpTiming:
+    """A multi-device program's transfer of a tensor of `nbytes` from device `source` to `target`:
+    the link's time and bytes, in place of `local` (the copy's cost on a device's cores)."""
+    cost = system.transfer(source, target, nbytes)
+    why = (
+        f"transfer of {_size(nbytes)} from device {source} to device {target} ({cost.steps} hop(s)) at "
+        f"{system.bytes_per_s / 1e9:.1f} GB/s; link-bound"
+    )
+    roofline = nbytes / system.bytes_per_s * NS if system.bytes_per_s else 0.0
+    return local.replace(bytes={LINK: nbytes}, duration_ns=cost.seconds * NS, bound=LINK, roofline_ns=roofline, why=why)
+
+
 def _size(nbytes: float) -> str:
     if nbytes >= 1e6:
         return f"{nbytes / 1e6:.2f} MB"

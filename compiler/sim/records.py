@@ -110,7 +110,9 @@ class OpTiming:
     tensors: tuple[TensorUse, ...] = ()  # operands, then results
     compute_ns: float = 0.0  # the FLOPs at the engine's peak: the compute side of the roofline
     bandwidth_ns: float = 0.0  # the busiest path's bytes at its peak bandwidth: the memory side
-    device: int = 0  # the device of a measured run it ran on (a simulated run's ops are one device's)
+    # the device it ran on: a measured run's, or a simulated program's that places each op on a
+    # device (a transfer's: the one it sends from); else 0 (a simulated run's ops are one device's)
+    device: int = 0
     config: str = ""  # the program config it ran with, as a measured report names it
     op_code: str = ""  # the op code a measured report names (MatmulDeviceOperation); "" for a simulated op
     # the share of duration_ns about two measurements in three fall within: the held-out error of

@@ -4,6 +4,8 @@ graph node by node, each op by the method for its class:
     a constant or a view (no kernel)   no launch, no time: its result is ready with its operand
     load-time (const-eval)             costed on the cores, placed on the load clock
     a collective across devices        the copy on the cores, then the links (sim/collectives.py)
+    a transfer between devices         on the link between them, in a program placing each op on
+                                       a device of a system (each device's ops on its own clock)
     any other kernel                   costed on the cores (sim/kernel_cost.py)
 
 The scheduler (sim/schedule.py) places each op by the device's, host's and links' clocks, and the
@@ -13,10 +15,11 @@ on the same target (`known`) or as the same kernel under another name in this on
 
 from __future__ import annotations
 
-from tilescope.compiler.ir.meta import CODE_LINE, KERNEL, MESH
+from tilescope.compiler.ir.meta import CODE_LINE, DEVICES, KERNEL, MESH
 from tilescope.compiler.ir.core_work import Kernel
 from tilescope.compiler.ir.graph import Graph, Op
-from tilescope.compiler.sim.collectives import is_collective, on_links
+from tilescope.compiler.ir.tiles import tensor_bytes
+from tilescope.compiler.sim.collectives import is_collective, on_links, transfer_on_link
 from tilescope.compiler.sim.kernel_cost import KernelCost
 from tilescope.compiler.sim.records import OpTiming, tensor_uses
 from tilescope.compiler.sim.result import KernelCosts, KnownCost, SimResult
@@ -45,8 +48,11 @@ class Simulator:
 
     def run(self, graph: Graph) -> SimResult:
         mesh = graph.meta.get(MESH)
+        placed = graph.meta.get(DEVICES, ())
+        # a program that places each op on a device (IREE's affinities), when the system has them
+        self.placed = {name: i for i, name in enumerate(placed)} if len(placed) <= self.target.system.devices else {}
         # the devices the program runs on: the mesh's, which may be fewer than the system has
-        self.devices = mesh.devices if mesh is not None else 1
+        self.devices = len(self.placed) if self.placed else mesh.devices if mesh is not None else 1
         self.clocks = Clocks(self.target.dispatch_ns[self.dispatch])
         self.drawn = Timeline(self.target, self.devices) if self.timeline else None
         self.costs = KernelCosts(self.target)
@@ -73,6 +79,8 @@ class Simulator:
             self.clocks.view(op)
         elif op.attrs.get("const_eval"):
             self.at_load(graph, op, kernel)
+        elif self.placed and op.kind == "transfer":
+            self.transfer(graph, op, kernel)
         elif self.devices > 1 and is_collective(op):
             self.collective(graph, op, kernel)
         else:
@@ -92,13 +100,29 @@ class Simulator:
         if self.drawn:
             self.drawn.on_links(op, track, timing)
 
+    def transfer(self, graph: Graph, op: Op, kernel: Kernel) -> None:
+        """A tensor sent to another device: on the link between the two, the devices go on."""
+        issued = self.clocks.issue(op)
+        local = self.cost(graph, op, kernel).timing
+        source, target = (self.placed.get(op.attrs.get(key), 0) for key in ("from_device", "device"))
+        nbytes = tensor_bytes(graph.tensors[op.inputs[0]]) if op.inputs else 0.0
+        timing = transfer_on_link(self.target.system, source, target, nbytes, local).replace(device=source)
+        track = link_track((f"device {source}", f"device {target}"))
+        timing = _located(self.clocks.on_links(op, track, timing, issued), op)
+        self.ops.append(timing)
+        if self.drawn:
+            self.drawn.on_links(op, track, timing)
+
     def on_cores(self, graph: Graph, op: Op, kernel: Kernel) -> None:
         issued = self.clocks.issue(op)
         cost = self.cost(graph, op, kernel)
-        timing = self.clocks.on_device(op, cost.timing, issued)
+        device = self.placed.get(op.attrs.get("device")) if self.placed else None
+        timing = self.clocks.on_device(
+            op, cost.timing if device is None else cost.timing.replace(device=device), issued, device
+        )
         self.ops.append(_located(timing, op))
         if self.drawn:
-            self.drawn.on_cores(op, kernel, cost.core_times, timing)
+            self.drawn.on_cores(op, kernel, cost.core_times, timing, device)
 
     def cost(self, graph: Graph, op: Op, kernel: Kernel) -> KnownCost:
         """The op's cost at start 0: known from an earlier simulation, a renaming's of a kernel

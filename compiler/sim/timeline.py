@@ -33,13 +33,20 @@ class Timeline:
         self._counter_rows: dict[tuple, tuple[array, np.ndarray]] = {}  # core set -> its tracks, rows, columns
         self._device_rows: int | None = None  # the track set of every device's row, once made
         self._link_rows: dict[str, int] = {}  # a link track -> its track set
+        self._one_device: dict[int, int] = {}  # a device -> its row's track set
 
-    def on_cores(self, op: Op, kernel: Kernel, core_times: Sequence[CoreTime], timing: OpTiming) -> None:
+    def on_cores(
+        self, op: Op, kernel: Kernel, core_times: Sequence[CoreTime], timing: OpTiming, device: int | None = None
+    ) -> None:
         """The op's zones on its cores (and on every device's row: each runs its piece at once),
-        and its counters."""
+        and its counters. With `device`, a program placing each op on a device runs it there
+        alone: its zone goes on that device's row (the devices' cores are not told apart)."""
+        name = self.zones.name_id(op.name)
+        if device is not None:
+            self.zones.add(self._device(device), 0, name, timing.start_ns, timing.end_ns, name)
+            return
         self._core_zones(op, kernel, core_times, timing.start_ns)
         if self.devices > 1:
-            name = self.zones.name_id(op.name)
             self.zones.add(self._devices(), 0, name, timing.start_ns, timing.end_ns, name)
         self._counters(op, kernel, timing)
 
@@ -53,6 +60,12 @@ class Timeline:
         counter, sent = [counters.track_id(track)], counters.name_id("link_bytes_per_s")
         counters.add(counter, sent, timing.start_ns, [timing.bandwidth(LINK)])
         counters.add(counter, sent, timing.end_ns, [0.0])
+
+    def _device(self, device: int) -> int:
+        """The track set of one device's row."""
+        if device not in self._one_device:
+            self._one_device[device] = self.zones.track_set([self.zones.track_id(device_track(device))])
+        return self._one_device[device]
 
     def _devices(self) -> int:
         if self._device_rows is None:

@@ -107,6 +107,20 @@ class System:
         seconds = steps * route.hops * self.link_latency_ns * 1e-9 + link * route.shared_by / self.bytes_per_s
         return CollectiveCost(algorithm, steps, per_device, link, seconds)
 
+    def transfer(self, source: int, target: int, nbytes: float) -> CollectiveCost:
+        """A tensor of `nbytes` sent from device `source` to device `target` (a multi-device
+        program's transfer): one pass through the switch, or the grid hops between them, each a
+        latency, and the bytes over one neighbour pair's links."""
+        for device in (source, target):
+            if not 0 <= device < self.devices:
+                raise TargetError(f"{self.name}: no device {device} (it has {self.devices})")
+        (r0, c0), (r1, c1) = divmod(source, self.mesh[1]), divmod(target, self.mesh[1])
+        hops = 1 if self.fabric == "switch" else abs(r0 - r1) + abs(c0 - c1)
+        if hops == 0 or nbytes <= 0:
+            return CollectiveCost("none", 0, 0.0, 0.0, 0.0)
+        seconds = hops * self.link_latency_ns * 1e-9 + nbytes / self.bytes_per_s
+        return CollectiveCost("point_to_point", hops, float(nbytes), float(nbytes), seconds)
+
 
 SINGLE_DEVICE = System()
 

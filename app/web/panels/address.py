@@ -63,10 +63,11 @@ def _register_read(wiring: Wiring) -> dict:
             shown=State(ids.URL_SHOWN, "data"),
             targets=State(ids.TARGET_SELECT, "options"),
             policies=State(ids.POLICY_SELECT, "options"),
+            tiled=State(ids.DATA_TILING, "value"),
         ),
         prevent_initial_call="initial_duplicate",
     )
-    def open_link(search, shown=None, targets=None, policies=None):
+    def open_link(search, shown=None, targets=None, policies=None, tiled=()):
         """Show the view the address names: as the page opens, and on Back and Forward (an address
         the page wrote itself is the view already). A target or policy the page does not offer is
         left as it is: a menu would drop it."""
@@ -86,7 +87,8 @@ def _register_read(wiring: Wiring) -> dict:
             target=given(state.target, targets),
             policy=given(state.policy, policies),
             dispatch=given(state.dispatch),
-            data_tiling=["on"] if state.data_tiling else [],
+            # set only when it changes: setting it (to the same) would choose the model's run again
+            data_tiling=(["on"] if state.data_tiling else []) if bool(state.data_tiling) != bool(tiled) else no_update,
             level=given(state.level),
             # Back to a view with no op selected clears the selection; a page opening has none
             selected=state.op if before is not None else given(state.op),

@@ -20,6 +20,7 @@ SHIPPED = {  # name: (device, mesh, fabric, links per neighbour)
     "blackhole_8xp150": ("blackhole_p150", (2, 4), "mesh", 2),
     "mtia_v1_host": ("mtia_v1", (1, 8), "switch", 1),
     "corsair_card": ("corsair_chiplet", (2, 4), "switch", 1),
+    "x86_avx512_2p": ("x86_avx512", (1, 2), "mesh", 4),
 }
 MIB = float(1 << 20)
 T3K_TEXT = (SYSTEM_DIR / "t3k.toml").read_text()

@@ -169,7 +169,16 @@ BUILTIN = {  # name: (grid, clock, core memory KiB, DRAM GB/s, bf16 peak TFLOPS 
     "x86_avx512": ((8, 12), 3.55e9, 1024, 460.8, 64 * 96 * 3.55e9 / 1e12, {"l1", "lls", "dram"}),
     "aarch64_sve": ((8, 8), 2.6e9, 1024, 307.2, 64 * 64 * 2.6e9 / 1e12, {"l1", "lls", "dram"}),
 }
-SYSTEMS = ["blackhole_8xp150", "blackhole_p300", "corsair_card", "galaxy", "mtia_v1_host", "t3k", "wormhole_n300"]
+SYSTEMS = [
+    "blackhole_8xp150",
+    "blackhole_p300",
+    "corsair_card",
+    "galaxy",
+    "mtia_v1_host",
+    "t3k",
+    "wormhole_n300",
+    "x86_avx512_2p",
+]
 
 
 def test_builtin_targets_are_the_devices_and_the_systems():

@@ -145,6 +145,8 @@ def test_data_tiling_is_in_the_address_and_a_link_ticks_it(cb):
     assert "data_tiling=1" in search["search"]
     assert url_state.parse(search["search"]).data_tiling is True
     assert cb["open_link"](search["search"], None)["data_tiling"] == ["on"]
+    # what the page shows already is not set again (that would choose the model's run again)
+    assert cb["open_link"](search["search"], None, tiled=["on"])["data_tiling"] is no_update
     # off is the default, and not written
     assert "data_tiling" not in link(cb, MODEL, TARGET, POLICY, "layout", base_id, None, [])
-    assert cb["open_link"]("?level=layout&data_tiling=yes", None)["data_tiling"] == []
+    assert cb["open_link"]("?level=layout&data_tiling=yes", None, tiled=["on"])["data_tiling"] == []

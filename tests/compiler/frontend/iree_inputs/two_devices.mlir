@@ -1,8 +1,9 @@
 // Two devices, as IREE's multi-device data-tiling write-up has them: a matmul on each, the first
-// one's result and the operands sent to the second, the sum sent back. Static shapes; an AVX-512
-// x86-64 CPU and an SVE AArch64 CPU. iree-compile's input in test_iree_import.py.
-util.global private @device_a = #hal.device.target<"local", [#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64", {cpu = "znver4", cpu_features = "+avx512f", iree.encoding.resolver = #iree_cpu.cpu_encoding_resolver<>, native_vector_size = 64 : i64, target_triple = "x86_64-unknown-unknown-eabi-elf"}>]> : !hal.device
-util.global private @device_b = #hal.device.target<"local", [#hal.executable.target<"llvm-cpu", "embedded-elf-arm_64", {cpu = "generic", cpu_features = "+sve", iree.encoding.resolver = #iree_cpu.cpu_encoding_resolver<>, native_vector_size = 16 : i64, target_triple = "aarch64-unknown-unknown-eabi-elf"}>]> : !hal.device
+// one's result and the operands sent to the second, the sum sent back. Static shapes; the two
+// sockets of an AVX-512 x86-64 server (tilescope's x86_avx512_2p). iree-compile's input in
+// test_iree_import.py and tests/compiler/sim/test_placed_devices.py.
+util.global private @device_a = #hal.device.target<"local", {ordinal = 0 : index}, [#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64", {cpu = "znver4", cpu_features = "+avx512f", iree.encoding.resolver = #iree_cpu.cpu_encoding_resolver<>, native_vector_size = 64 : i64, target_triple = "x86_64-unknown-unknown-eabi-elf"}>]> : !hal.device
+util.global private @device_b = #hal.device.target<"local", {ordinal = 1 : index}, [#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64", {cpu = "znver4", cpu_features = "+avx512f", iree.encoding.resolver = #iree_cpu.cpu_encoding_resolver<>, native_vector_size = 64 : i64, target_triple = "x86_64-unknown-unknown-eabi-elf"}>]> : !hal.device
 func.func @two(%lhs: tensor<256x512xf32> {iree.abi.affinity = #hal.device.affinity<@device_a>}, %rhs: tensor<512x256xf32> {iree.abi.affinity = #hal.device.affinity<@device_a>}) -> (tensor<256x256xf32> {iree.abi.affinity = #hal.device.affinity<@device_a>}) {
   %cst = arith.constant 0.0 : f32
   %init = tensor.empty() : tensor<256x256xf32>
