@@ -35,7 +35,10 @@ def devices_children(split: Sequence[DeviceSplit]) -> list:
         for d in split
     ]
     columns = [column(key, label, kind, flex=1) for key, label, kind in DEVICE_COLUMNS]
-    head = html.H4(f"Per device: {len(split)} devices, one program each on its piece", className="subhead")
+    alike = all((d.compute_ns, d.collectives_ns) == (split[0].compute_ns, split[0].collectives_ns) for d in split)
+    # one program on every device's piece, or a program placing each op on a device of its own
+    how = "one program each on its piece" if alike else "each running its own ops"
+    head = html.H4(f"Per device: {len(split)} devices, {how}", className="subhead")
     return [head, grid(ids.DEVICES_TABLE, columns, rows, height=min(240, 42 + 28 * len(rows)))]
 
 
