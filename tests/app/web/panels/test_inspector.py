@@ -53,3 +53,24 @@ def test_an_op_moved_to_load_time_shows_its_load_time(app, cb):
     assert "once per model load (const-eval), not in each step" in text
     assert duration_text(loaded.duration_ns) in text and "start" not in text  # no place in the step
     assert "once per model load" not in str(cb["inspect"](FC1, plain, "graph"))
+
+
+def test_the_inspector_shows_an_iree_programs_encodings_and_an_mmt4ds_inner_tiles():
+    """IREE's dispatch-creation output of a matmul: at the graph level the matmul's operands carry
+    their encodings; materialized for x86_avx512, the mmt4d says its inner tiles."""
+    from pathlib import Path
+
+    from iree.compiler import tools
+
+    from tilescope.app.web.panels.inspector import inspector_children
+    from tilescope.compiler.frontend.mlir_import import import_mlir
+    from tilescope.compiler.pipeline.stages import compile_model
+
+    source = Path(__file__).parents[3] / "compiler" / "frontend" / "iree_inputs" / "matmul.mlir"
+    flags = ["--iree-opt-data-tiling", "--compile-to=dispatch-creation", *load_target("x86_avx512").iree_flags]
+    text = tools.compile_str(source.read_text(), extra_args=flags).decode()
+    compilation = compile_model(import_mlir(text, "mm.mlir"), load_target("x86_avx512"))
+    graph_view = str(inspector_children(compilation, "graph", "dispatch_0.matmul_0", None))
+    assert "#iree_encoding.encoding<operand_index = 0 : index, op_type = matmul" in graph_view
+    layout_view = str(inspector_children(compilation, "layout", "dispatch_0.matmul_0", None))
+    assert "mmt4d" in layout_view and "16x16x1" in layout_view and "tensor<8x512x16x1xf32" in layout_view
