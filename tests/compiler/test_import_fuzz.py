@@ -118,8 +118,9 @@ _IDENT = st.from_regex(r"[A-Za-z_][A-Za-z0-9_$]{0,15}", fullmatch=True)
 def unknown_dialects(draw) -> str:
     """Op kinds under other dialect names: whole new kinds, or a known op under a new dialect."""
     text = draw(seed_texts)
-    # generic-form kinds ("ttir.add"), else custom-syntax ones (= sdy.all_reduce ...)
-    kinds = sorted(set(re.findall(r'"ttir\.\w+"', text))) or sorted(set(re.findall(r"= (?:sdy|stablehlo)\.\w+ ", text)))
+    # generic-form kinds ("ttir.add"), else custom-syntax ones (= sdy.all_reduce ..., IREE's = linalg.pack ...)
+    custom = r"= (?:sdy|stablehlo|linalg|util|hal|flow|iree_tensor_ext|arith)\.[\w.]+ "
+    kinds = sorted(set(re.findall(r'"ttir\.\w+"', text))) or sorted(set(re.findall(custom, text)))
     for kind in draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=3, unique=True)):
         op = draw(st.one_of(_IDENT, st.just(kind.strip('"= ').split(".", 1)[1])))
         new_kind = f'"{draw(_IDENT)}.{op}"' if kind.startswith('"') else f"= {draw(_IDENT)}.{op} "

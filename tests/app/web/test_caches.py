@@ -194,6 +194,7 @@ class _Upload:
             "target-select.value": "wormhole_n150",
             "policy-select.value": "greedy-l1",
             "dispatch-select.value": "host",
+            "data-tiling.value": [],
         }
         self.body = {
             "output": upload["output"],
