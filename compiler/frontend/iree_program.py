@@ -120,7 +120,10 @@ def _inline_workgroups(builder, program: Program, operation) -> None:
     body = builder.body(operation, "a dispatch")
     args, results = list(body.arguments), list(operation.results)
     operands = _arguments(builder, operation)
-    tied = attributes.ints(builder.attr_text(operation.attributes["tied_operands"])) if _has(operation) else ()
+    tied_text = (
+        builder.attr_text(operation.attributes["tied_operands"]) if "tied_operands" in operation.attributes else ""
+    )
+    tied = attributes.ints(tied_text)
     for arg, operand in zip(args, operands):
         if operand in builder.value_names:
             builder.alias(arg, operand)
@@ -171,10 +174,6 @@ def _inline_region(builder, program: Program, operation) -> None:
                     builder.alias(result, value, op.location)
             else:
                 builder.add(op)
-
-
-def _has(operation) -> bool:
-    return "tied_operands" in operation.attributes
 
 
 def _arguments(builder, operation) -> list:

@@ -39,24 +39,23 @@ _FIELD = {
 }
 
 
-def read_encoding(text: str | None) -> tuple[int, MatmulEncoding] | None:
-    """(operand index, the matmul's encoding) of an `#iree_encoding.encoding<...>` text, or None
-    for another encoding or one without iteration sizes (older IREE's)."""
+def encoded_operand(text: str | None) -> int | None:
+    """Which operand of a matmul an `#iree_encoding.encoding<...>` text says its tensor is (0 the
+    LHS, 1 the RHS, 2 the result), or None for another encoding or one without static iteration
+    sizes (older IREE's). The sizes themselves are the tensors' (matmul_encoding)."""
     if not text or "op_type = matmul" not in text:
         return None
     found = {key: pattern.search(text) for key, pattern in _FIELD.items()}
     if not all(found.values()):
         return None
-    types = tuple(t.strip() for t in found["types"].group(1).split(","))
+    types = found["types"].group(1).split(",")
     try:
         sizes = [int(s.split(":")[0]) for s in found["sizes"].group(1).split(",")]
     except ValueError:  # a dynamic size (`?`)
         return None
     if len(types) != 3 or len(sizes) not in (3, 4) or min(sizes) < 1:
         return None
-    batch = sizes[0] if len(sizes) == 4 else 1
-    m, n, k = sizes[-3:]
-    return int(found["operand"].group(1)), MatmulEncoding(batch, m, n, k, types)  # type: ignore[arg-type]
+    return int(found["operand"].group(1))
 
 
 @dataclass(frozen=True)
@@ -90,8 +89,7 @@ class MaterializeEncodings:
 
     def _materialize(self, graph: Graph, op: Op, packed: dict) -> None:
         names = (op.inputs[0], op.inputs[1], op.outputs[0])
-        read = [read_encoding(graph.tensors[t].encoding) for t in names]
-        if any(r is None or r[0] != index for index, r in enumerate(read)):
+        if [encoded_operand(graph.tensors[t].encoding) for t in names] != [0, 1, 2]:
             return
         # the sizes as the tensors hold them (a device's part of a matmul split over several), not as
         # an imported encoding says them: the encoding says what each tensor is for
