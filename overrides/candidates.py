@@ -1,6 +1,7 @@
 """What a search tries on one op: each override item that changes one knob of the op's current
 item (where its output lives and how it is sharded, its grid, a matmul's blocking and sub-block,
-single buffering, shorter tiles, its dtype and fidelity) and keeps the rest."""
+single buffering, shorter tiles, its dtype and fidelity, the graph's fusions that take it) and
+keeps the rest."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from tilescope.compiler.ir.meta import KERNEL
 from tilescope.compiler.analysis.matmul_blocking import subblock
 from tilescope.compiler.analysis.matrix_dims import gemm_dims
 from tilescope.compiler.ir import opset
+from tilescope.compiler.ir.rewrite import producers, readers
+from tilescope.compiler.passes.fuse_heads import MERGE, SPLIT, heads_fusion
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.op_override import LAYOUT_FIELDS
 
@@ -28,6 +31,8 @@ def candidates(compilation: Compilation, op_name: str, knobs: tuple[str, ...], c
     target = compilation.target
     rows, cols = target.grid
     found: list[str] = []
+    if not op.outputs:  # an in-place write (a cache fill): nothing of its own to lay out
+        knobs = tuple(k for k in knobs if k == "fusion")
     if "memory" in knobs:
         found += ["l1:interleaved", target.dram.name]
     if "layout" in knobs:  # a sharded output lives in L1
@@ -51,6 +56,8 @@ def candidates(compilation: Compilation, op_name: str, knobs: tuple[str, ...], c
         found += [d for d in ("bfp8", "bfp4") if d in target.matrix.flops_per_cycle]
     if "fidelity" in knobs and matrix and target.fidelities:
         found += [f"fidelity#{f}" for f in target.fidelities]
+    if "fusion" in knobs:
+        found += _fusions(compilation, op_name, op.kind)
     tried = (combined(current, f"{op_name}={item}") for item in found)
     return [item for item in dict.fromkeys(tried) if item != current]
 
@@ -71,11 +78,23 @@ def combined(current: str | None, change: str) -> str:
     if current is None:
         return format_item(new)
     old = parse_item(current)
-    values = {name: getattr(new, name) for name in LAYOUT_FIELDS if getattr(new, name) is not None}
+    values = {name: getattr(new, name) for name in (*LAYOUT_FIELDS, "fuse") if getattr(new, name) is not None}
     for name in list(values):
         for reset in _RESETS.get(name, ()):
             values.setdefault(reset, None)
     return format_item(replace(old, **values, spec=""))
+
+
+def _fusions(compilation: Compilation, op_name: str, kind: str) -> list[str]:
+    """The graph's fusions the op may be taken into or out of: a head split or merge undone, or a
+    reshape that splits heads fused with its permute (off by default, as in tt-mlir)."""
+    if kind in (SPLIT, MERGE):
+        return ["fuse#false"]
+    graph = compilation.levels["graph"]
+    if kind != "reshape" or not graph.has_op(op_name):
+        return []
+    found = heads_fusion(graph, graph.op(op_name), producers(graph), readers(graph), compilation.target.tile[1])
+    return ["fuse#true"] if not isinstance(found, str) else []
 
 
 def _blocks(compilation: Compilation, op_name: str) -> list[str]:

@@ -28,6 +28,11 @@ from tilescope.overrides.ttmlir_options import L1_USAGE_CAP, format_ttmlir, pars
 MAX_FILE_BYTES = 4 << 20  # 4 MiB: tens of thousands of overrides
 MAX_DEPTH = 16  # JSON nesting
 TOOL_FORMATS = ("tt-mlir", "tt-explorer")
+# what tt-mlir offers for a fusion an override asks or refuses: options for the whole model only
+TTMLIR_FUSION = {
+    True: "tt-mlir splits heads only with enable-op-constraints=true, every split at once",
+    False: "tt-mlir has no per-op option; enable-fusing-pass=false turns off all its fusions",
+}
 
 
 def parse_text(text: str, source: str = "overrides", errors: list[str] | None = None) -> OverrideSet:
@@ -130,4 +135,6 @@ def left_out(overrides: OverrideSet, fmt: str) -> list[str]:
         elif kept != replace(ov, spec=""):
             tokens = format_item(ov).partition("=")[2].split(":")
             found.append(f"{ov.op}=" + ":".join(t for t in tokens if "#" in t))
+        if ov.fuse is not None:
+            found[-1] += f" ({TTMLIR_FUSION[ov.fuse]})"
     return found

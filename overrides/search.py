@@ -28,11 +28,13 @@ from tilescope.compiler.sim.simulator import SimResult, simulate
 from tilescope.compiler.targets.chip import Target
 
 from tilescope.overrides.candidates import candidates
-from tilescope.overrides.spec import format_item, parse_item
+from tilescope.overrides.illegal import Illegal
+from tilescope.overrides.search_start import L1_CAPS, Best, fastest_start, of_output
+from tilescope.overrides.spec import parse_item
 
 # what an override may change without changing the numbers the model computes, and what it may
 # change only when asked (`+precision`): reported apart, since they change results
-LAYOUT_KNOBS = ("memory", "layout", "grid", "block", "double_buffer", "tile")
+LAYOUT_KNOBS = ("memory", "layout", "grid", "block", "double_buffer", "tile", "fusion", "l1_cap")
 PRECISION_KNOBS = ("dtype", "fidelity")
 # the policies a search may start from: the optimizer's block-float weights change precision
 LAYOUT_POLICIES = (DEFAULT_POLICY, GREEDY_L1)
@@ -65,7 +67,7 @@ class Tuned:
     # the best set as a run of it is made: its overrides, the policy the search started from (the
     # fastest of its starts), and the dispatch and L1 cap it searched under
     options: CompileOptions
-    policies: dict[str, float]  # each policy's time, ns
+    policies: dict[str, float]  # each start's time, ns: a policy, or a policy at another L1 cap
     best_ns: float
     items: list[str]  # the best override set, one item per op
     gains: list[Change]  # each change kept, in order, and the ns it saved when it was kept
@@ -76,6 +78,8 @@ class Tuned:
     # the best's; None in a summary sent to another process (app/workbench/tuning.py)
     compilation: Compilation | None = field(repr=False)
     sim: SimResult | None = field(repr=False)
+    start: str = ""  # the fastest start's name in `policies` ('': its policy's)
+    illegal: Illegal = field(default_factory=Illegal)  # why candidates were rejected, grouped
 
     @property
     def policy(self) -> str:
@@ -83,7 +87,7 @@ class Tuned:
 
     @property
     def start_ns(self) -> float:
-        return self.policies[self.policy]
+        return self.policies[self.start or self.policy]
 
     @property
     def speedup(self) -> float:
@@ -130,24 +134,6 @@ def _renamed(item: str, op_name: str) -> str:
     return f"{op_name}={item.partition('=')[2]}"
 
 
-def _of_output(item: str) -> bool:
-    """Whether `item` lays out an op's output, the part of an op the search changes."""
-    parsed = parse_item(item)
-    return parsed.operand is None and parsed.result is None
-
-
-def _start(model: ImportedModel, target: Target, options: CompileOptions) -> tuple[Compilation, SimResult, list[str]]:
-    """`options` compiled and simulated, less any override the compiler rejects (as a run stored
-    with rejected overrides ran without them); and the items kept."""
-    kept = [format_item(o) for o in options.overrides]
-    while True:  # without one, another may fit where it did not (L1 is planned for all at once)
-        compiled = compile_model(model, target, options.with_overrides(parse_item(i) for i in kept))
-        rejected = {o.spec for o in compiled.override_outcomes if o.status == REJECTED}
-        if not rejected:
-            return compiled, simulate(compiled.kernel, target, options.dispatch), kept
-        kept = [item for item in kept if parse_item(item).spec not in rejected]
-
-
 @dataclass
 class _Search:
     model: ImportedModel
@@ -161,6 +147,7 @@ class _Search:
     trials: int = 0
     clock: Callable[[], float] = time.perf_counter  # seconds; a test gives its own
     began: float = -1.0
+    illegal: Illegal = field(default_factory=Illegal)  # why the compiler rejected trials
 
     def __post_init__(self) -> None:
         if self.began < 0:
@@ -186,22 +173,9 @@ class _Search:
         options = self.options.with_overrides(parse_item(i) for i in items)
         compiled = compile_model(self.model, self.target, options, since=since)
         if any(o.status == REJECTED for o in compiled.override_outcomes):
+            self.illegal.add(compiled.override_outcomes)
             return None
         return compiled, simulate(compiled.kernel, self.target, options.dispatch, known=costs, timeline=False)
-
-
-@dataclass
-class _Best:
-    """The fastest set a search has found so far: its compilation and simulation, its items (one
-    output item per op) and the items it keeps as the start gave them."""
-
-    compilation: Compilation
-    sim: SimResult
-    items: dict[str, str]  # op -> its output's item
-    fixed: list[str]  # how an op reads an operand, or lays out one result
-
-    def all_items(self) -> list[str]:
-        return [*self.fixed, *self.items.values()]
 
 
 def tune(
@@ -228,8 +202,12 @@ def tune(
     `progress` hears a line at the start, at each kept override, and every HEARTBEAT_S of `clock`."""
     start = clock()
     deadline = start + budget_s if budget_s else float("inf")
-    policies, best, dropped = _fastest_start(model, target, options, starts, deadline, progress, cancelled, clock)
-    every_trial = replace(options, overrides=(), policy=best.compilation.policy)
+    caps = L1_CAPS if "l1_cap" in knobs else ()
+    policies, chosen, best, dropped = fastest_start(
+        model, target, options, starts, deadline, progress, cancelled, clock, caps
+    )
+    made = best.compilation.options
+    every_trial = replace(options, overrides=(), policy=made.policy, l1_usage_cap=made.l1_usage_cap)
     search = _Search(model, target, every_trial, deadline, max_trials, cancelled, reserved, clock=clock)
     search.found(len(best.items))
     stopped, gains = _improve(search, best, knobs, random.Random(seed), progress, start)
@@ -237,6 +215,8 @@ def tune(
     return Tuned(
         options=search.options.with_overrides(parse_item(i) for i in items),
         policies=policies,
+        start=chosen,
+        illegal=search.illegal,
         best_ns=best.sim.total_ns,
         items=items,
         gains=gains,
@@ -249,43 +229,9 @@ def tune(
     )
 
 
-def _fastest_start(
-    model: ImportedModel,
-    target: Target,
-    options: CompileOptions,
-    starts: tuple[str, ...],
-    deadline: float,
-    progress: Callable[[str], None],
-    cancelled: Callable[[], bool],
-    clock: Callable[[], float],
-) -> tuple[dict[str, float], _Best, list[str]]:
-    """Each of the `starts` policies' time with `options` (the first always; the rest while the
-    budget lasts), the fastest as the best so far, and the start items it rejects."""
-    policies: dict[str, float] = {}
-    runs: dict[str, tuple[Compilation, SimResult, list[str]]] = {}
-    for name in starts:
-        if runs and (cancelled() or clock() >= deadline):
-            progress(f"left out the {name} start: {'cancelled' if cancelled() else 'the budget has ended'}")
-            continue
-        runs[name] = _start(model, target, replace(options, policy=name))
-        policies[name] = runs[name][1].total_ns
-    chosen = min(policies, key=lambda name: (policies[name], name))
-    compilation, sim, accepted = runs[chosen]
-    dropped = [format_item(o) for o in options.overrides]
-    dropped = [item for item in dropped if item not in accepted]
-    progress(f"start: {chosen} {sim.total_ns / 1e3:.1f} us")
-    if dropped:
-        progress(f"left out {len(dropped)} start override(s) {chosen} rejects, e.g. {dropped[0]}")
-    # the search changes an op's output override (one per op); one of how it reads an operand or
-    # lays out one result is kept as it is
-    fixed = [item for item in accepted if not _of_output(item)]
-    items = {parse_item(item).op: item for item in accepted if _of_output(item)}
-    return policies, _Best(compilation, sim, items, fixed), dropped
-
-
 def _improve(
     search: _Search,
-    best: _Best,
+    best: Best,
     knobs: tuple[str, ...],
     rng: random.Random,
     progress: Callable[[str], None],
@@ -310,6 +256,10 @@ def _improve(
                     f"{search.trials} trials, {said - start:.0f} s: {best.sim.total_ns / 1e3:.1f} us; pass {passes} "
                     f"({'groups of alike ops' if grouped else 'op by op'}), {place} of {len(groups)}"
                 )
+            # a fusion kept earlier in the pass may have taken some of its ops into others
+            names = [name for name in names if best.compilation.levels["layout"].has_op(name)]
+            if not names:
+                continue
             stopped, winner_items, winner = _try_group(search, best, names, knobs, rng)
             if winner is not None:  # the best candidate, even when the budget ended mid-way
                 gains.append(Change(winner_items, best.sim.total_ns - winner[1].total_ns))
@@ -330,7 +280,7 @@ def _improve(
 
 
 def _try_group(
-    search: _Search, best: _Best, names: list[str], knobs: tuple[str, ...], rng: random.Random
+    search: _Search, best: Best, names: list[str], knobs: tuple[str, ...], rng: random.Random
 ) -> tuple[str, tuple[str, ...], tuple[Compilation, SimResult] | None]:
     """Each candidate of the group's first op, set on every op of the group, timed against the
     best: why the budget ended ('' if it did not), and the fastest that beats it, if any."""
@@ -351,9 +301,16 @@ def _try_group(
 
 
 def worth_groups(tuned: Tuned, limit: int = 10) -> list[list[str]]:
-    """The final set's items in groups of alike ops with the same item, the `limit` of most time."""
-    items = {parse_item(item).op: item for item in tuned.items if _of_output(item)}
-    return [names for names in alike(tuned.compilation, tuned.sim, items) if names[0] in items][:limit]
+    """The final set's items in groups of alike ops with the same item, the `limit` that saved the
+    most when kept (the slowest first among equals)."""
+    items = {parse_item(item).op: item for item in tuned.items if of_output(item)}
+    groups = [names for names in alike(tuned.compilation, tuned.sim, items) if names[0] in items]
+    # what each item saved when it was kept: a fusion makes its ops fast, so their time says little
+    saved: dict[str, float] = {}
+    for change in tuned.gains:
+        for item in change.items:
+            saved[item] = saved.get(item, 0.0) + change.ns / len(change.items)
+    return sorted(groups, key=lambda names: -sum(saved.get(items[n], 0.0) for n in names))[:limit]
 
 
 def contributions(
@@ -367,8 +324,8 @@ def contributions(
     time without the group less the time with the whole set. Parts interact (L1 is shared, a
     layout change moves conversions), so this differs from what a change saved when it was kept.
     None: without the group, the rest is rejected (another op's tensor no longer fits in L1, say)."""
-    fixed = [item for item in tuned.items if not _of_output(item)]
-    items = {parse_item(item).op: item for item in tuned.items if _of_output(item)}
+    fixed = [item for item in tuned.items if not of_output(item)]
+    items = {parse_item(item).op: item for item in tuned.items if of_output(item)}
     search = _Search(model, target, tuned.options.with_overrides(()), float("inf"), None, lambda: False)
     found = []
     for names in worth_groups(tuned, limit):

@@ -6,7 +6,8 @@
 Each parameter belongs to one category (grid, memory, memory layout, layout, dtype); naming a
 category twice in one item is an error, as in tt-mlir. Our extensions are `key#value` tokens in the
 same list: `fidelity#hifi2`, `block#4x2x2`, `subblock#2x2`, `double_buffer#false`, `tile#1x32`,
-`inner_tiles#16x16x1` (a data-tiled matmul's inner tiles, M0 x N0 x K0), and
+`inner_tiles#16x16x1` (a data-tiled matmul's inner tiles, M0 x N0 x K0), `fuse#true|false`
+(whether the graph's fusions take the op: a head split or merge, say), and
 `operand#N` / `result#N` to lay out one input (as the op reads it) or one output of the op:
 
     matmul_1=operand#1:l1:width_sharded:8x1
@@ -114,9 +115,10 @@ EXTENSIONS = {
     "result": _index,  # the override lays out the op's output N only
     "sharding": parse_sharding,  # over the devices: per dimension, the mesh axes splitting it
     "inner_tiles": _bounded(_dims(3), MAX_INNER_TILE),  # a data-tiled matmul's M0xN0xK0 elements
+    "fuse": lambda value: {"true": True, "false": False}[value],  # the graph's fusions take the op, or not
 }
 # Extensions that describe the op's kernel, not a tensor: they cannot name an operand.
-OP_ONLY = ("fidelity", "block", "subblock", "double_buffer", "inner_tiles")
+OP_ONLY = ("fidelity", "block", "subblock", "double_buffer", "inner_tiles", "fuse")
 
 
 def _category(token: str) -> tuple[str, object]:
@@ -155,6 +157,7 @@ EXPECTED = (
     + ", a dtype, fidelity#"
     + "|".join(FIDELITIES)
     + ", block#MxNxK, subblock#HxW, double_buffer#true|false, tile#RxC, inner_tiles#M0xN0xK0 (at most 1024 each),"
+    + " fuse#true|false,"
     + " sharding#{axes},{axes}..."
     + " or sharding#replicated, operand#N or result#N"
 )

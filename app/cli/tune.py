@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from tilescope.app.workbench.tuning import TuneReport
 
 SHOWN_CHANGES = 10
+# overrides.search.LAYOUT_KNOBS, spelt here so that building the parser imports no compiler
+KNOBS = "memory,layout,grid,block,double_buffer,tile,fusion,l1_cap"
 DEFAULT_BUDGET_S = 120.0
 # a tuned model is deployed with a captured trace; launched op by op from the host, a step waits on
 # launches that no override shortens
@@ -48,7 +50,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     tune.add_argument("--trials", type=int, default=None, metavar="N", help="try at most N override sets")
     tune.add_argument(
         "--knobs",
-        default="memory,layout,grid,block,double_buffer,tile",
+        default=KNOBS,
         help="what the search may change, comma-separated (default: all that leave the numbers as they are); "
         "dtype and fidelity change results: add them by name or with +precision",
     )
@@ -146,6 +148,18 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def print_illegal(illegal, shown: int = 3) -> None:
+    """Why candidates were rejected, by family, most trials first, with each family's commonest
+    reasons in full."""
+    if not illegal.total:
+        return
+    print(f"{illegal.total:,} candidates were illegal:")
+    for name, count, reasons in illegal.families():
+        print(f"  {count:>6,}  {name}")
+        for reason in reasons[:shown]:
+            print(f"          {reason.count:>6,}  e.g. {reason.example}")
+
+
 def print_report(
     report: TuneReport, model_ref: str, paths: dict[str, Path], missing: dict[str, list[str]], defaulted: bool
 ) -> None:
@@ -177,6 +191,7 @@ def print_report(
             worth = f"{ns / 1e3:>+10.2f} us" if ns is not None else "  (the rest is rejected without it)"
             marked = "  [changes results]" if changes_precision(label.partition(" (and ")[0]) else ""
             print(f"  {worth}  {label}{marked}")
+    print_illegal(t.illegal)
     precision = t.precision_items()
     if precision:
         print(f"{len(precision)} of the overrides change dtype or fidelity: they change results")

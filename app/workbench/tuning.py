@@ -135,6 +135,7 @@ class TuneReport:
             "seconds": t.seconds,
             "stopped": t.stopped,
             "left_out": t.dropped,
+            "illegal": t.illegal.as_dict(),
         }
 
 

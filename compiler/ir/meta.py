@@ -99,6 +99,8 @@ LOCAL: MetaKey[set[str]] = MetaKey("local", "graph", "input", ("mesh-import", "n
 CANONICALIZED: MetaKey[list[Dropped]] = MetaKey(
     "canonicalized", "graph", "graph", ("canonicalize", "fold-broadcasts", "fold-transposes", "fuse-attention")
 )
+# ops an override asked to fuse (fuse#true) that no fusion could take, and why
+FUSIONS: MetaKey[dict[str, str]] = MetaKey("fusions", "graph", "graph", ("fuse-heads",))
 CONST_EVAL: MetaKey[list[str]] = MetaKey("const_eval", "graph", "graph", ("const-eval",))  # ops run at load time
 SHARDING_OVERRIDES: MetaKey[tuple[OpOverride, ...]] = MetaKey(
     "sharding_overrides", "graph", "partition", ("partition",)

@@ -174,6 +174,10 @@ KINDS: dict[str, OpClass] = {
         "unset_encoding",
         # a tensor sent to another device (IREE's flow.tensor.transfer)
         "transfer",
+        # attention's heads split out of a projection's columns, and merged back, whole tiles at
+        # a time (ttnn's nlp_create_qkv_heads and nlp_concat_heads; passes/fuse_heads.py)
+        "split_heads",
+        "concatenate_heads",
     ),
     **_kinds(CONSTANT, "none", 0, "constant"),
     # on one device a collective is a copy; across devices its cost is the links'

@@ -29,6 +29,8 @@ _ACTIVATION_HOSTS = (*opset.MATRIX_CLASSES, opset.ELTWISE_BINARY, opset.NORM)
 class FuseEltwise:
     name = "fuse-eltwise"
     target: Target
+    # (op, fuse or not) from the overrides: an op with fuse#false neither fuses nor takes a fusion
+    requests: tuple[tuple[str, bool], ...] = ()
 
     def run(self, graph: Graph) -> Graph:
         fusion = self.target.fusion
@@ -41,11 +43,14 @@ class FuseEltwise:
         producer = producers(graph)
         position = {op.name: i for i, op in enumerate(graph.ops)}
         order = _Order()
+        apart = {name for name, on in self.requests if not on}
         for op in graph.ops:
-            host = self._host(graph, op, producer, readers, fusion)
+            host = self._host(graph, op, producer, readers, fusion) if op.name not in apart else None
             via = self._through_reshape(graph, op, producer, readers, fusion) if host is None else None
-            if via is not None:
+            if via is not None and op.name not in apart and not apart.intersection(o.name for o in via):
                 host = via[0]
+            if host is not None and host.name in apart:
+                host = None
             fed = via[1].outputs[0] if via is not None else host.outputs[0] if host is not None else None
             extra = [t for t in op.inputs if host is not None and t != fed]
             # the host runs where it stands, so operands it takes over must exist by then

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from tilescope.compiler.ir.meta import (
+    FUSIONS,
     PACKED_TILES,
     OPERAND_LAYOUTS,
     OVERRIDES,
@@ -53,6 +54,7 @@ from tilescope.compiler.ir.tiles import ceil_div, shard_bytes, tile_bytes, tile_
 # Output tiles a matmul sub-block may hold: tt-metal's destination registers take 8 tiles of 16-bit
 # data (matmul program configs require out_subblock_h * out_subblock_w <= 8)
 MAX_SUBBLOCK_TILES = 8
+NO_OP = "no such op in the graph"
 # Block floating-point formats are specific to an engine: another vendor's cannot be converted to.
 BLOCK_FORMATS = ("bfp8", "bfp4", "mxint8", "mxint4", "mxint16")
 # 8-bit block formats weights are stored in under the optimizer policy, per target that has one
@@ -105,6 +107,14 @@ class AssignLayouts:
             ov, sharded = overrides[i], partitioned.get(i)
             if sharded is not None and (sharded.status == REJECTED or not ov.lays_out):
                 outcomes[i] = replace(sharded, spec=ov.spec)  # nothing (more) to lay out
+                continue
+            refused = graph.meta.get(FUSIONS, {}).get(ov.op) if ov.fuses else None
+            if refused is not None:
+                outcomes[i] = OverrideOutcome(ov.op, ov.spec, REJECTED, refused)
+                continue
+            if ov.fuses and not ov.lays_out:  # the graph's fusions did what it asked
+                found = graph.has_op(ov.op) or ov.op in hosts
+                outcomes[i] = self._done(ov, "") if found else OverrideOutcome(ov.op, ov.spec, REJECTED, NO_OP)
                 continue
             outcomes[i] = self._apply(graph, ov, hosts)
             if sharded is not None and sharded.status == ADJUSTED and outcomes[i].status == APPLIED:
@@ -292,7 +302,7 @@ class AssignLayouts:
         else:
             host = hosts.get(ov.op)  # indexed once: a batch may name 100,000 ops
             if host is None:
-                return rejected("no such op in the graph")
+                return rejected(NO_OP)
             op = host
             note = f"fused into {short_name(host.name)}; applied there"
         target = self.target

@@ -35,6 +35,9 @@ class OpOverride:
     tile: tuple[int, int] | None = None  # tile rows x cols, e.g. 1x32 for a one-row activation
     # a data-tiled matmul's inner tiles M0 x N0 x K0 (materialize_encodings.py), e.g. 16x16x1
     inner_tiles: tuple[int, int, int] | None = None
+    # whether the graph's fusions take the op (passes/fuse_heads.py): True fuses where the compiler
+    # would not by default, False keeps the op as it is; None, the compiler's default
+    fuse: bool | None = None
     # over a mesh of devices: how the op reads input `operand`, or gives its result(s); no
     # dimensions means whole on every device
     sharding: Sharding | None = None
@@ -46,6 +49,11 @@ class OpOverride:
     def key(self) -> tuple[str, int | None, int | None]:
         """What the override lays out; a set holds one override per key."""
         return self.op, self.operand, self.result
+
+    @property
+    def fuses(self) -> bool:
+        """Whether it asks the graph level's fusions for something (the graph passes' part)."""
+        return self.fuse is not None and self.operand is None and self.result is None
 
     @property
     def lays_out(self) -> bool:
@@ -80,6 +88,12 @@ LAYOUT_FIELDS = (
     "tile",
     "inner_tiles",
 )
+
+
+def fusion_requests(overrides: Iterable[OpOverride]) -> tuple[tuple[str, bool], ...]:
+    """The graph level's part of `overrides`: each op a fusion is asked of or refused, sorted (what a
+    graph level made with them is the same for)."""
+    return tuple(sorted({ov.op: ov.fuse for ov in overrides if ov.fuses}.items()))
 
 
 def sharding_requests(overrides: Iterable[OpOverride]) -> tuple[OpOverride, ...]:

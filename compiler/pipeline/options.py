@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from functools import cached_property
 from dataclasses import dataclass, replace
 
-from tilescope.compiler.pipeline.op_override import OpOverride, sharding_requests
+from tilescope.compiler.pipeline.op_override import OpOverride, fusion_requests, sharding_requests
 from tilescope.compiler.targets.chip import DEFAULT_DISPATCH
 
 DEFAULT_POLICY = "dram-interleaved"  # every tensor interleaved in DRAM
@@ -55,6 +55,11 @@ class CompileOptions:
     def inner_tiles(self) -> dict[str, tuple[int, int, int]]:
         """Data-tiling inner tiles the overrides set, by matmul (materialize_encodings.py)."""
         return {ov.op: ov.inner_tiles for ov in self.overrides if ov.inner_tiles is not None}
+
+    @cached_property
+    def fusion_requests(self) -> tuple[tuple[str, bool], ...]:
+        """The graph passes' part of the overrides: (op, fuse or not), by op (op_override.fusion_requests)."""
+        return fusion_requests(self.overrides)
 
     @cached_property  # read by several stages of one compile
     def sharding_requests(self) -> tuple[OpOverride, ...]:

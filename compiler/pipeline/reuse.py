@@ -41,10 +41,10 @@ def reusable(since: Compilation | None, model: ImportedModel, target: Target) ->
 
 
 def unchanged(since: Compilation, level: str, options: CompileOptions) -> bool:
-    """Whether `since`'s `level` is what compiling with `options` would make of it: overrides act
-    from the `partition` level on, and that level depends on their shardings alone; data-tiling
-    changes every level."""
-    if since.options.data_tiling != options.data_tiling:
+    """Whether `since`'s `level` is what compiling with `options` would make of it: the `graph` level
+    depends on the overrides' fusions alone, the `partition` level on their shardings and inner
+    tiles; data-tiling and fusions change every level."""
+    if since.options.data_tiling != options.data_tiling or since.options.fusion_requests != options.fusion_requests:
         return False
     if level == "partition":  # made by the overrides' shardings and inner tiles
         same_tiles = since.options.inner_tiles == options.inner_tiles

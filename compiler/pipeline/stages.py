@@ -5,6 +5,7 @@ input  --normalize-->       graph    one op vocabulary, whatever the source dial
        --fold-broadcasts-->          broadcasts into element-wise ops left to the ops (implicit broadcast)
        --fold-transposes-->          transposes into matmuls become how the matmul reads (transpose_a/b)
        --fuse-attention-->           attention written op by op becomes scaled_dot_product_attention
+       --fuse-heads-->               head merges (and splits asked for) become whole-tile moves
        --const-eval-->               work on weights and constants only marked load-time (runs once)
        --fuse-eltwise-->             bias adds and activations fused into their producers
        --set-encodings-->            (data-tiling) matmul operands encoded for the target's inner tiles
@@ -30,6 +31,7 @@ from tilescope.compiler.passes.fold_broadcasts import FoldBroadcasts
 from tilescope.compiler.passes.fold_transposes import FoldTransposes
 from tilescope.compiler.passes.fuse_attention import FuseAttention
 from tilescope.compiler.passes.fuse_eltwise import FuseEltwise
+from tilescope.compiler.passes.fuse_heads import FuseHeads
 from tilescope.compiler.passes.insert_to_layout import InsertToLayout
 from tilescope.compiler.passes.layout import AssignLayouts
 from tilescope.compiler.passes.lower_collectives import LowerCollectives
@@ -65,8 +67,9 @@ def stages(
                 FuseAttention(),
                 FoldTransposes(),
                 FuseAttention(),
+                FuseHeads(target, options.fusion_requests),
                 ConstEval(),
-                FuseEltwise(target),
+                FuseEltwise(target, options.fusion_requests),
                 *([SetEncodings(target), ConstEval()] if options.data_tiling else []),
             ],
         ),

@@ -59,13 +59,15 @@ KINDS: dict[str, str] = {
         "to_layout",
     ),
     **dict.fromkeys(
-        ("SliceDeviceOperation", "PaddedSliceDeviceOperation", "SplitDeviceOperation", "NlpCreateHeadsDeviceOperation"),
+        ("SliceDeviceOperation", "PaddedSliceDeviceOperation", "SplitDeviceOperation"),
         "slice",
     ),
     **dict.fromkeys(
         ("SliceWriteDeviceOperation", "UpdateKVCacheOperation", "PagedUpdateCacheDeviceOperation"), "update_cache"
     ),
-    **dict.fromkeys(("ConcatDeviceOperation", "NLPConcatHeadsDeviceOperation"), "concat"),
+    **dict.fromkeys(("ConcatDeviceOperation",), "concat"),
+    "NlpCreateHeadsDeviceOperation": "split_heads",
+    "NLPConcatHeadsDeviceOperation": "concatenate_heads",
     **dict.fromkeys(("EmbeddingsDeviceOperation", "Embeddings"), "embedding"),
     **dict.fromkeys(("TypecastDeviceOperation", "Typecast"), "typecast"),
     **dict.fromkeys(("Pool2D",), "max_pool2d"),

@@ -309,6 +309,33 @@ GATE_MUL_IN_L1 = "model.layers.1.mlp.gate_mul=4x4:l1:block_sharded"  # more than
                 (("model.layers.0.self_attn.k_cache.update=operand#1:l1",), "greedy-l1", 0.8),
             ],
         ),
+        # the graph's fusions as overrides: head splits fused, a merge kept apart, a matmul's
+        # activation kept apart, then all as the compiler would have them
+        (
+            "zoo:llama-3.2-1b?layers=2",
+            "wormhole_n150",
+            [
+                ((), "greedy-l1", 0.8),
+                (
+                    (
+                        "model.layers.0.self_attn.q_proj.split_heads=fuse#true:l1:interleaved",
+                        "model.layers.1.self_attn.k_proj.split_heads=fuse#true",
+                        "model.layers.1.self_attn.context.merge_heads=fuse#false",
+                    ),
+                    "greedy-l1",
+                    0.8,
+                ),
+                (
+                    (
+                        "model.layers.0.self_attn.q_proj.split_heads=fuse#true",
+                        "model.layers.0.mlp.gate_proj.matmul=fuse#false",
+                    ),
+                    "greedy-l1",
+                    0.9,
+                ),
+                ((), "greedy-l1", 0.8),
+            ],
+        ),
         # overrides the L1 planner rejects, then not asked, then asked again
         (
             "zoo:llama-3.2-1b?layers=2",

@@ -184,3 +184,30 @@ def test_a_group_is_worth_what_the_set_loses_without_all_its_ops(wormhole):
         compile_model(bert, wormhole, CompileOptions(without, tuned.policy)).kernel, wormhole, "trace"
     ).total_ns
     assert ns == pytest.approx(alone - tuned.best_ns)
+
+
+def test_the_search_fuses_head_splits_and_starts_from_other_l1_caps(wormhole):
+    """Compiler choices are knobs too: a Llama layer's head splits, which tt-mlir fuses only with
+    op constraints on, are each a reshape re-tiling every row until fused with their permute."""
+    llama = load_model("zoo:llama-3.2-1b?layers=1")
+    tuned = tune(llama, wormhole, TRACE, budget_s=None, max_trials=160, seed=0)
+    fused = [item for item in tuned.items if item.endswith("fuse#true")]
+    assert {item.partition("=")[0].rsplit(".", 2)[1] for item in fused} == {"q_proj", "k_proj", "v_proj"}
+    assert "greedy-l1 at L1 cap 0.9" in tuned.policies and tuned.start in tuned.policies
+    again = compile_model(llama, wormhole, tuned.options)
+    assert {op.kind for op in again.levels["graph"].ops} >= {"split_heads", "concatenate_heads"}
+    assert simulate(again.kernel, wormhole, "trace").total_ns == tuned.best_ns < 0.95 * tuned.start_ns
+    assert not check_overrides(tuned.options, compile_model(llama, wormhole, CompileOptions(policy=tuned.policy)))
+    # without the knobs, neither
+    plain = tune(llama, wormhole, TRACE, knobs=("memory",), budget_s=None, max_trials=5, seed=0)
+    assert set(plain.policies) == {"dram-interleaved", "greedy-l1"}
+    assert not any("fuse#" in item for item in plain.items)
+
+
+def test_the_search_says_why_candidates_were_illegal(wormhole):
+    tuned = tune(load_model("zoo:bert-base?layers=1"), wormhole, TRACE, budget_s=None, max_trials=120, seed=0)
+    families = {name: count for name, count, _ in tuned.illegal.families()}
+    assert sum(families.values()) == tuned.illegal.total > 0
+    assert families.get("shard does not divide", 0) > 0
+    example = tuned.illegal.families()[0][2][0].example
+    assert "=" in example and ": " in example  # the item, then the compiler's reason in full
