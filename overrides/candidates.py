@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tilescope.compiler.ir.meta import KERNEL
+from tilescope.compiler.ir.meta import KERNEL, PLACED
+from tilescope.compiler.analysis.shard_layouts import unshardable
 from tilescope.compiler.analysis.matmul_blocking import subblock
 from tilescope.compiler.analysis.matrix_dims import gemm_dims
 from tilescope.compiler.ir import opset
@@ -83,6 +84,35 @@ def combined(current: str | None, change: str) -> str:
         for reset in _RESETS.get(name, ()):
             values.setdefault(reset, None)
     return format_item(replace(old, **values, spec=""))
+
+
+def pre_rejected(compilation: Compilation, item: str) -> str:
+    """Why the compiler would reject `item` for its sharding, said as it would say it, or '' (it
+    may still reject it for another reason): a candidate the search need not compile. The op's
+    output starts from the policy's layout and grid, as the layout pass applies an override."""
+    ov = parse_item(item)
+    layout_level = compilation.levels["layout"]
+    placed = layout_level.meta.get(PLACED)
+    target = compilation.target
+    if ov.memory_layout in (None, "interleaved") or placed is None or not layout_level.has_op(ov.op):
+        return ""
+    op = layout_level.op(ov.op)
+    if len(op.outputs) != 1 or op.outputs[0] not in placed.layouts or op.name not in placed.grids:
+        return ""
+    tensor, base = layout_level.tensors[op.outputs[0]], placed.layouts[op.outputs[0]]
+    memory = target.memories.get(ov.memory or base.memory)
+    if memory is None or memory.scope != "core" or (ov.tile is not None and ov.tile not in target.tile_shapes):
+        return ""
+    asked = replace(
+        base,
+        memory=memory.name,
+        memory_layout=ov.memory_layout,
+        grid=ov.grid or placed.grids[op.name],
+        layout=ov.layout or base.layout,
+        tile=ov.tile or base.tile,
+        address=None,
+    )
+    return unshardable(tensor, asked, "the result", target.grid, target.name)
 
 
 def _fusions(compilation: Compilation, op_name: str, kind: str) -> list[str]:

@@ -53,13 +53,16 @@ class Illegal:
 
     def add(self, outcomes: list[OverrideOutcome]) -> None:
         first = next((o for o in outcomes if o.status == REJECTED), None)
-        if first is None:
-            return
-        shape = reason_shape(first.reason)
+        if first is not None:
+            self.add_reason(first.spec, first.reason)
+
+    def add_reason(self, spec: str, reason: str) -> None:
+        """A candidate `spec` rejected for `reason` (by a trial, or by the check before one)."""
+        shape = reason_shape(reason)
         if shape in self.by_shape:
             self.by_shape[shape].count += 1
         else:
-            self.by_shape[shape] = IllegalReason(family(first.reason), shape, 1, f"{first.spec}: {first.reason}")
+            self.by_shape[shape] = IllegalReason(family(reason), shape, 1, f"{spec}: {reason}")
 
     @property
     def total(self) -> int:

@@ -27,7 +27,7 @@ from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import SimResult, simulate
 from tilescope.compiler.targets.chip import Target
 
-from tilescope.overrides.candidates import candidates
+from tilescope.overrides.candidates import candidates, pre_rejected
 from tilescope.overrides.illegal import Illegal
 from tilescope.overrides.search_start import L1_CAPS, Best, fastest_start, of_output
 from tilescope.overrides.spec import parse_item
@@ -292,6 +292,10 @@ def _try_group(
         stopped = search.out_of_budget()
         if stopped:
             return stopped, winner_items, winner
+        known = pre_rejected(best.compilation, item)
+        if known:  # the compiler would reject it for the group's first op: no trial
+            search.illegal.add_reason(item, known)
+            continue
         changed = tuple(_renamed(item, name) for name in names)
         tried = search.trial([*others, *changed], best.compilation, best.sim.costs)
         bar = (winner[1] if winner else best.sim).total_ns * (1 - MIN_GAIN)

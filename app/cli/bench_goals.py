@@ -18,7 +18,8 @@ from pathlib import Path
 from tilescope.compiler.frontend.mlir_import import new_context, parse_module
 from tilescope.compiler.frontend.mlir_text import make_parsable
 from tilescope.compiler.frontend.model_refs import load_model
-from tilescope.compiler.pipeline.options import CompileOptions
+from tilescope.compiler.ir.meta import OPERAND_OF
+from tilescope.compiler.pipeline.options import GREEDY_L1, CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.catalog import load_target
@@ -30,7 +31,7 @@ PROCESS_MAX_S, PROCESS_MAX_MB = 20.0, 2048.0
 RERUN_CASE, RERUN_MAX_S = "10k", 0.5  # one override, compiled, simulated and stored as the app does
 BIG_RERUN_CASE, BIG_RERUN_MAX_S = "100k", 1.0  # the same at 100k ops
 TUNER_REF, TUNER_MIN_PER_S = "zoo:bert-base", 500.0  # one-override trials: compile and simulate
-TUNER_TRIALS = 40
+TUNER_TRIALS = 200
 PARSE_RATIO_MAX = 10.0  # import -> kernel over the bare MLIR parse
 PEER_RATIO_MAX = 1.0  # tilescope's import over Model Explorer's conversion of the same file
 
@@ -92,19 +93,27 @@ def bare_parse_seconds(text: str, ref: str) -> float:
 
 
 def tuner_trials(ref: str = TUNER_REF, target_name: str = "wormhole_n150", trials: int = TUNER_TRIALS) -> dict:
-    """One-override trials as a tuner makes them: each matmul in turn with its output in L1,
-    compiled since the model's base compilation and simulated with its costs, nothing stored."""
+    """One-override trials as a search makes them: from the model under greedy-l1 with a captured
+    trace (where a search starts), each op in turn with its output moved (to DRAM, or into L1 if
+    it is there), compiled since that compilation and simulated with its costs, without the
+    timeline's zones; nothing stored."""
     target = load_target(target_name)
     model = load_model(ref)
-    base = compile_model(model, target)
-    base_sim = simulate(base.kernel, target)
-    matmuls = [op.name for op in base.levels["layout"].ops if op.kind == "matmul"]
-    items = [parse_item(f"{matmuls[i % len(matmuls)]}=l1:interleaved") for i in range(trials)]
+    options = CompileOptions(policy=GREEDY_L1, dispatch="trace")
+    base = compile_model(model, target, options)
+    base_sim = simulate(base.kernel, target, "trace")
+    layout = base.levels["layout"]
+    moved = [
+        f"{op.name}={'l1:interleaved' if layout.tensors[op.outputs[0]].layout.memory == 'dram' else 'dram'}"
+        for op in layout.ops
+        if op.outputs and op.kind != "to_layout" and OPERAND_OF not in op.meta
+    ]
+    items = [parse_item(moved[i % len(moved)]) for i in range(trials)]
     ops = 0
     start = time.perf_counter()
     for item in items:
-        compilation = compile_model(model, target, CompileOptions((item,)), since=base)
-        ops += len(simulate(compilation.kernel, target, known=base_sim.costs).ops)
+        compilation = compile_model(model, target, options.with_overrides((item,)), since=base)
+        ops += len(simulate(compilation.kernel, target, "trace", known=base_sim.costs, timeline=False).ops)
     seconds = time.perf_counter() - start
     return {"ref": ref, "trials": trials, "seconds": seconds, "per_s": trials / seconds, "ops_per_s": ops / seconds}
 

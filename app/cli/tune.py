@@ -148,6 +148,17 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def _starts_shown(policies: dict[str, float], chosen: str) -> dict[str, float]:
+    """The starts a report lists: each policy, and a policy at another L1 cap where the cap changed
+    its time (or it is the start the search took)."""
+    shown = {}
+    for name, ns in policies.items():
+        policy, cap, _ = name.partition(" at L1 cap ")
+        if not cap or policies.get(policy) != ns or name == chosen:
+            shown[name] = ns
+    return shown
+
+
 def print_illegal(illegal, shown: int = 3) -> None:
     """Why candidates were rejected, by family, most trials first, with each family's commonest
     reasons in full."""
@@ -176,9 +187,15 @@ def print_report(
     )
     start = f"start ({parent.options.policy}, {len(parent.options.overrides)} overrides)"
     rows = [(f"run {parent.id}", start, parent.total_ns)]
-    rows += [("", policy, ns) for policy, ns in sorted(t.policies.items(), key=lambda kv: -kv[1])]
+    shown = _starts_shown(t.policies, t.start)
+    rows += [("", policy, ns) for policy, ns in sorted(shown.items(), key=lambda kv: -kv[1])]
+    if len(shown) < len(t.policies):
+        rows.append(("", f"(and {len(t.policies) - len(shown)} at other L1 caps: the same times)", float("nan")))
     rows.append((f"run {report.run_id}", f"tuned (from {t.policy}, {len(t.items)} overrides)", report.total_ns))
     for where, what, ns in rows:
+        if ns != ns:  # a note, no time
+            print(f"  {where:<9} {what}")
+            continue
         print(f"  {where:<9} {what:<44} {ns / 1e3:>12,.1f} us  {ns / report.total_ns:>6.3f}x the tuned")
     gap = report.roofline_gap or float("inf")
     print(

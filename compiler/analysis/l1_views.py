@@ -45,4 +45,6 @@ def live_until(graph: Graph, aliased: dict[str, str]) -> dict[str, int]:
 
 def unplaced(tensor: Tensor, address: int | None = None) -> Tensor:
     """`tensor` at `address` (none: before the planner places it)."""
-    return replace(tensor, layout=replace(tensor.layout, address=address)) if tensor.layout else tensor
+    if tensor.layout is None or tensor.layout.address == address:
+        return tensor
+    return replace(tensor, layout=replace(tensor.layout, address=address))

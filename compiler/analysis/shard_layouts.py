@@ -70,3 +70,20 @@ def l1_layout_for(tensor: Tensor, grid: tuple[int, int], memory: str, tile: tupl
     return Layout(
         memory=memory, memory_layout=memory_layout, grid=grid, dtype=tensor.layout.dtype, layout="tile", tile=tile
     )
+
+
+def unshardable(tensor: Tensor, layout: Layout, said: str, target_grid: tuple[int, int], target_name: str) -> str:
+    """Why `layout` cannot give each core of its grid a shard of `tensor` (`said` so), naming
+    grids of the target's that could, or ''. Uneven shards are fine: ttnn pads the last core's."""
+    if not layout.sharded:
+        return ""
+    batch, rt, ct = tile_grid(tensor.shape, layout.tile)
+    if fits_split(batch * rt, ct, layout.memory_layout, layout.grid):
+        return ""
+    would = fitting_grids(batch * rt, ct, layout.memory_layout, target_grid)
+    rows, cols = layout.grid
+    return (
+        f"{layout.memory_layout} over {rows}x{cols} cores needs a shard on each core, more than "
+        f"{said} has ({batch * rt}x{ct} tiles of {layout.tile[0]}x{layout.tile[1]}); "
+        f"grids that would: {would or 'none on ' + target_name}"
+    )

@@ -128,13 +128,14 @@ class Graph:
         except KeyError:
             return False
 
-    def with_level(self, level: str) -> Graph:
+    def with_level(self, level: str, same_tensors: bool = False) -> Graph:
         """A copy for the next stage, so every level stays inspectable. Ops, tensors and their
-        lists and dicts are new; values inside (layouts, kernels) are immutable and shared."""
+        lists and dicts are new; values inside (layouts, kernels) are immutable and shared.
+        `same_tensors`: the tensors are this level's own, for a stage that changes none of them."""
         return Graph(
             name=self.name,
             level=level,
-            tensors={k: t.copy() for k, t in self.tensors.items()},
+            tensors=dict(self.tensors) if same_tensors else {k: t.copy() for k, t in self.tensors.items()},
             ops=[
                 Op(op.name, op.kind, list(op.inputs), list(op.outputs), dict(op.attrs), op.source, Meta(op.meta))
                 for op in self.ops

@@ -38,7 +38,8 @@ from tilescope.compiler.analysis.matmul_blocking import matmul_split
 from tilescope.compiler.analysis.matrix_dims import gemm_dims
 from tilescope.compiler.analysis.matmul_encoding import tiles_attr
 from tilescope.compiler.analysis.operand_layout import required_layout
-from tilescope.compiler.analysis.shard_layouts import fits_split, fitting_grids, l1_layout_for
+from tilescope.compiler.analysis.shard_layouts import l1_layout_for
+from tilescope.compiler.analysis.shard_layouts import unshardable as unshardable_as
 from tilescope.compiler.pipeline.op_override import (
     ADJUSTED,
     APPLIED,
@@ -49,7 +50,7 @@ from tilescope.compiler.pipeline.op_override import (
 )
 from tilescope.compiler.targets.chip import Target
 from tilescope.compiler.pipeline.options import DEFAULT_OPTIONS, GREEDY_L1, OPTIMIZER, CompileOptions
-from tilescope.compiler.ir.tiles import ceil_div, shard_bytes, tile_bytes, tile_grid
+from tilescope.compiler.ir.tiles import ceil_div, shard_bytes, tile_bytes
 
 # Output tiles a matmul sub-block may hold: tt-metal's destination registers take 8 tiles of 16-bit
 # data (matmul program configs require out_subblock_h * out_subblock_w <= 8)
@@ -244,20 +245,6 @@ class AssignLayouts:
             return f"tile {rows}x{cols} not supported on {self.target.name}; tiles: {shapes}"
         return ""
 
-    def _unshardable(self, tensor: Tensor, layout: Layout, said: str) -> str:
-        """Why `layout` cannot give each core of its grid a shard of `tensor` (`said` so), naming
-        grids that could, or ''. Uneven shards are fine: ttnn pads the last core's."""
-        batch, rt, ct = tile_grid(tensor.shape, layout.tile)
-        if fits_split(batch * rt, ct, layout.memory_layout, layout.grid):
-            return ""
-        would = fitting_grids(batch * rt, ct, layout.memory_layout, self.target.grid)
-        rows, cols = layout.grid
-        return (
-            f"{layout.memory_layout} over {rows}x{cols} cores needs a shard on each core, more than "
-            f"{said} has ({batch * rt}x{ct} tiles of {layout.tile[0]}x{layout.tile[1]}); "
-            f"grids that would: {would or 'none on ' + self.target.name}"
-        )
-
     def _layout_for(self, ov: OpOverride, tensor: Tensor, grid: tuple[int, int]) -> Layout:
         """The layout `ov` asks for, starting from the tensor's current one."""
         current = tensor.layout
@@ -280,7 +267,7 @@ class AssignLayouts:
         memory = self.target.memories[layout.memory]
         if layout.sharded and memory.scope != "core":
             return f"{layout.memory_layout} needs a per-core memory, not {layout.memory}"
-        unshardable = self._unshardable(tensor, layout, said)
+        unshardable = unshardable_as(tensor, layout, said, self.target.grid, self.target.name)
         if unshardable:
             return unshardable
         if memory.scope == "core":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from tilescope.compiler.ir.meta import KERNEL, KERNELS, L1_LIVE
 from tilescope.compiler.analysis.attention_kernel import attention_kernel
@@ -48,7 +49,13 @@ def kernel_key(graph: Graph, op: Op) -> tuple | None:
 
 def _placed_anywhere(tensor: Tensor) -> Layout | None:
     """`tensor`'s layout but its L1 address, which no kernel depends on."""
-    return replace(tensor.layout, address=None) if tensor.layout is not None else None
+    layout = tensor.layout
+    return layout if layout is None or layout.address is None else _without_address(layout)
+
+
+@lru_cache(maxsize=1 << 16)  # layouts are few and shared; a compile asks for each many times
+def _without_address(layout: Layout) -> Layout:
+    return replace(layout, address=None)
 
 
 def _by_position(key: tuple) -> tuple:

@@ -47,6 +47,10 @@ from tilescope.compiler.pipeline.reuse import Known, reusable, unchanged
 from tilescope.compiler.targets.chip import Target
 
 
+# levels whose passes change no tensor (each op's kernel is op meta): they share the level above's
+SAME_TENSORS = frozenset({"kernel"})
+
+
 def stages(
     target: Target, options: CompileOptions = DEFAULT_OPTIONS, known: Known | None = None
 ) -> list[tuple[str, list]]:
@@ -106,7 +110,7 @@ def compile_model(
         if reuse and unchanged(since, level, options):
             graph = levels[level] = since.levels[level]  # levels are never changed once made
             continue
-        graph = graph.with_level(level)
+        graph = graph.with_level(level, same_tensors=level in SAME_TENSORS)
         for compiler_pass in passes:
             graph = compiler_pass.run(graph)
             if verifying:

@@ -12,7 +12,7 @@ from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.overrides import check_overrides, format_item, parse_item
-from tilescope.overrides.candidates import candidates, combined
+from tilescope.overrides.candidates import candidates, combined, pre_rejected
 from tilescope.overrides.search import LAYOUT_KNOBS, alike, contributions, tune
 
 TRACE = CompileOptions(dispatch="trace")  # a tuned model is deployed with a captured trace
@@ -78,7 +78,9 @@ def test_a_model_with_nothing_left_to_gain_ends_after_one_pass(wormhole):
     assert again.stopped == "no override of any op makes it faster" and again.gains == []
     assert again.best_ns == again.start_ns == done.best_ns
     current = done.items[0] if done.items else None
-    assert again.trials == len(candidates(again.compilation, "relu_0", LAYOUT_KNOBS, current))
+    # every candidate is compiled once, but those the layout pass's sharding check refuses first
+    tries = candidates(again.compilation, "relu_0", LAYOUT_KNOBS, current)
+    assert again.trials == sum(not pre_rejected(again.compilation, item) for item in tries) < len(tries)
 
 
 def test_candidates_keep_to_the_knobs_asked_for(wormhole, mlp):
@@ -211,3 +213,24 @@ def test_the_search_says_why_candidates_were_illegal(wormhole):
     assert families.get("shard does not divide", 0) > 0
     example = tuned.illegal.families()[0][2][0].example
     assert "=" in example and ": " in example  # the item, then the compiler's reason in full
+
+
+def test_a_candidate_checked_before_its_trial_is_one_the_compiler_rejects_for_that_reason(wormhole):
+    """The search skips a candidate whose sharding cannot give each core a shard; the check is the
+    layout pass's, so the trial it saves would have been rejected with the same words."""
+    model = load_model("zoo:bert-base?layers=1")
+    options = CompileOptions(policy="greedy-l1", dispatch="trace")
+    base = compile_model(model, wormhole, options)
+    skipped = 0
+    for op in base.levels["layout"].ops:
+        if op.kind == "to_layout" or not op.outputs:
+            continue
+        for item in candidates(base, op.name, LAYOUT_KNOBS):
+            known = pre_rejected(base, item)
+            if not known:
+                continue
+            skipped += 1
+            trial = compile_model(model, wormhole, options.with_overrides([parse_item(item)]), since=base)
+            [outcome] = trial.override_outcomes
+            assert (outcome.status, outcome.reason) == ("rejected", known), item
+    assert skipped > 10

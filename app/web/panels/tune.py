@@ -87,6 +87,26 @@ def report_lines(report) -> list:
         html.P(head, className="ok"),
         html.Ul(changes, className="tune-changes"),
         *[html.P(line, className="hint") for line in worth_notes(report)],
+        *illegal_lines(t.illegal),
+    ]
+
+
+def illegal_lines(illegal, shown: int = 3) -> list:
+    """Why candidates were rejected, by family; each family's commonest reasons in full, folded."""
+    if not illegal.total:
+        return []
+    families = illegal.families()
+    summary = ", ".join(f"{count:,} {name}" for name, count, _ in families)
+    reasons = [
+        html.Li(f"{reason.count:,} x {reason.example}", className="mono")
+        for _, _, found in families
+        for reason in found[:shown]
+    ]
+    return [
+        html.Details(
+            [html.Summary(f"{illegal.total:,} candidates were illegal: {summary}"), html.Ul(reasons)],
+            className="hint tune-illegal",
+        )
     ]
 
 
