@@ -13,7 +13,7 @@ from tilescope.compiler.analysis.matmul_blocking import subblock
 from tilescope.compiler.analysis.matrix_dims import gemm_dims
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.rewrite import producers, readers
-from tilescope.compiler.passes.fuse_heads import MERGE, SPLIT, heads_fusion
+from tilescope.compiler.analysis.heads import MERGE, SPLIT, heads_fusion
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.op_override import LAYOUT_FIELDS
 

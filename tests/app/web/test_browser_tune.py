@@ -142,6 +142,11 @@ def test_a_search_shows_progress_cancels_keeping_its_best_and_then_shows_the_tun
     assert _run_options(d) == 3
     _wait(d, lambda d: "#2 tuned" in _text(d, "diff-view") and "#3 tuned" in _text(d, "diff-view"), 60)
     _shot(d, "42-tune-done")
+    # why candidates were illegal, by family, folded under one line: unfolded, the reasons in full
+    assert "candidates were illegal: " in _text(d, "tune-status")
+    d.find_element(By.CSS_SELECTOR, ".tune-illegal summary").click()
+    _wait(d, lambda d: "needs a shard on each core" in _text(d, "tune-status"))
+    _shot(d, "43-tune-illegal")
 
 
 def _stored(db_url: str) -> int:
