@@ -43,6 +43,7 @@ OV_BLOCK = "override-block"
 OV_SUBBLOCK = "override-subblock"
 OV_INNER_TILES = "override-inner-tiles"  # a data-tiled matmul's M0xN0xK0
 OV_DOUBLE_BUFFER = "override-double-buffer"
+OV_FUSE = "override-fuse"
 OV_SHARDING = "override-sharding"
 OV_SHARDING_FIELD = "override-sharding-field"  # its label and input, hidden for a run on one device
 STAGE_OVERRIDE = "stage-override"

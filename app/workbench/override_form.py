@@ -28,6 +28,8 @@ DEFAULT_FIDELITY_CHOICE = "default"
 DEFAULT_CHOICE = "default"  # tile and double buffering as the compiler picks them
 OUTPUT = "output"  # the override lays out the op's outputs (else "operand N": that input)
 DOUBLE_BUFFER_CHOICES = {DEFAULT_CHOICE: None, "on": True, "off": False}
+# whether the graph's fusions take the op (fuse#): as the compiler does, asked, or kept apart
+FUSE_CHOICES = {DEFAULT_CHOICE: None, "fuse": True, "keep apart": False}
 _BLOCK = re.compile(r"\d+(x\d+)+")  # tile counts, RxC or MxNxK
 
 
@@ -48,7 +50,8 @@ class FormValues:
     subblock: str = ""
     inner_tiles: str = ""  # a data-tiled matmul's, as the token spells them: 16x16x1
     double_buffer: str = DEFAULT_CHOICE
-    sharding: str = ""  # over the run's devices, as the token spells it: {},{model}
+    sharding: str = ""
+    fuse: str = DEFAULT_CHOICE  # over the run's devices, as the token spells it: {},{model}
 
     @classmethod
     def sent(cls, fields: dict | None) -> FormValues:
@@ -81,6 +84,7 @@ def form_override(op: str | None, form: FormValues) -> OpOverride:
         inner_tiles=_blocking("inner tiles", f.inner_tiles, 3, "M0 x N0 x K0 elements, e.g. 16x16x1"),
         double_buffer=DOUBLE_BUFFER_CHOICES.get(f.double_buffer or DEFAULT_CHOICE),
         tile=tile,
+        fuse=FUSE_CHOICES.get(f.fuse or DEFAULT_CHOICE) if operand is None and result is None else None,
         sharding=_sharding(f.sharding),
         operand=operand,
         result=result,
@@ -175,6 +179,7 @@ def form_values(run: RunView, op_name: str | None, applies_to=None) -> FormValue
         inner_tiles=_counts(item.inner_tiles),
         double_buffer=next(k for k, v in DOUBLE_BUFFER_CHOICES.items() if v is item.double_buffer),
         sharding=item.sharding.spec() if item.sharding is not None else "",
+        fuse=next(k for k, v in FUSE_CHOICES.items() if v is item.fuse),
     )
 
 

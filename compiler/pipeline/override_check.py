@@ -6,11 +6,11 @@ from __future__ import annotations
 from tilescope.compiler.ir.meta import OVERRIDES
 from tilescope.compiler.ir.graph import Graph
 from tilescope.compiler.passes.layout import AssignLayouts
-from tilescope.compiler.passes.partition import Partition
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.op_override import OverrideOutcome
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.reuse import unchanged
+from tilescope.compiler.pipeline.stages import stages
 
 
 def layout_outcomes(compilation: Compilation, options: CompileOptions) -> list[OverrideOutcome]:
@@ -23,9 +23,17 @@ def layout_outcomes(compilation: Compilation, options: CompileOptions) -> list[O
 
 
 def _partitioned(compilation: Compilation, options: CompileOptions) -> Graph:
-    """The `partition` level `options` make: the compilation's own when their shardings are the
-    same, else the partition pass again on its `graph` level."""
+    """The `partition` level `options` make: the compilation's own when their shardings, fusions
+    and inner tiles are the same, else the stages that make it again (from the kept `graph` level
+    when their fusions are the same)."""
     if unchanged(compilation, "partition", options):
         return compilation.levels["partition"]
-    again = Partition(compilation.target, options)
-    return again.run(compilation.levels["graph"].with_level("partition"))
+    graph = compilation.model.graph
+    for level, passes in stages(compilation.target, options)[:2]:  # graph, partition
+        if level == "graph" and unchanged(compilation, "graph", options):
+            graph = compilation.levels["graph"]
+            continue
+        graph = graph.with_level(level)
+        for compiler_pass in passes:
+            graph = compiler_pass.run(graph)
+    return graph

@@ -24,6 +24,7 @@ from tilescope.app.workbench.diff import Sides, rerun_delta
 from tilescope.app.workbench.override_form import (
     DEFAULT_CHOICE,
     DOUBLE_BUFFER_CHOICES,
+    FUSE_CHOICES,
     OUTPUT,
     FormValues,
     applies_to_choices,
@@ -54,6 +55,7 @@ FIELDS = {
     "inner_tiles": ids.OV_INNER_TILES,
     "double_buffer": ids.OV_DOUBLE_BUFFER,
     "sharding": ids.OV_SHARDING,
+    "fuse": ids.OV_FUSE,
 }
 SHOWN_PENDING = 100  # pending overrides listed on the page, each with its remove button
 
@@ -81,6 +83,7 @@ def layout(page: PageContext) -> html.Div:
         labelled("Matmul sub-block HxW", subblock),
         labelled("Inner tiles M0xN0xK0", inner_tiles),
         labelled("Double buffer", menu(ids.OV_DOUBLE_BUFFER, list(DOUBLE_BUFFER_CHOICES), DEFAULT_CHOICE)),
+        labelled("Fusion", menu(ids.OV_FUSE, list(FUSE_CHOICES), DEFAULT_CHOICE)),
         # per dimension of the output (or the operand "Applies to" names), the mesh axes splitting it
         labelled("Sharding", sharding, id=ids.OV_SHARDING_FIELD, hidden=True),
     ]

@@ -54,6 +54,8 @@ def _run(explorer, target="wormhole_n150", model=MLP):
         ),
         ("t3k", FC1, dict(sharding="{},{vocab}"), 'mesh has no axis "vocab" (its axes: "model")'),
         ("t3k", FC1, dict(sharding="{model"), "override form: sharding '{model': expected {mesh axes} per"),
+        # a fusion that is off by default, asked of a matmul: none of the graph's fusions starts there
+        ("wormhole_n150", FC1, dict(fuse="fuse"), "fuse#true applies to a fusion that is off by default"),
     ],
 )
 def test_staging_refuses_an_override_that_cannot_apply_with_one_line(explorer, target, op, fields, reason):
@@ -65,6 +67,12 @@ def test_staging_refuses_an_override_that_cannot_apply_with_one_line(explorer, t
 def test_staging_keeps_an_override_that_applies(explorer):
     staged = staged_override(_run(explorer), FC1, FormValues(**{**LAYOUT, "memory": "l1", "fidelity": "lofi"}))
     assert format_item(staged) == f"{FC1}=8x8:l1:interleaved:tile:bf16:fidelity#lofi"
+
+
+def test_the_form_keeps_an_op_out_of_the_graphs_fusions(explorer):
+    """fc1's bias add and activation are fused into it by default; "keep apart" leaves them ops."""
+    staged = staged_override(_run(explorer), FC1, FormValues(**{**LAYOUT, "fuse": "keep apart"}))
+    assert format_item(staged) == f"{FC1}=8x8:dram:interleaved:tile:bf16:fuse#false"
 
 
 def test_over_several_devices_the_form_shards_the_output_or_an_operand(explorer):

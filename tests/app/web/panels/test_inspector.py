@@ -30,6 +30,7 @@ def test_inspector_shows_timings_and_fills_the_form_with_the_current_layout(cb):
         "inner_tiles": "",
         "double_buffer": "default",
         "sharding": "",  # the compiler's (and a run on one device has no sharding field)
+        "fuse": "default",  # the graph's fusions as the compiler makes them
     }
     parts = ["output", "operand 0", "operand 1", "operand 2"]  # activation, weight, bias
     assert filled["applies_to_options"] == [{"label": p, "value": p} for p in parts]
