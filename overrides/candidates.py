@@ -11,13 +11,13 @@ from tilescope.compiler.ir.meta import KERNEL, PLACED
 from tilescope.compiler.analysis.shard_layouts import unshardable
 from tilescope.compiler.analysis.matmul_blocking import subblock
 from tilescope.compiler.analysis.matrix_dims import gemm_dims
-from tilescope.compiler.ir import opset
+from tilescope.compiler.ir import attributes, opset
 from tilescope.compiler.ir.rewrite import producers, readers
 from tilescope.compiler.analysis.heads import MERGE, SPLIT, heads_fusion
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.op_override import LAYOUT_FIELDS
 
-from tilescope.overrides.spec import format_item, parse_item
+from tilescope.overrides.spec import MAX_INNER_TILE, format_item, parse_item
 
 SHARDED = ("block_sharded", "height_sharded", "width_sharded")
 
@@ -59,6 +59,8 @@ def candidates(compilation: Compilation, op_name: str, knobs: tuple[str, ...], c
         found += [f"fidelity#{f}" for f in target.fidelities]
     if "fusion" in knobs:
         found += _fusions(compilation, op_name, op.kind)
+    if "inner_tiles" in knobs:
+        found += _inner_tiles(op.attrs.get("inner_tiles"))
     tried = (combined(current, f"{op_name}={item}") for item in found)
     return [item for item in dict.fromkeys(tried) if item != current]
 
@@ -113,6 +115,22 @@ def pre_rejected(compilation: Compilation, item: str) -> str:
         address=None,
     )
     return unshardable(tensor, asked, "the result", target.grid, target.name)
+
+
+def _inner_tiles(attr) -> list[str]:
+    """A data-tiled matmul's other inner tiles: each of M0, N0 and K0 halved or doubled, the
+    others kept (the compiler packs its operands again for them)."""
+    tile = attributes.ints(attr) if isinstance(attr, str) else ()
+    if len(tile) != 3:
+        return []
+    found = []
+    for i in range(3):
+        for size in (tile[i] // 2, tile[i] * 2):
+            if 1 <= size <= MAX_INNER_TILE:
+                other = list(tile)
+                other[i] = size
+                found.append("inner_tiles#" + "x".join(map(str, other)))
+    return [item for item in dict.fromkeys(found) if item != "inner_tiles#" + "x".join(map(str, tile))]
 
 
 def _fusions(compilation: Compilation, op_name: str, kind: str) -> list[str]:

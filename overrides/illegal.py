@@ -20,6 +20,7 @@ FAMILIES = (
     ("grid limits", ("grid", "cores")),
     ("blocking does not fit the op", ("block", "sub-block", "subblock", "destination")),
     ("fusion does not apply", ("fuse", "head")),
+    ("inner tiles do not fit the registers", ("registers",)),
 )
 
 

@@ -34,7 +34,7 @@ from tilescope.overrides.spec import parse_item
 
 # what an override may change without changing the numbers the model computes, and what it may
 # change only when asked (`+precision`): reported apart, since they change results
-LAYOUT_KNOBS = ("memory", "layout", "grid", "block", "double_buffer", "tile", "fusion", "l1_cap")
+LAYOUT_KNOBS = ("memory", "layout", "grid", "block", "double_buffer", "tile", "fusion", "l1_cap", "inner_tiles")
 PRECISION_KNOBS = ("dtype", "fidelity")
 # the policies a search may start from: the optimizer's block-float weights change precision
 LAYOUT_POLICIES = (DEFAULT_POLICY, GREEDY_L1)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 SHOWN_CHANGES = 10
 # overrides.search.LAYOUT_KNOBS, spelt here so that building the parser imports no compiler
-KNOBS = "memory,layout,grid,block,double_buffer,tile,fusion,l1_cap"
+KNOBS = "memory,layout,grid,block,double_buffer,tile,fusion,l1_cap,inner_tiles"
 DEFAULT_BUDGET_S = 120.0
 # a tuned model is deployed with a captured trace; launched op by op from the host, a step waits on
 # launches that no override shortens

@@ -313,6 +313,8 @@ class AssignLayouts:
             return rejected(tile)
         if ov.inner_tiles is not None and op.attrs.get("inner_tiles") != tiles_attr(ov.inner_tiles):
             return rejected(f"inner tiles apply to a data-tiled matmul, not {op.kind} (compile with data-tiling)")
+        if ov.inner_tiles is not None and target.inner_tile_problem(ov.inner_tiles):
+            return rejected(target.inner_tile_problem(ov.inner_tiles))
         if ov.operand is not None:
             reason = self._apply_operand(graph, op, ov)
             return rejected(reason) if reason else self._done(ov, note)

@@ -45,6 +45,9 @@ class MatrixEngine:
     default_fidelity: dict[str, str]  # fidelity the compiler picks per dtype
     min_rows: int  # rows of a tile the engine processes at once (fewer still cost a full pass)
     fallback_dtype: str  # the engine computes inputs of a dtype it lacks in this one
+    # vector registers that hold a data-tiled matmul's accumulators (a CPU's register file); None:
+    # the engine accumulates in a memory of its own (Tensix's destination registers), no limit
+    registers: int | None = None
 
 
 @dataclass(frozen=True)
@@ -183,12 +186,29 @@ class Target:
         tile_rows, cols = self.tile
         per_cycle = self.matrix.flops_per_cycle[self.compute_dtype(dtype)]
         if tile is not None and (tile[1] != cols or tile[0] > tile_rows):
-            return math.ceil(2 * tile[0] * tile[1] * tile[1] / per_cycle) * self.matrix.fidelity_passes[fidelity]
+            # the engine's rate is of full rows of the target's tile (a vector register's lanes):
+            # an inner tile narrower than one fills that share of them
+            lanes = min(1.0, tile[1] / cols)
+            flops = 2 * tile[0] * tile[1] * tile[1]
+            return math.ceil(flops / (per_cycle * lanes)) * self.matrix.fidelity_passes[fidelity]
         flops = 2 * tile_rows * cols * cols
         full = math.ceil(flops / per_cycle) * self.matrix.fidelity_passes[fidelity]
         if rows is None or rows >= tile_rows:
             return full
         return full * max(rows, self.matrix.min_rows) / tile_rows
+
+    def inner_tile_problem(self, tile: tuple[int, ...]) -> str:
+        """Why a data-tiled matmul cannot run on inner tiles `tile` (M0, N0, K0) here, or '': an
+        outer-product kernel holds its M0 x N0 accumulators (a row of the target's tile, a vector
+        register, at a time), one row of B and one broadcast element of A in registers at once."""
+        registers = self.matrix.registers
+        if registers is None or len(tile) < 2:
+            return ""
+        row = math.ceil(tile[1] / self.tile[1])
+        held = tile[0] * row + row + 1
+        if held <= registers:
+            return ""
+        return f"inner tiles {tile[0]}x{tile[1]} need {held} vector registers; {self.name} has {registers}"
 
     def peak_flops(self, dtype: str = "bf16", fidelity: str | None = None) -> float:
         """Matrix peak of the whole grid, at `fidelity` (the fastest when None)."""

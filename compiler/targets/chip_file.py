@@ -41,6 +41,7 @@ LIMITS: dict[str, tuple[float, float]] = {
     "matrix.flops_per_cycle.<dtype>": (1, 1 << 30),
     "matrix.fidelity_passes.<fidelity>": (1, 64),
     "matrix.min_rows": (1, 1024),
+    "matrix.registers": (1, 1024),
     "vector.elements_per_cycle": (1, 1 << 30),
     "memory.<name>.capacity_bytes": (1, 1 << 50),  # 1 PiB
     "memory.<name>.bytes_per_cycle": (1 / 1024, 1 << 30),
@@ -226,7 +227,8 @@ def _matrix(data: dict, where: str) -> MatrixEngine:
     fallback = _get(data, "matrix.fallback_dtype", str, where)
     if fallback not in rates:
         raise TargetError(f"{where}: key 'matrix.fallback_dtype' must name a dtype of matrix.flops_per_cycle")
-    return MatrixEngine(rates, passes, dict(defaults), _get(data, "matrix.min_rows", int, where), fallback)
+    registers = _get(data, "matrix.registers", int, where, default=None)
+    return MatrixEngine(rates, passes, dict(defaults), _get(data, "matrix.min_rows", int, where), fallback, registers)
 
 
 def _grid(data: dict, where: str) -> tuple[int, int]:

@@ -11,6 +11,7 @@ from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
+from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import check_overrides, format_item, parse_item
 from tilescope.overrides.candidates import candidates, combined, pre_rejected
 from tilescope.overrides.search import LAYOUT_KNOBS, alike, contributions, tune
@@ -234,3 +235,18 @@ def test_a_candidate_checked_before_its_trial_is_one_the_compiler_rejects_for_th
             [outcome] = trial.override_outcomes
             assert (outcome.status, outcome.reason) == ("rejected", known), item
     assert skipped > 10
+
+
+def test_a_data_tiled_matmuls_inner_tiles_are_a_knob_the_registers_bound():
+    cpu = load_target("x86_avx512")
+    mlp = load_model("zoo:mlp?layers=1")
+    tiled = CompileOptions(data_tiling=True, dispatch="trace")
+    compiled = compile_model(mlp, cpu, tiled)
+    tries = candidates(compiled, "mlp.layer.0.fc1.matmul", ("inner_tiles",))
+    # each of M0, N0 and K0 halved or doubled
+    assert "mlp.layer.0.fc1.matmul=inner_tiles#8x16x2" in tries and len(tries) == 6
+    tuned = tune(mlp, cpu, tiled, knobs=("inner_tiles",), budget_s=None, max_trials=24, seed=0)
+    assert tuned.best_ns <= tuned.start_ns and all("inner_tiles#" in item for item in tuned.items)
+    # 32 rows of 16-lane accumulators, a row of B and an element of A: 34 of AVX-512's 32 registers
+    families = {name: reasons for name, _, reasons in tuned.illegal.families()}
+    assert "need 34 vector registers" in families["inner tiles do not fit the registers"][0].example
