@@ -12,6 +12,7 @@ the same seed and trial limit give the same result.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections.abc import Callable
@@ -38,6 +39,7 @@ LAYOUT_KNOBS = ("memory", "layout", "grid", "block", "double_buffer", "tile", "f
 PRECISION_KNOBS = ("dtype", "fidelity")
 # the policies a search may start from: the optimizer's block-float weights change precision
 LAYOUT_POLICIES = (DEFAULT_POLICY, GREEDY_L1)
+PAIRED = 8  # the changes that made the step least slower that a pass keeping nothing tries in pairs
 MIN_GAIN = 1e-9  # relative: a kept override must make the step faster, not equal
 HEARTBEAT_S = 2.0  # how often a long search says where it is, between kept overrides
 
@@ -148,6 +150,13 @@ class _Search:
     clock: Callable[[], float] = time.perf_counter  # seconds; a test gives its own
     began: float = -1.0
     illegal: Illegal = field(default_factory=Illegal)  # why the compiler rejected trials
+    # this pass's candidates that made the step slower, by group: the least slower of each, and
+    # its items (what pairs of changes are made of when a pass keeps nothing)
+    near: dict[tuple[str, ...], tuple[float, tuple[str, ...]]] = field(default_factory=dict)
+
+    def missed(self, names: tuple[str, ...], items: tuple[str, ...], worse_ns: float) -> None:
+        if names not in self.near or worse_ns < self.near[names][0]:
+            self.near[names] = (worse_ns, items)
 
     def __post_init__(self) -> None:
         if self.began < 0:
@@ -245,6 +254,7 @@ def _improve(
     passes, grouped = 0, True  # groups of alike ops first; once that gains nothing, op by op
     while True:
         kept_this_pass, passes = 0, passes + 1
+        search.near.clear()
         if grouped:
             groups = alike(best.compilation, best.sim, best.items)
         else:
@@ -262,21 +272,33 @@ def _improve(
                 continue
             stopped, winner_items, winner = _try_group(search, best, names, knobs, rng)
             if winner is not None:  # the best candidate, even when the budget ended mid-way
-                gains.append(Change(winner_items, best.sim.total_ns - winner[1].total_ns))
-                best.items.update(zip(names, winner_items))
-                search.found(len(best.items))
-                best.compilation, best.sim = winner
+                progress(_keep(search, best, gains, names, winner_items, winner))
                 kept_this_pass += 1
                 said = search.clock()
-                progress(f"{search.trials} trials: {best.sim.total_ns / 1e3:.1f} us with {gains[-1].label}")
             if stopped:
                 return stopped, gains
         if not kept_this_pass:
+            stopped, names, winner_items, winner = _try_pairs(search, best)
+            if winner is not None:
+                progress(_keep(search, best, gains, names, winner_items, winner, "a pair, "))
+            if stopped:
+                return stopped, gains
+            if winner is not None:
+                continue
             if grouped and any(len(names) > 1 for names in groups):
                 grouped = False  # each op on its own now, alike or not
                 continue
             stopped = "no override of any op makes it faster" if not gains else "a pass over every op kept nothing"
             return stopped, gains
+
+
+def _keep(search: _Search, best: Best, gains: list[Change], names, items, winner, how: str = "") -> str:
+    """Make `winner` (the ops `names` with `items`) the best, count what it saved; the line saying so."""
+    gains.append(Change(tuple(items), best.sim.total_ns - winner[1].total_ns))
+    best.items.update(zip(names, items))
+    search.found(len(best.items))
+    best.compilation, best.sim = winner
+    return f"{search.trials} trials: {best.sim.total_ns / 1e3:.1f} us with {how}{gains[-1].label}"
 
 
 def _try_group(
@@ -301,7 +323,31 @@ def _try_group(
         bar = (winner[1] if winner else best.sim).total_ns * (1 - MIN_GAIN)
         if tried is not None and tried[1].total_ns < bar:
             winner_items, winner = changed, tried
+        elif tried is not None:
+            search.missed(tuple(names), changed, tried[1].total_ns - best.sim.total_ns)
     return "", winner_items, winner
+
+
+def _try_pairs(search: _Search, best: Best) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple | None]:
+    """Where a pass kept nothing, a larger move: the PAIRED groups' changes that made the step
+    least slower, two at a time (two tensors moved into L1 together, where either alone added a
+    conversion, say). Why the budget ended ('' if it did not), and the names, items and
+    compilation of the fastest pair that beats the best, if any."""
+    misses = sorted(search.near.items(), key=lambda kv: (kv[1][0], kv[0]))[:PAIRED]
+    found: tuple[tuple[str, ...], tuple[str, ...], tuple | None] = ((), (), None)
+    for (names_a, (_, items_a)), (names_b, (_, items_b)) in itertools.combinations(misses, 2):
+        if set(names_a) & set(names_b):
+            continue
+        stopped = search.out_of_budget()
+        if stopped:
+            return (stopped, *found)
+        both = {*names_a, *names_b}
+        others = [*best.fixed, *(v for k, v in best.items.items() if k not in both)]
+        tried = search.trial([*others, *items_a, *items_b], best.compilation, best.sim.costs)
+        bar = (found[2][1] if found[2] else best.sim).total_ns * (1 - MIN_GAIN)
+        if tried is not None and tried[1].total_ns < bar:
+            found = ((*names_a, *names_b), (*items_a, *items_b), tried)
+    return ("", *found)
 
 
 def worth_groups(tuned: Tuned, limit: int = 10) -> list[list[str]]:

@@ -250,3 +250,25 @@ def test_a_data_tiled_matmuls_inner_tiles_are_a_knob_the_registers_bound():
     # 32 rows of 16-lane accumulators, a row of B and an element of A: 34 of AVX-512's 32 registers
     families = {name: reasons for name, _, reasons in tuned.illegal.families()}
     assert "need 34 vector registers" in families["inner tiles do not fit the registers"][0].example
+
+
+def test_where_a_pass_keeps_nothing_the_least_slower_changes_are_tried_in_pairs(wormhole, mlp):
+    """A larger move: two changes that each made the step slower, tried together, the pair kept
+    only when it beats the best (here each op's output moved back to DRAM: slower either way)."""
+    from tilescope.overrides.search import _Search, _try_pairs
+    from tilescope.overrides.search_start import fastest_start
+
+    clock = Ticks()
+    _, _, best, _ = fastest_start(mlp, wormhole, TRACE, ("greedy-l1",), float("inf"), print, lambda: False, clock)
+    search = _Search(mlp, wormhole, CompileOptions(policy="greedy-l1", dispatch="trace"), float("inf"), None, bool)
+    fc1, fc2 = ("mlp.layer.0.fc1.matmul",), ("mlp.layer.0.fc2.matmul",)
+    search.missed(fc1, (f"{fc1[0]}=dram",), 5.0)
+    search.missed(fc1, (f"{fc1[0]}=dram:double_buffer#false",), 9.0)  # the least slower is kept
+    search.missed(fc2, (f"{fc2[0]}=dram",), 7.0)
+    stopped, names, items, winner = _try_pairs(search, best)
+    assert search.trials == 1 and stopped == ""
+    assert winner is None and (names, items) == ((), ())
+    together = compile_model(
+        mlp, wormhole, TRACE.with_overrides([parse_item(f"{fc1[0]}=dram"), parse_item(f"{fc2[0]}=dram")])
+    )
+    assert simulate(together.kernel, wormhole, "trace").total_ns >= best.sim.total_ns
