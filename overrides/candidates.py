@@ -5,6 +5,7 @@ keeps the rest."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 
 from tilescope.compiler.ir.meta import KERNEL, PLACED
@@ -88,10 +89,11 @@ def combined(current: str | None, change: str) -> str:
     return format_item(replace(old, **values, spec=""))
 
 
-def pre_rejected(compilation: Compilation, item: str) -> str:
+def pre_rejected(compilation: Compilation, item: str, named: Collection[str] = ()) -> str:
     """Why the compiler would reject `item` for its sharding, said as it would say it, or '' (it
     may still reject it for another reason): a candidate the search need not compile. The op's
-    output starts from the policy's layout and grid, as the layout pass applies an override."""
+    output starts from the policy's layout and grid, as the layout pass applies an override,
+    unless another item of the set, `named` by op, names an op fused into it (it may set them)."""
     ov = parse_item(item)
     layout_level = compilation.levels["layout"]
     placed = layout_level.meta.get(PLACED)
@@ -99,6 +101,8 @@ def pre_rejected(compilation: Compilation, item: str) -> str:
     if ov.memory_layout in (None, "interleaved") or placed is None or not layout_level.has_op(ov.op):
         return ""
     op = layout_level.op(ov.op)
+    if any(name != op.name and name in named for name in op.source):
+        return ""
     if len(op.outputs) != 1 or op.outputs[0] not in placed.layouts or op.name not in placed.grids:
         return ""
     tensor, base = layout_level.tensors[op.outputs[0]], placed.layouts[op.outputs[0]]
@@ -136,6 +140,8 @@ def _inner_tiles(attr) -> list[str]:
 def _fusions(compilation: Compilation, op_name: str, kind: str) -> list[str]:
     """The graph's fusions the op may be taken into or out of: a head split or merge undone, or a
     reshape that splits heads fused with its permute (off by default, as in tt-mlir)."""
+    if not compilation.target.fusion.get("heads"):
+        return []
     if kind in (SPLIT, MERGE):
         return ["fuse#false"]
     graph = compilation.levels["graph"]

@@ -11,14 +11,16 @@ from dataclasses import dataclass, field
 from tilescope.compiler.pipeline.op_override import REJECTED, OverrideOutcome
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-_NUMBER = re.compile(r"\d+(\.\d+)?(x\d+(\.\d+)?)*")
-_NAMED = re.compile(r"\b[\w.-]*[._][\w.-]+\b")  # an op or tensor name: dotted or underscored
+_NUMBER = re.compile(r"\b\d+(\.\d+)?(x\d+(\.\d+)?)*\b")
+# an op or tensor name: dotted (a model's), or a kind and its number (relu_0)
+_NAMED = re.compile(r"\b[A-Za-z_][\w-]*(\.[\w-]+)+\b|\b[a-z]+_\d+\b")
+_SUGGESTED = re.compile(r"; grids that would: .*$")  # how many grids would, by op: one reason
 # the families the reasons fall in, by a word each reason of the family says
 FAMILIES = (
+    ("blocking does not fit the op", ("block ", "sub-block", "subblock", "destination", "circular buffers")),
     ("L1 overflow", ("l1", "fit", "full", "overflow")),
     ("shard does not divide", ("divide", "shard")),
     ("grid limits", ("grid", "cores")),
-    ("blocking does not fit the op", ("block", "sub-block", "subblock", "destination")),
     ("fusion does not apply", ("fuse", "head")),
     ("inner tiles do not fit the registers", ("registers",)),
 )
@@ -26,7 +28,7 @@ FAMILIES = (
 
 def reason_shape(reason: str) -> str:
     """`reason` with its figures and names replaced: the same shape for every op it is said of."""
-    text = _QUOTED.sub("'…'", reason)
+    text = _SUGGESTED.sub("", _QUOTED.sub("'…'", reason))
     text = _NAMED.sub("OP", text)
     return _NUMBER.sub("N", text)
 

@@ -314,7 +314,7 @@ def _try_group(
         stopped = search.out_of_budget()
         if stopped:
             return stopped, winner_items, winner
-        known = pre_rejected(best.compilation, item)
+        known = pre_rejected(best.compilation, item, best.items)
         if known:  # the compiler would reject it for the group's first op: no trial
             search.illegal.add_reason(item, known)
             continue

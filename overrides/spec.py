@@ -195,6 +195,8 @@ def parse_item(item: str) -> OpOverride:
         per_op = [key for key in OP_ONLY if key in fields]
         if per_op:
             raise OverrideError(f"override {quoted}: {per_op[0]}# applies to the op, not to one operand")
+    if "result" in fields and "fuse" in fields:
+        raise OverrideError(f"override {quoted}: fuse# applies to the op, not to one result")
     if set(fields) <= {"operand", "result"}:  # (a sharding is a parameter)
         raise OverrideError(f"override {quoted}: no layout parameters besides {'/'.join(fields)}#")
     return OpOverride(op=op, spec=text, **fields)  # type: ignore[arg-type]

@@ -153,8 +153,8 @@ def _starts_shown(policies: dict[str, float], chosen: str) -> dict[str, float]:
     its time (or it is the start the search took)."""
     shown = {}
     for name, ns in policies.items():
-        policy, cap, _ = name.partition(" at L1 cap ")
-        if not cap or policies.get(policy) != ns or name == chosen:
+        policy, at_cap, _ = name.partition(" at L1 cap ")
+        if not at_cap or policies.get(policy) != ns or name == chosen:
             shown[name] = ns
     return shown
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tilescope.compiler.ir.meta import MESH
 from tilescope.compiler.errors import OverrideError, TilescopeError
@@ -50,8 +50,8 @@ class FormValues:
     subblock: str = ""
     inner_tiles: str = ""  # a data-tiled matmul's, as the token spells them: 16x16x1
     double_buffer: str = DEFAULT_CHOICE
-    sharding: str = ""
-    fuse: str = DEFAULT_CHOICE  # over the run's devices, as the token spells it: {},{model}
+    sharding: str = ""  # over the run's devices, as the token spells it: {},{model}
+    fuse: str = DEFAULT_CHOICE
 
     @classmethod
     def sent(cls, fields: dict | None) -> FormValues:
@@ -84,12 +84,29 @@ def form_override(op: str | None, form: FormValues) -> OpOverride:
         inner_tiles=_blocking("inner tiles", f.inner_tiles, 3, "M0 x N0 x K0 elements, e.g. 16x16x1"),
         double_buffer=DOUBLE_BUFFER_CHOICES.get(f.double_buffer or DEFAULT_CHOICE),
         tile=tile,
-        fuse=FUSE_CHOICES.get(f.fuse or DEFAULT_CHOICE) if operand is None and result is None else None,
+        fuse=_fuse(f.fuse, operand, result),
         sharding=_sharding(f.sharding),
         operand=operand,
         result=result,
     )
     return parse_item(format_item(ov))
+
+
+def _fuse(choice, operand: int | None, result: int | None) -> bool | None:
+    """The Fusion field's choice; an op's fusions are the op's, not one operand's or result's."""
+    fuse = FUSE_CHOICES.get(choice or DEFAULT_CHOICE)
+    if fuse is not None and (operand is not None or result is not None):
+        raise TilescopeError("override form: Fusion applies to the op: choose Applies to: output")
+    return fuse
+
+
+def fusion_only(op: str | None, form: FormValues, shown: FormValues) -> OpOverride | None:
+    """The form's override when only its Fusion field differs from what it `shown` for the op:
+    the fusion alone, so the op's layout, which a fusion may give another shape, is left to the
+    compiler; None otherwise."""
+    if not op or form.fuse == shown.fuse or replace(form, fuse=shown.fuse) != shown:
+        return None
+    return parse_item(format_item(OpOverride(op, fuse=_fuse(form.fuse, None, None))))
 
 
 def _blocking(field: str, text, count: int, expected: str) -> tuple[int, ...] | None:
@@ -291,7 +308,7 @@ def with_pending(pending: Sequence[str], *overrides: OpOverride) -> list[str]:
 def staged_override(run: RunView, op: str | None, form: FormValues) -> OpOverride:
     """The form's override of `op`, for the pending list: refused with one line when it cannot
     apply to `run` (with the run's own overrides) by itself, so the list holds no dead item."""
-    override = form_override(op, form)
+    override = fusion_only(op, form, form_values(run, op, form.applies_to)) or form_override(op, form)
     problems = rerun_problems(run, [override])
     if problems:
         raise OverrideError(problems.lines[0])
@@ -312,7 +329,8 @@ def rerun_overrides(
     if pending and (not selected or form == form_values(run, selected, form.applies_to)):
         return items  # the pending list alone
     try:
-        override = form_override(selected, form)
+        override = fusion_only(selected, form, form_values(run, selected, form.applies_to))
+        override = override or form_override(selected, form)
     except TilescopeError as err:
         if problems is None or not pending:
             raise

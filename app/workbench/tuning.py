@@ -119,7 +119,9 @@ class TuneReport:
             "parent_ns": self.parent.total_ns,
             "policies_ns": t.policies,
             "start_policy": t.policy,
+            "start": t.start or t.policy,  # the fastest start: a policy, or a policy at another L1 cap
             "start_ns": t.start_ns,
+            "l1_usage_cap": t.options.l1_usage_cap,
             "total_ns": self.total_ns,
             "speedup_over_parent": self.over_parent,
             "speedup_over_greedy_l1": self.over_greedy,

@@ -29,7 +29,9 @@ def heads_fusion(graph: Graph, reshape: Op, made_by, read_by, tile_cols: int) ->
     before = made_by.get(src.name)
     if before is not None and _swaps_heads(before) and len(read_by.get(src.name, [])) == 1:
         batch, heads, seq, dim = graph.tensors[before.inputs[0]].shape
-        if src.name in graph.outputs or tuple(out.shape) not in ((batch, seq, heads * dim), (batch * seq, heads * dim)):
+        if src.name in graph.outputs:
+            return "the permute's result is an output of the model: it must be made"
+        if tuple(out.shape) not in ((batch, seq, heads * dim), (batch * seq, heads * dim)):
             return "the reshape does not merge the heads into the last dim"
         return (MERGE, before, heads) if dim % tile_cols == 0 else _untiled(dim, tile_cols)
     return "no head split or merge here: a reshape next to a permute (0, 2, 1, 3) that only it reads"
@@ -45,4 +47,15 @@ def _swaps_heads(op: Op) -> bool:
         and len(op.inputs) == 1
         and len(op.outputs) == 1
         and attributes.ints(op.attrs.get("permutation")) == SWAP_HEADS
+    )
+
+
+def gone_result(host: Op, name: str) -> str:
+    """Why an override of the result of op `name`, fused into `host`, cannot apply there, or '':
+    a head merge's permute made the (B, S, H, D) tensor the fused op no longer has."""
+    if host.kind != MERGE or name == host.name or name not in host.attrs.get("fused", ()):
+        return ""
+    return (
+        f"fused into {host.name}, a head merge, which does not make its result; "
+        f"{host.name}=fuse#false keeps the two apart"
     )

@@ -43,31 +43,47 @@ class FuseHeads:
 
     def run(self, graph: Graph) -> Graph:
         asked = dict(self.requests)
+        if not self.target.fusion.get("heads"):  # no such kernels on the target
+            named = _names(graph)
+            why = f"{self.target.name} has no fused head split or merge"
+            graph.meta[FUSIONS] = {name: why for name, on in asked.items() if on and name in named}
+            return graph
         made_by, read_by = producers(graph), readers(graph)
         refused: dict[str, str] = {}  # op asked to fuse -> why it could not be
+        done: set[str] = set()  # the ops of each pair fused or left as asked
         gone: set[str] = set()
         for op in graph.ops:
             if op.kind != "reshape" or op.name in gone:
                 continue
             found = heads_fusion(graph, op, made_by, read_by, self.target.tile[1])
-            wanted = asked.get(op.name)
             if isinstance(found, str):
-                if wanted:
+                if asked.get(op.name):
                     refused[op.name] = found
                 continue
             kind, permute, heads = found
-            if asked.get(permute.name) is False:
-                wanted = False
-            if DEFAULT_ON[kind] if wanted is None else wanted:
-                _fuse(graph, op, permute, kind, heads)
-                gone.add(permute.name)
+            wanted = [asked[n] for n in (op.name, permute.name) if n in asked]  # either op names the pair
+            done.update((op.name, permute.name))
+            if False in wanted or not (True in wanted or DEFAULT_ON[kind]):
+                continue
+            _fuse(graph, op, permute, kind, heads)
+            gone.add(permute.name)
+            if kind == SPLIT:  # the fused op now makes what the permute made
+                made_by.update(dict.fromkeys(op.outputs, op))
+            else:  # and reads what the permute read
+                read_by[op.inputs[0]] = [op if r is permute else r for r in read_by.get(op.inputs[0], [])]
         graph.ops = [op for op in graph.ops if op.name not in gone]
-        fused = {op.name for op in graph.ops if op.kind in (SPLIT, MERGE)}
+        named = _names(graph) if any(asked.values()) else set()
         for name, on in asked.items():
-            if on and name not in fused and name not in refused:
+            # an op no fusion applies to; one not in the graph is the layout pass's to name
+            if on and name not in done and name not in refused and name in named:
                 refused[name] = NOT_A_SPLIT
         graph.meta[FUSIONS] = refused
         return graph
+
+
+def _names(graph: Graph) -> set[str]:
+    """The names of `graph`'s ops and of the ops they were made of."""
+    return {op.name for op in graph.ops}.union(*(op.source for op in graph.ops))
 
 
 def _fuse(graph: Graph, reshape: Op, permute: Op, kind: str, heads: int) -> None:

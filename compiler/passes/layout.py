@@ -33,6 +33,7 @@ from tilescope.compiler.ir.meta import (
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.dtypes import BYTES_PER_ELEMENT
 from tilescope.compiler.ir.graph import MEMORY_LAYOUTS, TENSOR_LAYOUTS, Graph, Layout, Op, Tensor
+from tilescope.compiler.analysis.heads import gone_result
 from tilescope.compiler.analysis.l1_allocator import FirstFit, last_uses
 from tilescope.compiler.analysis.matmul_blocking import matmul_split
 from tilescope.compiler.analysis.matrix_dims import gemm_dims
@@ -292,6 +293,8 @@ class AssignLayouts:
                 return rejected(NO_OP)
             op = host
             note = f"fused into {short_name(host.name)}; applied there"
+            if ov.operand is None and gone_result(host, ov.op):
+                return rejected(gone_result(host, ov.op))
         target = self.target
         if ov.memory is not None and ov.memory not in target.memories:
             return rejected(f"memory {ov.memory!r} not on {target.name} (has {', '.join(target.memories)})")

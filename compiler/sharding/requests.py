@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from tilescope.compiler.ir.graph import Graph, Op
 from tilescope.compiler.pipeline.op_override import ADJUSTED, APPLIED, REJECTED, OpOverride, OverrideOutcome, short_name
+from tilescope.compiler.analysis.heads import gone_result
 from tilescope.compiler.sharding.mesh import Mesh, Sharding
 
 
@@ -41,6 +42,9 @@ class ShardingRequests:
             op = graph.op(ov.op) if graph.has_op(ov.op) else hosts.get(ov.op)
             if op is None:
                 self.reject(i, "no such op in the graph")
+                continue
+            if ov.operand is None and gone_result(op, ov.op):
+                self.reject(i, gone_result(op, ov.op))
                 continue
             if op.name != ov.op:
                 self.notes[i] = f"fused into {short_name(op.name)}; applied there"

@@ -186,9 +186,9 @@ class Target:
         tile_rows, cols = self.tile
         per_cycle = self.matrix.flops_per_cycle[self.compute_dtype(dtype)]
         if tile is not None and (tile[1] != cols or tile[0] > tile_rows):
-            # the engine's rate is of full rows of the target's tile (a vector register's lanes):
-            # an inner tile narrower than one fills that share of them
-            lanes = min(1.0, tile[1] / cols)
+            # a CPU's rate is of full rows of the target's tile (a vector register's lanes): an
+            # inner tile narrower than one fills that share of them
+            lanes = min(1.0, tile[1] / cols) if self.matrix.registers is not None else 1.0
             flops = 2 * tile[0] * tile[1] * tile[1]
             return math.ceil(flops / (per_cycle * lanes)) * self.matrix.fidelity_passes[fidelity]
         flops = 2 * tile_rows * cols * cols

@@ -89,9 +89,9 @@ def _dispatch_ns(data: dict, mode: str, where: str) -> float:
 
 
 def _fusion(data: dict, where: str) -> dict[str, bool]:
-    """Optional [fusion] table: activation, bias (both false when absent)."""
+    """Optional [fusion] table: activation, bias, heads (each false when absent)."""
     _get(data, "fusion", dict, where, default={})
-    return {key: _get(data, f"fusion.{key}", bool, where, default=False) for key in ("activation", "bias")}
+    return {key: _get(data, f"fusion.{key}", bool, where, default=False) for key in ("activation", "bias", "heads")}
 
 
 def _memories(data: dict, where: str) -> dict[str, Memory]:

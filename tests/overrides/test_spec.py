@@ -140,6 +140,9 @@ def test_tile_operand_and_result_tokens():
     [
         ("m=operand#1:fidelity#lofi", "fidelity# applies to the op, not to one operand"),
         ("m=operand#0:block#2x2x1", "block# applies to the op, not to one operand"),
+        ("m=operand#0:fuse#true", "fuse# applies to the op, not to one operand"),
+        ("m=result#0:fuse#false", "fuse# applies to the op, not to one result"),
+        ("m=fuse#maybe", "unknown token 'fuse#maybe'"),
         ("m=operand#0:result#0:l1", "give operand# or result#, not both"),
         ("m=operand#1", "no layout parameters besides operand#"),
         ("m=operand#x:l1", "unknown token 'operand#x'"),

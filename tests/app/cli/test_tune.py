@@ -136,3 +136,11 @@ def test_tool_files_sit_beside_the_json():
     paths = output_paths("out/best.json")
     assert [str(p) for p in paths.values()] == ["out/best.json", "out/best.tt-mlir.txt", "out/best.tt-explorer.json"]
     assert str(output_paths("best")["tt-mlir"]) == "best.tt-mlir.txt"
+
+
+def test_the_knobs_option_defaults_to_the_searchs_layout_knobs():
+    """Spelt apart so that building the parser imports no compiler; they must stay the same."""
+    from tilescope.app.cli.tune import KNOBS
+    from tilescope.overrides.search import LAYOUT_KNOBS
+
+    assert KNOBS == ",".join(LAYOUT_KNOBS)

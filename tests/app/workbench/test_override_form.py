@@ -3,6 +3,8 @@ re-run's check names every pending item, the form and the run's own overrides th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tilescope.app.workbench.explorer import Explorer
@@ -73,6 +75,23 @@ def test_the_form_keeps_an_op_out_of_the_graphs_fusions(explorer):
     """fc1's bias add and activation are fused into it by default; "keep apart" leaves them ops."""
     staged = staged_override(_run(explorer), FC1, FormValues(**{**LAYOUT, "fuse": "keep apart"}))
     assert format_item(staged) == f"{FC1}=8x8:dram:interleaved:tile:bf16:fuse#false"
+
+
+def test_asked_only_to_fuse_the_form_leaves_the_fused_ops_layout_to_the_compiler(explorer):
+    """Under greedy-l1 a key projection's head split (a reshape) is height-sharded over 8x8 cores;
+    fused, its result has other tiles. Choosing Fusion alone sends the fusion alone."""
+    from tilescope.app.workbench.override_form import form_values
+
+    run = explorer.view(
+        explorer.ensure_run("zoo:llama-3.2-1b?layers=1", "wormhole_n150", CompileOptions(policy="greedy-l1"))
+    )
+    split = "model.layers.0.self_attn.k_proj.split_heads"
+    shown = form_values(run, split)
+    assert shown.memory_layout == "height_sharded" and shown.fuse == "default"
+    staged = staged_override(run, split, replace(shown, fuse="fuse"))
+    assert format_item(staged) == f"{split}=fuse#true"
+    with pytest.raises(TilescopeError, match="Fusion applies to the op"):
+        staged_override(run, split, replace(shown, fuse="fuse", applies_to="operand 0"))
 
 
 def test_over_several_devices_the_form_shards_the_output_or_an_operand(explorer):

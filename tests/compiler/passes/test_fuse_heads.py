@@ -98,3 +98,41 @@ def test_the_fused_ops_move_whole_tiles_faster_than_the_reshapes(wormhole):
         by_kind.update({(t.kind, t.name): t.duration_ns for t in sim.ops})
     assert by_kind[("split_heads", "q.split_heads")] < by_kind[("reshape", "q.split_heads")] / 2
     assert by_kind[("concatenate_heads", "context.merge_heads")] < by_kind[("reshape", "context.merge_heads")] / 2
+
+
+# a split whose permute feeds a merge straight away: fusing the split must leave the merge seeing
+# the fused op, not the permute it replaced
+SPLIT_THEN_MERGE = """
+func.func @f(%x: tensor<128x256xbf16> {ttir.name = "x"}) -> tensor<128x256xbf16> {
+  %h = "ttir.reshape"(%x) <{shape = [1 : i32, 128 : i32, 4 : i32, 64 : i32]}> : (tensor<128x256xbf16>) -> tensor<1x128x4x64xbf16> loc("q.split_heads")
+  %t = "ttir.permute"(%h) <{permutation = array<i64: 0, 2, 1, 3>}> : (tensor<1x128x4x64xbf16>) -> tensor<1x4x128x64xbf16> loc("q.permute_heads")
+  %m = "ttir.reshape"(%t) <{shape = [128 : i32, 256 : i32]}> : (tensor<1x4x128x64xbf16>) -> tensor<128x256xbf16> loc("flat")
+  return %m : tensor<128x256xbf16>
+}
+"""
+
+
+def test_a_fused_split_read_by_a_reshape_is_not_taken_for_a_merge(wormhole):
+    graph = run(SPLIT_THEN_MERGE, FuseHeads(wormhole, (("q.split_heads", True),)))
+    assert [(op.name, op.kind) for op in graph.ops] == [("q.split_heads", "split_heads"), ("flat", "reshape")]
+
+
+def test_either_op_of_a_pair_names_it_and_an_unknown_op_is_left_to_the_layout_pass(wormhole):
+    """fuse#true on a split's permute fuses the split; on a merge's permute, the merge (fused by
+    default) is as asked; on no op at all, the layout pass says there is none."""
+    asked = (("q.permute_heads", True), ("context.permute", True), ("no.such.op", True))
+    graph = run(TILED, FuseHeads(wormhole, asked))
+    assert [op.kind for op in graph.ops] == ["split_heads", "exp", "concatenate_heads"]
+    assert graph.meta[FUSIONS] == {}
+    model = import_mlir(TILED, "heads.mlir")
+    outcomes = compile_model(model, wormhole, CompileOptions((parse_item("no.such.op=fuse#true"),))).override_outcomes
+    assert [(o.status, o.reason) for o in outcomes] == [("rejected", "no such op in the graph")]
+
+
+def test_a_target_without_the_fused_kernels_keeps_heads_as_they_are():
+    """The fused head ops are ttnn's: a CPU compiles the reshapes and permutes, and says why a
+    split asked for is not fused."""
+    cpu = load_target("x86_avx512")
+    graph = run(TILED, FuseHeads(cpu, (("q.split_heads", True),)))
+    assert {op.kind for op in graph.ops} == {"reshape", "permute", "exp"}
+    assert graph.meta[FUSIONS] == {"q.split_heads": "x86_avx512 has no fused head split or merge"}
