@@ -25,6 +25,8 @@ from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import parse_item
 
+from tilescope.app.cli.wide_model import wide_stablehlo
+
 STARTUP_MAX_S = 0.5  # `tilescope --help`
 PROCESS_REF = "zoo:bert-base?layers=1040"  # 99,867 ops
 PROCESS_MAX_S, PROCESS_MAX_MB = 20.0, 2048.0
@@ -33,6 +35,7 @@ BIG_RERUN_CASE, BIG_RERUN_MAX_S = "100k", 1.0  # the same at 100k ops
 TUNER_REF, TUNER_MIN_PER_S = "zoo:bert-base", 500.0  # one-override trials: compile and simulate
 TUNER_TRIALS = 200
 PARSE_RATIO_MAX = 10.0  # import -> kernel over the bare MLIR parse
+WIDE_OPS, WIDE_RATIO_MAX, WIDE_GROWTH_MAX = 6000, 20.0, 2.1  # `tilescope run` of a wide function: x parse, x per 2x ops
 PEER_RATIO_MAX = 1.0  # tilescope's import over Model Explorer's conversion of the same file
 
 
@@ -86,6 +89,19 @@ def parse_seconds(parsable: str, ref: str) -> float:
     return time.perf_counter() - start
 
 
+def wide_runs(db_dir: Path, ops: int = WIDE_OPS) -> dict:
+    """`tilescope run` as a process on a wide StableHLO function (app/cli/wide_model.py) of `ops`
+    ops and of twice as many, each against MLIR's bare parse of its text."""
+    found = {}
+    for size in (ops, 2 * ops):
+        path = db_dir / f"wide{size}.mlir"
+        path.write_text(wide_stablehlo(size))
+        (db_dir / "process.db").unlink(missing_ok=True)
+        seconds, _ = process_run(str(path), db_dir)
+        found[size] = {"process_s": seconds, "parse_s": bare_parse_seconds(path.read_text(), str(path))}
+    return found
+
+
 def bare_parse_seconds(text: str, ref: str) -> float:
     """MLIR's parser alone on `text`, best of three."""
     parsable = make_parsable(text, ref)[0]
@@ -126,7 +142,7 @@ def _judged(name: str, figure: tuple[str, bool] | None, absent: str = "not measu
 def check(cases: list[dict], measured: dict) -> list[Goal]:
     """Each goal against the figures: `cases` as `bench.run` reports them, `measured` what this
     module measured (keys left out were not measured, and say so)."""
-    startup, process, tuner, peer = (measured.get(k) for k in ("startup_s", "process", "tuner", "peer"))
+    startup, process, tuner, peer, wide = (measured.get(k) for k in ("startup_s", "process", "tuner", "peer", "wide"))
     rerun = next(
         (c["steps"]["incr rerun"]["s"] for c in cases if c["name"] == RERUN_CASE and "incr rerun" in c["steps"]), None
     )
@@ -147,6 +163,12 @@ def check(cases: list[dict], measured: dict) -> list[Goal]:
                 f"{process[0]:.1f} s, {process[1] / 1024:.2f} GB",
                 process[0] <= PROCESS_MAX_S and process[1] <= PROCESS_MAX_MB,
             ),
+            "not measured (--quick)",
+        ),
+        _judged(
+            f"a wide {WIDE_OPS}-op StableHLO function, `tilescope run` <= {WIDE_RATIO_MAX:g}x the bare parse,"
+            f" <= {WIDE_GROWTH_MAX:g}x at twice the ops",
+            wide and _wide_figure(wide),
             "not measured (--quick)",
         ),
         _judged(
@@ -182,6 +204,15 @@ def check(cases: list[dict], measured: dict) -> list[Goal]:
     ]
 
 
+def _wide_figure(wide: dict) -> tuple[str, bool]:
+    """The wide function's process over its bare parse, and its growth at twice the ops."""
+    one, two = (wide[size] for size in sorted(wide, key=int))
+    ratio = one["process_s"] / one["parse_s"]
+    growth = two["process_s"] / one["process_s"]
+    figure = f"{one['process_s']:.2f} s, {ratio:.0f}x the parse; x{growth:.2f} at twice the ops"
+    return figure, ratio <= WIDE_RATIO_MAX and growth <= WIDE_GROWTH_MAX
+
+
 def _median_of(times: list[float]) -> str:
     return f"{statistics.median(times):.2f} s (median of {len(times)}; {min(times):.2f} to {max(times):.2f})"
 
@@ -195,6 +226,9 @@ def measure(quick: bool, db_dir: Path, progress) -> dict:
     measured["tuner"] = tuner_trials()
     progress(f"goals: {measured['tuner']['per_s']:.1f} one-override trials/s on {TUNER_REF}")
     if not quick:
+        measured["wide"] = wide_runs(db_dir)
+        seconds = measured["wide"][WIDE_OPS]["process_s"]
+        progress(f"goals: tilescope run of a wide {WIDE_OPS}-op function: {seconds:.2f} s")
         measured["process"] = process_run(PROCESS_REF, db_dir)
         progress(f"goals: tilescope run {PROCESS_REF}: {measured['process'][0]:.1f} s")
     return measured
