@@ -94,7 +94,9 @@ def form_override(op: str | None, form: FormValues) -> OpOverride:
 
 def _fuse(choice, operand: int | None, result: int | None) -> bool | None:
     """The Fusion field's choice; an op's fusions are the op's, not one operand's or result's."""
-    fuse = FUSE_CHOICES.get(choice or DEFAULT_CHOICE)
+    if (choice or DEFAULT_CHOICE) not in FUSE_CHOICES:
+        raise TilescopeError(f"override form: fusion {shown(str(choice))} is not a choice it offers")
+    fuse = FUSE_CHOICES[choice or DEFAULT_CHOICE]
     if fuse is not None and (operand is not None or result is not None):
         raise TilescopeError("override form: Fusion applies to the op: choose Applies to: output")
     return fuse

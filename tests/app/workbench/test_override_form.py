@@ -58,6 +58,7 @@ def _run(explorer, target="wormhole_n150", model=MLP):
         ("t3k", FC1, dict(sharding="{model"), "override form: sharding '{model': expected {mesh axes} per"),
         # a fusion that is off by default, asked of a matmul: none of the graph's fusions starts there
         ("wormhole_n150", FC1, dict(fuse="fuse"), "fuse#true applies to a fusion that is off by default"),
+        ("wormhole_n150", FC1, dict(fuse="<script>"), "override form: fusion '<script>' is not a choice it offers"),
     ],
 )
 def test_staging_refuses_an_override_that_cannot_apply_with_one_line(explorer, target, op, fields, reason):
