@@ -42,6 +42,20 @@ class Layout:
     def sharded(self) -> bool:
         return self.memory_layout != "interleaved"
 
+    def __hash__(self) -> int:
+        # hashed in every kernel key a compile looks up, many times each: worked out once per
+        # object (a layout is immutable)
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = self.__dict__["_hash"] = hash(
+                (self.memory, self.memory_layout, self.grid, self.dtype, self.layout, self.tile, self.address)
+            )
+        return found
+
+    def __getstate__(self) -> dict:
+        # a hash is its process's own (a string's is salted per process): not pickled with it
+        return {name: value for name, value in self.__dict__.items() if name != "_hash"}
+
     def mlir(self) -> str:
         rows, cols = self.grid
         at = f", addr {self.address:#x}" if self.address is not None else ""

@@ -1,4 +1,5 @@
-"""The graph IR's own behaviour: finding an op by name however the passes change the op list."""
+"""The graph IR's own behaviour: finding an op by name however the passes change the op list, and
+a layout's hash, kept on it and not pickled."""
 
 from __future__ import annotations
 
@@ -40,3 +41,18 @@ def test_a_copy_for_the_next_level_finds_its_own_ops():
     graph.op("a")
     copy = graph.with_level("partition")
     assert copy.op("b") is copy.ops[1] and copy.op("b") is not graph.op("b")
+
+
+def test_a_layouts_hash_is_its_fields_and_stays_in_its_process():
+    """Worked out once and kept on the layout, a hash is the fields' hash; pickled (to another
+    process, whose strings hash otherwise), it is left out and worked out there again."""
+    import pickle
+    from dataclasses import replace
+
+    from tilescope.compiler.ir.graph import Layout
+
+    layout = Layout(memory="l1", memory_layout="height_sharded", grid=(8, 8), dtype="bf16", address=4096)
+    assert hash(layout) == hash(("l1", "height_sharded", (8, 8), "bf16", "tile", (32, 32), 4096))
+    sent = pickle.loads(pickle.dumps(layout))
+    assert "_hash" not in sent.__dict__ and sent == layout and {layout: 1}[sent] == 1
+    assert replace(layout, address=None) != layout and hash(replace(layout, address=None)) != hash(layout)
