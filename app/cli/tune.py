@@ -35,7 +35,8 @@ TOOL_FILES = {"tt-mlir": ".tt-mlir.txt", "tt-explorer": ".tt-explorer.json"}
 def add(sub: argparse._SubParsersAction) -> None:
     tune = sub.add_parser(
         "tune",
-        help="search per-op overrides (memory, layout, grid, blocking, buffering, tiles) for the fastest step; "
+        help="search per-op overrides (memory, layout, grid, blocking, buffering, tiles) and the compiler's "
+        "choices (fusions, L1 cap, inner tiles) for the fastest step; "
         "store the result as a run",
     )
     tune.add_argument("model", help=MODEL_HELP)
