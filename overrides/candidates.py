@@ -131,10 +131,9 @@ def _inner_tiles(attr) -> list[str]:
     for i in range(3):
         for size in (tile[i] // 2, tile[i] * 2):
             if 1 <= size <= MAX_INNER_TILE:
-                other = list(tile)
-                other[i] = size
+                other = (*tile[:i], size, *tile[i + 1 :])
                 found.append("inner_tiles#" + "x".join(map(str, other)))
-    return [item for item in dict.fromkeys(found) if item != "inner_tiles#" + "x".join(map(str, tile))]
+    return found
 
 
 def _fusions(compilation: Compilation, op_name: str, kind: str) -> list[str]:

@@ -45,9 +45,14 @@ class FuseEltwise:
         order = _Order()
         apart = {name for name, on in self.requests if not on}
         for op in graph.ops:
-            host = self._host(graph, op, producer, readers, fusion) if op.name not in apart else None
+            if op.name in apart:
+                order.keep(op)
+                continue
+            host = self._host(graph, op, producer, readers, fusion)
             via = self._through_reshape(graph, op, producer, readers, fusion) if host is None else None
-            if via is not None and op.name not in apart and not apart.intersection(o.name for o in via):
+            if via is not None and apart.intersection(o.name for o in via):
+                via = None
+            if via is not None:
                 host = via[0]
             if host is not None and host.name in apart:
                 host = None

@@ -21,7 +21,7 @@ report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tilescope.compiler.analysis.heads import MERGE, SPLIT, heads_fusion
 from tilescope.compiler.ir.graph import Graph, Op
@@ -39,18 +39,28 @@ NOT_A_SPLIT = (
 class FuseHeads:
     name = "fuse-heads"
     target: Target
-    requests: tuple[tuple[str, bool], ...] = field(default=())  # (reshape, fuse or not), op_override.fusion_requests
+    requests: tuple[tuple[str, bool], ...] = ()  # (reshape, fuse or not), op_override.fusion_requests
 
     def run(self, graph: Graph) -> Graph:
         asked = dict(self.requests)
-        if not self.target.fusion.get("heads"):  # no such kernels on the target
-            named = _names(graph)
-            why = f"{self.target.name} has no fused head split or merge"
-            graph.meta[FUSIONS] = {name: why for name, on in asked.items() if on and name in named}
-            return graph
-        made_by, read_by = producers(graph), readers(graph)
         refused: dict[str, str] = {}  # op asked to fuse -> why it could not be
         done: set[str] = set()  # the ops of each pair fused or left as asked
+        if self.target.fusion.get("heads"):
+            self._fuse_pairs(graph, asked, refused, done)
+            why_not = NOT_A_SPLIT
+        else:  # no such kernels on the target
+            why_not = f"{self.target.name} has no fused head split or merge"
+        left = [name for name, on in asked.items() if on and name not in done and name not in refused]
+        named = _names(graph) if left else set()
+        # an op no fusion applies to; one not in the graph is the layout pass's to name
+        refused.update((name, why_not) for name in left if name in named)
+        graph.meta[FUSIONS] = refused
+        return graph
+
+    def _fuse_pairs(self, graph: Graph, asked: dict[str, bool], refused: dict[str, str], done: set[str]) -> None:
+        """Fuse each head split or merge asked for, or on by default and not refused; note in
+        `refused` why a reshape asked of cannot be, and in `done` the ops of each pair found."""
+        made_by, read_by = producers(graph), readers(graph)
         gone: set[str] = set()
         for op in graph.ops:
             if op.kind != "reshape" or op.name in gone:
@@ -72,13 +82,6 @@ class FuseHeads:
             else:  # and reads what the permute read
                 read_by[op.inputs[0]] = [op if r is permute else r for r in read_by.get(op.inputs[0], [])]
         graph.ops = [op for op in graph.ops if op.name not in gone]
-        named = _names(graph) if any(asked.values()) else set()
-        for name, on in asked.items():
-            # an op no fusion applies to; one not in the graph is the layout pass's to name
-            if on and name not in done and name not in refused and name in named:
-                refused[name] = NOT_A_SPLIT
-        graph.meta[FUSIONS] = refused
-        return graph
 
 
 def _names(graph: Graph) -> set[str]:

@@ -293,8 +293,9 @@ class AssignLayouts:
                 return rejected(NO_OP)
             op = host
             note = f"fused into {short_name(host.name)}; applied there"
-            if ov.operand is None and gone_result(host, ov.op):
-                return rejected(gone_result(host, ov.op))
+            gone = gone_result(host, ov.op) if ov.operand is None else ""
+            if gone:
+                return rejected(gone)
         target = self.target
         if ov.memory is not None and ov.memory not in target.memories:
             return rejected(f"memory {ov.memory!r} not on {target.name} (has {', '.join(target.memories)})")
@@ -316,8 +317,9 @@ class AssignLayouts:
             return rejected(tile)
         if ov.inner_tiles is not None and op.attrs.get("inner_tiles") != tiles_attr(ov.inner_tiles):
             return rejected(f"inner tiles apply to a data-tiled matmul, not {op.kind} (compile with data-tiling)")
-        if ov.inner_tiles is not None and target.inner_tile_problem(ov.inner_tiles):
-            return rejected(target.inner_tile_problem(ov.inner_tiles))
+        too_large = target.inner_tile_problem(ov.inner_tiles) if ov.inner_tiles is not None else ""
+        if too_large:
+            return rejected(too_large)
         if ov.operand is not None:
             reason = self._apply_operand(graph, op, ov)
             return rejected(reason) if reason else self._done(ov, note)

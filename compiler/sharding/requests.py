@@ -43,8 +43,9 @@ class ShardingRequests:
             if op is None:
                 self.reject(i, "no such op in the graph")
                 continue
-            if ov.operand is None and gone_result(op, ov.op):
-                self.reject(i, gone_result(op, ov.op))
+            gone = gone_result(op, ov.op) if ov.operand is None else ""
+            if gone:
+                self.reject(i, gone)
                 continue
             if op.name != ov.op:
                 self.notes[i] = f"fused into {short_name(op.name)}; applied there"

@@ -15,6 +15,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from tilescope.compiler.analysis.heads import MERGE, SPLIT, SWAP_HEADS
 from tilescope.compiler.ir import attributes
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.graph import Graph, Op
@@ -23,8 +24,6 @@ from tilescope.compiler.sharding.mesh import Mesh, Sharding
 # reductions whose partial results add up (a mean is a sum scaled once the pieces are added)
 SUMMING = frozenset({"sum", "mean"})
 _MAXIMAL = {"max": "max", "min": "min", "argmax": "max"}
-_HEADS = ("split_heads", "concatenate_heads")  # passes/fuse_heads.py: a reshape and a permute in one
-_SWAP_HEADS = (0, 2, 1, 3)
 
 
 @dataclass
@@ -177,14 +176,12 @@ def dim_map(graph: Graph, op: Op) -> DimMap | None:
         return _attention(graph, op)
     if kind == "reshape" and ins:
         return DimMap([_reshape(ins[0], out)], rank)
-    if kind in _HEADS and ins and len(out) == 4 and kind == "split_heads":
-        # a reshape into (B, S, H, D), then heads swapped with the sequence
-        into = _reshape(ins[0], (out[0], out[2], out[1], out[3]))
-        return DimMap([[None if m is None else _SWAP_HEADS[m] for m in into]], rank)
-    if kind in _HEADS and ins and len(ins[0]) == 4:  # heads swapped back, then merged by a reshape
-        s = ins[0]
-        into = _reshape((s[0], s[2], s[1], s[3]), out)
-        return DimMap([[into[_SWAP_HEADS[d]] for d in range(4)]], rank)
+    if kind == SPLIT and ins and len(out) == 4:  # a reshape into (B, S, H, D), then heads swapped
+        into = _reshape(ins[0], tuple(out[d] for d in SWAP_HEADS))
+        return DimMap([[None if m is None else SWAP_HEADS[m] for m in into]], rank)
+    if kind == MERGE and ins and len(ins[0]) == 4:  # heads swapped back, then merged by a reshape
+        into = _reshape(tuple(ins[0][d] for d in SWAP_HEADS), out)
+        return DimMap([[into[SWAP_HEADS[d]] for d in range(4)]], rank)
     if kind in ("permute", "transpose") and ins:
         perm = attributes.ints(op.attrs.get("permutation"))
         if sorted(perm) != list(range(rank)):
