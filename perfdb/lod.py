@@ -59,8 +59,11 @@ class Markers:
     zone_lod: np.ndarray  # per zone: the first level at which it is inside a marker, LEVELS if never
 
 
-def markers(track: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.ndarray) -> Markers:
-    """Markers of levels 1.. of zones given as arrays (track as an integer index)."""
+def markers(
+    track: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.ndarray, origin: np.ndarray | None = None
+) -> Markers:
+    """Markers of levels 1.. of zones given as arrays (track as an integer index). With `origin`,
+    `track` is a page (perfdb.pages) and origin[page] its start, from which its buckets count."""
     n = len(start)
     many_tracks = n > 0 and bool((track != track[0]).any())
     short_from = short_level(end - start)
@@ -82,7 +85,8 @@ def markers(track: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.nda
         ]
         if not len(parts[0]):
             continue
-        bucket = np.floor(parts[2] / width(level)).astype(np.int64)
+        since = parts[2] if origin is None else parts[2] - origin[parts[0]]
+        bucket = np.floor(since / width(level)).astype(np.int64)
         # one track, as a run is stored (track by track): a key less to sort and compare by
         order = np.lexsort((bucket, parts[1], parts[0]) if many_tracks else (bucket, parts[1]))
         tt, dd, bb = parts[0][order], parts[1][order], bucket[order]

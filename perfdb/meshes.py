@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tilescope.compiler.sim.tracks import is_device_track, is_link_track, link_axes
 
 from tilescope.perfdb import blocks
+from tilescope.perfdb import shared_blocks
 from tilescope.perfdb.schema import Run, TimelineBlock
 from tilescope.perfdb.timeline import zone_names
 
@@ -84,10 +84,7 @@ def collective_groups(session: Session, run_id: int, mesh: RunMesh) -> dict[str,
     names, _ = zone_names(session, run_id)
     sizes = dict(mesh.mesh)
     found: dict[str, CollectiveGroup] = {}
-    rows = session.execute(
-        select(b.track, b.data).where(b.run_id == run_id, b.kind == blocks.ZONES, b.track.startswith("link "))
-    )
-    for track, packed in rows:
+    for track, _, packed, _ in shared_blocks.stored(session, run_id, blocks.ZONES, b.track.startswith("link ")):
         axes = link_axes(track)
         # an axis of unknown size (a run stored before meshes were kept): all of the devices
         group = CollectiveGroup(track, math.prod(sizes.get(a, 0) for a in axes) or mesh.devices)

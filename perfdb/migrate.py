@@ -32,12 +32,11 @@ SCRIPTS = Path(__file__).resolve().parent / "migrations"
 INITIAL = "0001"  # the schema create_all made before Alembic; older databases are adopted as it
 # revisions that rewrite tables, leaving the space their rows held free: an upgrade through one of
 # them reclaims it (_reclaim), and no other upgrade does
-REWRITES_TABLES = frozenset(
-    {
-        "0002",  # zones and op_records altered: SQLite's batch mode copies them into new tables
-        "0005",  # zone rows packed into timeline blocks, their tables dropped
-    }
-)
+REWRITES_TABLES = {  # revision -> the databases it rewrites tables of
+    "0002": ("sqlite",),  # zones and op_records altered: SQLite's batch mode copies them into new tables
+    "0005": ("sqlite", "postgresql"),  # zone rows packed into timeline blocks, their tables dropped
+    "0014": ("sqlite",),  # timeline blocks gain a reference to another: SQLite's batch mode copies them
+}
 
 
 def config(url: str | None = None, connection: Connection | None = None) -> Config:
@@ -89,7 +88,9 @@ def upgrade(db: str | Engine) -> tuple[str | None, str]:
                 _adopt(connection)
                 command.stamp(cfg, INITIAL)
                 start = INITIAL
-            rewrites = _rewrites_tables(start)  # nothing, if another process upgraded it meanwhile
+            rewrites = _rewrites_tables(
+                start, connection.dialect.name
+            )  # nothing, if another process upgraded it meanwhile
             command.upgrade(cfg, "head")
             _check_foreign_keys(connection, broken_before)
         # only after this process's own migration rewrote tables: on PostgreSQL a reclaim is a
@@ -102,12 +103,13 @@ def upgrade(db: str | Engine) -> tuple[str | None, str]:
             engine.dispose()
 
 
-def _rewrites_tables(start: str | None) -> bool:
-    """Whether an upgrade from `start` to the newest revision runs one that rewrites tables (from
-    None, an empty database: its tables hold no rows to move)."""
+def _rewrites_tables(start: str | None, dialect: str) -> bool:
+    """Whether an upgrade from `start` to the newest revision runs one that rewrites tables of a
+    `dialect` database (from None, an empty database: its tables hold no rows to move)."""
     if start is None:
         return False
-    return any(script.revision in REWRITES_TABLES for script in _scripts().iterate_revisions(head(), start))
+    revisions = _scripts().iterate_revisions(head(), start)
+    return any(dialect in REWRITES_TABLES.get(script.revision, ()) for script in revisions)
 
 
 RECLAIMED_FREE = 0.25  # of a SQLite file's pages: past this share free, an upgrade vacuums it

@@ -184,7 +184,17 @@ class TimelineBlock(Base):
     start_ns: Mapped[float] = mapped_column(Float)  # its rows' earliest start
     end_ns: Mapped[float] = mapped_column(Float)  # its rows' latest end
     rows: Mapped[int] = mapped_column(Integer)
-    data: Mapped[bytes] = mapped_column(LargeBinary)
+    data: Mapped[bytes] = mapped_column(LargeBinary)  # empty for a block stored as another's
+    # what its rows are, times counted from start_ns (perfdb.blocks.digest); None where a time is
+    # off the clock's tick, or for blocks stored before digests were kept: never shared
+    digest: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    # a block of a re-run that its parent's run holds already, perhaps shifted in time: read as that
+    # block's rows with shift_ns added to their times (perfdb.shared_blocks). RESTRICT: a run whose
+    # blocks another run reads cannot be deleted from under it
+    source_id: Mapped[int | None] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), ForeignKey("timeline_blocks.id", ondelete="RESTRICT"), index=True
+    )
+    shift_ns: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
 
 
 class MeasuredImport(Base):

@@ -16,6 +16,8 @@ from sqlalchemy.orm import Session
 
 from tilescope.perfdb import blocks
 from tilescope.perfdb import lod
+from tilescope.perfdb import pages
+from tilescope.perfdb import shared_blocks
 from tilescope.perfdb.errors import DatabaseError
 from tilescope.perfdb.records import OP_FIELDS, CounterColumns, NewRun, ZoneColumns
 from tilescope.perfdb.schema import Model, Run, Target
@@ -28,7 +30,8 @@ _TEXT_FIELDS = ("name", "kind", "bound", "why", "memory", "grid", "level", "fide
 _TEXT_FIELDS += ("code_line", "code")
 _RUN_TEXT = ("model_ref", "model_name", "source_text", "target", "target_ref", "target_text", "label")
 _INT_BITS = {"flops": 64, "cores": 32, "device": 16}  # BIGINT, INTEGER and SMALLINT columns
-_BLOCK_COLUMNS = ("run_id", "kind", "level", "top_level", "track", "start_ns", "end_ns", "rows", "data")
+_BLOCK_COLUMNS = ("run_id", "kind", "level", "top_level", "track", "start_ns", "end_ns", "rows", "data", "digest")
+_BLOCK_COLUMNS += ("source_id", "shift_ns")
 
 
 def save_run(session: Session, new: NewRun) -> int:
@@ -41,7 +44,11 @@ def add_run(session: Session, new: NewRun) -> int:
     """Write `new` in the session's transaction, which the caller commits with whatever else
     belongs with the run; returns its id."""
     check_storable(new)
-    timeline = run_blocks(new.zones, new.counters)  # before the first write: the write lock is held shorter
+    # a re-run stores what its parent holds as the parent's (perfdb.shared_blocks)
+    parent = shared_blocks.parent(session, new.parent_id) if new.parent_id is not None else shared_blocks.Parent()
+    page_cuts = pages.cuts([(op.name, op.start_ns) for op in new.ops])
+    # before the first write: the write lock is held shorter
+    timeline = run_blocks(new.zones, new.counters, page_cuts, parent.names)
     run = Run(
         model_id=_row_id(session, Model, name=new.model_name, source_hash=new.source_hash, source_text=new.source_text),
         model_ref=new.model_ref,
@@ -77,7 +84,7 @@ def add_run(session: Session, new: NewRun) -> int:
         ("run_id", *_PLAIN_FIELDS, *_JSON_FIELDS),
         [(run.id, *_plain(op), json.dumps(op.bytes), json.dumps([t.as_dict() for t in op.tensors])) for op in new.ops],
     )
-    write_blocks(session.connection(), run.id, timeline)
+    write_blocks(session.connection(), run.id, timeline, parent)
     return run.id
 
 
@@ -125,11 +132,18 @@ def _row_id(session: Session, table: type[Model] | type[Target], **row) -> int:
     return found
 
 
-def run_blocks(zones: ZoneColumns, counters: CounterColumns) -> list[blocks.Block]:
+def run_blocks(
+    zones: ZoneColumns, counters: CounterColumns, page_cuts: np.ndarray | None = None, names_first: Sequence[str] = ()
+) -> list[blocks.Block]:
     """The blocks of a run's zones with their levels of detail, of the markers of every level, of
-    its counter samples, and of the names they index."""
+    its counter samples, and of the names they index: cut into pages at `page_cuts`
+    (perfdb.pages), the names listed after `names_first` (a re-run's parent's)."""
     tracks = zones.tracks
-    names = {name: i for i, name in enumerate(zones.names)}
+    page_cuts = np.empty(0) if page_cuts is None else page_cuts
+    origin = pages.page_start(page_cuts, np.arange(len(page_cuts) + 1))
+    names = {name: i for i, name in enumerate(names_first)}
+    index = np.array([names.setdefault(name, len(names)) for name in zones.names], np.int64)
+    renamed = bool(names_first) and not np.array_equal(index, np.arange(len(index)))
     found: list[blocks.Block] = []
     same_as: dict[str, str] = {}
     seen: dict[bytes, int] = {}  # digest of a track's zones -> the first track that holds them
@@ -139,6 +153,8 @@ def run_blocks(zones: ZoneColumns, counters: CounterColumns) -> list[blocks.Bloc
     for rows in np.split(by_track, np.flatnonzero(np.diff(zones.track[by_track])) + 1) if len(by_track) else ():
         track, depth = zones.track[rows], zones.depth[rows]
         start, end, name, op = zones.start[rows], zones.end[rows], zones.name[rows], zones.op[rows]
+        if renamed:
+            name, op = index[name], index[op]
         # tracks are told apart by a digest of their zones (a 256-bit hash: equal digests are equal
         # zones, as in content-addressed stores), so no track's zones are kept to compare
         digest = hashlib.blake2b(digest_size=32)
@@ -148,27 +164,46 @@ def run_blocks(zones: ZoneColumns, counters: CounterColumns) -> list[blocks.Bloc
         if twin != track[0]:  # a core that did the same work as an earlier one: share its blocks
             same_as[tracks[track[0]]] = tracks[twin]
             continue
-        merged = lod.markers(track, depth, start, end)
-        found += blocks.zone_blocks(tracks, merged.zone_lod, track, depth, start, end, name, op)
+        page = pages.page_of(page_cuts, start)
+        merged = lod.markers(page, depth, start, end, origin)  # by page: their `track` is their page
+        found += blocks.zone_blocks(tracks, merged.zone_lod, track, depth, start, end, name, op, page)
+        on_track = np.full(len(merged.level), track[0])
         found += blocks.marker_blocks(
-            tracks, merged.level, merged.track, merged.depth, merged.start, merged.end, merged.count, merged.busy
+            tracks,
+            merged.level,
+            on_track,
+            merged.depth,
+            merged.start,
+            merged.end,
+            merged.count,
+            merged.busy,
+            merged.track,
         )
     if len(counters):
         # the counters' names join the zones' in the run's one list of names
-        renamed = np.array([names.setdefault(n, len(names)) for n in counters.names], np.int64)
+        counter_names = np.array([names.setdefault(n, len(names)) for n in counters.names], np.int64)
         found += blocks.counter_blocks(
-            counters.tracks, counters.track, renamed[counters.name], counters.t, counters.value
+            counters.tracks,
+            counters.track,
+            counter_names[counters.name],
+            counters.t,
+            counters.value,
+            pages.page_of(page_cuts, counters.t),
         )
     return [blocks.names_block(list(names), same_as), *found] if found else []
 
 
-def write_blocks(connection: Connection, run_id: int, found: list[blocks.Block]) -> None:
-    bulk_insert(
-        connection,
-        "timeline_blocks",
-        _BLOCK_COLUMNS,
-        [(run_id, b.kind, b.level, b.top_level, b.track, b.start_ns, b.end_ns, b.rows, b.data) for b in found],
-    )
+def write_blocks(
+    connection: Connection, run_id: int, found: list[blocks.Block], parent: shared_blocks.Parent | None = None
+) -> None:
+    """`found` as rows of run `run_id`; those `parent` holds as rows naming its block."""
+    rows = []
+    for b in found:
+        source = parent.source(b) if parent is not None else None
+        data, source_id, shift = (b.data, None, 0.0) if source is None else (b"", *source)
+        rows.append((run_id, b.kind, b.level, b.top_level, b.track, b.start_ns, b.end_ns, b.rows, data, b.digest))
+        rows[-1] += (source_id, shift)
+    bulk_insert(connection, "timeline_blocks", _BLOCK_COLUMNS, rows)
 
 
 def bulk_insert(connection: Connection, table: str, columns: Sequence[str], rows: list[tuple]) -> None:

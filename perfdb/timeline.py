@@ -12,11 +12,11 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tilescope.perfdb import blocks
 from tilescope.perfdb import lod
+from tilescope.perfdb import shared_blocks
 from tilescope.perfdb.runs import get_run
 from tilescope.perfdb.schema import TimelineBlock
 
@@ -58,9 +58,9 @@ class StoredCounter(NamedTuple):
 
 def zone_names(session: Session, run_id: int) -> tuple[list[str], dict[str, str]]:
     """The names a run's zone blocks index, and which tracks share another's zones (perfdb.blocks)."""
-    b = TimelineBlock.__table__.c
-    data = session.scalar(select(b.data).where(b.run_id == run_id, b.kind == blocks.NAMES))
-    return blocks.unpack_names(data) if data is not None else ([], {})
+    for _, _, data, _ in shared_blocks.stored(session, run_id, blocks.NAMES):
+        return blocks.unpack_names(data)
+    return [], {}
 
 
 def _blocks(
@@ -77,7 +77,7 @@ def _blocks(
     when None) and meet the SQL conditions `where`, by stored track and start. A track that shares
     another's zones (`same_as`) gets that track's blocks."""
     b = TimelineBlock.__table__.c
-    where = [b.run_id == run_id, b.kind == kind, *where]
+    where = list(where)
     shown: dict[str, list[str]] = {}  # stored track -> the tracks its blocks are shown on
     if tracks is not None:
         for track in dict.fromkeys(tracks):  # each once, as SQL's IN would
@@ -90,8 +90,8 @@ def _blocks(
         where.append(b.start_ns <= t1)
     if t0 > -np.inf:
         where.append(b.end_ns >= t0)
-    for track, data in session.execute(select(b.track, b.data).where(*where).order_by(b.track, b.start_ns)):
-        columns = blocks.unpack(data)[0]
+    for track, _, data, shift in shared_blocks.stored(session, run_id, kind, *where, order_by=(b.track, b.start_ns)):
+        columns = shared_blocks.columns_and_names(kind, data, shift)[0]
         for on in shown.get(track, (track,)):
             yield on, columns
 

@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from tilescope.compiler.frontend import zoo
@@ -29,6 +30,8 @@ from tilescope.compiler.sim.simulator import SimResult, simulate
 from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import parse_item
 from tilescope.perfdb.engine import open_db, session_factory
+from tilescope.perfdb.runs import run_id_back
+from tilescope.perfdb.shared_blocks import own_bytes
 from tilescope.perfdb.statistics import op_statistics
 from tilescope.perfdb.store import save_run
 
@@ -73,6 +76,8 @@ class Case:
     override: str = ""  # the re-runs' override
     override_status: str = ""  # how the compiler took it: applied, adjusted or rejected
     parse_s: float = 0.0  # MLIR's parser alone on the text, the floor of any import
+    # timeline bytes stored: by the run, and by its incremental re-run (sharing its parent's blocks)
+    timeline_bytes: tuple[int, int] = (0, 0)
 
     @property
     def total(self) -> float:
@@ -133,8 +138,8 @@ def run_case(
     sessions = session_factory(open_db(f"sqlite:///{db_dir / (name + '.db')}"))
     compilation = Compilation(imported, target, levels)
 
-    def store(compilation=compilation, sim=sim, overrides=()):
-        new = new_run(compilation, sim, model, target_name, "", overrides=list(overrides))
+    def store(compilation=compilation, sim=sim, overrides=(), parent_id=None):
+        new = new_run(compilation, sim, model, target_name, "", overrides=list(overrides), parent_id=parent_id)
         with sessions() as session:
             return save_run(session, new)
 
@@ -151,7 +156,11 @@ def run_case(
     if full_rerun:
         _timed(case, "full rerun", lambda: rerun(compilation, [item], None, store))
     case.override = item
-    case.override_status = _timed(case, "incr rerun", lambda: rerun(compilation, [item], sim, store))
+    # stored as the app stores a re-run: the child of the run it changed
+    child = partial(store, parent_id=run_id)
+    case.override_status = _timed(case, "incr rerun", lambda: rerun(compilation, [item], sim, child))
+    with sessions() as session:
+        case.timeline_bytes = (own_bytes(session, run_id), own_bytes(session, run_id_back(session)))
     return case
 
 
@@ -242,6 +251,7 @@ def _case_row(c: Case) -> dict:
         "parse_s": c.parse_s,
         "override": c.override,
         "override_status": c.override_status,
+        "timeline_bytes": {"run": c.timeline_bytes[0], "rerun": c.timeline_bytes[1]},
         "steps": {s.name: {"s": s.seconds, "peak_rss_mb": s.peak_rss_mb} for s in c.steps},
     }
 

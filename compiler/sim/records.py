@@ -18,8 +18,18 @@ if TYPE_CHECKING:
     from tilescope.compiler.ir.graph import Graph, Op
 
 NS = 1e9
+# the clock's tick, 2**-10 ns (about a picosecond): every time the simulator adds to a clock is a
+# whole number of ticks, so sums and differences of times are exact in float64 below 2**43 ns
+# (2.4 hours). Shifted by a change before it, a stretch of a run then holds exactly its parent's
+# times plus the shift, which is what lets perfdb store it as the parent's (perfdb.blocks)
+TICKS_PER_NS = 1024.0
 LINK = "link"
 PATHS = (NOC, MCAST, LINK)  # the paths that are no memory of the target
+
+
+def ticks(ns: float) -> float:
+    """`ns` rounded to the clock's tick."""
+    return round(ns * TICKS_PER_NS) / TICKS_PER_NS
 
 
 class TensorUse(NamedTuple):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tilescope.compiler.ir.graph import Op
-from tilescope.compiler.sim.records import OpTiming
+from tilescope.compiler.sim.records import OpTiming, ticks
 
 
 @dataclass
@@ -39,8 +39,11 @@ class Clocks:
         after = max((self.ready.get(t, 0.0) for t in op.inputs), default=0.0)
         self.ready.update(dict.fromkeys(op.outputs, after))
 
+    def __post_init__(self) -> None:
+        self.dispatch_ns = ticks(self.dispatch_ns)
+
     def at_load(self, timing: OpTiming) -> OpTiming:
-        placed = timing.replace(start_ns=self.load_free)
+        placed = timing.replace(start_ns=self.load_free, duration_ns=ticks(timing.duration_ns))
         self.load_free = placed.end_ns
         return placed
 
@@ -53,13 +56,15 @@ class Clocks:
         """`timing` placed on the device once it is free, `issued` (by issue) and after; with
         `device`, on that device of a program placing its ops (the others go on meanwhile)."""
         free = self.device_free if device is None else self.placed_free.get(device, 0.0)
-        start = max(free, issued)
+        start, duration = max(free, issued), ticks(timing.duration_ns)
         waited = max(0.0, self.host_issued - free)
-        if waited > timing.duration_ns and timing.bound != "none":
+        if waited > duration and timing.bound != "none":
             why = f"dispatch-bound: waited {waited / 1e3:.1f} us for the host; {timing.why}"
-            placed = timing.replace(start_ns=start, dispatch_wait_ns=waited, bound="dispatch", why=why)
+            placed = timing.replace(
+                start_ns=start, duration_ns=duration, dispatch_wait_ns=waited, bound="dispatch", why=why
+            )
         else:
-            placed = timing.replace(start_ns=start, dispatch_wait_ns=waited)
+            placed = timing.replace(start_ns=start, duration_ns=duration, dispatch_wait_ns=waited)
         if device is None:
             self.device_free = placed.end_ns
         else:
@@ -69,6 +74,8 @@ class Clocks:
 
     def on_links(self, op: Op, track: str, timing: OpTiming, issued: float) -> OpTiming:
         """`timing` placed on the link track `track` once it is free, `issued` and after."""
-        placed = timing.replace(start_ns=max(self.link_free.get(track, 0.0), issued))
+        placed = timing.replace(
+            start_ns=max(self.link_free.get(track, 0.0), issued), duration_ns=ticks(timing.duration_ns)
+        )
         self.link_free[track] = self.ready[op.outputs[0]] = placed.end_ns
         return placed

@@ -12,7 +12,7 @@ import numpy as np
 from tilescope.compiler.ir.meta import L1_LIVE_PER_CORE
 from tilescope.compiler.ir.core_work import Kernel
 from tilescope.compiler.ir.graph import Op
-from tilescope.compiler.sim.records import LINK, NS, OpTiming
+from tilescope.compiler.sim.records import LINK, NS, OpTiming, ticks
 from tilescope.compiler.sim.result import CoreTime
 from tilescope.compiler.sim.tracks import ENGINES, core_track, device_track, engine_track
 from tilescope.compiler.sim.zone_tables import CounterTable, ZoneTable
@@ -79,13 +79,14 @@ class Timeline:
         name = zones.name_id(op.name)
         for group, ct in zip(kernel.groups, core_times):
             blocks = max(1, group.blocks)
-            end = start + ct.total * NS
+            end = start + ticks(ct.total * NS)
             rows = self._rows(group.cores)
             zones.add(rows[0], 0, name, start, end, name)
+            first_block = ct.read / blocks * NS  # the compute engine starts once a block is read
             phases = (
-                (start, start + ct.read * NS),
-                (start + ct.read / blocks * NS, start + (ct.read / blocks + ct.compute) * NS),
-                (end - ct.write * NS, end),
+                (start, start + ticks(ct.read * NS)),
+                (start + ticks(first_block), start + ticks(first_block + ct.compute * NS)),
+                (end - ticks(ct.write * NS), end),
             )
             for engine, (phase, (p0, p1)) in enumerate(zip(PHASES, phases), start=1):
                 if p1 > p0:

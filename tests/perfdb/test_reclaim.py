@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from alembic import command
 from sqlalchemy import Engine, create_engine, event
 
@@ -73,6 +75,8 @@ def test_an_upgrade_that_moves_rows_gives_their_space_back(db_url):
 def test_a_migration_that_moves_no_rows_reclaims_nothing(db_url):
     """A future migration adding a column made every database it upgraded vacuum (on PostgreSQL,
     VACUUM (ANALYZE) of every table)."""
+    if db_url.startswith("sqlite"):
+        pytest.skip("every upgrade from 0007 runs 0014, whose batch mode copies SQLite's timeline blocks")
     _at(db_url, "0007")
     engine = create_engine(db_url)
     seen = _reclaims_seen(engine)

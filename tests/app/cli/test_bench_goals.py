@@ -9,11 +9,14 @@ from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.runs import list_runs
 
 
-def _case(name: str, compile_s: float, parse_s: float, rerun_s: float | None = None) -> dict:
+def _case(
+    name: str, compile_s: float, parse_s: float, rerun_s: float | None = None, stored: tuple[int, int] = (0, 0)
+) -> dict:
     steps = {"import": {"s": compile_s / 2, "peak_rss_mb": 1.0}}
     if rerun_s is not None:
         steps["incr rerun"] = {"s": rerun_s, "peak_rss_mb": 1.0}
-    return {"name": name, "compile_s": compile_s, "parse_s": parse_s, "steps": steps}
+    timeline = {"run": stored[0], "rerun": stored[1]}
+    return {"name": name, "compile_s": compile_s, "parse_s": parse_s, "steps": steps, "timeline_bytes": timeline}
 
 
 def _verdicts(goals: list[Goal]) -> dict[str, str]:
@@ -21,7 +24,11 @@ def _verdicts(goals: list[Goal]) -> dict[str, str]:
 
 
 def test_each_goal_is_met_or_not_by_its_figure_and_unmeasured_ones_say_so():
-    cases = [_case("1k", 0.5, 0.1), _case("10k", 3.0, 0.2, rerun_s=0.4), _case("100k", 30.0, 3.0, rerun_s=2.5)]
+    cases = [
+        _case("1k", 0.5, 0.1, stored=(100, 90)),  # not a re-run's case: not judged
+        _case("10k", 3.0, 0.2, rerun_s=0.4, stored=(1000, 95)),
+        _case("100k", 30.0, 3.0, rerun_s=2.5, stored=(10000, 1200)),  # over a tenth
+    ]
     measured = {
         "startup_s": [0.3, 0.6, 0.4],  # the median is what counts
         "process": (25.0, 1500.0),  # too slow, small enough
@@ -38,6 +45,8 @@ def test_each_goal_is_met_or_not_by_its_figure_and_unmeasured_ones_say_so():
     assert wide.met is False and wide.measured == "0.50 s, 25x the parse; x1.80 at twice the ops"  # over 20x
     assert by_start["re-run of 10"].met is False and by_start["re-run of 10"].measured == "2.500 s"
     assert by_start["one-override"].met is True
+    shared = by_start["a re-run aft"]
+    assert shared.met is False and shared.measured == "10k 9.5%, 100k 12.0%"
     ratio = by_start["import -> ke"]
     assert ratio.met is False and ratio.measured == "1k 5.0x, 10k 15.0x, 100k 10.0x"  # one size over is not met
     assert by_start["import at or"].met is False and "b 1.20" in by_start["import at or"].measured
@@ -45,7 +54,7 @@ def test_each_goal_is_met_or_not_by_its_figure_and_unmeasured_ones_say_so():
     assert all(g.met is None and g.verdict == "-" and "not measured" in g.measured for g in unmeasured)
     text = format_goals(bench_goals.as_rows(goals)).splitlines()
     assert text[0] == "goals:" and len(text) == 1 + len(goals)
-    assert sum("NOT MET" in line for line in text) == 5
+    assert sum("NOT MET" in line for line in text) == 6
 
 
 def test_the_tuners_trials_compile_and_simulate_one_override_each():

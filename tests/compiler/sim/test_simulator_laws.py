@@ -9,6 +9,7 @@ from tilescope.compiler.frontend.mlir_import import import_mlir
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.pipeline.stages import compile_model
+from tilescope.compiler.sim.records import TICKS_PER_NS
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.catalog import builtin_names, load_target
 from tilescope.overrides import parse_item
@@ -117,3 +118,24 @@ def test_without_multicast_every_core_fetches_its_own_operands():
     dram = sum(t.bytes * len(g.cores) for g in kernel.groups for t in g.reads if t.path == "dram")
     a_bytes = b_bytes = 2048 * 2048 * 2  # stored as bf16; the engine computes it as mxint16
     assert dram == pytest.approx(a_bytes * target.grid[1] + b_bytes * target.grid[0], rel=0.01)
+
+
+@pytest.mark.parametrize("dispatch", ["host", "trace"])
+def test_every_time_is_whole_ticks_so_ops_after_a_change_shift_exactly(dispatch):
+    """Each time is a whole number of the clock's ticks, so sums are exact: a change in the middle
+    of a model moves every op after it by one shift, to the last bit (what perfdb's pages share)."""
+    target = load_target("wormhole_n150")
+    model = load_model("zoo:bert-base?layers=2")
+    base = compile_model(model, target, CompileOptions())
+    item = parse_item("encoder.layer.0.output.dense.matmul=l1:interleaved")
+    changed = compile_model(model, target, CompileOptions((item,)), since=base)
+    runs = [simulate(c.kernel, target, dispatch) for c in (base, changed)]
+    for sim in runs:
+        times = [t for o in sim.ops for t in (o.start_ns, o.duration_ns)]
+        times += [t for zone in sim.zones for t in (zone.start_ns, zone.end_ns)]
+        assert all((t * TICKS_PER_NS).is_integer() for t in times)
+    before = {o.name: o for o in runs[0].ops}
+    changed_at = next(i for i, o in enumerate(runs[1].ops) if o.name == item.op)
+    later = [o for o in runs[1].ops[changed_at + 1 :] if o.name in before]
+    shifts = {o.start_ns - before[o.name].start_ns for o in later}
+    assert len(later) > 10 and len(shifts) == 1 and shifts != {0.0}
