@@ -33,7 +33,7 @@ INITIAL = "0001"  # the schema create_all made before Alembic; older databases a
 # revisions that rewrite tables, leaving the space their rows held free: an upgrade through one of
 # them reclaims it (_reclaim), and no other upgrade does
 REWRITES_TABLES = {  # revision -> the databases it rewrites tables of
-    "0002": ("sqlite",),  # zones and op_records altered: SQLite's batch mode copies them into new tables
+    "0002": ("sqlite", "postgresql"),  # zones and op_records altered (SQLite's batch mode copies them)
     "0005": ("sqlite", "postgresql"),  # zone rows packed into timeline blocks, their tables dropped
     "0014": ("sqlite",),  # timeline blocks gain a reference to another: SQLite's batch mode copies them
 }

@@ -10,15 +10,15 @@ indexes into them mean the same in both runs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import Select, func, select
+from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.orm import Session
 
-from tilescope.perfdb import blocks
-from tilescope.perfdb.schema import TimelineBlock
+from tilescope.perfdb import blocks, pages
+from tilescope.perfdb.schema import OpRecord, Run, TimelineBlock
 
 _TABLE = TimelineBlock.__table__
 _SOURCE = _TABLE.alias("source")
@@ -27,10 +27,11 @@ _SOURCE = _TABLE.alias("source")
 @dataclass(frozen=True)
 class Parent:
     """What a re-run's blocks may be stored as: its parent's names, and by digest, the block holding
-    those rows and where that block starts."""
+    those rows and where that block starts; its page size (perfdb.pages), or None."""
 
     names: list[str] = field(default_factory=list)
     by_digest: dict[bytes, tuple[int, float]] = field(default_factory=dict)
+    page_ops: int | None = None
 
     def source(self, block: blocks.Block) -> tuple[int, float] | None:
         """(block id, shift) of the stored block holding `block`'s rows, or None."""
@@ -39,8 +40,15 @@ class Parent:
 
 
 def parent(session: Session, run_id: int) -> Parent:
-    """The blocks of run `run_id` a re-run of it may be stored as (none for a run stored before
-    blocks kept digests)."""
+    """The blocks of simulated run `run_id` a simulated re-run of it may be stored as (none for a
+    measured run, which shares nothing with a simulation, or one stored before blocks kept digests)."""
+    ops = session.scalar(
+        select(func.count(OpRecord.id))
+        .join(Run, Run.id == OpRecord.run_id)
+        .where(OpRecord.run_id == run_id, Run.kind == "simulated")
+    )
+    if not ops:
+        return Parent()
     b = _TABLE.c
     rows = session.execute(
         select(b.digest, func.coalesce(_SOURCE.c.id, b.id), func.coalesce(_SOURCE.c.start_ns, b.start_ns))
@@ -49,16 +57,18 @@ def parent(session: Session, run_id: int) -> Parent:
     )
     by_digest = {digest: (source, start) for digest, source, start in rows}
     names = [blocks.unpack(data)[1] for _, _, data, _ in stored(session, run_id, blocks.NAMES)]
-    return Parent(names[0] if names else [], by_digest)
+    return Parent(names[0] if names else [], by_digest, pages.page_ops(ops))
 
 
-def stored(session: Session, run_id: int, kind: str, *where, order_by=()) -> Iterator[tuple[str, str, bytes, float]]:
+def stored(
+    session: Session, run_id: int, kind: str, *where: ColumnElement[bool], order_by: Sequence[ColumnElement] = ()
+) -> Iterator[tuple[str, str, bytes, float]]:
     """(track, kind, data, shift) of run `run_id`'s blocks of `kind` meeting `where` (conditions on
     TimelineBlock's columns): a shared block's data is the block's it names."""
     yield from session.execute(query(_TABLE.c.run_id == run_id, _TABLE.c.kind == kind, *where).order_by(*order_by))
 
 
-def query(*where) -> Select:
+def query(*where: ColumnElement[bool]) -> Select:
     b = _TABLE.c
     return (
         select(b.track, b.kind, func.coalesce(_SOURCE.c.data, b.data), b.shift_ns)

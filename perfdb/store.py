@@ -44,9 +44,11 @@ def add_run(session: Session, new: NewRun) -> int:
     """Write `new` in the session's transaction, which the caller commits with whatever else
     belongs with the run; returns its id."""
     check_storable(new)
-    # a re-run stores what its parent holds as the parent's (perfdb.shared_blocks)
-    parent = shared_blocks.parent(session, new.parent_id) if new.parent_id is not None else shared_blocks.Parent()
-    page_cuts = pages.cuts([(op.name, op.start_ns) for op in new.ops])
+    # a simulated re-run stores what its parent holds as the parent's (perfdb.shared_blocks)
+    sharing = new.parent_id is not None and new.kind == "simulated"
+    parent = shared_blocks.parent(session, new.parent_id) if sharing else shared_blocks.Parent()
+    page_ops = parent.page_ops or pages.page_ops(len(new.ops))
+    page_cuts = pages.cuts([(op.name, op.start_ns) for op in new.ops], page_ops)
     # before the first write: the write lock is held shorter
     timeline = run_blocks(new.zones, new.counters, page_cuts, parent.names)
     run = Run(

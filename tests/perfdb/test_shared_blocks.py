@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from alembic import command
-from sqlalchemy import create_engine, delete, func, select
+from sqlalchemy import create_engine, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from tilescope.compiler.frontend.model_refs import load_model
@@ -15,11 +15,11 @@ from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import parse_item
-from tilescope.perfdb import blocks, timeline
+from tilescope.perfdb import blocks, pages, timeline
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.migrate import config
 from tilescope.perfdb.schema import Run, TimelineBlock
-from tilescope.perfdb.shared_blocks import own_bytes
+from tilescope.perfdb.shared_blocks import own_bytes, parent
 from tilescope.perfdb.store import save_run
 from tilescope.app.workbench.runs import new_run
 
@@ -41,6 +41,12 @@ def runs():
         compiled.append(compile_model(model, target, options, since=compiled[-1]))
         sims.append(simulate(compiled[-1].kernel, target, "host", known=sims[-1].costs))
     return compiled, sims
+
+
+@pytest.fixture(autouse=True)
+def small_pages(monkeypatch):
+    # two layers of bert-base run about 30 ops: pages of 4 cut them as a large model's are cut
+    monkeypatch.setattr(pages, "MIN_PAGE_OPS", 4)
 
 
 def _store(sessions, compilation, sim, parent=None) -> int:
@@ -142,3 +148,14 @@ def test_times_off_the_clocks_tick_get_no_digest_and_are_never_shared():
     ]
     assert made[0].digest is not None and made[0].digest == made[1].digest  # the same rows, shifted
     assert made[2].digest is None
+
+
+def test_a_rerun_cuts_pages_of_its_parents_size_and_a_measured_parent_shares_nothing(runs, db_url):
+    """A re-run of one op more than a page-size boundary would cut pages of another size alone."""
+    sessions, first, _, _ = _parent_and_child(runs, db_url)
+    (base, *_), (base_sim, *_) = runs
+    with sessions() as session:
+        assert parent(session, first).page_ops == pages.page_ops(len(base_sim.ops))
+        session.execute(update(Run).where(Run.id == first).values(kind="measured"))
+        found = parent(session, first)
+        assert (found.names, found.by_digest, found.page_ops) == ([], {}, None)
