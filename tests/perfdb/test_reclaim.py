@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 from alembic import command
 from sqlalchemy import Engine, create_engine, event
 
@@ -74,15 +72,17 @@ def test_an_upgrade_that_moves_rows_gives_their_space_back(db_url):
 
 def test_a_migration_that_moves_no_rows_reclaims_nothing(db_url):
     """A future migration adding a column made every database it upgraded vacuum (on PostgreSQL,
-    VACUUM (ANALYZE) of every table)."""
-    if db_url.startswith("sqlite"):
-        pytest.skip("every upgrade from 0007 runs 0014, whose batch mode copies SQLite's timeline blocks")
+    VACUUM (ANALYZE) of every table). On SQLite, 0014's batch mode copies the timeline blocks: that
+    upgrade looks for free pages, and only that one."""
     _at(db_url, "0007")
     engine = create_engine(db_url)
     seen = _reclaims_seen(engine)
     assert upgrade(engine) == ("0007", head())
     engine.dispose()
-    assert seen == []
+    # (whether it then vacuums depends on how much of the file the copy left free)
+    assert seen[:1] == (["PRAGMA freelist_count"] if db_url.startswith("sqlite") else []) and (
+        seen[1:] == [] or seen[1:] == ["VACUUM"]
+    )
 
 
 def test_a_process_that_finds_the_database_upgraded_by_another_reclaims_nothing(db_url):
