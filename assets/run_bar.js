@@ -45,7 +45,7 @@
     opening: function (model, target, policy, dispatch) {
       if (!model || !target) { return ''; }
       return 'Opening ' + model + ' on ' + target + ' (' + policy + ' policy, ' + dispatch + ' dispatch): ' +
-        'compiling, simulating and storing a run if there is none yet\u2026';
+        'compiling, simulating and storing a run if there is none yet.';
     },
 
     // The label a menu shows for `value` (its options are values, or {label, value}), in full: the

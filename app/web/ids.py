@@ -55,6 +55,9 @@ APPLY_PROGRESS = "apply-progress"  # the stage a re-run is at
 UPLOAD_PROGRESS = "upload-progress"  # the stage an uploaded model's first run is at
 REPLAY_PROGRESS = "replay-progress"  # the stage a replay of the shown measured run is at
 COMPILE_PROGRESS = "compile-progress"  # shown while the chosen model, target, policy or dispatch opens
+COMPILE_OPENING = "compile-opening"  # what is opening
+COMPILE_STAGE = "compile-stage"  # the stage of its compile, when it has no run yet
+COMPILE_POLL = "compile-poll"  # interval: on while it opens, asking for the stage
 
 # Tune: a search of overrides from the shown run
 TUNE_BUDGET = "tune-budget"  # seconds

@@ -205,12 +205,15 @@ class Explorer:
         return RunView.of(run, options, compilation or self._compile(run, options))
 
     def _compile(self, run: Run, options: CompileOptions) -> Compilation:
-        """The run's compilation. Under `access`, a model this process has not compiled yet is
-        compiled in a child process within the server's limits (--max-ops, memory, time), then
-        kept here; one it has is compiled here, building on that (a few ops changed, as a re-run)."""
+        """The run's compilation. Under `access`, a model this process has not compiled yet is read
+        back from disk if kept there (by the child that stored the run, say), else compiled in a
+        child process within the server's limits (--max-ops, memory, time), then kept here; one it
+        has is compiled here, building on that (a few ops changed, as a re-run)."""
         inputs = _compile_inputs(run, options)
         if self.access is None or runs.builds_on(inputs):
             return inputs.compile()
+        if (kept := runs.kept_on_disk(inputs)) is not None:
+            return kept
 
         def work(_say) -> Compilation:
             self.access.check_ops(run.model_ref, run.model.source_text)

@@ -21,13 +21,20 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tilescope.compiler.frontend import zoo
 from tilescope.compiler.errors import TilescopeError
-from tilescope.compiler.frontend.model_refs import EXAMPLES, count_ops, example_names, read_source, split_function
+from tilescope.compiler.frontend.model_refs import (
+    EXAMPLES,
+    count_ops,
+    example_names,
+    load_model,
+    read_source,
+    split_function,
+)
 from tilescope.compiler.pipeline.options import CompileOptions
 from tilescope.compiler.targets.catalog import builtin_names
 
 from tilescope.app.workbench.defaults import DEFAULT_MAX_OPS
 from tilescope.app.workbench.isolation import run_isolated
-from tilescope.app.workbench.runs import store_baseline
+from tilescope.app.workbench.runs import finish_keeping, keep_imported, store_baseline
 
 MAX_SOURCE_BYTES = 64 * 2**20  # an upload or a file under --models-dir; larger models: the CLI
 MEMORY_PER_OP = 64 * 2**10  # a 50k-op model peaks at ~1.5 GB compiling and storing: twice that
@@ -130,22 +137,27 @@ class ModelAccess:
 
         def work(say: Callable[[str], None]) -> int:
             sessions.kw["bind"].dispose(close=False)  # the parent's pooled connections are the parent's
-            say("importing")
+            say("reading the model")
             text = read_source(model_ref) if source_text is None else source_text  # a zoo model: generated
-            self.check_ops(model_ref, text)
-            return store_baseline(sessions, model_ref, target, options, text, target_source, say)
+            ops = self.check_ops(model_ref, text)
+            say(f"importing {ops:,} ops")
+            keep_imported(load_model(model_ref, text))  # apart from the compile, to say which is going on
+            run_id = store_baseline(sessions, model_ref, target, options, text, target_source, say)
+            finish_keeping()  # the page's views read the compilation back from disk, not compile it again
+            return run_id
 
         return self.isolated(work, model_ref, on_stage)
 
-    def check_ops(self, model_ref: str, text: str) -> None:
+    def check_ops(self, model_ref: str, text: str) -> int:
         """Refuse, in one line, a model of more ops than this server compiles: counted before any
-        import, which costs ~15x the count."""
+        import, which costs ~15x the count. The count, when allowed."""
         ops = count_ops(model_ref, text)
         if ops > self.max_ops:
             raise TilescopeError(
                 f"{model_ref}: {ops:,} ops is over this server's limit of {self.max_ops:,} "
                 "(tilescope serve --max-ops; the command line has none)"
             )
+        return ops
 
     def isolated(
         self, work: Callable[[Callable[[str], None]], T], what: str, on_stage=None, seconds: float | None = None

@@ -144,17 +144,34 @@ def _model(ref: str, text: str):
     return _IMPORTED.of((ref, text), lambda: load_model(ref, text))
 
 
-@lru_cache(maxsize=64)
-def _compile(ref: str, text: str, target: Target, options: CompileOptions) -> Compilation:
+def kept_on_disk(inputs: CompileInputs) -> Compilation | None:
+    """The compilation of `inputs` kept on disk (by this process or another, an isolated child
+    say), now kept here as if compile_cached had made it; None if there is none."""
+    ref, text, target = inputs.key()
+    with _COMPILING:
+        return _from_disk(ref, text, target, inputs.options.compiler_part)
+
+
+def _from_disk(ref: str, text: str, target: Target, options: CompileOptions) -> Compilation | None:
     key = (ref, text, target)
-    store = _ON_DISK
-    disk_key = store.key(ref, text, repr(target), options) if store else ""
-    kept = store.load(disk_key) if store else None
+    latest = _LATEST.get(key)
+    if latest is not None and latest.options == options:  # made here already (adopted, or read back)
+        return latest
+    kept = _ON_DISK.load(_ON_DISK.key(ref, text, repr(target), options)) if _ON_DISK else None
     if kept is not None:  # its model and target are the ones from now on: the next compile builds on this one
         kept.target = target  # compile_model and the simulator reuse work for the same target object
         _IMPORTED.keep((ref, text), kept.model)
         _LATEST.keep(key, kept)
+    return kept
+
+
+@lru_cache(maxsize=64)
+def _compile(ref: str, text: str, target: Target, options: CompileOptions) -> Compilation:
+    key = (ref, text, target)
+    kept = _from_disk(ref, text, target, options)
+    if kept is not None:
         return kept
+    store = _ON_DISK
     model = _model(ref, text)
     check_op_names(options.overrides, model.graph)
     # incremental: what the last compilation of this model on this target did for the ops an
@@ -162,7 +179,7 @@ def _compile(ref: str, text: str, target: Target, options: CompileOptions) -> Co
     compilation = compile_model(model, target, options, since=_LATEST.get(key))
     _LATEST.keep(key, compilation)
     if store:
-        store.keep(disk_key, compilation)
+        store.keep(store.key(ref, text, repr(target), options), compilation)
     return compilation
 
 

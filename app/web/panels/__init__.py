@@ -11,6 +11,7 @@ from tilescope.app.web.panels import graph
 from tilescope.app.web.panels import inspector
 from tilescope.app.web.panels import memory
 from tilescope.app.web.panels import mlir
+from tilescope.app.web.panels import opening
 from tilescope.app.web.panels import override_form
 from tilescope.app.web.panels import roofline
 from tilescope.app.web.panels import run_bar
@@ -24,6 +25,7 @@ PANELS: tuple[Panel, ...] = tuple(
     module.PANEL
     for module in (
         run_bar,
+        opening,
         address,
         tune,
         summary,

@@ -16,9 +16,11 @@ from tilescope.app.web import ids
 from tilescope.app.web import url_state
 from tilescope.app.web.callback_context import triggered
 from tilescope.app.web.panels import tune
+from tilescope.app.web.panels.opening import opening_key
 from tilescope.app.web.jobs import page_job, reporter
 from tilescope.app.web.panel import PageContext, Panel, Wiring, outputs
 from tilescope.app.web.style import error, labelled, menu
+from tilescope.app.workbench import openings
 from tilescope.app.workbench.model_access import MAX_SOURCE_BYTES
 from tilescope.app.workbench.runs import target_of
 
@@ -77,7 +79,6 @@ def layout(page: PageContext) -> list:
         [
             html.Div(id=ids.UPLOAD_PROGRESS, className="progress"),
             html.Div(id=ids.REPLAY_PROGRESS, className="progress"),
-            html.Div(id=ids.COMPILE_PROGRESS, className="compile-progress"),
             html.Div(id=ids.PAGE_MESSAGE),
         ],
         className="page-message",
@@ -141,7 +142,10 @@ def _register_runs(wiring: Wiring) -> dict:
         ),
         state=dict(shown=State(ids.RUN_SELECT, "value")),
         # a model without a run there is compiled, simulated and stored first: say so while it is
-        running=[(Output(ids.COMPILE_PROGRESS, "className"), "compile-progress busy", "compile-progress")],
+        running=[
+            (Output(ids.COMPILE_PROGRESS, "className"), "compile-progress busy", "compile-progress"),
+            (Output(ids.COMPILE_POLL, "disabled"), False, True),  # the opening panel asks for its stage
+        ],
     )
     def choose_model(model, target, policy, linked=None, dispatch=DEFAULT_DISPATCH, shown=None, data_tiling=()):
         """The baseline run of the model on the target under the policy, dispatch (host: each op
@@ -151,7 +155,8 @@ def _register_runs(wiring: Wiring) -> dict:
             return no_update  # the link's pair ticked, or a link naming no run: the shown run stays
         options = CompileOptions(policy=policy, dispatch=dispatch, data_tiling=bool(data_tiling))
         try:
-            run_id = explorer.ensure_run(model, target, options)
+            with openings.reporting(opening_key(model, target, policy, dispatch, data_tiling)) as say:
+                run_id = explorer.ensure_run(model, target, options, on_stage=say)
         except TilescopeError as err:
             return outputs(CHOSEN, status=error(str(err)))
         wanted = (linked or {}).get("run")
@@ -350,15 +355,6 @@ def _register_report_upload(wiring: Wiring) -> dict:
 
 
 def in_browser(app) -> None:
-    # what is being opened, written at once in the browser; shown only while choose_model runs
-    app.clientside_callback(
-        ClientsideFunction("run_bar", "opening"),
-        Output(ids.COMPILE_PROGRESS, "children"),
-        Input(ids.MODEL_SELECT, "value"),
-        Input(ids.TARGET_SELECT, "value"),
-        Input(ids.POLICY_SELECT, "value"),
-        Input(ids.DISPATCH_SELECT, "value"),
-    )
     # a file over an upload's limit, which the browser sends nothing of, is said on the page
     for upload in (ids.MODEL_UPLOAD, ids.REPORT_UPLOAD):
         app.clientside_callback(

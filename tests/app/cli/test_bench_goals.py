@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tilescope.app.cli import bench_goals
 from tilescope.app.cli.bench_goals import Goal, check, format_goals
+from tilescope.app.cli.page_timer import PageTiming
 from tilescope.perfdb.engine import open_db, session_factory
 from tilescope.perfdb.runs import list_runs
 
@@ -55,6 +56,22 @@ def test_each_goal_is_met_or_not_by_its_figure_and_unmeasured_ones_say_so():
     text = format_goals(bench_goals.as_rows(goals)).splitlines()
     assert text[0] == "goals:" and len(text) == 1 + len(goals)
     assert sum("NOT MET" in line for line in text) == 6
+
+
+def test_the_page_goal_needs_its_time_and_more_than_one_stage_said_on_the_way():
+    said = ("importing 99,867 ops", "compiling", "simulating 28,102 ops")
+
+    def page_goal(page) -> Goal:
+        return next(g for g in check([], {"page": page}) if "page in the browser" in g.goal)
+
+    fast = page_goal(PageTiming(12.5, said))
+    assert fast.met is True
+    assert fast.measured == "12.5 s; it said: importing 99,867 ops; compiling; simulating 28,102 ops"
+    assert page_goal(PageTiming(22.0, said)).met is False
+    assert page_goal(PageTiming(9.0, ("compiling",))).met is False  # one line is not progress
+    assert page_goal(PageTiming(9.0, ())).measured == "9.0 s; it said: no stage shown"
+    lacking = page_goal("not measured (no chromium and chromedriver on PATH)")
+    assert lacking.met is None and lacking.measured == "not measured (no chromium and chromedriver on PATH)"
 
 
 def test_the_tuners_trials_compile_and_simulate_one_override_each():

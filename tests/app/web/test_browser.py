@@ -15,6 +15,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 
+from tilescope.app.cli.page_timer import SETTLED_JS
+
 from . import serving
 
 pytestmark = pytest.mark.browser
@@ -82,12 +84,7 @@ def _wait(driver, predicate, timeout=30):
 
 # Dash's queue of callbacks (as dash.testing reads it): empty once every callback that an action
 # set off, in the browser or on the server, has run and its outputs are on the page
-SETTLED = """
-var store = (window.dash_stores || [])[0];
-if (!store) { return false; }
-var queues = store.getState().callbacks;
-return Object.keys(queues).every(function (k) { return k === 'stored' || k === 'completed' || !queues[k].length; });
-"""
+SETTLED = SETTLED_JS
 
 
 def _settled(driver) -> bool:

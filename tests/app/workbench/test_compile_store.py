@@ -185,3 +185,34 @@ def test_a_store_left_open_to_others_is_narrowed_and_signs_with_a_new_key(tmp_pa
     assert store.load("k") is None and not (tmp_path / "k.pickle").exists()
     store.keep("k", compiled).join()
     assert store.load("k") is not None
+
+
+def test_a_page_opening_a_new_model_says_each_stage_and_its_view_reads_the_childs_compilation_back(
+    tmp_path, small_is_large, monkeypatch, sqlite_url
+):
+    """The child that stores a new model's first run keeps its compilation on disk before it ends;
+    the run's view reads it back here rather than compile the model in a second child (a 100k-op
+    model's page waited 6 s for that child)."""
+    from tilescope.app.workbench.explorer import Explorer
+    from tilescope.app.workbench.model_access import ModelAccess
+    from tilescope.perfdb.engine import open_db, session_factory
+
+    ref = "zoo:mlp?layers=2&width=64&hidden=80"  # compiled by no other test: nothing of it in memory
+    runs.keep_compilations_in(str(tmp_path))
+    try:
+        explorer = Explorer(session_factory(open_db(sqlite_url)), access=ModelAccess(max_ops=1000))
+        said: list[str] = []
+        run_id = explorer.ensure_run(ref, "wormhole_n150", on_stage=said.append)
+        assert said[:3] == ["reading the model", "importing 10 ops", "compiling"]
+        assert said[3].startswith("simulating ") and said[4:] == ["storing the run"]
+        assert len(list(tmp_path.glob("*.pickle"))) == 1  # written before the child ended
+        with monkeypatch.context() as m:
+            m.setattr(ModelAccess, "isolated", lambda *a, **k: pytest.fail("compiled in a child again"))
+            m.setattr(runs, "compile_model", lambda *a, **k: pytest.fail("compiled again"))
+            view = explorer.view(run_id)
+            again = explorer.view(run_id).compilation
+        fresh = compile_model(load_model(ref), load_target("wormhole_n150"))
+        assert view.compilation.mlir("kernel") == fresh.mlir("kernel") and again is view.compilation
+    finally:
+        runs.keep_compilations_in(None)
+        _forget()
