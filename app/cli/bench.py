@@ -39,7 +39,7 @@ from tilescope.app.workbench.explorer import Explorer
 from tilescope.app.web.graph_figure import graph_figure
 from tilescope.app.workbench.graph_view import op_metrics
 from tilescope.app.workbench.grouping import ScopeTree
-from tilescope.app.workbench.runs import new_run
+from tilescope.app.workbench.runs import long_lived, new_run
 from tilescope.app.cli import bench_goals
 from tilescope.app.cli.bench_goals import bare_parse_seconds
 from tilescope.app.cli.bench_perfdb import PIXELS, perfdb_bench
@@ -144,6 +144,7 @@ def run_case(
             return save_run(session, new)
 
     run_id = _timed(case, "store", store)
+    long_lived(compilation)  # as the app keeps the compilation it shows
 
     def statistics():
         with sessions() as session:

@@ -68,3 +68,47 @@ def test_a_run_under_another_dispatch_is_simulated_from_the_same_compilation(db_
     with sessions() as s:
         stored = [s.get(Run, r.run_id) for r in (host, traced)]
         assert [(r.dispatch, r.policy) for r in stored] == [("host", "greedy-l1"), ("trace", "greedy-l1")]
+
+
+def test_a_compilation_and_its_simulation_hold_no_reference_cycles_so_a_frozen_one_is_still_freed():
+    """long_lived freezes a kept compilation's objects out of the cycle collector's reach: one
+    dropped later must go by its reference counts alone."""
+    import gc
+    import weakref
+
+    from tilescope.compiler.frontend.model_refs import load_model
+    from tilescope.compiler.pipeline.options import GREEDY_L1
+    from tilescope.compiler.pipeline.stages import compile_model
+    from tilescope.compiler.sim.simulator import simulate
+    from tilescope.compiler.targets.catalog import load_target
+
+    target, model = load_target("t3k"), load_model("zoo:llama-3.2-1b?layers=1&seq=64")
+    base = compile_model(model, target, CompileOptions(policy=GREEDY_L1))
+    base_sim = simulate(base.kernel, target, "trace")
+    gc.collect()
+    gc.disable()
+    try:
+        item = parse_item(f"{base.kernel.ops[len(base.kernel.ops) // 2].name}=dram")
+        compilation = compile_model(model, target, CompileOptions((item,), policy=GREEDY_L1), since=base)
+        sim = simulate(compilation.kernel, target, "trace", known=base_sim.costs)
+        gone = weakref.ref(compilation), weakref.ref(sim), weakref.ref(compilation.kernel)
+        del compilation, sim
+        assert all(ref() is None for ref in gone)
+        assert gc.collect() == 0  # nothing left for the cycle collector
+    finally:
+        gc.enable()
+
+
+def test_only_a_large_kept_compilation_is_frozen(monkeypatch):
+    import gc
+
+    compilation = runs.compile_cached("zoo:mlp?layers=1", "wormhole_n150")
+    frozen = gc.get_freeze_count()
+    try:
+        runs.long_lived(compilation)
+        assert gc.get_freeze_count() == frozen  # 7 ops: not worth it
+        monkeypatch.setattr(runs, "LONG_LIVED_OPS", len(compilation.kernel.ops))
+        runs.long_lived(compilation)
+        assert gc.get_freeze_count() > frozen
+    finally:
+        gc.unfreeze()
