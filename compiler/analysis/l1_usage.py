@@ -5,10 +5,11 @@ tensors by these; the memory view shows what makes a level's peak."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from tilescope.compiler.analysis.l1_views import aliases, live_until
-from tilescope.compiler.ir.graph import Graph, Tensor
-from tilescope.compiler.ir.tiles import shard_bytes
+from tilescope.compiler.ir.graph import Graph, Layout, Tensor
+from tilescope.compiler.ir.tiles import CACHED, layout_bytes
 from tilescope.compiler.targets.chip import Target
 
 
@@ -49,10 +50,14 @@ def cores_of(tensor: Tensor, target: Target) -> tuple[slice, slice]:
 
 def bytes_per_core(tensor: Tensor, target: Target) -> float:
     """What the tensor takes on each core holding a piece of it."""
-    layout = tensor.layout
+    return _bytes_per_core(tensor.shape, tensor.layout, target.grid)
+
+
+@lru_cache(maxsize=CACHED)  # the planner asks for every L1 tensor's, as it places and frees it
+def _bytes_per_core(shape: tuple[int, ...], layout: Layout, grid: tuple[int, int]) -> float:
     if not layout.sharded:  # interleaved: pages round-robin over every core of the grid
-        layout = replace(layout, grid=target.grid)
-    return shard_bytes(tensor, layout)
+        layout = replace(layout, grid=grid)
+    return layout_bytes(shape, layout)
 
 
 def on_core(tensor: Tensor, target: Target, core: tuple[int, int]) -> bool:

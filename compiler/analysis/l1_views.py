@@ -5,11 +5,10 @@ count them so."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from tilescope.compiler.analysis.l1_allocator import last_uses
-from tilescope.compiler.ir.graph import Graph, Tensor
-from tilescope.compiler.ir.tiles import same_bytes
+from tilescope.compiler.ir.graph import Graph
+from tilescope.compiler.ir.tiles import at_address, same_bytes_as
 
 
 def views(graph: Graph) -> dict[str, str]:
@@ -20,7 +19,9 @@ def views(graph: Graph) -> dict[str, str]:
         if op.kind != "reshape" or len(op.inputs) != 1 or len(op.outputs) != 1:
             continue
         src, dst = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        if src.layout is not None and same_bytes(unplaced(src), unplaced(dst)):
+        if src.layout is None or dst.layout is None:
+            continue
+        if same_bytes_as(src.shape, at_address(src.layout, None), dst.shape, at_address(dst.layout, None)):
             found[dst.name] = found.get(src.name, src.name)
     return found
 
@@ -41,10 +42,3 @@ def live_until(graph: Graph, aliased: dict[str, str]) -> dict[str, int]:
     for view, source in aliased.items():
         last[source] = max(last[source], last[view])
     return last
-
-
-def unplaced(tensor: Tensor, address: int | None = None) -> Tensor:
-    """`tensor` at `address` (none: before the planner places it)."""
-    if tensor.layout is None or tensor.layout.address == address:
-        return tensor
-    return replace(tensor, layout=replace(tensor.layout, address=address))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import lru_cache
 
 from tilescope.compiler.ir.attributes import ints
 from tilescope.compiler.ir.dtypes import bytes_per_element
@@ -17,6 +18,12 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+# Shapes and layouts are few and immutable, and a compile asks about each many times (a search's
+# trial, hundreds of thousands of times): the arithmetic on them is cached by value.
+CACHED = 1 << 16
+
+
+@lru_cache(maxsize=CACHED)
 def stored_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     """The shape a tensor is laid out in: its size-1 dims hold no data, so the compiler lays it
     out without them and [32, 1, 2048] pads into tiles like [32, 2048], not 32 tiles high per
@@ -29,15 +36,29 @@ def same_bytes(src: Tensor, dst: Tensor) -> bool:
     returns one; no kernel runs): laid out the same way, and either only size-1 dims differ or,
     in tiles, the same rows of the same width with every batch starting on a tile boundary
     ([8, 384, 3072] and [3072, 3072] are the same 96 x 96 tiles)."""
-    if src.layout != dst.layout:
+    return same_bytes_as(src.shape, src.layout, dst.shape, dst.layout)
+
+
+@lru_cache(maxsize=CACHED)
+def same_bytes_as(
+    src_shape: tuple[int, ...], src: Layout | None, dst_shape: tuple[int, ...], dst: Layout | None
+) -> bool:
+    """same_bytes of tensors of these shapes and layouts."""
+    if src != dst:
         return False
-    if stored_shape(src.shape) == stored_shape(dst.shape):
+    if stored_shape(src_shape) == stored_shape(dst_shape):
         return True
-    if src.layout is None or src.layout.layout != "tile":
+    if src is None or src.layout != "tile":
         return False
-    (b1, r1, c1), (b2, r2, c2) = matrix_dims(src.shape), matrix_dims(dst.shape)
-    height = src.layout.tile[0]
+    (b1, r1, c1), (b2, r2, c2) = matrix_dims(src_shape), matrix_dims(dst_shape)
+    height = src.tile[0]
     return c1 == c2 and b1 * r1 == b2 * r2 and r1 % height == 0 and r2 % height == 0
+
+
+@lru_cache(maxsize=CACHED)
+def at_address(layout: Layout, address: int | None) -> Layout:
+    """`layout` at another L1 address (None: not placed)."""
+    return replace(layout, address=address)
 
 
 def is_view(graph: Graph, op: Op) -> bool:
@@ -73,6 +94,7 @@ def _stored_alike(a: Layout | None, b: Layout | None) -> bool:
     return replace(a, address=None) == replace(b, address=None)
 
 
+@lru_cache(maxsize=CACHED)
 def matrix_dims(shape: tuple[int, ...]) -> tuple[int, int, int]:
     """(batch, rows, cols) of the stored shape: leading dims fold into batch; rank 0/1 are one row."""
     shape = stored_shape(shape)
@@ -114,9 +136,15 @@ def tensor_bytes(tensor: Tensor) -> float:
 
 def shard_bytes(tensor: Tensor, layout: Layout) -> float:
     """Bytes one core holds: the largest shard for sharded layouts, an even share when interleaved."""
+    return layout_bytes(tensor.shape, layout)
+
+
+@lru_cache(maxsize=CACHED)
+def layout_bytes(shape: tuple[int, ...], layout: Layout) -> float:
+    """shard_bytes of a tensor of `shape`."""
     tile = layout.tile
     rows_g, cols_g = layout.grid
-    batch, rt, ct = tile_grid(tensor.shape, tile)
+    batch, rt, ct = tile_grid(shape, tile)
     per_tile = tile_bytes(layout.dtype, tile)
     height = batch * rt
     if layout.memory_layout == "height_sharded":

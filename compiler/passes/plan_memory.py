@@ -39,8 +39,8 @@ from tilescope.compiler.analysis.l1_allocator import FirstFit, last_uses
 from tilescope.compiler.analysis.l1_usage import L1Peak, L1Tensor, bytes_per_core, cores_of, in_core_memory, on_core
 from tilescope.compiler.ir.graph import Graph, Op, Tensor
 from tilescope.compiler.ir.rewrite import producers
-from tilescope.compiler.ir.tiles import same_bytes, tile_bytes
-from tilescope.compiler.analysis.l1_views import unplaced, views
+from tilescope.compiler.ir.tiles import at_address, same_bytes_as, tile_bytes
+from tilescope.compiler.analysis.l1_views import views
 from tilescope.compiler.pipeline.op_override import REJECTED, OverrideOutcome, short_name
 from tilescope.compiler.targets.chip import Target
 
@@ -103,7 +103,7 @@ class _Planner:
             self._overflow(tensor, op_name, need)
             return
         self.changed = True
-        tensor.layout = replace(tensor.layout, address=address)
+        tensor.layout = at_address(tensor.layout, address)
         self.live[tensor.name] = tensor
         rows, cols = cores_of(tensor, self.target)
         self.usage[rows, cols] += need
@@ -119,9 +119,12 @@ class _Planner:
     def aliased(self, tensor: Tensor) -> bool:
         """Whether `tensor` is a view of a tensor in L1 now: it takes that tensor's address."""
         source = self.live.get(self.views.get(tensor.name, ""))
-        if source is None or not same_bytes(source, unplaced(tensor, source.layout.address)):
+        if source is None:
             return False
-        tensor.layout = replace(tensor.layout, address=source.layout.address)
+        layout = at_address(tensor.layout, source.layout.address)
+        if not same_bytes_as(source.shape, source.layout, tensor.shape, layout):
+            return False
+        tensor.layout = layout
         # the source's bytes are live while the view is read
         self._free_after(source.name, max(self.freed_at[source.name], self.last[tensor.name]))
         return True

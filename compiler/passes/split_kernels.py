@@ -11,8 +11,7 @@ kernel an earlier compile or an op like it made already takes that kernel.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from dataclasses import dataclass, field
 
 from tilescope.compiler.ir.meta import KERNEL, KERNELS, L1_LIVE
 from tilescope.compiler.analysis.attention_kernel import attention_kernel
@@ -25,7 +24,7 @@ from tilescope.compiler.analysis.stream_kernel import stream_kernel
 from tilescope.compiler.ir import opset
 from tilescope.compiler.ir.core_work import Kernel, Transfer
 from tilescope.compiler.ir.graph import Graph, Layout, Op, Tensor
-from tilescope.compiler.ir.tiles import is_view
+from tilescope.compiler.ir.tiles import at_address, is_view
 from tilescope.compiler.targets.chip import Target
 
 
@@ -50,12 +49,7 @@ def kernel_key(graph: Graph, op: Op) -> tuple | None:
 def _placed_anywhere(tensor: Tensor) -> Layout | None:
     """`tensor`'s layout but its L1 address, which no kernel depends on."""
     layout = tensor.layout
-    return layout if layout is None or layout.address is None else _without_address(layout)
-
-
-@lru_cache(maxsize=1 << 16)  # layouts are few and shared; a compile asks for each many times
-def _without_address(layout: Layout) -> Layout:
-    return replace(layout, address=None)
+    return layout if layout is None or layout.address is None else at_address(layout, None)
 
 
 def _by_position(key: tuple) -> tuple:
