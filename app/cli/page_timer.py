@@ -9,6 +9,7 @@ chromium-driver); without them, `missing` says what is not there."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -88,7 +89,8 @@ def time_page(workdir: Path, ref: str = PAGE_REF) -> PageTiming:
         finally:
             driver.quit()
     finally:
-        os.killpg(server.pid, signal.SIGTERM)  # gunicorn and its workers
+        with contextlib.suppress(ProcessLookupError):  # it may have exited already
+            os.killpg(server.pid, signal.SIGTERM)  # gunicorn and its workers
         server.wait(timeout=30)
 
 

@@ -52,6 +52,23 @@ class Layout:
             )
         return found
 
+    def __eq__(self, other: object) -> bool:
+        # most comparisons are of a layout with itself (a tensor's, and the one an op reads it
+        # in): the generated __eq__ built both field tuples every time
+        if self is other:
+            return True
+        if other.__class__ is not Layout:
+            return NotImplemented
+        return (self.memory, self.memory_layout, self.grid, self.dtype, self.layout, self.tile, self.address) == (
+            other.memory,
+            other.memory_layout,
+            other.grid,
+            other.dtype,
+            other.layout,
+            other.tile,
+            other.address,
+        )
+
     def __getstate__(self) -> dict:
         # a hash is its process's own (a string's is salted per process): not pickled with it
         return {name: value for name, value in self.__dict__.items() if name != "_hash"}
