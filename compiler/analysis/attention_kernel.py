@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tilescope.compiler.ir.meta import L1_LIVE
+from tilescope.compiler.analysis.l1_budget import L1Budget
 from tilescope.compiler.analysis.core_cycles import fidelity_of, vector_cycles
 from tilescope.compiler.analysis.core_shares import grid_cores, spread
 from tilescope.compiler.analysis.core_transfers import CoreTransfers
@@ -24,7 +24,9 @@ Q_CHUNK_ROWS = K_CHUNK_ROWS = 256
 MAX_CHUNKS = 4096  # query chunks a causal mask's mean is taken over
 
 
-def attention_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> Kernel:
+def attention_kernel(
+    graph: Graph, op: Op, cls: opset.OpClass, target: Target, budget: L1Budget | None = None
+) -> Kernel:
     """Flash attention, as ttnn's SDPA kernels run it: each unit of work is one user's query
     head (for prefill, a chunk of its query rows; for decode, the query heads sharing one KV
     head, in one tile of rows), reading its keys and values once, chunk by chunk, keeping the
@@ -40,7 +42,7 @@ def attention_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -
     dt = ceil_div(d, cols)
     tiles = {name: tile_bytes(t.layout.dtype, t.layout.tile) for name, t in (("q", q), ("k", k), ("v", v), ("o", out))}
     score_tile = tile_bytes("f32", target.tile)
-    budget = target.core_memory.capacity_bytes - op.meta.get(L1_LIVE, 0.0)
+    budget = budget or L1Budget.of(op, target)  # what it asks of it is kept (l1_budget.py)
 
     def buffers(q_rows: int, chunk: int) -> tuple[CircularBuffer, ...]:
         return (
@@ -122,11 +124,11 @@ def _causal_keys(sq: int, sk: int, offset: int, q_chunk: int, k_chunk: int) -> f
 
 
 def _chunks(
-    q_chunk: int, k_chunk: int, rows: int, buffers: Callable[[int, int], tuple[CircularBuffer, ...]], budget: float
+    q_chunk: int, k_chunk: int, rows: int, buffers: Callable[[int, int], tuple[CircularBuffer, ...]], budget: L1Budget
 ) -> tuple[int, int]:
     """Query and key rows per step: the chunks asked for, halved (keys first) until the buffers
     of a step fit in L1, or until both are a tile's rows."""
-    while sum(cb.bytes for cb in buffers(ceil_div(q_chunk, rows), ceil_div(k_chunk, rows))) > budget:
+    while not budget.fits(sum(cb.bytes for cb in buffers(ceil_div(q_chunk, rows), ceil_div(k_chunk, rows)))):
         if k_chunk > rows:
             k_chunk = max(rows, k_chunk // 2)
         elif q_chunk > rows:

@@ -13,11 +13,11 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
-from tilescope.compiler.ir.meta import L1_LIVE
 from tilescope.compiler.analysis import l1_stores
 from tilescope.compiler.analysis.core_cycles import fidelity_of, vector_cycles
 from tilescope.compiler.analysis.core_shares import clamp, grid_cores
 from tilescope.compiler.analysis.core_transfers import CoreTransfers
+from tilescope.compiler.analysis.l1_budget import L1Budget
 from tilescope.compiler.analysis.matmul_blocking import (
     fit_blocks,
     inner_block,
@@ -46,9 +46,10 @@ class _Share:
     reads: tuple[Transfer, ...]
 
 
-def gemm_kernel(graph: Graph, op: Op, target: Target) -> Kernel:
-    """The op's kernel: cores grouped by their share of the output, each group's work once."""
-    gemm = _Gemm(graph, op, target)
+def gemm_kernel(graph: Graph, op: Op, target: Target, budget: L1Budget | None = None) -> Kernel:
+    """The op's kernel: cores grouped by their share of the output, each group's work once; its
+    buffers sized in `budget` (by default, what the op's L1 live leaves), which keeps what it asked."""
+    gemm = _Gemm(graph, op, target, budget or L1Budget.of(op, target))
     program, axis, bm, bn = _split(gemm, target)
     groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
     work: dict[tuple, _Share] = {}
@@ -90,7 +91,7 @@ class _Gemm:
     """One matmul's sizes in tiles, what each tile costs, and how a share of it is read, blocked
     and computed."""
 
-    def __init__(self, graph: Graph, op: Op, target: Target) -> None:
+    def __init__(self, graph: Graph, op: Op, target: Target, budget: L1Budget) -> None:
         self.graph, self.op, self.target = graph, op, target
         self.transfers = CoreTransfers(target)
         self.grid = op.attrs["grid"]
@@ -150,7 +151,7 @@ class _Gemm:
             tile_bytes(graph.tensors[t].layout.dtype, graph.tensors[t].layout.tile) for t in op.inputs[2:]
         ]
         self.copies = 2 if op.attrs.get("double_buffer", True) else 1
-        self.budget = target.core_memory.capacity_bytes - op.meta.get(L1_LIVE, 0.0)
+        self.budget = budget
 
     def shares(self, axis: str, bm: int, bn: int) -> dict[tuple[int, int], tuple]:
         """Per core, the rows and columns of output tiles it computes, and whether it fetches A

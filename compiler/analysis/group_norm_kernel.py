@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tilescope.compiler.analysis.core_cycles import vector_cycles
+from tilescope.compiler.analysis.l1_budget import L1Budget
 from tilescope.compiler.analysis.stream_kernel import stream_kernel
 from tilescope.compiler.ir import attributes, opset
 from tilescope.compiler.ir.core_work import NOC, Compute, CoreWork, Kernel, Transfer
@@ -35,9 +36,11 @@ PARTIAL_BYTES = 64  # one partial sum, as a NoC transaction of the smallest alig
 OPERANDS = 2  # tiles each pass unpacks
 
 
-def group_norm_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> Kernel:
+def group_norm_kernel(
+    graph: Graph, op: Op, cls: opset.OpClass, target: Target, budget: L1Budget | None = None
+) -> Kernel:
     """The op's kernel: the stream kernel's shares of rows, each core's work per group."""
-    kernel = stream_kernel(graph, op, cls, target)
+    kernel = stream_kernel(graph, op, cls, target, budget)
     x = graph.tensors[op.inputs[0]]
     out = graph.tensors[op.outputs[0]]
     tile = x.layout.tile

@@ -5,6 +5,7 @@ split times the blocks; the layout pass checks a block or sub-block override aga
 
 from __future__ import annotations
 
+from tilescope.compiler.analysis.l1_budget import L1Budget
 from tilescope.compiler.ir.tiles import ceil_div
 
 MAX_INNER_BLOCK = 8  # K tiles per matmul step (tt-metal's in0_block_w is a small divisor of Kt)
@@ -26,13 +27,13 @@ def matmul_split(mt: int, nt: int, grid: tuple[int, int], multicast: bool) -> tu
     return ("matmul_1d_mcast_in1" if multicast else "matmul_1d"), "m", ceil_div(mt, cores), nt  # tall: all of B
 
 
-def fit_blocks(m: int, n: int, kt: int, step_bytes, budget: float) -> tuple[int, int, int]:
+def fit_blocks(m: int, n: int, kt: int, step_bytes, budget: L1Budget) -> tuple[int, int, int]:
     """Pass rows, pass columns and K step (in tiles) whose buffers, step_bytes(pm, pn, kb), fit
     in `budget`: start from the core's whole share and up to 8 K tiles (one pass, each operand
     read once), shrink K first (only more steps), then the larger output side (more passes, which
     read operands again)."""
     pm, pn, kb = m, n, inner_block(kt)
-    while step_bytes(pm, pn, kb) > budget and (kb > 1 or pm > 1 or pn > 1):
+    while (kb > 1 or pm > 1 or pn > 1) and not budget.fits(step_bytes(pm, pn, kb)):
         if kb > 1:
             kb = inner_block(kt, kb - 1)
         elif pm >= pn:

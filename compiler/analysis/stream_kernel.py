@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from tilescope.compiler.ir.meta import L1_LIVE
+from tilescope.compiler.analysis.l1_budget import L1Budget
 from tilescope.compiler.analysis import softmax_kernel
 from tilescope.compiler.analysis.binary_moves import by_writer, native_shards, scalar_fill, tile_by_tile
 from tilescope.compiler.analysis.core_cycles import vector_cycles
@@ -33,7 +33,7 @@ SLICES = ("slice",)
 RETILERS = ("to_layout", "halo")
 
 
-def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> Kernel:
+def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target, budget: L1Budget | None = None) -> Kernel:
     """The op's kernel: a group of cores per share of its tiles, reading and writing their share
     of every operand and result where it lives."""
     grid = op.attrs["grid"]
@@ -50,7 +50,7 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
     engine = "vector" if cls.engine == "vector" else "data"
     page_bytes = sum(tile_bytes(t.layout.dtype, t.layout.tile) for t in ins + outs)
     tile = outs[0].layout.tile if outs else target.tile
-    budget = target.core_memory.capacity_bytes - op.meta.get(L1_LIVE, 0.0)
+    budget = budget or L1Budget.of(op, target)  # what it asks of it is kept (l1_budget.py)
     copies = 2 if op.attrs.get("double_buffer", True) else 1
     # a compute kernel's reader and writer wait on every tile they move (ttnn's eltwise, norm and
     # reduction readers: one tile, then a barrier); a data-movement kernel keeps blocks in flight
@@ -63,7 +63,7 @@ def stream_kernel(graph: Graph, op: Op, cls: opset.OpClass, target: Target) -> K
         frac = n / total
         # tiles per step: up to MAX_ELTWISE_BLOCK, fewer when two steps of every buffer do not fit
         block = min(n, MAX_ELTWISE_BLOCK)
-        while block > 1 and copies * block * page_bytes > budget:
+        while block > 1 and not budget.fits(copies * block * page_bytes):
             block //= 2
 
         def reads_of(t: Tensor, frac: float = frac) -> tuple[Transfer, ...]:

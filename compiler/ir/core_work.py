@@ -113,3 +113,16 @@ class Kernel:
     @property
     def cb_bytes_per_core(self) -> float:
         return max((g.cb_bytes for g in self.groups), default=0.0)
+
+
+@dataclass(frozen=True)
+class SplitKernel:
+    """A kernel split-kernels made for an op (None: the op runs none), and the range of L1 budgets
+    in bytes, [low, high), it is the kernel for (analysis/l1_budget.py)."""
+
+    kernel: Kernel | None
+    low: float
+    high: float
+
+    def holds(self, budget: float) -> bool:
+        return self.low <= budget < self.high

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the types of values only: the IR imports nothing from the r
     import numpy as np
 
     from tilescope.compiler.analysis.l1_usage import L1Peak
-    from tilescope.compiler.ir.core_work import Kernel
+    from tilescope.compiler.ir.core_work import Kernel, SplitKernel
     from tilescope.compiler.ir.graph import Graph, Layout
     from tilescope.compiler.pipeline.op_override import OpOverride, OverrideOutcome
     from tilescope.compiler.sharding.mesh import Mesh
@@ -123,9 +123,9 @@ REQUIRED_LAYOUTS: MetaKey[dict[tuple, Layout]] = MetaKey("required_layouts", "gr
 L1_PEAK: MetaKey[L1Peak] = MetaKey("l1_peak", "graph", "layout", ("plan-memory",))
 L1_PER_CORE: MetaKey[dict[str, float]] = MetaKey("l1_per_core", "graph", "layout", ("plan-memory",))  # "r,c" -> bytes
 DIAGNOSTICS: MetaKey[list[str]] = MetaKey("diagnostics", "graph", "layout", ("plan-memory", "check-l1"))
-KERNELS: MetaKey[dict[tuple, Kernel | None]] = MetaKey(
+KERNELS: MetaKey[dict[tuple, list[SplitKernel]]] = MetaKey(
     "kernels", "graph", "kernel", ("split-kernels",)
-)  # by kernel key
+)  # by kernel key, each for its range of L1 budgets
 
 # about one op
 LINES: MetaKey[LineSpan] = MetaKey("lines", "op", "input", ("mlir-import",))

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from tilescope.compiler.ir.meta import KERNELS, PLACED, REQUIRED_LAYOUTS, SHARDING_OVERRIDES
 from tilescope.compiler.frontend.mlir_import import ImportedModel
-from tilescope.compiler.ir.core_work import Kernel
+from tilescope.compiler.ir.core_work import SplitKernel
 from tilescope.compiler.ir.meta import Placement
 from tilescope.compiler.pipeline.compilation import Compilation
 from tilescope.compiler.pipeline.options import CompileOptions
@@ -23,7 +23,7 @@ class Known:
 
     placement: Placement | None = None
     required_layouts: dict = field(default_factory=dict)
-    kernels: Mapping[tuple, Kernel | None] = field(default_factory=dict)
+    kernels: Mapping[tuple, list[SplitKernel]] = field(default_factory=dict)
 
     @classmethod
     def since(cls, since: Compilation, same_partition: bool) -> Known:

@@ -4,7 +4,8 @@ splitting it on its own gives."""
 
 import pytest
 
-from tilescope.compiler.ir.meta import KERNEL
+from tilescope.compiler.analysis.l1_budget import L1Budget
+from tilescope.compiler.ir.meta import KERNEL, KERNELS, L1_LIVE
 from tilescope.compiler.frontend.model_refs import load_model
 from tilescope.compiler.passes.split_kernels import SplitKernels
 from tilescope.compiler.pipeline.stages import compile_model
@@ -28,7 +29,8 @@ def test_every_kernel_equals_the_ops_own_split(ref, target):
     alone = SplitKernels(compiled.target)
     shared = 0
     for op in compiled.kernel.ops:
-        own = alone._split(layout, layout.op(op.name))
+        at = layout.op(op.name)
+        own = alone._split(layout, at, L1Budget.of(at, compiled.target))
         assert op.meta[KERNEL] == own, op.name
         shared += own is not None
     assert shared > 0
@@ -148,3 +150,51 @@ def test_an_op_shaped_like_one_before_takes_its_kernel_under_its_own_names(wormh
     e0, e1, e2 = (graph.op(name).meta[KERNEL] for name in ("e0", "e1", "e2"))
     assert e0.like is None and e1.like is None and e2.like is e1
     assert printed(graph, "e2") == GOLDEN_E2
+
+
+def test_a_kernel_holds_for_every_budget_in_its_range_and_only_there():
+    """A kernel is kept with the range of L1 budgets over which every fit it tried answers the
+    same: split at any budget inside, the op gets the same kernel; just outside, another."""
+    target = load_target("wormhole_n150")
+    compiled = compile_model(load_model("zoo:bert-base?layers=2&seq=512"), target)
+    layout, checked = compiled.levels["layout"], 0
+    for key, made in compiled.kernel.meta[KERNELS].items():
+        for split in made:
+            if split.kernel is None or split.low == float("-inf"):
+                continue
+            op = next(op for op in layout.ops if op.meta.get(KERNEL) is None and _named(op, key))
+            for budget in (split.low, (split.low + min(split.high, 2 * split.low)) / 2):
+                assert SplitKernels(target)._split(layout, op, L1Budget(budget)) == split.kernel, op.name
+            assert SplitKernels(target)._split(layout, op, L1Budget(split.low - 1)) != split.kernel, op.name
+            checked += 1
+    assert checked >= 3  # matmuls and streamed ops whose buffers were fitted
+
+
+def test_a_re_run_that_changes_the_l1_beside_many_ops_resplits_only_those_outside_their_ranges():
+    from tilescope.compiler.analysis.l1_allocator import last_uses
+    from tilescope.compiler.pipeline.options import GREEDY_L1, CompileOptions
+    from tilescope.overrides import parse_item
+
+    target = load_target("wormhole_n150")
+    model = load_model("zoo:bert-base?layers=2")
+    base = compile_model(model, target, CompileOptions(policy=GREEDY_L1))
+    layout = base.levels["layout"]
+    last = last_uses(layout)
+    # the L1 tensor live longest: moved to DRAM, it leaves more L1 beside every op it spanned
+    born = {t: i for i, op in enumerate(layout.ops) for t in op.outputs}
+    longest = max(
+        (op for op in layout.ops if op.outputs and layout.tensors[op.outputs[0]].layout.memory == "l1"),
+        key=lambda op: last[op.outputs[0]] - born[op.outputs[0]],
+    )
+    options = CompileOptions((parse_item(f"{longest.name}=dram"),), policy=GREEDY_L1)
+    again = compile_model(model, target, options, since=base)
+    before = {op.name: op.meta.get(L1_LIVE) for op in base.kernel.ops}
+    changed = [op for op in again.kernel.ops if op.name in before and op.meta.get(L1_LIVE) != before[op.name]]
+    kept = [op for op in changed if op.meta[KERNEL] is base.kernel.op(op.name).meta[KERNEL]]
+    assert changed and kept  # L1 live changed beside them, their kernels did not
+    scratch = compile_model(model, target, options)
+    assert [op.meta[KERNEL] for op in again.kernel.ops] == [op.meta[KERNEL] for op in scratch.kernel.ops]
+
+
+def _named(op, key: tuple) -> bool:
+    return tuple(name for name, _, _ in key[2]) == (*op.inputs, *op.outputs)
