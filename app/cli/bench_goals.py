@@ -266,7 +266,10 @@ def _page(db_dir: Path, progress) -> page_timer.PageTiming | str:
     if lacking:
         return f"not measured ({lacking})"
     (db_dir / "page").mkdir(exist_ok=True)
-    timing = page_timer.time_page(db_dir / "page")
+    try:
+        timing = page_timer.time_page(db_dir / "page")
+    except Exception as err:  # noqa: BLE001  # the browser or the server failed: the other goals still count
+        return f"not measured ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"[:300]
     progress(f"goals: a never-compiled {page_timer.PAGE_REF} page: {timing.seconds:.1f} s")
     return timing
 

@@ -89,9 +89,19 @@ def time_page(workdir: Path, ref: str = PAGE_REF) -> PageTiming:
         finally:
             driver.quit()
     finally:
-        with contextlib.suppress(ProcessLookupError):  # it may have exited already
-            os.killpg(server.pid, signal.SIGTERM)  # gunicorn and its workers
+        _stop(server)
+
+
+def _stop(server: subprocess.Popen) -> None:
+    """Stop gunicorn, its workers and their children; killed if they do not end in time."""
+    with contextlib.suppress(ProcessLookupError):  # it may have exited already
+        os.killpg(server.pid, signal.SIGTERM)
+    try:
         server.wait(timeout=30)
+    except subprocess.TimeoutExpired:  # mid-compile, say
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
 
 
 def _opened(driver, url: str, ref: str) -> PageTiming:

@@ -13,7 +13,9 @@ A pickle runs code as it loads, and a file's name is worked out from public inpu
 never taken on trust: the directory is private to the server's user (private_files: 0700, files
 0600, refused if another user's), and each file starts with an HMAC-SHA256 of its key and bytes
 under a key of the store's own (`key`, 0600, made on first use), checked before anything is
-unpickled; a file that fails it is removed. A format that runs no code would need a reader and
+unpickled; a file that fails it is removed. The model's op count, signed with the rest, comes
+before the pickle: a server whose --max-ops is lower than when the file was written refuses it
+unread. A format that runs no code would need a reader and
 writer for every record a compilation holds (IR, passes' metadata, kernels), kept in step with
 the compiler; the signature costs a second read of the file, from the page cache: 0.06 s for the
 28 MB of a 10k-op compilation, whose unpickling took 3.7-4.3 s (on a loaded machine).
@@ -26,6 +28,7 @@ import hashlib
 import hmac
 import os
 import pickle
+import struct
 import sys
 import threading
 import time
@@ -41,6 +44,7 @@ MIN_OPS = 20_000  # kernel-level ops from which a compilation is kept
 KEEP = 4  # compilations kept; the least recently used goes first
 TAG_BYTES = hashlib.sha256().digest_size  # the signature a file starts with
 CHUNK = 1 << 20
+_OPS = struct.Struct("!Q")  # after the signature, signed with the rest: the model's imported ops
 
 
 def _compiler_version() -> str:
@@ -88,15 +92,22 @@ class CompileStore:
         )
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
-    def load(self, key: str) -> Compilation | None:
-        """The compilation kept under `key`, or None; a file that does not read back, or that this
-        store did not sign, is removed."""
+    def has(self, key: str) -> bool:
+        return (self.directory / f"{key}.pickle").exists()
+
+    def load(self, key: str, max_ops: int | None = None) -> Compilation | None:
+        """The compilation kept under `key`, or None; None too, before it is read, when its model
+        has more than `max_ops` ops (a server whose limit was lowered since). A file that does not
+        read back, or that this store did not sign, is removed."""
         path = self.directory / f"{key}.pickle"
         try:
             with os.fdopen(open_private(path), "rb") as f:
                 if not hmac.compare_digest(f.read(TAG_BYTES), self._signature(key, f)):
                     raise NotPrivate("not signed by this server")
                 f.seek(TAG_BYTES)
+                (ops,) = _OPS.unpack(f.read(_OPS.size))
+                if max_ops is not None and ops > max_ops:
+                    return None
                 found = pickle.load(f)  # noqa: S301  # signed by this store, in its private directory (see above)
         except FileNotFoundError:
             return None
@@ -143,6 +154,7 @@ class CompileStore:
         try:
             with os.fdopen(create_private(partial), "w+b") as f:
                 f.write(bytes(TAG_BYTES))  # the signature's place, written once the rest is
+                f.write(_OPS.pack(len(compilation.model.graph.ops)))  # as ModelAccess.check_ops counts them
                 pickle.dump(compilation, f, protocol=pickle.HIGHEST_PROTOCOL)
                 f.seek(TAG_BYTES)
                 tag = self._signature(key, f)

@@ -212,7 +212,7 @@ class Explorer:
         inputs = _compile_inputs(run, options)
         if self.access is None or runs.builds_on(inputs):
             return inputs.compile()
-        if (kept := runs.kept_on_disk(inputs)) is not None:
+        if (kept := runs.kept_on_disk(inputs, self.access.max_ops)) is not None:
             return kept
 
         def work(_say) -> Compilation:

@@ -25,7 +25,6 @@ from tilescope.compiler.frontend.model_refs import (
     EXAMPLES,
     count_ops,
     example_names,
-    load_model,
     read_source,
     split_function,
 )
@@ -34,7 +33,14 @@ from tilescope.compiler.targets.catalog import builtin_names
 
 from tilescope.app.workbench.defaults import DEFAULT_MAX_OPS
 from tilescope.app.workbench.isolation import run_isolated
-from tilescope.app.workbench.runs import finish_keeping, keep_imported, store_baseline
+from tilescope.app.workbench.runs import (
+    CompileInputs,
+    baseline_options,
+    finish_keeping,
+    imported,
+    is_kept,
+    store_baseline,
+)
 
 MAX_SOURCE_BYTES = 64 * 2**20  # an upload or a file under --models-dir; larger models: the CLI
 MEMORY_PER_OP = 64 * 2**10  # a 50k-op model peaks at ~1.5 GB compiling and storing: twice that
@@ -140,8 +146,9 @@ class ModelAccess:
             say("reading the model")
             text = read_source(model_ref) if source_text is None else source_text  # a zoo model: generated
             ops = self.check_ops(model_ref, text)
-            say(f"importing {ops:,} ops")
-            keep_imported(load_model(model_ref, text))  # apart from the compile, to say which is going on
+            if not is_kept(CompileInputs(model_ref, target, baseline_options(options), text, target_source)):
+                say(f"importing {ops:,} ops")  # apart from the compile, to say which is going on
+                imported(model_ref, text)
             run_id = store_baseline(sessions, model_ref, target, options, text, target_source, say)
             finish_keeping()  # the page's views read the compilation back from disk, not compile it again
             return run_id

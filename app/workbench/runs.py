@@ -145,31 +145,57 @@ def _model(ref: str, text: str):
     return _IMPORTED.of((ref, text), lambda: load_model(ref, text))
 
 
-def kept_on_disk(inputs: CompileInputs) -> Compilation | None:
-    """The compilation of `inputs` kept on disk (by this process or another, an isolated child
-    say), now kept here as if compile_cached had made it; None if there is none."""
-    ref, text, target = inputs.key()
+def imported(ref: str, text: str) -> ImportedModel:
+    """The model `text` imports to, as compile_cached imports it (once: kept for its compiles)."""
     with _COMPILING:
-        return _from_disk(ref, text, target, inputs.options.compiler_part)
+        return _model(ref, text)
 
 
-def _from_disk(ref: str, text: str, target: Target, options: CompileOptions) -> Compilation | None:
-    key = (ref, text, target)
-    latest = _LATEST.get(key)
-    if latest is not None and latest.options == options:  # made here already (adopted, or read back)
+def kept_on_disk(inputs: CompileInputs, max_ops: int | None = None) -> Compilation | None:
+    """The compilation of `inputs` kept on disk (by this process or another, an isolated child
+    say) if its model has at most `max_ops` ops, now kept here as if compile_cached had made it;
+    None if there is none. Read outside the compile lock: a 100k-op one takes 2 s."""
+    ref, text, target = inputs.key()
+    options = inputs.options.compiler_part
+    with _COMPILING:
+        latest = _latest(ref, text, target, options)
+    if latest is not None or _ON_DISK is None:
         return latest
-    kept = _ON_DISK.load(_ON_DISK.key(ref, text, repr(target), options)) if _ON_DISK else None
-    if kept is not None:  # its model and target are the ones from now on: the next compile builds on this one
-        kept.target = target  # compile_model and the simulator reuse work for the same target object
-        _IMPORTED.keep((ref, text), kept.model)
-        _keep_latest(key, kept)
+    kept = _ON_DISK.load(_ON_DISK.key(ref, text, repr(target), options), max_ops)
+    if kept is None:
+        return None
+    with _COMPILING:  # made or read here meanwhile by another thread: that one, which others may hold
+        return _latest(ref, text, target, options) or _kept_here(ref, text, target, kept)
+
+
+def is_kept(inputs: CompileInputs) -> bool:
+    """Whether a compilation of `inputs` is kept on disk (it may not read back)."""
+    ref, text, target = inputs.key()
+    return _ON_DISK is not None and _ON_DISK.has(_ON_DISK.key(ref, text, repr(target), inputs.options.compiler_part))
+
+
+def _latest(ref: str, text: str, target: Target, options: CompileOptions) -> Compilation | None:
+    """The model's latest compilation here, if it was made with `options` (adopted, or read back)."""
+    latest = _LATEST.get((ref, text, target))
+    return latest if latest is not None and latest.options == options else None
+
+
+def _kept_here(ref: str, text: str, target: Target, kept: Compilation) -> Compilation:
+    """A compilation read back from disk, kept as if made here: its model and target are the
+    ones from now on, so the next compile builds on it."""
+    kept.target = target  # compile_model and the simulator reuse work for the same target object
+    _IMPORTED.keep((ref, text), kept.model)
+    _keep_latest((ref, text, target), kept)
     return kept
 
 
 @lru_cache(maxsize=64)
 def _compile(ref: str, text: str, target: Target, options: CompileOptions) -> Compilation:
     key = (ref, text, target)
-    kept = _from_disk(ref, text, target, options)
+    kept = _latest(ref, text, target, options)
+    if kept is None and _ON_DISK is not None:
+        kept = _ON_DISK.load(_ON_DISK.key(ref, text, repr(target), options))
+        kept = kept and _kept_here(ref, text, target, kept)
     if kept is not None:
         return kept
     store = _ON_DISK
@@ -194,8 +220,20 @@ def long_lived(compilation: Compilation) -> None:
     may: its objects (millions at 100k ops) go where Python's cycle collector no longer scans
     them (gc.freeze), or every re-run after it pays a full scan of them (1.2 s of a 100k-op
     re-run's 2.1 s compile). A compilation holds no reference cycles (a test checks), so one
-    dropped later is still freed, by its reference counts."""
-    if len(compilation.kernel.ops) >= LONG_LIVED_OPS:
+    dropped later is still freed by its reference counts. The freeze takes every object alive
+    then, though: the young garbage is collected first, and what dies frozen in a cycle (a
+    figure another thread was building, say) is collected with one full scan every THAW_EVERY
+    freezes."""
+    if len(compilation.kernel.ops) < LONG_LIVED_OPS:
+        return
+    global _frozen
+    with _FREEZING:
+        gc.collect(1)
+        _frozen += 1
+        if _frozen >= THAW_EVERY:
+            gc.unfreeze()
+            gc.collect()
+            _frozen = 0
         gc.freeze()
 
 
@@ -207,6 +245,9 @@ def keep_compilations_in(directory: str | None) -> None:
 
 _KEPT = 8  # models (or targets) kept in each
 LONG_LIVED_OPS = 20_000  # kernel ops from which a kept compilation is frozen (long_lived)
+THAW_EVERY = 8  # freezes between two full collections of what was frozen
+_FREEZING = threading.Lock()
+_frozen = 0  # freezes since the last full collection
 _IMPORTED: Kept = Kept(16)  # imported models, by reference and text
 _ON_DISK: CompileStore | None = None  # where large compilations outlive the process
 _LATEST: Kept[Compilation] = Kept(_KEPT)  # per model and target, the latest compilation
@@ -264,6 +305,11 @@ def execute(
     return result
 
 
+def baseline_options(options: CompileOptions) -> CompileOptions:
+    """What a model's baseline run is made with: `options` with no overrides and the default L1 cap."""
+    return replace(options, overrides=(), l1_usage_cap=DEFAULT_L1_USAGE_CAP)
+
+
 def store_baseline(
     sessions: sessionmaker[Session],
     model_ref: str,
@@ -280,7 +326,7 @@ def store_baseline(
         sessions,
         model_ref,
         target,
-        replace(options, overrides=(), l1_usage_cap=DEFAULT_L1_USAGE_CAP),
+        baseline_options(options),
         label="baseline",
         keep_going=True,
         source_text=source_text,

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from tilescope.compiler.analysis.l1_views import aliases, live_until
 from tilescope.compiler.ir.graph import Graph, Layout, Tensor
-from tilescope.compiler.ir.tiles import CACHED, layout_bytes
+from tilescope.compiler.ir.tiles import CACHED, at_address, layout_bytes
 from tilescope.compiler.targets.chip import Target
 
 
@@ -50,7 +50,7 @@ def cores_of(tensor: Tensor, target: Target) -> tuple[slice, slice]:
 
 def bytes_per_core(tensor: Tensor, target: Target) -> float:
     """What the tensor takes on each core holding a piece of it."""
-    return _bytes_per_core(tensor.shape, tensor.layout, target.grid)
+    return _bytes_per_core(tensor.shape, at_address(tensor.layout, None), target.grid)  # one entry, wherever it lies
 
 
 @lru_cache(maxsize=CACHED)  # the planner asks for every L1 tensor's, as it places and frees it

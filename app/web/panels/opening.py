@@ -42,8 +42,9 @@ def register(wiring: Wiring) -> dict:
         prevent_initial_call=True,
     )
     def show_stage(_ticks, model, target, policy, dispatch, data_tiling):
-        """The stage of the compile the page waits for ('' once it is done); unchanged when this
-        process is not the one compiling it (another of a server's workers)."""
+        """The stage of the compile the page waits for; unchanged while none is known here (none
+        said yet, a model with a run that opens slowly, or another of a server's workers
+        compiling it). choose_model clears it as it starts and ends."""
         stage = openings.stage_of(opening_key(model, target, policy, dispatch, data_tiling))
         return f" Now {stage}\u2026" if stage else no_update
 

@@ -145,6 +145,7 @@ def _register_runs(wiring: Wiring) -> dict:
         running=[
             (Output(ids.COMPILE_PROGRESS, "className"), "compile-progress busy", "compile-progress"),
             (Output(ids.COMPILE_POLL, "disabled"), False, True),  # the opening panel asks for its stage
+            (Output(ids.COMPILE_STAGE, "children"), "", ""),  # not the last opening's
         ],
     )
     def choose_model(model, target, policy, linked=None, dispatch=DEFAULT_DISPATCH, shown=None, data_tiling=()):

@@ -21,4 +21,7 @@ def test_a_new_models_page_is_timed_until_it_shows_that_models_run(tmp_path):
     with session_factory(open_db(f"sqlite:///{tmp_path / 'page.db'}"))() as session:
         stored = [run.model_ref for run in list_runs(session)]
     assert ref in stored  # compiled and stored by the page's request, not before
-    assert all(stage and "\u2026" not in stage for stage in timing.stages)
+    # its stages are too quick to be seen every time at this size: test_opening says they are shown
+    assert set(timing.stages) <= {"reading the model", "importing 25 ops", "compiling", "storing the run"} | {
+        stage for stage in timing.stages if stage.startswith("simulating ")
+    }

@@ -216,3 +216,27 @@ def test_a_page_opening_a_new_model_says_each_stage_and_its_view_reads_the_child
     finally:
         runs.keep_compilations_in(None)
         _forget()
+
+
+def test_a_kept_compilation_over_a_lowered_max_ops_is_refused_unread(tmp_path, small_is_large, sqlite_url):
+    """A server restarted with a lower --max-ops on the same caches: the compilation the child
+    kept says its model's op count before its pickle, so it is not read, and the view is refused
+    in one line as a compile would be."""
+    from tilescope.app.workbench.explorer import Explorer
+    from tilescope.app.workbench.model_access import ModelAccess
+    from tilescope.compiler.errors import TilescopeError
+    from tilescope.perfdb.engine import open_db, session_factory
+
+    ref = "zoo:mlp?layers=3&width=64&hidden=112"
+    runs.keep_compilations_in(str(tmp_path))
+    try:
+        sessions = session_factory(open_db(sqlite_url))
+        run_id = Explorer(sessions, access=ModelAccess(max_ops=1000)).ensure_run(ref, "wormhole_n150")
+        assert len(list(tmp_path.glob("*.pickle"))) == 1
+        _forget()  # a restart
+        with pytest.raises(TilescopeError, match=r"15 ops is over this server's limit of 5"):
+            Explorer(sessions, access=ModelAccess(max_ops=5)).view(run_id)
+        assert Explorer(sessions, access=ModelAccess(max_ops=15)).view(run_id).compilation.kernel.ops
+    finally:
+        runs.keep_compilations_in(None)
+        _forget()

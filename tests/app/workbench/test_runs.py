@@ -91,10 +91,17 @@ def test_a_compilation_and_its_simulation_hold_no_reference_cycles_so_a_frozen_o
         item = parse_item(f"{base.kernel.ops[len(base.kernel.ops) // 2].name}=dram")
         compilation = compile_model(model, target, CompileOptions((item,), policy=GREEDY_L1), since=base)
         sim = simulate(compilation.kernel, target, "trace", known=base_sim.costs)
-        gone = weakref.ref(compilation), weakref.ref(sim), weakref.ref(compilation.kernel)
-        del compilation, sim
-        assert all(ref() is None for ref in gone)
-        assert gc.collect() == 0  # nothing left for the cycle collector
+        # what it is made of, each part of its own levels (the graph level is the base's)
+        parts = [compilation, sim, *(compilation.levels[level] for level in ("layout", "kernel"))]
+        for level in ("layout", "kernel"):
+            parts += compilation.levels[level].ops
+        reused = {id(op.meta.get(KERNEL)) for op in base.kernel.ops}  # the base's, which it keeps
+        parts += [op.meta[KERNEL] for op in compilation.kernel.ops if id(op.meta.get(KERNEL)) not in reused]
+        parts += compilation.levels["layout"].tensors.values()
+        gone = [weakref.ref(part) for part in parts]
+        del compilation, sim, parts
+        alive = [ref() for ref in gone if ref() is not None]
+        assert not alive, alive[:3]  # freed by their reference counts alone
     finally:
         gc.enable()
 
