@@ -42,6 +42,8 @@ LAYOUT_POLICIES = (DEFAULT_POLICY, GREEDY_L1)
 PAIRED = 8  # the changes that made the step least slower that a pass keeping nothing tries in pairs
 MIN_GAIN = 1e-9  # relative: a kept override must make the step faster, not equal
 HEARTBEAT_S = 2.0  # how often a long search says where it is, between kept overrides
+# why a search that settled stopped: a pass over every op, each op on its own, kept nothing
+NOTHING_FASTER, PASS_KEPT_NOTHING = "no override of any op makes it faster", "a pass over every op kept nothing"
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,11 @@ class Tuned:
     @property
     def policy(self) -> str:
         return self.options.policy
+
+    @property
+    def settled(self) -> bool:
+        """Whether it ended on a pass over every op that kept nothing, not on its budget."""
+        return self.stopped in (NOTHING_FASTER, PASS_KEPT_NOTHING)
 
     @property
     def start_ns(self) -> float:
@@ -288,7 +295,7 @@ def _improve(
             if grouped and any(len(names) > 1 for names in groups):
                 grouped = False  # each op on its own now, alike or not
                 continue
-            stopped = "no override of any op makes it faster" if not gains else "a pass over every op kept nothing"
+            stopped = NOTHING_FASTER if not gains else PASS_KEPT_NOTHING
             return stopped, gains
 
 

@@ -24,6 +24,7 @@ from tilescope.compiler.pipeline.stages import compile_model
 from tilescope.compiler.sim.simulator import simulate
 from tilescope.compiler.targets.catalog import load_target
 from tilescope.overrides import parse_item
+from tilescope.overrides.search import tune
 
 from tilescope.app.cli import page_timer
 from tilescope.app.cli.wide_model import wide_stablehlo
@@ -40,6 +41,7 @@ PARSE_RATIO_MAX = 10.0  # import -> kernel over the bare MLIR parse
 WIDE_OPS, WIDE_RATIO_MAX, WIDE_GROWTH_MAX = 6000, 20.0, 2.1  # `tilescope run` of a wide function: x parse, x per 2x ops
 PEER_RATIO_MAX = 1.0  # tilescope's import over Model Explorer's conversion of the same file
 PAGE_MAX_S = 15.0  # a never-compiled 100k-op model's page in the browser, saying its stages meanwhile
+SEARCH_REF, SEARCH_S = "zoo:llama-3.2-1b", 120.0  # a layout-only search settles, op by op, within this
 
 
 @dataclass
@@ -147,6 +149,7 @@ def check(cases: list[dict], measured: dict) -> list[Goal]:
     module measured (keys left out were not measured, and say so)."""
     startup, process, tuner, peer, wide = (measured.get(k) for k in ("startup_s", "process", "tuner", "peer", "wide"))
     page = measured.get("page", "not measured (--quick)")
+    search = measured.get("search")
     rerun = next(
         (c["steps"]["incr rerun"]["s"] for c in cases if c["name"] == RERUN_CASE and "incr rerun" in c["steps"]), None
     )
@@ -184,6 +187,11 @@ def check(cases: list[dict], measured: dict) -> list[Goal]:
             f"a never-compiled 100k-op model's page in the browser <= {PAGE_MAX_S:g} s, with progress",
             isinstance(page, page_timer.PageTiming) and _page_figure(page),
             page if isinstance(page, str) else "",
+        ),
+        _judged(
+            f"a {SEARCH_S:g}-s layout-only search of Llama-3.2-1B (trace) ends on a whole op-by-op pass",
+            search and (_search_figure(search), search["settled"]),
+            "not measured (--quick)",
         ),
         _judged(
             f"re-run after one override, 10k ops (compile, simulate, store) <= {RERUN_MAX_S} s",
@@ -232,6 +240,27 @@ def _wide_figure(wide: dict) -> tuple[str, bool]:
     return figure, ratio <= WIDE_RATIO_MAX and growth <= WIDE_GROWTH_MAX
 
 
+def llama_search() -> dict:
+    """A layout-only search of Llama-3.2-1B under trace dispatch within SEARCH_S, as `tilescope
+    tune` makes it (without measuring its parts after): its trials, why it stopped, and where
+    its last pass was then."""
+    said: list[str] = []
+    tuned = tune(
+        load_model(SEARCH_REF),
+        load_target("wormhole_n150"),
+        CompileOptions(dispatch="trace"),
+        budget_s=SEARCH_S,
+        progress=said.append,
+    )
+    where = next((line.split("; ", 1)[1] for line in reversed(said) if "; pass " in line), "")
+    return {"trials": tuned.trials, "stopped": tuned.stopped, "where": where, "settled": tuned.settled}
+
+
+def _search_figure(search: dict) -> str:
+    where = f", in {search['where']}" if search["where"] and not search["settled"] else ""
+    return f"{search['trials']:,} trials; {search['stopped']}{where}"
+
+
 def _page_figure(page: page_timer.PageTiming) -> tuple[str, bool]:
     """The page's time, and the stages it said on the way (progress: more than one of them)."""
     said = "; ".join(page.stages) or "no stage shown"
@@ -244,7 +273,8 @@ def _median_of(times: list[float]) -> str:
 
 def measure(quick: bool, db_dir: Path, progress) -> dict:
     """What the goals need beyond the cases: start-up, the tuner's trials and, unless `quick`,
-    the wide function and the 100k-op run as processes, and a never-compiled 100k-op page."""
+    the wide function and the 100k-op run as processes, a never-compiled 100k-op page, and a
+    search of Llama-3.2-1B."""
     measured: dict = {}
     measured["startup_s"] = cli_startup()
     progress(f"goals: start-up {statistics.median(measured['startup_s']):.2f} s")
@@ -257,6 +287,8 @@ def measure(quick: bool, db_dir: Path, progress) -> dict:
         measured["process"] = process_run(PROCESS_REF, db_dir)
         progress(f"goals: tilescope run {PROCESS_REF}: {measured['process'][0]:.1f} s")
         measured["page"] = _page(db_dir, progress)
+        measured["search"] = llama_search()
+        progress(f"goals: a {SEARCH_S:g}-s search of {SEARCH_REF}: {_search_figure(measured['search'])}")
     return measured
 
 

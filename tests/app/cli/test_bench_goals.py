@@ -58,6 +58,22 @@ def test_each_goal_is_met_or_not_by_its_figure_and_unmeasured_ones_say_so():
     assert sum("NOT MET" in line for line in text) == 6
 
 
+def test_the_search_goal_is_met_when_the_search_settles_before_its_budget(monkeypatch):
+    def search_goal(search) -> Goal:
+        return next(g for g in check([], {"search": search}) if "op-by-op pass" in g.goal)
+
+    ended = {"trials": 2747, "stopped": "stopped at the end of its time budget", "settled": False}
+    goal = search_goal({**ended, "where": "pass 4 (op by op), 91 of 527"})
+    assert goal.met is False
+    assert goal.measured == "2,747 trials; stopped at the end of its time budget, in pass 4 (op by op), 91 of 527"
+    settled = {"trials": 40, "stopped": "a pass over every op kept nothing", "settled": True, "where": "pass 2"}
+    assert search_goal(settled).met is True and search_goal(settled).measured.endswith("kept nothing")
+    # measured for real on a model small enough to settle
+    monkeypatch.setattr(bench_goals, "SEARCH_REF", "zoo:mlp?layers=1")
+    found = bench_goals.llama_search()
+    assert found["settled"] and found["trials"] > 0 and search_goal(found).met is True
+
+
 def test_the_page_goal_needs_its_time_and_more_than_one_stage_said_on_the_way():
     said = ("importing 99,867 ops", "compiling", "simulating 28,102 ops")
 
