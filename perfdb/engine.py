@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import time
+import weakref
 from pathlib import Path
 
 from alembic.util import CommandError
@@ -49,6 +52,7 @@ def open_db(url: str | None = None) -> Engine:
         raise DatabaseError(f"database {_describe(url)!r}: {err.strerror}") from None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+        _SQLITE[engine] = os.getpid()
     try:
         upgrade(engine)
     except OperationalError as err:
@@ -57,6 +61,20 @@ def open_db(url: str | None = None) -> Engine:
     except (SQLAlchemyError, CommandError) as err:
         raise DatabaseError(f"cannot open database {_describe(url)!r}: {str(err).splitlines()[0]}") from None
     return engine
+
+
+_SQLITE: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDictionary()  # -> the process that opened it
+
+
+@atexit.register
+def _close_sqlite() -> None:
+    """Every SQLite engine's connections closed as the process that opened it ends: the last to
+    close folds the write-ahead log into the database file, so the file alone holds every run
+    stored (`tilescope` exits without tearing the interpreter down, which left the log beside
+    it: a copy of the file alone had lost the run). A forked process leaves its parent's alone."""
+    for engine, pid in list(_SQLITE.items()):
+        if pid == os.getpid():
+            engine.dispose()
 
 
 BUSY_TIMEOUT_S = 60  # how long a SQLite writer waits for another's write: storing a 100k-op run takes ~15 s

@@ -125,3 +125,35 @@ def test_the_embedded_database_is_readable_by_its_user_only(tmp_path, monkeypatc
     (folder / "perf.db").chmod(0o644)
     open_db().dispose()
     assert modes()["tilescope"] == 0o700 and modes()["perf.db"] == 0o600
+
+
+def test_a_database_file_alone_holds_what_a_command_stored_once_it_exits(tmp_path):
+    """`tilescope run` exits without tearing the interpreter down: its connections are closed on
+    the way out, so the write-ahead log is folded into the file, and a copy of the file alone
+    (what a user shares) holds the run."""
+    import shutil
+    import subprocess
+    import sys
+
+    from tilescope.perfdb.runs import list_runs
+
+    db = tmp_path / "runs.db"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from tilescope.app.cli import entry; entry()",
+            "run",
+            "zoo:mlp",
+            "--db",
+            f"sqlite:///{db}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "runs.db-wal").exists() or (tmp_path / "runs.db-wal").stat().st_size == 0
+    shutil.copy(db, tmp_path / "copy.db")
+    with engine_mod.session_factory(open_db(f"sqlite:///{tmp_path / 'copy.db'}"))() as session:
+        assert [run.model_ref for run in list_runs(session)] == ["zoo:mlp"]
