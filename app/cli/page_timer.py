@@ -28,8 +28,18 @@ MAX_OPS = 200_000  # the server's --max-ops: the page may compile the model
 START_S = 120  # the server compiles and stores its own opening model before it listens
 PAGE_S = 300
 POLL_S = 0.1
-# headless, software GL, the window tests and screenshots use
-CHROME_ARGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1300")
+# headless, software GL, the window tests and screenshots use, nothing in the background
+CHROME_ARGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--window-size=1600,1300",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+)
 
 # Dash's queue of callbacks, as dash.testing reads it: empty once every callback an action set
 # off has run and its outputs are on the page
@@ -83,7 +93,7 @@ def time_page(workdir: Path, ref: str = PAGE_REF) -> PageTiming:
     try:
         url = f"http://127.0.0.1:{port}/"
         _wait_until_served(url, server, workdir / "serve.log")
-        driver = _chrome()
+        driver = chrome()
         try:
             return _opened(driver, f"{url}?{urlencode({'model': ref})}", ref)
         finally:
@@ -121,7 +131,8 @@ def _opened(driver, url: str, ref: str) -> PageTiming:
     raise RuntimeError(f"{ref}: its page did not show its run within {PAGE_S} s")
 
 
-def _chrome():
+def chrome():
+    """Headless Chromium driven through its driver, as the browser tests drive it."""
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service

@@ -20,6 +20,11 @@ class _Opening:
     requests: int  # reporting on it now
 
 
+def key(model, target, policy, dispatch, data_tiling) -> tuple:
+    """What a page opens, as the page's choice of model and the stage it asks for both name it."""
+    return (model, target, policy, dispatch, bool(data_tiling))
+
+
 _lock = threading.Lock()
 _open: dict[tuple, _Opening] = {}
 

@@ -192,13 +192,14 @@ def _kept_here(ref: str, text: str, target: Target, kept: Compilation) -> Compil
 @lru_cache(maxsize=64)
 def _compile(ref: str, text: str, target: Target, options: CompileOptions) -> Compilation:
     key = (ref, text, target)
-    kept = _latest(ref, text, target, options)
-    if kept is None and _ON_DISK is not None:
-        kept = _ON_DISK.load(_ON_DISK.key(ref, text, repr(target), options))
-        kept = kept and _kept_here(ref, text, target, kept)
-    if kept is not None:
-        return kept
+    latest = _latest(ref, text, target, options)
+    if latest is not None:
+        return latest
     store = _ON_DISK
+    disk_key = store.key(ref, text, repr(target), options) if store else ""  # hashes the model's text: once
+    kept = store.load(disk_key) if store else None
+    if kept is not None:
+        return _kept_here(ref, text, target, kept)
     model = _model(ref, text)
     check_op_names(options.overrides, model.graph)
     # incremental: what the last compilation of this model on this target did for the ops an
@@ -206,7 +207,7 @@ def _compile(ref: str, text: str, target: Target, options: CompileOptions) -> Co
     compilation = compile_model(model, target, options, since=_LATEST.get(key))
     _keep_latest(key, compilation)
     if store:
-        store.keep(store.key(ref, text, repr(target), options), compilation)
+        store.keep(disk_key, compilation)
     return compilation
 
 

@@ -57,8 +57,8 @@ def same_bytes_as(
 
 @lru_cache(maxsize=CACHED)
 def at_address(layout: Layout, address: int | None) -> Layout:
-    """`layout` at another L1 address (None: not placed)."""
-    return replace(layout, address=address)
+    """`layout` at L1 address `address` (None: not placed): the layout itself if it is there."""
+    return layout if layout.address == address else replace(layout, address=address)
 
 
 def is_view(graph: Graph, op: Op) -> bool:

@@ -50,8 +50,7 @@ def kernel_key(graph: Graph, op: Op) -> tuple | None:
 
 def _placed_anywhere(tensor: Tensor) -> Layout | None:
     """`tensor`'s layout but its L1 address, which no kernel depends on."""
-    layout = tensor.layout
-    return layout if layout is None or layout.address is None else at_address(layout, None)
+    return None if tensor.layout is None else at_address(tensor.layout, None)
 
 
 def _by_position(key: tuple) -> tuple:

@@ -13,11 +13,6 @@ from tilescope.app.workbench import openings
 STAGE_POLL_MS = 500  # how often a page waiting for a model to open asks for its stage
 
 
-def opening_key(model, target, policy, dispatch, data_tiling) -> tuple:
-    """What a page opens, as choose_model and the stage poll both name it."""
-    return (model, target, policy, dispatch, bool(data_tiling))
-
-
 def layout(_page: PageContext) -> list:
     return [
         # shown only while choose_model runs (its `running` outputs), after a moment (style.css)
@@ -45,7 +40,7 @@ def register(wiring: Wiring) -> dict:
         """The stage of the compile the page waits for; unchanged while none is known here (none
         said yet, a model with a run that opens slowly, or another of a server's workers
         compiling it). choose_model clears it as it starts and ends."""
-        stage = openings.stage_of(opening_key(model, target, policy, dispatch, data_tiling))
+        stage = openings.stage_of(openings.key(model, target, policy, dispatch, data_tiling))
         return f" Now {stage}\u2026" if stage else no_update
 
     return {"show_stage": show_stage}

@@ -16,7 +16,6 @@ from tilescope.app.web import ids
 from tilescope.app.web import url_state
 from tilescope.app.web.callback_context import triggered
 from tilescope.app.web.panels import tune
-from tilescope.app.web.panels.opening import opening_key
 from tilescope.app.web.jobs import page_job, reporter
 from tilescope.app.web.panel import PageContext, Panel, Wiring, outputs
 from tilescope.app.web.style import error, labelled, menu
@@ -156,7 +155,7 @@ def _register_runs(wiring: Wiring) -> dict:
             return no_update  # the link's pair ticked, or a link naming no run: the shown run stays
         options = CompileOptions(policy=policy, dispatch=dispatch, data_tiling=bool(data_tiling))
         try:
-            with openings.reporting(opening_key(model, target, policy, dispatch, data_tiling)) as say:
+            with openings.reporting(openings.key(model, target, policy, dispatch, data_tiling)) as say:
                 run_id = explorer.ensure_run(model, target, options, on_stage=say)
         except TilescopeError as err:
             return outputs(CHOSEN, status=error(str(err)))

@@ -8,31 +8,27 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 
-from tilescope.app.cli.page_timer import SETTLED_JS
+from tilescope.app.cli.page_timer import SETTLED_JS, browser_paths
+from tilescope.app.cli.page_timer import chrome as _chrome
 
 from . import serving
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
+CHROMIUM, CHROMEDRIVER = browser_paths()
 SHOTS = Path(os.environ.get("TILESCOPE_SCREENSHOTS", Path(__file__).resolve().parents[3] / "screenshots"))
 MODEL = "zoo:mlp?layers=1"
 
 if not (CHROMIUM and CHROMEDRIVER):
     pytest.skip("Debian chromium and chromium-driver are not installed", allow_module_level=True)
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.options import Options  # noqa: E402
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.actions.action_builder import ActionBuilder  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -56,24 +52,6 @@ def browser():
     driver = _chrome()
     yield driver
     driver.quit()
-
-
-def _chrome():
-    options = Options()
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1600,1300",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-        "--disable-sync",
-    ):
-        options.add_argument(arg)
-    options.binary_location = CHROMIUM
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
 def _wait(driver, predicate, timeout=30):

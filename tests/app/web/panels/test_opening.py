@@ -7,7 +7,6 @@ import contextlib
 
 from dash import no_update
 
-from tilescope.app.web.panels.opening import opening_key
 from tilescope.app.workbench import openings
 
 from .conftest import POLICY, TARGET
@@ -15,7 +14,7 @@ from .conftest import POLICY, TARGET
 
 def test_the_stage_a_model_is_at_is_shown_while_it_opens_and_nothing_once_none_is(cb):
     model = "zoo:mlp?layers=2"
-    with openings.reporting(opening_key(model, TARGET, POLICY, "host", [])) as say:
+    with openings.reporting(openings.key(model, TARGET, POLICY, "host", [])) as say:
         assert cb["show_stage"](1, model, TARGET, POLICY, "host", []) is no_update  # nothing said yet
         say("simulating 12 ops")
         assert cb["show_stage"](2, model, TARGET, POLICY, "host", []) == " Now simulating 12 ops\u2026"
@@ -35,6 +34,6 @@ def test_choosing_a_model_with_no_run_reports_each_stage_of_its_compile_under_wh
     monkeypatch.setattr(openings, "reporting", recording)
     model = "zoo:mlp?layers=3"
     assert isinstance(cb["choose_model"](model, TARGET, POLICY, None, "host", None, [])["run_id"], int)
-    stages = said[opening_key(model, TARGET, POLICY, "host", [])]
+    stages = said[openings.key(model, TARGET, POLICY, "host", [])]
     assert stages[:3] == ["reading the model", "importing 15 ops", "compiling"]
     assert stages[3].startswith("simulating ") and stages[4:] == ["storing the run"]
